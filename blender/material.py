@@ -1,0 +1,102 @@
+"""Materials: core Material ⇄ a Principled BSDF node tree with image textures."""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import bpy
+
+from ..core import model as cm
+
+
+def _image(tex: cm.Texture, created: list, base_dir: str | None):
+    if tex.data is not None:
+        # Packed from memory: write to a temporary file, load, pack, then remove the file.
+        suffix = ".png" if "png" in tex.mime else ".jpg"
+        fd, path = tempfile.mkstemp(suffix=suffix)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(tex.data)
+            img = bpy.data.images.load(path)
+            img.pack()
+        finally:
+            os.unlink(path)
+        img.name = tex.name
+    elif tex.path:
+        path = tex.path if os.path.isabs(tex.path) or not base_dir else os.path.join(base_dir, tex.path)
+        img = bpy.data.images.load(path, check_existing=True)
+    else:
+        return None
+    created.append(img)
+    return img
+
+
+def build_material(mat: cm.Material, created: list, base_dir: str | None = None) -> bpy.types.Material:
+    m = bpy.data.materials.new(mat.name)
+    created.append(m)
+    m.use_nodes = True
+    nt = m.node_tree
+    bsdf = next(n for n in nt.nodes if n.type == "BSDF_PRINCIPLED")
+    bsdf.inputs["Base Color"].default_value = tuple(mat.base_color[:4])
+    bsdf.inputs["Metallic"].default_value = mat.metallic
+    bsdf.inputs["Roughness"].default_value = mat.roughness
+    if mat.base_color_texture is not None:
+        img = _image(mat.base_color_texture, created, base_dir)
+        if img is not None:
+            node = nt.nodes.new("ShaderNodeTexImage")
+            node.image = img
+            node.location = (-400, 300)
+            nt.links.new(node.outputs["Color"], bsdf.inputs["Base Color"])
+    m.use_backface_culling = not mat.double_sided
+    return m
+
+
+def _linked_image(socket):
+    if not socket.is_linked:
+        return None
+    node = socket.links[0].from_node
+    for _ in range(8):  # walk through simple pass-through nodes (normal map, separate color, ...)
+        if node.type == "TEX_IMAGE":
+            return node.image
+        inputs = [s for s in node.inputs if s.is_linked]
+        if not inputs:
+            return None
+        node = inputs[0].links[0].from_node
+    return None
+
+
+def _texture(img) -> cm.Texture | None:
+    if img is None:
+        return None
+    data = None
+    if img.packed_file is not None:
+        data = bytes(img.packed_file.data)
+    return cm.Texture(name=img.name, path=bpy.path.abspath(img.filepath) if img.filepath else None, data=data,
+                      mime="image/png" if (img.file_format or "PNG") == "PNG" else "image/jpeg")
+
+
+def read_material(m) -> cm.Material:
+    out = cm.Material(name=m.name if m else "Material")
+    if m is None:
+        return out
+    out.double_sided = not m.use_backface_culling
+    blend = getattr(m, "surface_render_method", "DITHERED")
+    if m.node_tree is None:
+        out.base_color = tuple(m.diffuse_color)
+        return out
+    bsdf = next((n for n in m.node_tree.nodes if n.type == "BSDF_PRINCIPLED"), None)
+    if bsdf is None:
+        out.base_color = tuple(m.diffuse_color)
+        return out
+    out.base_color = tuple(bsdf.inputs["Base Color"].default_value)
+    out.metallic = float(bsdf.inputs["Metallic"].default_value)
+    out.roughness = float(bsdf.inputs["Roughness"].default_value)
+    out.emissive = tuple(bsdf.inputs["Emission Color"].default_value)[:3]
+    out.base_color_texture = _texture(_linked_image(bsdf.inputs["Base Color"]))
+    out.normal_texture = _texture(_linked_image(bsdf.inputs["Normal"]))
+    out.metallic_roughness_texture = _texture(_linked_image(bsdf.inputs["Roughness"]))
+    out.emissive_texture = _texture(_linked_image(bsdf.inputs["Emission Color"]))
+    alpha = bsdf.inputs["Alpha"]
+    if alpha.is_linked or alpha.default_value < 1.0:
+        out.alpha_mode = "BLEND" if blend == "BLENDED" else "CLIP"
+    return out

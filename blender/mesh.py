@@ -1,0 +1,204 @@
+"""Meshes: core Mesh ⇄ Blender mesh through the attribute API with numpy.
+
+Import keeps one Blender vertex per file vertex (file order), so a file's vertex i is Blender vertex i.
+Normals go to a FLOAT_VECTOR `custom_normal` corner attribute (exact, where `normals_split_custom_set`
+loses up to 1e-2); every UV set becomes a UV map; colours become FLOAT_COLOR point attributes.
+Export reads the evaluated mesh and splits vertices only where corner data (normal, UVs, colour) differ.
+"""
+from __future__ import annotations
+
+import bmesh
+import bpy
+import numpy as np
+
+from ..core import model as cm
+
+
+def _set(attr, prop: str, array, dtype) -> None:
+    attr.data.foreach_set(prop, np.ascontiguousarray(array, dtype=dtype).reshape(-1))
+
+
+def build_mesh(cmesh: cm.Mesh, name: str, created: list, warnings: list[str]) -> bpy.types.Mesh:
+    me = bpy.data.meshes.new(name)
+    created.append(me)
+    tris = np.asarray(cmesh.triangles, dtype=np.int32).reshape(-1, 3)
+    mat_idx = cmesh.material_indices
+    degenerate = (tris[:, 0] == tris[:, 1]) | (tris[:, 1] == tris[:, 2]) | (tris[:, 0] == tris[:, 2])
+    if degenerate.any():
+        warnings.append(f"{name}: {int(degenerate.sum())} degenerate triangles skipped")
+        tris = tris[~degenerate]
+        if mat_idx is not None:
+            mat_idx = np.asarray(mat_idx)[~degenerate]
+    me.vertices.add(cmesh.vertex_count)
+    _set(me.attributes["position"], "vector", cmesh.positions, np.float32)
+    me.loops.add(tris.size)
+    _set(me.attributes[".corner_vert"], "value", tris, np.int32)
+    me.polygons.add(len(tris))
+    me.polygons.foreach_set("loop_start", np.arange(0, tris.size, 3, dtype=np.int32))
+    if cmesh.edges is not None and len(cmesh.edges):
+        me.edges.add(len(cmesh.edges))
+        _set(me.attributes[".edge_verts"], "value", cmesh.edges, np.int32)
+    me.update(calc_edges=True)
+    corners = tris.reshape(-1)
+    for uv_name, uv in cmesh.uvs:
+        layer = me.uv_layers.new(name=uv_name, do_init=False)
+        layer.uv.foreach_set("vector", np.ascontiguousarray(np.asarray(uv, np.float32)[corners]).reshape(-1))
+    for col_name, col in cmesh.colors:
+        attr = me.color_attributes.new(col_name, "FLOAT_COLOR", "POINT")
+        _set(attr, "color", col, np.float32)
+    if mat_idx is not None and len(mat_idx):
+        _set(me.attributes.new("material_index", "INT", "FACE") if "material_index" not in me.attributes
+             else me.attributes["material_index"], "value", mat_idx, np.int32)
+    if cmesh.normals is not None:
+        if "custom_normal" in me.attributes:
+            me.attributes.remove(me.attributes["custom_normal"])
+        attr = me.attributes.new("custom_normal", "FLOAT_VECTOR", "CORNER")
+        _set(attr, "vector", np.asarray(cmesh.normals, np.float32)[corners], np.float32)
+    return me
+
+
+def add_weights(ob, cmesh: cm.Mesh, bone_names: list[str]) -> None:
+    """Vertex groups for every bone (in skeleton order, so export keeps the order), weights added slot by
+    slot so each vertex keeps its file's influence order; one call per distinct (slot, bone, weight)."""
+    groups = [ob.vertex_groups.new(name=n) for n in bone_names]
+    if cmesh.weights is None:
+        return
+    w = np.asarray(cmesh.weights, dtype=np.float32)
+    j = np.asarray(cmesh.joints, dtype=np.int64)
+    for k in range(w.shape[1]):
+        live = np.flatnonzero(w[:, k] > 0)
+        if not len(live):
+            continue
+        key = j[live, k] * (1 << 32) + w[live, k].view(np.uint32).astype(np.int64)
+        order = np.argsort(key, kind="stable")
+        key_sorted = key[order]
+        starts = np.flatnonzero(np.r_[True, key_sorted[1:] != key_sorted[:-1]])
+        ends = np.r_[starts[1:], len(order)]
+        verts = live[order].tolist()
+        for s, e in zip(starts.tolist(), ends.tolist()):
+            v0 = verts[s]
+            groups[int(j[v0, k])].add(verts[s:e], float(w[v0, k]), "REPLACE")
+
+
+# ---------------------------------------------------------------------------------------------
+# export
+
+def _foreach(collection_or_attr, prop: str, count: int, width: int, dtype) -> np.ndarray:
+    out = np.empty(count * width, dtype=dtype)
+    if count:
+        collection_or_attr.foreach_get(prop, out)
+    return out.reshape(count, width) if width > 1 else out
+
+
+def read_mesh(ob, depsgraph, matrix: np.ndarray, bone_index: dict[str, int], max_influences: int,
+              warnings: list[str]) -> cm.Mesh | None:
+    """The evaluated mesh of `ob` in the space `matrix` maps object space to, split per corner data."""
+    ob_eval = ob.evaluated_get(depsgraph)
+    me = ob_eval.to_mesh(preserve_all_data_layers=True, depsgraph=depsgraph)
+    try:
+        if me is None or not len(me.polygons):
+            return None
+        if any(p.loop_total != 3 for p in me.polygons) if len(me.polygons) < 64 else \
+                (_foreach(me.polygons, "loop_total", len(me.polygons), 1, np.int32) != 3).any():
+            bm = bmesh.new()
+            bm.from_mesh(me)
+            bmesh.ops.triangulate(bm, faces=bm.faces[:])
+            bm.to_mesh(me)
+            bm.free()
+        return _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings)
+    finally:
+        ob_eval.to_mesh_clear()
+
+
+def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings) -> cm.Mesh:
+    nv, nl, nf = len(me.vertices), len(me.loops), len(me.polygons)
+    pos = _foreach(me.attributes["position"].data, "vector", nv, 3, np.float32)
+    corner_vert = _foreach(me.attributes[".corner_vert"].data, "value", nl, 1, np.int32)
+    normals = _foreach(me.corner_normals, "vector", nl, 3, np.float32)
+    uv_layers = list(me.uv_layers)
+    uvs = [(l.name, _foreach(l.uv, "vector", nl, 2, np.float32)) for l in uv_layers]
+    colors = []
+    for attr in me.color_attributes:
+        prop = "color_srgb" if attr.data_type == "BYTE_COLOR" else "color"
+        n = nv if attr.domain == "POINT" else nl
+        c = _foreach(attr.data, prop, n, 4, np.float32)
+        colors.append((attr.name, c[corner_vert] if attr.domain == "POINT" else c))
+    tangents = None
+    if uv_layers:
+        try:
+            me.calc_tangents(uvmap=uv_layers[0].name)
+            t = _foreach(me.loops, "tangent", nl, 3, np.float32)
+            sign = _foreach(me.loops, "bitangent_sign", nl, 1, np.float32)
+            tangents = np.concatenate([t, sign[:, None]], axis=1)
+        except RuntimeError as e:
+            warnings.append(f"{ob.name}: tangents not computed ({e})")
+    mat_index = _foreach(me.polygons, "material_index", nf, 1, np.int32) if nf else np.zeros(0, np.int32)
+
+    # One output vertex per distinct (vertex, normal, UVs, colours); ordered by vertex, then first corner,
+    # so an unsplit mesh keeps Blender's vertex order exactly.
+    parts = [corner_vert.astype(np.int64).view(np.uint64).reshape(-1, 1).view(np.uint8).reshape(nl, 8),
+             normals.view(np.uint8).reshape(nl, -1)]
+    parts += [uv.view(np.uint8).reshape(nl, -1) for _, uv in uvs]
+    parts += [c.view(np.uint8).reshape(nl, -1) for _, c in colors]
+    keys = np.ascontiguousarray(np.concatenate(parts, axis=1))
+    void = keys.view(np.dtype((np.void, keys.shape[1]))).reshape(-1)
+    _, first, inverse = np.unique(void, return_index=True, return_inverse=True)
+    order = np.lexsort((first, corner_vert[first]))
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    src_corner = first[order]
+    corner_to_out = rank[inverse.reshape(-1)]
+
+    m = np.asarray(matrix, dtype=np.float64)
+    lin = m[:3, :3]
+    normal_m = np.linalg.inv(lin).T
+    out_pos = (pos[corner_vert[src_corner]].astype(np.float64) @ lin.T + m[:3, 3]).astype(np.float32)
+    out_n = normals[src_corner].astype(np.float64) @ normal_m.T
+    out_n /= np.maximum(np.linalg.norm(out_n, axis=1, keepdims=True), 1e-30)
+    cmesh = cm.Mesh(name=ob.name, positions=out_pos, triangles=corner_to_out.reshape(-1, 3).astype(np.int32),
+                    normals=out_n.astype(np.float32), material_indices=mat_index)
+    if np.linalg.det(lin) < 0:
+        cmesh.triangles = cmesh.triangles[:, ::-1].copy()
+    cmesh.uvs = [(n, uv[src_corner]) for n, uv in uvs]
+    cmesh.colors = [(n, c[src_corner]) for n, c in colors]
+    if tangents is not None:
+        t = tangents[src_corner].astype(np.float64)
+        txyz = t[:, :3] @ lin.T
+        txyz /= np.maximum(np.linalg.norm(txyz, axis=1, keepdims=True), 1e-30)
+        w = t[:, 3] * (-1.0 if np.linalg.det(lin) < 0 else 1.0)
+        cmesh.tangents = np.concatenate([txyz, w[:, None]], axis=1).astype(np.float32)
+    if bone_index:
+        joints, weights = _read_weights(ob, me, bone_index, max_influences, warnings)
+        cmesh.joints = joints[corner_vert[src_corner]]
+        cmesh.weights = weights[corner_vert[src_corner]]
+    cmesh.extras["source_vertex"] = corner_vert[src_corner]
+    return cmesh
+
+
+def _read_weights(ob, me, bone_index, max_influences, warnings):
+    """Per-vertex (joints, weights), influences in Blender's stored order; over `max_influences` keeps the
+    largest and renormalises them, with a warning."""
+    group_to_bone = np.full(max(len(ob.vertex_groups), 1), -1, dtype=np.int64)
+    for g in ob.vertex_groups:
+        group_to_bone[g.index] = bone_index.get(g.name, -1)
+    nv = len(me.vertices)
+    joints = np.zeros((nv, max_influences), dtype=np.int32)
+    weights = np.zeros((nv, max_influences), dtype=np.float32)
+    over = 0
+    for v in me.vertices:
+        infl = [(group_to_bone[g.group], g.weight) for g in v.groups if g.weight > 0]
+        infl = [(b, w) for b, w in infl if b >= 0]
+        if not infl:
+            continue
+        if len(infl) > max_influences:
+            over += 1
+            keep = sorted(infl, key=lambda x: -x[1])[:max_influences]
+            total = sum(w for _, w in keep)
+            infl = [(b, w / total) for b, w in keep]
+        for k, (b, w) in enumerate(infl):
+            joints[v.index, k] = b
+            weights[v.index, k] = w
+    if over:
+        warnings.append(f"{ob.name}: {over} vertices had more than {max_influences} influences; "
+                        "the largest were kept and renormalised")
+    return joints, weights

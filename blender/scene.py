@@ -1,0 +1,262 @@
+"""Import and export orchestration: core Scene ⇄ bpy, atomic import, read-only export.
+
+Import: the caller has already parsed and mapped the whole file; `build_scene` then creates datablocks and,
+if anything fails, removes every datablock it created, so a failed import leaves `bpy.data` as it was.
+Export: `gather_scene` reads the evaluated depsgraph with the armature switched to Rest Position, and puts
+back everything it touched in `finally`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import bpy
+import numpy as np
+
+from ..core import model as cm
+from . import armature as barm
+from . import material as bmat
+from . import mesh as bmesh_
+
+# Failure injection for tests: set to a callable(stage: str) that may raise.
+fail_hook = None
+
+
+def _stage(name: str) -> None:
+    if fail_hook is not None:
+        fail_hook(name)
+
+
+@dataclass
+class ImportResult:
+    objects: list = field(default_factory=list)
+    armature: object = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def _remove_created(created: list) -> None:
+    ids = [x for x in created if isinstance(x, bpy.types.ID)]
+    alive = []
+    for x in ids:
+        try:
+            x.name  # raises ReferenceError if already gone
+            alive.append(x)
+        except ReferenceError:
+            pass
+    objects = [x for x in alive if isinstance(x, bpy.types.Object)]
+    if objects:
+        bpy.data.batch_remove(objects)
+    rest = [x for x in alive if not isinstance(x, bpy.types.Object)]
+    if rest:
+        bpy.data.batch_remove(rest)
+
+
+def build_scene(context, scene: cm.Scene, name: str, base_dir: str | None = None) -> ImportResult:
+    """Create Blender data for a mapped scene; atomic."""
+    result = ImportResult()
+    created: list = []
+    collection = context.view_layer.active_layer_collection.collection
+    if context.mode != "OBJECT" and context.view_layer.objects.active is not None:
+        bpy.ops.object.mode_set(mode="OBJECT")
+    try:
+        arm_ob = None
+        names: list[str] = []
+        if scene.skeleton is not None and len(scene.skeleton.bones):
+            arm_ob = barm.build_armature(context, scene.skeleton, name, collection, created)
+            names = [b.name for b in arm_ob.data.bones]
+            order = barm_names(arm_ob)
+            names = order or names
+            result.armature = arm_ob
+            result.objects.append(arm_ob)
+        _stage("armature")
+        materials = []
+        for mat in scene.materials:
+            materials.append(bmat.build_material(mat, created, base_dir))
+        _stage("materials")
+        for cmesh in scene.meshes:
+            me = bmesh_.build_mesh(cmesh, cmesh.name, created, result.warnings)
+            for slot in cmesh.materials:
+                me.materials.append(materials[slot])
+            ob = bpy.data.objects.new(cmesh.name, me)
+            created.append(ob)
+            collection.objects.link(ob)
+            if arm_ob is not None and cmesh.weights is not None:
+                ob.parent = arm_ob
+                bmesh_.add_weights(ob, cmesh, names)
+                mod = ob.modifiers.new("Armature", "ARMATURE")
+                mod.object = arm_ob
+            elif arm_ob is not None:
+                ob.parent = arm_ob
+            if cmesh.shape_keys:
+                _add_shape_keys(ob, cmesh)
+            result.objects.append(ob)
+        _stage("mesh")
+        if arm_ob is not None:
+            arm_ob["skinbridge_source"] = name
+        _stage("done")
+    except BaseException:
+        _remove_created(created)
+        raise
+    return result
+
+
+def barm_names(arm_ob) -> list[str]:
+    import json
+
+    try:
+        return list(json.loads(arm_ob.data.get(barm.PROP, "{}")).get("names", []))
+    except ValueError:
+        return []
+
+
+def _add_shape_keys(ob, cmesh: cm.Mesh) -> None:
+    basis = ob.shape_key_add(name="Basis", from_mix=False)
+    basis.interpolation = "KEY_LINEAR"
+    for sk in cmesh.shape_keys:
+        kb = ob.shape_key_add(name=sk.name, from_mix=False)
+        kb.points.foreach_set("co", np.ascontiguousarray(sk.positions, dtype=np.float32).reshape(-1))
+        kb.value = float(sk.default_weight)
+
+
+# ---------------------------------------------------------------------------------------------
+# export
+
+def _collections_visible(ob, view_layer) -> bool:
+    """False if any collection holding the object is excluded, hidden in the view layer or disabled."""
+    hidden = set()
+
+    def walk(lc):
+        if lc.exclude or lc.hide_viewport or lc.collection.hide_viewport:
+            hidden.add(lc.collection.name)
+            stack = [lc]
+            while stack:
+                x = stack.pop()
+                hidden.add(x.collection.name)
+                stack.extend(x.children)
+            return
+        for c in lc.children:
+            walk(c)
+
+    walk(view_layer.layer_collection)
+    return not any(c.name in hidden for c in ob.users_collection)
+
+
+def _armature_of(ob):
+    for mod in ob.modifiers:
+        if mod.type == "ARMATURE" and mod.object is not None and mod.show_viewport:
+            return mod.object
+    return None
+
+
+def exportable_objects(context, selected_only: bool = False) -> tuple[list, object]:
+    """(meshes, armature): meshes deformed by an armature plus other visible meshes, never objects in
+    excluded or hidden collections."""
+    view_layer = context.view_layer
+    meshes, armatures = [], []
+    for ob in view_layer.objects:
+        if ob.type != "MESH" or not _collections_visible(ob, view_layer):
+            continue
+        if selected_only and not ob.select_get():
+            continue
+        arm = _armature_of(ob)
+        if arm is not None or ob.visible_get():
+            meshes.append(ob)
+            if arm is not None and arm not in armatures:
+                armatures.append(arm)
+    if not armatures:
+        armatures = [ob for ob in view_layer.objects if ob.type == "ARMATURE" and _collections_visible(ob, view_layer)
+                     and (not selected_only or ob.select_get())][:1]
+    return meshes, (armatures[0] if armatures else None)
+
+
+def gather_scene(context, selected_only: bool = False, max_influences: int = 4,
+                 deform_only: bool = False) -> tuple[cm.Scene, list[str]]:
+    """Read what would be exported into a core Scene (world space, Blender axes). Read-only for the user."""
+    warnings: list[str] = []
+    meshes, arm_ob = exportable_objects(context, selected_only)
+    scene = cm.Scene(name=context.scene.name)
+    if not meshes:
+        return scene, ["nothing to export: no visible mesh"]
+    skinned = [ob for ob in meshes if arm_ob is not None and _armature_of(ob) == arm_ob]
+    saved_pose_position = arm_ob.data.pose_position if arm_ob is not None else None
+    try:
+        if arm_ob is not None:
+            if arm_ob.data.pose_position != "REST":
+                arm_ob.data.pose_position = "REST"
+                context.view_layer.update()
+            order = [g.name for g in skinned[0].vertex_groups] if skinned else []
+            scene.skeleton = barm.read_skeleton(arm_ob, order)
+            if deform_only:
+                _keep_deform_bones(scene.skeleton)
+        _stage("skeleton")
+        depsgraph = context.evaluated_depsgraph_get()
+        bone_index = {}
+        if scene.skeleton is not None:
+            bone_index = {b.name: i for i, b in enumerate(scene.skeleton.bones) if b.deform}
+        material_index: dict[str, int] = {}
+        for ob in meshes:
+            is_skinned = ob in skinned
+            cmesh = bmesh_.read_mesh(ob, depsgraph, np.array(ob.matrix_world, dtype=np.float64),
+                                     bone_index if is_skinned else {}, max_influences, warnings)
+            if cmesh is None:
+                continue
+            if scene.skeleton is not None and not is_skinned:
+                _rigid_weights(ob, cmesh, scene.skeleton, warnings)
+            slots = []
+            for slot in ob.material_slots:
+                mat = slot.material
+                key = mat.name if mat else ""
+                if key not in material_index:
+                    material_index[key] = len(scene.materials)
+                    scene.materials.append(bmat.read_material(mat))
+                slots.append(material_index[key])
+            if not slots:
+                if "" not in material_index:
+                    material_index[""] = len(scene.materials)
+                    scene.materials.append(bmat.read_material(None))
+                slots = [material_index[""]]
+            cmesh.materials = slots
+            cmesh.material_indices = np.clip(cmesh.material_indices, 0, len(slots) - 1)
+            if ob.data.shape_keys is not None:
+                cmesh.shape_keys = [cm.ShapeKey(kb.name, np.zeros((0, 3), np.float32))
+                                    for kb in ob.data.shape_keys.key_blocks[1:]]
+            scene.meshes.append(cmesh)
+        _stage("meshes")
+    finally:
+        if arm_ob is not None and arm_ob.data.pose_position != saved_pose_position:
+            arm_ob.data.pose_position = saved_pose_position
+            context.view_layer.update()
+    return scene, warnings
+
+
+def _rigid_weights(ob, cmesh: cm.Mesh, skel: cm.Skeleton, warnings: list[str]) -> None:
+    """A mesh in a skinned export that the armature does not deform follows its parent bone, or the root."""
+    target = None
+    if ob.parent_type == "BONE" and ob.parent_bone:
+        try:
+            target = skel.index(ob.parent_bone)
+        except KeyError:
+            target = None
+    if target is None:
+        target = next(i for i, b in enumerate(skel.bones) if b.parent < 0)
+        warnings.append(f"{ob.name}: not deformed by the armature; weighted fully to bone {skel.bones[target].name}")
+    n = cmesh.vertex_count
+    cmesh.joints = np.zeros((n, 4), np.int32)
+    cmesh.joints[:, 0] = target
+    cmesh.weights = np.zeros((n, 4), np.float32)
+    cmesh.weights[:, 0] = 1.0
+
+
+def _keep_deform_bones(skel: cm.Skeleton) -> None:
+    """Drop non-deforming bones, re-parenting their children to the nearest kept ancestor."""
+    keep = [i for i, b in enumerate(skel.bones) if b.deform]
+    new_index = {old: new for new, old in enumerate(keep)}
+    bones = []
+    for old in keep:
+        b = skel.bones[old]
+        p = b.parent
+        while p >= 0 and p not in new_index:
+            p = skel.bones[p].parent
+        b.parent = new_index.get(p, -1)
+        bones.append(b)
+    skel.bones = bones
+    skel.set_rest_from_binds()

@@ -1,0 +1,1 @@
+"""Neutral model and helpers shared by every format. No bpy here."""

@@ -1,0 +1,35 @@
+"""UrhoX / Urho3D model import and export in Blender: file → records → core → bpy and back.
+
+Shared by the operators and the command line. Import parses and maps the whole file before the first
+datablock is created; export writes to a temporary file and renames it into place.
+"""
+from __future__ import annotations
+
+import os
+
+from ..blender import scene as bscene
+from ..core.errors import ExportError
+from ..core.fileio import read_bytes, write_atomic
+from . import convert, umd2
+
+
+def import_mdl(context, path: str, profile: str = "urhox") -> bscene.ImportResult:
+    data = read_bytes(path)
+    model = umd2.read(data)
+    name = os.path.splitext(os.path.basename(path))[0]
+    core_scene, warnings = convert.to_scene(model, name, profile)
+    result = bscene.build_scene(context, core_scene, name, os.path.dirname(path))
+    result.warnings[:0] = warnings
+    return result
+
+
+def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool = False,
+               deform_only: bool = False) -> list[str]:
+    core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only, deform_only=deform_only)
+    if not core_scene.meshes:
+        raise ExportError("nothing to export: no visible mesh with faces")
+    model, more = convert.from_scene(core_scene, profile)
+    data = umd2.write(model)
+    bscene._stage("write")
+    write_atomic(path, data)
+    return warnings + more

@@ -1,0 +1,1 @@
+"""Independent readers used by the tests (no Blender, none of our codecs)."""
