@@ -14,7 +14,7 @@ from mathutils import Matrix
 
 from ..core import model as cm
 from ..core.skinning import world_matrices
-from ..core.transforms import matrix_to_trs, trs_to_matrix
+from ..core.transforms import matrix_to_trs, quat_angle, trs_to_matrix
 
 PROP = "skinbridge"
 
@@ -43,7 +43,7 @@ def _bone_lengths(skel: cm.Skeleton, heads: np.ndarray) -> np.ndarray:
 def build_armature(context, skel: cm.Skeleton, name: str, collection, created: list) -> bpy.types.Object:
     arm = bpy.data.armatures.new(name)
     created.append(arm)
-    ob = bpy.data.objects.new(name, arm)
+    ob = bpy.data.objects.new(f"{name}_rig", arm)
     created.append(ob)
     collection.objects.link(ob)
     binds = skel.binds()
@@ -147,7 +147,6 @@ def read_skeleton(arm_ob, order: list[str] | None = None) -> cm.Skeleton:
             t_e, r_e, _ = matrix_to_trs(exact)
             t_b, r_b, _ = matrix_to_trs(skel.bones[i].bind)
             tol = 1e-4 * max(1.0, float(np.abs(t_e).max()))
-            from ..core.transforms import quat_angle
             if np.abs(t_e - t_b).max() < tol and float(quat_angle(r_e, r_b)) < 1e-3 and np.allclose(world, np.eye(4)):
                 skel.bones[i].bind = exact
     skel.set_rest_from_binds()

@@ -34,7 +34,8 @@ def _image(tex: cm.Texture, created: list, base_dir: str | None):
 def build_material(mat: cm.Material, created: list, base_dir: str | None = None) -> bpy.types.Material:
     m = bpy.data.materials.new(mat.name)
     created.append(m)
-    m.use_nodes = True
+    if m.node_tree is None:  # Blender 5 gives every new material a node tree
+        m.use_nodes = True
     nt = m.node_tree
     bsdf = next(n for n in nt.nodes if n.type == "BSDF_PRINCIPLED")
     bsdf.inputs["Base Color"].default_value = tuple(mat.base_color[:4])

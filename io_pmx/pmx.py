@@ -56,6 +56,8 @@ DEFORM_BONE_COUNT = (1, 2, 4, 2, 4)
 # morph types
 (MORPH_GROUP, MORPH_VERTEX, MORPH_BONE, MORPH_UV, MORPH_UV1, MORPH_UV2, MORPH_UV3, MORPH_UV4,
  MORPH_MATERIAL, MORPH_FLIP, MORPH_IMPULSE) = range(11)
+MATERIAL_FLAGS_21 = 0xE0  # vertex colour, point draw, line draw: added by PMX 2.1
+
 MORPH_TYPE_NAMES = ("group", "vertex", "bone", "uv", "uv1", "uv2", "uv3", "uv4", "material", "flip", "impulse")
 
 
@@ -397,6 +399,7 @@ def needs_pmx21(model: PmxModel) -> bool:
         or (model.vertices.size and (model.vertices["deform"] == QDEF).any())
         or any(m.kind in (MORPH_FLIP, MORPH_IMPULSE) for m in model.morphs)
         or any(j.kind != 0 for j in model.joints)
+        or any(mat.draw_flags & MATERIAL_FLAGS_21 for mat in model.materials)
     )
 
 

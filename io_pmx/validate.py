@@ -81,14 +81,17 @@ class _Checker:
     # -- whole model -----------------------------------------------------------------------------------------
     def run(self) -> list[Finding]:
         m = self.m
+        from_file = bool(m.at)  # header fields sit at fixed offsets in a file
         if m.encoding not in (pmx.ENCODING_UTF16, pmx.ENCODING_UTF8):
-            self.error("header", 9, "encoding", f"text encoding {m.encoding} is not 0 or 1")
+            self.error("header", 9 if from_file else None, "encoding", f"text encoding {m.encoding} is not 0 or 1")
         if m.additional_uvs > 4:
-            self.error("header", 10, "additional UV count", f"{m.additional_uvs} additional UVs, at most 4")
+            self.error("header", 10 if from_file else None, "additional UV count",
+                       f"{m.additional_uvs} additional UVs, at most 4")
         version = pmx.write_version(m)
         if abs(float(version) - 2.0) < pmx.VERSION_TOLERANCE and pmx.needs_pmx21(m):
-            self.warning("header", 4, "version", "PMX 2.0 file holds 2.1-only data (QDEF, flip/impulse morph "
-                         "or joint type other than 0); MMD ignores it")
+            self.warning("header", 4 if from_file else None, "version",
+                         "PMX 2.0 file holds 2.1-only data (QDEF, flip/impulse morph, joint type other than 0 "
+                         "or material flags 0x20-0x80); MMD ignores it")
         self.vertices()
         self.faces()
         for i, mat in enumerate(m.materials):
@@ -139,6 +142,16 @@ class _Checker:
             self.rows("error", out, element, lambda i, k=k: pmx.vertex_field_offset(m, i, "bones", k),
                       f"bones[{k}]", lambda i, k=k: f"bone index {int(bones[i, k])} is not a bone "
                       f"(0..{self.n_bones - 1}{', or -1 with weight 0' if deform[i] in (2, 4) else ''})")
+        two = (deform == pmx.BDEF2) | (deform == pmx.SDEF)
+        w = weights.astype(np.float64)
+        dropped = ((deform == pmx.BDEF1) & ((w[:, 0] != 1) | (w[:, 1:] != 0).any(axis=1))) | (
+            two & ((np.abs(w[:, 0] + w[:, 1] - 1) > 1e-6) | (w[:, 2:] != 0).any(axis=1)))
+        dropped &= np.isfinite(w).all(axis=1)
+        self.rows("error" if self.for_export else "warning", dropped, element,
+                  lambda i: pmx.vertex_field_offset(m, i, "weights"), "weights",
+                  lambda i: f"{pmx.DEFORM_NAMES[deform[i]]} stores "
+                            f"{'no weight' if deform[i] == pmx.BDEF1 else 'only weights[0] (weights[1] = 1 - it)'}"
+                            f"; weights {w[i].tolist()} would not survive writing")
         four = (deform == pmx.BDEF4) | (deform == pmx.QDEF)
         sums = weights.astype(np.float64).sum(axis=1)
         off = four & np.isfinite(sums) & (np.abs(sums - 1.0) > WEIGHT_SUM_TOLERANCE)

@@ -58,7 +58,14 @@ def to_scene(model: umd2.Model, name: str = "Model", profile: str = "urhox") -> 
         geoms = [(gi, g) for gi, g in enumerate(model.geometries) if g.lods and g.lods[0].vertex_buffer == vb_index]
         if not geoms:
             continue
-        mesh = _vertex_buffer_to_mesh(vb, vb_index, to_core, f"{name}" if vb_index == 0 else f"{name}.{vb_index}")
+        with np.errstate(all="ignore"):
+            mesh = _vertex_buffer_to_mesh(vb, vb_index, to_core, f"{name}" if vb_index == 0 else f"{name}.{vb_index}")
+        for label, arr in (("position", mesh.positions), ("normal", mesh.normals), ("tangent", mesh.tangents)):
+            if arr is not None:
+                bad = np.flatnonzero(~np.isfinite(arr).all(axis=1))
+                if len(bad):
+                    warnings.append(f"vertex buffer {vb_index}: {len(bad)} vertices with a non-finite {label} "
+                                    f"(first: vertex {int(bad[0])})")
         tris, mats, joints = [], [], None
         if vb.has("BLENDINDICES0"):
             joints = np.zeros((len(vb.vertices), 4), dtype=np.int32)
