@@ -27,9 +27,6 @@ if __package__ in (None, ""):  # run as a script (blender -P cli.py, python cli.
 
 from .core.errors import ExportError, FormatError  # noqa: E402
 
-TARGETS = ("urhox",)
-
-
 def _bpy():
     """Import bpy with Blender's user files kept in a temporary folder, and register the add-on."""
     os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="skinbridge-bl-user-"))
@@ -44,67 +41,35 @@ def _bpy():
     return bpy
 
 
-def _empty_scene(bpy) -> None:
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    from . import register
-
-    try:
-        register()
-    except ValueError:
-        pass
-
-
-def import_any(bpy, path: str) -> list[str]:
-    """Import a file of any format we read into the current (empty) scene; returns warnings."""
-    ext = os.path.splitext(path)[1].lower()
-    ctx = bpy.context
-    if ext in (".glb", ".gltf"):
-        res = bpy.ops.import_scene.gltf(filepath=path)
-        if res != {"FINISHED"}:
-            raise FormatError(f"the glTF importer could not read {path}")
-        return []
-    if ext == ".mdl":
-        from .io_urhox import blender_io
-
-        return blender_io.import_mdl(ctx, path).warnings
-    raise FormatError(f"no importer for '{ext}' files", None, "file extension")
-
-
 def cmd_convert(args) -> int:
-    if args.to not in TARGETS:
-        print(f"error: --to {args.to}: expected one of {', '.join(TARGETS)}", file=sys.stderr)
-        return 2
     if len(args.inputs) > 1 and args.name:
         print("error: -n/--name applies to one input only", file=sys.stderr)
         return 2
-    bpy = _bpy()
+    _bpy()
+    from .blender.pipeline import ConvertOptions, convert_file
     from .core.naming import safe_file_name
-    from .io_urhox import blender_io
 
+    options = ConvertOptions(target=args.to, profile=args.profile, max_bones=args.max_bones,
+                             deform_only=args.deform_only, ani_format=args.ani_format, motions=args.motion or [])
     failed = 0
     for i, src in enumerate(args.inputs, 1):
         stem = os.path.splitext(os.path.basename(src))[0]
-        outdir = args.output or f"{stem}_UrhoX"
-        if len(args.inputs) > 1 and args.output:
-            outdir = os.path.join(args.output, safe_file_name(stem))
+        if len(args.inputs) > 1:
+            outdir = os.path.join(args.output, safe_file_name(stem)) if args.output else f"{safe_file_name(stem)}_UrhoX"
+        else:
+            outdir = args.output or f"{safe_file_name(stem)}_UrhoX"
         name = safe_file_name(args.name or stem)
-        target = os.path.join(outdir, name + ".mdl")
-        print(f"[{i}/{len(args.inputs)}] {src} → {target}", file=sys.stderr)
+        print(f"[{i}/{len(args.inputs)}] {src} -> {outdir}", file=sys.stderr)
         try:
-            if not os.path.isfile(src):
-                raise FileNotFoundError(src)
-            if os.path.exists(target) and os.path.samefile(src, target):
-                raise ExportError(f"refusing to overwrite the input {src}")
-            _empty_scene(bpy)
-            warnings = import_any(bpy, src)
-            warnings += blender_io.export_mdl(bpy.context, target, args.profile, deform_only=args.deform_only)
+            written, warnings = convert_file(src, outdir, name, options)
         except (FormatError, ExportError, OSError, RuntimeError) as e:
             print(f"error: {src}: {e}", file=sys.stderr)
             failed += 1
             continue
         for w in warnings:
             print(f"warning: {src}: {w}", file=sys.stderr)
-        print(target)
+        for path in written:
+            print(path)
     return 1 if failed else 0
 
 
@@ -120,7 +85,10 @@ def info_file(path: str) -> dict:
     if magic in (b"UANI", b"UAN2"):
         from .io_urhox.ani_info import info
 
-        return info(data, name=os.path.splitext(os.path.basename(path))[0])
+        result = info(data)
+        for anim in result["animations"]:  # UrhoX files carry no name: use the file's
+            anim["name"] = anim["name"] or os.path.splitext(os.path.basename(path))[0]
+        return result
     if magic == b"PMX ":
         from .io_pmx.info import info
 
@@ -159,17 +127,32 @@ def cmd_demo(args) -> int:
     return run_demo(args.output)
 
 
+def _bone_limit(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 255:
+        raise argparse.ArgumentTypeError("--max-bones takes 1 to 255")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="skinbridge", description="Move rigged, skinned, animated models between "
                                 "Blender and game formats.")
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("convert", help="convert model files (glTF/GLB or any format we read) to a game format")
     c.add_argument("inputs", nargs="+", metavar="INPUT")
-    c.add_argument("--to", required=True, help="target format: urhox")
+    c.add_argument("--to", required=True, choices=["urhox"], help="target format")
     c.add_argument("-o", "--output", help="output folder (default <stem>_UrhoX/)")
     c.add_argument("-n", "--name", help="model file name without extension (one input only)")
-    c.add_argument("--profile", default="urhox", choices=["urhox"], help="export profile (default urhox)")
-    c.add_argument("--deform-only", action="store_true", help="write deforming bones only")
+    c.add_argument("--profile", default="urhox", choices=["urhox", "urho3d"],
+                   help="urhox: glTF axes, all bones in every mapping (default); urho3d: left-handed Y up, "
+                   "geometries split at --max-bones, morphs written")
+    c.add_argument("--max-bones", type=_bone_limit, default=64, help="bones per geometry under urho3d (1-255, default 64)")
+    c.add_argument("--deform-only", action="store_true",
+                   help="drop bones that deform nothing and have no deforming descendants")
+    c.add_argument("--ani-format", default="urhox", choices=["urhox", "urho3d"],
+                   help="animation files: UrhoX UANI v2 (default) or classic Urho3D UANI")
+    c.add_argument("--motion", action="append", metavar="FILE",
+                   help="load a motion file onto the model as an action before export (repeatable)")
     c.set_defaults(func=cmd_convert)
     i = sub.add_parser("info", help="print a JSON summary of model or animation files")
     i.add_argument("files", nargs="+", metavar="FILE")

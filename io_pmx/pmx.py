@@ -1052,20 +1052,21 @@ def write_file(path, m: PmxModel) -> None:
 # Byte offsets of fields, for findings
 
 def vertex_field_offset(m: PmxModel, i: int, name: str, slot: int = 0) -> int | None:
-    """Byte offset of `name` (a vertex_dtype field; `slot` picks a bone or weight) of vertex i in the file."""
+    """Byte offset in the file of field `name` of vertex i (`slot` picks one bone or weight).
+
+    Weights a deform type does not store point at what holds them: BDEF1's single bone, BDEF2/SDEF's
+    weights[0]."""
     if m.vertex_offsets is None or m.index_sizes is None or i >= len(m.vertex_offsets):
         return None
     deform = int(m.vertices["deform"][i])
     layout = vertex_file_dtype(deform, m.additional_uvs, m.index_sizes.bone)
-    if name == "weights" and deform in (BDEF1,):
-        name = "bones"
+    if name == "weights" and deform == BDEF1:
+        name, slot = "bones", 0
     if name not in layout.fields:
         return None
-    sub = layout.fields[name][0]
-    step = sub.base.itemsize if sub.shape else 0
-    if name == "weights" and deform in (BDEF2, SDEF):
-        slot = 0
-    return int(m.vertex_offsets[i]) + layout.fields[name][1] + slot * step
+    sub, at = layout.fields[name]
+    slot = min(slot, sub.shape[0] - 1) if sub.shape else 0
+    return int(m.vertex_offsets[i]) + at + slot * sub.base.itemsize
 
 
 def record_field_offset(m: PmxModel, spec: Spec, first: int | None, i: int, name: str) -> int | None:

@@ -24,7 +24,7 @@ def import_mdl(context, path: str, profile: str = "urhox") -> bscene.ImportResul
 
 
 def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool = False,
-               deform_only: bool = False) -> list[str]:
+               deform_only: bool = False, max_bones: int = 64) -> list[str]:
     core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only, deform_only=deform_only)
     if not core_scene.meshes:
         raise ExportError("nothing to export: no visible mesh with faces")
@@ -33,3 +33,11 @@ def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool =
     bscene._stage("write")
     write_atomic(path, data)
     return warnings + more
+
+
+def export_package(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
+    """`convert --to urhox`: OUTDIR/NAME.mdl (textures, materials and animations join in their issues)."""
+    path = os.path.join(outdir, name + ".mdl")
+    warnings = export_mdl(context, path, options.profile, deform_only=options.deform_only,
+                          max_bones=options.max_bones)
+    return [path], warnings

@@ -4,12 +4,15 @@ from __future__ import annotations
 import os
 
 import bpy
-from bpy.props import BoolProperty, CollectionProperty, EnumProperty, StringProperty
+from bpy.props import BoolProperty, CollectionProperty, EnumProperty, IntProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper, poll_file_object_drop
 
 from ..core.errors import ExportError, FormatError
 
-_PROFILES = [("urhox", "UrhoX", "glTF axes, every geometry maps all bones (the UrhoX glb2mdl rules)")]
+_PROFILES = [
+    ("urhox", "UrhoX", "glTF axes (right-handed, Y up), every geometry maps all bones, no morphs (UrhoX glb2mdl rules)"),
+    ("urho3d", "Urho3D", "Left-handed Y up as Urho3D's tools write, geometries split at Max Bones, morphs written"),
+]
 
 
 class IMPORT_SCENE_OT_urhox_mdl(bpy.types.Operator, ImportHelper):
@@ -55,14 +58,17 @@ class EXPORT_SCENE_OT_urhox_mdl(bpy.types.Operator, ExportHelper):
     collection: StringProperty(options={"HIDDEN"})
     profile: EnumProperty(name="Profile", items=_PROFILES, default="urhox")
     selected_only: BoolProperty(name="Selected Only", default=False)
-    deform_only: BoolProperty(name="Deforming Bones Only", default=False)
+    deform_only: BoolProperty(name="Deforming Bones Only", default=False,
+                              description="Drop bones that deform nothing and have no deforming descendants")
+    max_bones: IntProperty(name="Max Bones", default=64, min=1, max=255,
+                           description="Bones per geometry under the Urho3D profile")
 
     def execute(self, context):
         from . import blender_io
 
         try:
             warnings = blender_io.export_mdl(context, self.filepath, self.profile, self.selected_only,
-                                             self.deform_only)
+                                             self.deform_only, self.max_bones)
         except (ExportError, OSError) as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}

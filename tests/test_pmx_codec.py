@@ -389,3 +389,23 @@ def test_byte_flips_read_or_raise_format_error(testdata, name):
         if model is not None:
             validate(model, for_export=False)  # never raises for bad values
             assert pmx.write(model) == corrupt, f"trial {trial}: read but did not write back identical"
+
+
+def test_extra_globals_and_trailing_bytes_are_kept_with_a_warning(testdata):
+    data = sample_bytes(testdata, "babylonmmd_constraint_test.pmx")
+    odd = data[:8] + bytes([9]) + data[9:17] + b"\x07" + data[17:] + b"tail"
+    m = pmx.read(odd)
+    assert m.extra_globals == b"\x07" and m.trailing == b"tail"
+    assert len(m.warnings) == 2
+    assert pmx.write(m) == odd
+
+
+@pytest.mark.parametrize("offset, value, field", [
+    (8, 7, "globals count"), (9, 2, "encoding"), (10, 5, "additional UV count"), (14, 3, "bone index size"),
+])
+def test_layout_selecting_header_values_out_of_range(testdata, offset, value, field):
+    data = bytearray(sample_bytes(testdata, "babylonmmd_constraint_test.pmx"))
+    data[offset] = value
+    with pytest.raises(FormatError) as e:
+        pmx.read(bytes(data))
+    assert (e.value.offset, e.value.field) == (offset, field)

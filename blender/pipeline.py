@@ -1,0 +1,92 @@
+"""`convert`: import any file we read into an empty scene, then export it with a target's writer.
+
+Shared by the command line (in-process or `blender -b -P cli.py -- ...`) and batch scripts. Formats plug in
+through two registries:
+  * IMPORTERS[ext](context, path, options) -> warnings          (file → Blender scene)
+  * MOTION_LOADERS[ext](context, path, armature, options) -> warnings   (`--motion FILE`, loaded as an action)
+  * TARGETS[name](context, outdir, name, options) -> (written paths, warnings)
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import bpy
+
+from ..core.errors import ExportError, FormatError
+
+
+@dataclass
+class ConvertOptions:
+    target: str = "urhox"
+    profile: str = "urhox"
+    max_bones: int = 64
+    deform_only: bool = False
+    ani_format: str = "urhox"
+    motions: list[str] = field(default_factory=list)
+
+
+def _import_gltf(context, path, options) -> list[str]:
+    if bpy.ops.import_scene.gltf(filepath=path) != {"FINISHED"}:
+        raise FormatError(f"the glTF importer could not read {path}")
+    return []
+
+
+def _import_mdl(context, path, options) -> list[str]:
+    from ..io_urhox import blender_io
+
+    return blender_io.import_mdl(context, path, options.profile).warnings
+
+
+def _target_urhox(context, outdir, name, options):
+    from ..io_urhox import blender_io
+
+    return blender_io.export_package(context, outdir, name, options)
+
+
+IMPORTERS = {".glb": _import_gltf, ".gltf": _import_gltf, ".mdl": _import_mdl}
+MOTION_LOADERS: dict = {}
+TARGETS = {"urhox": _target_urhox}
+
+
+def reset_scene() -> None:
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    from .. import register
+
+    try:
+        register()
+    except ValueError:  # already registered
+        pass
+
+
+def _armature(context):
+    return next((o for o in context.view_layer.objects if o.type == "ARMATURE"), None)
+
+
+def convert_file(src: str, outdir: str, name: str, options: ConvertOptions) -> tuple[list[str], list[str]]:
+    """Convert one input into `outdir`; returns (written paths, warnings). Raises FormatError, ExportError
+    or OSError naming what went wrong."""
+    ext = os.path.splitext(src)[1].lower()
+    if ext not in IMPORTERS:
+        raise FormatError(f"no importer for '{ext}' files", None, "file extension")
+    if options.target not in TARGETS:
+        raise ExportError(f"unknown target {options.target!r}; expected one of {', '.join(TARGETS)}")
+    if not os.path.isfile(src):
+        raise FileNotFoundError(f"no such file: {src}")
+    reset_scene()
+    context = bpy.context
+    warnings = IMPORTERS[ext](context, src, options)
+    for motion in options.motions:
+        mext = os.path.splitext(motion)[1].lower()
+        loader = MOTION_LOADERS.get(mext)
+        if loader is None:
+            raise FormatError(f"no motion loader for '{mext}' files ({motion})", None, "--motion")
+        arm = _armature(context)
+        if arm is None:
+            raise ExportError(f"--motion {motion}: the model has no armature")
+        warnings += loader(context, motion, arm, options)
+    written, more = TARGETS[options.target](context, outdir, name, options)
+    src_real = os.path.realpath(src)
+    if any(os.path.realpath(p) == src_real for p in written):  # never reached: checked before writing
+        raise ExportError(f"refusing to overwrite the input {src}")
+    return written, warnings + more
