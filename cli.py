@@ -41,35 +41,80 @@ def _bpy():
     return bpy
 
 
+def _plan(args) -> list[tuple[str, str, str]]:
+    """(input, output folder, model name) per input, names through DESIGN's naming rule."""
+    from .core.naming import NameAllocator, safe_file_name
+
+    folders = NameAllocator()
+    plan = []
+    for src in args.inputs:
+        stem = os.path.splitext(os.path.basename(src))[0]
+        if len(args.inputs) > 1:
+            sub = folders.take(stem)
+            outdir = os.path.join(args.output, sub) if args.output else f"{sub}_UrhoX"
+        else:
+            outdir = args.output or f"{safe_file_name(stem)}_UrhoX"
+        plan.append((src, outdir, safe_file_name(args.name or stem)))
+    return plan
+
+
+def _convert_worker(src: str, outdir: str, name: str, options) -> tuple[list[str], list[str], str | None]:
+    """One conversion; in a worker process it gets its own Blender user folder before bpy is imported."""
+    if "bpy" not in sys.modules:
+        os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="skinbridge-bl-user-")
+    _bpy()
+    from .blender.pipeline import convert_file
+
+    try:
+        written, warnings = convert_file(src, outdir, name, options)
+    except (FormatError, ExportError, OSError, RuntimeError) as e:
+        return [], [], str(e)
+    return written, warnings, None
+
+
 def cmd_convert(args) -> int:
     if len(args.inputs) > 1 and args.name:
         print("error: -n/--name applies to one input only", file=sys.stderr)
         return 2
-    _bpy()
-    from .blender.pipeline import ConvertOptions, convert_file
-    from .core.naming import safe_file_name
+    from .blender_options import ConvertOptions
 
     options = ConvertOptions(target=args.to, profile=args.profile, max_bones=args.max_bones,
-                             deform_only=args.deform_only, ani_format=args.ani_format, motions=args.motion or [])
+                             deform_only=args.deform_only, ani_format=args.ani_format, motions=args.motion or [],
+                             protected={os.path.realpath(p) for p in args.inputs})
+    plan = _plan(args)
+    total = len(plan)
     failed = 0
-    for i, src in enumerate(args.inputs, 1):
-        stem = os.path.splitext(os.path.basename(src))[0]
-        if len(args.inputs) > 1:
-            outdir = os.path.join(args.output, safe_file_name(stem)) if args.output else f"{safe_file_name(stem)}_UrhoX"
-        else:
-            outdir = args.output or f"{safe_file_name(stem)}_UrhoX"
-        name = safe_file_name(args.name or stem)
-        print(f"[{i}/{len(args.inputs)}] {src} -> {outdir}", file=sys.stderr)
-        try:
-            written, warnings = convert_file(src, outdir, name, options)
-        except (FormatError, ExportError, OSError, RuntimeError) as e:
-            print(f"error: {src}: {e}", file=sys.stderr)
+
+    def report(i, src, result):
+        nonlocal failed
+        written, warnings, error = result
+        print(f"[{i}/{total}] {src}: {'FAILED' if error else 'done'}", file=sys.stderr)
+        if error:
+            print(f"error: {src}: {error}", file=sys.stderr)
             failed += 1
-            continue
+            return
         for w in warnings:
             print(f"warning: {src}: {w}", file=sys.stderr)
         for path in written:
             print(path)
+
+    if args.jobs > 1 and total > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(max_workers=min(args.jobs, total),
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(_convert_worker, src, outdir, name, options): src for src, outdir, name in plan}
+            for i, fut in enumerate(as_completed(futures), 1):
+                try:
+                    result = fut.result()
+                except Exception as e:  # a worker that died (crash, out of memory) fails its input only
+                    result = ([], [], f"worker failed: {e!r}")
+                report(i, futures[fut], result)
+    else:
+        for i, (src, outdir, name) in enumerate(plan, 1):
+            print(f"[{i}/{total}] {src} -> {outdir}", file=sys.stderr)
+            report(i, src, _convert_worker(src, outdir, name, options))
     return 1 if failed else 0
 
 
@@ -143,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--to", required=True, choices=["urhox"], help="target format")
     c.add_argument("-o", "--output", help="output folder (default <stem>_UrhoX/)")
     c.add_argument("-n", "--name", help="model file name without extension (one input only)")
+    c.add_argument("-j", "--jobs", type=int, default=1, help="convert N inputs in parallel processes (default 1)")
     c.add_argument("--profile", default="urhox", choices=["urhox", "urho3d"],
                    help="urhox: glTF axes, all bones in every mapping (default); urho3d: left-handed Y up, "
                    "geometries split at --max-bones, morphs written")

@@ -66,6 +66,24 @@ def _linked_image(socket):
     return None
 
 
+def _factor(socket, width: int) -> tuple:
+    """The constant factor of a socket: its value when unlinked; 1 when a texture drives it directly; the
+    other operand when a texture is multiplied by a constant (as the glTF importer builds factors)."""
+    if not socket.is_linked:
+        v = socket.default_value
+        return tuple(v) if width > 1 else (float(v),)
+    node = socket.links[0].from_node
+    if node.type == "MIX" and getattr(node, "blend_type", "") == "MULTIPLY":
+        for inp in node.inputs:
+            if inp.type == "RGBA" and not inp.is_linked and inp.name in ("A", "B", "Color1", "Color2") and inp.enabled:
+                return tuple(inp.default_value)[:width]
+    if node.type == "MATH" and node.operation == "MULTIPLY":
+        for inp in node.inputs:
+            if not inp.is_linked:
+                return (float(inp.default_value),)
+    return (1.0,) * width
+
+
 def _texture(img) -> cm.Texture | None:
     if img is None:
         return None
@@ -89,10 +107,13 @@ def read_material(m) -> cm.Material:
     if bsdf is None:
         out.base_color = tuple(m.diffuse_color)
         return out
-    out.base_color = tuple(bsdf.inputs["Base Color"].default_value)
-    out.metallic = float(bsdf.inputs["Metallic"].default_value)
-    out.roughness = float(bsdf.inputs["Roughness"].default_value)
-    out.emissive = tuple(bsdf.inputs["Emission Color"].default_value)[:3]
+    out.base_color = _factor(bsdf.inputs["Base Color"], 4)
+    alpha_socket = bsdf.inputs["Alpha"]
+    out.base_color = (*out.base_color[:3], 1.0 if alpha_socket.is_linked else float(alpha_socket.default_value))
+    out.metallic = _factor(bsdf.inputs["Metallic"], 1)[0]
+    out.roughness = _factor(bsdf.inputs["Roughness"], 1)[0]
+    strength = float(bsdf.inputs["Emission Strength"].default_value)
+    out.emissive = tuple(c * strength for c in _factor(bsdf.inputs["Emission Color"], 3)[:3])
     out.base_color_texture = _texture(_linked_image(bsdf.inputs["Base Color"]))
     out.normal_texture = _texture(_linked_image(bsdf.inputs["Normal"]))
     out.metallic_roughness_texture = _texture(_linked_image(bsdf.inputs["Roughness"]))

@@ -9,21 +9,10 @@ through two registries:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-
 import bpy
 
+from ..blender_options import ConvertOptions  # noqa: F401  (re-exported)
 from ..core.errors import ExportError, FormatError
-
-
-@dataclass
-class ConvertOptions:
-    target: str = "urhox"
-    profile: str = "urhox"
-    max_bones: int = 64
-    deform_only: bool = False
-    ani_format: str = "urhox"
-    motions: list[str] = field(default_factory=list)
 
 
 def _import_gltf(context, path, options) -> list[str]:
@@ -85,8 +74,6 @@ def convert_file(src: str, outdir: str, name: str, options: ConvertOptions) -> t
         if arm is None:
             raise ExportError(f"--motion {motion}: the model has no armature")
         warnings += loader(context, motion, arm, options)
+    options.protected = options.protected | {os.path.realpath(src)}
     written, more = TARGETS[options.target](context, outdir, name, options)
-    src_real = os.path.realpath(src)
-    if any(os.path.realpath(p) == src_real for p in written):  # never reached: checked before writing
-        raise ExportError(f"refusing to overwrite the input {src}")
     return written, warnings + more

@@ -151,6 +151,7 @@ def exportable_objects(context, selected_only: bool = False) -> tuple[list, obje
     """(meshes, armature): meshes deformed by an armature plus other visible meshes, never objects in
     excluded or hidden collections."""
     view_layer = context.view_layer
+    view_layer.update()  # objects linked since the last update are not in view_layer.objects until it syncs
     meshes, armatures = [], []
     for ob in view_layer.objects:
         if ob.type != "MESH" or not _collections_visible(ob, view_layer):

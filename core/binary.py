@@ -17,7 +17,6 @@ _U16 = struct.Struct("<H")
 _I16 = struct.Struct("<h")
 _U32 = struct.Struct("<I")
 _I32 = struct.Struct("<i")
-_F32 = struct.Struct("<f")
 
 
 class Reader:
@@ -64,8 +63,12 @@ class Reader:
     def i32(self, field: str) -> int:
         return self._scalar(_I32, field)
 
-    def f32(self, field: str) -> float:
-        return self._scalar(_F32, field)
+    def f32(self, field: str) -> np.float32:
+        """A float32 kept as numpy's float32, so NaN payloads (signalling NaNs too) write back unchanged."""
+        self.need(4, field)
+        value = np.frombuffer(self.data, "<f4", 1, self.pos)[0]
+        self.pos += 4
+        return value
 
     # -- blocks -----------------------------------------------------------------------------
     def bytes(self, n: int, field: str) -> bytes:
@@ -159,8 +162,8 @@ class Writer:
     def i32(self, v: int) -> None:
         self.buf += _I32.pack(v)
 
-    def f32(self, v: float) -> None:
-        self.buf += _F32.pack(v)
+    def f32(self, v) -> None:
+        self.buf += np.asarray(v, dtype="<f4").tobytes()
 
     def bytes(self, b: bytes) -> None:
         self.buf += b

@@ -1065,7 +1065,7 @@ def vertex_field_offset(m: PmxModel, i: int, name: str, slot: int = 0) -> int | 
     if name not in layout.fields:
         return None
     sub, at = layout.fields[name]
-    slot = min(slot, sub.shape[0] - 1) if sub.shape else 0
+    slot = max(0, min(slot, sub.shape[0] - 1)) if sub.shape else 0
     return int(m.vertex_offsets[i]) + at + slot * sub.base.itemsize
 
 

@@ -36,8 +36,15 @@ def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool =
 
 
 def export_package(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
-    """`convert --to urhox`: OUTDIR/NAME.mdl (textures, materials and animations join in their issues)."""
+    """`convert --to urhox`: OUTDIR/NAME.mdl, OUTDIR/Textures/*.png, OUTDIR/Materials/*.xml."""
+    from .package import write_textures_and_materials
+
+    protected = set(getattr(options, "protected", ()) or ())
     path = os.path.join(outdir, name + ".mdl")
+    if os.path.realpath(path) in protected:
+        raise ExportError(f"refusing to overwrite the input {path}")
     warnings = export_mdl(context, path, options.profile, deform_only=options.deform_only,
                           max_bones=options.max_bones)
-    return [path], warnings
+    written = [path]
+    more_written, more = write_textures_and_materials(context, outdir, protected)
+    return written + more_written, warnings + more

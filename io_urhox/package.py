@@ -1,0 +1,101 @@
+"""The UrhoX output folder around a model (seed 000 §2): Textures/*.png and Materials/*.xml.
+
+Every file name taken from content (image and material names) goes through `core.naming`, de-duplicated per
+folder, so nothing is written outside the output folder.
+"""
+from __future__ import annotations
+
+import os
+
+import bpy
+import numpy as np
+
+from ..blender import material as bmat
+from ..blender import scene as bscene
+from ..core.errors import ExportError
+from ..core.fileio import write_atomic
+from ..core.naming import NameAllocator
+from ..core.png import encode_png
+from .material_xml import material_xml
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+UNITS = (("diffuse", "Base Color"), ("normal", "Normal"), ("specular", "Roughness"), ("emissive", "Emission Color"))
+
+
+def image_png_bytes(img) -> bytes:
+    """The image as PNG: its own bytes when it is a packed PNG, else its pixels encoded."""
+    if img.packed_file is not None:
+        data = bytes(img.packed_file.data)
+        if data.startswith(PNG_MAGIC):
+            return data
+    elif img.filepath and img.source == "FILE":
+        path = bpy.path.abspath(img.filepath)
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                data = f.read()
+            if data.startswith(PNG_MAGIC):
+                return data
+    w, h = img.size
+    if w == 0 or h == 0:
+        raise ExportError(f"image {img.name} has no pixels (missing file?)")
+    px = np.empty(w * h * img.channels, dtype=np.float32)
+    img.pixels.foreach_get(px)
+    px = px.reshape(h, w, img.channels)[::-1]  # Blender stores the bottom row first
+    if img.channels == 1:
+        px = np.repeat(px, 3, axis=2)
+    elif img.channels == 2:
+        px = np.concatenate([np.repeat(px[:, :, :1], 3, axis=2), px[:, :, 1:]], axis=2)
+    return encode_png(np.clip(np.rint(px * 255.0), 0, 255).astype(np.uint8))
+
+
+def exported_materials(context, selected_only: bool = False) -> list:
+    """Blender materials of the exported meshes in slot order, each once (None for an empty slot)."""
+    meshes, _ = bscene.exportable_objects(context, selected_only)
+    out = []
+    for ob in meshes:
+        for slot in ob.material_slots or [None]:
+            mat = slot.material if slot is not None else None
+            if mat not in out:
+                out.append(mat)
+    return out
+
+
+def write_textures_and_materials(context, outdir: str, protected: set[str] | None = None,
+                                 selected_only: bool = False) -> tuple[list[str], list[str]]:
+    written, warnings = [], []
+    tex_names, mat_names = NameAllocator(), NameAllocator()
+    texture_paths: dict[str, str] = {}  # image name → path relative to outdir
+
+    def guard(path: str) -> str:
+        real = os.path.realpath(path)
+        if not real.startswith(os.path.realpath(outdir) + os.sep):
+            raise ExportError(f"refusing to write outside the output folder: {path}")
+        if protected and real in protected:
+            raise ExportError(f"refusing to overwrite the input {path}")
+        return path
+
+    for mat in exported_materials(context, selected_only):
+        core = bmat.read_material(mat)
+        units = {}
+        bsdf = None
+        if mat is not None and mat.node_tree is not None:
+            bsdf = next((n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED"), None)
+        for unit, socket in UNITS if bsdf is not None else ():
+            img = bmat._linked_image(bsdf.inputs[socket])
+            if img is None:
+                continue
+            if img.name not in texture_paths:
+                try:
+                    data = image_png_bytes(img)
+                except ExportError as e:
+                    warnings.append(str(e))
+                    continue
+                rel = f"Textures/{tex_names.take(img.name, '.png')}.png"
+                write_atomic(guard(os.path.join(outdir, rel)), data)
+                written.append(os.path.join(outdir, rel))
+                texture_paths[img.name] = rel
+            units[unit] = texture_paths[img.name]
+        rel = f"Materials/{mat_names.take(core.name, '.xml')}.xml"
+        write_atomic(guard(os.path.join(outdir, rel)), material_xml(core, units).encode("utf-8"))
+        written.append(os.path.join(outdir, rel))
+    return written, warnings
