@@ -76,7 +76,7 @@ def cmd_convert(args) -> int:
     if len(args.inputs) > 1 and args.name:
         print("error: -n/--name applies to one input only", file=sys.stderr)
         return 2
-    from .blender_options import ConvertOptions
+    from .convert_options import ConvertOptions
 
     options = ConvertOptions(target=args.to, profile=args.profile, max_bones=args.max_bones,
                              deform_only=args.deform_only, ani_format=args.ani_format, motions=args.motion or [],

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import bpy
 
-from ..blender_options import ConvertOptions  # noqa: F401  (re-exported)
+from ..convert_options import ConvertOptions  # noqa: F401  (re-exported)
 from ..core.errors import ExportError, FormatError
 
 
@@ -33,8 +33,14 @@ def _target_urhox(context, outdir, name, options):
     return blender_io.export_package(context, outdir, name, options)
 
 
+def _load_ani(context, path, armature, options) -> list[str]:
+    from ..io_urhox import blender_ani
+
+    return blender_ani.load_motion(context, path, armature, options)
+
+
 IMPORTERS = {".glb": _import_gltf, ".gltf": _import_gltf, ".mdl": _import_mdl}
-MOTION_LOADERS: dict = {}
+MOTION_LOADERS: dict = {".ani": _load_ani}
 TARGETS = {"urhox": _target_urhox}
 
 

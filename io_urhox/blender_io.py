@@ -13,11 +13,13 @@ from ..core.fileio import read_bytes, write_atomic
 from . import convert, umd2
 
 
-def import_mdl(context, path: str, profile: str = "urhox") -> bscene.ImportResult:
+def import_mdl(context, path: str, profile: str = "auto", all_lods: bool = False) -> bscene.ImportResult:
+    """`profile` "auto" picks the file's likely axes (`convert.detect_profile`): urho3d for UMDL/UMD3 and for
+    UMD2 files with collision extras or morphs, urhox otherwise. `all_lods` imports every LOD level."""
     data = read_bytes(path)
     model = umd2.read(data)
     name = os.path.splitext(os.path.basename(path))[0]
-    core_scene, warnings = convert.to_scene(model, name, profile)
+    core_scene, warnings = convert.to_scene(model, name, profile, all_lods=all_lods)
     result = bscene.build_scene(context, core_scene, name, os.path.dirname(path))
     result.warnings[:0] = warnings
     return result
@@ -28,7 +30,7 @@ def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool =
     core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only, deform_only=deform_only)
     if not core_scene.meshes:
         raise ExportError("nothing to export: no visible mesh with faces")
-    model, more = convert.from_scene(core_scene, profile)
+    model, more = convert.from_scene(core_scene, profile, max_bones=max_bones)
     data = umd2.write(model)
     bscene._stage("write")
     write_atomic(path, data)
@@ -37,7 +39,7 @@ def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool =
 
 def export_package(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to urhox`: OUTDIR/NAME.mdl, OUTDIR/Textures/*.png, OUTDIR/Materials/*.xml."""
-    from .package import write_textures_and_materials
+    from .blender_package import write_textures_and_materials
 
     protected = set(getattr(options, "protected", ()) or ())
     path = os.path.join(outdir, name + ".mdl")
