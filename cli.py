@@ -165,6 +165,28 @@ def _json_default(o):
     raise TypeError(type(o).__name__)
 
 
+def cmd_check(args) -> int:
+    from .core.fileio import read_bytes
+
+    status = 0
+    for path in args.files:
+        try:
+            magic = read_bytes(path)[:4]
+        except OSError as e:
+            print(f"error: {path}: {e}", file=sys.stderr)
+            status = 1
+            continue
+        print(f"{path}:")
+        if magic == b"PMX ":
+            from .io_pmx.validate import check_command
+
+            status = max(status, check_command(path, out=lambda line: print("  " + line)))
+        else:
+            print(f"  check is not available for this file type yet (first bytes {magic!r})")
+            status = max(status, 2)
+    return status
+
+
 def cmd_demo(args) -> int:
     _bpy()
     from .blender.demo import run_demo
@@ -203,6 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("info", help="print a JSON summary of model or animation files")
     i.add_argument("files", nargs="+", metavar="FILE")
     i.set_defaults(func=cmd_info)
+    k = sub.add_parser("check", help="list invariant violations with offset and field, and test the write-back (PMX)")
+    k.add_argument("files", nargs="+", metavar="FILE")
+    k.set_defaults(func=cmd_check)
     d = sub.add_parser("demo", help="build a skinned humanoid with a walk, export it with every exporter, check")
     d.add_argument("-o", "--output", default=None, help="output folder (default: a temporary folder)")
     d.set_defaults(func=cmd_demo)

@@ -76,3 +76,22 @@ def test_demo_runs_and_checks(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "UrhoX model (UMD2)" in r.stdout and " ok" in r.stdout
     assert (tmp_path / "Humanoid.mdl").stat().st_size > 0
+
+
+def test_check_pmx_sample_and_a_corrupt_copy(testdata, tmp_path):
+    sample = testdata / "pmx" / "babylonmmd_constraint_test.pmx"
+    r = run_cli("check", sample)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "roundtrip: identical" in r.stdout and "0 error(s)" in r.stdout
+    data = bytearray(sample.read_bytes())
+    # header: "PMX " f32 version, u8 globals count N, N globals; then 4 text buffers; then i32 vertex count
+    n = data[8]
+    pos = 9 + n
+    for _ in range(4):
+        pos += 4 + int.from_bytes(data[pos:pos + 4], "little")
+    data[pos:pos + 4] = (10**7).to_bytes(4, "little")
+    bad = tmp_path / "bad.pmx"
+    bad.write_bytes(bytes(data))
+    r = run_cli("check", bad)
+    assert r.returncode == 1
+    assert f"offset {pos}" in r.stdout or f"@ {pos}" in r.stdout, r.stdout
