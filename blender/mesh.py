@@ -96,7 +96,7 @@ def read_mesh(ob, depsgraph, matrix: np.ndarray, bone_index: dict[str, int], max
     ob_eval = ob.evaluated_get(depsgraph)
     me = ob_eval.to_mesh(preserve_all_data_layers=True, depsgraph=depsgraph)
     try:
-        if me is None or not len(me.polygons):
+        if me is None or not (len(me.polygons) or len(me.edges)):
             return None
         if any(p.loop_total != 3 for p in me.polygons) if len(me.polygons) < 64 else \
                 (_foreach(me.polygons, "loop_total", len(me.polygons), 1, np.int32) != 3).any():
@@ -167,12 +167,51 @@ def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings) -> 
         txyz /= np.maximum(np.linalg.norm(txyz, axis=1, keepdims=True), 1e-30)
         w = t[:, 3] * (-1.0 if np.linalg.det(lin) < 0 else 1.0)
         cmesh.tangents = np.concatenate([txyz, w[:, None]], axis=1).astype(np.float32)
+    source = corner_vert[src_corner]
+    edges, extra = _loose_edges(me, source)
+    if len(extra):  # vertices only loose edges use: their own normal, zero UVs, white, a default tangent
+        vn = _foreach(me.vertex_normals, "vector", nv, 3, np.float32)[extra].astype(np.float64) @ normal_m.T
+        vn /= np.maximum(np.linalg.norm(vn, axis=1, keepdims=True), 1e-30)
+        k = len(extra)
+        cmesh.positions = np.concatenate([cmesh.positions,
+                                          (pos[extra].astype(np.float64) @ lin.T + m[:3, 3]).astype(np.float32)])
+        cmesh.normals = np.concatenate([cmesh.normals, vn.astype(np.float32)])
+        cmesh.uvs = [(n, np.concatenate([uv, np.zeros((k, 2), np.float32)])) for n, uv in cmesh.uvs]
+        cmesh.colors = [(n, np.concatenate([c, np.ones((k, 4), np.float32)])) for n, c in cmesh.colors]
+        if cmesh.tangents is not None:
+            cmesh.tangents = np.concatenate([cmesh.tangents, np.tile(np.float32([1, 0, 0, 1]), (k, 1))])
+        source = np.concatenate([source, extra]).astype(np.int32)
+    if len(edges):
+        cmesh.edges = edges
     if bone_index:
         joints, weights = _read_weights(ob, me, bone_index, max_influences, warnings)
-        cmesh.joints = joints[corner_vert[src_corner]]
-        cmesh.weights = weights[corner_vert[src_corner]]
-    cmesh.extras["source_vertex"] = corner_vert[src_corner]
+        cmesh.joints = joints[source]
+        cmesh.weights = weights[source]
+    cmesh.extras["source_vertex"] = source
+    cmesh.extras["source_vertex_count"] = nv
     return cmesh
+
+
+def _loose_edges(me, source: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Edges no face uses, as (E, 2) output vertex indices, and the Blender vertices they need that the faces'
+    corners did not bring (appended after the split vertices, in this order)."""
+    ne, nl = len(me.edges), len(me.loops)
+    if not ne:
+        return np.zeros((0, 2), np.int32), np.zeros(0, np.int64)
+    edge_verts = _foreach(me.attributes[".edge_verts"].data, "value", ne, 2, np.int32)
+    in_face = np.zeros(ne, bool)
+    if nl:
+        in_face[_foreach(me.attributes[".corner_edge"].data, "value", nl, 1, np.int32)] = True
+    loose = edge_verts[~in_face]
+    if not len(loose):
+        return np.zeros((0, 2), np.int32), np.zeros(0, np.int64)
+    first_out = np.full(len(me.vertices), -1, np.int64)
+    uniq, first = np.unique(source, return_index=True)
+    first_out[uniq] = first
+    needed = np.unique(loose)
+    extra = needed[first_out[needed] < 0]
+    first_out[extra] = len(source) + np.arange(len(extra))
+    return first_out[loose].astype(np.int32), extra
 
 
 def _read_weights(ob, me, bone_index, max_influences, warnings):

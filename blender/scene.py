@@ -20,6 +20,8 @@ from . import mesh as bmesh_
 # Failure injection for tests: set to a callable(stage: str) that may raise.
 fail_hook = None
 
+LOD_PROP = "skinbridge_lod"  # object custom property: the LOD level an imported object holds
+
 
 def _stage(name: str) -> None:
     if fail_hook is not None:
@@ -72,13 +74,25 @@ def build_scene(context, scene: cm.Scene, name: str, base_dir: str | None = None
         for mat in scene.materials:
             materials.append(bmat.build_material(mat, created, base_dir))
         _stage("materials")
+        lod_collection = None
+        hidden = []
         for cmesh in scene.meshes:
             me = bmesh_.build_mesh(cmesh, cmesh.name, created, result.warnings)
             for slot in cmesh.materials:
                 me.materials.append(materials[slot])
             ob = bpy.data.objects.new(cmesh.name, me)
             created.append(ob)
-            collection.objects.link(ob)
+            lod = cmesh.extras.get("urho", {}).get("lod")
+            if lod is not None:  # every LOD level in one collection; levels above 0 hidden
+                if lod_collection is None:
+                    lod_collection = bpy.data.collections.new(f"{name}_LODs")
+                    created.append(lod_collection)
+                    collection.children.link(lod_collection)
+                lod_collection.objects.link(ob)
+                ob[LOD_PROP] = int(lod["level"])
+                ob[LOD_PROP + "_distance"] = float(lod["distance"])
+            else:
+                collection.objects.link(ob)
             if arm_ob is not None and cmesh.weights is not None:
                 ob.parent = arm_ob
                 bmesh_.add_weights(ob, cmesh, names)
@@ -88,7 +102,13 @@ def build_scene(context, scene: cm.Scene, name: str, base_dir: str | None = None
                 ob.parent = arm_ob
             if cmesh.shape_keys:
                 _add_shape_keys(ob, cmesh)
+            if lod is not None and lod["level"] > 0:
+                hidden.append(ob)
             result.objects.append(ob)
+        if hidden:
+            context.view_layer.update()  # newly linked objects join the view layer on update
+            for ob in hidden:
+                ob.hide_set(True)
         _stage("mesh")
         if arm_ob is not None:
             arm_ob["skinbridge_source"] = name
@@ -109,6 +129,8 @@ def barm_names(arm_ob) -> list[str]:
 
 
 def _add_shape_keys(ob, cmesh: cm.Mesh) -> None:
+    """A Basis key and one relative key per core shape key, at its default weight (Blender 5 gives new keys
+    value 1.0)."""
     basis = ob.shape_key_add(name="Basis", from_mix=False)
     basis.interpolation = "KEY_LINEAR"
     for sk in cmesh.shape_keys:
@@ -171,23 +193,38 @@ def exportable_objects(context, selected_only: bool = False) -> tuple[list, obje
 
 def gather_scene(context, selected_only: bool = False, max_influences: int = 4,
                  deform_only: bool = False) -> tuple[cm.Scene, list[str]]:
-    """Read what would be exported into a core Scene (world space, Blender axes). Read-only for the user."""
+    """Read what would be exported into a core Scene (world space, Blender axes). Read-only for the user:
+    the armature is switched to Rest Position and meshes with shape keys to their basis key (shape key
+    lock) while reading, and both are put back in `finally`."""
     warnings: list[str] = []
     meshes, arm_ob = exportable_objects(context, selected_only)
+    lod_levels = [ob for ob in meshes if int(ob.get(LOD_PROP, 0)) > 0]
+    if lod_levels:
+        meshes = [ob for ob in meshes if ob not in lod_levels]
+        warnings.append("LOD level objects not exported (only LOD 0 is written): "
+                        + ", ".join(ob.name for ob in lod_levels))
     scene = cm.Scene(name=context.scene.name)
     if not meshes:
-        return scene, ["nothing to export: no visible mesh"]
+        return scene, warnings + ["nothing to export: no visible mesh"]
     skinned = [ob for ob in meshes if arm_ob is not None and _armature_of(ob) == arm_ob]
     saved_pose_position = arm_ob.data.pose_position if arm_ob is not None else None
+    keyed = [ob for ob in meshes if ob.data.shape_keys is not None and len(ob.data.shape_keys.key_blocks) > 1]
+    saved_keys = [(ob, ob.show_only_shape_key, ob.active_shape_key_index) for ob in keyed]
     try:
+        changed = False
+        if arm_ob is not None and arm_ob.data.pose_position != "REST":
+            arm_ob.data.pose_position = "REST"
+            changed = True
+        for ob in keyed:  # evaluate the basis shape alone
+            if not ob.show_only_shape_key or ob.active_shape_key_index != 0:
+                ob.show_only_shape_key = True
+                ob.active_shape_key_index = 0
+                changed = True
+        if changed:
+            context.view_layer.update()
         if arm_ob is not None:
-            if arm_ob.data.pose_position != "REST":
-                arm_ob.data.pose_position = "REST"
-                context.view_layer.update()
             order = [g.name for g in skinned[0].vertex_groups] if skinned else []
             scene.skeleton = barm.read_skeleton(arm_ob, order)
-            if deform_only:
-                _keep_deform_bones(scene.skeleton)
         _stage("skeleton")
         depsgraph = context.evaluated_depsgraph_get()
         bone_index = {}
@@ -196,8 +233,9 @@ def gather_scene(context, selected_only: bool = False, max_influences: int = 4,
         material_index: dict[str, int] = {}
         for ob in meshes:
             is_skinned = ob in skinned
-            cmesh = bmesh_.read_mesh(ob, depsgraph, np.array(ob.matrix_world, dtype=np.float64),
-                                     bone_index if is_skinned else {}, max_influences, warnings)
+            matrix = np.array(ob.matrix_world, dtype=np.float64)
+            cmesh = bmesh_.read_mesh(ob, depsgraph, matrix, bone_index if is_skinned else {}, max_influences,
+                                     warnings)
             if cmesh is None:
                 continue
             if scene.skeleton is not None and not is_skinned:
@@ -217,16 +255,53 @@ def gather_scene(context, selected_only: bool = False, max_influences: int = 4,
                 slots = [material_index[""]]
             cmesh.materials = slots
             cmesh.material_indices = np.clip(cmesh.material_indices, 0, len(slots) - 1)
-            if ob.data.shape_keys is not None:
-                cmesh.shape_keys = [cm.ShapeKey(kb.name, np.zeros((0, 3), np.float32))
-                                    for kb in ob.data.shape_keys.key_blocks[1:]]
+            if ob in keyed:
+                cmesh.shape_keys = _read_shape_keys(ob, cmesh, matrix, warnings)
             scene.meshes.append(cmesh)
+        if deform_only and scene.skeleton is not None:
+            _keep_deforming_bones(scene, warnings)
         _stage("meshes")
     finally:
+        restore = False
+        for ob, only, active in saved_keys:
+            if ob.show_only_shape_key != only or ob.active_shape_key_index != active:
+                ob.show_only_shape_key = only
+                ob.active_shape_key_index = active
+                restore = True
         if arm_ob is not None and arm_ob.data.pose_position != saved_pose_position:
             arm_ob.data.pose_position = saved_pose_position
+            restore = True
+        if restore:
             context.view_layer.update()
     return scene, warnings
+
+
+def _read_shape_keys(ob, cmesh: cm.Mesh, matrix: np.ndarray, warnings: list[str]) -> list[cm.ShapeKey]:
+    """Shape keys as absolute positions of the exported (split) vertices: the evaluated basis plus each key's
+    offset from its relative key, in the export space."""
+    key_blocks = ob.data.shape_keys.key_blocks
+    n = len(ob.data.vertices)
+    source = cmesh.extras.get("source_vertex")
+    if source is None or cmesh.extras.get("source_vertex_count") != n:
+        warnings.append(f"{ob.name}: shape keys not exported (modifiers change the vertex count): "
+                        + ", ".join(kb.name for kb in key_blocks[1:]))
+        return []
+    co = {}
+
+    def coords(kb):
+        if kb.name not in co:
+            buf = np.empty(n * 3, np.float32)
+            kb.points.foreach_get("co", buf)
+            co[kb.name] = buf.reshape(n, 3).astype(np.float64)
+        return co[kb.name]
+
+    lin = np.asarray(matrix, np.float64)[:3, :3]
+    out = []
+    for kb in key_blocks[1:]:
+        delta = coords(kb) - coords(kb.relative_key)
+        positions = cmesh.positions.astype(np.float64) + delta[source] @ lin.T
+        out.append(cm.ShapeKey(kb.name, positions.astype(np.float32), default_weight=float(kb.value)))
+    return out
 
 
 def _rigid_weights(ob, cmesh: cm.Mesh, skel: cm.Skeleton, warnings: list[str]) -> None:
@@ -247,17 +322,32 @@ def _rigid_weights(ob, cmesh: cm.Mesh, skel: cm.Skeleton, warnings: list[str]) -
     cmesh.weights[:, 0] = 1.0
 
 
-def _keep_deform_bones(skel: cm.Skeleton) -> None:
-    """Drop non-deforming bones, re-parenting their children to the nearest kept ancestor."""
-    keep = [i for i, b in enumerate(skel.bones) if b.deform]
-    new_index = {old: new for new, old in enumerate(keep)}
+def _keep_deforming_bones(scene: cm.Scene, warnings: list[str]) -> None:
+    """`--deform-only`: drop bones that deform nothing (no weighted vertex) and have no deforming descendant,
+    renumbering the joints. Kept bones keep their parents (an ancestor of a kept bone is kept)."""
+    skel = scene.skeleton
+    n = len(skel.bones)
+    keep = np.zeros(n, bool)
+    for m in scene.meshes:
+        if m.weights is not None:
+            keep[np.unique(m.joints[m.weights > 0])] = True
+    parents = skel.parents
+    for i in np.flatnonzero(keep):
+        p = parents[i]
+        while p >= 0 and not keep[p]:
+            keep[p] = True
+            p = parents[p]
+    if keep.all():
+        return
+    new_index = np.cumsum(keep) - 1
+    dropped = [b.name for b, k in zip(skel.bones, keep) if not k]
     bones = []
-    for old in keep:
-        b = skel.bones[old]
-        p = b.parent
-        while p >= 0 and p not in new_index:
-            p = skel.bones[p].parent
-        b.parent = new_index.get(p, -1)
+    for i in np.flatnonzero(keep):
+        b = skel.bones[i]
+        b.parent = int(new_index[b.parent]) if b.parent >= 0 else -1
         bones.append(b)
     skel.bones = bones
-    skel.set_rest_from_binds()
+    for m in scene.meshes:
+        if m.weights is not None:
+            m.joints = np.where(m.weights > 0, new_index[m.joints], 0).astype(np.int32)
+    warnings.append(f"--deform-only: {len(dropped)} bones dropped: " + ", ".join(dropped))

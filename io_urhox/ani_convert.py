@@ -24,7 +24,7 @@ from collections.abc import Collection, Mapping
 import numpy as np
 
 from ..core import model as cm
-from ..core.transforms import matrix3_to_quat, quat_multiply, quat_normalize, slerp
+from ..core.transforms import matrix3_to_quat, quat_multiply, slerp
 from . import convert, uani
 
 HOLD_GAP = 1e-4  # seconds between a hold key and the key it holds up to
@@ -223,7 +223,3 @@ def _check_track(track: cm.Track) -> None:
         if len(t) > 1 and (np.diff(t) < 0).any():
             raise ValueError(f"track {track.bone!r} {label} key {int(np.argmax(np.diff(t) < 0)) + 1}: "
                              "time goes backwards")
-
-
-def normalized(q) -> np.ndarray:
-    return quat_normalize(q)

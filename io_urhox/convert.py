@@ -1,13 +1,34 @@
-"""Mapping between UMD2/UMDL/UMD3 records and the neutral core model.
+"""Mapping between UMD2/UMDL/UMD3 records and the neutral core model, for two profiles.
 
-Axes, stated once: the UrhoX profile (the seed's glb2mdl) keeps glTF axes, right-handed and Y up, with
-counter-clockwise front faces and the UV origin at the top left. Into Blender's axes a point goes
-(x, y, z) → (x, −z, y) (`GLTF_TO_BLENDER`, a signed permutation, so exact on float32). Bone-local axes
-are kept as the file has them, so a bone's world matrix is `C · W_file` and parent-relative transforms
-are unchanged except at the roots. UV v is stored flipped (v → 1 − v) in the core model.
+Axes, stated once (`_Axes` applies them; `_basis` gives the point bases, shared with `ani_convert`):
 
-The file's exact values are kept in `extras["urho"]` (initial pose, offset matrix, collision data) and
-written again while the skeleton still matches them, so import → export keeps the bytes of the bones.
+* ``urhox`` (the seed's glb2mdl) keeps glTF axes: right-handed, Y up, counter-clockwise front faces.
+  A point goes (x, y, z) → (x, −z, y) into Blender (`GLTF_TO_BLENDER`, a rotation). Bone-local axes are kept
+  as the file has them, so a bone's world matrix is `A · W_file` and parent-relative transforms are unchanged
+  except at the roots.
+* ``urho3d`` (Urho3D's own tools): left-handed, Y up, clockwise front faces. A point goes (x, y, z) →
+  (x, z, y) (`URHO3D_TO_BLENDER`, a mirror). A mirror cannot be a bone's rotation, so every bone transform is
+  conjugated: `A · W_file · A⁻¹` (quaternion (w, x, y, z) → (w, −x, −z, −y), scale (sx, sz, sy)), and each
+  triangle's winding is reversed ((a, b, c) ⇄ (a, c, b)). A tangent's xyz maps like a normal and its w is
+  kept: the mirror flips the bitangent's handedness, and Urho3D's shaders take cross(T, N)·w where glTF and
+  Blender take cross(N, T)·w, so the two sign changes cancel.
+
+Both profiles store UV v flipped (v → 1 − v) in the core model (the files put the origin top left).
+Both signed permutations are exact on float32.
+
+Import (`to_scene`): LOD 0 of every geometry becomes one mesh per vertex buffer (file vertex i = mesh vertex i),
+a geometry per material slot; on request every LOD level becomes its own mesh (`extras["urho"]["lod"]`).
+Blend indices go through each geometry's bone mapping (empty = identity). Line lists and strips become loose
+edges, strips and fans triangles. Morphs (absolute vertex indices, deltas added) become shape keys.
+
+Export (`from_scene`): ``urhox`` writes morph count 0 (shape keys dropped with a warning naming them), every
+mapping lists bones 0…N−1 and more than 64 bones are refused; collision mask 0. ``urho3d`` writes morphs,
+splits a geometry that uses more than `max_bones` bones into geometries whose mappings list only the bones they
+use (when every deforming bone fits, each mapping lists all bones, or all deforming bones), and gives each
+bone with weighted vertices collision mask 3 with a radius and bone-local box.
+
+The file's exact values are kept in `extras["urho"]` (initial pose, offset matrix) and written again while the
+skeleton still matches them, so import → export keeps the bytes of the bones.
 """
 from __future__ import annotations
 
@@ -22,7 +43,9 @@ from . import umd2
 from .umd2 import SEM, TYPE, VertexElement
 
 URHOX_MAX_BONES = 64
-PROFILES = ("urhox",)
+PROFILES = ("urhox", "urho3d")
+URHO3D_TO_BLENDER = np.array([[1, 0, 0, 0], [0, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, 1]], dtype=np.float64)
+"""Urho3D (left-handed, Y up): (x, y, z) → (x, z, y); its own inverse."""
 
 # Tolerances for "the skeleton in Blender still matches the file's exact values".
 _MATCH_POSITION = 1e-4  # relative to the larger of 1 and the value
@@ -31,9 +54,67 @@ _MATCH_SCALE = 1e-4
 
 
 def _basis(profile: str) -> tuple[np.ndarray, np.ndarray]:
-    if profile != "urhox":
-        raise ValueError(f"unknown profile {profile!r}; expected one of {PROFILES}")
-    return GLTF_TO_BLENDER, BLENDER_TO_GLTF
+    """(file → Blender, Blender → file) point bases of a profile, 4×4."""
+    if profile == "urhox":
+        return GLTF_TO_BLENDER, BLENDER_TO_GLTF
+    if profile == "urho3d":
+        return URHO3D_TO_BLENDER, URHO3D_TO_BLENDER.copy()
+    raise ValueError(f"unknown profile {profile!r}; expected one of {PROFILES}")
+
+
+def detect_profile(model: umd2.Model) -> str:
+    """The profile a file most likely follows: UMDL and UMD3 come from Urho3D/rbfx tools; a UMD2 file is
+    Urho3D's when it carries what UrhoX's writer never writes (collision extras, morphs), else UrhoX's."""
+    if model.magic in ("UMDL", "UMD3"):
+        return "urho3d"
+    if model.morphs or any(b.collision_mask for b in model.bones):
+        return "urho3d"
+    return "urhox"
+
+
+def resolve_profile(model: umd2.Model, profile: str) -> str:
+    return detect_profile(model) if profile == "auto" else profile
+
+
+class _Axes:
+    """A profile's conversions, in one place: points, directions, bone transforms, winding."""
+
+    def __init__(self, profile: str):
+        self.profile = profile
+        self.to_core, self.to_file = _basis(profile)
+        self.mirror = bool(np.linalg.det(self.to_core[:3, :3]) < 0)
+
+    # directions (positions are points about the origin, so the same)
+    def vectors_to_core(self, v) -> np.ndarray:
+        return np.asarray(v, dtype=np.float64) @ self.to_core[:3, :3].T
+
+    def vectors_to_file(self, v) -> np.ndarray:
+        return np.asarray(v, dtype=np.float64) @ self.to_file[:3, :3].T
+
+    def tangents_to_core(self, t) -> np.ndarray:
+        t = np.asarray(t, dtype=np.float64)
+        return np.concatenate([self.vectors_to_core(t[:, :3]), t[:, 3:]], axis=1)
+
+    def tangents_to_file(self, t) -> np.ndarray:
+        t = np.asarray(t, dtype=np.float64)
+        return np.concatenate([self.vectors_to_file(t[:, :3]), t[:, 3:]], axis=1)
+
+    def winding(self, tris: np.ndarray) -> np.ndarray:
+        """File ⇄ core triangle corners (an involution)."""
+        return tris[:, [0, 2, 1]] if self.mirror else tris
+
+    # bone transforms: world_core = A · W · F, F = I under a rotation, A⁻¹ under a mirror
+    def world_to_core(self, w) -> np.ndarray:
+        return self.to_core @ w @ (self.to_file if self.mirror else np.eye(4))
+
+    def world_to_file(self, w) -> np.ndarray:
+        return self.to_file @ w @ (self.to_core if self.mirror else np.eye(4))
+
+    def local_to_core(self, local, root: bool) -> np.ndarray:
+        return self.world_to_core(local) if (root or self.mirror) else local
+
+    def local_to_file(self, local, root: bool) -> np.ndarray:
+        return self.world_to_file(local) if (root or self.mirror) else local
 
 
 def offset_to_matrix(offset) -> np.ndarray:
@@ -42,110 +123,234 @@ def offset_to_matrix(offset) -> np.ndarray:
     return m
 
 
+def _primitive_name(t: int) -> str:
+    return umd2.PRIMITIVE_TYPES[t] if t < len(umd2.PRIMITIVE_TYPES) else f"primitive type {t}"
+
+
 # ---------------------------------------------------------------------------------------------
 # file → core
 
-def to_scene(model: umd2.Model, name: str = "Model", profile: str = "urhox") -> tuple[cm.Scene, list[str]]:
-    """Map records to a core Scene. Raises FormatError for what would index out of range or loop."""
-    to_core, _ = _basis(profile)
+class _Primitives:
+    """One geometry's LOD level, checked and turned into triangles / edges (file vertex indices)."""
+
+    def __init__(self, vertex_buffer: int, triangles: np.ndarray, edges: np.ndarray):
+        self.vertex_buffer = vertex_buffer
+        self.triangles = triangles
+        self.edges = edges
+
+    def used(self) -> np.ndarray:
+        return np.unique(np.concatenate([self.triangles.reshape(-1), self.edges.reshape(-1)]))
+
+
+def _lod_primitives(model: umd2.Model, gi: int, level: int, ax: _Axes, warnings: list[str]) -> _Primitives:
+    lod = model.geometries[gi].lods[level]
+    f = f"geometry {gi} LOD {level}"
+    if lod.vertex_buffer >= len(model.vertex_buffers):
+        raise FormatError(f"vertex buffer {lod.vertex_buffer} of {len(model.vertex_buffers)}", None,
+                          f"{f} vertex buffer")
+    if lod.index_buffer >= len(model.index_buffers):
+        raise FormatError(f"index buffer {lod.index_buffer} of {len(model.index_buffers)}", None, f"{f} index buffer")
+    ib = model.index_buffers[lod.index_buffer]
+    if lod.index_start + lod.index_count > len(ib.indices):
+        raise FormatError(f"indices {lod.index_start}+{lod.index_count} beyond the {len(ib.indices)} stored",
+                          None, f"{f} index range")
+    n_vertices = len(model.vertex_buffers[lod.vertex_buffer].vertices)
+    idx = ib.indices[lod.index_start:lod.index_start + lod.index_count].astype(np.int64)
+    if len(idx) and idx.max() >= n_vertices:
+        raise FormatError(f"vertex index {int(idx.max())} ≥ vertex count {n_vertices}", None, f"{f} indices")
+    tris = np.zeros((0, 3), np.int64)
+    edges = np.zeros((0, 2), np.int64)
+    kind = lod.primitive_type
+    if kind == 0:  # TRIANGLE_LIST
+        if len(idx) % 3:
+            warnings.append(f"{f}: {len(idx) % 3} trailing indices ignored")
+        tris = idx[: len(idx) - len(idx) % 3].reshape(-1, 3)
+    elif kind == 1:  # LINE_LIST
+        if len(idx) % 2:
+            warnings.append(f"{f}: 1 trailing index ignored")
+        edges = idx[: len(idx) - len(idx) % 2].reshape(-1, 2)
+    elif kind == 2:  # POINT_LIST: the vertices are kept as loose vertices
+        pass
+    elif kind == 3 and len(idx) >= 3:  # TRIANGLE_STRIP: every other triangle flips to keep one winding
+        i = np.arange(len(idx) - 2)
+        odd = (i % 2).astype(bool)
+        tris = np.stack([np.where(odd, idx[i + 1], idx[i]), np.where(odd, idx[i], idx[i + 1]), idx[i + 2]], axis=1)
+        tris = tris[(tris[:, 0] != tris[:, 1]) & (tris[:, 1] != tris[:, 2]) & (tris[:, 0] != tris[:, 2])]
+    elif kind == 4 and len(idx) >= 2:  # LINE_STRIP
+        edges = np.stack([idx[:-1], idx[1:]], axis=1)
+    elif kind == 5 and len(idx) >= 3:  # TRIANGLE_FAN
+        tris = np.stack([np.full(len(idx) - 2, idx[0]), idx[1:-1], idx[2:]], axis=1)
+    elif kind > 5:
+        warnings.append(f"{f}: unknown primitive type {kind}; its indices are not imported")
+    return _Primitives(lod.vertex_buffer, ax.winding(tris), edges)
+
+
+def to_scene(model: umd2.Model, name: str = "Model", profile: str = "urhox",
+             all_lods: bool = False) -> tuple[cm.Scene, list[str]]:
+    """Map records to a core Scene. `profile` may be "auto" (`detect_profile`). Raises FormatError for what
+    would index out of range or loop; warns for the rest."""
+    profile = resolve_profile(model, profile)
+    ax = _Axes(profile)
     warnings = list(model.warnings)
     scene = cm.Scene(name=name)
+    scene.extras["urho"] = {"profile": profile, "magic": model.magic}
     if model.bones:
-        scene.skeleton = _skeleton_to_core(model, to_core, name)
+        scene.skeleton = _skeleton_to_core(model, ax, name)
     n_bones = len(model.bones)
-
-    for vb_index, vb in enumerate(model.vertex_buffers):
-        geoms = [(gi, g) for gi, g in enumerate(model.geometries) if g.lods and g.lods[0].vertex_buffer == vb_index]
-        if not geoms:
-            continue
-        with np.errstate(all="ignore"):
-            mesh = _vertex_buffer_to_mesh(vb, vb_index, to_core, f"{name}" if vb_index == 0 else f"{name}.{vb_index}")
-        for label, arr in (("position", mesh.positions), ("normal", mesh.normals), ("tangent", mesh.tangents)):
-            if arr is not None:
-                bad = np.flatnonzero(~np.isfinite(arr).all(axis=1))
-                if len(bad):
-                    warnings.append(f"vertex buffer {vb_index}: {len(bad)} vertices with a non-finite {label} "
-                                    f"(first: vertex {int(bad[0])})")
-        tris, mats, joints = [], [], None
-        if vb.has("BLENDINDICES0"):
-            joints = np.zeros((len(vb.vertices), 4), dtype=np.int32)
-        for slot, (gi, g) in enumerate(geoms):
-            lod = g.lods[0]
-            if len(g.lods) > 1:
-                warnings.append(f"geometry {gi}: LOD 0 of {len(g.lods)} imported")
-            if lod.index_buffer >= len(model.index_buffers):
-                raise FormatError(f"index buffer {lod.index_buffer} of {len(model.index_buffers)}", None,
-                                  f"geometry {gi} LOD 0 index buffer")
-            ib = model.index_buffers[lod.index_buffer]
-            if lod.index_start + lod.index_count > len(ib.indices):
-                raise FormatError(f"indices {lod.index_start}+{lod.index_count} beyond the {len(ib.indices)} stored",
-                                  None, f"geometry {gi} LOD 0 index range")
-            idx = ib.indices[lod.index_start:lod.index_start + lod.index_count].astype(np.int64)
-            if len(idx) and idx.max() >= len(vb.vertices):
-                raise FormatError(f"vertex index {int(idx.max())} ≥ vertex count {len(vb.vertices)}", None,
-                                  f"geometry {gi} indices")
-            if lod.primitive_type != 0:
-                warnings.append(f"geometry {gi}: primitive type "
-                                f"{umd2.PRIMITIVE_TYPES[lod.primitive_type] if lod.primitive_type < 6 else lod.primitive_type}"
-                                " is not imported")
+    for gi, g in enumerate(model.geometries):
+        scene.materials.append(cm.Material(name=f"{name}_{gi}", extras={"urho": {"geometry": gi}}))
+        if not g.lods:
+            warnings.append(f"geometry {gi} has no LOD levels")
+    max_levels = max((len(g.lods) for g in model.geometries), default=0)
+    if max_levels > 1 and not all_lods:
+        warnings.append(f"LOD 0 of {max_levels} levels imported")
+    levels = range(max_levels if all_lods else min(max_levels, 1))
+    prims = {(gi, k): _lod_primitives(model, gi, k, ax, warnings)
+             for gi, g in enumerate(model.geometries) for k in levels if k < len(g.lods)}
+    for k in levels:
+        for vb_index, vb in enumerate(model.vertex_buffers):
+            parts = [(gi, p) for (gi, kk), p in prims.items() if kk == k and p.vertex_buffer == vb_index]
+            if not parts:
                 continue
-            if len(idx) % 3:
-                warnings.append(f"geometry {gi}: {len(idx) % 3} trailing indices ignored")
-                idx = idx[: len(idx) - len(idx) % 3]
-            t = idx.reshape(-1, 3)
-            tris.append(t)
-            mats.append(np.full(len(t), slot, dtype=np.int32))
-            scene.materials.append(cm.Material(name=f"{name}_{gi}", extras={"urho": {"geometry": gi}}))
-            mesh.materials.append(len(scene.materials) - 1)
-            if joints is not None:
-                mapping = g.bone_mapping.astype(np.int64)
-                local = vb.vertices["BLENDINDICES0"][np.unique(t)].astype(np.int64)
-                used = np.unique(t)
-                if len(mapping):
-                    if local.max(initial=0) >= len(mapping):
-                        raise FormatError(f"blend index {int(local.max())} ≥ bone mapping size {len(mapping)}", None,
-                                          f"geometry {gi} blend indices")
-                    glob = mapping[local]
-                else:
-                    glob = local
-                if glob.size and glob.max() >= max(n_bones, 1):
-                    raise FormatError(f"bone index {int(glob.max())} ≥ bone count {n_bones}", None,
-                                      f"geometry {gi} bone mapping")
-                joints[used] = glob
-        mesh.triangles = np.concatenate(tris).astype(np.int32) if tris else np.zeros((0, 3), np.int32)
-        mesh.material_indices = np.concatenate(mats) if mats else np.zeros(0, np.int32)
-        if joints is not None and vb.has("BLENDWEIGHTS0"):
-            mesh.joints = joints
-            mesh.weights = vb.vertices["BLENDWEIGHTS0"].astype(np.float32)
-        scene.meshes.append(mesh)
+            base = name if vb_index == 0 else f"{name}.{vb_index}"
+            rows = None
+            if k > 0:  # LOD levels other than 0 keep only the vertices they use
+                rows = np.unique(np.concatenate([p.used() for _, p in parts]))
+                base = f"{base}_LOD{k}"
+            mesh = _vertex_buffer_to_mesh(vb, vb_index, ax, base, rows, warnings)
+            remap = None
+            if rows is not None:
+                remap = np.full(len(vb.vertices), -1, np.int64)
+                remap[rows] = np.arange(len(rows))
+            _add_primitives(model, mesh, parts, remap, n_bones, scene, warnings)
+            if all_lods and max_levels > 1:
+                lod0 = [model.geometries[gi].lods[k] for gi, _ in parts]
+                mesh.extras["urho"]["lod"] = {"level": k, "distance": float(max(l.distance for l in lod0))}
+            _add_morphs(model, mesh, vb_index, rows, ax, warnings)
+            scene.meshes.append(mesh)
     return scene, warnings
 
 
-def _skeleton_to_core(model: umd2.Model, to_core: np.ndarray, name: str) -> cm.Skeleton:
+def _add_primitives(model, mesh: cm.Mesh, parts, remap, n_bones: int, scene: cm.Scene, warnings) -> None:
+    vb_index = parts[0][1].vertex_buffer
+    vb = model.vertex_buffers[vb_index]
+    rows = np.arange(len(vb.vertices)) if remap is None else np.flatnonzero(remap >= 0)
+    skin_warnings = warnings if remap is None else None
+    skinned = (n_bones > 0
+               and _column_type(vb, "BLENDINDICES0", f"vertex buffer {vb_index}", skin_warnings) == TYPE["UBYTE4"]
+               and _column_type(vb, "BLENDWEIGHTS0", f"vertex buffer {vb_index}", skin_warnings) == TYPE["VECTOR4"])
+    joints = np.zeros((len(rows), 4), np.int32) if skinned else None
+    assigned = np.full(len(rows), -1, np.int64) if joints is not None else None
+    tris, mats, edges = [], [], []
+    for slot, (gi, p) in enumerate(parts):
+        local_tris = p.triangles if remap is None else remap[p.triangles]
+        local_edges = p.edges if remap is None else remap[p.edges]
+        tris.append(local_tris)
+        mats.append(np.full(len(local_tris), slot, dtype=np.int32))
+        edges.append(local_edges)
+        mesh.materials.append(gi)
+        if joints is None:
+            continue
+        used = p.used()
+        if not len(used):
+            continue
+        mapping = model.geometries[gi].bone_mapping.astype(np.int64)
+        local = vb.vertices["BLENDINDICES0"][used].astype(np.int64)
+        live = vb.vertices["BLENDWEIGHTS0"][used] > 0
+        if len(mapping):
+            if live.any() and local[live].max() >= len(mapping):
+                raise FormatError(f"blend index {int(local[live].max())} ≥ bone mapping size {len(mapping)}", None,
+                                  f"geometry {gi} blend indices")
+            glob = np.where(live, mapping[np.minimum(local, len(mapping) - 1)], 0)
+        else:
+            glob = np.where(live, local, 0)
+        if live.any() and glob[live].max() >= n_bones:
+            raise FormatError(f"bone index {int(glob[live].max())} ≥ bone count {n_bones}", None,
+                              f"geometry {gi} bone mapping")
+        at = used if remap is None else remap[used]
+        seen = assigned[at] >= 0
+        if seen.any() and (joints[at[seen]] != glob[seen]).any():
+            warnings.append(f"geometry {gi}: vertices shared with another geometry map to other bones there; "
+                            "the last geometry's bones were kept")
+        joints[at] = glob
+        assigned[at] = gi
+    mesh.triangles = np.concatenate(tris).astype(np.int32)
+    mesh.material_indices = np.concatenate(mats)
+    all_edges = np.concatenate(edges)
+    if len(all_edges):
+        mesh.edges = all_edges.astype(np.int32)
+    if joints is not None:
+        mesh.joints = joints
+        mesh.weights = vb.vertices["BLENDWEIGHTS0"][rows].astype(np.float32)
+
+
+def _add_morphs(model: umd2.Model, mesh: cm.Mesh, vb_index: int, rows, ax: _Axes, warnings) -> None:
+    """Shape keys of the morphs touching this vertex buffer: base + delta, per morph (deltas of several
+    buffers of one morph add up)."""
+    vb = model.vertex_buffers[vb_index]
+    n = len(vb.vertices)
+    for mi, morph in enumerate(model.morphs):
+        pos_delta = None
+        nrm_delta = None
+        for bi, buf in enumerate(morph.buffers):
+            f = f"morph {mi} ({morph.name}) buffer {bi}"
+            if buf.vertex_buffer >= len(model.vertex_buffers):
+                raise FormatError(f"vertex buffer {buf.vertex_buffer} of {len(model.vertex_buffers)}", None,
+                                  f"{f} vertex buffer")
+            if buf.vertex_buffer != vb_index or not len(buf.vertices):
+                continue
+            idx = buf.vertices["index"].astype(np.int64)
+            if idx.max() >= n:
+                raise FormatError(f"vertex index {int(idx.max())} ≥ vertex count {n}", None, f"{f} vertex index")
+            start, count = vb.morph_range_start, vb.morph_range_count
+            if rows is None and (idx.min() < start or idx.max() >= start + count):
+                warnings.append(f"{f}: vertices outside the vertex buffer's morph range {start}+{count} "
+                                "(Urho3D does not morph those)")
+            if pos_delta is None:
+                pos_delta = np.zeros((n, 3))
+                nrm_delta = np.zeros((n, 3))
+            for key, acc in (("position", pos_delta), ("normal", nrm_delta)):
+                if key in buf.vertices.dtype.names:
+                    d = buf.vertices[key].astype(np.float64)
+                    if not np.isfinite(d).all():
+                        warnings.append(f"{f}: non-finite {key} deltas")
+                    np.add.at(acc, idx, d)
+        if pos_delta is None:
+            continue
+        pos_delta = ax.vectors_to_core(pos_delta if rows is None else pos_delta[rows])
+        nrm_delta = ax.vectors_to_core(nrm_delta if rows is None else nrm_delta[rows])
+        key = cm.ShapeKey(morph.name, (mesh.positions + pos_delta).astype(np.float32),
+                          default_weight=float(morph.default_weight) if morph.default_weight is not None else 0.0)
+        if mesh.normals is not None:
+            key.normals = (mesh.normals + nrm_delta).astype(np.float32)
+        mesh.shape_keys.append(key)
+
+
+def _skeleton_to_core(model: umd2.Model, ax: _Axes, name: str) -> cm.Skeleton:
     n = len(model.bones)
     skel = cm.Skeleton(name=name)
     for i, b in enumerate(model.bones):
+        at = model.bone_offsets[i] if model.bone_offsets else None
         parent = -1 if b.parent == i else b.parent
         if parent < -1 or parent >= n:
-            raise FormatError(f"parent {b.parent} outside 0..{n - 1}", model.bone_offsets[i] if model.bone_offsets else None,
-                              f"bone {i} ({b.name}) parent")
+            raise FormatError(f"parent {b.parent} outside 0..{n - 1}", at, f"bone {i} ({b.name}) parent")
         offset = offset_to_matrix(b.offset)
+        if not np.isfinite(offset).all():
+            raise FormatError("offset matrix is not finite", at, f"bone {i} ({b.name}) offset matrix")
         try:
             bind_file = np.linalg.inv(offset)
         except np.linalg.LinAlgError:
-            raise FormatError("offset matrix is singular", model.bone_offsets[i] if model.bone_offsets else None,
-                              f"bone {i} ({b.name}) offset matrix") from None
-        local = trs_to_matrix(b.position, b.rotation, b.scale)
-        if parent < 0:
-            local = to_core @ local
+            raise FormatError("offset matrix is singular", at, f"bone {i} ({b.name}) offset matrix") from None
+        local = ax.local_to_core(trs_to_matrix(b.position, b.rotation, b.scale), parent < 0)
         t, r, s = matrix_to_trs(local)
         extras = {"index": i, "initial": [float(x) for x in (*b.position, *b.rotation, *b.scale)],
-                  "offset": [float(x) for x in b.offset], "collision_mask": int(b.collision_mask)}
+                  "offset": [float(x) for x in b.offset], "collision_mask": int(b.collision_mask),
+                  "profile": ax.profile}
         if b.radius is not None:
             extras["radius"] = float(b.radius)
         if b.bbox is not None:
             extras["bbox"] = [float(x) for x in b.bbox]
-        skel.bones.append(cm.Bone(name=b.name, parent=parent, bind=to_core @ bind_file, rest_translation=t,
+        skel.bones.append(cm.Bone(name=b.name, parent=parent, bind=ax.world_to_core(bind_file), rest_translation=t,
                                   rest_rotation=r, rest_scale=s, extras={"urho": extras}))
     try:
         skel.topological_order()
@@ -154,26 +359,50 @@ def _skeleton_to_core(model: umd2.Model, to_core: np.ndarray, name: str) -> cm.S
     return skel
 
 
-def _vertex_buffer_to_mesh(vb: umd2.VertexBuffer, vb_index: int, to_core: np.ndarray, name: str) -> cm.Mesh:
-    v = vb.vertices
-    r3 = to_core[:3, :3]
-    if not vb.has("POSITION0"):
-        raise FormatError("vertex buffer has no POSITION element", None, f"vertex buffer {vb_index} elements")
-    mesh = cm.Mesh(name=name, positions=(v["POSITION0"].astype(np.float64) @ r3.T).astype(np.float32),
-                   triangles=np.zeros((0, 3), np.int32))
-    if vb.has("NORMAL0"):
-        mesh.normals = (v["NORMAL0"].astype(np.float64) @ r3.T).astype(np.float32)
-    if vb.has("TANGENT0") and v.dtype["TANGENT0"].shape == (4,):
-        t = v["TANGENT0"].astype(np.float64)
-        mesh.tangents = np.concatenate([t[:, :3] @ r3.T, t[:, 3:]], axis=1).astype(np.float32)
-    for e in vb.elements:
-        if e.semantic == SEM["TEXCOORD"] and e.type == TYPE["VECTOR2"]:
-            uv = v[e.field_name].astype(np.float32).copy()
-            uv[:, 1] = 1.0 - uv[:, 1]
-            mesh.uvs.append(("UVMap" if e.index == 0 else f"UVMap{e.index}", uv))
-        elif e.semantic == SEM["COLOR"] and e.type == TYPE["UBYTE4_NORM"]:
-            mesh.colors.append(("Color" if e.index == 0 else f"Color{e.index}",
-                                v[e.field_name].astype(np.float32) / 255.0))
+_EXPECTED_TYPE = {"NORMAL0": "VECTOR3", "TANGENT0": "VECTOR4", "BLENDWEIGHTS0": "VECTOR4",
+                  "BLENDINDICES0": "UBYTE4"}
+
+
+def _column_type(vb: umd2.VertexBuffer, name: str, where: str = "", warnings: list[str] | None = None):
+    """The element type of a column, or None; a column of an unexpected type is skipped with a warning."""
+    e = next((e for e in vb.elements if e.field_name == name), None)
+    if e is None:
+        return None
+    expected = _EXPECTED_TYPE.get(name)
+    if expected is not None and e.type != TYPE[expected] and warnings is not None:
+        warnings.append(f"{where}: {name} is {umd2.ELEMENT_TYPES[e.type][0]}, expected {expected}; not imported")
+        return None
+    return e.type
+
+
+def _vertex_buffer_to_mesh(vb: umd2.VertexBuffer, vb_index: int, ax: _Axes, name: str, rows,
+                           warnings: list[str]) -> cm.Mesh:
+    v = vb.vertices if rows is None else vb.vertices[rows]
+    f = f"vertex buffer {vb_index}"
+    if _column_type(vb, "POSITION0") != TYPE["VECTOR3"]:
+        raise FormatError("no VECTOR3 POSITION element", None, f"{f} elements")
+    with np.errstate(all="ignore"):
+        mesh = cm.Mesh(name=name, positions=ax.vectors_to_core(v["POSITION0"]).astype(np.float32),
+                       triangles=np.zeros((0, 3), np.int32))
+        if _column_type(vb, "NORMAL0", f, warnings) == TYPE["VECTOR3"]:
+            mesh.normals = ax.vectors_to_core(v["NORMAL0"]).astype(np.float32)
+        if _column_type(vb, "TANGENT0", f, warnings) == TYPE["VECTOR4"]:
+            mesh.tangents = ax.tangents_to_core(v["TANGENT0"]).astype(np.float32)
+        for e in vb.elements:
+            if e.semantic == SEM["TEXCOORD"] and e.type == TYPE["VECTOR2"]:
+                uv = v[e.field_name].astype(np.float32).copy()
+                uv[:, 1] = 1.0 - uv[:, 1]
+                mesh.uvs.append(("UVMap" if e.index == 0 else f"UVMap{e.index}", uv))
+            elif e.semantic == SEM["COLOR"] and e.type == TYPE["UBYTE4_NORM"]:
+                mesh.colors.append(("Color" if e.index == 0 else f"Color{e.index}",
+                                    v[e.field_name].astype(np.float32) / 255.0))
+    if rows is None:
+        for label, arr in (("position", mesh.positions), ("normal", mesh.normals), ("tangent", mesh.tangents)):
+            if arr is not None:
+                bad = np.flatnonzero(~np.isfinite(arr).all(axis=1))
+                if len(bad):
+                    warnings.append(f"vertex buffer {vb_index}: {len(bad)} vertices with a non-finite {label} "
+                                    f"(first: vertex {int(bad[0])})")
     mesh.extras["urho"] = {"elements": [e.descriptor for e in vb.elements], "vertex_buffer": vb_index}
     return mesh
 
@@ -181,81 +410,259 @@ def _vertex_buffer_to_mesh(vb: umd2.VertexBuffer, vb_index: int, to_core: np.nda
 # ---------------------------------------------------------------------------------------------
 # core → file
 
-def from_scene(scene: cm.Scene, profile: str = "urhox") -> tuple[umd2.Model, list[str]]:
+def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> tuple[umd2.Model, list[str]]:
     """Build UMD2 records from a core Scene. Raises ExportError naming what cannot be written."""
-    _, to_file = _basis(profile)
+    ax = _Axes(profile)
     warnings: list[str] = []
     skel = scene.skeleton
     n_bones = len(skel.bones) if skel else 0
-    if n_bones > 255:
-        raise ExportError(f"{n_bones} bones: UBYTE4 blend indices address at most 256")
-    model = umd2.Model(magic="UMD2")
-    if skel:
-        model.bones = _bones_to_file(skel, to_file)
-
-    meshes = [m for m in scene.meshes if len(m.triangles)]
+    if profile == "urhox" and n_bones > URHOX_MAX_BONES:
+        n_deform = sum(1 for b in skel.bones if b.deform)
+        raise ExportError(f"{n_bones} bones ({n_deform} deforming): UrhoX allows at most {URHOX_MAX_BONES} bones per "
+                          "model; use --deform-only to drop bones that deform nothing, or --profile urho3d to "
+                          "split geometries at --max-bones")
+    if not 1 <= max_bones <= 255:
+        raise ExportError(f"--max-bones {max_bones} is outside 1..255")
+    meshes = [m for m in scene.meshes if len(m.triangles) or (m.edges is not None and len(m.edges))]
     if not meshes:
-        raise ExportError("nothing to export: no mesh with triangles")
-    skinned = skel is not None and any(m.weights is not None for m in meshes)
-    elements = _elements_for(meshes, skinned)
-    dt = umd2.vertex_dtype(elements)
-    total = sum(m.vertex_count for m in meshes)
-    verts = np.zeros(total, dtype=dt)
-    index_parts, geometries, centers = [], [], []
-    base, index_start = 0, 0
-    r3 = to_file[:3, :3]
-    all_pos = []
+        raise ExportError("nothing to export: no mesh with triangles or edges")
     for m in meshes:
         _check_mesh(m, n_bones)
-        sl = slice(base, base + m.vertex_count)
-        pos = m.positions.astype(np.float64) @ r3.T
-        all_pos.append(pos)
-        verts["POSITION0"][sl] = pos
-        if "NORMAL0" in dt.names:
-            if m.normals is not None:
-                verts["NORMAL0"][sl] = m.normals.astype(np.float64) @ r3.T
-        if "COLOR0" in dt.names:
-            verts["COLOR0"][sl] = 255
-            if m.colors:
-                verts["COLOR0"][sl] = np.clip(np.rint(m.colors[0][1] * 255.0), 0, 255).astype(np.uint8)
-        for e in elements:
-            if e.semantic == SEM["TEXCOORD"]:
-                if e.index < len(m.uvs):
-                    uv = m.uvs[e.index][1].astype(np.float32).copy()
-                    uv[:, 1] = 1.0 - uv[:, 1]
-                    verts[e.field_name][sl] = uv
-        if "TANGENT0" in dt.names and m.tangents is not None:
-            t = m.tangents.astype(np.float64)
-            verts["TANGENT0"][sl] = np.concatenate([t[:, :3] @ r3.T, t[:, 3:]], axis=1)
-        if skinned and m.weights is not None:
-            k = min(4, m.weights.shape[1])
-            verts["BLENDWEIGHTS0"][sl, :k] = m.weights[:, :k]
-            j = np.where(m.weights[:, :k] > 0, m.joints[:, :k], 0)
-            verts["BLENDINDICES0"][sl, :k] = j.astype(np.uint8)
-        mat_idx = m.material_indices if m.material_indices is not None else np.zeros(len(m.triangles), np.int32)
-        for slot in np.unique(mat_idx):
-            tris = m.triangles[mat_idx == slot].astype(np.int64) + base
-            index_parts.append(tris.reshape(-1))
-            count = tris.size
-            mapping = np.arange(n_bones, dtype=np.uint32) if skinned else np.zeros(0, np.uint32)
-            geometries.append(umd2.Geometry(mapping, [umd2.LodLevel(0.0, 0, 0, 0, index_start, count)]))
+    skinned = skel is not None and any(m.weights is not None for m in meshes)
+    elements = _elements_for(meshes, skinned)
+    full, joints, weights, parts = _gather_vertices(meshes, elements, skinned, ax)
+    model = umd2.Model(magic="UMD2")
+    if skel:
+        model.bones = _bones_to_file(skel, ax)
+        if profile == "urho3d" and skinned:
+            _collision_to_file(model.bones, full["POSITION0"], joints, weights)
+        elif profile == "urhox":
+            for b in model.bones:
+                b.collision_mask, b.radius, b.bbox = 0, None, None
+
+    # Geometries: one per (mesh, material slot); under urho3d split at max_bones when the bones do not fit.
+    deforming = np.unique(joints[weights > 0]) if skinned else np.zeros(0, np.int64)
+    if not skinned:
+        mode, shared = "static", np.zeros(0, np.int64)
+    elif profile == "urhox" or n_bones <= max_bones:
+        mode, shared = "shared", np.arange(n_bones)
+    elif len(deforming) <= max_bones:
+        mode, shared = "shared", deforming
+    else:
+        mode, shared = "split", None
+    if mode == "split":
+        chunks = []
+        for material, kind, tris in parts:
+            for tri_rows, bones in _split_by_bones(tris, joints, weights, max_bones):
+                chunks.append((material, kind, tris[tri_rows], bones))
+        src = np.concatenate([np.unique(t) for _, _, t, _ in chunks])
+        verts = full[src]
+        out_index = []
+        start = 0
+        for material, kind, tris, bones in chunks:
             used = np.unique(tris)
-            centers.append(verts["POSITION0"][used].astype(np.float64).mean(axis=0))
-            index_start += count
-        if m.shape_keys:
-            warnings.append(f"{m.name}: shape keys not written (UrhoX morph count is 0): "
-                            + ", ".join(k.name for k in m.shape_keys))
-        base += m.vertex_count
+            lookup = np.full(n_bones, 0, np.int64)
+            lookup[bones] = np.arange(len(bones))
+            rows = slice(start, start + len(used))
+            live = weights[used] > 0
+            verts["BLENDINDICES0"][rows] = np.where(live, lookup[joints[used]], 0).astype(np.uint8)
+            out_index.append((material, kind, np.searchsorted(used, tris) + start, np.asarray(bones, np.uint32)))
+            start += len(used)
+        geoms = out_index
+    else:
+        src = np.arange(len(full))
+        verts = full
+        if mode == "shared":
+            lookup = np.zeros(n_bones, np.int64)
+            lookup[shared] = np.arange(len(shared))
+            verts["BLENDINDICES0"] = np.where(weights > 0, lookup[joints], 0).astype(np.uint8)
+        mapping = np.asarray(shared, np.uint32)
+        geoms = [(material, kind, tris, mapping) for material, kind, tris in parts]
+
+    index_parts, centers = [], []
+    model.geometry_materials = []
+    index_start = 0
+    for material, kind, prims, mapping in geoms:
+        prims = np.asarray(prims, np.int64)
+        flat = (ax.winding(prims) if kind == 0 else prims).reshape(-1)
+        index_parts.append(flat)
+        model.geometries.append(umd2.Geometry(mapping, [umd2.LodLevel(0.0, kind, 0, 0, index_start, len(flat))]))
+        model.geometry_materials.append(material)
+        centers.append(verts["POSITION0"][np.unique(flat)].astype(np.float64).mean(axis=0))
+        index_start += len(flat)
     indices = np.concatenate(index_parts)
-    size = 2 if total <= 65535 else 4
-    model.vertex_buffers = [umd2.VertexBuffer(elements, verts)]
+    size = 2 if len(verts) <= 65535 else 4
+    vb = umd2.VertexBuffer(elements, verts)
+    if profile == "urho3d":
+        model.morphs = _morphs_to_file(meshes, src, ax, vb, warnings)
+    else:
+        dropped = [f"{m.name}: " + ", ".join(k.name for k in m.shape_keys) for m in meshes if m.shape_keys]
+        if dropped:
+            warnings.append("shape keys not written (the urhox profile writes morph count 0; use --profile urho3d "
+                            "to write morphs): " + "; ".join(dropped))
+    model.vertex_buffers = [vb]
     model.index_buffers = [umd2.IndexBuffer(size, indices.astype(np.uint16 if size == 2 else np.uint32))]
-    model.geometries = geometries
     pos = verts["POSITION0"]
     model.bbox_min = pos.min(axis=0).astype(np.float32)
     model.bbox_max = pos.max(axis=0).astype(np.float32)
     model.centers = np.array(centers, dtype=np.float32).reshape(-1, 3)
     return model, warnings
+
+
+def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
+    """All meshes' vertices in one structured array (file axes), with global joints/weights (V, 4) and the
+    primitives of every (mesh, material slot) as (material index, primitive type, (N, 3|2) global rows): triangle
+    lists (core winding) per slot, then the mesh's loose edges as one line list drawn with its first slot."""
+    dt = umd2.vertex_dtype(elements)
+    total = sum(m.vertex_count for m in meshes)
+    verts = np.zeros(total, dtype=dt)
+    joints = np.zeros((total, 4), np.int64)
+    weights = np.zeros((total, 4), np.float32)
+    parts = []
+    base = 0
+    for m in meshes:
+        sl = slice(base, base + m.vertex_count)
+        verts["POSITION0"][sl] = ax.vectors_to_file(m.positions)
+        if m.normals is not None:
+            verts["NORMAL0"][sl] = ax.vectors_to_file(m.normals)
+        verts["COLOR0"][sl] = 255
+        if m.colors:
+            verts["COLOR0"][sl] = np.clip(np.rint(m.colors[0][1] * 255.0), 0, 255).astype(np.uint8)
+        for e in elements:
+            if e.semantic == SEM["TEXCOORD"] and e.index < len(m.uvs):
+                uv = m.uvs[e.index][1].astype(np.float32).copy()
+                uv[:, 1] = 1.0 - uv[:, 1]
+                verts[e.field_name][sl] = uv
+        if m.tangents is not None:
+            verts["TANGENT0"][sl] = ax.tangents_to_file(m.tangents)
+        if skinned and m.weights is not None:
+            k = min(4, m.weights.shape[1])
+            weights[sl, :k] = m.weights[:, :k]
+            joints[sl, :k] = np.where(m.weights[:, :k] > 0, m.joints[:, :k], 0)
+            verts["BLENDWEIGHTS0"][sl] = weights[sl]
+            verts["BLENDINDICES0"][sl] = joints[sl].astype(np.uint8)
+        mat_idx = m.material_indices if m.material_indices is not None else np.zeros(len(m.triangles), np.int32)
+        for slot in np.unique(mat_idx):
+            material = m.materials[slot] if slot < len(m.materials) else None
+            parts.append((material, 0, m.triangles[mat_idx == slot].astype(np.int64) + base))
+        if m.edges is not None and len(m.edges):
+            parts.append((m.materials[0] if m.materials else None, 1, m.edges.astype(np.int64) + base))
+        base += m.vertex_count
+    return verts, joints, weights, parts
+
+
+def _split_by_bones(tris: np.ndarray, joints: np.ndarray, weights: np.ndarray, max_bones: int):
+    """Triangles (or edges) grouped so that each group uses at most `max_bones` bones: [(triangle rows, sorted bones)].
+
+    Triangles with the same bone set are taken together (sorted by that set, so neighbours share bones); the
+    groups are packed greedily in that order."""
+    corner_bones = np.where(weights[tris] > 0, joints[tris], -1).reshape(len(tris), -1)  # (T, 12)
+    corner_bones.sort(axis=1)
+    # the distinct bones of each triangle, padded with -1 at the end
+    dup = np.zeros_like(corner_bones, dtype=bool)
+    dup[:, 1:] = corner_bones[:, 1:] == corner_bones[:, :-1]
+    keyed = np.where(dup | (corner_bones < 0), np.iinfo(np.int64).max, corner_bones)
+    keyed.sort(axis=1)
+    counts = (keyed != np.iinfo(np.int64).max).sum(axis=1)
+    if counts.max(initial=0) > max_bones:
+        t = int(np.argmax(counts))
+        raise ExportError(f"{'triangle' if tris.shape[1] == 3 else 'edge'} {t} uses {int(counts[t])} bones, "
+                          f"more than --max-bones {max_bones}")
+    sets, inverse = np.unique(keyed, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(len(sets) + 1))
+    groups = []
+    current: set[int] = set()
+    members: list[int] = []
+    for s, row in enumerate(sets):
+        bones = {int(b) for b in row if b != np.iinfo(np.int64).max}
+        if members and len(current | bones) > max_bones:
+            groups.append((members, current))
+            current, members = set(), []
+        current |= bones
+        members.append(s)
+    if members:
+        groups.append((members, current))
+    out = []
+    for members, bones in groups:
+        rows = np.sort(np.concatenate([order[bounds[s]:bounds[s + 1]] for s in members]))
+        out.append((rows, np.array(sorted(bones), dtype=np.int64)))
+    return out
+
+
+def _collision_to_file(bones: list[umd2.BoneRecord], positions, joints, weights) -> None:
+    """Mask 3 with radius and bone-local box (file space, through the offset matrix) on every bone that has
+    weighted vertices; 0 on the others."""
+    n = len(bones)
+    offsets = np.array([offset_to_matrix(b.offset) for b in bones])
+    live_v, live_k = np.nonzero(weights > 0)
+    bone = joints[live_v, live_k]
+    p = np.asarray(positions, np.float64)[live_v]
+    local = np.einsum("nij,nj->ni", offsets[bone][:, :3, :3], p) + offsets[bone][:, :3, 3]
+    radius = np.zeros(n)
+    lo = np.full((n, 3), np.inf)
+    hi = np.full((n, 3), -np.inf)
+    np.maximum.at(radius, bone, np.linalg.norm(local, axis=1))
+    np.minimum.at(lo, bone, local)
+    np.maximum.at(hi, bone, local)
+    weighted = np.zeros(n, bool)
+    weighted[bone] = True
+    for i, b in enumerate(bones):
+        if weighted[i]:
+            b.collision_mask = umd2.BONECOLLISION_SPHERE | umd2.BONECOLLISION_BOX
+            b.radius = np.float32(radius[i])
+            b.bbox = np.concatenate([lo[i], hi[i]]).astype(np.float32)
+        else:
+            b.collision_mask, b.radius, b.bbox = 0, None, None
+
+
+def _morphs_to_file(meshes: list[cm.Mesh], src: np.ndarray, ax: _Axes, vb: umd2.VertexBuffer,
+                    warnings: list[str]) -> list[umd2.Morph]:
+    """One morph per shape-key name: position deltas (file axes) of the written vertices that move, by their
+    absolute index in the vertex buffer; the vertex buffer's morph range covers them all."""
+    names: list[str] = []
+    for m in meshes:
+        names += [k.name for k in m.shape_keys if k.name not in names]
+    if not names:
+        return []
+    bases = np.cumsum([0] + [m.vertex_count for m in meshes])
+    total = bases[-1]
+    morphs = []
+    lo, hi = None, None
+    for name in names:
+        delta = np.zeros((total, 3))
+        default = 0.0
+        for m, base in zip(meshes, bases[:-1]):
+            key = next((k for k in m.shape_keys if k.name == name), None)
+            if key is None:
+                continue
+            if key.positions.shape != m.positions.shape:
+                warnings.append(f"{m.name}: shape key {name} has {len(key.positions)} positions for "
+                                f"{m.vertex_count} vertices; not written")
+                continue
+            d = key.positions.astype(np.float64) - m.positions.astype(np.float64)
+            if not np.isfinite(d).all():
+                raise ExportError(f"mesh {m.name}: shape key {name} has a non-finite position at vertex "
+                                  f"{int(np.argmax(~np.isfinite(d).all(axis=1)))}")
+            delta[base:base + m.vertex_count] = ax.vectors_to_file(d)
+            default = key.default_weight
+        out_delta = delta[src].astype(np.float32)
+        moving = np.flatnonzero((out_delta != 0).any(axis=1))
+        morph = umd2.Morph(name, [], None)
+        if len(moving):
+            rec = np.zeros(len(moving), umd2.morph_dtype(umd2.MORPH_POSITION))
+            rec["index"] = moving
+            rec["position"] = out_delta[moving]
+            morph.buffers.append(umd2.MorphBuffer(0, umd2.MORPH_POSITION, rec))
+            lo = int(moving[0]) if lo is None else min(lo, int(moving[0]))
+            hi = int(moving[-1]) if hi is None else max(hi, int(moving[-1]))
+        if default:
+            warnings.append(f"shape key {name}: value {default:g} not written (UMD2 morphs carry no weight)")
+        morphs.append(morph)
+    if lo is not None:
+        vb.morph_range_start, vb.morph_range_count = lo, hi - lo + 1
+    return morphs
 
 
 def _elements_for(meshes: list[cm.Mesh], skinned: bool) -> list[VertexElement]:
@@ -281,6 +688,8 @@ def _check_mesh(m: cm.Mesh, n_bones: int) -> None:
                 raise ExportError(f"mesh {m.name}: vertex {int(np.argmax(bad))} has a non-finite {label}")
     if m.triangles.size and (m.triangles.min() < 0 or m.triangles.max() >= m.vertex_count):
         raise ExportError(f"mesh {m.name}: a triangle indexes outside 0..{m.vertex_count - 1}")
+    if m.edges is not None and m.edges.size and (m.edges.min() < 0 or m.edges.max() >= m.vertex_count):
+        raise ExportError(f"mesh {m.name}: an edge indexes outside 0..{m.vertex_count - 1}")
     if m.weights is not None:
         used = m.weights > 0
         if used.any() and (m.joints[used].min() < 0 or m.joints[used].max() >= n_bones):
@@ -288,20 +697,18 @@ def _check_mesh(m: cm.Mesh, n_bones: int) -> None:
             raise ExportError(f"mesh {m.name}: vertex {v} is weighted to a bone outside 0..{n_bones - 1}")
 
 
-def _bones_to_file(skel: cm.Skeleton, to_file: np.ndarray) -> list[umd2.BoneRecord]:
+def _bones_to_file(skel: cm.Skeleton, ax: _Axes) -> list[umd2.BoneRecord]:
     try:
         skel.topological_order()
     except ValueError as e:
         raise ExportError(str(e)) from None
     out = []
-    binds = skel.binds()
     for i, b in enumerate(skel.bones):
         if not np.isfinite(b.bind).all():
             raise ExportError(f"bone {i} ({b.name}) has a non-finite bind matrix")
-        bind_file = to_file @ b.bind
+        bind_file = ax.world_to_file(b.bind)
         offset = affine_inverse(bind_file)[:3, :].reshape(-1)
-        local = b.rest_local if b.parent >= 0 else to_file @ b.rest_local
-        t, r, s = matrix_to_trs(local)
+        t, r, s = matrix_to_trs(ax.local_to_file(b.rest_local, b.parent < 0))
         raw = b.extras.get("urho", {})
         rec = umd2.BoneRecord(name=b.name, parent=i if b.parent < 0 else b.parent,
                               position=t.astype(np.float32), rotation=r.astype(np.float32),
@@ -311,12 +718,7 @@ def _bones_to_file(skel: cm.Skeleton, to_file: np.ndarray) -> list[umd2.BoneReco
         if "initial" in raw and _initial_matches(t, r, s, raw["initial"]):
             ini = np.array(raw["initial"], dtype=np.float32)
             rec.position, rec.rotation, rec.scale = ini[:3], ini[3:7], ini[7:10]
-        if "collision_mask" in raw:
-            rec.collision_mask = int(raw["collision_mask"])
-            rec.radius = raw.get("radius")
-            rec.bbox = np.array(raw["bbox"], dtype=np.float32) if "bbox" in raw else None
         out.append(rec)
-    del binds
     return out
 
 

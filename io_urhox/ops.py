@@ -15,6 +15,14 @@ _PROFILES = [
 ]
 
 
+_IMPORT_PROFILES = [
+    ("auto", "Automatic", "Urho3D axes for UMDL/UMD3 files and for UMD2 files with collision data or morphs, "
+                          "else UrhoX axes"),
+    ("urhox", "UrhoX", "glTF axes (right-handed, Y up), as the UrhoX glb2mdl tool writes"),
+    ("urho3d", "Urho3D", "Left-handed Y up with clockwise front faces, as Urho3D's tools write"),
+]
+
+
 class IMPORT_SCENE_OT_urhox_mdl(bpy.types.Operator, ImportHelper):
     """Import an UrhoX / Urho3D model (UMD2, UMDL, UMD3)"""
 
@@ -25,7 +33,10 @@ class IMPORT_SCENE_OT_urhox_mdl(bpy.types.Operator, ImportHelper):
     filter_glob: StringProperty(default="*.mdl", options={"HIDDEN"})
     files: CollectionProperty(type=bpy.types.OperatorFileListElement, options={"HIDDEN", "SKIP_SAVE"})
     directory: StringProperty(subtype="DIR_PATH", options={"HIDDEN", "SKIP_SAVE"})
-    profile: EnumProperty(name="Profile", items=_PROFILES, default="urhox")
+    profile: EnumProperty(name="Axes", items=_IMPORT_PROFILES, default="auto")
+    all_lods: BoolProperty(name="All LODs", default=False,
+                           description="Import every LOD level as its own object in an LOD collection "
+                                       "(levels above 0 hidden); otherwise LOD 0 only")
 
     def execute(self, context):
         from . import blender_io
@@ -34,7 +45,7 @@ class IMPORT_SCENE_OT_urhox_mdl(bpy.types.Operator, ImportHelper):
         done = 0
         for path in paths:
             try:
-                result = blender_io.import_mdl(context, path, self.profile)
+                result = blender_io.import_mdl(context, path, self.profile, self.all_lods)
             except (FormatError, OSError) as e:
                 self.report({"ERROR"}, f"{os.path.basename(path)}: {e}")
                 continue
@@ -112,3 +123,131 @@ def unregister():
     bpy.types.TOPBAR_MT_file_import.remove(_menu_import)
     for c in reversed(_classes):
         bpy.utils.unregister_class(c)
+
+
+# -- animations (.ani) ---------------------------------------------------------------------------------
+
+_ANI_PROFILES = [
+    ("urhox", "UrhoX", "glTF axes (right-handed, Y up): root tracks turned into Blender axes"),
+    ("urho3d", "Urho3D", "Left-handed Y up: every track mirrored into Blender axes"),
+]
+_ANI_FORMATS = [
+    ("urhox", "UrhoX (UANI v2)", "Versioned UANI: u32-length names, step/linear byte, full T/R/S keys"),
+    ("urho3d", "Urho3D (classic)", "Classic UANI: C-string names, channel mask from the animated channels"),
+]
+
+
+class IMPORT_SCENE_OT_urhox_ani(bpy.types.Operator, ImportHelper):
+    """Import UrhoX / Urho3D animations (.ani) as actions of the active armature"""
+
+    bl_idname = "import_scene.urhox_ani"
+    bl_label = "Import UrhoX / Urho3D Animation"
+    bl_options = {"REGISTER", "UNDO", "PRESET"}
+    filename_ext = ".ani"
+    filter_glob: StringProperty(default="*.ani", options={"HIDDEN"})
+    files: CollectionProperty(type=bpy.types.OperatorFileListElement, options={"HIDDEN", "SKIP_SAVE"})
+    directory: StringProperty(subtype="DIR_PATH", options={"HIDDEN", "SKIP_SAVE"})
+    profile: EnumProperty(name="Axes", items=_ANI_PROFILES, default="urhox",
+                          description="Use the axes the armature's model was imported with")
+
+    @classmethod
+    def poll(cls, context):
+        from . import blender_ani
+
+        return blender_ani.find_armature(context) is not None
+
+    def execute(self, context):
+        from . import blender_ani
+
+        paths = [os.path.join(self.directory, f.name) for f in self.files if f.name] or [self.filepath]
+        arm = blender_ani.find_armature(context)
+        try:
+            actions, warnings = blender_ani.import_ani(context, paths, arm, self.profile)
+        except (FormatError, ExportError, ValueError, OSError) as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        for w in warnings:
+            self.report({"WARNING"}, w)
+        self.report({"INFO"}, f"{len(actions)} action(s) imported onto {arm.name}")
+        return {"FINISHED"}
+
+    def invoke(self, context, event):
+        return self.invoke_popup(context)
+
+
+class EXPORT_SCENE_OT_urhox_ani(bpy.types.Operator):
+    """Export the actions of the active armature to <folder>/Animations/<action>.ani"""
+
+    bl_idname = "export_scene.urhox_ani"
+    bl_label = "Export UrhoX / Urho3D Animations"
+    bl_options = {"PRESET"}
+    directory: StringProperty(subtype="DIR_PATH")
+    filter_folder: BoolProperty(default=True, options={"HIDDEN"})
+    ani_format: EnumProperty(name="Format", items=_ANI_FORMATS, default="urhox")
+    profile: EnumProperty(name="Axes", items=_ANI_PROFILES, default="urhox",
+                          description="The axes of the model the animations play on")
+    which: EnumProperty(name="Actions", default="ALL",
+                        items=[("ALL", "All", "Every action that animates the armature's bones"),
+                               ("ACTIVE", "Active", "The armature's assigned action only")])
+
+    @classmethod
+    def poll(cls, context):
+        from . import blender_ani
+
+        return blender_ani.find_armature(context) is not None
+
+    def execute(self, context):
+        from . import blender_ani
+
+        arm = blender_ani.find_armature(context)
+        actions = None
+        if self.which == "ACTIVE":
+            act = arm.animation_data.action if arm.animation_data else None
+            if act is None:
+                self.report({"ERROR"}, f"{arm.name} has no assigned action")
+                return {"CANCELLED"}
+            actions = [act]
+        try:
+            written, warnings = blender_ani.export_actions(context, self.directory, arm, self.ani_format,
+                                                           self.profile, actions)
+        except (ExportError, ValueError, OSError) as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        for w in warnings:
+            self.report({"WARNING"}, w)
+        self.report({"INFO"}, f"{sum(p.endswith('.ani') for p in written)} animation(s) written")
+        return {"FINISHED"}
+
+    def invoke(self, context, event):
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+
+class IO_FH_urhox_ani(bpy.types.FileHandler):
+    bl_idname = "IO_FH_urhox_ani"
+    bl_label = "UrhoX / Urho3D animation"
+    bl_import_operator = "import_scene.urhox_ani"
+    bl_file_extensions = ".ani"
+
+    @classmethod
+    def poll_drop(cls, context):
+        from . import blender_ani
+
+        return poll_file_object_drop(context) and blender_ani.find_armature(context) is not None
+
+
+_menu_import_mdl = _menu_import
+_menu_export_mdl = _menu_export
+
+
+def _menu_import(self, context):  # noqa: F811  (the .mdl entry, then the .ani one)
+    _menu_import_mdl(self, context)
+    self.layout.operator(IMPORT_SCENE_OT_urhox_ani.bl_idname, text="UrhoX / Urho3D animation (.ani)")
+
+
+def _menu_export(self, context):  # noqa: F811
+    _menu_export_mdl(self, context)
+    self.layout.operator(EXPORT_SCENE_OT_urhox_ani.bl_idname, text="UrhoX / Urho3D animations (.ani)")
+
+
+_classes = (*_classes, IMPORT_SCENE_OT_urhox_ani, EXPORT_SCENE_OT_urhox_ani, IO_FH_urhox_ani)

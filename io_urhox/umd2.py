@@ -169,6 +169,8 @@ class Model:
     trailing: bytes = b""  # bytes after the centers (kept so that the file writes back unchanged)
     warnings: list[str] = field(default_factory=list)
     bone_offsets: list[int] = field(default_factory=list)  # byte offset of each bone record (for findings)
+    # Not in the file: the core material each geometry draws with, set by the mapping on export (material lists).
+    geometry_materials: list = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------
