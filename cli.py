@@ -138,6 +138,10 @@ def info_file(path: str) -> dict:
         from .io_pmx.info import info
 
         return info(data)
+    if data.startswith(b"Vocaloid Motion Data"):
+        from .io_pmx.vmd_info import info
+
+        return info(data)
     raise FormatError(f"unknown file type (first bytes {magic!r})", 0, "magic")
 
 

@@ -31,10 +31,11 @@ def build_mesh(cmesh: cm.Mesh, name: str, created: list, warnings: list[str]) ->
             mat_idx = np.asarray(mat_idx)[~degenerate]
     me.vertices.add(cmesh.vertex_count)
     _set(me.attributes["position"], "vector", cmesh.positions, np.float32)
-    me.loops.add(tris.size)
-    _set(me.attributes[".corner_vert"], "value", tris, np.int32)
-    me.polygons.add(len(tris))
-    me.polygons.foreach_set("loop_start", np.arange(0, tris.size, 3, dtype=np.int32))
+    if tris.size:  # a mesh of lines only has no corner attributes
+        me.loops.add(tris.size)
+        _set(me.attributes[".corner_vert"], "value", tris, np.int32)
+        me.polygons.add(len(tris))
+        me.polygons.foreach_set("loop_start", np.arange(0, tris.size, 3, dtype=np.int32))
     if cmesh.edges is not None and len(cmesh.edges):
         me.edges.add(len(cmesh.edges))
         _set(me.attributes[".edge_verts"], "value", cmesh.edges, np.int32)
@@ -113,7 +114,8 @@ def read_mesh(ob, depsgraph, matrix: np.ndarray, bone_index: dict[str, int], max
 def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings) -> cm.Mesh:
     nv, nl, nf = len(me.vertices), len(me.loops), len(me.polygons)
     pos = _foreach(me.attributes["position"].data, "vector", nv, 3, np.float32)
-    corner_vert = _foreach(me.attributes[".corner_vert"].data, "value", nl, 1, np.int32)
+    corner_vert = _foreach(me.attributes[".corner_vert"].data, "value", nl, 1, np.int32) if nl else \
+        np.zeros(0, np.int32)
     normals = _foreach(me.corner_normals, "vector", nl, 3, np.float32)
     uv_layers = list(me.uv_layers)
     uvs = [(l.name, _foreach(l.uv, "vector", nl, 2, np.float32)) for l in uv_layers]
@@ -124,7 +126,7 @@ def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings) -> 
         c = _foreach(attr.data, prop, n, 4, np.float32)
         colors.append((attr.name, c[corner_vert] if attr.domain == "POINT" else c))
     tangents = None
-    if uv_layers:
+    if uv_layers and nl:
         try:
             me.calc_tangents(uvmap=uv_layers[0].name)
             t = _foreach(me.loops, "tangent", nl, 3, np.float32)
@@ -137,9 +139,9 @@ def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings) -> 
     # One output vertex per distinct (vertex, normal, UVs, colours); ordered by vertex, then first corner,
     # so an unsplit mesh keeps Blender's vertex order exactly.
     parts = [corner_vert.astype(np.int64).view(np.uint64).reshape(-1, 1).view(np.uint8).reshape(nl, 8),
-             normals.view(np.uint8).reshape(nl, -1)]
-    parts += [uv.view(np.uint8).reshape(nl, -1) for _, uv in uvs]
-    parts += [c.view(np.uint8).reshape(nl, -1) for _, c in colors]
+             np.ascontiguousarray(normals).view(np.uint8)]
+    parts += [np.ascontiguousarray(uv).view(np.uint8) for _, uv in uvs]
+    parts += [np.ascontiguousarray(c).view(np.uint8) for _, c in colors]
     keys = np.ascontiguousarray(np.concatenate(parts, axis=1))
     void = keys.view(np.dtype((np.void, keys.shape[1]))).reshape(-1)
     _, first, inverse = np.unique(void, return_index=True, return_inverse=True)

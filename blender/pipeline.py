@@ -24,7 +24,7 @@ def _import_gltf(context, path, options) -> list[str]:
 def _import_mdl(context, path, options) -> list[str]:
     from ..io_urhox import blender_io
 
-    return blender_io.import_mdl(context, path, options.profile).warnings
+    return blender_io.import_mdl(context, path, "auto").warnings
 
 
 def _target_urhox(context, outdir, name, options):

@@ -300,7 +300,8 @@ def _read_shape_keys(ob, cmesh: cm.Mesh, matrix: np.ndarray, warnings: list[str]
     for kb in key_blocks[1:]:
         delta = coords(kb) - coords(kb.relative_key)
         positions = cmesh.positions.astype(np.float64) + delta[source] @ lin.T
-        out.append(cm.ShapeKey(kb.name, positions.astype(np.float32), default_weight=float(kb.value)))
+        # float64, so that the deltas the writer takes back out are not rounded to the absolute positions
+        out.append(cm.ShapeKey(kb.name, positions, default_weight=float(kb.value)))
     return out
 
 

@@ -38,7 +38,7 @@ def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool =
 
 
 def export_package(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
-    """`convert --to urhox`: OUTDIR/NAME.mdl, OUTDIR/Textures/*.png, OUTDIR/Materials/*.xml."""
+    """`convert --to urhox`: OUTDIR/NAME.mdl, Textures/*.png, Materials/*.xml, Animations/*.ani (+ .xml triggers)."""
     from .blender_package import write_textures_and_materials
 
     protected = set(getattr(options, "protected", ()) or ())
@@ -49,4 +49,8 @@ def export_package(context, outdir: str, name: str, options) -> tuple[list[str],
                           max_bones=options.max_bones)
     written = [path]
     more_written, more = write_textures_and_materials(context, outdir, protected)
-    return written + more_written, warnings + more
+    from .blender_ani import export_package_animations
+
+    _, arm_ob = bscene.exportable_objects(context)
+    ani_written, ani_warnings = export_package_animations(context, outdir, options, arm_ob=arm_ob)
+    return written + more_written + ani_written, warnings + more + ani_warnings

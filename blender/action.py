@@ -1,0 +1,660 @@
+"""Actions: core Animation ⇄ Blender action (Blender 5 layered actions, through channelbags).
+
+Core tracks hold parent-relative bone transforms (the `.mdl` skeleton's local TRS); a pose bone's F-curves
+hold its basis, relative to its rest (edit-bone) matrix. With Rest the edit-bone matrix (armature space),
+Bind the bone's exact bind matrix (kept on the bone by the armature bridge, else Rest) and W the armature's
+world matrix, Blender deforms alike when
+
+    basis = Rest⁻¹ · Bind_parent · local · Bind⁻¹ · Rest          (a root's Bind_parent is W⁻¹)
+
+The left factor is a similarity (rotation, translation, uniform scale) and the right one a pure scale, so
+each channel maps on its own: key times and the linear/slerp interpolation of every channel survive.
+
+Rotation: Blender interpolates the four quaternion F-curves component by component (a normalised lerp),
+Urho3D/UrhoX/glTF slerp. Import makes neighbouring keys take the short way and adds keys of type GENERATED
+on the slerp path where the two would part by more than ``ANGLE_TOLERANCE``; export drops GENERATED keys
+that still lie on the slerp path between the keys around them.
+
+Export takes, per bone, the union of its channels' key times and evaluates every channel there; it adds
+samples at the scene frame rate only inside segments that are not straight (a Bézier segment whose handles
+leave the line, other easings, Euler or axis-angle rotation, F-curve modifiers), and samples the evaluated
+pose at the frame rate for a bone moved by constraints, drivers or NLA. A CONSTANT segment becomes a hold key
+``HOLD_GAP`` seconds before the next key unless the whole track steps and the target can step.
+Export only reads: frame, action assignment and pose are put back in ``finally``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+
+import bpy
+import numpy as np
+from bpy_extras import anim_utils
+
+from ..core import model as cm
+from ..core.transforms import (
+    affine_inverse, matrix3_to_quat, matrix_to_trs, quat_multiply, quat_normalize, quat_to_matrix3, slerp,
+)
+from . import armature as barm
+
+ANGLE_TOLERANCE = 1e-5  # radians: nlerp may part from slerp by this much before a GENERATED key is added
+HOLD_GAP = 1e-4  # seconds
+PROP = "skinbridge_ani"
+
+_CHANNELS = {"location": "t", "rotation_quaternion": "q", "rotation_euler": "e", "rotation_axis_angle": "a",
+             "scale": "s"}
+_PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]\.(\w+)$')
+_KEY = bpy.types.Keyframe.bl_rna.properties
+_INTERP = {k: v.value for k, v in _KEY["interpolation"].enum_items.items()}
+_KEYTYPE = {k: v.value for k, v in _KEY["type"].enum_items.items()}
+
+
+def fps_of(scene) -> float:
+    return scene.render.fps / scene.render.fps_base
+
+
+def _bone_path(name: str, prop: str) -> str:
+    return f'pose.bones["{bpy.utils.escape_identifier(name)}"].{prop}'
+
+
+def _unescape(name: str) -> str:
+    return re.sub(r"\\(.)", r"\1", name)
+
+
+# -- the per-bone change of frame --------------------------------------------------------------------
+
+@dataclass
+class BoneFrame:
+    """basis = A · local · B with A = [sigma·R(q) | t] and B = diag(1 / bind_scale)."""
+
+    sigma: float
+    q: np.ndarray
+    t: np.ndarray
+    bind_scale: np.ndarray
+
+    def to_basis(self, channel: str, v: np.ndarray) -> np.ndarray:
+        v = np.asarray(v, np.float64)
+        if channel == "t":
+            return self.sigma * (v @ quat_to_matrix3(self.q).T) + self.t
+        if channel == "r":
+            return quat_multiply(self.q, v)
+        return self.sigma * v / self.bind_scale
+
+    def from_basis(self, channel: str, v: np.ndarray) -> np.ndarray:
+        v = np.asarray(v, np.float64)
+        if channel == "t":
+            return ((v - self.t) @ quat_to_matrix3(self.q)) / self.sigma
+        if channel == "r":
+            qi = self.q * np.array([1.0, -1, -1, -1])
+            return quat_multiply(qi, v)
+        return v * self.bind_scale / self.sigma
+
+
+def bind_matrices(arm_ob) -> dict[str, np.ndarray]:
+    """Armature-space bind matrix per bone, chosen as `armature.read_skeleton` chooses it for the `.mdl`."""
+    world = np.array(arm_ob.matrix_world, dtype=np.float64)
+    identity = np.allclose(world, np.eye(4))
+    out = {}
+    for bone in arm_ob.data.bones:
+        rest = np.array(bone.matrix_local, dtype=np.float64)
+        out[bone.name] = rest
+        raw = barm.bone_extras(bone).get("bind")
+        if identity and raw is not None and len(raw) == 16:
+            exact = np.array(raw, dtype=np.float64).reshape(4, 4)
+            t_e, r_e, _ = matrix_to_trs(exact)
+            t_b, r_b, _ = matrix_to_trs(rest)
+            tol = 1e-4 * max(1.0, float(np.abs(t_e).max()))
+            angle = 2 * math.acos(min(1.0, abs(float(np.dot(r_e, r_b)))))
+            if np.abs(t_e - t_b).max() < tol and angle < 1e-3:
+                out[bone.name] = exact
+    return out
+
+
+def bone_frames(arm_ob) -> dict[str, BoneFrame]:
+    """The constant change of frame of every bone. Raises ValueError naming a bone whose parent's bind
+    scale is not uniform or whose bind has shear (no channel-by-channel mapping exists)."""
+    world = np.array(arm_ob.matrix_world, dtype=np.float64)
+    binds = bind_matrices(arm_ob)
+    frames = {}
+    for bone in arm_ob.data.bones:
+        rest = np.array(bone.matrix_local, dtype=np.float64)
+        parent_bind = binds[bone.parent.name] if bone.parent else affine_inverse(world)
+        a = affine_inverse(rest) @ parent_bind
+        cols = np.linalg.norm(a[:3, :3], axis=0)
+        if np.ptp(cols) > 1e-5 * cols.max():
+            raise ValueError(f"bone {bone.name}: its parent's bind (or the armature's) scale is not uniform; "
+                             "animation cannot be mapped channel by channel")
+        sigma = float(cols.mean())
+        rot = a[:3, :3] / sigma
+        b = affine_inverse(binds[bone.name]) @ rest
+        diag = np.diag(b[:3, :3]).copy()
+        if np.abs(b[:3, :3] - np.diag(diag)).max() > 1e-5 * np.abs(diag).max() or np.abs(b[:3, 3]).max() > 1e-5:
+            raise ValueError(f"bone {bone.name}: its bind matrix has shear; animation cannot be mapped")
+        frames[bone.name] = BoneFrame(sigma, matrix3_to_quat(rot), a[:3, 3].copy(), 1.0 / diag)
+    return frames
+
+
+# -- rotation keys: short way, GENERATED keys where nlerp parts from slerp ------------------------------
+
+def _nlerp_error(half_angle: np.ndarray) -> np.ndarray:
+    """Largest rotation angle between nlerp and slerp over a segment whose quaternions are half_angle apart."""
+    f = np.linspace(0.0, 0.5, 257)[None, :]
+    a = np.asarray(half_angle, np.float64)[:, None]
+    nl = np.arctan2(f * np.sin(a), (1 - f) + f * np.cos(a))
+    return 2 * np.abs(nl - f * a).max(axis=1)
+
+
+def _max_half_angle(tolerance: float) -> float:
+    lo, hi = 0.0, math.pi / 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if _nlerp_error(np.array([mid]))[0] <= tolerance:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def short_way(q: np.ndarray) -> np.ndarray:
+    """Flip key signs so that each key is within 90° (quaternion dot ≥ 0) of the one before."""
+    q = np.array(q, np.float64)
+    if len(q) > 1:
+        d = np.sum(q[1:] * q[:-1], axis=1)
+        flips = np.concatenate([[1.0], np.cumprod(np.where(d < 0, -1.0, 1.0))])
+        q *= flips[:, None]
+    return q
+
+
+def slerp_keys(times: np.ndarray, q: np.ndarray, tolerance: float = ANGLE_TOLERANCE
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rotation keys that Blender's component-wise interpolation plays within ``tolerance`` of slerp:
+    (times, quaternions, generated flags)."""
+    times = np.asarray(times, np.float64)
+    q = short_way(q)
+    if len(q) < 2:
+        return times, q, np.zeros(len(q), bool)
+    qn = quat_normalize(q)
+    half = np.arccos(np.clip(np.sum(qn[1:] * qn[:-1], axis=1), -1.0, 1.0))
+    limit = _max_half_angle(tolerance)
+    parts = np.maximum(1, np.ceil(half / limit).astype(np.int64))
+    parts[_nlerp_error(half) <= tolerance] = 1
+    if (parts == 1).all():
+        return times, q, np.zeros(len(q), bool)
+    seg = np.repeat(np.arange(len(parts)), parts - 1)
+    k = np.concatenate([np.arange(1, p) for p in parts]) if len(seg) else np.zeros(0)
+    f = k / np.repeat(parts, parts - 1)
+    new_t = times[seg] + (times[seg + 1] - times[seg]) * f
+    new_q = slerp(qn[seg], qn[seg + 1], f)
+    new_q *= np.where(np.sum(new_q * q[seg], axis=1) < 0, -1.0, 1.0)[:, None]
+    all_t = np.concatenate([times, new_t])
+    order = np.argsort(all_t, kind="stable")
+    gen = np.concatenate([np.zeros(len(times), bool), np.ones(len(new_t), bool)])
+    return all_t[order], np.concatenate([q, new_q])[order], gen[order]
+
+
+# -- import: core Animation → action ---------------------------------------------------------------------
+
+def _add_curve(cb, bone: str, prop: str, index: int, frames: np.ndarray, values: np.ndarray,
+               interpolation: str, generated: np.ndarray | None = None):
+    fc = cb.fcurves.new(_bone_path(bone, prop), index=index, group_name=bone)
+    n = len(frames)
+    fc.keyframe_points.add(n)
+    co = np.empty(2 * n, np.float32)
+    co[0::2] = frames
+    co[1::2] = values
+    fc.keyframe_points.foreach_set("co", co)
+    fc.keyframe_points.foreach_set("interpolation", np.full(n, _INTERP[interpolation], np.int32))
+    if generated is not None and generated.any():
+        fc.keyframe_points.foreach_set("type", np.where(generated, _KEYTYPE["GENERATED"],
+                                                        _KEYTYPE["KEYFRAME"]).astype(np.int32))
+    fc.update()
+    return fc
+
+
+def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None = None,
+                 tolerance: float = ANGLE_TOLERANCE) -> tuple[bpy.types.Action, list[str]]:
+    """A new action (with one slot for ``arm_ob``) holding ``animation``; tracks are matched to bones by
+    name and the unmatched ones listed in a warning. Pose bones of animated bones are set to quaternion
+    rotation. Removes the action again if building fails."""
+    frames = bone_frames(arm_ob)
+    warnings: list[str] = []
+    missing = [t.bone for t in animation.tracks if t.bone not in frames]
+    if missing:
+        warnings.append(f"{animation.name}: {len(missing)} track(s) match no bone of {arm_ob.name} and were "
+                        f"skipped: {', '.join(missing)}")
+    act = bpy.data.actions.new(name or animation.name)
+    try:
+        slot = act.slots.new(id_type="OBJECT", name=arm_ob.name)
+        cb = anim_utils.action_ensure_channelbag_for_slot(act, slot)
+        for track in animation.tracks:
+            bf = frames.get(track.bone)
+            if bf is None:
+                continue
+            interp = "CONSTANT" if track.interpolation == "STEP" else "LINEAR"
+            if track.translations is not None and len(track.translations):
+                v = bf.to_basis("t", track.translations)
+                f = np.asarray(track.translation_times, np.float64) * fps
+                for i in range(3):
+                    _add_curve(cb, track.bone, "location", i, f, v[:, i], interp)
+            if track.rotations is not None and len(track.rotations):
+                v = bf.to_basis("r", track.rotations)
+                t = np.asarray(track.rotation_times, np.float64)
+                if interp == "LINEAR":
+                    t, v, gen = slerp_keys(t, v, tolerance)
+                else:
+                    gen = np.zeros(len(t), bool)
+                for i in range(4):
+                    _add_curve(cb, track.bone, "rotation_quaternion", i, t * fps, v[:, i], interp, gen)
+            if track.scales is not None and len(track.scales):
+                v = bf.to_basis("s", track.scales)
+                f = np.asarray(track.scale_times, np.float64) * fps
+                for i in range(3):
+                    _add_curve(cb, track.bone, "scale", i, f, v[:, i], interp)
+        for time, text in animation.markers:
+            marker = act.pose_markers.new(str(text)[:63])
+            marker.frame = int(round(time * fps))
+        act.use_frame_range = True
+        act.frame_start = 0.0
+        act.frame_end = max(float(animation.length) * fps, 0.0)
+        act.use_fake_user = True
+    except BaseException:
+        bpy.data.actions.remove(act)
+        raise
+    for track in animation.tracks:
+        if track.bone in frames and track.rotations is not None and len(track.rotations):
+            arm_ob.pose.bones[track.bone].rotation_mode = "QUATERNION"
+    return act, warnings
+
+
+def assign(arm_ob, action) -> None:
+    ad = arm_ob.animation_data or arm_ob.animation_data_create()
+    ad.action = action
+    slot = next((s for s in action.slots if s.target_id_type == "OBJECT"), None)
+    if slot is not None and ad.action_slot != slot:
+        ad.action_slot = slot
+
+
+# -- export: action → core Animation ---------------------------------------------------------------------
+
+def armature_actions(arm_ob) -> list:
+    """Actions that animate bones of ``arm_ob``: the assigned one, NLA strips, then every other action
+    with pose-bone curves naming one of its bones, in `bpy.data.actions` order."""
+    names = set(arm_ob.data.bones.keys())
+    out = []
+    for act in bpy.data.actions:
+        if _slot_for(arm_ob, act) is not None and any(
+                m and _unescape(m.group(1)) in names for cb in _channelbags(act) for fc in cb.fcurves
+                for m in [_PATH.match(fc.data_path)]):
+            out.append(act)
+    return out
+
+
+def _channelbags(act):
+    for layer in act.layers:
+        for strip in layer.strips:
+            yield from strip.channelbags
+
+
+def _slot_for(arm_ob, act):
+    ad = arm_ob.animation_data
+    if ad is not None and ad.action == act and ad.action_slot is not None:
+        return ad.action_slot
+    slots = [s for s in act.slots if s.target_id_type in ("OBJECT", "UNSPECIFIED")]
+    for s in slots:
+        try:
+            if arm_ob in s.users():
+                return s
+        except AttributeError:
+            break
+    for s in slots:
+        for cb in _channelbags(act):
+            if cb.slot == s and any(fc.data_path.startswith("pose.bones[") for fc in cb.fcurves):
+                return s
+    return None
+
+
+@dataclass
+class _Curve:
+    fc: object
+    frames: np.ndarray
+    values: np.ndarray
+    interp: np.ndarray
+    types: np.ndarray
+    curved: np.ndarray  # per segment: needs sampling
+    constant: np.ndarray  # per segment: holds
+    evaluate_outside: bool
+
+
+def _read_curve(fc) -> _Curve:
+    kp = fc.keyframe_points
+    n = len(kp)
+    co = np.empty(2 * n, np.float32)
+    kp.foreach_get("co", co)
+    hl = np.empty(2 * n, np.float32)
+    hr = np.empty(2 * n, np.float32)
+    kp.foreach_get("handle_left", hl)
+    kp.foreach_get("handle_right", hr)
+    interp = np.empty(n, np.int32)
+    kp.foreach_get("interpolation", interp)
+    types = np.empty(n, np.int32)
+    kp.foreach_get("type", types)
+    x, y = co[0::2].astype(np.float64), co[1::2].astype(np.float64)
+    order = np.argsort(x, kind="stable")
+    x, y, interp, types = x[order], y[order], interp[order], types[order]
+    hl, hr = hl.reshape(-1, 2)[order].astype(np.float64), hr.reshape(-1, 2)[order].astype(np.float64)
+    seg_interp = interp[:-1]
+    constant = seg_interp == _INTERP["CONSTANT"]
+    linear = seg_interp == _INTERP["LINEAR"]
+    bezier = seg_interp == _INTERP["BEZIER"]
+    if n > 1:
+        dx = x[1:] - x[:-1]
+        slope = np.where(dx > 0, (y[1:] - y[:-1]) / np.where(dx > 0, dx, 1), 0.0)
+        scale = np.maximum(1.0, np.maximum(np.abs(y[1:]), np.abs(y[:-1])))
+        off_r = np.abs(hr[:-1, 1] - (y[:-1] + slope * (hr[:-1, 0] - x[:-1])))
+        off_l = np.abs(hl[1:, 1] - (y[:-1] + slope * (hl[1:, 0] - x[:-1])))
+        straight = bezier & (np.maximum(off_r, off_l) <= 1e-6 * scale) & (hr[:-1, 0] >= x[:-1]) & (hl[1:, 0] <= x[1:])
+        flat = y[1:] == y[:-1]
+        curved = ~(constant | linear | straight | (bezier & flat & (hr[:-1, 1] == y[:-1]) & (hl[1:, 1] == y[1:])))
+    else:
+        curved = np.zeros(0, bool)
+    modified = any(not m.mute and m.active for m in fc.modifiers)
+    if modified:
+        curved[:] = True
+    return _Curve(fc, x, y, interp, types, curved, constant,
+                  evaluate_outside=modified or fc.extrapolation != "CONSTANT")
+
+
+def _evaluate(c: _Curve, frames: np.ndarray) -> np.ndarray:
+    """F-curve values at frames: numpy for straight and constant segments, Blender for the rest."""
+    x, y = c.frames, c.values
+    if len(x) == 0:
+        return np.array([c.fc.evaluate(float(f)) for f in frames])
+    i = np.clip(np.searchsorted(x, frames, side="right") - 1, 0, len(x) - 1)
+    j = np.minimum(i + 1, len(x) - 1)
+    span = x[j] - x[i]
+    f = np.where(span > 0, (frames - x[i]) / np.where(span > 0, span, 1), 0.0)
+    seg_constant = np.append(c.constant, True)[i]
+    out = np.where(seg_constant, y[i], y[i] + (y[j] - y[i]) * f)
+    out = np.where(frames < x[0], y[0], out)
+    exact = x[i] == frames
+    out[exact] = y[i[exact]]
+    slow = np.zeros(len(frames), bool)
+    if len(c.curved):
+        inside = (frames > x[0]) & (frames < x[-1]) & ~exact
+        slow |= inside & np.append(c.curved, False)[i]
+    if c.evaluate_outside:
+        slow |= (frames < x[0]) | (frames > x[-1])
+        if any(not m.mute and m.active for m in c.fc.modifiers):
+            slow[:] = True
+    for k in np.flatnonzero(slow):
+        out[k] = c.fc.evaluate(float(frames[k]))
+    return out
+
+
+def _euler_to_quat(e: np.ndarray, order: str) -> np.ndarray:
+    """Quaternions of Euler angles (K, 3) in Blender's rotation order (e.g. 'XYZ': X applied first)."""
+    def axis_quat(axis: int, angle):
+        q = np.zeros((len(angle), 4))
+        q[:, 0] = np.cos(angle / 2)
+        q[:, 1 + axis] = np.sin(angle / 2)
+        return q
+    q = np.tile([1.0, 0, 0, 0], (len(e), 1))
+    for ch in order:
+        a = "XYZ".index(ch)
+        q = quat_multiply(axis_quat(a, e[:, a]), q)
+    return q
+
+
+def _axis_angle_to_quat(v: np.ndarray) -> np.ndarray:
+    axis = v[:, 1:]
+    n = np.linalg.norm(axis, axis=1, keepdims=True)
+    axis = np.where(n > 0, axis / np.where(n > 0, n, 1), [0.0, 1.0, 0.0])
+    return np.concatenate([np.cos(v[:, :1] / 2), axis * np.sin(v[:, :1] / 2)], axis=1)
+
+
+def _drop_generated(curves: list[_Curve]) -> np.ndarray:
+    """Frames of a quaternion's GENERATED keys that still lie on the slerp path between the other keys."""
+    if len(curves) != 4 or any(len(c.frames) != len(curves[0].frames) or
+                               not np.array_equal(c.frames, curves[0].frames) for c in curves):
+        return np.zeros(0)
+    x = curves[0].frames
+    gen = np.logical_and.reduce([c.types == _KEYTYPE["GENERATED"] for c in curves])
+    if not gen.any() or gen.all():
+        return np.zeros(0)
+    q = np.stack([c.values for c in curves], axis=1)
+    real = np.flatnonzero(~gen)
+    g = np.flatnonzero(gen)
+    pos = np.searchsorted(real, g) - 1
+    inside = (pos >= 0) & (pos + 1 < len(real))
+    lo = real[np.clip(pos, 0, len(real) - 1)]
+    hi = real[np.clip(pos + 1, 0, len(real) - 1)]
+    f = np.where(inside, (x[g] - x[lo]) / np.where(x[hi] > x[lo], x[hi] - x[lo], 1), 0.0)
+    path = slerp(q[lo], q[hi], f)
+    d = np.abs(np.sum(quat_normalize(q[g]) * path, axis=1))
+    on_path = inside & (2 * np.arccos(np.clip(d, 0.0, 1.0)) <= 2 * ANGLE_TOLERANCE)
+    # a segment with any GENERATED key off the path (edited by the user) keeps all of its keys
+    seg = np.where(inside, pos, -1)
+    bad_segments = np.unique(seg[~on_path & inside])
+    drop = on_path & ~np.isin(seg, bad_segments)
+    return x[g[drop]]
+
+
+def _moved_elsewhere(arm_ob, act) -> set[str]:
+    """Bones whose pose is not their F-curves alone: constraints, drivers, NLA that reaches the result."""
+    moved = set()
+    for pb in arm_ob.pose.bones:
+        if any(c.enabled and c.influence > 0 for c in pb.constraints):
+            moved.add(pb.name)
+    ad = arm_ob.animation_data
+    if ad is not None:
+        for d in ad.drivers:
+            m = _PATH.match(d.data_path)
+            if m and not d.mute:
+                moved.add(_unescape(m.group(1)))
+        if ad.use_nla and ad.action == act and (ad.action_blend_type != "REPLACE" or ad.action_influence < 1):
+            for track in ad.nla_tracks:
+                if track.mute:
+                    continue
+                for strip in track.strips:
+                    if strip.mute or strip.action is None:
+                        continue
+                    for cb in _channelbags(strip.action):
+                        for fc in cb.fcurves:
+                            m = _PATH.match(fc.data_path)
+                            if m:
+                                moved.add(_unescape(m.group(1)))
+    return moved
+
+
+def read_action(context, arm_ob, act, slot=None, step_tracks: bool = True, fill_missing: bool = True
+                ) -> tuple[cm.Animation, list[str]]:
+    """A core Animation (times in seconds from the action's first frame) from an action's channelbag for
+    ``arm_ob``. ``step_tracks``: a track whose every segment is CONSTANT may stay STEP (else hold keys);
+    ``fill_missing``: channels without F-curves are filled from the pose bone's own value."""
+    warnings: list[str] = []
+    fps = fps_of(context.scene)
+    slot = slot or _slot_for(arm_ob, act)
+    frames_of = bone_frames(arm_ob)
+    curves: dict[str, dict[str, list]] = {}
+    for cb in _channelbags(act):
+        if slot is not None and cb.slot != slot:
+            continue
+        for fc in cb.fcurves:
+            m = _PATH.match(fc.data_path)
+            if not m or fc.mute or m.group(2) not in _CHANNELS or not len(fc.keyframe_points):
+                continue
+            bone = _unescape(m.group(1))
+            curves.setdefault(bone, {}).setdefault(_CHANNELS[m.group(2)], []).append((fc.array_index, fc))
+    unknown = [b for b in curves if b not in frames_of]
+    if unknown:
+        warnings.append(f"{act.name}: curves for {len(unknown)} bone(s) not in {arm_ob.name} ignored: "
+                        f"{', '.join(unknown)}")
+    all_frames = [c.co[0] for b in curves.values() for lst in b.values() for _, fc in lst
+                  for c in (fc.keyframe_points[0], fc.keyframe_points[-1])]
+    if act.use_frame_range:
+        start, end = float(act.frame_start), float(act.frame_end)
+    elif all_frames:
+        start, end = float(min(all_frames)), float(max(all_frames))
+    else:
+        start, end = 0.0, 0.0
+    anim = cm.Animation(name=act.name, length=max(end - start, 0.0) / fps)
+    raw = act.get(PROP)
+    if raw:
+        try:
+            anim.extras["urho"] = json.loads(raw)
+        except ValueError:
+            pass
+    baked = _moved_elsewhere(arm_ob, act) & set(curves)
+    held = []
+    tracks: dict[str, cm.Track] = {}
+    for bone, chans in curves.items():
+        if bone not in frames_of or bone in baked:
+            continue
+        track, hold = _track_from_curves(arm_ob, bone, chans, frames_of[bone], start, fps, step_tracks, fill_missing)
+        if hold:
+            held.append(bone)
+        tracks[bone] = track
+    if baked:
+        warnings.append(f"{act.name}: {len(baked)} bone(s) moved by constraints, drivers or NLA sampled at "
+                        f"{fps:g} fps: {', '.join(sorted(baked))}")
+        order = [b for b in curves if b in baked]
+        tracks.update(_bake(context, arm_ob, act, slot, order, start, end, fps, fill_missing,
+                            {b: set(curves[b]) for b in order}))
+    anim.tracks = [tracks[b] for b in curves if b in tracks]
+    if held:
+        warnings.append(f"{act.name}: CONSTANT segments written as hold keys {HOLD_GAP:g} s before the next key "
+                        f"({', '.join(held[:5])}{', ...' if len(held) > 5 else ''})")
+    for marker in act.pose_markers:
+        anim.markers.append(((marker.frame - start) / fps, marker.name))
+    anim.markers.sort(key=lambda m: m[0])
+    return anim, warnings
+
+
+def _track_from_curves(arm_ob, bone, chans, bf: BoneFrame, start, fps, step_tracks, fill_missing):
+    pb = arm_ob.pose.bones[bone]
+    read = {ch: [(i, _read_curve(fc)) for i, fc in lst] for ch, lst in chans.items()}
+    everything = [c for lst in read.values() for _, c in lst]
+    all_constant = all(len(c.constant) == 0 or c.constant.all() for c in everything)
+    step = step_tracks and all_constant and any(len(c.constant) for c in everything)
+    dropped = np.zeros(0)
+    if "q" in read:
+        dropped = _drop_generated([c for _, c in sorted(read["q"], key=lambda x: x[0])])
+    parts = []
+    hold = False
+    for ch, lst in read.items():
+        for _, c in lst:
+            keys = c.frames
+            if ch == "q" and len(dropped):
+                keys = keys[~np.isin(keys, dropped)]
+            parts.append(keys)
+            rot_nonlinear = ch in ("e", "a")
+            for k in np.flatnonzero(c.curved | (rot_nonlinear & ~c.constant)):
+                a, b = c.frames[k], c.frames[k + 1]
+                parts.append(np.arange(math.floor(a) + 1, math.ceil(b)))
+            if not step and len(c.constant) and c.constant.any():
+                k = np.flatnonzero(c.constant)
+                h = c.frames[k + 1] - HOLD_GAP * fps
+                h = h[h > c.frames[k]]
+                if len(h):
+                    hold = True
+                    parts.append(h)
+    frames = np.unique(np.concatenate(parts))
+    track = cm.Track(bone=bone, interpolation="STEP" if step else "LINEAR")
+    times = (frames - start) / fps
+
+    def channel(ch, width, static):
+        lst = dict(read.get(ch, []))
+        out = np.tile(np.asarray(static, np.float64), (len(frames), 1))
+        for i in range(width):
+            if i in lst:
+                out[:, i] = _evaluate(lst[i], frames)
+        return out
+
+    if "t" in read or fill_missing:
+        track.translation_times = times
+        track.translations = bf.from_basis("t", channel("t", 3, pb.location))
+    rot = None
+    if "q" in read:
+        rot = channel("q", 4, pb.rotation_quaternion)
+    elif "e" in read:
+        rot = _euler_to_quat(channel("e", 3, pb.rotation_euler), pb.rotation_mode if len(pb.rotation_mode) == 3
+                             else "XYZ")
+    elif "a" in read:
+        rot = _axis_angle_to_quat(channel("a", 4, pb.rotation_axis_angle))
+    elif fill_missing:
+        rot = np.tile(_static_rotation(pb), (len(frames), 1))
+    if rot is not None:
+        track.rotation_times = times
+        track.rotations = bf.from_basis("r", quat_normalize(rot))
+    if "s" in read or fill_missing:
+        track.scale_times = times
+        track.scales = bf.from_basis("s", channel("s", 3, pb.scale))
+    return track, hold
+
+
+def _static_rotation(pb) -> np.ndarray:
+    if pb.rotation_mode == "QUATERNION":
+        return np.array(pb.rotation_quaternion, np.float64)
+    if pb.rotation_mode == "AXIS_ANGLE":
+        return _axis_angle_to_quat(np.array([pb.rotation_axis_angle], np.float64))[0]
+    return _euler_to_quat(np.array([pb.rotation_euler], np.float64), pb.rotation_mode)[0]
+
+
+def _bake(context, arm_ob, act, slot, bones, start, end, fps, fill_missing, channels) -> dict[str, cm.Track]:
+    """Sample the evaluated pose of ``bones`` at every frame of the action and add their tracks."""
+    scene = context.scene
+    frames = np.arange(math.floor(start), math.ceil(end) + 1, dtype=np.float64)
+    world = np.array(arm_ob.matrix_world, dtype=np.float64)
+    binds = bind_matrices(arm_ob)
+    ad = arm_ob.animation_data or None
+    saved = (scene.frame_current, scene.frame_subframe, ad.action if ad else None, ad.action_slot if ad else None)
+    created_ad = ad is None
+    parents = {b: arm_ob.data.bones[b].parent.name if arm_ob.data.bones[b].parent else None for b in bones}
+    need = set(bones) | {p for p in parents.values() if p}
+    pose = {b: np.empty((len(frames), 4, 4)) for b in need}
+    try:
+        ad = arm_ob.animation_data or arm_ob.animation_data_create()
+        if ad.action != act:
+            ad.action = act
+        if slot is not None and ad.action_slot != slot:
+            ad.action_slot = slot
+        for k, f in enumerate(frames):
+            scene.frame_set(int(f))
+            for b in need:
+                pose[b][k] = np.array(arm_ob.pose.bones[b].matrix, dtype=np.float64)
+    finally:
+        if created_ad:
+            arm_ob.animation_data_clear()
+        else:
+            if ad.action != saved[2]:
+                ad.action = saved[2]
+            if saved[3] is not None and ad.action_slot != saved[3]:
+                ad.action_slot = saved[3]
+        scene.frame_set(saved[0], subframe=saved[1])
+    rests = {b: np.array(arm_ob.data.bones[b].matrix_local, dtype=np.float64) for b in need}
+    out = {}
+    for b in bones:
+        # the core world of a bone: W · Pose · Rest⁻¹ · Bind
+        wb = world @ pose[b] @ affine_inverse(rests[b]) @ binds[b]
+        p = parents[b]
+        if p is None:
+            local = wb
+        else:
+            wp = world @ pose[p] @ affine_inverse(rests[p]) @ binds[p]
+            local = affine_inverse(wp) @ wb
+        t, r, s = matrix_to_trs(local)
+        r = short_way(r)
+        times = (frames - start) / fps
+        track = cm.Track(bone=b, translation_times=times, translations=t, rotation_times=times, rotations=r,
+                         scale_times=times, scales=s)
+        if not fill_missing:
+            if "t" not in channels[b]:
+                track.translation_times = track.translations = None
+            if not channels[b] & {"q", "e", "a"}:
+                track.rotation_times = track.rotations = None
+            if "s" not in channels[b]:
+                track.scale_times = track.scales = None
+        out[b] = track
+    return out
