@@ -182,6 +182,35 @@ def _check_umd2(path: str, arm_ob, mesh_ob) -> dict:
             "skin_error": float(np.abs(got - expected).max()) / diag}
 
 
+def _check_uani(mdl_path: str, ani_path: str, mesh_ob) -> dict:
+    """Skin the written model with the written animation (core/skinning.py, the engine's slerp) at every
+    scene frame and compare with Blender's evaluated mesh."""
+    from ..io_urhox import ani_convert, convert, uani, umd2
+
+    data = open(ani_path, "rb").read()
+    anim_rec = uani.read(data)
+    model = umd2.read(open(mdl_path, "rb").read())
+    scene_core, _ = convert.to_scene(model, "check", "urhox")
+    skel = scene_core.skeleton
+    roots = {b.name for b in skel.bones if b.parent < 0}
+    anim, _ = ani_convert.to_core(anim_rec, "check", "urhox", roots)
+    mesh = scene_core.meshes[0]
+    fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+    start = bpy.context.scene.frame_start
+    worst = 0.0
+    frames = range(start, bpy.context.scene.frame_end + 1)
+    diag = float(np.linalg.norm(np.asarray(model.bbox_max) - model.bbox_min))
+    for f in frames:
+        bpy.context.scene.frame_set(f)
+        world = skinning.evaluate_animation(skel, anim, (f - start) / fps)
+        expected = skinning.skin_mesh(mesh, skel, world)
+        got = _evaluated(mesh_ob)
+        worst = max(worst, float(np.abs(got - expected).max()) / diag)
+    bpy.context.scene.frame_set(start)
+    return {"bytes": len(data), "tracks": len(anim_rec.tracks), "frames": len(frames),
+            "identical": uani.write(anim_rec) == data, "skin_error": worst}
+
+
 def run_demo(output: str | None) -> int:
     outdir = os.path.abspath(output or "skinbridge-demo")
     os.makedirs(outdir, exist_ok=True)
@@ -212,9 +241,21 @@ def run_demo(output: str | None) -> int:
     rows.append(("UrhoX model (UMD2)", os.path.relpath(path), c["bytes"], c["vertices"], c["triangles"], c["bones"],
                  f"{elapsed:.2f}s", f"re-read identical={c['identical']}; walk frame 9 skin error "
                  f"{c['skin_error']:.1e}·diag", "ok" if ok else "FAILED"))
+    from ..io_urhox.blender_ani import export_actions
+
+    t = time.perf_counter()
+    ani_paths, more = export_actions(bpy.context, outdir, arm_ob)
+    elapsed = time.perf_counter() - t
+    warnings += more
+    for ani_path in (p for p in ani_paths if p.endswith(".ani")):
+        c = _check_uani(path, ani_path, mesh_ob)
+        ok = c["identical"] and c["skin_error"] < 1e-4
+        rows.append(("UrhoX animation (UANI v2)", os.path.relpath(ani_path), c["bytes"], "", "", c["tracks"],
+                     f"{elapsed:.2f}s", f"re-read identical={c['identical']}; {c['frames']} frames skinned by "
+                     f"core vs Blender, max error {c['skin_error']:.1e}·diag", "ok" if ok else "FAILED"))
     for w in warnings:
         print(f"warning: {w}")
-    header = ("exporter", "file", "bytes", "verts", "tris", "bones", "time", "checked", "result")
+    header = ("exporter", "file", "bytes", "verts", "tris", "bones/tracks", "time", "checked", "result")
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     print("  ".join(str(h).ljust(w) for h, w in zip(header, widths)))
     for r in rows:

@@ -176,7 +176,10 @@ def find_armature(context):
 
 def load_motion(context, path, arm_ob, options) -> list[str]:
     """`--motion FILE.ani` for `convert`: the file as an action on the model's armature."""
-    _, warnings = import_ani(context, [path], arm_ob, getattr(options, "profile", "urhox"))
+    from .blender_io import AXES_PROP
+
+    profile = arm_ob.get(AXES_PROP) or getattr(options, "profile", "urhox")
+    _, warnings = import_ani(context, [path], arm_ob, profile)
     return warnings
 
 

@@ -12,6 +12,8 @@ from ..core.errors import ExportError
 from ..core.fileio import read_bytes, write_atomic
 from . import convert, umd2
 
+AXES_PROP = "skinbridge_axes"  # on an imported armature: the profile whose axes its file used
+
 
 def import_mdl(context, path: str, profile: str = "auto", all_lods: bool = False) -> bscene.ImportResult:
     """`profile` "auto" picks the file's likely axes (`convert.detect_profile`): urho3d for UMDL/UMD3 and for
@@ -21,6 +23,8 @@ def import_mdl(context, path: str, profile: str = "auto", all_lods: bool = False
     name = os.path.splitext(os.path.basename(path))[0]
     core_scene, warnings = convert.to_scene(model, name, profile, all_lods=all_lods)
     result = bscene.build_scene(context, core_scene, name, os.path.dirname(path))
+    if result.armature is not None:  # motions loaded onto this armature later read with the same axes
+        result.armature[AXES_PROP] = convert.resolve_profile(model, profile)
     result.warnings[:0] = warnings
     return result
 
