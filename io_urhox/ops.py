@@ -128,6 +128,7 @@ def unregister():
 # -- animations (.ani) ---------------------------------------------------------------------------------
 
 _ANI_PROFILES = [
+    ("auto", "Automatic", "The axes the armature's model was imported with (UrhoX for other armatures)"),
     ("urhox", "UrhoX", "glTF axes (right-handed, Y up): root tracks turned into Blender axes"),
     ("urho3d", "Urho3D", "Left-handed Y up: every track mirrored into Blender axes"),
 ]
@@ -135,6 +136,12 @@ _ANI_FORMATS = [
     ("urhox", "UrhoX (UANI v2)", "Versioned UANI: u32-length names, step/linear byte, full T/R/S keys"),
     ("urho3d", "Urho3D (classic)", "Classic UANI: C-string names, channel mask from the animated channels"),
 ]
+
+
+def _axes_of(arm, profile: str) -> str:
+    from .blender_io import AXES_PROP
+
+    return profile if profile != "auto" else (arm.get(AXES_PROP) or "urhox")
 
 
 class IMPORT_SCENE_OT_urhox_ani(bpy.types.Operator, ImportHelper):
@@ -147,8 +154,7 @@ class IMPORT_SCENE_OT_urhox_ani(bpy.types.Operator, ImportHelper):
     filter_glob: StringProperty(default="*.ani", options={"HIDDEN"})
     files: CollectionProperty(type=bpy.types.OperatorFileListElement, options={"HIDDEN", "SKIP_SAVE"})
     directory: StringProperty(subtype="DIR_PATH", options={"HIDDEN", "SKIP_SAVE"})
-    profile: EnumProperty(name="Axes", items=_ANI_PROFILES, default="urhox",
-                          description="Use the axes the armature's model was imported with")
+    profile: EnumProperty(name="Axes", items=_ANI_PROFILES, default="auto")
 
     @classmethod
     def poll(cls, context):
@@ -162,7 +168,7 @@ class IMPORT_SCENE_OT_urhox_ani(bpy.types.Operator, ImportHelper):
         paths = [os.path.join(self.directory, f.name) for f in self.files if f.name] or [self.filepath]
         arm = blender_ani.find_armature(context)
         try:
-            actions, warnings = blender_ani.import_ani(context, paths, arm, self.profile)
+            actions, warnings = blender_ani.import_ani(context, paths, arm, _axes_of(arm, self.profile))
         except (FormatError, ExportError, ValueError, OSError) as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}
@@ -184,8 +190,7 @@ class EXPORT_SCENE_OT_urhox_ani(bpy.types.Operator):
     directory: StringProperty(subtype="DIR_PATH")
     filter_folder: BoolProperty(default=True, options={"HIDDEN"})
     ani_format: EnumProperty(name="Format", items=_ANI_FORMATS, default="urhox")
-    profile: EnumProperty(name="Axes", items=_ANI_PROFILES, default="urhox",
-                          description="The axes of the model the animations play on")
+    profile: EnumProperty(name="Axes", items=_ANI_PROFILES, default="auto")
     which: EnumProperty(name="Actions", default="ALL",
                         items=[("ALL", "All", "Every action that animates the armature's bones"),
                                ("ACTIVE", "Active", "The armature's assigned action only")])
@@ -209,7 +214,7 @@ class EXPORT_SCENE_OT_urhox_ani(bpy.types.Operator):
             actions = [act]
         try:
             written, warnings = blender_ani.export_actions(context, self.directory, arm, self.ani_format,
-                                                           self.profile, actions)
+                                                           _axes_of(arm, self.profile), actions)
         except (ExportError, ValueError, OSError) as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}
