@@ -39,9 +39,21 @@ def _load_ani(context, path, armature, options) -> list[str]:
     return blender_ani.load_motion(context, path, armature, options)
 
 
-IMPORTERS = {".glb": _import_gltf, ".gltf": _import_gltf, ".mdl": _import_mdl}
+def _import_pmx(context, path, options) -> list[str]:
+    from ..io_pmx import blender_io
+
+    return blender_io.import_pmx(context, path).warnings
+
+
+def _target_pmx(context, outdir, name, options):
+    from ..io_pmx import blender_io
+
+    return blender_io.export_target(context, outdir, name, options)
+
+
+IMPORTERS = {".glb": _import_gltf, ".gltf": _import_gltf, ".mdl": _import_mdl, ".pmx": _import_pmx}
 MOTION_LOADERS: dict = {".ani": _load_ani}
-TARGETS = {"urhox": _target_urhox}
+TARGETS = {"urhox": _target_urhox, "pmx": _target_pmx}
 
 
 def reset_scene() -> None:

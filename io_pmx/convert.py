@@ -1,0 +1,794 @@
+"""Mapping between PMX records and the neutral core model (no bpy).
+
+Conventions, stated once (reference/pmx.md §3; seed 003 §3.1: positions, directions and angles each get their
+own conversion, never one shared "vector" function):
+
+* **Positions** (vertices, bone heads, tails given as offsets, morph offsets): MMD (x, y, z) → Blender
+  (x, z, y) · scale. The Y↔Z swap has determinant −1, so it also turns MMD's left-handed axes into Blender's
+  right-handed ones; the model faces −Y in Blender. Export divides by the same scale (12.5 = 1 / 0.08 by
+  default). The scale is stored with the model (`extras["pmx"]["scale"]`) so export uses its inverse.
+* **Directions** (normals, fixed axes, local axes): (x, y, z) → (x, z, y), no scale.
+* **Angles** (IK limits, Euler angles in PMX semantics, radians): kept raw in the bone's extras and converted
+  only for Blender display, into the link bone's rest (edit-bone) axes: an angle about MMD axis i is an angle
+  about bone-local axis m·eᵢ with m = −(S·R)ᵀ snapped to a signed axis permutation (S the Y↔Z swap, R the
+  bone's rest rotation). Each interval maps as an interval (a negative sign swaps and negates its ends), so a
+  reversed or NaN limit stays reversed or NaN and is refused by the validator instead of being "fixed".
+* **Winding**: each triangle's corners are reversed, (a, b, c) ⇄ (c, b, a).
+* **UV**: (u, v) → (u, 1 − v) for the main UV. Additional UVs are four free floats with no fixed meaning;
+  they travel unchanged.
+
+Bones: MMD bones have no orientation, so the Blender rest frame is chosen for display only: Y along the bone
+(head → tail bone or tail offset; fixed axis, else up, when the tail is empty) with Blender's roll 0 rule (the
+shortest rotation from +Y). Everything MMD needs travels raw in `Bone.extras["pmx"]` (file index, names,
+position, layer, flags, tail, append, axes, external key, IK) and is written back unchanged while the
+Blender data still matches it; what the user changed in Blender (bone head, parent, IK limits) wins.
+
+Everything without a Blender counterpart (non-vertex morphs, display frames, rigid bodies, joints, soft
+bodies, header texts) is kept raw in `Scene.extras["pmx"]` with indices as in the file; export remaps bone
+and morph indices to the new order and drops references to what was deleted (with a warning).
+"""
+from __future__ import annotations
+
+import base64
+from dataclasses import fields as dc_fields
+
+import numpy as np
+
+from ..core import model as cm
+from ..core.errors import ExportError
+from ..core.transforms import matrix_to_trs
+from . import pmx
+from .pmx import BoneFlag
+
+DEFAULT_SCALE = 0.08
+PI32 = float(np.float32(np.pi))
+_SWAP = np.array([[1, 0, 0], [0, 0, 1], [0, 1, 0]], dtype=np.float64)  # MMD ⇄ Blender axes, its own inverse
+_MATCH_POSITION = 1e-4  # MMD units: a Blender bone head still "is" the file's position within this
+_MATCH_ANGLE = 1e-6  # radians: an IK limit in Blender still "is" the file's value within this
+_MATCH_OFFSET = 1e-5  # MMD units: a shape key offset still "is" the file's morph offset
+_MATCH_WEIGHT = 1e-6
+_TINY = 1e-6
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The conversions: positions, directions, angles, UVs, winding
+
+def positions_to_blender(p, scale: float) -> np.ndarray:
+    return np.asarray(p, dtype=np.float64)[..., [0, 2, 1]] * scale
+
+
+def positions_to_pmx(p, scale: float) -> np.ndarray:
+    return np.asarray(p, dtype=np.float64)[..., [0, 2, 1]] / scale
+
+
+def directions_to_blender(d) -> np.ndarray:
+    return np.asarray(d, dtype=np.float64)[..., [0, 2, 1]]
+
+
+def directions_to_pmx(d) -> np.ndarray:
+    return np.asarray(d, dtype=np.float64)[..., [0, 2, 1]]
+
+
+def uv_to_blender(uv) -> np.ndarray:
+    uv = np.array(uv, dtype=np.float32)
+    uv[..., 1] = np.float32(1) - uv[..., 1]
+    return uv
+
+
+uv_to_pmx = uv_to_blender  # an involution
+
+
+def winding(tris) -> np.ndarray:
+    """File ⇄ Blender triangle corners (an involution)."""
+    return np.ascontiguousarray(np.asarray(tris).reshape(-1, 3)[:, ::-1])
+
+
+def limit_axes(rest_rotation) -> np.ndarray:
+    """m = −(S·R)ᵀ snapped to the nearest signed axis permutation (largest entry first)."""
+    m = -(_SWAP @ np.asarray(rest_rotation, dtype=np.float64)[:3, :3]).T
+    out = np.zeros((3, 3))
+    work = m.copy()
+    for _ in range(3):
+        j, i = np.unravel_index(np.argmax(np.abs(work)), work.shape)
+        out[j, i] = 1.0 if work[j, i] >= 0 else -1.0
+        work[j, :] = 0
+        work[:, i] = 0
+    return out
+
+
+def angles_to_blender(lower, upper, rest_rotation) -> tuple[np.ndarray, np.ndarray]:
+    """PMX IK limit (radians, MMD axes) → (min, max) about the bone's local X, Y, Z. float32, exact."""
+    lower, upper = np.asarray(lower, np.float32), np.asarray(upper, np.float32)
+    m = limit_axes(rest_rotation)
+    lo, hi = np.zeros(3, np.float32), np.zeros(3, np.float32)
+    for j in range(3):
+        i = int(np.flatnonzero(m[j])[0])
+        if m[j, i] > 0:
+            lo[j], hi[j] = lower[i], upper[i]
+        else:
+            lo[j], hi[j] = -upper[i], -lower[i]
+    return lo, hi
+
+
+def angles_to_pmx(lo, hi, rest_rotation) -> tuple[np.ndarray, np.ndarray]:
+    """The exact inverse of `angles_to_blender`."""
+    lo, hi = np.asarray(lo, np.float32), np.asarray(hi, np.float32)
+    m = limit_axes(rest_rotation)
+    lower, upper = np.zeros(3, np.float32), np.zeros(3, np.float32)
+    for j in range(3):
+        i = int(np.flatnonzero(m[j])[0])
+        if m[j, i] > 0:
+            lower[i], upper[i] = lo[j], hi[j]
+        else:
+            lower[i], upper[i] = -hi[j], -lo[j]
+    return lower, upper
+
+
+def _roll_zero_rotation(d: np.ndarray) -> np.ndarray:
+    """Blender's roll-0 frame of a bone pointing along unit `d`: the shortest rotation taking +Y to d."""
+    y = np.array([0.0, 1.0, 0.0])
+    c = float(y @ d)
+    if c < -1 + 1e-9:
+        return np.diag([-1.0, -1.0, 1.0])
+    v = np.cross(y, d)
+    k = np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
+    return np.eye(3) + k + k @ k / (1 + c)
+
+
+def bone_frames(model: pmx.PmxModel, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Blender rest matrices (4×4, no scale) and display lengths of every bone."""
+    n = len(model.bones)
+    heads = positions_to_blender(np.array([b.position for b in model.bones], np.float64).reshape(n, 3), scale)
+    mats = np.tile(np.eye(4), (n, 1, 1))
+    lengths = np.full(n, scale)
+    for i, b in enumerate(model.bones):
+        d = None
+        if b.flags & BoneFlag.TAIL_IS_BONE:
+            if b.tail_bone is not None and 0 <= b.tail_bone < n and b.tail_bone != i:
+                d = heads[b.tail_bone] - heads[i]
+        elif b.tail_offset is not None and np.all(np.isfinite(b.tail_offset)):
+            d = positions_to_blender(b.tail_offset, scale)
+        if d is not None and np.linalg.norm(d) > _TINY:
+            lengths[i] = float(np.linalg.norm(d))
+            d = d / lengths[i]
+        elif b.fixed_axis is not None and np.all(np.isfinite(b.fixed_axis)) and np.linalg.norm(b.fixed_axis) > _TINY:
+            d = directions_to_blender(b.fixed_axis)
+            d = d / np.linalg.norm(d)
+        else:
+            d = np.array([0.0, 0.0, 1.0])
+        mats[i, :3, :3] = _roll_zero_rotation(d)
+        mats[i, :3, 3] = heads[i] if np.all(np.isfinite(heads[i])) else 0.0
+    return mats, lengths
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Raw records ⇄ JSON-compatible values (floats keep their float32 bits: float32 → float64 → float32 is exact)
+
+def _plain(v):
+    if isinstance(v, np.ndarray):
+        return [float(x) for x in v.reshape(-1)] if v.dtype.kind == "f" else [int(x) for x in v.reshape(-1)]
+    if isinstance(v, np.floating):
+        return float(v)
+    if isinstance(v, (np.integer, np.bool_)):
+        return int(v)
+    return v
+
+
+def _f32(v, n: int | None = None):
+    if v is None:
+        return None
+    if n is None:
+        return np.float32(v)
+    return np.array(v, dtype="<f4").reshape(n)
+
+
+def records_to_text(records: np.ndarray) -> str:
+    return base64.b64encode(np.ascontiguousarray(records).tobytes()).decode("ascii")
+
+
+def records_from_text(text: str, spec: pmx.Spec) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text), dtype=pmx.memory_dtype(spec)).copy()
+
+
+def fixed_to_dict(obj, spec: pmx.Spec) -> dict:
+    out = {"name": obj.name, "name_e": obj.name_e}
+    for name, _, _ in spec:
+        out[name] = _plain(getattr(obj, name))
+    return out
+
+
+def fixed_from_dict(cls, data: dict, spec: pmx.Spec):
+    values = {"name": data["name"], "name_e": data["name_e"]}
+    for name, kind, shape in spec:
+        v = data[name]
+        if kind == "f4":
+            values[name] = _f32(v, shape[0] if shape else None)
+        elif shape:
+            values[name] = np.array(v, dtype="<i4").reshape(shape)
+        else:
+            values[name] = int(v)
+    return cls(**values)
+
+
+def bone_to_dict(i: int, b: pmx.PmxBone) -> dict:
+    out = {"index": i, "name": b.name, "name_e": b.name_e, "position": _plain(b.position), "layer": int(b.layer),
+           "flags": int(b.flags), "parent": int(b.parent)}
+    for name in ("tail_bone", "append_parent", "external_key"):
+        v = getattr(b, name)
+        if v is not None:
+            out[name] = int(v)
+    for name in ("tail_offset", "append_ratio", "fixed_axis", "local_x", "local_z"):
+        v = getattr(b, name)
+        if v is not None:
+            out[name] = _plain(v)
+    if b.ik is not None:
+        out["ik"] = {"target": int(b.ik.target), "loop": int(b.ik.loop), "limit_angle": float(b.ik.limit_angle),
+                     "links": [{"bone": int(l.bone), "lower": _plain(l.lower) if l.lower is not None else None,
+                                "upper": _plain(l.upper) if l.upper is not None else None} for l in b.ik.links]}
+    return out
+
+
+def bone_from_dict(d: dict) -> pmx.PmxBone:
+    b = pmx.PmxBone(name=d["name"], name_e=d["name_e"], position=_f32(d["position"], 3), parent=d["parent"],
+                    layer=d["layer"], flags=d["flags"])
+    b.tail_bone = d.get("tail_bone")
+    b.tail_offset = _f32(d.get("tail_offset"), 3)
+    b.append_parent = d.get("append_parent")
+    b.append_ratio = _f32(d.get("append_ratio"))
+    b.fixed_axis = _f32(d.get("fixed_axis"), 3)
+    b.local_x = _f32(d.get("local_x"), 3)
+    b.local_z = _f32(d.get("local_z"), 3)
+    b.external_key = d.get("external_key")
+    if d.get("ik") is not None:
+        ik = d["ik"]
+        b.ik = pmx.PmxIK(target=ik["target"], loop=ik["loop"], limit_angle=np.float32(ik["limit_angle"]),
+                         links=[pmx.PmxIKLink(l["bone"], _f32(l["lower"], 3), _f32(l["upper"], 3))
+                                for l in ik["links"]])
+    return b
+
+
+def material_to_dict(mat: pmx.PmxMaterial) -> dict:
+    out = fixed_to_dict(mat, pmx.MATERIAL_HEAD)
+    out.update(toon=int(mat.toon), memo=mat.memo)
+    return out
+
+
+def material_from_dict(d: dict) -> pmx.PmxMaterial:
+    mat = fixed_from_dict(pmx.PmxMaterial, {k: v for k, v in d.items() if k not in ("toon", "memo")},
+                          pmx.MATERIAL_HEAD)
+    mat.toon = int(d["toon"])
+    mat.memo = d["memo"]
+    return mat
+
+
+def _morph_to_dict(m: pmx.PmxMorph) -> dict:
+    return {"name": m.name, "name_e": m.name_e, "panel": int(m.panel), "kind": int(m.kind),
+            "offsets": records_to_text(m.offsets)}
+
+
+def _morph_from_dict(d: dict) -> pmx.PmxMorph:
+    return pmx.PmxMorph(d["name"], d["name_e"], d["panel"], d["kind"],
+                        records_from_text(d["offsets"], pmx.MORPH_OFFSETS[d["kind"]]))
+
+
+def _soft_to_dict(s: pmx.PmxSoftBody) -> dict:
+    out = fixed_to_dict(s, pmx.SOFT_BODY)
+    out.update(anchors=records_to_text(s.anchors), pins=[int(p) for p in s.pins])
+    return out
+
+
+def _soft_from_dict(d: dict) -> pmx.PmxSoftBody:
+    s = fixed_from_dict(pmx.PmxSoftBody, {k: v for k, v in d.items() if k not in ("anchors", "pins")},
+                        pmx.SOFT_BODY)
+    s.anchors = records_from_text(d["anchors"], pmx.SOFT_ANCHOR)
+    s.pins = np.array(d["pins"], dtype="<i4")
+    return s
+
+
+# ------------------------------------------------------------------------------------------------------------
+# PMX → core
+
+def _skin(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-vertex (joints, weights) as Blender vertex groups hold them: unused slots weight 0, a bone named
+    twice in one vertex merged into its first slot (a vertex group holds one weight per bone)."""
+    joints = v["bones"].astype(np.int32).copy()
+    weights = v["weights"].astype(np.float32).copy()
+    count = np.array(pmx.DEFORM_BONE_COUNT, np.int64)[np.minimum(v["deform"], 4)]
+    used = np.arange(4)[None, :] < count[:, None]
+    weights[~used | (joints < 0)] = 0
+    for k in range(1, 4):
+        for j in range(k):
+            same = (joints[:, k] == joints[:, j]) & (weights[:, k] != 0) & (weights[:, j] != 0)
+            if same.any():
+                weights[same, j] += weights[same, k]
+                weights[same, k] = 0
+    joints[weights == 0] = 0
+    return joints, weights
+
+
+def to_scene(model: pmx.PmxModel, name: str, scale: float = DEFAULT_SCALE) -> tuple[cm.Scene, list[str]]:
+    """Map the whole model; nothing is dropped: what Blender cannot show is kept raw in extras."""
+    warnings: list[str] = []
+    scene = cm.Scene(name=name)
+    n_bones = len(model.bones)
+    if n_bones:
+        rest, lengths = bone_frames(model, scale)
+        skel = cm.Skeleton(name=name)
+        for i, b in enumerate(model.bones):
+            parent = b.parent if 0 <= b.parent < n_bones and b.parent != i else -1
+            skel.bones.append(cm.Bone(name=b.name or f"bone{i}", parent=parent, bind=rest[i],
+                                      rest_translation=np.zeros(3), rest_rotation=np.array([1.0, 0, 0, 0]),
+                                      rest_scale=np.ones(3), extras={"pmx": bone_to_dict(i, b)}))
+        skel.set_rest_from_binds()
+        scene.skeleton = skel
+        scene.extras["pmx_build"] = {"lengths": [float(x) for x in lengths]}
+
+    v = model.vertices
+    tris = np.asarray(model.indices, dtype=np.int64).reshape(-1, 3)
+    mesh = cm.Mesh(name=name, positions=positions_to_blender(v["position"], scale).astype(np.float32),
+                   triangles=winding(tris).astype(np.int32),
+                   normals=directions_to_blender(v["normal"]).astype(np.float32),
+                   uvs=[("UVMap", uv_to_blender(v["uv"]))])
+    counts = np.array([mat.index_count // 3 for mat in model.materials], np.int64)
+    mesh.material_indices = np.repeat(np.arange(len(counts), dtype=np.int32), counts)[:len(tris)]
+    if len(mesh.material_indices) < len(tris):  # the validator refuses this on import; keep the mapping total
+        mesh.material_indices = np.concatenate([mesh.material_indices,
+                                                np.zeros(len(tris) - len(mesh.material_indices), np.int32)])
+    mesh.materials = list(range(len(model.materials)))
+    if n_bones:
+        mesh.joints, mesh.weights = _skin(v)
+    mesh.extras["pmx"] = {
+        "deform": v["deform"].copy(), "bones": v["bones"].copy(), "weights": v["weights"].copy(),
+        "sdef_c": v["sdef_c"].copy(), "sdef_r0": v["sdef_r0"].copy(), "sdef_r1": v["sdef_r1"].copy(),
+        "edge_scale": v["edge_scale"].copy(), "add_uv": v["add_uv"].copy(),
+        "position": v["position"].copy(), "normal": v["normal"].copy(), "uv": v["uv"].copy(),
+    }
+    base = mesh.positions.astype(np.float64)
+    for k, morph in enumerate(model.morphs):
+        if morph.kind != pmx.MORPH_VERTEX:
+            continue
+        pos = base.copy()
+        idx = morph.offsets["vertex"].astype(np.int64)
+        ok = (idx >= 0) & (idx < len(v))
+        np.add.at(pos, idx[ok], positions_to_blender(morph.offsets["offset"][ok], scale))
+        mesh.shape_keys.append(cm.ShapeKey(morph.name or f"morph{k}", pos))
+    if len(v) or len(tris):
+        scene.meshes.append(mesh)
+
+    for i, mat in enumerate(model.materials):
+        out = cm.Material(name=mat.name or f"material{i}", base_color=tuple(float(c) for c in mat.diffuse),
+                          double_sided=bool(mat.draw_flags & 0x01), extras={"pmx": material_to_dict(mat)})
+        if float(mat.diffuse[3]) < 1.0:
+            out.alpha_mode = "BLEND"
+        if 0 <= mat.texture < len(model.textures):
+            path = model.textures[mat.texture]
+            out.base_color_texture = cm.Texture(name=path.replace("\\", "/").split("/")[-1], path=path)
+        scene.materials.append(out)
+
+    scene.extras["pmx"] = {
+        "scale": float(scale),
+        "name": model.name, "name_e": model.name_e, "comment": model.comment, "comment_e": model.comment_e,
+        "encoding": int(model.encoding),
+        "version": float(model.version) if model.version is not None else None,
+        "index_sizes": [model.index_sizes.of(k) for k in pmx.INDEX_KINDS] if model.index_sizes else None,
+        "textures": list(model.textures),
+        "morphs": [_morph_to_dict(m) for m in model.morphs],
+        "display_frames": [{"name": f.name, "name_e": f.name_e, "special": int(f.special),
+                            "elements": [[int(a), int(b)] for a, b in f.elements]} for f in model.display_frames],
+        "rigid_bodies": [fixed_to_dict(r, pmx.RIGID_BODY) for r in model.rigid_bodies],
+        "joints": [fixed_to_dict(j, pmx.JOINT) for j in model.joints],
+        "soft_bodies": [_soft_to_dict(s) for s in model.soft_bodies],
+    }
+    return scene, warnings
+
+
+# ------------------------------------------------------------------------------------------------------------
+# core → PMX
+
+def _close(a, b, tol: float) -> bool:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return a.shape == b.shape and bool(np.all(np.abs(a - b) <= np.maximum(tol, 4 * np.spacing(np.abs(b).astype(np.float32)))))
+
+
+def _remap(index: int | None, table: dict[int, int]) -> int | None:
+    if index is None:
+        return None
+    if index < 0:
+        return index
+    return table.get(index, -1)
+
+
+def _export_ik_limits(raw_link: dict, local: list | None, rest: np.ndarray):
+    """(lower, upper) of one IK link: the file's raw values while Blender still shows them, else Blender's."""
+    if local is None:
+        return None, None
+    lo, hi = np.asarray(local[0], np.float32), np.asarray(local[1], np.float32)
+    if raw_link.get("lower") is not None and raw_link.get("upper") is not None:
+        raw_lo, raw_hi = _f32(raw_link["lower"], 3), _f32(raw_link["upper"], 3)
+        shown_lo, shown_hi = angles_to_blender(raw_lo, raw_hi, rest)
+        if _close(lo, shown_lo, _MATCH_ANGLE) and _close(hi, shown_hi, _MATCH_ANGLE):
+            return raw_lo, raw_hi
+    return angles_to_pmx(lo, hi, rest)
+
+
+def _bones_from_scene(skel: cm.Skeleton, scale: float, warnings: list[str]) -> tuple[list[pmx.PmxBone], list[int], dict]:
+    """PMX bones in file order (bones added in Blender after them), the skeleton index of each, and the map
+    from file index to new index."""
+    n = len(skel.bones)
+    raw = [b.extras.get("pmx") if isinstance(b.extras.get("pmx"), dict) else None for b in skel.bones]
+    order = sorted(range(n), key=lambda i: (0, raw[i]["index"]) if raw[i] is not None else (1, i))
+    new_of_skel = {s: k for k, s in enumerate(order)}
+    file_to_new = {raw[s]["index"]: k for k, s in enumerate(order) if raw[s] is not None}
+    bones: list[pmx.PmxBone] = []
+    for s in order:
+        sb, r = skel.bones[s], raw[s]
+        head = positions_to_pmx(sb.bind[:3, 3], scale)
+        parent = new_of_skel[sb.parent] if sb.parent >= 0 else -1
+        if r is None:
+            b = pmx.PmxBone(name=sb.name, position=head.astype(np.float32), parent=parent,
+                            flags=int(BoneFlag.TAIL_IS_BONE | BoneFlag.ROTATABLE | BoneFlag.VISIBLE
+                                      | BoneFlag.OPERABLE), tail_bone=-1)
+            bones.append(b)
+            continue
+        b = bone_from_dict(r)
+        if not _close(head, b.position, _MATCH_POSITION * max(1.0, float(np.abs(b.position).max()))):
+            b.position = head.astype(np.float32)
+        b.parent = parent
+        if b.tail_bone is not None:
+            b.tail_bone = _remap(b.tail_bone, file_to_new)
+        if b.append_parent is not None:
+            b.append_parent = _remap(b.append_parent, file_to_new)
+        if b.ik is not None:
+            b.ik.target = _remap(b.ik.target, file_to_new)
+            links = []
+            for raw_link, link in zip(r["ik"]["links"], b.ik.links):
+                new = _remap(link.bone, file_to_new)
+                if new is None or new < 0:
+                    warnings.append(f"bone {b.name}: IK link {raw_link['bone']} was deleted in Blender; dropped")
+                    continue
+                link.bone = new
+                link_bone = skel.bones[order[new]]
+                if "pmx_ik_limit" in link_bone.extras:  # read from Blender: it wins over the file's values
+                    rest = link_bone.bind[:3, :3] / np.linalg.norm(link_bone.bind[:3, :3], axis=0)
+                    link.lower, link.upper = _export_ik_limits(raw_link, link_bone.extras["pmx_ik_limit"], rest)
+                links.append(link)
+            b.ik.links = links
+        bones.append(b)
+    return bones, order, file_to_new
+
+
+def _vertex_skin(mesh: cm.Mesh, skel_to_new: np.ndarray, file_to_new: dict[int, int], warnings: list[str]):
+    """Deform type, bones and weights of every exported vertex: the file's own record where Blender still holds
+    the same influences, else from Blender's weights (1 → BDEF1, 2 → BDEF2, 3–4 → BDEF4, normalised as
+    Blender's armature deform normalises them)."""
+    n = mesh.vertex_count
+    deform = np.zeros(n, np.uint8)
+    bones = np.full((n, 4), -1, np.int32)
+    weights = np.zeros((n, 4), np.float32)
+    sdef = {k: np.zeros((n, 3), np.float32) for k in ("sdef_c", "sdef_r0", "sdef_r1")}
+    if mesh.weights is None or mesh.joints is None or not n:
+        bones[:, 0] = 0
+        weights[:, 0] = 1
+        return deform, bones, weights, sdef
+    w = np.asarray(mesh.weights, np.float32)
+    j = np.where(w > 0, skel_to_new[np.asarray(mesh.joints, np.int64)], -1)
+    w = np.where(j >= 0, w, 0).astype(np.float32)
+    if w.shape[1] < 4:
+        w = np.pad(w, ((0, 0), (0, 4 - w.shape[1])))
+        j = np.pad(j, ((0, 0), (0, 4 - j.shape[1])), constant_values=-1)
+    order = np.argsort(-w, axis=1, kind="stable")[:, :4]  # strongest first
+    bw = np.take_along_axis(w, order, 1)
+    bj = np.take_along_axis(j, order, 1)
+    k = (bw > 0).sum(axis=1)
+    unweighted = k == 0
+    if unweighted.any():
+        warnings.append(f"{mesh.name}: {int(unweighted.sum())} vertices have no bone weight; weighted to bone 0")
+        bj[unweighted, 0] = 0
+        bw[unweighted, 0] = 1
+        k[unweighted] = 1
+    norm = (bw / bw.sum(axis=1)[:, None]).astype(np.float32)
+    deform[:] = np.where(k == 1, pmx.BDEF1, np.where(k == 2, pmx.BDEF2, pmx.BDEF4))
+    bones[:] = np.where(norm > 0, bj, 0)
+    weights[:] = norm
+    one, two = k == 1, k == 2
+    bones[one, 1:] = -1
+    weights[one] = (1, 0, 0, 0)
+    bones[two, 2:] = -1
+    weights[two, 1] = np.float32(1) - weights[two, 0]
+    weights[two, 2:] = 0
+    raw = mesh.extras.get("pmx")
+    if raw is not None:
+        rb = np.asarray(raw["bones"], np.int64)
+        lookup = np.full(max(file_to_new, default=-1) + 2, -3, np.int64)  # -3: a bone deleted in Blender
+        for old, new in file_to_new.items():
+            lookup[old] = new
+        mapped = np.where(rb >= 0, lookup[np.clip(rb, -1, len(lookup) - 2)], rb)
+        mapped = np.where(rb >= len(lookup) - 1, -3, mapped)
+        rd = np.asarray(raw["deform"], np.int64)
+        rw = np.asarray(raw["weights"], np.float32)
+        ja, wa = _merged(mapped, rw, rd)
+        jb, wb = _merged(np.where(bw > 0, bj, -1), bw, np.full(n, pmx.BDEF4))
+        ok = _same_influences(ja, wa, jb, wb, 4 * _MATCH_WEIGHT) & ~((ja == -3) & (wa != 0)).any(axis=1)
+        sel = np.flatnonzero(ok)
+        deform[sel] = rd[sel]
+        bones[sel] = mapped[sel]
+        weights[sel] = rw[sel]
+        for key in sdef:
+            sdef[key][sel] = raw[key][sel]
+    return deform, bones, weights, sdef
+
+
+def _merged(j: np.ndarray, w: np.ndarray, deform: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Influences as (bone, weight) sorted by bone, a bone named twice summed, unused slots (-1, 0)."""
+    count = np.array(pmx.DEFORM_BONE_COUNT, np.int64)[np.minimum(deform, 4)]
+    used = (np.arange(4)[None, :] < count[:, None]) & (w != 0) & (j != -1)
+    j = np.where(used, j, -2).astype(np.int64)
+    w = np.where(used, w, 0).astype(np.float64)
+    for k in range(1, 4):
+        for i in range(k):
+            same = (j[:, k] == j[:, i]) & (j[:, k] != -2)
+            w[same, i] += w[same, k]
+            w[same, k] = 0
+            j[same, k] = -2
+    order = np.argsort(j, axis=1, kind="stable")
+    return np.take_along_axis(j, order, 1), np.take_along_axis(w, order, 1)
+
+
+def _same_influences(ja, wa, jb, wb, tol) -> np.ndarray:
+    """Row-wise: the same bones with weights within `tol` (weights ≤ tol count as absent)."""
+    def clean(j, w):
+        j = np.where(np.abs(w) > tol, j, -2)
+        w = np.where(np.abs(w) > tol, w, 0)
+        order = np.argsort(j, axis=1, kind="stable")
+        return np.take_along_axis(j, order, 1), np.take_along_axis(w, order, 1)
+    ja, wa = clean(ja, wa)
+    jb, wb = clean(jb, wb)
+    return (ja == jb).all(axis=1) & (np.abs(wa - wb) <= tol).all(axis=1)
+
+
+def from_scene(scene: cm.Scene, scale: float | None = None) -> tuple[pmx.PmxModel, list[str]]:
+    """Build PMX records from a gathered scene (rest data, Blender axes). The caller validates before writing."""
+    warnings: list[str] = []
+    extras = scene.extras.get("pmx") or {}
+    if scale is None:
+        scale = float(extras.get("scale", DEFAULT_SCALE))
+    if not scale > 0:
+        raise ExportError(f"scale {scale} is not positive")
+    model = pmx.PmxModel(name=extras.get("name", scene.name), name_e=extras.get("name_e", ""),
+                         comment=extras.get("comment", ""), comment_e=extras.get("comment_e", ""),
+                         encoding=int(extras.get("encoding", pmx.ENCODING_UTF16)))
+    if extras.get("version") is not None:
+        model.version = np.float32(extras["version"])
+    if extras.get("index_sizes"):
+        model.index_sizes = pmx.IndexSizes(*extras["index_sizes"])
+
+    skel = scene.skeleton
+    file_to_new: dict[int, int] = {}
+    skel_to_new = np.zeros(0, np.int64)
+    if skel is not None and len(skel.bones):
+        model.bones, order, file_to_new = _bones_from_scene(skel, scale, warnings)
+        skel_to_new = np.empty(len(order), np.int64)
+        skel_to_new[np.array(order)] = np.arange(len(order))
+    else:
+        warnings.append("no armature: a single root bone is written (MMD needs at least one bone)")
+        model.bones = [pmx.PmxBone(name="センター", name_e="center", flags=0x1E, tail_offset=pmx._f4(0, 1, 0))]
+        skel_to_new = np.zeros(1, np.int64)
+
+    # textures: the file's table first (so indices stay), then new paths
+    textures = list(extras.get("textures", []))
+    tex_index = {p: i for i, p in enumerate(textures)}
+
+    def texture_of(path: str | None) -> int:
+        if not path:
+            return -1
+        if path not in tex_index:
+            tex_index[path] = len(textures)
+            textures.append(path)
+        return tex_index[path]
+
+    materials: list[pmx.PmxMaterial] = []
+    for i, mat in enumerate(scene.materials):
+        raw = mat.extras.get("pmx")
+        out = material_from_dict(raw) if isinstance(raw, dict) else pmx.PmxMaterial(name=mat.name, draw_flags=0x1E)
+        if raw is None:
+            out.name = mat.name
+        shown = np.asarray(mat.base_color, np.float32)
+        if not _close(shown, out.diffuse, 1e-6):
+            out.diffuse = shown.astype("<f4")
+        if bool(out.draw_flags & 0x01) != bool(mat.double_sided):
+            out.draw_flags = (out.draw_flags & ~0x01) | (0x01 if mat.double_sided else 0)
+        tex = mat.extras.get("pmx_texture_path", "__keep__")
+        if tex != "__keep__":
+            out.texture = texture_of(tex)
+        elif raw is None and mat.base_color_texture is not None:
+            out.texture = texture_of(mat.base_color_texture.path or mat.base_color_texture.name)
+        for name in ("sphere_texture",) + (("toon",) if out.shared_toon == 0 else ()):
+            v = getattr(out, name)
+            if v >= len(textures):
+                setattr(out, name, -1)
+        materials.append(out)
+    model.textures = textures
+
+    # geometry: every mesh appended; triangles grouped by material, in Blender order within a material
+    positions, normals, uvs, edges, add_uvs, tri_parts, tri_mats = [], [], [], [], [], [], []
+    deforms, bones_l, weights_l, sdef_l = [], [], [], {k: [] for k in ("sdef_c", "sdef_r0", "sdef_r1")}
+    n_add = 0
+    for mesh in scene.meshes:
+        raw = mesh.extras.get("pmx")
+        if raw is not None and raw.get("add_uv") is not None:
+            n_add = max(n_add, raw["add_uv"].shape[1])
+    vertex_base = []
+    start = 0
+    for mesh in scene.meshes:
+        n = mesh.vertex_count
+        vertex_base.append(start)
+        raw = mesh.extras.get("pmx")
+        pos = positions_to_pmx(mesh.positions, scale).astype(np.float32)
+        nor = (directions_to_pmx(mesh.normals) if mesh.normals is not None else np.zeros((n, 3))).astype(np.float32)
+        main = next((uv for name, uv in mesh.uvs), None)
+        uv = uv_to_pmx(main) if main is not None else np.zeros((n, 2), np.float32)
+        if raw is not None:  # the file's exact floats wherever Blender still holds them
+            for now, key, tol in ((pos, "position", _MATCH_POSITION), (nor, "normal", 1e-5), (uv, "uv", 1e-5)):
+                exact = np.asarray(raw[key], np.float32)
+                shown = exact.astype(np.float64)
+                if key == "normal":  # Blender keeps unit normals: compare with the file's, normalised
+                    shown = shown / np.maximum(np.linalg.norm(shown, axis=1, keepdims=True), 1e-30)
+                same = np.all(np.abs(now.astype(np.float64) - shown) <= np.maximum(
+                    tol * np.maximum(1.0, np.abs(exact)), 4 * np.spacing(np.abs(exact))), axis=1)
+                now[same] = exact[same]
+        positions.append(pos)
+        normals.append(nor)
+        uvs.append(uv)
+        add = np.zeros((n, n_add, 4), np.float32)
+        edge = np.ones(n, np.float32)
+        if raw is not None:
+            if raw.get("add_uv") is not None:
+                k = raw["add_uv"].shape[1]
+                add[:, :k] = raw["add_uv"]
+            edge = np.asarray(raw["edge_scale"], np.float32)
+        add_uvs.append(add)
+        edges.append(edge)
+        d, b, w, s = _vertex_skin(mesh, skel_to_new, file_to_new, warnings)
+        deforms.append(d)
+        bones_l.append(b)
+        weights_l.append(w)
+        for key in sdef_l:
+            sdef_l[key].append(s[key])
+        slots = np.asarray(mesh.materials, np.int64) if mesh.materials else np.zeros(1, np.int64)
+        mi = np.asarray(mesh.material_indices if mesh.material_indices is not None else
+                        np.zeros(len(mesh.triangles)), np.int64)
+        tri_parts.append(winding(mesh.triangles).astype(np.int64) + start)
+        tri_mats.append(slots[np.clip(mi, 0, len(slots) - 1)] if len(mi) else np.zeros(0, np.int64))
+        start += n
+    n_vertices = start
+    v = np.zeros(n_vertices, pmx.vertex_dtype(n_add))
+    if n_vertices:
+        v["position"] = np.concatenate(positions)
+        v["normal"] = np.concatenate(normals)
+        v["uv"] = np.concatenate(uvs)
+        v["add_uv"] = np.concatenate(add_uvs)
+        v["edge_scale"] = np.concatenate(edges)
+        v["deform"] = np.concatenate(deforms)
+        v["bones"] = np.concatenate(bones_l)
+        v["weights"] = np.concatenate(weights_l)
+        for key in sdef_l:
+            v[key] = np.concatenate(sdef_l[key])
+    model.vertices = v
+    tris = np.concatenate(tri_parts) if tri_parts else np.zeros((0, 3), np.int64)
+    mats = np.concatenate(tri_mats) if tri_mats else np.zeros(0, np.int64)
+    order = np.argsort(mats, kind="stable")
+    model.indices = tris[order].reshape(-1).astype(np.int32)
+    counts = np.bincount(mats, minlength=len(materials)) if len(mats) else np.zeros(len(materials), np.int64)
+    for mat, c in zip(materials, counts):
+        mat.index_count = int(c) * 3
+    model.materials = materials
+
+    # morphs: the file's order; vertex morphs from the shape keys (raw offsets while unchanged)
+    keys = {}
+    for mi_, mesh in enumerate(scene.meshes):
+        for sk in mesh.shape_keys:
+            keys.setdefault(sk.name, (mi_, sk))
+    morph_names_used: set[str] = set()
+    old_morphs = [_morph_from_dict(d) for d in extras.get("morphs", [])]
+    morph_keep: list[tuple[int, pmx.PmxMorph]] = []
+    shape_key_of = extras.get("shape_keys", {})  # file morph index → Blender shape key name
+    for k, morph in enumerate(old_morphs):
+        if morph.kind == pmx.MORPH_VERTEX:
+            key_name = shape_key_of.get(str(k), morph.name)
+            if key_name not in keys:
+                warnings.append(f"morph {morph.name}: its shape key {key_name!r} is gone; morph dropped")
+                continue
+            morph_names_used.add(key_name)
+            mi_, sk = keys[key_name]
+            morph.offsets = _vertex_offsets(scene.meshes[mi_], sk, vertex_base[mi_], scale, morph.offsets)
+        morph_keep.append((k, morph))
+    for name, (mi_, sk) in keys.items():
+        if name in morph_names_used:
+            continue
+        morph = pmx.PmxMorph(name=name, panel=4, kind=pmx.MORPH_VERTEX)
+        morph.offsets = _vertex_offsets(scene.meshes[mi_], sk, vertex_base[mi_], scale, None)
+        morph_keep.append((-1, morph))
+    morph_to_new = {k: i for i, (k, _) in enumerate(morph_keep) if k >= 0}
+    rigid_to_new = {i: i for i in range(len(extras.get("rigid_bodies", [])))}
+    n_mat = len(materials)
+    for _, morph in morph_keep:
+        o = morph.offsets
+        if morph.kind in (pmx.MORPH_GROUP, pmx.MORPH_FLIP):
+            o["morph"] = [morph_to_new.get(int(x), -1) for x in o["morph"]]
+            keep = o["morph"] >= 0
+        elif morph.kind == pmx.MORPH_BONE:
+            o["bone"] = [file_to_new.get(int(x), -1) for x in o["bone"]]
+            keep = o["bone"] >= 0
+        elif morph.kind in range(pmx.MORPH_UV, pmx.MORPH_UV4 + 1):
+            keep = (o["vertex"] >= 0) & (o["vertex"] < n_vertices)
+        elif morph.kind == pmx.MORPH_MATERIAL:
+            keep = o["material"] < n_mat
+        else:
+            keep = np.ones(len(o), bool)
+        if not keep.all():
+            warnings.append(f"morph {morph.name}: {int((~keep).sum())} offsets refer to deleted elements; dropped")
+            morph.offsets = o[keep]
+    model.morphs = [m for _, m in morph_keep]
+
+    for f in extras.get("display_frames", []):
+        elements = []
+        for kind, index in f["elements"]:
+            new = (file_to_new if kind == 0 else morph_to_new).get(index, -1)
+            if new >= 0:
+                elements.append((kind, new))
+        model.display_frames.append(pmx.PmxDisplayFrame(f["name"], f["name_e"], f["special"], elements))
+    if "display_frame_bones" in extras:  # bone collections edited in Blender: the bones each frame lists
+        _apply_bone_collections(model, extras["display_frame_bones"], skel, skel_to_new)
+    for d in extras.get("rigid_bodies", []):
+        r = fixed_from_dict(pmx.PmxRigidBody, d, pmx.RIGID_BODY)
+        r.bone = _remap(r.bone, file_to_new)
+        model.rigid_bodies.append(r)
+    for d in extras.get("joints", []):
+        model.joints.append(fixed_from_dict(pmx.PmxJoint, d, pmx.JOINT))
+    for d in extras.get("soft_bodies", []):
+        s = _soft_from_dict(d)
+        s.material = s.material if s.material < n_mat else -1
+        model.soft_bodies.append(s)
+    del rigid_to_new
+    return model, warnings
+
+
+def _apply_bone_collections(model: pmx.PmxModel, frames: dict, skel: cm.Skeleton, skel_to_new: np.ndarray) -> None:
+    """Frame k's bone elements follow bone collection k: bones still in it keep their order, bones added to it
+    follow in armature order, bones taken out of it are dropped."""
+    index = {b.name: int(skel_to_new[i]) for i, b in enumerate(skel.bones)}
+    for k_text, names in frames.items():
+        k = int(k_text)
+        if not 0 <= k < len(model.display_frames):
+            continue
+        frame = model.display_frames[k]
+        wanted = [index[n] for n in names if n in index]
+        wanted_set = set(wanted)
+        kept = [(kind, i) for kind, i in frame.elements if kind == 1 or i in wanted_set]
+        have = {i for kind, i in kept if kind == 0}
+        frame.elements = kept + [(0, i) for i in wanted if i not in have]
+
+
+def _vertex_offsets(mesh: cm.Mesh, sk: cm.ShapeKey, base: int, scale: float, raw: np.ndarray | None) -> np.ndarray:
+    """Vertex morph offsets (MMD units) of a shape key: the file's records while the key still shows them,
+    else every vertex the key moves."""
+    delta = positions_to_pmx(np.asarray(sk.positions, np.float64) - mesh.positions.astype(np.float64), scale)
+    moved = np.flatnonzero(np.abs(delta).max(axis=1) > _MATCH_OFFSET) if len(delta) else np.zeros(0, np.int64)
+    if raw is not None and len(raw):
+        idx = raw["vertex"].astype(np.int64) - base
+        inside = (idx >= 0) & (idx < len(delta))
+        if inside.all():
+            listed = np.zeros(len(delta), bool)
+            listed[idx] = True
+            expected = np.zeros_like(delta)
+            np.add.at(expected, idx, raw["offset"].astype(np.float64))
+            if not (~listed[moved]).any() and _close(delta[idx], expected[idx], _MATCH_OFFSET):
+                return raw
+    out = pmx.empty_records(pmx.MORPH_OFFSETS[pmx.MORPH_VERTEX], len(moved))
+    out["vertex"] = moved + base
+    out["offset"] = delta[moved]
+    return out
+
+
+def model_fields() -> list[str]:
+    return [f.name for f in dc_fields(pmx.PmxModel)]

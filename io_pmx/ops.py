@@ -1,0 +1,112 @@
+"""File › Import / Export "MikuMikuDance model (.pmx)" and drag-and-drop (FileHandler)."""
+from __future__ import annotations
+
+import os
+
+import bpy
+from bpy.props import BoolProperty, CollectionProperty, FloatProperty, StringProperty
+from bpy_extras.io_utils import ExportHelper, ImportHelper, poll_file_object_drop
+
+from ..core.errors import ExportError, FormatError
+from . import convert
+
+
+class IMPORT_SCENE_OT_skinbridge_pmx(bpy.types.Operator, ImportHelper):
+    """Import a MikuMikuDance model (PMX 2.0 / 2.1)"""
+
+    bl_idname = "import_scene.skinbridge_pmx"
+    bl_label = "Import MikuMikuDance Model"
+    bl_options = {"REGISTER", "UNDO", "PRESET"}
+    filename_ext = ".pmx"
+    filter_glob: StringProperty(default="*.pmx", options={"HIDDEN"})
+    files: CollectionProperty(type=bpy.types.OperatorFileListElement, options={"HIDDEN", "SKIP_SAVE"})
+    directory: StringProperty(subtype="DIR_PATH", options={"HIDDEN", "SKIP_SAVE"})
+    scale: FloatProperty(name="Scale", default=convert.DEFAULT_SCALE, min=1e-6, soft_max=10.0, precision=4,
+                         description="Metres per MMD unit (0.08: 1 unit = 8 cm); stored with the model so that "
+                                     "export uses its inverse")
+
+    def execute(self, context):
+        from . import blender_io
+
+        paths = [os.path.join(self.directory, f.name) for f in self.files if f.name] or [self.filepath]
+        done = 0
+        for path in paths:
+            try:
+                result = blender_io.import_pmx(context, path, self.scale)
+            except (FormatError, OSError) as e:
+                self.report({"ERROR"}, f"{os.path.basename(path)}: {e}")
+                continue
+            for w in result.warnings:
+                self.report({"WARNING"}, f"{os.path.basename(path)}: {w}")
+            done += 1
+        return {"FINISHED"} if done else {"CANCELLED"}
+
+    def invoke(self, context, event):
+        return self.invoke_popup(context)
+
+
+class EXPORT_SCENE_OT_skinbridge_pmx(bpy.types.Operator, ExportHelper):
+    """Export the visible model (meshes and their armature, at rest) as a MikuMikuDance model (PMX 2.0)"""
+
+    bl_idname = "export_scene.skinbridge_pmx"
+    bl_label = "Export MikuMikuDance Model"
+    bl_options = {"PRESET"}
+    filename_ext = ".pmx"
+    filter_glob: StringProperty(default="*.pmx", options={"HIDDEN"})
+    collection: StringProperty(options={"HIDDEN"})
+    use_model_scale: BoolProperty(name="Model's Scale", default=True,
+                                  description="Use the inverse of the scale the model was imported with")
+    scale: FloatProperty(name="Scale", default=convert.DEFAULT_SCALE, min=1e-6, soft_max=10.0, precision=4,
+                         description="Metres per MMD unit when the model's own scale is not used "
+                                     "(0.08: positions × 12.5)")
+    selected_only: BoolProperty(name="Selected Only", default=False)
+
+    def execute(self, context):
+        from . import blender_io
+
+        try:
+            warnings = blender_io.export_pmx(context, self.filepath, None if self.use_model_scale else self.scale,
+                                             self.selected_only)
+        except (ExportError, OSError) as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        for w in warnings:
+            self.report({"WARNING"}, w)
+        return {"FINISHED"}
+
+
+class IO_FH_skinbridge_pmx(bpy.types.FileHandler):
+    bl_idname = "IO_FH_skinbridge_pmx"
+    bl_label = "MikuMikuDance model"
+    bl_import_operator = "import_scene.skinbridge_pmx"
+    bl_export_operator = "export_scene.skinbridge_pmx"
+    bl_file_extensions = ".pmx"
+
+    @classmethod
+    def poll_drop(cls, context):
+        return poll_file_object_drop(context)
+
+
+def _menu_import(self, context):
+    self.layout.operator(IMPORT_SCENE_OT_skinbridge_pmx.bl_idname, text="MikuMikuDance model (.pmx)")
+
+
+def _menu_export(self, context):
+    self.layout.operator(EXPORT_SCENE_OT_skinbridge_pmx.bl_idname, text="MikuMikuDance model (.pmx)")
+
+
+_classes = (IMPORT_SCENE_OT_skinbridge_pmx, EXPORT_SCENE_OT_skinbridge_pmx, IO_FH_skinbridge_pmx)
+
+
+def register():
+    for c in _classes:
+        bpy.utils.register_class(c)
+    bpy.types.TOPBAR_MT_file_import.append(_menu_import)
+    bpy.types.TOPBAR_MT_file_export.append(_menu_export)
+
+
+def unregister():
+    bpy.types.TOPBAR_MT_file_export.remove(_menu_export)
+    bpy.types.TOPBAR_MT_file_import.remove(_menu_import)
+    for c in reversed(_classes):
+        bpy.utils.unregister_class(c)
