@@ -2,6 +2,9 @@
 
     skinbridge convert INPUT --to urhox [-o OUTDIR] [-n NAME]
     skinbridge info FILE
+    skinbridge check FILE...
+    skinbridge render FILE [--rest | --frame N | --frames A:B:STEP] [--action NAME] [--views front,side,top] -o OUT.png
+    skinbridge compare A B [--rest] [--tol X] [--rot-tol R]
     skinbridge demo [-o OUTDIR]
 
 Also runs inside Blender: `blender -b -P cli.py -- convert ...`.
@@ -41,19 +44,23 @@ def _bpy():
     return bpy
 
 
+DEFAULT_FOLDER_SUFFIX = {"urhox": "_UrhoX", "pmx": "_PMX"}  # <stem><suffix>/ when -o is not given
+
+
 def _plan(args) -> list[tuple[str, str, str]]:
     """(input, output folder, model name) per input, names through DESIGN's naming rule."""
     from .core.naming import NameAllocator, safe_file_name
 
     folders = NameAllocator()
+    suffix = DEFAULT_FOLDER_SUFFIX.get(args.to, "_out")
     plan = []
     for src in args.inputs:
         stem = os.path.splitext(os.path.basename(src))[0]
         if len(args.inputs) > 1:
             sub = folders.take(stem)
-            outdir = os.path.join(args.output, sub) if args.output else f"{sub}_UrhoX"
+            outdir = os.path.join(args.output, sub) if args.output else f"{sub}{suffix}"
         else:
-            outdir = args.output or f"{safe_file_name(stem)}_UrhoX"
+            outdir = args.output or f"{safe_file_name(stem)}{suffix}"
         plan.append((src, outdir, safe_file_name(args.name or stem)))
     return plan
 
@@ -80,7 +87,8 @@ def cmd_convert(args) -> int:
 
     options = ConvertOptions(target=args.to, profile=args.profile, max_bones=args.max_bones,
                              deform_only=args.deform_only, ani_format=args.ani_format, motions=args.motion or [],
-                             protected={os.path.realpath(p) for p in args.inputs})
+                             protected={os.path.realpath(p) for p in args.inputs},
+                             mmd_rig=args.mmd_rig, bone_map=args.bone_map, arm_angle=args.arm_angle)
     plan = _plan(args)
     total = len(plan)
     failed = 0
@@ -169,26 +177,271 @@ def _json_default(o):
     raise TypeError(type(o).__name__)
 
 
+def _check_one(path: str, data: bytes, out) -> int:
+    """Findings of one file through the checker of its format; 2 when no codec reads it."""
+    magic = data[:4]
+    if magic == b"PMX ":
+        from .io_pmx.validate import check_command
+
+        return check_command(path, out=out)
+    if magic in (b"UMD2", b"UMDL", b"UMD3", b"UANI", b"UAN2"):
+        from .io_urhox.check import check_command
+
+        return check_command(path, out=out)
+    if data.startswith(b"Vocaloid Motion Data"):
+        try:  # VMD has a checker once io_pmx/vmd.py provides one
+            from .io_pmx import vmd
+        except ImportError:
+            vmd = None
+        if vmd is not None:
+            return vmd.check_command(path, out=out) if hasattr(vmd, "check_command") else _vmd_check(path, data, out)
+    text = data[:32].split(b"\0", 1)[0]
+    printable = len(text) >= 4 and all(32 <= c < 127 for c in text[:4])
+    magic_text = text[: len(text) - len(text.lstrip(bytes(range(32, 127))))] if printable else data[:4]
+    out(f"unsupported format (magic {magic_text.decode('latin-1') if printable else magic_text!r}, first bytes "
+        f"{data[:8].hex(' ')}): no codec reads this file yet")
+    return 2
+
+
 def cmd_check(args) -> int:
+    """Exit 0: no error finding; 1: an error finding in some file; 2: a file we cannot check (unsupported
+    format or unreadable)."""
     from .core.fileio import read_bytes
 
     status = 0
     for path in args.files:
         try:
-            magic = read_bytes(path)[:4]
-        except OSError as e:
+            data = read_bytes(path)
+        except (OSError, FormatError) as e:
             print(f"error: {path}: {e}", file=sys.stderr)
-            status = 1
+            status = max(status, 2)
             continue
         print(f"{path}:")
-        if magic == b"PMX ":
-            from .io_pmx.validate import check_command
-
-            status = max(status, check_command(path, out=lambda line: print("  " + line)))
-        else:
-            print(f"  check is not available for this file type yet (first bytes {magic!r})")
-            status = max(status, 2)
+        status = max(status, _check_one(path, data, lambda line: print("  " + line)))
     return status
+
+
+def _vmd_check(path: str, data: bytes, out) -> int:
+    """VMD through io_pmx/vmd.py: non-finite key values, reader warnings and the write-back."""
+    import numpy as np
+
+    from .io_pmx import vmd
+    from .io_pmx.validate import Finding
+
+    findings: list[Finding] = []
+    try:
+        m = vmd.read(data)
+    except FormatError as e:
+        findings.append(Finding("error", "file", e.offset, e.field or "", str(e)))
+        m = None
+    if m is not None:
+        findings += [Finding("warning", "file", None, "file", w) for w in m.warnings]
+        at = vmd.SIGNATURE_SIZE + vmd.MODEL_NAME_SIZE
+        groups = [("bone key", m.bone_keys, ("position", "rotation")), ("morph key", m.morph_keys, ("weight",)),
+                  ("camera key", m.camera_keys, ("distance", "position", "rotation")),
+                  ("light key", m.light_keys, ("color", "direction")), ("self-shadow key", m.shadow_keys, ("distance",))]
+        for i, (label, keys, fields) in enumerate(groups):
+            if i >= 2 and m.tail_groups < (vmd.TAIL_CAMERA_LIGHT if i < 4 else vmd.TAIL_SHADOW):
+                break
+            first = at + 4
+            size = keys.dtype.itemsize
+            for name in fields if len(keys) else ():
+                values = np.asarray(keys[name], np.float64).reshape(len(keys), -1)
+                bad = np.flatnonzero(~np.isfinite(values).all(axis=1))
+                for k in bad[:10]:
+                    who = f" ({vmd.decode_name(bytes(keys['name'][k]))})" if "name" in keys.dtype.names else ""
+                    findings.append(Finding("error", f"{label} {k}{who} frame {int(keys['frame'][k])}",
+                                            first + int(k) * size + keys.dtype.fields[name][1], name,
+                                            "value is not finite (NaN or infinity)"))
+                if len(bad) > 10:
+                    findings.append(Finding("error", f"{label} {bad[10]}", first + int(bad[10]) * size, name,
+                                            f"and {len(bad) - 10} more with the same fault"))
+            at = first + len(keys) * size
+    for f in findings:
+        out(str(f))
+    errors = sum(f.severity == "error" for f in findings)
+    out(f"{errors} error(s), {len(findings) - errors} warning(s)")
+    if m is None:
+        out("roundtrip: not attempted (unreadable)")
+    else:
+        written = vmd.write(m)
+        diff = next((i for i, (x, y) in enumerate(zip(data, written)) if x != y), min(len(data), len(written)))
+        out("roundtrip: identical" if written == data else f"roundtrip: differs at offset {diff}")
+    return 1 if errors else 0
+
+
+# -- render (issue 10) ---------------------------------------------------------------------------------------
+
+def _import_for_view(path: str):
+    """Import a model into a fresh empty scene; returns (bpy, warnings, options)."""
+    from .convert_options import ConvertOptions
+    from .core.fileio import read_bytes
+
+    ext = os.path.splitext(path)[1].lower()
+    bpy = _bpy()
+    from .blender import pipeline
+
+    if ext not in pipeline.IMPORTERS:
+        raise FormatError(f"no importer for '{ext}' files (we read {', '.join(sorted(pipeline.IMPORTERS))})", None,
+                          "file extension")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no such file: {path}")
+    options = ConvertOptions()
+    if ext == ".mdl":
+        from .io_urhox import convert, umd2
+
+        data = read_bytes(path)
+        if data[:4] in (b"UMD2", b"UMDL", b"UMD3"):
+            options.profile = convert.detect_profile(umd2.read(data))
+    pipeline.reset_scene()
+    warnings = pipeline.IMPORTERS[ext](bpy.context, path, options)
+    return bpy, warnings, options
+
+
+def cmd_render(args) -> int:
+    views = [v.strip() for v in args.views.split(",") if v.strip()]
+    try:
+        from .blender import render  # noqa: F401  (imports bpy: after the argument checks below)
+    except ImportError as e:
+        print(f"error: render needs Blender's Python module (bpy): {e}", file=sys.stderr)
+        return 2
+    frames = None
+    try:
+        if args.frames:
+            frames = render.parse_frames(args.frames)
+        elif args.frame is not None:
+            frames = [args.frame]
+        bpy, warnings, options = _import_for_view(args.file)
+        arm = next((o for o in bpy.context.view_layer.objects if o.type == "ARMATURE"), None)
+        if args.action and not args.rest and args.action not in bpy.data.actions and arm is not None:
+            ani = os.path.join(os.path.dirname(os.path.abspath(args.file)), "Animations", args.action + ".ani")
+            if os.path.isfile(ani):  # an output folder: the model's motion beside it
+                from .blender import pipeline
+
+                warnings += pipeline.MOTION_LOADERS[".ani"](bpy.context, ani, arm, options)
+        if args.action and not args.rest and frames is None:
+            act = render._find_action(args.action)
+            frames = [int(round(act.frame_range[0]))]
+        sheet = render.render_sheet(bpy.context, frames=None if args.rest else frames,
+                                    action=None if args.rest else args.action, views=views,
+                                    title=os.path.basename(args.file))
+        render.write_sheet(sheet, args.output)
+    except (FormatError, ValueError, OSError, RuntimeError) as e:
+        print(f"error: {args.file}: {e}", file=sys.stderr)
+        return 2 if isinstance(e, (FormatError, OSError)) else 1
+    for w in warnings:
+        print(f"warning: {args.file}: {w}", file=sys.stderr)
+    h, w_ = sheet.pixels.shape[:2]
+    print(f"{args.output}: {w_}x{h}, {len(sheet.panels)} panels, {sheet.seconds:.2f} s", file=sys.stderr)
+    print(args.output)
+    return 0
+
+
+# -- compare (issue 10) --------------------------------------------------------------------------------------
+
+_MODEL_EXTS = (".mdl", ".pmx", ".glb", ".gltf")
+
+
+def _blender_scene(path: str, with_animations: bool):
+    """A file only Blender reads (glTF, ...): imported into a fresh scene, gathered as an export would, its
+    armature's actions sampled into core animations; the scene is emptied again afterwards."""
+    bpy, warnings, _ = _import_for_view(path)
+    from .blender import pipeline
+    from .blender import scene as bscene
+
+    try:
+        scene, more = bscene.gather_scene(bpy.context)
+        warnings += more
+        _, arm = bscene.exportable_objects(bpy.context)
+        if with_animations and arm is not None:
+            from .blender import action as bact
+
+            for act in bact.armature_actions(arm):
+                anim, more = bact.read_action(bpy.context, arm, act)
+                scene.animations.append(anim)
+                warnings += more
+    finally:
+        pipeline.reset_scene()
+    return scene, warnings
+
+
+def _file_scene(path: str, with_animations: bool):
+    from .core.fileio import read_bytes
+
+    ext = os.path.splitext(path)[1].lower()
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if ext == ".mdl":
+        data = read_bytes(path)
+        if data[:4] not in (b"UMD2", b"UMDL", b"UMD3"):
+            raise FormatError(f"unsupported format (magic {data[:8]!r})", 0, "magic")
+        from .io_urhox import convert, umd2
+
+        return convert.to_scene(umd2.read(data), stem, "auto")
+    if ext == ".pmx":
+        from .io_pmx import convert as pmx_convert, pmx
+
+        return pmx_convert.to_scene(pmx.read(read_bytes(path)), stem)
+    if ext in (".ani", ".vmd"):
+        raise FormatError(f"a motion alone has no skeleton to pose: compare the model folder (model + Animations/)",
+                          None, "file")
+    return _blender_scene(path, with_animations)
+
+
+def _folder_scene(folder: str, with_animations: bool):
+    """A folder of outputs: its one model file, and Animations/*.ani mapped onto the model's skeleton."""
+    models = sorted(f for f in os.listdir(folder) if os.path.splitext(f)[1].lower() in _MODEL_EXTS
+                    and os.path.isfile(os.path.join(folder, f)))
+    if len(models) != 1:
+        raise FormatError(f"{folder}: expected one model file ({', '.join(_MODEL_EXTS)}), found "
+                          f"{len(models)}{': ' + ', '.join(models) if models else ''}", None, "folder")
+    scene, warnings = _file_scene(os.path.join(folder, models[0]), with_animations)
+    anim_dir = os.path.join(folder, "Animations")
+    if with_animations and os.path.isdir(anim_dir):
+        from .core.fileio import read_bytes
+        from .io_urhox import ani_convert, uani
+
+        profile = scene.extras.get("urho", {}).get("profile", "urhox")
+        roots = {b.name for b in scene.skeleton.bones if b.parent < 0} if scene.skeleton else set()
+        for f in sorted(os.listdir(anim_dir)):
+            if f.lower().endswith(".ani"):
+                anim, more = ani_convert.to_core(uani.read(read_bytes(os.path.join(anim_dir, f))),
+                                                 os.path.splitext(f)[0], profile, roots)
+                scene.animations.append(anim)
+                warnings += [f"{f}: {w}" for w in more]
+    return scene, warnings
+
+
+def compare_load(path: str, with_animations: bool = True):
+    """(core Scene, warnings) of a model file or an output folder, for `compare`."""
+    if os.path.isdir(path):
+        return _folder_scene(path, with_animations)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no such file or folder: {path}")
+    return _file_scene(path, with_animations)
+
+
+def cmd_compare(args) -> int:
+    from .core.compare import compare_scenes
+
+    scenes = []
+    for path in (args.a, args.b):
+        try:
+            scene, warnings = compare_load(path, not args.rest)
+        except (FormatError, OSError, ValueError, RuntimeError) as e:
+            print(f"error: {path}: {e}", file=sys.stderr)
+            return 2
+        for w in warnings:
+            print(f"warning: {path}: {w}", file=sys.stderr)
+        scenes.append(scene)
+    for label, path, s in (("A", args.a, scenes[0]), ("B", args.b, scenes[1])):
+        n_bones = len(s.skeleton) if s.skeleton is not None else 0
+        print(f"{label}: {path} ({n_bones} bones, {s.vertex_count} vertices, {s.triangle_count} triangles, "
+              f"{len(s.animations)} animations)")
+    result = compare_scenes(scenes[0], scenes[1], tol=args.tol, rot_tol=args.rot_tol, rest=args.rest)
+    for line in result.lines():
+        print(line)
+    print("result: same within the tolerances" if result.same else f"result: {len(result.differences)} difference(s)")
+    return 0 if result.same else 1
 
 
 def cmd_demo(args) -> int:
@@ -211,8 +464,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("convert", help="convert model files (glTF/GLB or any format we read) to a game format")
     c.add_argument("inputs", nargs="+", metavar="INPUT")
-    c.add_argument("--to", required=True, choices=["urhox"], help="target format")
-    c.add_argument("-o", "--output", help="output folder (default <stem>_UrhoX/)")
+    c.add_argument("--to", required=True, choices=["urhox", "pmx"], help="target format")
+    c.add_argument("-o", "--output", help="output folder (default <stem>_UrhoX/ or <stem>_PMX/)")
     c.add_argument("-n", "--name", help="model file name without extension (one input only)")
     c.add_argument("-j", "--jobs", type=int, default=1, help="convert N inputs in parallel processes (default 1)")
     c.add_argument("--profile", default="urhox", choices=["urhox", "urho3d"],
@@ -225,13 +478,41 @@ def build_parser() -> argparse.ArgumentParser:
                    help="animation files: UrhoX UANI v2 (default) or classic Urho3D UANI")
     c.add_argument("--motion", action="append", metavar="FILE",
                    help="load a motion file onto the model as an action before export (repeatable)")
+    c.add_argument("--mmd-rig", action="store_true",
+                   help="pmx: add the MMD control bones (全ての親, センター, グルーブ, 腰, 上半身2, 足IK親, 足ＩＫ, "
+                   "つま先ＩＫ) and MMD bone names to any humanoid or animal armature")
+    c.add_argument("--bone-map", metavar="FILE.json",
+                   help="pmx: JSON object {\"source bone\": \"MMD name\" or null} overriding the bone mapping")
+    c.add_argument("--arm-angle", type=float, default=0.0, metavar="DEGREES",
+                   help="pmx: turn the upper arms down by this angle about +Y (re-posing the mesh) before export "
+                   "(default 0)")
     c.set_defaults(func=cmd_convert)
     i = sub.add_parser("info", help="print a JSON summary of model or animation files")
     i.add_argument("files", nargs="+", metavar="FILE")
     i.set_defaults(func=cmd_info)
-    k = sub.add_parser("check", help="list invariant violations with offset and field, and test the write-back (PMX)")
+    k = sub.add_parser("check", help="list invariant violations with offset and field, and test the write-back "
+                       "(UMD2/UMDL/UMD3, UANI/UAN2, PMX); exit 1 on any error, 2 for a format without a codec")
     k.add_argument("files", nargs="+", metavar="FILE")
     k.set_defaults(func=cmd_check)
+    r = sub.add_parser("render", help="a PNG contact sheet of a model: mesh and bones, front/side/top views, "
+                       "at Rest Position or at frames of an action (headless Workbench)")
+    r.add_argument("file", metavar="FILE")
+    when = r.add_mutually_exclusive_group()
+    when.add_argument("--rest", action="store_true", help="the Rest Position (default)")
+    when.add_argument("--frame", type=int, metavar="N", help="the pose at frame N")
+    when.add_argument("--frames", metavar="A:B[:STEP]", help="one row per frame, A to B included (or a list 1,5,9)")
+    r.add_argument("--action", metavar="NAME", help="pose with this action (for .mdl also Animations/NAME.ani beside it)")
+    r.add_argument("--views", default="front,side,top", help="comma-separated views (default front,side,top)")
+    r.add_argument("-o", "--output", required=True, metavar="OUT.png")
+    r.set_defaults(func=cmd_render)
+    m = sub.add_parser("compare", help="compare two models (any formats we read, or an output folder with "
+                       "Animations/) through the core model; exit 1 beyond the tolerances")
+    m.add_argument("a", metavar="A")
+    m.add_argument("b", metavar="B")
+    m.add_argument("--rest", action="store_true", help="skeletons and meshes only, no animations")
+    m.add_argument("--tol", type=float, default=1e-4, help="position tolerance × bounding-box diagonal (1e-4)")
+    m.add_argument("--rot-tol", type=float, default=1e-4, help="rotation tolerance in radians (1e-4)")
+    m.set_defaults(func=cmd_compare)
     d = sub.add_parser("demo", help="build a skinned humanoid with a walk, export it with every exporter, check")
     d.add_argument("-o", "--output", default=None, help="output folder (default: a temporary folder)")
     d.set_defaults(func=cmd_demo)

@@ -24,6 +24,7 @@ Export only reads: frame, action assignment and pose are put back in ``finally``
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -49,6 +50,43 @@ _PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]\.(\w+)$')
 _KEY = bpy.types.Keyframe.bl_rna.properties
 _INTERP = {k: v.value for k, v in _KEY["interpolation"].enum_items.items()}
 _KEYTYPE = {k: v.value for k, v in _KEY["type"].enum_items.items()}
+
+
+# -- issue 11: progress of long operations ----------------------------------------------------------------
+
+class Progress:
+    """`window_manager.progress_*` in the UI (harmless headless) and, in background mode, a progress line on
+    stderr once the operation has run for more than a second (at most one update every half second)."""
+
+    def __init__(self, label: str, total: int):
+        import sys
+        import time
+
+        self.label, self.total, self._time, self._err = label, max(int(total), 1), time.perf_counter, sys.stderr
+        self._start = self._shown = self._time()
+        self._wm = getattr(bpy.context, "window_manager", None)
+        self._line = False
+        if self._wm is not None:
+            self._wm.progress_begin(0, self.total)
+
+    def update(self, done: int) -> None:
+        if self._wm is not None:
+            self._wm.progress_update(min(int(done), self.total))
+        now = self._time()
+        if bpy.app.background and now - self._start > 1.0 and now - self._shown > 0.5:
+            self._shown = now
+            self._line = True
+            self._err.write(f"\r{self.label}: {100 * done // self.total:3d} %")
+            self._err.flush()
+
+    def end(self) -> None:
+        if self._wm is not None:
+            self._wm.progress_end()
+            self._wm = None
+        if self._line:
+            self._err.write(f"\r{self.label}: done\n")
+            self._err.flush()
+# -- end issue 11 progress --------------------------------------------------------------------------------
 
 
 def fps_of(scene) -> float:
@@ -146,6 +184,7 @@ def _nlerp_error(half_angle: np.ndarray) -> np.ndarray:
     return 2 * np.abs(nl - f * a).max(axis=1)
 
 
+@functools.lru_cache(maxsize=8)  # issue 11 (speed): a constant per tolerance, was bisected once per track
 def _max_half_angle(tolerance: float) -> float:
     lo, hi = 0.0, math.pi / 2
     for _ in range(60):
@@ -225,10 +264,12 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
         warnings.append(f"{animation.name}: {len(missing)} track(s) match no bone of {arm_ob.name} and were "
                         f"skipped: {', '.join(missing)}")
     act = bpy.data.actions.new(name or animation.name)
+    progress = Progress(f"action {act.name}", len(animation.tracks))  # issue 11
     try:
         slot = act.slots.new(id_type="OBJECT", name=arm_ob.name)
         cb = anim_utils.action_ensure_channelbag_for_slot(act, slot)
-        for track in animation.tracks:
+        for done, track in enumerate(animation.tracks):
+            progress.update(done)  # issue 11
             bf = frames.get(track.bone)
             if bf is None:
                 continue
@@ -252,6 +293,7 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
                 f = np.asarray(track.scale_times, np.float64) * fps
                 for i in range(3):
                     _add_curve(cb, track.bone, "scale", i, f, v[:, i], interp)
+        progress.end()  # issue 11
         for time, text in animation.markers:
             marker = act.pose_markers.new(str(text)[:63])
             marker.frame = int(round(time * fps))
@@ -260,6 +302,7 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
         act.frame_end = max(float(animation.length) * fps, 0.0)
         act.use_fake_user = True
     except BaseException:
+        progress.end()  # issue 11
         bpy.data.actions.remove(act)
         raise
     for track in animation.tracks:
@@ -509,13 +552,19 @@ def read_action(context, arm_ob, act, slot=None, step_tracks: bool = True, fill_
     baked = _moved_elsewhere(arm_ob, act) & set(curves)
     held = []
     tracks: dict[str, cm.Track] = {}
-    for bone, chans in curves.items():
-        if bone not in frames_of or bone in baked:
-            continue
-        track, hold = _track_from_curves(arm_ob, bone, chans, frames_of[bone], start, fps, step_tracks, fill_missing)
-        if hold:
-            held.append(bone)
-        tracks[bone] = track
+    progress = Progress(f"action {act.name}", len(curves))  # issue 11
+    try:
+        for done, (bone, chans) in enumerate(curves.items()):
+            progress.update(done)  # issue 11
+            if bone not in frames_of or bone in baked:
+                continue
+            track, hold = _track_from_curves(arm_ob, bone, chans, frames_of[bone], start, fps, step_tracks,
+                                             fill_missing)
+            if hold:
+                held.append(bone)
+            tracks[bone] = track
+    finally:
+        progress.end()  # issue 11
     if baked:
         warnings.append(f"{act.name}: {len(baked)} bone(s) moved by constraints, drivers or NLA sampled at "
                         f"{fps:g} fps: {', '.join(sorted(baked))}")

@@ -53,6 +53,15 @@ def _target_pmx(context, outdir, name, options):
 
 IMPORTERS = {".glb": _import_gltf, ".gltf": _import_gltf, ".mdl": _import_mdl, ".pmx": _import_pmx}
 MOTION_LOADERS: dict = {".ani": _load_ani}
+
+
+def _load_vmd(context, path, armature, options) -> list[str]:  # issue 9
+    from ..io_pmx import blender_vmd
+
+    return blender_vmd.load_motion(context, path, armature, options)
+
+
+MOTION_LOADERS[".vmd"] = _load_vmd  # issue 9
 TARGETS = {"urhox": _target_urhox, "pmx": _target_pmx}
 
 

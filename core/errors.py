@@ -41,3 +41,18 @@ class Warnings:
 
     def __len__(self) -> int:
         return len(self.items)
+
+
+def quiet_float_errors(func):
+    """Run `func` with numpy's floating-point error messages off: NaN/Inf in a file are semantic faults that
+    the codecs keep and the checks report as warnings, not messages printed by numpy."""
+    import functools
+
+    import numpy as np
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with np.errstate(all="ignore"):
+            return func(*args, **kwargs)
+
+    return wrapper

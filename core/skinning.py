@@ -135,3 +135,146 @@ def skin_mesh(mesh, skeleton, world) -> np.ndarray:
     if mesh.joints is None or mesh.weights is None:
         return np.asarray(mesh.positions, dtype=np.float64)
     return skin(mesh.positions, mesh.joints, mesh.weights, skin_matrices(world, skeleton.binds()))
+
+
+# -- issue 9: the MMD evaluation rule --------------------------------------------------------------------
+# MMD (reference/pmx.md §2, §3.2): a bone key holds a position offset and a rotation in model-aligned axes;
+# between two keys each position channel X, Y, Z follows its own Bézier timing curve and the rotation is
+# slerp(q0, q1, bezier_R(t)). A curve is (x1, y1, x2, y2) in 0..127: control points (x1/127, y1/127) and
+# (x2/127, y2/127) from (0, 0) to (1, 1); the timing is y at the curve parameter u where x(u) = t. Append
+# (付与) bones add ratio × their append parent's animated rotation (slerp from identity) and translation, a
+# chained append parent passing on its own result; IK is not evaluated here. Everything below works in MMD
+# axes and units and takes plain arrays, so it can check any importer/exporter independently.
+
+def _cubic(a, b, u):
+    """One coordinate of a cubic Bézier from 0 to 1 with inner control values a, b."""
+    v = 1.0 - u
+    return 3.0 * v * v * u * a + 3.0 * v * u * u * b + u * u * u
+
+
+def mmd_bezier(points, t) -> np.ndarray:
+    """MMD timing y(t) of curves `points` (..., 4) = x1, y1, x2, y2 (0..127) at fractions t (...) in [0, 1].
+
+    x(u) is monotone for control values in [0, 1], so u is found by bisection (to float64 precision)."""
+    p = np.asarray(points, dtype=np.float64) / 127.0
+    t = np.clip(np.asarray(t, dtype=np.float64), 0.0, 1.0)
+    p, t = np.broadcast_arrays(p, t[..., None])
+    t = t[..., 0]
+    x1, y1, x2, y2 = p[..., 0], p[..., 1], p[..., 2], p[..., 3]
+    lo, hi = np.zeros_like(t), np.ones_like(t)
+    for _ in range(56):
+        u = 0.5 * (lo + hi)
+        below = _cubic(x1, x2, u) < t
+        lo = np.where(below, u, lo)
+        hi = np.where(below, hi, u)
+    return _cubic(y1, y2, 0.5 * (lo + hi))
+
+
+def _slerp_xyzw(q0, q1, s) -> np.ndarray:
+    q0 = np.asarray(q0, np.float64)[..., [3, 0, 1, 2]]
+    q1 = np.asarray(q1, np.float64)[..., [3, 0, 1, 2]]
+    return slerp(q0, q1, s)[..., [1, 2, 3, 0]]
+
+
+def mmd_sample_bone(frames, positions, rotations_xyzw, curves, frame: float) -> tuple[np.ndarray, np.ndarray]:
+    """(position offset, rotation x,y,z,w) of one bone's keys at `frame` (VMD frames, 30 fps).
+
+    `frames` (K,) sorted ascending; `curves` (K, 4, 4): per key, channels X/Y/Z/R × x1/y1/x2/y2, each
+    describing the interpolation from the previous key to this one. Held before the first and after the last
+    key. An all-zero quaternion counts as identity (as mmd_tools reads it)."""
+    frames = np.asarray(frames, np.float64)
+    pos = np.asarray(positions, np.float64)
+    rot = np.asarray(rotations_xyzw, np.float64).copy()
+    rot[~np.any(rot != 0, axis=-1)] = (0.0, 0.0, 0.0, 1.0)
+    if len(frames) == 1 or frame <= frames[0]:
+        return pos[0], rot[0]
+    if frame >= frames[-1]:
+        return pos[-1], rot[-1]
+    k = int(np.searchsorted(frames, frame, side="right"))
+    t = (frame - frames[k - 1]) / (frames[k] - frames[k - 1])
+    s = mmd_bezier(curves[k], np.full(4, t))
+    p = pos[k - 1] + (pos[k] - pos[k - 1]) * s[:3]
+    return p, _slerp_xyzw(rot[k - 1], rot[k], s[3])
+
+
+def _quat_xyzw_matrix(q) -> np.ndarray:
+    from .transforms import quat_to_matrix3
+
+    return quat_to_matrix3(np.asarray(q, np.float64)[..., [3, 0, 1, 2]])
+
+
+def _mul_xyzw(a, b) -> np.ndarray:
+    from .transforms import quat_multiply
+
+    return quat_multiply(np.asarray(a)[..., [3, 0, 1, 2]], np.asarray(b)[..., [3, 0, 1, 2]])[..., [1, 2, 3, 0]]
+
+
+def mmd_world_matrices(positions, parents, local_positions, local_rotations_xyzw, append_parent=None,
+                       append_ratio=None, append_rotate=None, append_move=None, append_local=None,
+                       order=None, append: bool = True) -> np.ndarray:
+    """World matrices (B, 4, 4; MMD axes and units) of bones at rest `positions` (B, 3) posed by animated
+    offsets `local_positions` (B, 3) and rotations (B, 4, x,y,z,w). Local transform = T(head − parent head +
+    offset) · R(rotation); world = parent world · local. Append bones (non-local: the parent's animated value,
+    or a chained append parent's result; local flag: the parent's world rotation / deformation translation)
+    get ratio × that added, rotation as slerp(identity, r, ratio) multiplied after their own. `order`: the
+    evaluation order (MMD's transform order; default: file order)."""
+    heads = np.asarray(positions, np.float64)
+    n = len(heads)
+    parents = np.asarray(parents, np.int64)
+    pos = np.asarray(local_positions, np.float64).copy()
+    rot = np.asarray(local_rotations_xyzw, np.float64).copy()
+    order = list(range(n)) if order is None else [int(i) for i in order]
+    world = np.tile(np.eye(4), (n, 1, 1))
+    done = np.zeros(n, bool)
+    final_rot, final_pos = rot.copy(), pos.copy()
+    ident = np.array([0.0, 0, 0, 1])
+
+    def world_of(i):
+        if done[i]:
+            return world[i]
+        p = int(parents[i])
+        local = np.eye(4)
+        local[:3, :3] = _quat_xyzw_matrix(final_rot[i])
+        local[:3, 3] = heads[i] - (heads[p] if 0 <= p < n else 0.0) + final_pos[i]
+        world[i] = (world_of(p) @ local) if 0 <= p < n and p != i else local
+        done[i] = True
+        return world[i]
+
+    for i in order:
+        ap = -1 if append_parent is None else int(append_parent[i])
+        if append and 0 <= ap < n and ap != i:
+            ratio = float(append_ratio[i])
+            local_flag = bool(append_local[i]) if append_local is not None else False
+            if append_rotate is not None and append_rotate[i]:
+                if local_flag:
+                    from .transforms import matrix3_to_quat
+
+                    r = matrix3_to_quat(world_of(ap)[:3, :3])[[1, 2, 3, 0]]
+                elif append_rotate[ap] and append_parent is not None and 0 <= int(append_parent[ap]) < n:
+                    r = final_rot[ap]
+                else:
+                    r = rot[ap]
+                if ratio != 1.0:
+                    r = _slerp_xyzw(ident, r, ratio)
+                final_rot[i] = _mul_xyzw(rot[i], r)
+            if append_move is not None and append_move[i]:
+                if local_flag:
+                    w = world_of(ap)  # the translation of the parent's deformation (world · bind⁻¹)
+                    t = w[:3, :3] @ -heads[ap] + w[:3, 3]
+                elif append_move[ap] and append_parent is not None and 0 <= int(append_parent[ap]) < n:
+                    t = final_pos[ap]
+                else:
+                    t = pos[ap]
+                final_pos[i] = pos[i] + t * ratio
+        world_of(i)
+    for i in range(n):
+        world_of(i)
+    return world
+
+
+def mmd_skin_matrices(world, positions) -> np.ndarray:
+    """Skinning matrices World · T(−head) (MMD bones have no rest orientation)."""
+    m = np.array(world, np.float64, copy=True)
+    m[:, :3, 3] -= np.einsum("bij,bj->bi", m[:, :3, :3], np.asarray(positions, np.float64))
+    return m
+# -- end issue 9 ------------------------------------------------------------------------------------------

@@ -86,10 +86,18 @@ def gather_model(context, scale: float | None = None, selected_only: bool = Fals
     return model, warnings + more
 
 
-def export_pmx(context, path: str, scale: float | None = None, selected_only: bool = False) -> list[str]:
+def export_pmx(context, path: str, scale: float | None = None, selected_only: bool = False,
+               mmd_rig: bool = False, bone_map=None, arm_angle: float = 0.0) -> list[str]:
     """Write the visible model to `path`. `scale` is the import scale the model uses (None: the one stored
-    with the model, else 0.08); positions are divided by it (× 12.5 by default)."""
+    with the model, else 0.08); positions are divided by it (× 12.5 by default). `mmd_rig`, `bone_map` (a JSON
+    file path or dict) and `arm_angle` (degrees): see mmd_rig.py."""
     model, warnings = gather_model(context, scale, selected_only)
+    # --- MMD control rig and arm angle (issue 8): on the gathered records, before validation ---
+    if mmd_rig or arm_angle:
+        from . import mmd_rig as rig
+
+        warnings += rig.apply(model, rig=mmd_rig, bone_map=bone_map, arm_angle=arm_angle)
+    # --- end MMD control rig ---
     findings = validate(model, for_export=True)
     raise_for_errors(findings)
     warnings += [str(f) for f in findings]
@@ -105,4 +113,12 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     if os.path.realpath(path) in set(getattr(options, "protected", ()) or ()):
         raise ExportError(f"refusing to overwrite the input {path}")
     os.makedirs(outdir, exist_ok=True)
-    return [path], export_pmx(context, path)
+    warnings = export_pmx(context, path, mmd_rig=getattr(options, "mmd_rig", False),  # issue 8
+                          bone_map=getattr(options, "bone_map", None),
+                          arm_angle=getattr(options, "arm_angle", 0.0))
+    # -- issue 9: a .vmd per action next to the model (blender_vmd.export_target_motions) --
+    from . import blender_vmd
+
+    written, more = blender_vmd.export_target_motions(context, outdir, name, options)
+    # -- end issue 9 --
+    return [path] + written, warnings + more

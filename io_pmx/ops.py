@@ -60,13 +60,25 @@ class EXPORT_SCENE_OT_skinbridge_pmx(bpy.types.Operator, ExportHelper):
                          description="Metres per MMD unit when the model's own scale is not used "
                                      "(0.08: positions × 12.5)")
     selected_only: BoolProperty(name="Selected Only", default=False)
+    # MMD control rig (issue 8, mmd_rig.py)
+    mmd_rig: BoolProperty(name="MMD Rig", default=False,
+                          description="Add the MMD control bones (全ての親, センター, グルーブ, 腰, 上半身2, 足IK親, "
+                                      "足ＩＫ, つま先ＩＫ) and MMD bone names to the armature")
+    bone_map: StringProperty(name="Bone Map", default="", subtype="FILE_PATH",
+                             description="JSON file {\"source bone\": \"MMD name\" or null} overriding the "
+                                         "bone mapping (empty: automatic)")
+    arm_angle: FloatProperty(name="Arm Angle", default=0.0, subtype="ANGLE", min=-1.5707964, max=1.5707964,
+                             description="Turn the upper arms down by this angle about +Y (the mesh follows) "
+                                         "before export")
 
     def execute(self, context):
         from . import blender_io
 
         try:
             warnings = blender_io.export_pmx(context, self.filepath, None if self.use_model_scale else self.scale,
-                                             self.selected_only)
+                                             self.selected_only, mmd_rig=self.mmd_rig,
+                                             bone_map=bpy.path.abspath(self.bone_map) if self.bone_map else None,
+                                             arm_angle=self.arm_angle * 57.29577951308232)  # degrees
         except (ExportError, OSError) as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}
@@ -103,10 +115,96 @@ def register():
         bpy.utils.register_class(c)
     bpy.types.TOPBAR_MT_file_import.append(_menu_import)
     bpy.types.TOPBAR_MT_file_export.append(_menu_export)
+    _register_vmd()  # issue 9
 
 
 def unregister():
+    _unregister_vmd()  # issue 9
     bpy.types.TOPBAR_MT_file_export.remove(_menu_export)
     bpy.types.TOPBAR_MT_file_import.remove(_menu_import)
     for c in reversed(_classes):
         bpy.utils.unregister_class(c)
+
+
+# -- issue 9: VMD motions (blender_vmd.py) -----------------------------------------------------------------
+
+class IMPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ImportHelper):
+    """Import MikuMikuDance motions (.vmd) as actions onto the active armature imported from PMX"""
+
+    bl_idname = "import_anim.skinbridge_vmd"
+    bl_label = "Import MikuMikuDance Motion"
+    bl_options = {"REGISTER", "UNDO"}
+    filename_ext = ".vmd"
+    filter_glob: StringProperty(default="*.vmd", options={"HIDDEN"})
+    files: CollectionProperty(type=bpy.types.OperatorFileListElement, options={"HIDDEN", "SKIP_SAVE"})
+    directory: StringProperty(subtype="DIR_PATH", options={"HIDDEN", "SKIP_SAVE"})
+    camera: BoolProperty(name="Camera", default=True, description="Make an animated camera from camera keys")
+
+    def execute(self, context):
+        from ..io_urhox.blender_ani import find_armature
+        from . import blender_vmd
+
+        paths = [os.path.join(self.directory, f.name) for f in self.files if f.name] or [self.filepath]
+        try:
+            _, warnings = blender_vmd.import_vmd(context, paths, find_armature(context), self.camera)
+        except (FormatError, ExportError, OSError) as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        for w in warnings:
+            self.report({"WARNING"}, w)
+        return {"FINISHED"}
+
+
+class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
+    """Export the active armature's action as a MikuMikuDance motion (.vmd)"""
+
+    bl_idname = "export_anim.skinbridge_vmd"
+    bl_label = "Export MikuMikuDance Motion"
+    filename_ext = ".vmd"
+    filter_glob: StringProperty(default="*.vmd", options={"HIDDEN"})
+    bake: BoolProperty(name="Bake Every Frame", default=False,
+                       description="Write a key on every whole 30-fps frame instead of at the keyframes")
+
+    def execute(self, context):
+        from ..io_urhox.blender_ani import find_armature
+        from . import blender_vmd
+
+        arm = find_armature(context)
+        act = arm.animation_data.action if arm is not None and arm.animation_data else None
+        if act is None:
+            self.report({"ERROR"}, "the active armature has no action to export")
+            return {"CANCELLED"}
+        try:
+            warnings = blender_vmd.export_vmd(context, self.filepath, arm, act, self.bake)
+        except (ExportError, OSError) as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        for w in warnings:
+            self.report({"WARNING"}, w)
+        return {"FINISHED"}
+
+
+def _menu_import_vmd(self, context):
+    self.layout.operator(IMPORT_ANIM_OT_skinbridge_vmd.bl_idname, text="MikuMikuDance motion (.vmd)")
+
+
+def _menu_export_vmd(self, context):
+    self.layout.operator(EXPORT_ANIM_OT_skinbridge_vmd.bl_idname, text="MikuMikuDance motion (.vmd)")
+
+
+_vmd_classes = (IMPORT_ANIM_OT_skinbridge_vmd, EXPORT_ANIM_OT_skinbridge_vmd)
+
+
+def _register_vmd():
+    for c in _vmd_classes:
+        bpy.utils.register_class(c)
+    bpy.types.TOPBAR_MT_file_import.append(_menu_import_vmd)
+    bpy.types.TOPBAR_MT_file_export.append(_menu_export_vmd)
+
+
+def _unregister_vmd():
+    bpy.types.TOPBAR_MT_file_export.remove(_menu_export_vmd)
+    bpy.types.TOPBAR_MT_file_import.remove(_menu_import_vmd)
+    for c in reversed(_vmd_classes):
+        bpy.utils.unregister_class(c)
+# -- end issue 9 --------------------------------------------------------------------------------------------

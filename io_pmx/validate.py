@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ..core.errors import ExportError, FormatError
+from ..core.errors import ExportError, FormatError, quiet_float_errors
 from ..core.fileio import read_bytes
 from . import pmx
 from .pmx import BoneFlag, PmxModel
@@ -310,6 +310,8 @@ class _Checker:
     def offsets_in_range(self, element: str, spec: pmx.Spec, records: np.ndarray, first: int | None,
                          prefix: str, names: dict[str, tuple[int, int]]) -> None:
         """Every index field of `records` within [low, count); every float finite."""
+        if not len(records):
+            return
         for name, kind, _ in spec:
             values = records[name]
             if kind in names:
@@ -392,6 +394,7 @@ class _Checker:
         self.offsets_in_range(element, pmx.SOFT_PIN, pins, body.at.get("pins"), "pins", limits)
 
 
+@quiet_float_errors
 def validate(model: PmxModel, for_export: bool) -> list[Finding]:
     """Every semantic fault of the records, errors first in file order; never raises for bad values."""
     return _Checker(model, for_export).run()

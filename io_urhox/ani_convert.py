@@ -23,6 +23,7 @@ from collections.abc import Collection, Mapping
 
 import numpy as np
 
+from ..core.errors import quiet_float_errors
 from ..core import model as cm
 from ..core.transforms import matrix3_to_quat, quat_multiply, slerp
 from . import convert, uani
@@ -99,12 +100,13 @@ def sample(times, values, at, kind: str) -> np.ndarray:
 
 # -- file → core ---------------------------------------------------------------------------------------
 
+@quiet_float_errors
 def to_core(anim: uani.Animation, name: str, profile: str = "urhox",
             roots: Collection[str] = ()) -> tuple[cm.Animation, list[str]]:
     """A core Animation from records; ``roots`` names the skeleton's root bones (they take the basis
     under a proper basis). Warnings of the read are carried over."""
     axes = Axes.of(profile)
-    warnings = list(anim.warnings)
+    warnings = list(anim.warnings) + uani.check(anim)
     out = cm.Animation(name=name, length=float(anim.length))
     out.extras["urho"] = {"variant": anim.variant, "version": anim.version, "name": anim.name}
     for track in anim.tracks:

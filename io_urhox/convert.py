@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import model as cm
-from ..core.errors import ExportError, FormatError
+from ..core.errors import ExportError, FormatError, quiet_float_errors
 from ..core.transforms import (
     BLENDER_TO_GLTF, GLTF_TO_BLENDER, affine_inverse, matrix_to_trs, quat_angle, trs_to_matrix,
 )
@@ -185,13 +185,47 @@ def _lod_primitives(model: umd2.Model, gi: int, level: int, ax: _Axes, warnings:
     return _Primitives(lod.vertex_buffer, ax.winding(tris), edges)
 
 
+def non_finite_fields(model: umd2.Model) -> list[str]:
+    """Warnings naming the non-finite values the layout allows (kept as read; positions, normals, tangents,
+    morph deltas and offset matrices are reported where they are mapped)."""
+    out = []
+    mapped_elsewhere = {"POSITION0", "NORMAL0", "TANGENT0"}
+    with np.errstate(all="ignore"):
+        for vi, vb in enumerate(model.vertex_buffers):
+            for name in vb.vertices.dtype.names:
+                col = vb.vertices[name]
+                if name in mapped_elsewhere or col.dtype.base.kind != "f" or not len(col):
+                    continue
+                bad = np.flatnonzero(~np.isfinite(col.reshape(len(col), -1)).all(axis=1))
+                if len(bad):
+                    out.append(f"vertex buffer {vi}: {len(bad)} vertices with a non-finite {name} "
+                               f"(first: vertex {int(bad[0])})")
+        for gi, g in enumerate(model.geometries):
+            for k, lod in enumerate(g.lods):
+                if not np.isfinite(lod.distance):
+                    out.append(f"geometry {gi} LOD {k}: non-finite distance")
+        for i, b in enumerate(model.bones):
+            for label, value in (("initial position", b.position), ("initial rotation", b.rotation),
+                                 ("initial scale", b.scale), ("collision radius", b.radius),
+                                 ("collision box", b.bbox)):
+                if value is not None and not np.isfinite(np.asarray(value, np.float64)).all():
+                    out.append(f"bone {i} ({b.name}): non-finite {label}")
+        if not (np.isfinite(model.bbox_min).all() and np.isfinite(model.bbox_max).all()):
+            out.append("non-finite bounding box")
+        bad = np.flatnonzero(~np.isfinite(np.asarray(model.centers, np.float64)).all(axis=1))
+        if len(bad):
+            out.append(f"non-finite geometry center {int(bad[0])}")
+    return out
+
+
+@quiet_float_errors
 def to_scene(model: umd2.Model, name: str = "Model", profile: str = "urhox",
              all_lods: bool = False) -> tuple[cm.Scene, list[str]]:
     """Map records to a core Scene. `profile` may be "auto" (`detect_profile`). Raises FormatError for what
     would index out of range or loop; warns for the rest."""
     profile = resolve_profile(model, profile)
     ax = _Axes(profile)
-    warnings = list(model.warnings)
+    warnings = list(model.warnings) + non_finite_fields(model)
     scene = cm.Scene(name=name)
     scene.extras["urho"] = {"profile": profile, "magic": model.magic}
     if model.bones:

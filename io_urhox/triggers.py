@@ -82,7 +82,7 @@ def _read_xml(text: str | bytes, length: float) -> list[tuple[float, object]]:
     except ET.ParseError as e:
         line, column = e.position
         raise FormatError(f"not well-formed XML at line {line}, column {column}: {e}", None, "xml") from None
-    except (ValueError, RecursionError) as e:
+    except (ValueError, RecursionError, LookupError) as e:
         if isinstance(e, FormatError):
             raise
         raise FormatError(f"XML could not be parsed: {e}", None, "xml") from None
@@ -102,7 +102,7 @@ def _read_xml(text: str | bytes, length: float) -> list[tuple[float, object]]:
 def _read_json(text: str | bytes, length: float) -> list[tuple[float, object]]:
     try:
         root = json.loads(text)
-    except (ValueError, RecursionError) as e:
+    except (ValueError, RecursionError, LookupError) as e:
         raise FormatError(f"not valid JSON: {e}", None, "json") from None
     entries = root.get("triggers", []) if isinstance(root, dict) else None
     if not isinstance(entries, list):

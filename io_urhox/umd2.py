@@ -169,6 +169,10 @@ class Model:
     trailing: bytes = b""  # bytes after the centers (kept so that the file writes back unchanged)
     warnings: list[str] = field(default_factory=list)
     bone_offsets: list[int] = field(default_factory=list)  # byte offset of each bone record (for findings)
+    # issue 10 (check): byte offsets of the other sections, set by `read` (for findings): "vertex buffer {i}",
+    # "vertex buffer {i} data", "index buffer {i}", "index buffer {i} data", "geometry {i}", "morph {i}",
+    # "bone count", "bounding box", "geometry centers"
+    offsets: dict[str, int] = field(default_factory=dict)
     # Not in the file: the core material each geometry draws with, set by the mapping on export (material lists).
     geometry_materials: list = field(default_factory=list)
 
@@ -182,17 +186,31 @@ def read(data: bytes) -> Model:
     m = Model(magic=magic)
     if magic == "UMD3":
         m.version = r.u32("version")
-    m.vertex_buffers = [_read_vertex_buffer(r, magic, i) for i in range(r.count("vertex buffer count", 12))]
-    m.index_buffers = [_read_index_buffer(r, i) for i in range(r.count("index buffer count", 8))]
-    m.geometries = [_read_geometry(r, i) for i in range(r.count("geometry count", 8))]
+    # issue 10 (check): each section's offset is recorded in m.offsets while reading
+    for i in range(r.count("vertex buffer count", 12)):
+        m.offsets[f"vertex buffer {i}"] = r.pos
+        m.vertex_buffers.append(_read_vertex_buffer(r, magic, i))
+        m.offsets[f"vertex buffer {i} data"] = r.pos - m.vertex_buffers[-1].vertices.nbytes
+    for i in range(r.count("index buffer count", 8)):
+        m.offsets[f"index buffer {i}"] = r.pos
+        m.index_buffers.append(_read_index_buffer(r, i))
+        m.offsets[f"index buffer {i} data"] = r.pos - m.index_buffers[-1].indices.nbytes
+    for i in range(r.count("geometry count", 8)):
+        m.offsets[f"geometry {i}"] = r.pos
+        m.geometries.append(_read_geometry(r, i))
     weighted = magic == "UMD3" and (m.version or 0) >= UMD3_MORPH_WEIGHT_VERSION
-    m.morphs = [_read_morph(r, i, weighted) for i in range(r.count("morph count", 5))]
+    for i in range(r.count("morph count", 5)):
+        m.offsets[f"morph {i}"] = r.pos
+        m.morphs.append(_read_morph(r, i, weighted))
+    m.offsets["bone count"] = r.pos
     n_bones = r.count("bone count", MIN_BONE_BYTES, signed=True)
     for i in range(n_bones):
         m.bone_offsets.append(r.pos)
         m.bones.append(_read_bone(r, i))
+    m.offsets["bounding box"] = r.pos
     m.bbox_min = r.f32s(3, "bounding box min")
     m.bbox_max = r.f32s(3, "bounding box max")
+    m.offsets["geometry centers"] = r.pos
     n_centers = min(len(m.geometries), r.remaining() // 12)
     m.centers = r.f32s(3 * n_centers, "geometry centers").reshape(n_centers, 3)
     if n_centers < len(m.geometries):
@@ -350,7 +368,7 @@ def write(m: Model) -> bytes:
     for morph in m.morphs:
         w.cstring(morph.name)
         if weighted:
-            w.f32(morph.default_weight or 0.0)
+            w.f32(0.0 if morph.default_weight is None else morph.default_weight)
         w.u32(len(morph.buffers))
         for buf in morph.buffers:
             w.u32(buf.vertex_buffer)
@@ -367,7 +385,7 @@ def write(m: Model) -> bytes:
         w.f32s(b.offset)
         w.u8(b.collision_mask)
         if b.collision_mask & BONECOLLISION_SPHERE:
-            w.f32(b.radius or 0.0)
+            w.f32(0.0 if b.radius is None else b.radius)
         if b.collision_mask & BONECOLLISION_BOX:
             w.f32s(b.bbox if b.bbox is not None else np.zeros(6))
     w.f32s(m.bbox_min)

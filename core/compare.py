@@ -1,0 +1,385 @@
+"""Compare two core Scenes, across formats: skeletons, meshes and animations.
+
+* Skeleton, bone by bone (matched by name): presence, parent (by name), rest head position and orientation
+  (the bind matrix: what Blender shows in Rest Position) and the default pose (the skeleton's initial pose,
+  which formats such as Urho3D store apart from the bind).
+* Meshes: counts (meshes, vertices, triangles), bounds, and the largest distance from a vertex to its match in
+  the other scene (all meshes pooled; the same vertex order when it fits within the tolerance, else the
+  nearest vertex, both ways).
+* Animations (matched by name, then ignoring case): presence, length, tracks, and the largest difference of
+  the posed skeletons at every key time of either animation and half-way between: bone heads and the rotation
+  each bone applies to its skin (World · Bind⁻¹), so bone-local axis conventions of the two formats do not
+  matter.
+
+Tolerances: positions against `tol` × the bounding-box diagonal of A (meshes, else bone heads), orientations
+and rotations by the angle between quaternions (up to sign) against `rot_tol` radians, lengths against
+`time_tol` seconds. Pure numpy; no Blender.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import model as cm
+from .naming import safe_file_name
+from .skinning import evaluate_animation, rest_pose
+from .transforms import matrix3_to_quat, quat_angle
+
+DEFAULT_TOL = 1e-4
+DEFAULT_ROT_TOL = 1e-4
+DEFAULT_TIME_TOL = 1e-4
+MAX_SAMPLES = 2000  # pose samples per animation
+
+
+@dataclass
+class Difference:
+    part: str  # skeleton | mesh | animation
+    element: str  # bone, mesh or animation (and bone) it concerns
+    field: str  # presence, parent, rest head, rest orientation, default pose head, ..., vertex distance, length
+    message: str
+    value: float | None = None
+    limit: float | None = None
+
+    def __str__(self) -> str:
+        return f"{self.part}: {self.element}: {self.field}: {self.message}"
+
+
+@dataclass
+class Comparison:
+    differences: list[Difference] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was compared and the largest figures found
+    diagonal: float = 1.0
+    position_limit: float = 0.0
+    rotation_limit: float = 0.0
+
+    @property
+    def same(self) -> bool:
+        return not self.differences
+
+    def lines(self) -> list[str]:
+        return self.notes + [f"difference: {d}" for d in self.differences]
+
+
+# ------------------------------------------------------------------------------------------------------------
+# helpers
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def diagonal(scene: cm.Scene) -> float:
+    """Bounding-box diagonal of the meshes (finite positions), else of the bone heads; 1 if empty or flat."""
+    pts = [np.asarray(m.positions, np.float64).reshape(-1, 3) for m in scene.meshes if m.vertex_count]
+    if not pts and scene.skeleton is not None and len(scene.skeleton):
+        pts = [scene.skeleton.binds()[:, :3, 3]]
+    if not pts:
+        return 1.0
+    p = np.concatenate(pts)
+    p = p[np.isfinite(p).all(axis=1)]
+    if not len(p):
+        return 1.0
+    d = float(np.linalg.norm(p.max(axis=0) - p.min(axis=0)))
+    return d if d > 0 else 1.0
+
+
+def _rotations(m: np.ndarray) -> np.ndarray:
+    """Unit quaternions of the rotation part of matrices (…, 4, 4), scale divided out."""
+    r = np.asarray(m, np.float64)[..., :3, :3]
+    n = np.linalg.norm(r, axis=-2, keepdims=True)
+    return matrix3_to_quat(r / np.where(n > 0, n, 1))
+
+
+def _worst(values: np.ndarray) -> int:
+    v = np.where(np.isnan(values), np.inf, values)
+    return int(np.argmax(v))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# skeleton
+
+def compare_skeletons(a: cm.Skeleton | None, b: cm.Skeleton | None, pos: float, rot: float, out: Comparison) -> None:
+    if a is None or b is None or not len(a) or not len(b):
+        na, nb = (0 if s is None else len(s) for s in (a, b))
+        if na or nb:
+            out.differences.append(Difference("skeleton", "skeleton", "presence", f"{na} bones in A, {nb} in B"))
+        else:
+            out.notes.append("skeleton: none in either")
+        return
+    ia = {x.name: i for i, x in enumerate(a.bones)}
+    ib = {x.name: i for i, x in enumerate(b.bones)}
+    for name in a.names:
+        if name not in ib:
+            out.differences.append(Difference("skeleton", f"bone {name}", "presence", "in A only"))
+    for name in b.names:
+        if name not in ia:
+            out.differences.append(Difference("skeleton", f"bone {name}", "presence", "in B only"))
+    common = [n for n in a.names if n in ib]
+    out.notes.append(f"skeleton: {len(a)} bones in A, {len(b)} in B, {len(common)} by the same name")
+    if not common:
+        return
+
+    def parent_name(s: cm.Skeleton, i: int) -> str:
+        p = s.bones[i].parent
+        return "(root)" if p < 0 else s.bones[p].name
+
+    for n in common:
+        pa, pb = parent_name(a, ia[n]), parent_name(b, ib[n])
+        if pa != pb:
+            out.differences.append(Difference("skeleton", f"bone {n}", "parent", f"{pa} in A, {pb} in B"))
+    sel_a = np.array([ia[n] for n in common])
+    sel_b = np.array([ib[n] for n in common])
+    for label, wa, wb in (("rest", a.binds(), b.binds()), ("default pose", _safe_rest_pose(a), _safe_rest_pose(b))):
+        if wa is None or wb is None:
+            out.notes.append(f"skeleton: {label} not compared (parent cycle or index out of range)")
+            continue
+        wa, wb = wa[sel_a], wb[sel_b]
+        dist = np.linalg.norm(wa[:, :3, 3] - wb[:, :3, 3], axis=1)
+        ang = quat_angle(_rotations(wa), _rotations(wb))
+        k, j = _worst(dist), _worst(ang)
+        out.notes.append(f"skeleton: largest {label} head distance {_fmt(dist[k])} ({common[k]}), "
+                         f"largest {label} orientation difference {_fmt(ang[j])} rad ({common[j]})")
+        for i in np.flatnonzero(~(dist <= pos)):
+            out.differences.append(Difference(
+                "skeleton", f"bone {common[i]}", f"{label} head",
+                f"moved by {_fmt(dist[i])} (limit {_fmt(pos)}): A {np.round(wa[i, :3, 3], 6).tolist()}, "
+                f"B {np.round(wb[i, :3, 3], 6).tolist()}", float(dist[i]), pos))
+        for i in np.flatnonzero(~(ang <= rot)):
+            out.differences.append(Difference(
+                "skeleton", f"bone {common[i]}", f"{label} orientation",
+                f"turned by {_fmt(ang[i])} rad (limit {_fmt(rot)})", float(ang[i]), rot))
+
+
+def _safe_rest_pose(s: cm.Skeleton) -> np.ndarray | None:
+    try:
+        return rest_pose(s)
+    except ValueError:
+        return None
+
+
+# ------------------------------------------------------------------------------------------------------------
+# meshes
+
+def _pooled(scene: cm.Scene) -> tuple[np.ndarray, list[tuple[str, int]]]:
+    parts = [np.asarray(m.positions, np.float64).reshape(-1, 3) for m in scene.meshes]
+    starts = []
+    at = 0
+    for m in scene.meshes:
+        starts.append((m.name, at))
+        at += m.vertex_count
+    return (np.concatenate(parts) if parts else np.zeros((0, 3))), starts
+
+
+def _which(starts: list[tuple[str, int]], i: int) -> str:
+    name, first = starts[0]
+    for n, s in starts:
+        if s <= i:
+            name, first = n, s
+    return f"mesh {name} vertex {i - first}"
+
+
+def nearest_distances(p: np.ndarray, q: np.ndarray, radius: float) -> np.ndarray:
+    """Distance from every point of `p` to its nearest point of `q`, exact when it is at most `radius`,
+    `inf` otherwise (a uniform grid of cell `radius`: every point within `radius` lies in one of the 27
+    cells around a point's own)."""
+    p = np.asarray(p, np.float64)
+    q = np.asarray(q, np.float64)
+    best = np.full(len(p), np.inf)
+    if not len(p) or not len(q) or not radius > 0:
+        return best
+    origin = np.minimum(p.min(axis=0), q.min(axis=0)) - radius
+    kq = np.floor((q - origin) / radius).astype(np.int64)
+    kp = np.floor((p - origin) / radius).astype(np.int64)
+    span = np.maximum(kq.max(axis=0), kp.max(axis=0)) + 3
+    if float(np.prod(span.astype(np.float64))) > 2.0 ** 62:
+        raise OverflowError("grid too fine for these points")
+
+    def key(k):
+        return (k[:, 0] * span[1] + k[:, 1]) * span[2] + k[:, 2]
+
+    order = np.argsort(key(kq), kind="stable")
+    sorted_keys = key(kq)[order]
+    for dx in (-1, 0, 1):
+        for dy in (-1, 0, 1):
+            for dz in (-1, 0, 1):
+                kk = key(kp + np.array([dx, dy, dz]))
+                lo = np.searchsorted(sorted_keys, kk, "left")
+                hi = np.searchsorted(sorted_keys, kk, "right")
+                counts = hi - lo
+                for j in range(int(counts.max(initial=0))):
+                    sel = np.flatnonzero(counts > j)
+                    d = np.linalg.norm(p[sel] - q[order[lo[sel] + j]], axis=1)
+                    best[sel] = np.minimum(best[sel], d)
+    best[best > radius] = np.inf
+    return best
+
+
+def _match_distances(p: np.ndarray, q: np.ndarray, limit: float, scale: float) -> np.ndarray:
+    """Nearest distances from p to q: exact within `limit`, then by growing grids; for points still without a
+    match once the grid reaches the whole model, a brute-force search (in chunks)."""
+    d = np.full(len(p), np.inf)
+    radius = max(limit, scale * 1e-9, 1e-12)
+    todo = np.arange(len(p))
+    while len(todo) and radius < 4 * scale:
+        found = nearest_distances(p[todo], q, radius)
+        d[todo] = found
+        todo = todo[~np.isfinite(found)]
+        radius *= 8
+    for start in range(0, len(todo), 256):
+        chunk = todo[start:start + 256]
+        diff = p[chunk, None, :] - q[None, :, :]
+        d[chunk] = np.sqrt((diff * diff).sum(axis=2)).min(axis=1)
+    return d
+
+
+def compare_meshes(a: cm.Scene, b: cm.Scene, pos: float, out: Comparison) -> None:
+    counts_a = (len(a.meshes), a.vertex_count, a.triangle_count)
+    counts_b = (len(b.meshes), b.vertex_count, b.triangle_count)
+    out.notes.append(f"meshes: A {counts_a[0]} meshes, {counts_a[1]} vertices, {counts_a[2]} triangles; "
+                     f"B {counts_b[0]}, {counts_b[1]}, {counts_b[2]}")
+    for label, x, y in zip(("mesh count", "vertex count", "triangle count"), counts_a, counts_b):
+        if x != y:
+            out.differences.append(Difference("mesh", "meshes", label, f"{x} in A, {y} in B"))
+    pa, starts_a = _pooled(a)
+    pb, starts_b = _pooled(b)
+    if not len(pa) or not len(pb):
+        return
+    fa, fb = pa[np.isfinite(pa).all(axis=1)], pb[np.isfinite(pb).all(axis=1)]
+    if len(fa) and len(fb):
+        for label, va, vb in (("bounds min", fa.min(axis=0), fb.min(axis=0)), ("bounds max", fa.max(axis=0),
+                                                                                fb.max(axis=0))):
+            delta = float(np.abs(va - vb).max())
+            if not delta <= pos:
+                out.differences.append(Difference(
+                    "mesh", "meshes", label, f"A {np.round(va, 6).tolist()}, B {np.round(vb, 6).tolist()} "
+                    f"(apart by {_fmt(delta)}, limit {_fmt(pos)})", delta, pos))
+    if len(pa) == len(pb):
+        in_order = np.linalg.norm(pa - pb, axis=1)
+        if (in_order <= pos).all():
+            k = _worst(in_order)
+            out.notes.append(f"meshes: largest vertex distance {_fmt(in_order[k])} ({_which(starts_a, k)}, "
+                             "same vertex order)")
+            return
+    scale = max(out.diagonal, 1e-12)
+    da = _match_distances(pa, pb, pos, scale)
+    db = _match_distances(pb, pa, pos, scale)
+    ka, kb = _worst(da), _worst(db)
+    worst, where = (da[ka], f"{_which(starts_a, ka)} of A") if da[ka] >= db[kb] else (db[kb], f"{_which(starts_b, kb)} of B")
+    out.notes.append(f"meshes: largest vertex distance {_fmt(worst)} ({where}, nearest vertex)")
+    if not worst <= pos:
+        far = int((~(da <= pos)).sum() + (~(db <= pos)).sum())
+        out.differences.append(Difference("mesh", where, "vertex distance",
+                                          f"{_fmt(worst)} from the nearest vertex of the other scene (limit "
+                                          f"{_fmt(pos)}); {far} vertices beyond the limit", float(worst), pos))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# animations
+
+def _key_times(anim: cm.Animation) -> np.ndarray:
+    parts = [np.asarray(t, np.float64) for tr in anim.tracks
+             for t in (tr.translation_times, tr.rotation_times, tr.scale_times) if t is not None and len(t)]
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def _match_animations(a: list[cm.Animation], b: list[cm.Animation]):
+    pairs, used = [], set()
+    for rule in (lambda n: n, lambda n: n.lower(), lambda n: safe_file_name(n).lower()):
+        for x in a:
+            if any(x is p[0] for p in pairs):
+                continue
+            for j, y in enumerate(b):
+                if j not in used and rule(x.name) == rule(y.name):
+                    pairs.append((x, y))
+                    used.add(j)
+                    break
+    only_a = [x for x in a if not any(x is p[0] for p in pairs)]
+    only_b = [y for j, y in enumerate(b) if j not in used]
+    return pairs, only_a, only_b
+
+
+def compare_animations(a: cm.Scene, b: cm.Scene, pos: float, rot: float, time_tol: float, out: Comparison) -> None:
+    pairs, only_a, only_b = _match_animations(a.animations, b.animations)
+    out.notes.append(f"animations: {len(a.animations)} in A, {len(b.animations)} in B, {len(pairs)} by name")
+    for x in only_a:
+        out.differences.append(Difference("animation", f"animation {x.name}", "presence", "in A only"))
+    for y in only_b:
+        out.differences.append(Difference("animation", f"animation {y.name}", "presence", "in B only"))
+    if not pairs:
+        return
+    sa, sb = a.skeleton, b.skeleton
+    if sa is None or sb is None:
+        out.notes.append("animations: not posed (a scene has no skeleton)")
+        return
+    ib = {x.name: i for i, x in enumerate(sb.bones)}
+    common = [n for n in sa.names if n in ib]
+    sel_a = np.array([sa.index(n) for n in common], dtype=np.int64)
+    sel_b = np.array([ib[n] for n in common], dtype=np.int64)
+    inv_a = np.linalg.inv(sa.binds()[sel_a])
+    inv_b = np.linalg.inv(sb.binds()[sel_b])
+    for x, y in pairs:
+        element = f"animation {x.name}" if x.name == y.name else f"animation {x.name} / {y.name}"
+        if not abs(x.length - y.length) <= time_tol:
+            out.differences.append(Difference("animation", element, "length",
+                                              f"{x.length:.7g} s in A, {y.length:.7g} s in B", abs(x.length - y.length),
+                                              time_tol))
+        ta, tb = {t.bone for t in x.tracks}, {t.bone for t in y.tracks}
+        note = f"{element}: {len(ta)} tracks in A, {len(tb)} in B"
+        if ta != tb:
+            note += (f" (only in A: {', '.join(sorted(ta - tb)) or '-'}; only in B: {', '.join(sorted(tb - ta)) or '-'};"
+                     " compared through the poses they give)")
+        times = np.unique(np.concatenate([_key_times(x), _key_times(y)]))
+        end = max(x.length, y.length)
+        times = times[np.isfinite(times) & (times >= 0) & (times <= end + time_tol)]
+        if len(times) > 1:
+            times = np.unique(np.concatenate([times, (times[1:] + times[:-1]) / 2]))
+        if not len(times):
+            times = np.zeros(1)
+        if len(times) > MAX_SAMPLES:
+            times = times[np.linspace(0, len(times) - 1, MAX_SAMPLES).round().astype(int)]
+        worst_d, worst_a = (0.0, "", 0.0), (0.0, "", 0.0)
+        for t in times:
+            try:
+                wa = evaluate_animation(sa, x, float(t))[sel_a]
+                wb = evaluate_animation(sb, y, float(t))[sel_b]
+            except ValueError as e:
+                out.notes.append(f"{element}: not posed ({e})")
+                break
+            dist = np.linalg.norm(wa[:, :3, 3] - wb[:, :3, 3], axis=1)
+            ang = quat_angle(_rotations(wa @ inv_a), _rotations(wb @ inv_b))
+            k, j = _worst(dist), _worst(ang)
+            if not dist[k] <= worst_d[0]:
+                worst_d = (float(dist[k]), common[k], float(t))
+            if not ang[j] <= worst_a[0]:
+                worst_a = (float(ang[j]), common[j], float(t))
+        note += (f"; {len(times)} pose samples: largest head distance {_fmt(worst_d[0])}"
+                 f"{f' ({worst_d[1]} at {worst_d[2]:.4g} s)' if worst_d[1] else ''}, largest rotation difference "
+                 f"{_fmt(worst_a[0])} rad{f' ({worst_a[1]} at {worst_a[2]:.4g} s)' if worst_a[1] else ''}")
+        out.notes.append(note)
+        if not worst_d[0] <= pos:
+            out.differences.append(Difference("animation", f"{element} bone {worst_d[1]}", "pose head",
+                                              f"{_fmt(worst_d[0])} apart at {worst_d[2]:.4g} s (limit {_fmt(pos)})",
+                                              worst_d[0], pos))
+        if not worst_a[0] <= rot:
+            out.differences.append(Difference("animation", f"{element} bone {worst_a[1]}", "pose rotation",
+                                              f"{_fmt(worst_a[0])} rad apart at {worst_a[2]:.4g} s (limit {_fmt(rot)})",
+                                              worst_a[0], rot))
+
+
+# ------------------------------------------------------------------------------------------------------------
+
+def compare_scenes(a: cm.Scene, b: cm.Scene, tol: float = DEFAULT_TOL, rot_tol: float = DEFAULT_ROT_TOL,
+                   rest: bool = False, time_tol: float = DEFAULT_TIME_TOL) -> Comparison:
+    """Every difference between A and B beyond the tolerances (`rest`: skeletons and meshes only)."""
+    out = Comparison(diagonal=diagonal(a))
+    out.position_limit = tol * out.diagonal
+    out.rotation_limit = rot_tol
+    out.notes.append(f"tolerances: positions {_fmt(out.position_limit)} ({tol:g} × diagonal {_fmt(out.diagonal)}), "
+                     f"rotations {rot_tol:g} rad")
+    compare_skeletons(a.skeleton, b.skeleton, out.position_limit, rot_tol, out)
+    compare_meshes(a, b, out.position_limit, out)
+    if rest:
+        out.notes.append("animations: not compared (--rest)")
+    else:
+        compare_animations(a, b, out.position_limit, rot_tol, time_tol, out)
+    return out

@@ -1,0 +1,501 @@
+"""`skinbridge check` for Urho3D-family files: models (UMD2, UMDL, UMD3) and animations (UANI, UAN2).
+
+The codecs keep values that the layout allows but the meaning forbids (so that read → write stays
+byte-identical); this module lists them as findings (`io_pmx.validate.Finding`: severity, element, byte offset,
+field, message), one per offending record up to `MAX_PER_CHECK`, then a count of the rest. Errors are what a
+writer refuses or what would index out of range or loop on import; warnings are what Urho3D accepts but is
+probably not meant (weights that do not sum to 1, a quaternion that is not unit length, a key after the end).
+
+After the findings, the records are written back with the codec and compared with the file:
+`roundtrip: identical`, `roundtrip: differs at offset N (field F)`, or `roundtrip: n/a (read-only variant)`
+for UMDL, UMD3 and UAN2 (the variants we read but do not write as outputs).
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from typing import Callable
+
+import numpy as np
+
+from ..core.errors import FormatError
+from ..core.fileio import read_bytes
+from ..io_pmx.validate import Finding
+from . import uani, umd2
+
+MAX_PER_CHECK = 10
+WEIGHT_SUM_TOLERANCE = 1e-3
+UNIT_TOLERANCE = 1e-3  # |‖q‖ − 1| above this: not a unit quaternion
+TIME_TOLERANCE = 1e-4  # seconds a key may lie past the animation's length before it is reported
+
+MODEL_MAGICS = (b"UMD2", b"UMDL", b"UMD3")
+ANIMATION_MAGICS = (b"UANI", b"UAN2")
+READ_ONLY_MODELS = ("UMDL", "UMD3")
+
+_FLOAT_TYPES = {umd2.TYPE["FLOAT"], umd2.TYPE["VECTOR2"], umd2.TYPE["VECTOR3"], umd2.TYPE["VECTOR4"]}
+
+
+def _name_size(name: str) -> int:
+    return len(name.encode("utf-8", "surrogateescape"))
+
+
+class _Findings:
+    def __init__(self):
+        self.items: list[Finding] = []
+
+    def add(self, severity: str, element: str, offset: int | None, field: str, message: str) -> None:
+        self.items.append(Finding(severity, element, None if offset is None else int(offset), field, message))
+
+    def rows(self, severity: str, bad: np.ndarray, element: Callable[[int], str], offset: Callable[[int], int],
+             field: str | Callable[[int], str], message: Callable[[int], str]) -> None:
+        """One finding per offending row (the first MAX_PER_CHECK), then one naming how many more."""
+        where = np.flatnonzero(bad)
+        for i in where[:MAX_PER_CHECK]:
+            i = int(i)
+            self.add(severity, element(i), offset(i), field(i) if callable(field) else field, message(i))
+        if len(where) > MAX_PER_CHECK:
+            i = int(where[MAX_PER_CHECK])
+            self.add(severity, element(i), offset(i), field(i) if callable(field) else field,
+                     f"and {len(where) - MAX_PER_CHECK} more with the same fault (first listed here)")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# models
+
+def _bone_field_offsets(m: umd2.Model, i: int) -> dict[str, int]:
+    at = m.bone_offsets[i] + _name_size(m.bones[i].name) + 1
+    return {"name": m.bone_offsets[i], "parent": at, "initial position": at + 4, "initial rotation": at + 16,
+            "initial scale": at + 32, "offset matrix": at + 44, "collision mask": at + 92,
+            "collision radius": at + 93, "collision box": at + 93 + (4 if m.bones[i].radius is not None else 0)}
+
+
+def _lod_offset(m: umd2.Model, g: int, k: int) -> int:
+    return m.offsets[f"geometry {g}"] + 4 + 4 * len(m.geometries[g].bone_mapping) + 4 + 24 * k
+
+
+_LOD_FIELDS = {"distance": 0, "primitive type": 4, "vertex buffer": 8, "index buffer": 12, "index start": 16,
+               "index count": 20}
+
+
+def _morph_buffer_offsets(m: umd2.Model, i: int) -> list[int]:
+    """Offset of the first vertex of each buffer of morph i."""
+    weighted = m.magic == "UMD3" and (m.version or 0) >= umd2.UMD3_MORPH_WEIGHT_VERSION
+    at = m.offsets[f"morph {i}"] + _name_size(m.morphs[i].name) + 1 + (4 if weighted else 0) + 4
+    out = []
+    for buf in m.morphs[i].buffers:
+        at += 12
+        out.append(at)
+        at += buf.vertices.nbytes
+    return out
+
+
+def _column_offset(vb: umd2.VertexBuffer, name: str) -> int:
+    return vb.vertices.dtype.fields[name][1]
+
+
+def validate_model(m: umd2.Model) -> list[Finding]:
+    """Every semantic fault of model records read from a file (offsets need `umd2.read`'s offsets)."""
+    out = _Findings()
+    n_bones = len(m.bones)
+    for w in m.warnings:
+        out.add("warning", "file", None, "file", w)
+    for b, vb in enumerate(m.vertex_buffers):
+        _vertex_buffer(out, m, b, vb)
+    used_indices: set[tuple[int, int]] = set()
+    for g, geom in enumerate(m.geometries):
+        _geometry(out, m, g, geom, n_bones, used_indices)
+    for i, morph in enumerate(m.morphs):
+        _morph(out, m, i, morph)
+    _bones(out, m)
+    bbox_at = m.offsets.get("bounding box")
+    for label, value, at in (("bounding box min", m.bbox_min, bbox_at),
+                             ("bounding box max", m.bbox_max, None if bbox_at is None else bbox_at + 12)):
+        if not np.isfinite(np.asarray(value, np.float64)).all():
+            out.add("error", "model", at, label, "value is not finite (NaN or infinity)")
+    centers = np.asarray(m.centers, np.float64).reshape(-1, 3)
+    c_at = m.offsets.get("geometry centers", 0)
+    out.rows("error", ~np.isfinite(centers).all(axis=1), lambda k: f"geometry {k}", lambda k: c_at + 12 * k,
+             "geometry center", lambda k: "value is not finite (NaN or infinity)")
+    return out.items
+
+
+def _vertex_buffer(out: _Findings, m: umd2.Model, b: int, vb: umd2.VertexBuffer) -> None:
+    data_at = m.offsets[f"vertex buffer {b} data"]
+    stride = vb.vertices.dtype.itemsize
+    v = vb.vertices
+    if not len(v):
+        return
+    for name, e in zip(v.dtype.names, vb.elements):
+        if e.type not in _FLOAT_TYPES:
+            continue
+        col = np.asarray(v[name], np.float64).reshape(len(v), -1)
+        bad = ~np.isfinite(col).all(axis=1)
+        col_at = _column_offset(vb, name)
+        out.rows("error", bad, lambda i: f"vertex buffer {b} vertex {i}", lambda i: data_at + i * stride + col_at,
+                 name, lambda i: "value is not finite (NaN or infinity)")
+    if "BLENDWEIGHTS0" in v.dtype.names and v.dtype["BLENDWEIGHTS0"].shape == (4,):
+        w = np.asarray(v["BLENDWEIGHTS0"], np.float64)
+        finite = np.isfinite(w).all(axis=1)
+        at = _column_offset(vb, "BLENDWEIGHTS0")
+        negative = finite & (w < 0).any(axis=1)
+        out.rows("warning", negative, lambda i: f"vertex buffer {b} vertex {i}", lambda i: data_at + i * stride + at,
+                 "BLENDWEIGHTS0", lambda i: f"negative weight {w[i].tolist()}")
+        sums = w.sum(axis=1)
+        off = finite & ~negative & (np.abs(sums - 1) > WEIGHT_SUM_TOLERANCE)
+        out.rows("warning", off, lambda i: f"vertex buffer {b} vertex {i}", lambda i: data_at + i * stride + at,
+                 "BLENDWEIGHTS0", lambda i: f"weights sum to {sums[i]:.6g}, not 1 (within {WEIGHT_SUM_TOLERANCE:g})")
+
+
+def _geometry(out: _Findings, m: umd2.Model, g: int, geom: umd2.Geometry, n_bones: int,
+              used_indices: set[tuple[int, int]]) -> None:
+    g_at = m.offsets[f"geometry {g}"]
+    mapping = np.asarray(geom.bone_mapping, np.int64)
+    out.rows("error", mapping >= n_bones, lambda k: f"geometry {g}", lambda k: g_at + 4 + 4 * k,
+             lambda k: f"bone mapping[{k}]",
+             lambda k: f"bone index {int(mapping[k])} is not a bone (0..{n_bones - 1})")
+    if not geom.lods:
+        out.add("warning", f"geometry {g}", g_at, "LOD count", "geometry has no LOD level")
+    previous = None
+    for k, lod in enumerate(geom.lods):
+        element = f"geometry {g} LOD {k}"
+        at = _lod_offset(m, g, k)
+
+        def err(field: str, message: str, severity: str = "error") -> None:
+            out.add(severity, element, at + _LOD_FIELDS[field], field, message)
+
+        if not np.isfinite(lod.distance):
+            err("distance", "value is not finite (NaN or infinity)")
+        elif previous is not None and lod.distance < previous:
+            err("distance", f"distance {lod.distance:g} is below the previous level's {previous:g}", "warning")
+        previous = lod.distance if np.isfinite(lod.distance) else previous
+        if lod.primitive_type >= len(umd2.PRIMITIVE_TYPES):
+            err("primitive type", f"primitive type {lod.primitive_type} is not 0..{len(umd2.PRIMITIVE_TYPES) - 1}")
+        if lod.vertex_buffer >= len(m.vertex_buffers):
+            err("vertex buffer", f"vertex buffer {lod.vertex_buffer} is not 0..{len(m.vertex_buffers) - 1}")
+            continue
+        if lod.index_buffer >= len(m.index_buffers):
+            err("index buffer", f"index buffer {lod.index_buffer} is not 0..{len(m.index_buffers) - 1}")
+            continue
+        ib = m.index_buffers[lod.index_buffer]
+        if lod.index_start + lod.index_count > len(ib.indices):
+            err("index count", f"indices {lod.index_start}+{lod.index_count} run past the {len(ib.indices)} stored")
+            continue
+        if lod.primitive_type == 0 and lod.index_count % 3:
+            err("index count", f"{lod.index_count} indices is not a multiple of 3 for a triangle list", "warning")
+        vb = m.vertex_buffers[lod.vertex_buffer]
+        n_vertices = len(vb.vertices)
+        idx = np.asarray(ib.indices[lod.index_start:lod.index_start + lod.index_count], np.int64)
+        ib_at = m.offsets[f"index buffer {lod.index_buffer} data"]
+        ks = np.flatnonzero(idx >= n_vertices) + lod.index_start
+        fresh = np.array([(lod.index_buffer, int(x)) not in used_indices for x in ks], bool)
+        used_indices.update((lod.index_buffer, int(x)) for x in ks)
+        out.rows("error", np.isin(np.arange(len(ib.indices)), ks[fresh]),
+                 lambda x: f"index buffer {lod.index_buffer} index {x}", lambda x: ib_at + x * ib.index_size, "index",
+                 lambda x: f"vertex index {int(ib.indices[x])} is not a vertex of vertex buffer {lod.vertex_buffer} "
+                           f"(0..{n_vertices - 1})")
+        _blend_indices(out, m, g, lod.vertex_buffer, vb, idx[idx < n_vertices], mapping, n_bones)
+
+
+def _blend_indices(out: _Findings, m: umd2.Model, g: int, b: int, vb: umd2.VertexBuffer, used: np.ndarray,
+                   mapping: np.ndarray, n_bones: int) -> None:
+    """Blend indices of the vertices a geometry draws, within its bone mapping (or the skeleton when the mapping
+    is empty), for every slot with a non-zero weight."""
+    names = vb.vertices.dtype.names
+    if not len(used) or "BLENDINDICES0" not in names or "BLENDWEIGHTS0" not in names:
+        return
+    if vb.vertices.dtype["BLENDINDICES0"].shape != (4,) or vb.vertices.dtype["BLENDWEIGHTS0"].shape != (4,):
+        return
+    rows = np.unique(used)
+    local = vb.vertices["BLENDINDICES0"][rows].astype(np.int64)
+    live = vb.vertices["BLENDWEIGHTS0"][rows] != 0
+    limit = len(mapping) if len(mapping) else n_bones
+    what = f"geometry {g}'s bone mapping (0..{limit - 1})" if len(mapping) else f"a bone (0..{limit - 1})"
+    bad = live & (local >= limit)
+    data_at = m.offsets[f"vertex buffer {b} data"]
+    stride = vb.vertices.dtype.itemsize
+    col = _column_offset(vb, "BLENDINDICES0")
+    first_slot = np.argmax(bad, axis=1)
+    out.rows("error", bad.any(axis=1), lambda r: f"vertex buffer {b} vertex {int(rows[r])}",
+             lambda r: data_at + int(rows[r]) * stride + col + int(first_slot[r]),
+             lambda r: f"BLENDINDICES0[{int(first_slot[r])}]",
+             lambda r: f"blend index {int(local[r, first_slot[r]])} is not in {what}")
+
+
+def _morph(out: _Findings, m: umd2.Model, i: int, morph: umd2.Morph) -> None:
+    starts = _morph_buffer_offsets(m, i)
+    for k, buf in enumerate(morph.buffers):
+        element = f"morph {i} ({morph.name}) buffer {k}"
+        if buf.vertex_buffer >= len(m.vertex_buffers):
+            out.add("error", element, starts[k] - 12, "vertex buffer",
+                    f"vertex buffer {buf.vertex_buffer} is not 0..{len(m.vertex_buffers) - 1}")
+            continue
+        n = len(m.vertex_buffers[buf.vertex_buffer].vertices)
+        v = buf.vertices
+        size = v.dtype.itemsize
+        idx = v["index"].astype(np.int64)
+        out.rows("error", idx >= n, lambda j: f"{element} vertex {j}", lambda j: starts[k] + j * size, "index",
+                 lambda j: f"vertex index {int(idx[j])} is not a vertex of vertex buffer {buf.vertex_buffer} "
+                           f"(0..{n - 1})")
+        for name in v.dtype.names[1:]:
+            bad = ~np.isfinite(np.asarray(v[name], np.float64)).all(axis=1)
+            at = v.dtype.fields[name][1]
+            out.rows("error", bad, lambda j: f"{element} vertex {j}", lambda j: starts[k] + j * size + at, name,
+                     lambda j: "value is not finite (NaN or infinity)")
+    if morph.default_weight is not None and not np.isfinite(morph.default_weight):
+        out.add("error", f"morph {i} ({morph.name})", m.offsets[f"morph {i}"] + _name_size(morph.name) + 1,
+                "default weight", "value is not finite (NaN or infinity)")
+
+
+def _bones(out: _Findings, m: umd2.Model) -> None:
+    n = len(m.bones)
+    seen: dict[str, int] = {}
+    for i, b in enumerate(m.bones):
+        element = f"bone {i} ({b.name})"
+        at = _bone_field_offsets(m, i)
+        if b.name in seen:
+            out.add("warning", element, at["name"], "name", f"same name as bone {seen[b.name]}; Urho3D finds bones "
+                    "by name, so only the first is animated")
+        seen.setdefault(b.name, i)
+        if b.parent != i and not 0 <= b.parent < n:
+            out.add("error", element, at["parent"], "parent",
+                    f"parent {b.parent} is not a bone (0..{n - 1}; its own index {i} for a root)")
+        for field, value in (("initial position", b.position), ("initial rotation", b.rotation),
+                             ("initial scale", b.scale), ("offset matrix", b.offset),
+                             ("collision radius", b.radius), ("collision box", b.bbox)):
+            if value is not None and not np.isfinite(np.asarray(value, np.float64)).all():
+                out.add("error", element, at[field], field, "value is not finite (NaN or infinity)")
+        offset = np.asarray(b.offset, np.float64).reshape(3, 4)
+        if np.isfinite(offset).all():
+            det = float(np.linalg.det(offset[:, :3]))
+            if abs(det) < 1e-12 * max(1.0, float(np.abs(offset[:, :3]).max()) ** 3):
+                out.add("error", element, at["offset matrix"], "offset matrix",
+                        "offset (inverse bind) matrix is singular")
+        q = np.asarray(b.rotation, np.float64)
+        if np.isfinite(q).all() and abs(float(np.linalg.norm(q)) - 1) > UNIT_TOLERANCE:
+            out.add("warning", element, at["initial rotation"], "initial rotation",
+                    f"quaternion length {float(np.linalg.norm(q)):.6g}, not 1")
+    # parent cycles (a bone whose parent is itself is a root)
+    state = [0] * n
+    for start in range(n):
+        path = []
+        i = start
+        while 0 <= i < n and state[i] == 0 and m.bones[i].parent != i:
+            state[i] = 1
+            path.append(i)
+            i = m.bones[i].parent
+        if 0 <= i < n and state[i] == 1 and m.bones[i].parent != i:
+            cycle = path[path.index(i):]
+            first = min(cycle)
+            names = " → ".join(f"{j} ({m.bones[j].name})" for j in cycle + [i])
+            out.add("error", f"bone {first} ({m.bones[first].name})", _bone_field_offsets(m, first)["parent"],
+                    "parent", f"parent cycle: {names}")
+        for j in path:
+            state[j] = 2
+
+
+def model_field_at(m: umd2.Model, offset: int) -> str:
+    """The field holding byte `offset` of the file `m` was read from (best effort, for messages)."""
+    marks: list[tuple[int, str]] = [(0, "magic")]
+    if m.magic == "UMD3":
+        marks.append((4, "version"))
+    for key, at in m.offsets.items():
+        marks.append((at, key))
+    for i in range(len(m.bones)):
+        for name, at in _bone_field_offsets(m, i).items():
+            marks.append((at, f"bone {i} ({m.bones[i].name}) {name}"))
+    for g, geom in enumerate(m.geometries):
+        for k in range(len(geom.lods)):
+            for name, delta in _LOD_FIELDS.items():
+                marks.append((_lod_offset(m, g, k) + delta, f"geometry {g} LOD {k} {name}"))
+    for b, vb in enumerate(m.vertex_buffers):
+        data_at = m.offsets[f"vertex buffer {b} data"]
+        stride = vb.vertices.dtype.itemsize
+        if stride and data_at <= offset < data_at + vb.vertices.nbytes:
+            i, inner = divmod(offset - data_at, stride)
+            fields = vb.vertices.dtype.fields
+            name = max((f for f in vb.vertices.dtype.names if fields[f][1] <= inner), key=lambda f: fields[f][1])
+            return f"vertex buffer {b} vertex {i} {name}"
+    marks.sort()
+    k = bisect.bisect_right([a for a, _ in marks], offset) - 1
+    return marks[k][1] if k >= 0 else "?"
+
+
+# ------------------------------------------------------------------------------------------------------------
+# animations
+
+def track_offsets(anim: uani.Animation) -> list[tuple[int, int]]:
+    """(track record offset, first key offset) of every track, from the layout of the variant (the records
+    mirror the file, so the sizes are known)."""
+    out = []
+    if anim.variant == uani.VARIANT_URHOX:
+        at = 16  # magic, version, length, track count
+        for t in anim.tracks:
+            keys = at + 4 + _name_size(t.name) + 1 + 4
+            out.append((at, keys))
+            at = keys + t.key_count * uani.URHOX_KEY_DTYPE.itemsize
+        return out
+    at = 4 + (4 if anim.variant == uani.VARIANT_RBFX else 0) + _name_size(anim.name) + 1 + 8
+    weights = uani._weight_count(anim.version)
+    for t in anim.tracks:
+        keys = at + _name_size(t.name) + 1 + 1 + 4 * weights + 4
+        out.append((at, keys))
+        at = keys + t.key_count * uani.key_dtype(t.channel_mask).itemsize
+    return out
+
+
+def _length_offset(anim: uani.Animation) -> int:
+    if anim.variant == uani.VARIANT_URHOX:
+        return 8
+    return 4 + (4 if anim.variant == uani.VARIANT_RBFX else 0) + _name_size(anim.name) + 1
+
+
+def validate_animation(anim: uani.Animation) -> list[Finding]:
+    out = _Findings()
+    for w in anim.warnings:
+        out.add("warning", "file", None, "file", w)
+    length = float(anim.length)
+    if not np.isfinite(length):
+        out.add("error", "animation", _length_offset(anim), "length", "value is not finite (NaN or infinity)")
+    elif length < 0:
+        out.add("error", "animation", _length_offset(anim), "length", f"length {length:g} is negative")
+    seen: dict[str, int] = {}
+    for i, (track, (at, keys_at)) in enumerate(zip(anim.tracks, track_offsets(anim))):
+        element = f"track {i} ({track.name})"
+        if track.name in seen:
+            out.add("warning", element, at, "name", f"same bone as track {seen[track.name]}")
+        seen.setdefault(track.name, i)
+        dtype = uani.URHOX_KEY_DTYPE if anim.variant == uani.VARIANT_URHOX else uani.key_dtype(track.channel_mask)
+        size = dtype.itemsize
+        if anim.variant != uani.VARIANT_URHOX:
+            mask_at = at + _name_size(track.name) + 1
+            if track.channel_mask & ~uani.CHANNELS_ALL:
+                out.add("warning", element, mask_at, "channel mask",
+                        f"channel mask 0x{track.channel_mask:02x} has bits above 0x7 (ignored by the engine)")
+            if not track.channel_mask & uani.CHANNELS_ALL and track.key_count:
+                out.add("warning", element, mask_at, "channel mask", "keys without any channel (mask 0)")
+            if track.weights is not None and not np.isfinite(np.asarray(track.weights, np.float64)).all():
+                out.add("error", element, mask_at + 1, "weights", "value is not finite (NaN or infinity)")
+        times = np.asarray(track.times, np.float64)
+        key = lambda k: f"{element} key {k}"  # noqa: E731
+        for name, values in (("time", times), ("position", track.positions), ("rotation", track.rotations),
+                             ("scale", track.scales)):
+            if values is None or not len(values):
+                continue
+            v = np.asarray(values, np.float64).reshape(len(values), -1)
+            f_at = dtype.fields[name][1]
+            out.rows("error", ~np.isfinite(v).all(axis=1), key, lambda k: keys_at + k * size + f_at, name,
+                     lambda k: "value is not finite (NaN or infinity)")
+        if len(times) > 1:
+            back = np.zeros(len(times), bool)
+            back[1:] = np.diff(times) < 0
+            out.rows("error", back, key, lambda k: keys_at + k * size, "time",
+                     lambda k: f"time {times[k]:.7g} is before the previous key's {times[k - 1]:.7g}")
+        if np.isfinite(length) and len(times):
+            outside = np.isfinite(times) & ((times < 0) | (times > length + TIME_TOLERANCE))
+            out.rows("warning", outside, key, lambda k: keys_at + k * size, "time",
+                     lambda k: f"time {times[k]:.7g} is outside 0..{length:.7g}")
+        if track.rotations is not None and len(track.rotations):
+            q = np.asarray(track.rotations, np.float64)
+            norm = np.linalg.norm(q, axis=1)
+            f_at = dtype.fields["rotation"][1]
+            out.rows("warning", np.isfinite(norm) & (np.abs(norm - 1) > UNIT_TOLERANCE), key,
+                     lambda k: keys_at + k * size + f_at, "rotation",
+                     lambda k: f"quaternion length {norm[k]:.6g}, not 1")
+    return out.items
+
+
+def animation_field_at(anim: uani.Animation, offset: int) -> str:
+    marks = [(0, "magic"), (4, "version" if anim.variant != uani.VARIANT_URHO3D else "animation name"),
+             (_length_offset(anim), "length"), (_length_offset(anim) + 4, "track count")]
+    for i, (t, (at, keys_at)) in enumerate(zip(anim.tracks, track_offsets(anim))):
+        marks.append((at, f"track {i} ({t.name}) name"))
+        marks.append((keys_at - 4, f"track {i} ({t.name}) key count"))
+        size = (uani.URHOX_KEY_DTYPE if anim.variant == uani.VARIANT_URHOX else uani.key_dtype(t.channel_mask)).itemsize
+        if keys_at <= offset < keys_at + t.key_count * size:
+            k, inner = divmod(offset - keys_at, size)
+            dtype = uani.URHOX_KEY_DTYPE if anim.variant == uani.VARIANT_URHOX else uani.key_dtype(t.channel_mask)
+            name = max((f for f in dtype.names if dtype.fields[f][1] <= inner), key=lambda f: dtype.fields[f][1])
+            return f"track {i} ({t.name}) key {k} {name}"
+    marks.sort()
+    k = bisect.bisect_right([a for a, _ in marks], offset) - 1
+    return marks[k][1] if k >= 0 else "?"
+
+
+# ------------------------------------------------------------------------------------------------------------
+# check FILE
+
+_ELEMENT = re.compile(r"^((?:vertex buffer|index buffer|geometry|morph|bone|track|variant track) \d+"
+                      r"(?: \([^)]*\))?(?: (?:LOD|buffer|key) \d+)?) (.+)$")
+
+
+def _read_error(e: FormatError) -> Finding:
+    """A structural fault as one finding, its element split from the reader's field name."""
+    field = e.field or ""
+    m = _ELEMENT.match(field)
+    element, field = (m.group(1), m.group(2)) if m else ("file", field)
+    message = str(e)
+    if ": " in message and (e.offset is not None or e.field):
+        message = message.split(": ", 1)[1]
+    return Finding("error", element, e.offset, field, message)
+
+
+def _first_difference(original: bytes, written: bytes) -> int:
+    a = np.frombuffer(original, np.uint8)
+    b = np.frombuffer(written, np.uint8)
+    n = min(len(a), len(b))
+    diff = np.flatnonzero(a[:n] != b[:n])
+    return int(diff[0]) if len(diff) else n
+
+
+def check_data(data: bytes) -> tuple[list[Finding], str]:
+    """Findings and the roundtrip line for the bytes of a model or animation file."""
+    magic = bytes(data[:4])
+    if magic in MODEL_MAGICS:
+        try:
+            m = umd2.read(data)
+        except FormatError as e:
+            return [_read_error(e)], "roundtrip: not attempted (unreadable)"
+        findings = validate_model(m)
+        if m.magic in READ_ONLY_MODELS:
+            return findings, "roundtrip: n/a (read-only variant)"
+        try:
+            written = umd2.write(m)
+        except (ValueError, OverflowError) as e:
+            return findings, f"roundtrip: write failed ({e})"
+        if written == data:
+            return findings, "roundtrip: identical"
+        at = _first_difference(data, written)
+        return findings, f"roundtrip: differs at offset {at} (field {model_field_at(m, at)})"
+    if magic in ANIMATION_MAGICS:
+        try:
+            anim = uani.read(data)
+        except FormatError as e:
+            return [_read_error(e)], "roundtrip: not attempted (unreadable)"
+        findings = validate_animation(anim)
+        if anim.variant == uani.VARIANT_RBFX:
+            return findings, "roundtrip: n/a (read-only variant)"
+        try:
+            written = uani.write(anim)
+        except (ValueError, OverflowError) as e:
+            return findings, f"roundtrip: write failed ({e})"
+        if written == data:
+            return findings, "roundtrip: identical"
+        at = _first_difference(data, written)
+        return findings, f"roundtrip: differs at offset {at} (field {animation_field_at(anim, at)})"
+    raise FormatError(f"not an Urho3D model or animation (first bytes {magic!r})", 0, "magic")
+
+
+def check_file(path) -> tuple[list[Finding], str]:
+    return check_data(read_bytes(path))
+
+
+def check_command(path, out: Callable[[str], None] = print) -> int:
+    """`skinbridge check FILE` for Urho3D-family files: findings, a count line and the roundtrip line; exit
+    status 1 on any error."""
+    findings, roundtrip = check_file(path)
+    for f in findings:
+        out(str(f))
+    errors = sum(f.severity == "error" for f in findings)
+    out(f"{errors} error(s), {len(findings) - errors} warning(s)")
+    out(roundtrip)
+    return 1 if errors else 0

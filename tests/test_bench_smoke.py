@@ -1,0 +1,44 @@
+"""The smoke bench (`bench/run --smoke`): the S model through every row, in a subprocess, so that CI runs
+the benchmark code paths. Figures are not checked against targets here (the machine is shared); only
+that every row is present and measured."""
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+STAGES = {
+    "UMD2+UANI": ("codec read", "codec write", "import", "export"),
+    "PMX+VMD": ("codec read", "codec write", "import", "export"),
+    "glTF (Blender)": ("import", "export"),
+    "floor": ("import",),
+}
+
+
+def test_smoke_bench_rows(tmp_path):
+    out = tmp_path / "bench.json"
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "run"), "--smoke", "--json", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    report = json.loads(out.read_text())
+    rows = report["rows"]
+    assert "S" in report["models"]
+    for fmt, stages in STAGES.items():
+        for stage in stages:
+            found = [r for r in rows if r["size"] == "S" and r["format"] == fmt and r["stage"] == stage]
+            assert len(found) == 1, (fmt, stage)
+            r = found[0]
+            assert r["status"] == "ok", r
+            assert r["seconds"] > 0 and r["peak_mib"] > 0, r
+    for r in rows:
+        if r["status"] != "ok":  # only the VMD Blender part may be missing, and it says so
+            assert r["format"] == "VMD" and r["status"] == "n/a (not yet)", r
+        elif r["stage"] in ("import", "export") and r["format"] not in ("glTF (Blender)", "floor") \
+                and r["size"] != "Luka":
+            assert r["x_gltf"] > 0, r
+    codec = [r for r in rows if r["size"] == "S" and r["stage"] == "codec read"]
+    assert all(r["identical"] for r in codec), codec  # read → write gives back the same bytes
+    assert "S     UMD2+UANI       import" in p.stdout
