@@ -270,33 +270,7 @@ def _vmd_check(path: str, data: bytes, out) -> int:
     return 1 if errors else 0
 
 
-# -- render (issue 10) ---------------------------------------------------------------------------------------
-
-def _import_for_view(path: str):
-    """Import a model into a fresh empty scene; returns (bpy, warnings, options)."""
-    from .convert_options import ConvertOptions
-    from .core.fileio import read_bytes
-
-    ext = os.path.splitext(path)[1].lower()
-    bpy = _bpy()
-    from .blender import pipeline
-
-    if ext not in pipeline.IMPORTERS:
-        raise FormatError(f"no importer for '{ext}' files (we read {', '.join(sorted(pipeline.IMPORTERS))})", None,
-                          "file extension")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"no such file: {path}")
-    options = ConvertOptions()
-    if ext == ".mdl":
-        from .io_urhox import convert, umd2
-
-        data = read_bytes(path)
-        if data[:4] in (b"UMD2", b"UMDL", b"UMD3"):
-            options.profile = convert.detect_profile(umd2.read(data))
-    pipeline.reset_scene()
-    warnings = pipeline.IMPORTERS[ext](bpy.context, path, options)
-    return bpy, warnings, options
-
+# -- render --------------------------------------------------------------------------------------------------
 
 def cmd_render(args) -> int:
     views = [v.strip() for v in args.views.split(",") if v.strip()]
@@ -311,7 +285,9 @@ def cmd_render(args) -> int:
             frames = render.parse_frames(args.frames)
         elif args.frame is not None:
             frames = [args.frame]
-        bpy, warnings, options = _import_for_view(args.file)
+        from .blender.loading import import_for_view
+
+        bpy, warnings, options = import_for_view(args.file)
         arm = next((o for o in bpy.context.view_layer.objects if o.type == "ARMATURE"), None)
         if args.action and not args.rest and args.action not in bpy.data.actions and arm is not None:
             ani = os.path.join(os.path.dirname(os.path.abspath(args.file)), "Animations", args.action + ".ani")
@@ -337,90 +313,10 @@ def cmd_render(args) -> int:
     return 0
 
 
-# -- compare (issue 10) --------------------------------------------------------------------------------------
-
-_MODEL_EXTS = (".mdl", ".pmx", ".glb", ".gltf")
-
-
-def _blender_scene(path: str, with_animations: bool):
-    """A file only Blender reads (glTF, ...): imported into a fresh scene, gathered as an export would, its
-    armature's actions sampled into core animations; the scene is emptied again afterwards."""
-    bpy, warnings, _ = _import_for_view(path)
-    from .blender import pipeline
-    from .blender import scene as bscene
-
-    try:
-        scene, more = bscene.gather_scene(bpy.context)
-        warnings += more
-        _, arm = bscene.exportable_objects(bpy.context)
-        if with_animations and arm is not None:
-            from .blender import action as bact
-
-            for act in bact.armature_actions(arm):
-                anim, more = bact.read_action(bpy.context, arm, act)
-                scene.animations.append(anim)
-                warnings += more
-    finally:
-        pipeline.reset_scene()
-    return scene, warnings
-
-
-def _file_scene(path: str, with_animations: bool):
-    from .core.fileio import read_bytes
-
-    ext = os.path.splitext(path)[1].lower()
-    stem = os.path.splitext(os.path.basename(path))[0]
-    if ext == ".mdl":
-        data = read_bytes(path)
-        if data[:4] not in (b"UMD2", b"UMDL", b"UMD3"):
-            raise FormatError(f"unsupported format (magic {data[:8]!r})", 0, "magic")
-        from .io_urhox import convert, umd2
-
-        return convert.to_scene(umd2.read(data), stem, "auto")
-    if ext == ".pmx":
-        from .io_pmx import convert as pmx_convert, pmx
-
-        return pmx_convert.to_scene(pmx.read(read_bytes(path)), stem)
-    if ext in (".ani", ".vmd"):
-        raise FormatError(f"a motion alone has no skeleton to pose: compare the model folder (model + Animations/)",
-                          None, "file")
-    return _blender_scene(path, with_animations)
-
-
-def _folder_scene(folder: str, with_animations: bool):
-    """A folder of outputs: its one model file, and Animations/*.ani mapped onto the model's skeleton."""
-    models = sorted(f for f in os.listdir(folder) if os.path.splitext(f)[1].lower() in _MODEL_EXTS
-                    and os.path.isfile(os.path.join(folder, f)))
-    if len(models) != 1:
-        raise FormatError(f"{folder}: expected one model file ({', '.join(_MODEL_EXTS)}), found "
-                          f"{len(models)}{': ' + ', '.join(models) if models else ''}", None, "folder")
-    scene, warnings = _file_scene(os.path.join(folder, models[0]), with_animations)
-    anim_dir = os.path.join(folder, "Animations")
-    if with_animations and os.path.isdir(anim_dir):
-        from .core.fileio import read_bytes
-        from .io_urhox import ani_convert, uani
-
-        profile = scene.extras.get("urho", {}).get("profile", "urhox")
-        roots = {b.name for b in scene.skeleton.bones if b.parent < 0} if scene.skeleton else set()
-        for f in sorted(os.listdir(anim_dir)):
-            if f.lower().endswith(".ani"):
-                anim, more = ani_convert.to_core(uani.read(read_bytes(os.path.join(anim_dir, f))),
-                                                 os.path.splitext(f)[0], profile, roots)
-                scene.animations.append(anim)
-                warnings += [f"{f}: {w}" for w in more]
-    return scene, warnings
-
-
-def compare_load(path: str, with_animations: bool = True):
-    """(core Scene, warnings) of a model file or an output folder, for `compare`."""
-    if os.path.isdir(path):
-        return _folder_scene(path, with_animations)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"no such file or folder: {path}")
-    return _file_scene(path, with_animations)
-
+# -- compare -------------------------------------------------------------------------------------------------
 
 def cmd_compare(args) -> int:
+    from .blender.loading import compare_load
     from .core.compare import compare_scenes
 
     scenes = []
