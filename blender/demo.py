@@ -14,6 +14,7 @@ from ..core import model as cm
 from ..core import skinning
 from ..core.transforms import BLENDER_TO_GLTF
 from . import scene as bscene
+from .mesh import evaluated_world_positions
 
 # name, parent, head (Blender axes: Z up, the character faces −Y, metres)
 HUMANOID = [
@@ -144,15 +145,6 @@ def add_walk(arm_ob, frames: int = 24) -> bpy.types.Action:
     return action
 
 
-def _evaluated(ob) -> np.ndarray:
-    dg = bpy.context.evaluated_depsgraph_get()
-    ev = ob.evaluated_get(dg)
-    me = ev.to_mesh()
-    co = np.empty(len(me.vertices) * 3, np.float32)
-    me.attributes["position"].data.foreach_get("vector", co)
-    ev.to_mesh_clear()
-    m = np.array(ob.matrix_world)
-    return co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
 
 
 def _check_umd2(path: str, arm_ob, mesh_ob) -> dict:
@@ -174,7 +166,7 @@ def _check_umd2(path: str, arm_ob, mesh_ob) -> dict:
         world[i] = BLENDER_TO_GLTF @ pose @ np.linalg.inv(rest) @ np.linalg.inv(BLENDER_TO_GLTF) @ bind_file
     bind = np.array([np.linalg.inv(np.vstack([b.offset.reshape(3, 4), [0, 0, 0, 1]])) for b in m.bones])
     expected = skinning.skin(v["POSITION0"], v["BLENDINDICES0"], v["BLENDWEIGHTS0"], skinning.skin_matrices(world, bind))
-    got = _evaluated(mesh_ob) @ BLENDER_TO_GLTF[:3, :3].T
+    got = evaluated_world_positions(mesh_ob) @ BLENDER_TO_GLTF[:3, :3].T
     diag = float(np.linalg.norm(np.asarray(m.bbox_max) - m.bbox_min))
     bpy.context.scene.frame_set(1)
     return {"bytes": len(data), "vertices": len(v), "triangles": sum(g.lods[0].index_count // 3 for g in m.geometries),
@@ -204,7 +196,7 @@ def _check_uani(mdl_path: str, ani_path: str, mesh_ob) -> dict:
         bpy.context.scene.frame_set(f)
         world = skinning.evaluate_animation(skel, anim, (f - start) / fps)
         expected = skinning.skin_mesh(mesh, skel, world)
-        got = _evaluated(mesh_ob)
+        got = evaluated_world_positions(mesh_ob)
         worst = max(worst, float(np.abs(got - expected).max()) / diag)
     bpy.context.scene.frame_set(start)
     return {"bytes": len(data), "tracks": len(anim_rec.tracks), "frames": len(frames),
@@ -225,7 +217,7 @@ def _check_pmx(path: str, mesh_ob) -> dict:
     saved = bpy.context.scene.frame_current
     arm = mesh_ob.find_armature()
     arm.data.pose_position = "REST"
-    rest = _evaluated(mesh_ob)
+    rest = evaluated_world_positions(mesh_ob)
     arm.data.pose_position = "POSE"
     bpy.context.scene.frame_set(saved)
     diag = float(np.linalg.norm(rest.max(0) - rest.min(0)))

@@ -238,7 +238,8 @@ def _action(act) -> dict[str, Any]:
     }
 
 
-def _data_lengths() -> dict[str, int]:
+def data_lengths() -> dict[str, int]:
+    """The length of every `bpy.data` collection (a failed import must leave them all as they were)."""
     return {
         prop.identifier: len(getattr(bpy.data, prop.identifier))
         for prop in bpy.data.bl_rna.properties
@@ -259,7 +260,7 @@ def scene_fingerprint() -> dict:
             "mode": context.mode,
             "active_object": _id_name(active),
         },
-        "data_lengths": _data_lengths(),
+        "data_lengths": data_lengths(),
         "objects": {ob.name_full: _object(ob) for ob in bpy.data.objects},
         "meshes": {me.name_full: _mesh(me) for me in bpy.data.meshes},
         "armatures": {arm.name_full: _armature(arm) for arm in bpy.data.armatures},

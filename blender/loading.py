@@ -81,7 +81,7 @@ def _file_scene(path: str, with_animations: bool):
 
         return pmx_convert.to_scene(pmx.read(read_bytes(path)), stem)
     if ext in (".ani", ".vmd"):
-        raise FormatError(f"a motion alone has no skeleton to pose: compare the model folder (model + Animations/)",
+        raise FormatError("a motion alone has no skeleton to pose: compare the model folder (model + Animations/)",
                           None, "file")
     return _blender_scene(path, with_animations)
 

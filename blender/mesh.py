@@ -310,3 +310,15 @@ def _read_weights(ob, me, bone_index, max_influences, warnings):
     joints[vertex, slot] = bone
     weights[vertex, slot] = w
     return joints, weights
+
+
+def evaluated_world_positions(ob) -> np.ndarray:
+    """World-space vertex positions of the object as Blender evaluates it now (modifiers, pose, shape keys)."""
+    dg = bpy.context.evaluated_depsgraph_get()
+    ev = ob.evaluated_get(dg)
+    me = ev.to_mesh()
+    co = np.empty(len(me.vertices) * 3, np.float32)
+    me.attributes["position"].data.foreach_get("vector", co)
+    ev.to_mesh_clear()
+    m = np.array(ob.matrix_world)
+    return co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..core.fileio import write_atomic
 from ..core.png import encode_png
+from . import scene as bscene
 
 VIEWS = ("front", "side", "top")
 # Rows: the world axes seen as (screen right, screen up, toward the viewer) by a camera looking down -Z.
@@ -595,7 +596,7 @@ def render_sheet(context, arm_ob=None, meshes=None, *, frames: list[int] | None 
             snapshots = _capture(context, arm_ob, meshes, frames, action, created, weighted)
             mesh_pass, bone_pass = _render_grid(snapshots, views, panel, offset, created, tmpdir)
     finally:
-        _remove(created)
+        bscene.remove_created(created)
         if not had_result and "Render Result" in bpy.data.images:
             bpy.data.images.remove(bpy.data.images["Render Result"])
     grid = _composite(mesh_pass, bone_pass)
@@ -624,22 +625,6 @@ def _triangle_count(me) -> int:
 
 def write_sheet(sheet: Sheet, path: str) -> None:
     write_atomic(path, encode_png(sheet.pixels))
-
-
-def _remove(created: list) -> None:
-    alive = []
-    for x in created:
-        try:
-            x.name
-            alive.append(x)
-        except ReferenceError:
-            pass
-    objects = [x for x in alive if isinstance(x, bpy.types.Object)]
-    if objects:
-        bpy.data.batch_remove(objects)
-    rest = [x for x in alive if not isinstance(x, bpy.types.Object)]
-    if rest:
-        bpy.data.batch_remove(rest)
 
 
 # ---------------------------------------------------------------------------------------------------

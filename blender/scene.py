@@ -35,7 +35,8 @@ class ImportResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def _remove_created(created: list) -> None:
+def remove_created(created: list) -> None:
+    """Remove every datablock of `created` that still exists (objects first)."""
     ids = [x for x in created if isinstance(x, bpy.types.ID)]
     alive = []
     for x in ids:
@@ -114,7 +115,7 @@ def build_scene(context, scene: cm.Scene, name: str, base_dir: str | None = None
             arm_ob["skinbridge_source"] = name
         _stage("done")
     except BaseException:
-        _remove_created(created)
+        remove_created(created)
         raise
     return result
 

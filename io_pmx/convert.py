@@ -36,7 +36,6 @@ import numpy as np
 
 from ..core import model as cm
 from ..core.errors import ExportError
-from ..core.transforms import matrix_to_trs
 from . import pmx
 from .pmx import BoneFlag
 

@@ -7,6 +7,7 @@ import bpy
 from bpy.props import BoolProperty, CollectionProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper, poll_file_object_drop
 
+from ..blender.ops_common import registrar
 from ..core.errors import ExportError, FormatError
 from . import convert
 
@@ -99,34 +100,7 @@ class IO_FH_skinbridge_pmx(bpy.types.FileHandler):
         return poll_file_object_drop(context)
 
 
-def _menu_import(self, context):
-    self.layout.operator(IMPORT_SCENE_OT_skinbridge_pmx.bl_idname, text="MikuMikuDance model (.pmx)")
-
-
-def _menu_export(self, context):
-    self.layout.operator(EXPORT_SCENE_OT_skinbridge_pmx.bl_idname, text="MikuMikuDance model (.pmx)")
-
-
-_classes = (IMPORT_SCENE_OT_skinbridge_pmx, EXPORT_SCENE_OT_skinbridge_pmx, IO_FH_skinbridge_pmx)
-
-
-def register():
-    for c in _classes:
-        bpy.utils.register_class(c)
-    bpy.types.TOPBAR_MT_file_import.append(_menu_import)
-    bpy.types.TOPBAR_MT_file_export.append(_menu_export)
-    _register_vmd()  # issue 9
-
-
-def unregister():
-    _unregister_vmd()  # issue 9
-    bpy.types.TOPBAR_MT_file_export.remove(_menu_export)
-    bpy.types.TOPBAR_MT_file_import.remove(_menu_import)
-    for c in reversed(_classes):
-        bpy.utils.unregister_class(c)
-
-
-# -- issue 9: VMD motions (blender_vmd.py) -----------------------------------------------------------------
+# -- VMD motions (blender_vmd.py) ---------------------------------------------------------------------------
 
 class IMPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ImportHelper):
     """Import MikuMikuDance motions (.vmd) as actions onto the active armature imported from PMX"""
@@ -184,27 +158,11 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
         return {"FINISHED"}
 
 
-def _menu_import_vmd(self, context):
-    self.layout.operator(IMPORT_ANIM_OT_skinbridge_vmd.bl_idname, text="MikuMikuDance motion (.vmd)")
-
-
-def _menu_export_vmd(self, context):
-    self.layout.operator(EXPORT_ANIM_OT_skinbridge_vmd.bl_idname, text="MikuMikuDance motion (.vmd)")
-
-
-_vmd_classes = (IMPORT_ANIM_OT_skinbridge_vmd, EXPORT_ANIM_OT_skinbridge_vmd)
-
-
-def _register_vmd():
-    for c in _vmd_classes:
-        bpy.utils.register_class(c)
-    bpy.types.TOPBAR_MT_file_import.append(_menu_import_vmd)
-    bpy.types.TOPBAR_MT_file_export.append(_menu_export_vmd)
-
-
-def _unregister_vmd():
-    bpy.types.TOPBAR_MT_file_export.remove(_menu_export_vmd)
-    bpy.types.TOPBAR_MT_file_import.remove(_menu_import_vmd)
-    for c in reversed(_vmd_classes):
-        bpy.utils.unregister_class(c)
-# -- end issue 9 --------------------------------------------------------------------------------------------
+register, unregister = registrar(
+    (IMPORT_SCENE_OT_skinbridge_pmx, EXPORT_SCENE_OT_skinbridge_pmx, IO_FH_skinbridge_pmx,
+     IMPORT_ANIM_OT_skinbridge_vmd, EXPORT_ANIM_OT_skinbridge_vmd),
+    imports=[(IMPORT_SCENE_OT_skinbridge_pmx, "MikuMikuDance model (.pmx)"),
+             (IMPORT_ANIM_OT_skinbridge_vmd, "MikuMikuDance motion (.vmd)")],
+    exports=[(EXPORT_SCENE_OT_skinbridge_pmx, "MikuMikuDance model (.pmx)"),
+             (EXPORT_ANIM_OT_skinbridge_vmd, "MikuMikuDance motion (.vmd)")],
+)

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..core.skinning import mmd_bezier, mmd_world_matrices
 from ..core.transforms import (
-    matrix3_to_quat, matrix_to_trs, quat_multiply, quat_normalize, quat_to_matrix3, slerp,
+    matrix_to_trs, quat_multiply, quat_normalize, quat_to_matrix3, slerp,
 )
 from . import vmd
 

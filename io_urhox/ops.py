@@ -7,6 +7,7 @@ import bpy
 from bpy.props import BoolProperty, CollectionProperty, EnumProperty, IntProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper, poll_file_object_drop
 
+from ..blender.ops_common import registrar
 from ..core.errors import ExportError, FormatError
 
 _PROFILES = [
@@ -98,31 +99,6 @@ class IO_FH_urhox_mdl(bpy.types.FileHandler):
     @classmethod
     def poll_drop(cls, context):
         return poll_file_object_drop(context)
-
-
-def _menu_import(self, context):
-    self.layout.operator(IMPORT_SCENE_OT_urhox_mdl.bl_idname, text="UrhoX / Urho3D model (.mdl)")
-
-
-def _menu_export(self, context):
-    self.layout.operator(EXPORT_SCENE_OT_urhox_mdl.bl_idname, text="UrhoX / Urho3D model (.mdl)")
-
-
-_classes = (IMPORT_SCENE_OT_urhox_mdl, EXPORT_SCENE_OT_urhox_mdl, IO_FH_urhox_mdl)
-
-
-def register():
-    for c in _classes:
-        bpy.utils.register_class(c)
-    bpy.types.TOPBAR_MT_file_import.append(_menu_import)
-    bpy.types.TOPBAR_MT_file_export.append(_menu_export)
-
-
-def unregister():
-    bpy.types.TOPBAR_MT_file_export.remove(_menu_export)
-    bpy.types.TOPBAR_MT_file_import.remove(_menu_import)
-    for c in reversed(_classes):
-        bpy.utils.unregister_class(c)
 
 
 # -- animations (.ani) ---------------------------------------------------------------------------------
@@ -241,18 +217,12 @@ class IO_FH_urhox_ani(bpy.types.FileHandler):
         return poll_file_object_drop(context) and blender_ani.find_armature(context) is not None
 
 
-_menu_import_mdl = _menu_import
-_menu_export_mdl = _menu_export
+register, unregister = registrar(
+    (IMPORT_SCENE_OT_urhox_mdl, EXPORT_SCENE_OT_urhox_mdl, IO_FH_urhox_mdl, IMPORT_SCENE_OT_urhox_ani,
+     EXPORT_SCENE_OT_urhox_ani, IO_FH_urhox_ani),
+    imports=[(IMPORT_SCENE_OT_urhox_mdl, "UrhoX / Urho3D model (.mdl)"),
+             (IMPORT_SCENE_OT_urhox_ani, "UrhoX / Urho3D animation (.ani)")],
+    exports=[(EXPORT_SCENE_OT_urhox_mdl, "UrhoX / Urho3D model (.mdl)"),
+             (EXPORT_SCENE_OT_urhox_ani, "UrhoX / Urho3D animations (.ani)")],
+)
 
-
-def _menu_import(self, context):  # noqa: F811  (the .mdl entry, then the .ani one)
-    _menu_import_mdl(self, context)
-    self.layout.operator(IMPORT_SCENE_OT_urhox_ani.bl_idname, text="UrhoX / Urho3D animation (.ani)")
-
-
-def _menu_export(self, context):  # noqa: F811
-    _menu_export_mdl(self, context)
-    self.layout.operator(EXPORT_SCENE_OT_urhox_ani.bl_idname, text="UrhoX / Urho3D animations (.ani)")
-
-
-_classes = (*_classes, IMPORT_SCENE_OT_urhox_ani, EXPORT_SCENE_OT_urhox_ani, IO_FH_urhox_ani)

@@ -10,7 +10,6 @@ import pathlib
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import zipfile
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import pathlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import pytest

@@ -11,6 +11,8 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
+from skinbridge.blender.fingerprint import data_lengths  # noqa: E402
+
 from skinbridge.blender import scene as bscene  # noqa: E402
 from skinbridge.blender.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
 from skinbridge.io_pmx import blender_io, blender_mmd, pmx  # noqa: E402
@@ -20,9 +22,6 @@ from test_pmx_codec import build_full_model  # noqa: E402
 LUKA = "mmdtools_megurine_luka.pmx"
 
 
-def _data_lengths() -> dict[str, int]:
-    return {p.identifier: len(getattr(bpy.data, p.identifier)) for p in bpy.data.bl_rna.properties
-            if p.type == "COLLECTION"}
 
 
 def _close(a, b, err=""):
@@ -241,7 +240,7 @@ def test_failed_export_leaves_scene_and_no_file(luka, tmp_path, monkeypatch, sta
 @pytest.mark.parametrize("stage", ["armature", "mesh", "pmx_lengths", "pmx_constraints", "pmx_mesh",
                                    "pmx_materials"])
 def test_import_failing_while_building_removes_everything(clean_scene, testdata, stage, monkeypatch):
-    before = _data_lengths()
+    before = data_lengths()
 
     def fail(s):
         if s == stage:
@@ -250,11 +249,11 @@ def test_import_failing_while_building_removes_everything(clean_scene, testdata,
     monkeypatch.setattr(bscene, "fail_hook", fail)
     with pytest.raises(RuntimeError, match="injected"):
         bpy.ops.import_scene.skinbridge_pmx(filepath=str(testdata / "pmx" / LUKA))
-    assert _data_lengths() == before
+    assert data_lengths() == before
 
 
 def test_bad_files_are_refused_before_anything_is_built(clean_scene, testdata, tmp_path):
-    before = _data_lengths()
+    before = data_lengths()
     data = (testdata / "pmx" / LUKA).read_bytes()
     cut = tmp_path / "cut.pmx"
     cut.write_bytes(data[: len(data) // 2])
@@ -266,7 +265,7 @@ def test_bad_files_are_refused_before_anything_is_built(clean_scene, testdata, t
     bad.write_bytes(pmx.write(m))
     with pytest.raises(RuntimeError, match="bone 5 .左目.*parent"):
         bpy.ops.import_scene.skinbridge_pmx(filepath=str(bad))
-    assert _data_lengths() == before
+    assert data_lengths() == before
 
 
 # -- item 3 ---------------------------------------------------------------------------------------

@@ -9,7 +9,10 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
+from skinbridge.blender.fingerprint import data_lengths  # noqa: E402
+
 from skinbridge.blender import scene as bscene  # noqa: E402
+from skinbridge.blender.mesh import evaluated_world_positions  # noqa: E402
 from skinbridge.blender.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
 from skinbridge.core import skinning  # noqa: E402
 from skinbridge.core.fileio import write_atomic  # noqa: E402
@@ -19,23 +22,8 @@ from skinbridge.io_urhox import umd2  # noqa: E402
 from umd2_samples import posed_umd2  # noqa: E402
 
 
-def _evaluated_positions(ob) -> np.ndarray:
-    dg = bpy.context.evaluated_depsgraph_get()
-    ev = ob.evaluated_get(dg)
-    me = ev.to_mesh()
-    co = np.empty(len(me.vertices) * 3, np.float32)
-    me.attributes["position"].data.foreach_get("vector", co)
-    ev.to_mesh_clear()
-    m = np.array(ob.matrix_world)
-    return co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
 
 
-def _data_lengths() -> dict[str, int]:
-    out = {}
-    for prop in bpy.data.bl_rna.properties:
-        if prop.type == "COLLECTION":
-            out[prop.identifier] = len(getattr(bpy.data, prop.identifier))
-    return out
 
 
 def _mesh_object():
@@ -97,7 +85,7 @@ def test_initial_pose_differs_from_bind_pose(clean_scene, tmp_path):
     rest = v["POSITION0"].astype(np.float64)
     assert np.abs(expected - rest).max() > 0.1  # the initial pose really moves the mesh
 
-    got = _evaluated_positions(_mesh_object()) @ BLENDER_TO_GLTF[:3, :3].T
+    got = evaluated_world_positions(_mesh_object()) @ BLENDER_TO_GLTF[:3, :3].T
     diag = np.linalg.norm(rest.max(0) - rest.min(0))
     assert np.abs(got - expected).max() <= 1e-5 * diag
 
@@ -106,18 +94,18 @@ def test_initial_pose_differs_from_bind_pose(clean_scene, tmp_path):
 
 def test_failed_reads_leave_bpy_data_unchanged(clean_scene, testdata, tmp_path):
     data = (testdata / "urho3d" / "MaterialPreview.mdl").read_bytes()
-    before = _data_lengths()
+    before = data_lengths()
     for cut in (4, len(data) // 3, len(data) - 30):
         path = tmp_path / f"cut{cut}.mdl"
         path.write_bytes(data[:cut])
         with pytest.raises(RuntimeError, match="offset"):
             bpy.ops.import_scene.urhox_mdl(filepath=str(path))
-        assert _data_lengths() == before
+        assert data_lengths() == before
 
 
 @pytest.mark.parametrize("stage", ["armature", "materials", "mesh", "done"])
 def test_import_failing_while_building_removes_everything(clean_scene, fox_mdl, stage, monkeypatch):
-    before = _data_lengths()
+    before = data_lengths()
 
     def fail(s):
         if s == stage:
@@ -126,7 +114,7 @@ def test_import_failing_while_building_removes_everything(clean_scene, fox_mdl, 
     monkeypatch.setattr(bscene, "fail_hook", fail)
     with pytest.raises(RuntimeError, match="injected"):
         bpy.ops.import_scene.urhox_mdl(filepath=str(fox_mdl))
-    assert _data_lengths() == before
+    assert data_lengths() == before
 
 
 # -- item 5 ---------------------------------------------------------------------------------------

@@ -9,7 +9,10 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
+from skinbridge.blender.fingerprint import data_lengths  # noqa: E402
+
 from skinbridge.blender import scene as bscene  # noqa: E402
+from skinbridge.blender.mesh import evaluated_world_positions  # noqa: E402
 from skinbridge.blender.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
 from skinbridge.core import skinning  # noqa: E402
 from skinbridge.core.errors import ExportError  # noqa: E402
@@ -27,20 +30,8 @@ SWAP_YZ = np.array([[1, 0, 0], [0, 0, 1], [0, 1, 0]], dtype=np.float64)
 MIRROR_Z = np.diag([1.0, 1.0, -1.0])
 
 
-def _evaluated_positions(ob) -> np.ndarray:
-    dg = bpy.context.evaluated_depsgraph_get()
-    ev = ob.evaluated_get(dg)
-    me = ev.to_mesh()
-    co = np.empty(len(me.vertices) * 3, np.float32)
-    me.attributes["position"].data.foreach_get("vector", co)
-    ev.to_mesh_clear()
-    m = np.array(ob.matrix_world)
-    return co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
 
 
-def _data_lengths() -> dict[str, int]:
-    return {p.identifier: len(getattr(bpy.data, p.identifier)) for p in bpy.data.bl_rna.properties
-            if p.type == "COLLECTION"}
 
 
 def _meshes():
@@ -85,7 +76,7 @@ def test_ninja_posed_at_its_initial_transforms_matches_core_skinning(clean_scene
     expected = skinning.skin(v["POSITION0"], v["BLENDINDICES0"], v["BLENDWEIGHTS0"],
                              skinning.skin_matrices(world, bind))
     [ob] = _meshes()
-    got = _evaluated_positions(ob) @ SWAP_YZ.T  # Blender → file axes
+    got = evaluated_world_positions(ob) @ SWAP_YZ.T  # Blender → file axes
     rest = v["POSITION0"].astype(np.float64)
     diag = np.linalg.norm(rest.max(0) - rest.min(0))
     assert np.abs(got - expected).max() <= 1e-5 * diag
@@ -278,13 +269,13 @@ def test_fox_urho3d_is_the_mirror_of_urhox(fox_mdl, testdata, tmp_path):
 @pytest.mark.parametrize("name", SAMPLES)
 def test_bad_samples_leave_bpy_data_unchanged(clean_scene, testdata, tmp_path, name):
     data = (testdata / "urho3d" / name).read_bytes()
-    before = _data_lengths()
+    before = data_lengths()
     for cut in (4, len(data) // 3, len(data) * 2 // 3):
         path = tmp_path / f"cut{cut}.mdl"
         path.write_bytes(data[:cut])
         with pytest.raises(RuntimeError, match="offset"):
             bpy.ops.import_scene.urhox_mdl(filepath=str(path), all_lods=True)
-        assert _data_lengths() == before
+        assert data_lengths() == before
     # an index past the vertex count: refused after parsing, before any datablock
     m = umd2.read(data)
     m.index_buffers[0].indices[0] = len(m.vertex_buffers[0].vertices) + 1
@@ -292,12 +283,12 @@ def test_bad_samples_leave_bpy_data_unchanged(clean_scene, testdata, tmp_path, n
     path.write_bytes(umd2.write(m))
     with pytest.raises(RuntimeError, match="vertex count"):
         bpy.ops.import_scene.urhox_mdl(filepath=str(path))
-    assert _data_lengths() == before
+    assert data_lengths() == before
 
 
 @pytest.mark.parametrize("stage", ["armature", "materials", "mesh", "done"])
 def test_failed_lod_import_removes_the_lod_collection_too(clean_scene, testdata, stage, monkeypatch):
-    before = _data_lengths()
+    before = data_lengths()
 
     def fail(s):
         if s == stage:
@@ -306,7 +297,7 @@ def test_failed_lod_import_removes_the_lod_collection_too(clean_scene, testdata,
     monkeypatch.setattr(bscene, "fail_hook", fail)
     with pytest.raises(RuntimeError, match="injected"):
         bpy.ops.import_scene.urhox_mdl(filepath=str(testdata / "urho3d" / "Mushroom.mdl"), all_lods=True)
-    assert _data_lengths() == before
+    assert data_lengths() == before
 
 
 # -- --deform-only ----------------------------------------------------------------------------------------

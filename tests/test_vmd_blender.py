@@ -16,7 +16,7 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from skinbridge.core.errors import FormatError  # noqa: E402
-from skinbridge.core.transforms import quat_multiply, quat_normalize  # noqa: E402
+from skinbridge.core.transforms import quat_multiply  # noqa: E402
 from skinbridge.io_pmx import blender_io, blender_vmd, pmx, vmd  # noqa: E402
 from skinbridge.io_pmx import vmd_convert as vc  # noqa: E402
 

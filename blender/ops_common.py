@@ -1,0 +1,31 @@
+"""What every format's operators share: registering classes with their File › Import / Export entries."""
+from __future__ import annotations
+
+import bpy
+
+
+def registrar(classes, imports=(), exports=()):
+    """(register, unregister) for `classes` plus File › Import entries `imports` and File › Export entries
+    `exports`, each a (operator class, menu text) pair, shown in that order."""
+
+    def entries(items):
+        def draw(self, context):
+            for cls, text in items:
+                self.layout.operator(cls.bl_idname, text=text)
+        return draw
+
+    menus = [(bpy.types.TOPBAR_MT_file_import, entries(imports)), (bpy.types.TOPBAR_MT_file_export, entries(exports))]
+
+    def register():
+        for c in classes:
+            bpy.utils.register_class(c)
+        for menu, draw in menus:
+            menu.append(draw)
+
+    def unregister():
+        for menu, draw in reversed(menus):
+            menu.remove(draw)
+        for c in reversed(classes):
+            bpy.utils.unregister_class(c)
+
+    return register, unregister
