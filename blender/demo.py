@@ -214,16 +214,29 @@ def _check_pmx(path: str, mesh_ob) -> dict:
     errors = sum(f.severity == "error" for f in validate(m, for_export=True))
     pos = np.asarray(m.vertices["position"], np.float64)
     blender = pos[:, [0, 2, 1]] * 0.08  # MMD (x, y, z) · 0.08 → Blender (x, z, y)
-    saved = bpy.context.scene.frame_current
-    arm = mesh_ob.find_armature()
-    arm.data.pose_position = "REST"
-    rest = evaluated_world_positions(mesh_ob)
-    arm.data.pose_position = "POSE"
-    bpy.context.scene.frame_set(saved)
-    diag = float(np.linalg.norm(rest.max(0) - rest.min(0)))
-    return {"bytes": len(data), "vertices": len(pos), "triangles": len(m.indices) // 3 if hasattr(m, "indices")
-            else 0, "bones": len(m.bones), "identical": pmx.write(m) == data, "errors": errors,
-            "rest_error": float(np.abs(blender - rest).max()) / diag if len(pos) == len(rest) else float("inf")}
+    out = {"bytes": len(data), "vertices": len(pos), "triangles": len(m.indices) // 3, "bones": len(m.bones),
+           "identical": pmx.write(m) == data, "errors": errors,
+           "control": {"全ての親", "センター", "左足ＩＫ", "右足ＩＫ"} <= {b.name for b in m.bones}}
+    if mesh_ob is not None:
+        arm = mesh_ob.find_armature()
+        arm.data.pose_position = "REST"
+        rest = evaluated_world_positions(mesh_ob)
+        arm.data.pose_position = "POSE"
+        diag = float(np.linalg.norm(rest.max(0) - rest.min(0)))
+        out["rest_error"] = float(np.abs(blender - rest).max()) / diag if len(pos) == len(rest) else float("inf")
+    return out
+
+
+def _check_vmd(path: str, pmx_path: str) -> dict:
+    from ..io_pmx import pmx, vmd
+
+    data = open(path, "rb").read()
+    motion = vmd.read(data)
+    bones = {b.name for b in pmx.read(open(pmx_path, "rb").read()).bones}
+    names = vmd.key_names(motion.bone_keys["name"])
+    return {"bytes": len(data), "identical": vmd.write(motion) == data, "keys": len(names),
+            "tracks": len(set(names)), "frames": len(set(motion.bone_keys["frame"].tolist())),
+            "unknown": sorted(set(names) - bones)}
 
 
 def run_demo(output: str | None) -> int:
@@ -279,6 +292,25 @@ def run_demo(output: str | None) -> int:
     rows.append(("MikuMikuDance model (PMX 2.0)", os.path.relpath(pmx_path), c["bytes"], c["vertices"],
                  c["triangles"], c["bones"], f"{elapsed:.2f}s", f"re-read identical={c['identical']}; validator "
                  f"errors {c['errors']}; rest mesh vs Blender {c['rest_error']:.1e}·diag", "ok" if ok else "FAILED"))
+    from ..convert_options import ConvertOptions
+
+    mmd_dir = os.path.join(outdir, "MMD")
+    t = time.perf_counter()
+    written, more = pmx_io.export_target(bpy.context, mmd_dir, "Humanoid", ConvertOptions(mmd_rig=True))
+    elapsed = time.perf_counter() - t
+    warnings += more
+    rigged = next(p for p in written if p.endswith(".pmx"))
+    c = _check_pmx(rigged, None)
+    ok = c["identical"] and c["errors"] == 0
+    rows.append(("PMX with --mmd-rig", os.path.relpath(rigged), c["bytes"], c["vertices"], c["triangles"],
+                 c["bones"], f"{elapsed:.2f}s", f"re-read identical={c['identical']}; validator errors {c['errors']}; "
+                 f"control bones {'present' if c['control'] else 'MISSING'}", "ok" if ok and c["control"] else "FAILED"))
+    for vmd_path in (p for p in written if p.endswith(".vmd")):
+        v = _check_vmd(vmd_path, rigged)
+        ok = v["identical"] and not v["unknown"]
+        rows.append(("MikuMikuDance motion (VMD)", os.path.relpath(vmd_path), v["bytes"], "", "", v["tracks"],
+                     f"{elapsed:.2f}s", f"re-read identical={v['identical']}; {v['keys']} bone keys on {v['frames']} "
+                     f"frames, all on bones of the PMX: {not v['unknown']}", "ok" if ok else "FAILED"))
     for w in warnings:
         print(f"warning: {w}")
     header = ("exporter", "file", "bytes", "verts", "tris", "bones/tracks", "time", "checked", "result")
