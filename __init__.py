@@ -4,30 +4,21 @@ Only register()/unregister() live here; bpy-facing modules are imported inside r
 `import skinbridge.core` and every codec work in a Python without Blender.
 """
 
-_FORMAT_PACKAGES = ("io_urhox", "io_pmx")
+# Each registers its own operators: the format packages, then the format-free contact-sheet operator.
+_OPERATOR_MODULES = ("io_urhox", "io_pmx", "blender.ops_render")
 
 
-def _packages():
+def _modules():
     import importlib
 
-    return [importlib.import_module(f"{__package__}.{name}") for name in _FORMAT_PACKAGES]
+    return [importlib.import_module(f"{__package__}.{name}") for name in _OPERATOR_MODULES]
 
 
 def register():
-    for pkg in _packages():
-        pkg.register()
-    _render_ops().register()  # issue 10: contact-sheet operator
+    for module in _modules():
+        module.register()
 
 
 def unregister():
-    _render_ops().unregister()  # issue 10: contact-sheet operator
-    for pkg in reversed(_packages()):
-        pkg.unregister()
-
-
-# -- issue 10: the Blender-side operators that belong to no format (blender/ops_render.py) --
-def _render_ops():
-    import importlib
-
-    return importlib.import_module(f"{__package__}.blender.ops_render")
-# -- end issue 10 --
+    for module in reversed(_modules()):
+        module.unregister()

@@ -13,7 +13,7 @@ class ConvertOptions:
     ani_format: str = "urhox"
     motions: list[str] = field(default_factory=list)
     protected: set[str] = field(default_factory=set)  # real paths of the inputs: never written
-    # --- PMX: MMD control rig (issue 8, io_pmx/mmd_rig.py) ---
+    # --- PMX: MMD control rig (io_pmx/mmd_rig.py) ---
     mmd_rig: bool = False  # --mmd-rig: add 全ての親 ... 足ＩＫ to the armature
     bone_map: str | None = None  # --bone-map FILE.json: {"source bone": "MMD name" or null}
     arm_angle: float = 0.0  # --arm-angle θ: degrees the upper arms turn down about +Y before export

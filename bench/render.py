@@ -5,7 +5,7 @@
 Prints seconds for: the glTF import into an empty scene, the first rest sheet (includes starting Workbench's
 GPU context on this machine), the median of N more rest sheets, one posed sheet (Walk, frame 10) and a
 five-frame contact sheet; then the sheet size and, per panel, the share of weighted-bone pixels inside the
-mesh silhouette dilated by 3 px (the measure of issue 10, item 1).
+mesh silhouette dilated by 3 px.
 """
 from __future__ import annotations
 

@@ -52,7 +52,7 @@ _INTERP = {k: v.value for k, v in _KEY["interpolation"].enum_items.items()}
 _KEYTYPE = {k: v.value for k, v in _KEY["type"].enum_items.items()}
 
 
-# -- issue 11: progress of long operations ----------------------------------------------------------------
+# -- progress of long operations -----------------------------------------------------------------------
 
 class Progress:
     """`window_manager.progress_*` in the UI (harmless headless) and, in background mode, a progress line on
@@ -86,7 +86,7 @@ class Progress:
         if self._line:
             self._err.write(f"\r{self.label}: done\n")
             self._err.flush()
-# -- end issue 11 progress --------------------------------------------------------------------------------
+# -- end progress -----------------------------------------------------------------------------------------
 
 
 def fps_of(scene) -> float:
@@ -184,7 +184,7 @@ def _nlerp_error(half_angle: np.ndarray) -> np.ndarray:
     return 2 * np.abs(nl - f * a).max(axis=1)
 
 
-@functools.lru_cache(maxsize=8)  # issue 11 (speed): a constant per tolerance, was bisected once per track
+@functools.lru_cache(maxsize=8)  # a constant per tolerance, was bisected once per track
 def _max_half_angle(tolerance: float) -> float:
     lo, hi = 0.0, math.pi / 2
     for _ in range(60):
@@ -264,12 +264,12 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
         warnings.append(f"{animation.name}: {len(missing)} track(s) match no bone of {arm_ob.name} and were "
                         f"skipped: {', '.join(missing)}")
     act = bpy.data.actions.new(name or animation.name)
-    progress = Progress(f"action {act.name}", len(animation.tracks))  # issue 11
+    progress = Progress(f"action {act.name}", len(animation.tracks))
     try:
         slot = act.slots.new(id_type="OBJECT", name=arm_ob.name)
         cb = anim_utils.action_ensure_channelbag_for_slot(act, slot)
         for done, track in enumerate(animation.tracks):
-            progress.update(done)  # issue 11
+            progress.update(done)
             bf = frames.get(track.bone)
             if bf is None:
                 continue
@@ -293,7 +293,7 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
                 f = np.asarray(track.scale_times, np.float64) * fps
                 for i in range(3):
                     _add_curve(cb, track.bone, "scale", i, f, v[:, i], interp)
-        progress.end()  # issue 11
+        progress.end()
         for time, text in animation.markers:
             marker = act.pose_markers.new(str(text)[:63])
             marker.frame = int(round(time * fps))
@@ -302,7 +302,7 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
         act.frame_end = max(float(animation.length) * fps, 0.0)
         act.use_fake_user = True
     except BaseException:
-        progress.end()  # issue 11
+        progress.end()
         bpy.data.actions.remove(act)
         raise
     for track in animation.tracks:
@@ -552,10 +552,10 @@ def read_action(context, arm_ob, act, slot=None, step_tracks: bool = True, fill_
     baked = _moved_elsewhere(arm_ob, act) & set(curves)
     held = []
     tracks: dict[str, cm.Track] = {}
-    progress = Progress(f"action {act.name}", len(curves))  # issue 11
+    progress = Progress(f"action {act.name}", len(curves))
     try:
         for done, (bone, chans) in enumerate(curves.items()):
-            progress.update(done)  # issue 11
+            progress.update(done)
             if bone not in frames_of or bone in baked:
                 continue
             track, hold = _track_from_curves(arm_ob, bone, chans, frames_of[bone], start, fps, step_tracks,
@@ -564,7 +564,7 @@ def read_action(context, arm_ob, act, slot=None, step_tracks: bool = True, fill_
                 held.append(bone)
             tracks[bone] = track
     finally:
-        progress.end()  # issue 11
+        progress.end()
     if baked:
         warnings.append(f"{act.name}: {len(baked)} bone(s) moved by constraints, drivers or NLA sampled at "
                         f"{fps:g} fps: {', '.join(sorted(baked))}")

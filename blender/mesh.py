@@ -66,7 +66,7 @@ def add_weights(ob, cmesh: cm.Mesh, bone_names: list[str]) -> None:
     """Vertex groups for every bone (in skeleton order, so export keeps the order), weights added slot by
     slot so each vertex keeps its file's influence order. There is no bulk API for vertex weights: a
     weight shared by several vertices of one (slot, bone) takes one call for all of them; the rest take
-    one call each, driven from C through `map` (issue 11: about half the time of a Python loop)."""
+    one call each, driven from C through `map` (about half the time of a Python loop)."""
     groups = [ob.vertex_groups.new(name=n) for n in bone_names]
     if cmesh.weights is None:
         return
@@ -259,7 +259,7 @@ def _read_weights(ob, me, bone_index, max_influences, warnings):
     largest and renormalises them, with a warning.
 
     No bulk API reads vertex weights; each vertex's `groups` collection is read with two `foreach_get`
-    calls into its slice of one flat buffer, driven from C through `map` (issue 11: about twice as fast
+    calls into its slice of one flat buffer, driven from C through `map` (about twice as fast
     as a Python loop over the elements); the rest is numpy."""
     group_to_bone = np.full(max(len(ob.vertex_groups), 1), -1, dtype=np.int64)
     for g in ob.vertex_groups:

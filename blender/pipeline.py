@@ -1,7 +1,7 @@
 """`convert`: import any file we read into an empty scene, then export it with a target's writer.
 
 Shared by the command line (in-process or `blender -b -P cli.py -- ...`) and batch scripts. Formats plug in
-through two registries:
+through three registries:
   * IMPORTERS[ext](context, path, options) -> warnings          (file → Blender scene)
   * MOTION_LOADERS[ext](context, path, armature, options) -> warnings   (`--motion FILE`, loaded as an action)
   * TARGETS[name](context, outdir, name, options) -> (written paths, warnings)
@@ -51,17 +51,14 @@ def _target_pmx(context, outdir, name, options):
     return blender_io.export_target(context, outdir, name, options)
 
 
-IMPORTERS = {".glb": _import_gltf, ".gltf": _import_gltf, ".mdl": _import_mdl, ".pmx": _import_pmx}
-MOTION_LOADERS: dict = {".ani": _load_ani}
-
-
-def _load_vmd(context, path, armature, options) -> list[str]:  # issue 9
+def _load_vmd(context, path, armature, options) -> list[str]:
     from ..io_pmx import blender_vmd
 
     return blender_vmd.load_motion(context, path, armature, options)
 
 
-MOTION_LOADERS[".vmd"] = _load_vmd  # issue 9
+IMPORTERS = {".glb": _import_gltf, ".gltf": _import_gltf, ".mdl": _import_mdl, ".pmx": _import_pmx}
+MOTION_LOADERS = {".ani": _load_ani, ".vmd": _load_vmd}
 TARGETS = {"urhox": _target_urhox, "pmx": _target_pmx}
 
 

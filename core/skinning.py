@@ -137,7 +137,7 @@ def skin_mesh(mesh, skeleton, world) -> np.ndarray:
     return skin(mesh.positions, mesh.joints, mesh.weights, skin_matrices(world, skeleton.binds()))
 
 
-# -- issue 9: the MMD evaluation rule --------------------------------------------------------------------
+# -- the MMD evaluation rule ----------------------------------------------------------------------------
 # MMD (reference/pmx.md §2, §3.2): a bone key holds a position offset and a rotation in model-aligned axes;
 # between two keys each position channel X, Y, Z follows its own Bézier timing curve and the rotation is
 # slerp(q0, q1, bezier_R(t)). A curve is (x1, y1, x2, y2) in 0..127: control points (x1/127, y1/127) and
@@ -277,4 +277,4 @@ def mmd_skin_matrices(world, positions) -> np.ndarray:
     m = np.array(world, np.float64, copy=True)
     m[:, :3, 3] -= np.einsum("bij,bj->bi", m[:, :3, :3], np.asarray(positions, np.float64))
     return m
-# -- end issue 9 ------------------------------------------------------------------------------------------
+# -- end MMD evaluation rule ------------------------------------------------------------------------------------------

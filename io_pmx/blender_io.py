@@ -92,7 +92,7 @@ def export_pmx(context, path: str, scale: float | None = None, selected_only: bo
     with the model, else 0.08); positions are divided by it (× 12.5 by default). `mmd_rig`, `bone_map` (a JSON
     file path or dict) and `arm_angle` (degrees): see mmd_rig.py."""
     model, warnings = gather_model(context, scale, selected_only)
-    # --- MMD control rig and arm angle (issue 8): on the gathered records, before validation ---
+    # --- MMD control rig and arm angle: on the gathered records, before validation ---
     if mmd_rig or arm_angle:
         from . import mmd_rig as rig
 
@@ -113,12 +113,11 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     if os.path.realpath(path) in set(getattr(options, "protected", ()) or ()):
         raise ExportError(f"refusing to overwrite the input {path}")
     os.makedirs(outdir, exist_ok=True)
-    warnings = export_pmx(context, path, mmd_rig=getattr(options, "mmd_rig", False),  # issue 8
+    warnings = export_pmx(context, path, mmd_rig=getattr(options, "mmd_rig", False),
                           bone_map=getattr(options, "bone_map", None),
                           arm_angle=getattr(options, "arm_angle", 0.0))
-    # -- issue 9: a .vmd per action next to the model (blender_vmd.export_target_motions) --
+    # A .vmd per action next to the model (retargeted onto this PMX when rigged).
     from . import blender_vmd
 
     written, more = blender_vmd.export_target_motions(context, outdir, name, options)
-    # -- end issue 9 --
     return [path] + written, warnings + more

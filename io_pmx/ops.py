@@ -61,7 +61,7 @@ class EXPORT_SCENE_OT_skinbridge_pmx(bpy.types.Operator, ExportHelper):
                          description="Metres per MMD unit when the model's own scale is not used "
                                      "(0.08: positions × 12.5)")
     selected_only: BoolProperty(name="Selected Only", default=False)
-    # MMD control rig (issue 8, mmd_rig.py)
+    # MMD control rig (mmd_rig.py)
     mmd_rig: BoolProperty(name="MMD Rig", default=False,
                           description="Add the MMD control bones (全ての親, センター, グルーブ, 腰, 上半身2, 足IK親, "
                                       "足ＩＫ, つま先ＩＫ) and MMD bone names to the armature")

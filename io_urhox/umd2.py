@@ -169,7 +169,7 @@ class Model:
     trailing: bytes = b""  # bytes after the centers (kept so that the file writes back unchanged)
     warnings: list[str] = field(default_factory=list)
     bone_offsets: list[int] = field(default_factory=list)  # byte offset of each bone record (for findings)
-    # issue 10 (check): byte offsets of the other sections, set by `read` (for findings): "vertex buffer {i}",
+    # Byte offsets of the other sections, set by `read` (for findings): "vertex buffer {i}",
     # "vertex buffer {i} data", "index buffer {i}", "index buffer {i} data", "geometry {i}", "morph {i}",
     # "bone count", "bounding box", "geometry centers"
     offsets: dict[str, int] = field(default_factory=dict)
@@ -186,7 +186,7 @@ def read(data: bytes) -> Model:
     m = Model(magic=magic)
     if magic == "UMD3":
         m.version = r.u32("version")
-    # issue 10 (check): each section's offset is recorded in m.offsets while reading
+    # Each section's offset is recorded in m.offsets while reading
     for i in range(r.count("vertex buffer count", 12)):
         m.offsets[f"vertex buffer {i}"] = r.pos
         m.vertex_buffers.append(_read_vertex_buffer(r, magic, i))
