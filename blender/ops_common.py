@@ -29,3 +29,24 @@ def registrar(classes, imports=(), exports=()):
             bpy.utils.unregister_class(c)
 
     return register, unregister
+
+
+def import_each(op, import_one) -> set[str]:
+    """Run `import_one(path)` (returning an object with `.warnings`) for every file the import operator `op` was
+    given (its `files` in `directory`, else `filepath`); report each failure and warning with the file's name."""
+    import os
+
+    from ..core.errors import FormatError
+
+    paths = [os.path.join(op.directory, f.name) for f in op.files if f.name] or [op.filepath]
+    done = 0
+    for path in paths:
+        try:
+            result = import_one(path)
+        except (FormatError, OSError) as e:
+            op.report({"ERROR"}, f"{os.path.basename(path)}: {e}")
+            continue
+        for w in result.warnings:
+            op.report({"WARNING"}, f"{os.path.basename(path)}: {w}")
+        done += 1
+    return {"FINISHED"} if done else {"CANCELLED"}

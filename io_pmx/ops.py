@@ -7,7 +7,7 @@ import bpy
 from bpy.props import BoolProperty, CollectionProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper, poll_file_object_drop
 
-from ..blender.ops_common import registrar
+from ..blender.ops_common import import_each, registrar
 from ..core.errors import ExportError, FormatError
 from . import convert
 
@@ -29,18 +29,7 @@ class IMPORT_SCENE_OT_skinbridge_pmx(bpy.types.Operator, ImportHelper):
     def execute(self, context):
         from . import blender_io
 
-        paths = [os.path.join(self.directory, f.name) for f in self.files if f.name] or [self.filepath]
-        done = 0
-        for path in paths:
-            try:
-                result = blender_io.import_pmx(context, path, self.scale)
-            except (FormatError, OSError) as e:
-                self.report({"ERROR"}, f"{os.path.basename(path)}: {e}")
-                continue
-            for w in result.warnings:
-                self.report({"WARNING"}, f"{os.path.basename(path)}: {w}")
-            done += 1
-        return {"FINISHED"} if done else {"CANCELLED"}
+        return import_each(self, lambda path: blender_io.import_pmx(context, path, self.scale))
 
     def invoke(self, context, event):
         return self.invoke_popup(context)
