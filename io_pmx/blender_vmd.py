@@ -497,6 +497,31 @@ def _unchanged(actual: _Curve, expected: vc.ChannelKeys, xa: float | None, xb: f
     return _close(rel(actual.hr, actual.x, actual.y, ha), rel(expected.hr, expected.x, expected.y, he))
 
 
+def _unchanged_channel(actual: _Curve | None, expected: vc.ChannelKeys, xk: np.ndarray) -> np.ndarray | None:
+    """`_unchanged` for every key frame `xk` at once when the whole channel is as import made it (the common case:
+    keys, values and handle offsets all equal); None otherwise, and then each key is checked alone."""
+    if actual is None or len(actual.x) != len(expected.x) or not len(xk):
+        return None
+
+    def offsets(c, h):
+        return h - np.stack([c.x, c.y], 1)
+
+    if not (_close(actual.x, expected.x) and _close(actual.y, expected.y)
+            and _close(offsets(actual, actual.hl), offsets(expected, expected.hl))
+            and _close(offsets(actual, actual.hr), offsets(expected, expected.hr))):
+        return None
+    tol = 1e-3
+    x = np.sort(np.asarray(expected.x, np.float64))
+    xk = np.asarray(xk, np.float64)
+    at = np.searchsorted(x, xk + tol, "right") - np.searchsorted(x, xk - tol, "left")  # keys at each frame
+    after_previous = np.searchsorted(x, np.r_[-np.inf, xk[:-1] + tol], "right")
+    inside = np.searchsorted(x, xk + tol, "right") - after_previous  # keys in (previous + tol, this + tol]
+    ok = np.empty(len(xk), bool)
+    ok[0] = at[0] > 0
+    ok[1:] = (inside[1:] > 0) & (at[:-1] == 1)
+    return ok
+
+
 def _channelbags(act, slot):
     for layer in act.layers:
         for strip in layer.strips:
@@ -647,9 +672,10 @@ def _export_bones(act, slot, arm_ob, raw, fps, scale, bake, rest, names):
             xk = tr.frames * fps / vmd.FPS
             for key in [("location", j) for j in range(3)] + [("rotation_quaternion", c) for c in range(4)]:
                 actual = chans.get(key)
-                same_ch[key] = np.array([actual is not None and _unchanged(actual, expected[key],
-                                                                           xk[k - 1] if k else None, xk[k])
-                                         for k in range(len(xk))], bool)
+                whole = _unchanged_channel(actual, expected[key], xk)
+                same_ch[key] = whole if whole is not None else np.array(
+                    [actual is not None and _unchanged(actual, expected[key], xk[k - 1] if k else None, xk[k])
+                     for k in range(len(xk))], bool)
         same = np.logical_and.reduce(list(same_ch.values())) if same_ch else np.zeros(0, bool)
         # frames to export: real keys, and GENERATED keys of segments the user changed
         real = [c.x[~c.generated] for c in chans.values()]
