@@ -50,3 +50,18 @@ def import_each(op, import_one) -> set[str]:
             op.report({"WARNING"}, f"{os.path.basename(path)}: {w}")
         done += 1
     return {"FINISHED"} if done else {"CANCELLED"}
+
+
+def export_reporting(op, export) -> set[str]:
+    """Run `export()` (returning warnings) for the export operator `op`: an ExportError or OSError becomes an
+    ERROR report and CANCELLED, each warning a WARNING report."""
+    from ..core.errors import ExportError
+
+    try:
+        warnings = export()
+    except (ExportError, OSError) as e:
+        op.report({"ERROR"}, str(e))
+        return {"CANCELLED"}
+    for w in warnings:
+        op.report({"WARNING"}, w)
+    return {"FINISHED"}

@@ -7,7 +7,7 @@ import bpy
 from bpy.props import BoolProperty, CollectionProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper, poll_file_object_drop
 
-from ..blender.ops_common import import_each, registrar
+from ..blender.ops_common import export_reporting, import_each, registrar
 from ..core.errors import ExportError, FormatError
 from . import convert
 
@@ -64,17 +64,10 @@ class EXPORT_SCENE_OT_skinbridge_pmx(bpy.types.Operator, ExportHelper):
     def execute(self, context):
         from . import blender_io
 
-        try:
-            warnings = blender_io.export_pmx(context, self.filepath, None if self.use_model_scale else self.scale,
-                                             self.selected_only, mmd_rig=self.mmd_rig,
-                                             bone_map=bpy.path.abspath(self.bone_map) if self.bone_map else None,
-                                             arm_angle=self.arm_angle * 57.29577951308232)  # degrees
-        except (ExportError, OSError) as e:
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
-        for w in warnings:
-            self.report({"WARNING"}, w)
-        return {"FINISHED"}
+        return export_reporting(self, lambda: blender_io.export_pmx(
+            context, self.filepath, None if self.use_model_scale else self.scale, self.selected_only,
+            mmd_rig=self.mmd_rig, bone_map=bpy.path.abspath(self.bone_map) if self.bone_map else None,
+            arm_angle=self.arm_angle * 57.29577951308232))  # radians → degrees
 
 
 class IO_FH_skinbridge_pmx(bpy.types.FileHandler):

@@ -7,7 +7,7 @@ import bpy
 from bpy.props import BoolProperty, CollectionProperty, EnumProperty, IntProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper, poll_file_object_drop
 
-from ..blender.ops_common import import_each, registrar
+from ..blender.ops_common import export_reporting, import_each, registrar
 from ..core.errors import ExportError, FormatError
 
 _PROFILES = [
@@ -67,15 +67,8 @@ class EXPORT_SCENE_OT_urhox_mdl(bpy.types.Operator, ExportHelper):
     def execute(self, context):
         from . import blender_io
 
-        try:
-            warnings = blender_io.export_mdl(context, self.filepath, self.profile, self.selected_only,
-                                             self.deform_only, self.max_bones)
-        except (ExportError, OSError) as e:
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
-        for w in warnings:
-            self.report({"WARNING"}, w)
-        return {"FINISHED"}
+        return export_reporting(self, lambda: blender_io.export_mdl(
+            context, self.filepath, self.profile, self.selected_only, self.deform_only, self.max_bones))
 
 
 class IO_FH_urhox_mdl(bpy.types.FileHandler):
