@@ -663,7 +663,13 @@ def _bake(context, arm_ob, act, slot, bones, start, end, fps, fill_missing, chan
     parents = {b: arm_ob.data.bones[b].parent.name if arm_ob.data.bones[b].parent else None for b in bones}
     need = set(bones) | {p for p in parents.values() if p}
     pose = {b: np.empty((len(frames), 4, 4)) for b in need}
+    # meshes deformed by this armature need not be evaluated at every frame
+    muted = [m for o in scene.objects for m in o.modifiers
+             if m.type == "ARMATURE" and m.object == arm_ob and m.show_viewport]
+    progress = Progress(f"sampling {act.name}", len(frames))
     try:
+        for m in muted:
+            m.show_viewport = False
         ad = arm_ob.animation_data or arm_ob.animation_data_create()
         if ad.action != act:
             ad.action = act
@@ -673,7 +679,11 @@ def _bake(context, arm_ob, act, slot, bones, start, end, fps, fill_missing, chan
             scene.frame_set(int(f))
             for b in need:
                 pose[b][k] = np.array(arm_ob.pose.bones[b].matrix, dtype=np.float64)
+            progress.update(k + 1)
     finally:
+        progress.end()
+        for m in muted:
+            m.show_viewport = True
         if created_ad:
             arm_ob.animation_data_clear()
         else:

@@ -22,7 +22,10 @@ def _set(attr, prop: str, array, dtype) -> None:
     attr.data.foreach_set(prop, np.ascontiguousarray(array, dtype=dtype).reshape(-1))
 
 
-def build_mesh(cmesh: cm.Mesh, name: str, created: list, warnings: list[str]) -> bpy.types.Mesh:
+def build_mesh(cmesh: cm.Mesh, name: str, created: list, warnings: list[str],
+               n_groups: int = 0) -> bpy.types.Mesh:
+    """The Blender mesh of `cmesh`; with `n_groups`, also its weights for vertex groups 0 … n_groups − 1
+    (the object's groups are made by `add_vertex_groups`)."""
     me = bpy.data.meshes.new(name)
     created.append(me)
     tris = np.asarray(cmesh.triangles, dtype=np.int32).reshape(-1, 3)
@@ -35,6 +38,8 @@ def build_mesh(cmesh: cm.Mesh, name: str, created: list, warnings: list[str]) ->
             mat_idx = np.asarray(mat_idx)[~degenerate]
     me.vertices.add(cmesh.vertex_count)
     _set(me.attributes["position"], "vector", cmesh.positions, np.float32)
+    if n_groups and cmesh.weights is not None and cmesh.joints is not None:
+        _write_weights(me, cmesh.joints, cmesh.weights, n_groups)  # before the faces: see there
     if tris.size:  # a mesh of lines only has no corner attributes
         me.loops.add(tris.size)
         _set(me.attributes[".corner_vert"], "value", tris, np.int32)
@@ -62,43 +67,56 @@ def build_mesh(cmesh: cm.Mesh, name: str, created: list, warnings: list[str]) ->
     return me
 
 
-def add_weights(ob, cmesh: cm.Mesh, bone_names: list[str]) -> None:
-    """Vertex groups for every bone (in skeleton order, so export keeps the order), weights added slot by
-    slot so each vertex keeps its file's influence order. There is no bulk API for vertex weights: a
-    weight shared by several vertices of one (slot, bone) takes one call for all of them; the rest take
-    one call each, driven from C through `map` (about half the time of a Python loop)."""
-    groups = [ob.vertex_groups.new(name=n) for n in bone_names]
-    if cmesh.weights is None:
+def _merge_repeated_bones(joints: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Weights with a bone named twice in one vertex summed into its first slot (a vertex group holds one
+    weight per bone); the later slot's weight becomes 0."""
+    weights = weights.copy()
+    for k in range(1, weights.shape[1]):
+        for s in range(k):
+            same = (joints[:, k] == joints[:, s]) & (weights[:, k] > 0) & (weights[:, s] > 0)
+            if same.any():
+                weights[same, s] += weights[same, k]
+                weights[same, k] = 0
+    return weights
+
+
+def _write_weights(me, joints, weights, n_groups: int) -> None:
+    """Deform weights of a mesh that has vertices and no faces yet, exactly, each vertex keeping its
+    file's influence order; joints outside 0 … n_groups − 1 and weights ≤ 0 are left out.
+
+    Blender has no bulk API for weights, and `VertexGroup.add` costs about 0.5 µs a call, one call per
+    weight. A BMesh deform layer takes a weight per item assignment (`dvert[group] = weight`, about
+    0.1 µs, driven from C through `map`), and a BMesh of vertices alone converts to and from the mesh in
+    milliseconds: so the weights go in through a BMesh before the mesh gets its faces. Assignments go
+    slot by slot, so each vertex's influences keep the file's order."""
+    j = np.asarray(joints, dtype=np.int64)
+    w = np.asarray(weights, dtype=np.float32)
+    live = (w > 0) & (j >= 0) & (j < n_groups)
+    w = _merge_repeated_bones(j, np.where(live, w, np.float32(0)))
+    live = w > 0
+    if not live.any():
         return
-    w = np.asarray(cmesh.weights, dtype=np.float32)
-    j = np.asarray(cmesh.joints, dtype=np.int64)
-    replace = itertools.repeat("REPLACE")
-    for k in range(w.shape[1]):
-        live = np.flatnonzero(w[:, k] > 0)
-        if not len(live):
-            continue
-        key = j[live, k] * (1 << 32) + w[live, k].view(np.uint32).astype(np.int64)
-        order = np.argsort(key, kind="stable")
-        key_sorted = key[order]
-        new_run = np.r_[True, key_sorted[1:] != key_sorted[:-1]]
-        starts = np.flatnonzero(new_run)
-        sizes = np.diff(np.r_[starts, len(order)])
-        single = np.zeros(len(order), bool)
-        single[starts[sizes == 1]] = True
-        verts = live[order]
-        bones = j[verts, k]
-        weights = w[verts, k]
-        # shared weights: one call per run of equal (bone, weight)
-        for s, e in zip(starts[sizes > 1].tolist(), (starts + sizes)[sizes > 1].tolist()):
-            groups[int(bones[s])].add(verts[s:e].tolist(), float(weights[s]), "REPLACE")
-        # distinct weights: per bone, one call per vertex without a Python-level loop
-        sv, sb, sw = verts[single], bones[single], weights[single]
-        if not len(sb):
-            continue
-        cuts = np.flatnonzero(np.r_[True, sb[1:] != sb[:-1]]).tolist() + [len(sb)]
-        sv_list, sw_list = sv.tolist(), sw.tolist()
-        for a, b in zip(cuts[:-1], cuts[1:]):
-            collections.deque(map(groups[int(sb[a])].add, zip(sv_list[a:b]), sw_list[a:b], replace), maxlen=0)
+    bm = bmesh.new()
+    try:
+        bm.from_mesh(me)
+        layer = bm.verts.layers.deform.verify()
+        dverts = list(map(operator.getitem, bm.verts, itertools.repeat(layer)))
+        for k in range(w.shape[1]):
+            rows = np.flatnonzero(live[:, k])
+            targets = dverts if len(rows) == len(dverts) else list(map(dverts.__getitem__, rows.tolist()))
+            collections.deque(map(operator.setitem, targets, j[rows, k].tolist(), w[rows, k].tolist()),
+                              maxlen=0)
+        del targets, dverts
+        bm.to_mesh(me)
+    finally:
+        bm.free()
+
+
+def add_vertex_groups(ob, bone_names: list[str]) -> None:
+    """The object's vertex groups, one per bone in skeleton order (group i holds the weights that
+    `build_mesh` wrote for bone i; export keeps this order)."""
+    for n in bone_names:
+        ob.vertex_groups.new(name=n)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -112,26 +130,25 @@ def _foreach(collection_or_attr, prop: str, count: int, width: int, dtype) -> np
 
 
 def read_mesh(ob, depsgraph, matrix: np.ndarray, bone_index: dict[str, int], max_influences: int,
-              warnings: list[str]) -> cm.Mesh | None:
+              warnings: list[str], tangents: bool = True) -> cm.Mesh | None:
     """The evaluated mesh of `ob` in the space `matrix` maps object space to, split per corner data."""
     ob_eval = ob.evaluated_get(depsgraph)
     me = ob_eval.to_mesh(preserve_all_data_layers=True, depsgraph=depsgraph)
     try:
         if me is None or not (len(me.polygons) or len(me.edges)):
             return None
-        if any(p.loop_total != 3 for p in me.polygons) if len(me.polygons) < 64 else \
-                (_foreach(me.polygons, "loop_total", len(me.polygons), 1, np.int32) != 3).any():
+        if len(me.loops) != 3 * len(me.polygons):  # every face has at least 3 corners: all triangles iff equal
             bm = bmesh.new()
             bm.from_mesh(me)
             bmesh.ops.triangulate(bm, faces=bm.faces[:])
             bm.to_mesh(me)
             bm.free()
-        return _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings)
+        return _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings, tangents)
     finally:
         ob_eval.to_mesh_clear()
 
 
-def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings) -> cm.Mesh:
+def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings, want_tangents=True) -> cm.Mesh:
     nv, nl, nf = len(me.vertices), len(me.loops), len(me.polygons)
     pos = _foreach(me.attributes["position"].data, "vector", nv, 3, np.float32)
     corner_vert = _foreach(me.attributes[".corner_vert"].data, "value", nl, 1, np.int32) if nl else \
@@ -146,24 +163,21 @@ def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings) -> 
         c = _foreach(attr.data, prop, n, 4, np.float32)
         colors.append((attr.name, c[corner_vert] if attr.domain == "POINT" else c))
     tangents = None
-    if uv_layers and nl:
+    if want_tangents and uv_layers and nl:
         try:
             me.calc_tangents(uvmap=uv_layers[0].name)
-            t = _foreach(me.loops, "tangent", nl, 3, np.float32)
-            sign = _foreach(me.loops, "bitangent_sign", nl, 1, np.float32)
-            tangents = np.concatenate([t, sign[:, None]], axis=1)
+            tangents = (_foreach(me.loops, "tangent", nl, 3, np.float32),  # joined once split, below
+                        _foreach(me.loops, "bitangent_sign", nl, 1, np.float32))
         except RuntimeError as e:
             warnings.append(f"{ob.name}: tangents not computed ({e})")
-    mat_index = _foreach(me.polygons, "material_index", nf, 1, np.int32) if nf else np.zeros(0, np.int32)
+    mat_attr = me.attributes.get("material_index")  # absent: every face uses slot 0
+    mat_index = _foreach(mat_attr.data, "value", nf, 1, np.int32) if nf and mat_attr is not None else \
+        np.zeros(nf, np.int32)
 
     # One output vertex per distinct (vertex, normal, UVs, colours); ordered by vertex, then first corner,
     # so an unsplit mesh keeps Blender's vertex order exactly.
-    parts = [corner_vert.astype(np.int64).view(np.uint64).reshape(-1, 1).view(np.uint8).reshape(nl, 8),
-             np.ascontiguousarray(normals).view(np.uint8)]
-    parts += [np.ascontiguousarray(uv).view(np.uint8) for _, uv in uvs]
-    parts += [np.ascontiguousarray(c).view(np.uint8) for _, c in colors]
-    keys = np.ascontiguousarray(np.concatenate(parts, axis=1))
-    src_corner, corner_to_out = _split_corners(keys, corner_vert, nv)
+    src_corner, corner_to_out = _split_corners([normals] + [uv for _, uv in uvs] + [c for _, c in colors],
+                                               corner_vert, nv)
 
     m = np.asarray(matrix, dtype=np.float64)
     lin = m[:3, :3]
@@ -178,10 +192,9 @@ def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings) -> 
     cmesh.uvs = [(n, uv[src_corner]) for n, uv in uvs]
     cmesh.colors = [(n, c[src_corner]) for n, c in colors]
     if tangents is not None:
-        t = tangents[src_corner].astype(np.float64)
-        txyz = t[:, :3] @ lin.T
+        txyz = tangents[0][src_corner].astype(np.float64) @ lin.T
         txyz /= np.maximum(np.linalg.norm(txyz, axis=1, keepdims=True), 1e-30)
-        w = t[:, 3] * (-1.0 if np.linalg.det(lin) < 0 else 1.0)
+        w = tangents[1][src_corner].astype(np.float64) * (-1.0 if np.linalg.det(lin) < 0 else 1.0)
         cmesh.tangents = np.concatenate([txyz, w[:, None]], axis=1).astype(np.float32)
     source = corner_vert[src_corner]
     edges, extra = _loose_edges(me, source)
@@ -208,22 +221,27 @@ def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings) -> 
     return cmesh
 
 
-def _split_corners(keys: np.ndarray, corner_vert: np.ndarray, nv: int) -> tuple[np.ndarray, np.ndarray]:
+def _split_corners(columns: list[np.ndarray], corner_vert: np.ndarray, nv: int) -> tuple[np.ndarray, np.ndarray]:
     """(first corner of each output vertex, output vertex of each corner) for one output vertex per distinct
-    (vertex, corner key bytes), ordered by vertex, then first corner.
+    (vertex, bytes of every column at the corner), ordered by vertex, then first corner.
 
-    Issue 11: when every vertex's corners carry the same key bytes (meshes imported from game formats, and
-    any mesh without seams or sharp edges) the answer follows from the vertex of each corner alone, without
-    sorting the keys."""
+    When every vertex's corners carry the same bytes (meshes imported from game formats, and any mesh without
+    seams or sharp edges) the answer follows from the vertex of each corner alone: each column is compared
+    with its value at the vertex's first corner, chunk by chunk, and no key is built or sorted."""
     nl = len(corner_vert)
-    if nl:
-        first_of = np.full(nv, nl, np.int64)
-        np.minimum.at(first_of, corner_vert, np.arange(nl))
-        step = 1 << 20  # corners compared per chunk, to bound the temporary copy
-        if all((keys[a:a + step] == keys[first_of[corner_vert[a:a + step]]]).all() for a in range(0, nl, step)):
-            used = first_of < nl
-            out_of_vertex = np.cumsum(used) - 1
-            return first_of[used], out_of_vertex[corner_vert]
+    if not nl:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    bits = [np.ascontiguousarray(c).reshape(nl, -1).view(np.uint8) for c in columns]
+    first_of = np.full(nv, nl, np.int64)
+    np.minimum.at(first_of, corner_vert, np.arange(nl))
+    step = 1 << 18  # corners compared per chunk, to bound the temporary copies
+    if all(np.array_equal(b[a:a + step], b[first_of[corner_vert[a:a + step]]])
+           for a in range(0, nl, step) for b in bits):
+        used = first_of < nl
+        out_of_vertex = np.cumsum(used) - 1
+        return first_of[used], out_of_vertex[corner_vert]
+    keys = np.ascontiguousarray(np.concatenate(
+        [corner_vert.astype(np.int64).reshape(nl, 1).view(np.uint8)] + bits, axis=1))
     void = keys.view(np.dtype((np.void, keys.shape[1]))).reshape(-1)
     _, first, inverse = np.unique(void, return_index=True, return_inverse=True)
     order = np.lexsort((first, corner_vert[first]))
@@ -259,8 +277,9 @@ def _read_weights(ob, me, bone_index, max_influences, warnings):
     largest and renormalises them, with a warning.
 
     No bulk API reads vertex weights; each vertex's `groups` collection is read with two `foreach_get`
-    calls into its slice of one flat buffer, driven from C through `map` (about twice as fast
-    as a Python loop over the elements); the rest is numpy."""
+    calls, driven from C through `map`, into the rows of one (vertices, n) block per influence count n
+    (iterating a 2-D array yields its rows without Python code), then into one flat buffer; the rest is
+    numpy."""
     group_to_bone = np.full(max(len(ob.vertex_groups), 1), -1, dtype=np.int64)
     for g in ob.vertex_groups:
         group_to_bone[g.index] = bone_index.get(g.name, -1)
@@ -274,13 +293,21 @@ def _read_weights(ob, me, bone_index, max_influences, warnings):
     total = int(counts.sum())
     if not total:
         return joints, weights
-    cuts = np.cumsum(counts)[:-1]
+    offsets = np.cumsum(counts) - counts
     flat_w = np.empty(total, np.float32)
     flat_g = np.empty(total, np.int32)
     get = type(per_vertex[0]).foreach_get
-    collections.deque(map(get, per_vertex, itertools.repeat("weight"), np.split(flat_w, cuts)), maxlen=0)
-    collections.deque(map(get, per_vertex, itertools.repeat("group"), np.split(flat_g, cuts)), maxlen=0)
-    del per_vertex
+    for n in np.unique(counts[counts > 0]).tolist():
+        rows = np.flatnonzero(counts == n)
+        these = per_vertex if len(rows) == nv else list(map(per_vertex.__getitem__, rows.tolist()))
+        block_w = np.empty((len(rows), n), np.float32)
+        block_g = np.empty((len(rows), n), np.int32)
+        collections.deque(map(get, these, itertools.repeat("weight"), block_w), maxlen=0)
+        collections.deque(map(get, these, itertools.repeat("group"), block_g), maxlen=0)
+        at = offsets[rows][:, None] + np.arange(n)
+        flat_w[at] = block_w
+        flat_g[at] = block_g
+    del per_vertex, these
     vertex = np.repeat(np.arange(nv), counts)
     bone = group_to_bone[np.clip(flat_g, 0, len(group_to_bone) - 1)]
     bone[(flat_g < 0) | (flat_g >= len(group_to_bone))] = -1

@@ -78,7 +78,8 @@ def build_scene(context, scene: cm.Scene, name: str, base_dir: str | None = None
         lod_collection = None
         hidden = []
         for cmesh in scene.meshes:
-            me = bmesh_.build_mesh(cmesh, cmesh.name, created, result.warnings)
+            me = bmesh_.build_mesh(cmesh, cmesh.name, created, result.warnings,
+                                   len(names) if arm_ob is not None else 0)
             for slot in cmesh.materials:
                 me.materials.append(materials[slot])
             ob = bpy.data.objects.new(cmesh.name, me)
@@ -96,7 +97,7 @@ def build_scene(context, scene: cm.Scene, name: str, base_dir: str | None = None
                 collection.objects.link(ob)
             if arm_ob is not None and cmesh.weights is not None:
                 ob.parent = arm_ob
-                bmesh_.add_weights(ob, cmesh, names)
+                bmesh_.add_vertex_groups(ob, names)
                 mod = ob.modifiers.new("Armature", "ARMATURE")
                 mod.object = arm_ob
             elif arm_ob is not None:
@@ -193,8 +194,9 @@ def exportable_objects(context, selected_only: bool = False) -> tuple[list, obje
 
 
 def gather_scene(context, selected_only: bool = False, max_influences: int = 4,
-                 deform_only: bool = False) -> tuple[cm.Scene, list[str]]:
-    """Read what would be exported into a core Scene (world space, Blender axes). Read-only for the user:
+                 deform_only: bool = False, tangents: bool = True) -> tuple[cm.Scene, list[str]]:
+    """Read what would be exported into a core Scene (world space, Blender axes); `tangents=False` for formats
+    that do not store them (they cost a MikkTSpace pass). Read-only for the user:
     the armature is switched to Rest Position and meshes with shape keys to their basis key (shape key
     lock) while reading, and both are put back in `finally`."""
     warnings: list[str] = []
@@ -236,7 +238,7 @@ def gather_scene(context, selected_only: bool = False, max_influences: int = 4,
             is_skinned = ob in skinned
             matrix = np.array(ob.matrix_world, dtype=np.float64)
             cmesh = bmesh_.read_mesh(ob, depsgraph, matrix, bone_index if is_skinned else {}, max_influences,
-                                     warnings)
+                                     warnings, tangents)
             if cmesh is None:
                 continue
             if scene.skeleton is not None and not is_skinned:

@@ -78,7 +78,7 @@ def import_pmx(context, path: str, scale: float = convert.DEFAULT_SCALE) -> bsce
 def gather_model(context, scale: float | None = None, selected_only: bool = False) -> tuple[pmx.PmxModel, list[str]]:
     """The PMX records export would write (read-only), not yet validated."""
     meshes, arm_ob = bscene.exportable_objects(context, selected_only)
-    core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only)
+    core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only, tangents=False)
     if not core_scene.meshes:
         raise ExportError("nothing to export: no visible mesh with faces")
     blender_mmd.read_extras(core_scene, arm_ob, meshes)

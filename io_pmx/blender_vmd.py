@@ -433,6 +433,17 @@ class _Curve:
             return float(self.y[i])
         return float(self.fc.evaluate(x))
 
+    def values(self, xs: np.ndarray) -> np.ndarray:
+        """`value` at every x: the key's own value where a key sits there, the curve's elsewhere."""
+        xs = np.asarray(xs, np.float64)
+        out = np.empty(len(xs))
+        i = np.searchsorted(self.x, xs)
+        hit = i < len(self.x)
+        hit[hit] = np.abs(self.x[i[hit]] - xs[hit]) <= 1e-6
+        out[hit] = self.y[i[hit]]
+        out[~hit] = [self.fc.evaluate(float(x)) for x in xs[~hit]]
+        return out
+
     def inside(self, xa: float, xb: float) -> bool:
         """Whether a key lies strictly between frames xa and xb."""
         return bool(np.any((self.x > xa + 1e-6) & (self.x < xb - 1e-6)))
@@ -711,15 +722,16 @@ def _export_bones(act, slot, arm_ob, raw, fps, scale, bake, rest, names):
             if extra:
                 frames = np.unique(np.concatenate([frames] + extra))
         x = frames * fps / vmd.FPS
-        loc = np.array([[chans[("location", j)].value(f) if ("location", j) in chans else pb.location[j]
-                         for j in range(3)] for f in x])
+        def sampled(prop, n):  # (frames, n): the channel's curve, or the pose value where it has none
+            return np.stack([chans[(prop, j)].values(x) if (prop, j) in chans
+                             else np.full(len(x), getattr(pb, prop)[j], np.float64) for j in range(n)], axis=1)
+
+        loc = sampled("location", 3)
         if euler:
-            e = np.array([[chans[("rotation_euler", j)].value(f) if ("rotation_euler", j) in chans
-                           else pb.rotation_euler[j] for j in range(3)] for f in x])
-            quat = bact._euler_to_quat(e, pb.rotation_mode if len(pb.rotation_mode) == 3 else "XYZ")
+            quat = bact._euler_to_quat(sampled("rotation_euler", 3),
+                                       pb.rotation_mode if len(pb.rotation_mode) == 3 else "XYZ")
         else:
-            quat = np.array([[chans[("rotation_quaternion", c)].value(f) if ("rotation_quaternion", c) in chans
-                              else pb.rotation_quaternion[c] for c in range(4)] for f in x])
+            quat = sampled("rotation_quaternion", 4)
         quat = quat_normalize(quat)
         pos_mmd, rot_mmd = bmap.to_mmd(loc, quat)
         perm = vc.dominant_permutation(np.linalg.inv(bmap.position_matrix()).T)  # MMD channel i ← Blender perm[i]

@@ -475,7 +475,8 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
                 b.collision_mask, b.radius, b.bbox = 0, None, None
 
     # Geometries: one per (mesh, material slot); under urho3d split at max_bones when the bones do not fit.
-    deforming = np.unique(joints[weights > 0]) if skinned else np.zeros(0, np.int64)
+    deforming = np.flatnonzero(np.bincount(joints[weights > 0], minlength=n_bones)) if skinned else \
+        np.zeros(0, np.int64)  # ascending, as np.unique gives it, without sorting every influence
     if not skinned:
         mode, shared = "static", np.zeros(0, np.int64)
     elif profile == "urhox" or n_bones <= max_bones:
@@ -489,18 +490,24 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
         for material, kind, tris in parts:
             for tri_rows, bones in _split_by_bones(tris, joints, weights, max_bones):
                 chunks.append((material, kind, tris[tri_rows], bones))
-        src = np.concatenate([np.unique(t) for _, _, t, _ in chunks])
+        used_of = []  # the vertices each chunk uses, ascending (a mask, not a sort: O(vertices))
+        for _, _, tris, _ in chunks:
+            mask = np.zeros(len(full), bool)
+            mask[tris] = True
+            used_of.append(np.flatnonzero(mask))
+        src = np.concatenate(used_of)
         verts = full[src]
         out_index = []
         start = 0
-        for material, kind, tris, bones in chunks:
-            used = np.unique(tris)
+        renumber = np.zeros(len(full), np.int64)
+        for (material, kind, tris, bones), used in zip(chunks, used_of):
             lookup = np.full(n_bones, 0, np.int64)
             lookup[bones] = np.arange(len(bones))
             rows = slice(start, start + len(used))
             live = weights[used] > 0
             verts["BLENDINDICES0"][rows] = np.where(live, lookup[joints[used]], 0).astype(np.uint8)
-            out_index.append((material, kind, np.searchsorted(used, tris) + start, np.asarray(bones, np.uint32)))
+            renumber[used] = np.arange(start, start + len(used))
+            out_index.append((material, kind, renumber[tris], np.asarray(bones, np.uint32)))
             start += len(used)
         geoms = out_index
     else:
@@ -522,7 +529,9 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
         index_parts.append(flat)
         model.geometries.append(umd2.Geometry(mapping, [umd2.LodLevel(0.0, kind, 0, 0, index_start, len(flat))]))
         model.geometry_materials.append(material)
-        centers.append(verts["POSITION0"][np.unique(flat)].astype(np.float64).mean(axis=0))
+        touched = np.zeros(len(verts), bool)
+        touched[flat] = True
+        centers.append(verts["POSITION0"][touched].astype(np.float64).mean(axis=0))
         index_start += len(flat)
     indices = np.concatenate(index_parts)
     size = 2 if len(verts) <= 65535 else 4
@@ -576,9 +585,11 @@ def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
             verts["BLENDWEIGHTS0"][sl] = weights[sl]
             verts["BLENDINDICES0"][sl] = joints[sl].astype(np.uint8)
         mat_idx = m.material_indices if m.material_indices is not None else np.zeros(len(m.triangles), np.int32)
-        for slot in np.unique(mat_idx):
+        one_slot = len(mat_idx) and mat_idx.min() == mat_idx.max()
+        for slot in (mat_idx[:1] if one_slot else np.unique(mat_idx)):
             material = m.materials[slot] if slot < len(m.materials) else None
-            parts.append((material, 0, m.triangles[mat_idx == slot].astype(np.int64) + base))
+            tris = m.triangles if one_slot else m.triangles[mat_idx == slot]
+            parts.append((material, 0, tris.astype(np.int64) + base))
         if m.edges is not None and len(m.edges):
             parts.append((m.materials[0] if m.materials else None, 1, m.edges.astype(np.int64) + base))
         base += m.vertex_count
@@ -590,27 +601,40 @@ def _split_by_bones(tris: np.ndarray, joints: np.ndarray, weights: np.ndarray, m
 
     Triangles with the same bone set are taken together (sorted by that set, so neighbours share bones); the
     groups are packed greedily in that order."""
-    corner_bones = np.where(weights[tris] > 0, joints[tris], -1).reshape(len(tris), -1)  # (T, 12)
-    corner_bones.sort(axis=1)
-    # the distinct bones of each triangle, padded with -1 at the end
-    dup = np.zeros_like(corner_bones, dtype=bool)
-    dup[:, 1:] = corner_bones[:, 1:] == corner_bones[:, :-1]
-    keyed = np.where(dup | (corner_bones < 0), np.iinfo(np.int64).max, corner_bones)
-    keyed.sort(axis=1)
-    counts = (keyed != np.iinfo(np.int64).max).sum(axis=1)
+    small = int(joints.max(initial=0)) < np.iinfo(np.int16).max
+    dtype = np.int16 if small else np.int32  # int16 keys: half the memory, and numpy sorts them by radix
+    none = np.iinfo(dtype).max
+    vertex_bones = np.where(weights > 0, joints, -1).astype(dtype)  # per vertex first: 3× less to gather
+    width = tris.shape[1] * joints.shape[1]
+    keyed = np.empty((len(tris), width), dtype)
+    for a in range(0, len(tris), 1 << 16):  # in chunks that stay in the CPU caches
+        corner_bones = vertex_bones[tris[a:a + (1 << 16)]].reshape(-1, width)  # (T, 12)
+        corner_bones.sort(axis=1)
+        # the distinct bones of each triangle, padded at the end
+        dup = np.zeros_like(corner_bones, dtype=bool)
+        dup[:, 1:] = corner_bones[:, 1:] == corner_bones[:, :-1]
+        chunk = np.where(dup | (corner_bones < 0), none, corner_bones)
+        chunk.sort(axis=1)
+        keyed[a:a + len(chunk)] = chunk
+    counts = (keyed != none).sum(axis=1)
     if counts.max(initial=0) > max_bones:
         t = int(np.argmax(counts))
         raise ExportError(f"{'triangle' if tris.shape[1] == 3 else 'edge'} {t} uses {int(counts[t])} bones, "
                           f"more than --max-bones {max_bones}")
-    sets, inverse = np.unique(keyed, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    order = np.argsort(inverse, kind="stable")
-    bounds = np.searchsorted(inverse[order], np.arange(len(sets) + 1))
+    if not len(keyed):
+        return []
+    keyed = keyed[:, :max(int(counts.max()), 1)]
+    order = np.lexsort(keyed.T[::-1])  # the bone sets in lexicographic order, equal sets together
+    in_order = keyed[order]
+    starts = np.flatnonzero(np.r_[True, (in_order[1:] != in_order[:-1]).any(axis=1)])
+    sets = in_order[starts]
+    bounds = np.r_[starts, len(order)]
+    del in_order
     groups = []
     current: set[int] = set()
     members: list[int] = []
     for s, row in enumerate(sets):
-        bones = {int(b) for b in row if b != np.iinfo(np.int64).max}
+        bones = {int(b) for b in row if b != none}
         if members and len(current | bones) > max_bones:
             groups.append((members, current))
             current, members = set(), []
@@ -619,29 +643,46 @@ def _split_by_bones(tris: np.ndarray, joints: np.ndarray, weights: np.ndarray, m
     if members:
         groups.append((members, current))
     out = []
-    for members, bones in groups:
-        rows = np.sort(np.concatenate([order[bounds[s]:bounds[s + 1]] for s in members]))
-        out.append((rows, np.array(sorted(bones), dtype=np.int64)))
+    for members, bones in groups:  # a group's sets are consecutive: its rows are one slice of `order`
+        take = np.zeros(len(tris), bool)
+        take[order[bounds[members[0]]:bounds[members[-1] + 1]]] = True
+        out.append((np.flatnonzero(take), np.array(sorted(bones), dtype=np.int64)))
     return out
+
+
+def _runs_of(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The stable order that sorts non-negative integers `values`, and where each run of equal values starts
+    in that order (with the total length appended)."""
+    values = np.asarray(values)
+    small = values.max(initial=0) < (1 << 16)
+    order = np.argsort(values.astype(np.uint16) if small else values, kind="stable")  # uint16: a radix sort
+    ordered = values[order]
+    return order, np.r_[np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]), len(ordered)]
 
 
 def _collision_to_file(bones: list[umd2.BoneRecord], positions, joints, weights) -> None:
     """Mask 3 with radius and bone-local box (file space, through the offset matrix) on every bone that has
     weighted vertices; 0 on the others."""
     n = len(bones)
-    offsets = np.array([offset_to_matrix(b.offset) for b in bones])
-    live_v, live_k = np.nonzero(weights > 0)
-    bone = joints[live_v, live_k]
-    p = np.asarray(positions, np.float64)[live_v]
-    local = np.einsum("nij,nj->ni", offsets[bone][:, :3, :3], p) + offsets[bone][:, :3, 3]
     radius = np.zeros(n)
     lo = np.full((n, 3), np.inf)
     hi = np.full((n, 3), -np.inf)
-    np.maximum.at(radius, bone, np.linalg.norm(local, axis=1))
-    np.minimum.at(lo, bone, local)
-    np.maximum.at(hi, bone, local)
     weighted = np.zeros(n, bool)
-    weighted[bone] = True
+    live_v, live_k = np.nonzero(weights > 0)
+    bone = joints[live_v, live_k]
+    order, cuts = _runs_of(bone)
+    vertex_of, bone = live_v[order], bone[order]
+    px, py, pz = (np.ascontiguousarray(positions[:, k], np.float64) for k in range(3))
+    for a, e in zip(cuts[:-1].tolist(), cuts[1:].tolist()):  # one bone at a time, bounding the temporaries
+        i = int(bone[a])
+        m = offset_to_matrix(bones[i].offset)
+        rows = vertex_of[a:e]
+        x, y, z = px[rows], py[rows], pz[rows]
+        local = [x * m[k, 0] + y * m[k, 1] + z * m[k, 2] + m[k, 3] for k in range(3)]  # one row of m at a time
+        radius[i] = np.sqrt((local[0] * local[0] + local[1] * local[1] + local[2] * local[2]).max())
+        lo[i] = [c.min() for c in local]
+        hi[i] = [c.max() for c in local]
+        weighted[i] = True
     for i, b in enumerate(bones):
         if weighted[i]:
             b.collision_mask = umd2.BONECOLLISION_SPHERE | umd2.BONECOLLISION_BOX

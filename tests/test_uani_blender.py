@@ -337,6 +337,44 @@ def test_constrained_bone_sampled_from_the_evaluated_pose(clean_scene, tmp_path)
     np.testing.assert_allclose(child.positions[:, 1], 1 + np.minimum(np.arange(11) / 10, 0.5), atol=1e-5)
 
 
+def test_sampling_frames_skips_deforming_the_meshes(clean_scene, tmp_path):
+    """Issue 11: while constrained bones are sampled frame by frame, the armature modifiers that this armature
+    drives are off (no mesh is deformed per frame); afterwards they are on again and the scene is as it was."""
+    import bpy
+    from skinbridge.blender.fingerprint import scene_fingerprint
+
+    ob = _armature()
+    act = _action(ob, "Con", [("child", "location", 1, [(0, 0.0), (6, 1.0)], "LINEAR")])
+    ob.pose.bones["child"].constraints.new("LIMIT_LOCATION").use_max_y = True
+    me = bpy.data.meshes.new("Skin")
+    me.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 1)], [], [(0, 1, 2)])
+    skin = bpy.data.objects.new("Skin", me)
+    bpy.context.scene.collection.objects.link(skin)
+    skin.vertex_groups.new(name="child").add([0, 1, 2], 1.0, "REPLACE")
+    driven = skin.modifiers.new("Armature", "ARMATURE")
+    driven.object = ob
+    other = skin.modifiers.new("Other", "ARMATURE")  # drives from another armature: left alone
+    other.object = None
+    seen = []
+
+    def record(scene, *args):
+        seen.append((driven.show_viewport, other.show_viewport))
+
+    bpy.context.scene.frame_set(2)  # the pose of the current frame, as Blender shows it
+    before = scene_fingerprint()
+    bpy.app.handlers.frame_change_post.append(record)
+    try:
+        rec, warnings = _export_one(ob, act, tmp_path, "urho3d")
+    finally:
+        bpy.app.handlers.frame_change_post.remove(record)
+    assert [t.key_count for t in rec.tracks] == [7] and any("constraints" in w for w in warnings)
+    assert len(seen) >= 7
+    assert all(s == (False, True) for s in seen[:7]), seen
+    assert driven.show_viewport and other.show_viewport
+    from skinbridge.blender.fingerprint import diff_fingerprints
+    assert scene_fingerprint() == before, diff_fingerprints(before, scene_fingerprint())
+
+
 def test_triggers_become_pose_markers_and_back(ninja, testdata, tmp_path):
     import bpy
     from skinbridge.io_urhox import blender_ani, triggers
