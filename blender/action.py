@@ -39,6 +39,7 @@ from ..core.transforms import (
     affine_inverse, matrix3_to_quat, matrix_to_trs, quat_multiply, quat_normalize, quat_to_matrix3, slerp,
 )
 from . import armature as barm
+from .progress import Progress
 
 ANGLE_TOLERANCE = 1e-5  # radians: nlerp may part from slerp by this much before a GENERATED key is added
 HOLD_GAP = 1e-4  # seconds
@@ -50,43 +51,6 @@ _PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]\.(\w+)$')
 _KEY = bpy.types.Keyframe.bl_rna.properties
 _INTERP = {k: v.value for k, v in _KEY["interpolation"].enum_items.items()}
 _KEYTYPE = {k: v.value for k, v in _KEY["type"].enum_items.items()}
-
-
-# -- progress of long operations -----------------------------------------------------------------------
-
-class Progress:
-    """`window_manager.progress_*` in the UI (harmless headless) and, in background mode, a progress line on
-    stderr once the operation has run for more than a second (at most one update every half second)."""
-
-    def __init__(self, label: str, total: int):
-        import sys
-        import time
-
-        self.label, self.total, self._time, self._err = label, max(int(total), 1), time.perf_counter, sys.stderr
-        self._start = self._shown = self._time()
-        self._wm = getattr(bpy.context, "window_manager", None)
-        self._line = False
-        if self._wm is not None:
-            self._wm.progress_begin(0, self.total)
-
-    def update(self, done: int) -> None:
-        if self._wm is not None:
-            self._wm.progress_update(min(int(done), self.total))
-        now = self._time()
-        if bpy.app.background and now - self._start > 1.0 and now - self._shown > 0.5:
-            self._shown = now
-            self._line = True
-            self._err.write(f"\r{self.label}: {100 * done // self.total:3d} %")
-            self._err.flush()
-
-    def end(self) -> None:
-        if self._wm is not None:
-            self._wm.progress_end()
-            self._wm = None
-        if self._line:
-            self._err.write(f"\r{self.label}: done\n")
-            self._err.flush()
-# -- end progress -----------------------------------------------------------------------------------------
 
 
 def fps_of(scene) -> float:

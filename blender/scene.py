@@ -16,6 +16,7 @@ from ..core import model as cm
 from . import armature as barm
 from . import material as bmat
 from . import mesh as bmesh_
+from .progress import Progress
 
 # Failure injection for tests: set to a callable(stage: str) that may raise.
 fail_hook = None
@@ -60,6 +61,7 @@ def build_scene(context, scene: cm.Scene, name: str, base_dir: str | None = None
     collection = context.view_layer.active_layer_collection.collection
     if context.mode != "OBJECT" and context.view_layer.objects.active is not None:
         bpy.ops.object.mode_set(mode="OBJECT")
+    progress = Progress(f"building {name}", len(scene.meshes) + 1)
     try:
         arm_ob = None
         names: list[str] = []
@@ -71,6 +73,7 @@ def build_scene(context, scene: cm.Scene, name: str, base_dir: str | None = None
             result.armature = arm_ob
             result.objects.append(arm_ob)
         _stage("armature")
+        progress.update(1)
         materials = []
         for mat in scene.materials:
             materials.append(bmat.build_material(mat, created, base_dir))
@@ -107,6 +110,7 @@ def build_scene(context, scene: cm.Scene, name: str, base_dir: str | None = None
             if lod is not None and lod["level"] > 0:
                 hidden.append(ob)
             result.objects.append(ob)
+            progress.update(len(result.objects) + (arm_ob is None))
         if hidden:
             context.view_layer.update()  # newly linked objects join the view layer on update
             for ob in hidden:
@@ -118,6 +122,8 @@ def build_scene(context, scene: cm.Scene, name: str, base_dir: str | None = None
     except BaseException:
         remove_created(created)
         raise
+    finally:
+        progress.end()
     return result
 
 
@@ -213,6 +219,7 @@ def gather_scene(context, selected_only: bool = False, max_influences: int = 4,
     saved_pose_position = arm_ob.data.pose_position if arm_ob is not None else None
     keyed = [ob for ob in meshes if ob.data.shape_keys is not None and len(ob.data.shape_keys.key_blocks) > 1]
     saved_keys = [(ob, ob.show_only_shape_key, ob.active_shape_key_index) for ob in keyed]
+    progress = Progress(f"reading {context.scene.name}", len(meshes))
     try:
         changed = False
         if arm_ob is not None and arm_ob.data.pose_position != "REST":
@@ -234,7 +241,8 @@ def gather_scene(context, selected_only: bool = False, max_influences: int = 4,
         if scene.skeleton is not None:
             bone_index = {b.name: i for i, b in enumerate(scene.skeleton.bones) if b.deform}
         material_index: dict[str, int] = {}
-        for ob in meshes:
+        for done, ob in enumerate(meshes, 1):
+            progress.update(done - 1)
             is_skinned = ob in skinned
             matrix = np.array(ob.matrix_world, dtype=np.float64)
             cmesh = bmesh_.read_mesh(ob, depsgraph, matrix, bone_index if is_skinned else {}, max_influences,
@@ -265,6 +273,7 @@ def gather_scene(context, selected_only: bool = False, max_influences: int = 4,
             _keep_deforming_bones(scene, warnings)
         _stage("meshes")
     finally:
+        progress.end()
         restore = False
         for ob, only, active in saved_keys:
             if ob.show_only_shape_key != only or ob.active_shape_key_index != active:

@@ -34,9 +34,8 @@ def test_smoke_bench_rows(tmp_path):
             assert r["status"] == "ok", r
             assert r["seconds"] > 0 and r["peak_mib"] > 0, r
     for r in rows:
-        if r["status"] != "ok":  # only the VMD Blender part may be missing, and it says so
-            assert r["format"] == "VMD" and r["status"] == "n/a (not yet)", r
-        elif r["stage"] in ("import", "export") and r["format"] not in ("glTF (Blender)", "floor") \
+        assert r["status"] == "ok", r
+        if r["stage"] in ("import", "export") and r["format"] not in ("glTF (Blender)", "floor") \
                 and r["size"] != "Luka":
             assert r["x_gltf"] > 0, r
     codec = [r for r in rows if r["size"] == "S" and r["stage"] == "codec read"]
