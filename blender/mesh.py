@@ -278,8 +278,9 @@ def _read_weights(ob, me, bone_index, max_influences, warnings):
 
     No bulk API reads vertex weights; each vertex's `groups` collection is read with two `foreach_get`
     calls, driven from C through `map`, into the rows of one (vertices, n) block per influence count n
-    (iterating a 2-D array yields its rows without Python code), then into one flat buffer; the rest is
-    numpy."""
+    (iterating a 2-D array yields its rows without Python code). Rows whose n influences are all live and
+    within the limit are copied as they are; the others (zero weights, groups that are no bone, more than
+    `max_influences`) go through the general path, flattened."""
     group_to_bone = np.full(max(len(ob.vertex_groups), 1), -1, dtype=np.int64)
     for g in ob.vertex_groups:
         group_to_bone[g.index] = bone_index.get(g.name, -1)
@@ -290,13 +291,9 @@ def _read_weights(ob, me, bone_index, max_influences, warnings):
         return joints, weights
     per_vertex = list(map(operator.attrgetter("groups"), me.vertices))
     counts = np.fromiter(map(len, per_vertex), np.int64, count=nv)
-    total = int(counts.sum())
-    if not total:
-        return joints, weights
-    offsets = np.cumsum(counts) - counts
-    flat_w = np.empty(total, np.float32)
-    flat_g = np.empty(total, np.int32)
     get = type(per_vertex[0]).foreach_get
+    n_groups = len(group_to_bone)
+    rest_v, rest_g, rest_w = [], [], []  # rows that need the general path, flattened
     for n in np.unique(counts[counts > 0]).tolist():
         rows = np.flatnonzero(counts == n)
         these = per_vertex if len(rows) == nv else list(map(per_vertex.__getitem__, rows.tolist()))
@@ -304,13 +301,24 @@ def _read_weights(ob, me, bone_index, max_influences, warnings):
         block_g = np.empty((len(rows), n), np.int32)
         collections.deque(map(get, these, itertools.repeat("weight"), block_w), maxlen=0)
         collections.deque(map(get, these, itertools.repeat("group"), block_g), maxlen=0)
-        at = offsets[rows][:, None] + np.arange(n)
-        flat_w[at] = block_w
-        flat_g[at] = block_g
-    del per_vertex, these
-    vertex = np.repeat(np.arange(nv), counts)
-    bone = group_to_bone[np.clip(flat_g, 0, len(group_to_bone) - 1)]
-    bone[(flat_g < 0) | (flat_g >= len(group_to_bone))] = -1
+        del these
+        bone = group_to_bone[np.clip(block_g, 0, n_groups - 1)]
+        bone[(block_g < 0) | (block_g >= n_groups)] = -1
+        # rows whose every influence is live, within the limit: copied as they are stored
+        plain = ((block_w > 0) & (bone >= 0)).all(axis=1) if n <= max_influences else np.zeros(len(rows), bool)
+        if plain.any():
+            joints[rows[plain], :n] = bone[plain]
+            weights[rows[plain], :n] = block_w[plain]
+        if not plain.all():
+            rest_v.append(np.repeat(rows[~plain], n))
+            rest_g.append(bone[~plain].reshape(-1))
+            rest_w.append(block_w[~plain].reshape(-1))
+    del per_vertex
+    if not rest_v:
+        return joints, weights
+    vertex, bone, flat_w = np.concatenate(rest_v), np.concatenate(rest_g), np.concatenate(rest_w)
+    by_vertex = np.argsort(vertex, kind="stable")  # blocks of different n interleave: back to vertex order
+    vertex, bone, flat_w = vertex[by_vertex], bone[by_vertex], flat_w[by_vertex]
     keep = (flat_w > 0) & (bone >= 0)
     vertex, bone, w = vertex[keep], bone[keep], flat_w[keep]
     n_live = np.bincount(vertex, minlength=nv)
