@@ -150,6 +150,8 @@ def read_mesh(ob, depsgraph, matrix: np.ndarray, bone_index: dict[str, int], max
 
 def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings, want_tangents=True) -> cm.Mesh:
     nv, nl, nf = len(me.vertices), len(me.loops), len(me.polygons)
+    if bone_index:  # first, while little else is in memory
+        vertex_joints, vertex_weights = _read_weights(ob, me, bone_index, max_influences, warnings)
     pos = _foreach(me.attributes["position"].data, "vector", nv, 3, np.float32)
     corner_vert = _foreach(me.attributes[".corner_vert"].data, "value", nl, 1, np.int32) if nl else \
         np.zeros(0, np.int32)
@@ -213,9 +215,8 @@ def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings, wan
     if len(edges):
         cmesh.edges = edges
     if bone_index:
-        joints, weights = _read_weights(ob, me, bone_index, max_influences, warnings)
-        cmesh.joints = joints[source]
-        cmesh.weights = weights[source]
+        cmesh.joints = vertex_joints[source]
+        cmesh.weights = vertex_weights[source]
     cmesh.extras["source_vertex"] = source
     cmesh.extras["source_vertex_count"] = nv
     return cmesh

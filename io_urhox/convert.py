@@ -604,32 +604,23 @@ def _split_by_bones(tris: np.ndarray, joints: np.ndarray, weights: np.ndarray, m
     small = int(joints.max(initial=0)) < np.iinfo(np.int16).max
     dtype = np.int16 if small else np.int32  # int16 keys: half the memory, and numpy sorts them by radix
     none = np.iinfo(dtype).max
-    vertex_bones = np.where(weights > 0, joints, -1).astype(dtype)  # per vertex first: 3× less to gather
-    width = tris.shape[1] * joints.shape[1]
-    keyed = np.empty((len(tris), width), dtype)
-    for a in range(0, len(tris), 1 << 16):  # in chunks that stay in the CPU caches
-        corner_bones = vertex_bones[tris[a:a + (1 << 16)]].reshape(-1, width)  # (T, 12)
-        corner_bones.sort(axis=1)
-        # the distinct bones of each triangle, padded at the end
-        dup = np.zeros_like(corner_bones, dtype=bool)
-        dup[:, 1:] = corner_bones[:, 1:] == corner_bones[:, :-1]
-        chunk = np.where(dup | (corner_bones < 0), none, corner_bones)
-        chunk.sort(axis=1)
-        keyed[a:a + len(chunk)] = chunk
-    counts = (keyed != none).sum(axis=1)
-    if counts.max(initial=0) > max_bones:
-        t = int(np.argmax(counts))
-        raise ExportError(f"{'triangle' if tris.shape[1] == 3 else 'edge'} {t} uses {int(counts[t])} bones, "
-                          f"more than --max-bones {max_bones}")
-    if not len(keyed):
+    if not len(tris):
         return []
-    keyed = keyed[:, :max(int(counts.max()), 1)]
-    order = np.lexsort(keyed.T[::-1])  # the bone sets in lexicographic order, equal sets together
-    in_order = keyed[order]
-    starts = np.flatnonzero(np.r_[True, (in_order[1:] != in_order[:-1]).any(axis=1)])
-    sets = in_order[starts]
-    bounds = np.r_[starts, len(order)]
-    del in_order
+    # The work is done on distinct sets, not on triangles: first each vertex's set of live bones, then each
+    # distinct combination of its corners' sets (far fewer than triangles in a real mesh).
+    vertex_sets, vertex_set_of = _distinct_rows(_bone_sets(np.where(weights > 0, joints, -1).astype(dtype), none))
+    corner_sets = np.sort(vertex_set_of[tris], axis=1)
+    combos, combo_of = _distinct_rows(corner_sets)
+    combo_bones = _bone_sets(vertex_sets[combos].reshape(len(combos), -1), none)
+    sets, set_of_combo = _distinct_rows(combo_bones)  # lexicographic: the order the groups are packed in
+    set_of = set_of_combo[combo_of]
+    counts = (sets != none).sum(axis=1)
+    if counts.max(initial=0) > max_bones:
+        t = int(np.argmax(counts[set_of]))
+        raise ExportError(f"{'triangle' if tris.shape[1] == 3 else 'edge'} {t} uses {int(counts[set_of[t]])} "
+                          f"bones, more than --max-bones {max_bones}")
+    sets = sets[:, :max(int(counts.max()), 1)]
+    order, bounds = _runs_of(set_of)  # triangles of each set together, in their own order
     groups = []
     current: set[int] = set()
     members: list[int] = []
@@ -648,6 +639,27 @@ def _split_by_bones(tris: np.ndarray, joints: np.ndarray, weights: np.ndarray, m
         take[order[bounds[members[0]]:bounds[members[-1] + 1]]] = True
         out.append((np.flatnonzero(take), np.array(sorted(bones), dtype=np.int64)))
     return out
+
+
+def _bone_sets(bones: np.ndarray, none: int) -> np.ndarray:
+    """Each row's distinct bones (≥ 0) in ascending order, padded with `none` at the end."""
+    bones = np.sort(bones, axis=1)
+    dup = np.zeros(bones.shape, bool)
+    dup[:, 1:] = bones[:, 1:] == bones[:, :-1]
+    out = np.where(dup | (bones < 0), none, bones)
+    out.sort(axis=1)
+    return out
+
+
+def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct rows in lexicographic order, the index of each row's among them)."""
+    order = np.lexsort(rows.T[::-1])
+    ordered = rows[order]
+    new = np.r_[True, (ordered[1:] != ordered[:-1]).any(axis=1)] if len(rows) else np.zeros(0, bool)
+    distinct = ordered[new]
+    which = np.empty(len(rows), np.int16 if len(distinct) < np.iinfo(np.int16).max else np.int32)
+    which[order] = np.cumsum(new) - 1  # int16 where it fits: later sorts of these run by radix
+    return distinct, which
 
 
 def _runs_of(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

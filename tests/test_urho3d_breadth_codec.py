@@ -387,3 +387,44 @@ def test_semantic_faults_are_kept_refused_or_warned(testdata, name):
         m.geometries[0].bone_mapping = np.full(len(m.bones), len(m.bones) + 3, np.uint32)
         with pytest.raises(FormatError, match="bone count"):
             convert.to_scene(umd2.read(umd2.write(m)), "X", "auto")
+
+
+def _split_by_bones_reference(tris, joints, weights, max_bones):
+    """The rule, one triangle at a time: each triangle's set of live bones; the sets in lexicographic order
+    (a set that is a prefix of another after it); triangles of equal sets together; groups packed greedily."""
+    sets = {}
+    for t, row in enumerate(tris.tolist()):
+        bones = tuple(sorted({int(joints[v, k]) for v in row for k in range(joints.shape[1]) if weights[v, k] > 0}))
+        assert len(bones) <= max_bones
+        sets.setdefault(bones, []).append(t)
+    big = 1 << 40
+    ordered = sorted(sets, key=lambda s: list(s) + [big] * (12 - len(s)))
+    groups, current, members = [], set(), []
+    for s in ordered:
+        if members and len(current | set(s)) > max_bones:
+            groups.append((members, current))
+            current, members = set(), []
+        current |= set(s)
+        members.append(s)
+    if members:
+        groups.append((members, current))
+    return [(sorted(t for s in m for t in sets[s]), sorted(b)) for m, b in groups]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_split_by_bones_matches_the_rule(seed):
+    rng = np.random.default_rng(seed)
+    nv, nb = 400, int(rng.integers(8, 90))
+    ring = np.sort(rng.integers(0, nb, nv))  # neighbours share bones, as in a real mesh
+    joints = (ring[:, None] + rng.integers(0, 5, (nv, 4))) % nb  # a bone may repeat within a vertex
+    weights = rng.random((nv, 4)).astype(np.float32)
+    weights[rng.random((nv, 4)) < 0.25] = 0  # dead slots
+    a = np.arange(nv - 2)
+    tris = np.stack([a, a + 1, a + 2], 1)[rng.permutation(nv - 2)]
+    if seed % 2:
+        tris = tris[:, :2]  # edges
+    max_bones = int(rng.integers(8, 20))
+    got = convert._split_by_bones(tris, joints, weights, max_bones)
+    want = _split_by_bones_reference(tris, joints, weights, max_bones)
+    assert [(r.tolist(), b.tolist()) for r, b in got] == want
+    assert len(got) > 1
