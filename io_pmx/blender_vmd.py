@@ -618,15 +618,13 @@ def export_motion(context, act, arm_ob, bake: bool = False, rest: dict | None = 
 
 
 def _assemble(parts, raw_keys, dtype) -> np.ndarray:
-    """Records in file order: raw keys by their place in the file, new keys after them."""
-    recs = [(order, rec) for order, rec in parts]
-    if not recs:
+    """Records in file order: raw keys by their place in the file, new keys after them. `parts` holds
+    (order, record) pairs and (orders, records) arrays."""
+    if not parts:
         return np.zeros(0, dtype)
-    recs.sort(key=lambda r: r[0])
-    out = np.zeros(len(recs), dtype)
-    for i, (_, rec) in enumerate(recs):
-        out[i] = rec
-    return out
+    orders = np.concatenate([np.atleast_1d(np.asarray(o, np.int64)) for o, _ in parts])
+    recs = np.concatenate([np.atleast_1d(np.asarray(r, dtype)) for _, r in parts])
+    return recs[np.argsort(orders, kind="stable")]
 
 
 def _export_bones(act, slot, arm_ob, raw, fps, scale, bake, rest, names):
@@ -658,13 +656,13 @@ def _export_bones(act, slot, arm_ob, raw, fps, scale, bake, rest, names):
         hit, miss, _ = _split_keys(keys, known)
         bad = _non_finite(keys[hit])
         miss, hit = np.concatenate([miss, hit[bad]]), hit[~bad]
-        for i in miss:  # bones the model lacks (or whose curves were deleted), non-finite keys: unchanged
-            parts.append((int(i), keys[i]))
+        miss = np.asarray(miss, np.int64)  # bones the model lacks (or whose curves were deleted), non-finite
+        parts.append((miss, keys[miss]))   # keys: unchanged
         tracks = vc.group_bone_keys(keys[hit])
         for name, tr in tracks.items():
             tr.index = hit[tr.index]
-            for i in hit[tr.duplicates]:
-                parts.append((int(i), keys[i]))
+            shadowed = hit[tr.duplicates]
+            parts.append((shadowed, keys[shadowed]))
             raw_tracks[name] = tr
     counter = 0
     resampled, unrepresentable, promoted = [], [], []
@@ -735,17 +733,24 @@ def _export_bones(act, slot, arm_ob, raw, fps, scale, bake, rest, names):
         quat = quat_normalize(quat)
         pos_mmd, rot_mmd = bmap.to_mmd(loc, quat)
         perm = vc.dominant_permutation(np.linalg.inv(bmap.position_matrix()).T)  # MMD channel i ← Blender perm[i]
-        raw_at = {}
-        if tr is not None:
-            for k, f in enumerate(tr.frames.astype(np.int64)):
-                raw_at[int(f)] = (k, int(tr.index[k]))
+        # the file's key on each frame (-1: none); keys the user left alone are written back as they were
+        k_at = np.full(len(frames), -1, np.int64)
+        if tr is not None and len(tr.frames):
+            raw_frames = tr.frames.astype(np.int64)
+            j = np.clip(np.searchsorted(raw_frames, frames), 0, len(raw_frames) - 1)
+            k_at = np.where(raw_frames[j] == frames, j, -1)
+        reuse = np.zeros(len(frames), bool)
+        if tr is not None and not bake:
+            on_key = np.flatnonzero(k_at >= 0)
+            k = k_at[on_key]
+            reuse[on_key] = same[k] & (np.abs(x[on_key] - xk[k]) <= 1e-6 * np.maximum(1, np.abs(x[on_key])))
+        if reuse.any():
+            kept = tr.index[k_at[reuse]].astype(np.int64)
+            parts.append((kept, raw["bone_keys"][kept]))
         new_keys = vmd.new_bone_keys(len(frames))
-        for m_, f in enumerate(frames):
-            hitk = raw_at.get(int(f))
-            if hitk is not None and same[hitk[0]] and not bake and \
-                    np.abs(x[m_] - xk[hitk[0]]) <= 1e-6 * max(1, abs(x[m_])):
-                parts.append((hitk[1], raw["bone_keys"][hitk[1]]))
-                continue
+        for m_ in np.flatnonzero(~reuse).tolist():  # new and edited keys: their curves are derived one by one
+            f = frames[m_]
+            hitk = (int(k_at[m_]), int(tr.index[k_at[m_]])) if k_at[m_] >= 0 else None
             rec = new_keys[m_]
             rec["name"] = field
             rec["frame"] = int(f)
