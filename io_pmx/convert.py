@@ -475,9 +475,8 @@ def _vertex_skin(mesh: cm.Mesh, skel_to_new: np.ndarray, file_to_new: dict[int, 
     if w.shape[1] < 4:
         w = np.pad(w, ((0, 0), (0, 4 - w.shape[1])))
         j = np.pad(j, ((0, 0), (0, 4 - j.shape[1])), constant_values=-1)
-    order = np.argsort(-w, axis=1, kind="stable")[:, :4]  # strongest first
-    bw = np.take_along_axis(w, order, 1)
-    bj = np.take_along_axis(j, order, 1)
+    order = np.argsort(-w, axis=1, kind="stable")  # strongest first
+    bw, bj = (a[:, :4] for a in _take_rows(order, w, j))
     k = (bw > 0).sum(axis=1)
     unweighted = k == 0
     if unweighted.any():
@@ -517,6 +516,14 @@ def _vertex_skin(mesh: cm.Mesh, skel_to_new: np.ndarray, file_to_new: dict[int, 
     return deform, bones, weights, sdef
 
 
+def _take_rows(order: np.ndarray, *arrays: np.ndarray) -> list[np.ndarray]:
+    """Each (n, k) array's rows permuted by `order` (n, k), as `np.take_along_axis(a, order, 1)` gives them,
+    through one flat index (several times quicker than the broadcast index take_along_axis builds)."""
+    n, k = order.shape
+    flat = (order + (np.arange(n, dtype=np.int64) * k)[:, None]).reshape(-1)
+    return [np.ascontiguousarray(a).reshape(-1)[flat].reshape(n, k) for a in arrays]
+
+
 def _merged(j: np.ndarray, w: np.ndarray, deform: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Influences as (bone, weight) sorted by bone, a bone named twice summed, unused slots (-1, 0)."""
     count = np.array(pmx.DEFORM_BONE_COUNT, np.int64)[np.minimum(deform, 4)]
@@ -530,7 +537,7 @@ def _merged(j: np.ndarray, w: np.ndarray, deform: np.ndarray) -> tuple[np.ndarra
             w[same, k] = 0
             j[same, k] = -2
     order = np.argsort(j, axis=1, kind="stable")
-    return np.take_along_axis(j, order, 1), np.take_along_axis(w, order, 1)
+    return tuple(_take_rows(order, j, w))
 
 
 def _same_influences(ja, wa, jb, wb, tol) -> np.ndarray:
@@ -539,7 +546,7 @@ def _same_influences(ja, wa, jb, wb, tol) -> np.ndarray:
         j = np.where(np.abs(w) > tol, j, -2)
         w = np.where(np.abs(w) > tol, w, 0)
         order = np.argsort(j, axis=1, kind="stable")
-        return np.take_along_axis(j, order, 1), np.take_along_axis(w, order, 1)
+        return _take_rows(order, j, w)
     ja, wa = clean(ja, wa)
     jb, wb = clean(jb, wb)
     return (ja == jb).all(axis=1) & (np.abs(wa - wb) <= tol).all(axis=1)
