@@ -16,6 +16,7 @@ import bpy
 import numpy as np
 
 from ..core import model as cm
+from ..core.skinning import merge_repeated_bones
 
 
 def _set(attr, prop: str, array, dtype) -> None:
@@ -67,19 +68,6 @@ def build_mesh(cmesh: cm.Mesh, name: str, created: list, warnings: list[str],
     return me
 
 
-def _merge_repeated_bones(joints: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Weights with a bone named twice in one vertex summed into its first slot (a vertex group holds one
-    weight per bone); the later slot's weight becomes 0."""
-    weights = weights.copy()
-    for k in range(1, weights.shape[1]):
-        for s in range(k):
-            same = (joints[:, k] == joints[:, s]) & (weights[:, k] > 0) & (weights[:, s] > 0)
-            if same.any():
-                weights[same, s] += weights[same, k]
-                weights[same, k] = 0
-    return weights
-
-
 def _write_weights(me, joints, weights, n_groups: int) -> None:
     """Deform weights of a mesh that has vertices and no faces yet, exactly, each vertex keeping its
     file's influence order; joints outside 0 … n_groups − 1 and weights ≤ 0 are left out.
@@ -92,7 +80,7 @@ def _write_weights(me, joints, weights, n_groups: int) -> None:
     j = np.asarray(joints, dtype=np.int64)
     w = np.asarray(weights, dtype=np.float32)
     live = (w > 0) & (j >= 0) & (j < n_groups)
-    w = _merge_repeated_bones(j, np.where(live, w, np.float32(0)))
+    w = merge_repeated_bones(j, np.where(live, w, np.float32(0)))
     live = w > 0
     if not live.any():
         return

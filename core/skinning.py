@@ -12,6 +12,20 @@ import numpy as np
 from .transforms import slerp, trs_to_matrix
 
 
+def merge_repeated_bones(joints: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Weights (V, K) with a bone named twice in one vertex summed into its first slot, the later slot's weight
+    set to 0 (a vertex group, like most formats' readers, holds one weight per bone). Slots of weight 0 are
+    unused and never merged."""
+    weights = np.array(weights, copy=True)
+    for k in range(1, weights.shape[1]):
+        for s in range(k):
+            same = (joints[:, k] == joints[:, s]) & (weights[:, k] != 0) & (weights[:, s] != 0)
+            if same.any():
+                weights[same, s] += weights[same, k]
+                weights[same, k] = 0
+    return weights
+
+
 def world_matrices(parents, local) -> np.ndarray:
     """World (model-space) matrices from parent indices (-1 = root) and local 4×4 matrices.
 

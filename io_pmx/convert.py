@@ -36,6 +36,7 @@ import numpy as np
 
 from ..core import model as cm
 from ..core.errors import ExportError
+from ..core.skinning import merge_repeated_bones
 from . import pmx
 from .pmx import BoneFlag
 
@@ -295,12 +296,7 @@ def _skin(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     count = np.array(pmx.DEFORM_BONE_COUNT, np.int64)[np.minimum(v["deform"], 4)]
     used = np.arange(4)[None, :] < count[:, None]
     weights[~used | (joints < 0)] = 0
-    for k in range(1, 4):
-        for j in range(k):
-            same = (joints[:, k] == joints[:, j]) & (weights[:, k] != 0) & (weights[:, j] != 0)
-            if same.any():
-                weights[same, j] += weights[same, k]
-                weights[same, k] = 0
+    weights = merge_repeated_bones(joints, weights)
     joints[weights == 0] = 0
     return joints, weights
 
