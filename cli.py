@@ -44,15 +44,14 @@ def _bpy():
     return bpy
 
 
-DEFAULT_FOLDER_SUFFIX = {"urhox": "_UrhoX", "pmx": "_PMX"}  # <stem><suffix>/ when -o is not given
-
-
 def _plan(args) -> list[tuple[str, str, str]]:
     """(input, output folder, model name) per input, names through DESIGN's naming rule."""
     from .core.naming import NameAllocator, safe_file_name
 
     folders = NameAllocator()
-    suffix = DEFAULT_FOLDER_SUFFIX.get(args.to, "_out")
+    from . import formats
+
+    suffix = formats.targets()[args.to].folder_suffix
     plan = []
     for src in args.inputs:
         stem = os.path.splitext(os.path.basename(src))[0]
@@ -70,7 +69,7 @@ def _convert_worker(src: str, outdir: str, name: str, options) -> tuple[list[str
     if "bpy" not in sys.modules:
         os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="skinbridge-bl-user-")
     _bpy()
-    from .blender.pipeline import convert_file
+    from .app.pipeline import convert_file
 
     try:
         written, warnings = convert_file(src, outdir, name, options)
@@ -83,7 +82,7 @@ def cmd_convert(args) -> int:
     if len(args.inputs) > 1 and args.name:
         print("error: -n/--name applies to one input only", file=sys.stderr)
         return 2
-    from .convert_options import ConvertOptions
+    from .app.options import ConvertOptions
 
     options = ConvertOptions(target=args.to, profile=args.profile, max_bones=args.max_bones,
                              deform_only=args.deform_only, ani_format=args.ani_format, motions=args.motion or [],
@@ -127,30 +126,13 @@ def cmd_convert(args) -> int:
 
 
 def info_file(path: str) -> dict:
+    from . import formats
     from .core.fileio import read_bytes
 
-    data = read_bytes(path)
-    magic = data[:4]
-    if magic in (b"UMD2", b"UMDL", b"UMD3"):
-        from .io_urhox.model_info import info
-
-        return info(data)
-    if magic in (b"UANI", b"UAN2"):
-        from .io_urhox.ani_info import info
-
-        result = info(data)
-        for anim in result["animations"]:  # UrhoX files carry no name: use the file's
-            anim["name"] = anim["name"] or os.path.splitext(os.path.basename(path))[0]
-        return result
-    if magic == b"PMX ":
-        from .io_pmx.info import info
-
-        return info(data)
-    if data.startswith(b"Vocaloid Motion Data"):
-        from .io_pmx.vmd_info import info
-
-        return info(data)
-    raise FormatError(f"unknown file type (first bytes {magic!r})", 0, "magic")
+    spec = formats.identify_file(path)
+    if not spec.has("info"):
+        raise FormatError(f"no summary for {spec.label} files", None, "format")
+    return spec.get("info")(read_bytes(path), path)
 
 
 def cmd_info(args) -> int:
@@ -178,29 +160,18 @@ def _json_default(o):
 
 
 def _check_one(path: str, data: bytes, out) -> int:
-    """Findings of one file through the checker of its format; 2 when no codec reads it."""
-    magic = data[:4]
-    if magic == b"PMX ":
-        from .io_pmx.validate import check_command
+    """Findings of one file through the checker of its format; 2 when no format we know has a checker for it."""
+    from . import formats
 
-        return check_command(path, out=out)
-    if magic in (b"UMD2", b"UMDL", b"UMD3", b"UANI", b"UAN2"):
-        from .io_urhox.check import check_command
-
-        return check_command(path, out=out)
-    if data.startswith(b"Vocaloid Motion Data"):
-        try:  # VMD has a checker once io_pmx/vmd.py provides one
-            from .io_pmx import vmd
-        except ImportError:
-            vmd = None
-        if vmd is not None:
-            return vmd.check_command(path, out=out) if hasattr(vmd, "check_command") else _vmd_check(path, data, out)
-    text = data[:32].split(b"\0", 1)[0]
-    printable = len(text) >= 4 and all(32 <= c < 127 for c in text[:4])
-    magic_text = text[: len(text) - len(text.lstrip(bytes(range(32, 127))))] if printable else data[:4]
-    out(f"unsupported format (magic {magic_text.decode('latin-1') if printable else magic_text!r}, first bytes "
-        f"{data[:8].hex(' ')}): no codec reads this file yet")
-    return 2
+    try:
+        spec = formats.identify(data[:formats.head_size()], path)
+    except FormatError as e:
+        out(f"unsupported format: {e}")
+        return 2
+    if not spec.has("check"):
+        out(f"{spec.label}: no checker for this format")
+        return 2
+    return spec.get("check")(path, data, out)
 
 
 def cmd_check(args) -> int:
@@ -221,61 +192,32 @@ def cmd_check(args) -> int:
     return status
 
 
-def _vmd_check(path: str, data: bytes, out) -> int:
-    """VMD through io_pmx/vmd.py: non-finite key values, reader warnings and the write-back."""
-    import numpy as np
+# -- render -------------------------------------------------------------------------------------------------
 
-    from .io_pmx import vmd
-    from .io_pmx.validate import Finding
+def _motion_beside(model: str, action: str) -> str | None:
+    """A motion file named `action` in the model's folder or its Animations/ folder (an output package)."""
+    from . import formats
 
-    findings: list[Finding] = []
-    try:
-        m = vmd.read(data)
-    except FormatError as e:
-        findings.append(Finding("error", "file", e.offset, e.field or "", str(e)))
-        m = None
-    if m is not None:
-        findings += [Finding("warning", "file", None, "file", w) for w in m.warnings]
-        at = vmd.SIGNATURE_SIZE + vmd.MODEL_NAME_SIZE
-        groups = [("bone key", m.bone_keys, ("position", "rotation")), ("morph key", m.morph_keys, ("weight",)),
-                  ("camera key", m.camera_keys, ("distance", "position", "rotation")),
-                  ("light key", m.light_keys, ("color", "direction")), ("self-shadow key", m.shadow_keys, ("distance",))]
-        for i, (label, keys, fields) in enumerate(groups):
-            if i >= 2 and m.tail_groups < (vmd.TAIL_CAMERA_LIGHT if i < 4 else vmd.TAIL_SHADOW):
-                break
-            first = at + 4
-            size = keys.dtype.itemsize
-            for name in fields if len(keys) else ():
-                values = np.asarray(keys[name], np.float64).reshape(len(keys), -1)
-                bad = np.flatnonzero(~np.isfinite(values).all(axis=1))
-                for k in bad[:10]:
-                    who = f" ({vmd.decode_name(bytes(keys['name'][k]))})" if "name" in keys.dtype.names else ""
-                    findings.append(Finding("error", f"{label} {k}{who} frame {int(keys['frame'][k])}",
-                                            first + int(k) * size + keys.dtype.fields[name][1], name,
-                                            "value is not finite (NaN or infinity)"))
-                if len(bad) > 10:
-                    findings.append(Finding("error", f"{label} {bad[10]}", first + int(bad[10]) * size, name,
-                                            f"and {len(bad) - 10} more with the same fault"))
-            at = first + len(keys) * size
-    for f in findings:
-        out(str(f))
-    errors = sum(f.severity == "error" for f in findings)
-    out(f"{errors} error(s), {len(findings) - errors} warning(s)")
-    if m is None:
-        out("roundtrip: not attempted (unreadable)")
-    else:
-        written = vmd.write(m)
-        diff = next((i for i, (x, y) in enumerate(zip(data, written)) if x != y), min(len(data), len(written)))
-        out("roundtrip: identical" if written == data else f"roundtrip: differs at offset {diff}")
-    return 1 if errors else 0
+    folder = os.path.dirname(os.path.abspath(model))
+    for where in (os.path.join(folder, "Animations"), folder):
+        if not os.path.isdir(where):
+            continue
+        for f in sorted(os.listdir(where)):
+            path = os.path.join(where, f)
+            if os.path.splitext(f)[0] != action or not os.path.isfile(path):
+                continue
+            try:
+                if formats.identify_file(path).has("motion_loader"):
+                    return path
+            except (FormatError, OSError):
+                continue
+    return None
 
-
-# -- render --------------------------------------------------------------------------------------------------
 
 def cmd_render(args) -> int:
     views = [v.strip() for v in args.views.split(",") if v.strip()]
     try:
-        from .blender import render  # noqa: F401  (imports bpy: after the argument checks below)
+        from .app import render  # noqa: F401  (imports bpy: after the argument checks below)
     except ImportError as e:
         print(f"error: render needs Blender's Python module (bpy): {e}", file=sys.stderr)
         return 2
@@ -285,16 +227,15 @@ def cmd_render(args) -> int:
             frames = render.parse_frames(args.frames)
         elif args.frame is not None:
             frames = [args.frame]
-        from .blender.loading import import_for_view
+        from .app.loading import import_for_view
 
         bpy, warnings, options = import_for_view(args.file)
-        arm = next((o for o in bpy.context.view_layer.objects if o.type == "ARMATURE"), None)
-        if args.action and not args.rest and args.action not in bpy.data.actions and arm is not None:
-            ani = os.path.join(os.path.dirname(os.path.abspath(args.file)), "Animations", args.action + ".ani")
-            if os.path.isfile(ani):  # an output folder: the model's motion beside it
-                from .blender import pipeline
+        if args.action and not args.rest and args.action not in bpy.data.actions:
+            motion = _motion_beside(args.file, args.action)
+            if motion is not None:  # an output folder: the model's motion beside it
+                from .app import pipeline
 
-                warnings += pipeline.MOTION_LOADERS[".ani"](bpy.context, ani, arm, options)
+                warnings += pipeline.load_motion(bpy.context, motion, options)
         if args.action and not args.rest and frames is None:
             act = render._find_action(args.action)
             frames = [int(round(act.frame_range[0]))]
@@ -316,7 +257,7 @@ def cmd_render(args) -> int:
 # -- compare -------------------------------------------------------------------------------------------------
 
 def cmd_compare(args) -> int:
-    from .blender.loading import compare_load
+    from .app.loading import compare_load
     from .core.compare import compare_scenes
 
     scenes = []
@@ -342,7 +283,7 @@ def cmd_compare(args) -> int:
 
 def cmd_demo(args) -> int:
     _bpy()
-    from .blender.demo import run_demo
+    from .app.demo import run_demo
 
     return run_demo(args.output)
 
@@ -355,13 +296,18 @@ def _bone_limit(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import formats
+
+    targets = formats.targets()
     p = argparse.ArgumentParser(prog="skinbridge", description="Move rigged, skinned, animated models between "
                                 "Blender and game formats.")
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("convert", help="convert model files (glTF/GLB or any format we read) to a game format")
     c.add_argument("inputs", nargs="+", metavar="INPUT")
-    c.add_argument("--to", required=True, choices=["urhox", "pmx"], help="target format")
-    c.add_argument("-o", "--output", help="output folder (default <stem>_UrhoX/ or <stem>_PMX/)")
+    c.add_argument("--to", required=True, choices=list(targets), help="target format: " + ", ".join(
+        f"{name} ({spec.label})" for name, spec in targets.items()))
+    c.add_argument("-o", "--output", help="output folder (default <stem>" + " or <stem>".join(
+        f"{spec.folder_suffix}/ for {name}" for name, spec in targets.items()) + ")")
     c.add_argument("-n", "--name", help="model file name without extension (one input only)")
     c.add_argument("-j", "--jobs", type=int, default=1, help="convert N inputs in parallel processes (default 1)")
     c.add_argument("--profile", default="urhox", choices=["urhox", "urho3d"],

@@ -48,13 +48,14 @@ def main() -> None:
     import bpy
 
     import skinbridge
-    from skinbridge.blender import pipeline, render
-    from skinbridge.convert_options import ConvertOptions
+    from skinbridge import formats
+    from skinbridge.app import pipeline, render
+    from skinbridge.app.options import ConvertOptions
 
     skinbridge.register()
     t = time.perf_counter()
     pipeline.reset_scene()
-    pipeline.IMPORTERS[".glb"](bpy.context, os.path.abspath(FOX), ConvertOptions())
+    formats.get("gltf").get("blender_import")(bpy.context, os.path.abspath(FOX), ConvertOptions())
     print(f"import Fox.glb:                 {time.perf_counter() - t:.3f} s")
     t = time.perf_counter()
     sheet = render.render_sheet(bpy.context, title="Fox.glb")

@@ -32,13 +32,13 @@ from dataclasses import dataclass
 
 import bpy
 import numpy as np
-from bpy_extras import anim_utils
 
 from ..core import model as cm
 from ..core.transforms import (
     affine_inverse, matrix3_to_quat, matrix_to_trs, quat_multiply, quat_normalize, quat_to_matrix3, slerp,
 )
 from . import armature as barm
+from . import compat
 from .progress import Progress
 
 ANGLE_TOLERANCE = 1e-5  # radians: nlerp may part from slerp by this much before a GENERATED key is added
@@ -201,7 +201,7 @@ def slerp_keys(times: np.ndarray, q: np.ndarray, tolerance: float = ANGLE_TOLERA
 
 def _add_curve(cb, bone: str, prop: str, index: int, frames: np.ndarray, values: np.ndarray,
                interpolation: str, generated: np.ndarray | None = None):
-    fc = cb.fcurves.new(_bone_path(bone, prop), index=index, group_name=bone)
+    fc = compat.new_fcurve(cb, _bone_path(bone, prop), index=index, group_name=bone)
     n = len(frames)
     fc.keyframe_points.add(n)
     co = np.empty(2 * n, np.float32)
@@ -231,7 +231,7 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
     progress = Progress(f"action {act.name}", len(animation.tracks))
     try:
         slot = act.slots.new(id_type="OBJECT", name=arm_ob.name)
-        cb = anim_utils.action_ensure_channelbag_for_slot(act, slot)
+        cb = compat.channelbag_for_slot(act, slot)
         for done, track in enumerate(animation.tracks):
             progress.update(done)
             bf = frames.get(track.bone)
@@ -299,9 +299,7 @@ def armature_actions(arm_ob) -> list:
 
 
 def _channelbags(act):
-    for layer in act.layers:
-        for strip in layer.strips:
-            yield from strip.channelbags
+    return compat.channelbags(act)
 
 
 def _slot_for(arm_ob, act):

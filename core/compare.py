@@ -13,7 +13,19 @@
 
 Tolerances: positions against `tol` × the bounding-box diagonal of A (meshes, else bone heads), orientations
 and rotations by the angle between quaternions (up to sign) against `rot_tol` radians, lengths against
-`time_tol` seconds. Pure numpy; no Blender.
+`time_tol` seconds.
+
+Motions without a model (`compare_motions`: two scenes with no skeleton and no mesh, such as two `.vmd` or two
+`.ani` files) are compared channel by channel: each bone's translation, rotation and scale and each morph's
+weight, sampled by each side's own interpolation at every key time of either side and half-way between.
+Positions against an absolute `pos_tol` in file units (an animation's `extras["file_unit"]`: scene units per
+file unit, 1 when absent), rotations against `rot_tol` radians, scales and morph weights against their own
+absolute tolerances. Every difference names the bone or morph and the frame (seconds when the animation
+states no `extras["fps"]`). A track may carry `extras["mmd_curves"]`: (K, 4, 4) MMD timing curves (x1, y1,
+x2, y2 in 0..127) of the segment ending at each key, for translation channels 0–2 and the rotation (see
+`skinning.mmd_bezier`); it is then sampled as MMD plays it.
+
+Pure numpy; no Blender.
 """
 from __future__ import annotations
 
@@ -23,12 +35,14 @@ import numpy as np
 
 from . import model as cm
 from .naming import safe_file_name
-from .skinning import evaluate_animation, rest_pose
-from .transforms import matrix3_to_quat, quat_angle
+from .skinning import evaluate_animation, mmd_bezier, rest_pose
+from .transforms import matrix3_to_quat, quat_angle, quat_normalize, slerp
 
 DEFAULT_TOL = 1e-4
 DEFAULT_ROT_TOL = 1e-4
 DEFAULT_TIME_TOL = 1e-4
+DEFAULT_SCALE_TOL = 1e-4  # motions: absolute, unitless
+DEFAULT_WEIGHT_TOL = 1e-6  # motions: absolute morph weight (a float32 weight of 1 is exact to 6e-8)
 MAX_SAMPLES = 2000  # pose samples per animation
 
 
@@ -383,3 +397,207 @@ def compare_scenes(a: cm.Scene, b: cm.Scene, tol: float = DEFAULT_TOL, rot_tol: 
     else:
         compare_animations(a, b, out.position_limit, rot_tol, time_tol, out)
     return out
+
+
+# ------------------------------------------------------------------------------------------------------------
+# motions without a model: channel by channel
+
+def is_motion(scene: cm.Scene) -> bool:
+    """A scene that is only animations: no skeleton bones and no mesh."""
+    return (scene.skeleton is None or not len(scene.skeleton)) and not scene.meshes and bool(scene.animations)
+
+
+def _segments(key_times: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per sample time: the key before (i), the key after (k) and the fraction between them (0 on a key, held
+    before the first and after the last)."""
+    i = np.clip(np.searchsorted(key_times, times, side="right") - 1, 0, len(key_times) - 1)
+    k = np.minimum(i + 1, len(key_times) - 1)
+    span = np.where(k > i, key_times[k] - key_times[i], 1.0)
+    f = np.where(k > i, (times - key_times[i]) / span, 0.0)
+    f = np.where(times <= key_times[0], 0.0, np.clip(f, 0.0, 1.0))
+    return i, k, f
+
+
+def _timing(track: cm.Track, key_times: np.ndarray, k: np.ndarray, f: np.ndarray, channel: int) -> np.ndarray:
+    """The fraction of the way a channel has gone: `f` itself, 0/1 for STEP, or the track's MMD curve."""
+    if track.interpolation == "STEP":
+        return np.where(f >= 1.0, 1.0, 0.0)
+    curves = (track.extras or {}).get("mmd_curves")
+    if curves is None or len(curves) != len(key_times):
+        return f
+    s = mmd_bezier(np.asarray(curves, np.float64)[k, channel], f)
+    return np.where(f <= 0.0, 0.0, np.where(f >= 1.0, 1.0, s))
+
+
+def sample_track(track: cm.Track, times: np.ndarray) -> dict[str, np.ndarray | None]:
+    """Translation (T, 3), rotation (T, 4, w x y z) and scale (T, 3) of one track at `times`; None for a
+    channel without keys."""
+    times = np.asarray(times, np.float64)
+    out: dict[str, np.ndarray | None] = {}
+    for name, key_times, values, width in (("translation", track.translation_times, track.translations, 3),
+                                           ("rotation", track.rotation_times, track.rotations, 4),
+                                           ("scale", track.scale_times, track.scales, 3)):
+        if values is None or not len(values):
+            out[name] = None
+            continue
+        kt = np.asarray(key_times, np.float64)
+        v = np.asarray(values, np.float64).reshape(len(kt), width)
+        i, k, f = _segments(kt, times)
+        if name == "rotation":
+            out[name] = slerp(v[i], v[k], _timing(track, kt, k, f, 3))
+        elif name == "translation":
+            s = np.stack([_timing(track, kt, k, f, c) for c in range(3)], axis=1)
+            out[name] = v[i] + (v[k] - v[i]) * s
+        else:  # scale: no MMD curve
+            s = np.where(f >= 1.0, 1.0, 0.0) if track.interpolation == "STEP" else f
+            out[name] = v[i] + (v[k] - v[i]) * s[:, None]
+    return out
+
+
+def rotation_angles(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Angles (radians) between rotations, up to the quaternion's sign; exactly 0 for equal quaternions (the
+    chord formula 4·asin(|a − b| / 2), which keeps its precision near 0 where acos of the dot does not)."""
+    a, b = quat_normalize(a), quat_normalize(b)
+    chord = np.minimum(np.linalg.norm(a - b, axis=-1), np.linalg.norm(a + b, axis=-1))
+    return 4.0 * np.arcsin(np.clip(chord / 2.0, 0.0, 1.0))
+
+
+def _sample_times(*time_arrays) -> np.ndarray:
+    parts = [np.asarray(t, np.float64) for t in time_arrays if t is not None and len(t)]
+    times = np.unique(np.concatenate(parts)) if parts else np.zeros(1)
+    times = times[np.isfinite(times)]
+    if len(times) > 1:
+        times = np.unique(np.concatenate([times, (times[1:] + times[:-1]) / 2]))
+    return times if len(times) else np.zeros(1)
+
+
+def _when(anim: cm.Animation, t: float) -> str:
+    fps = (anim.extras or {}).get("fps")  # A's: both sides sample at the same times
+    return f"frame {t * float(fps):.6g}" if fps else f"{t:.6g} s"
+
+
+_IDENTITY = {"translation": np.zeros(3), "rotation": np.array([1.0, 0, 0, 0]), "scale": np.ones(3)}
+
+
+def _channel_differences(label: str, element: str, anim: cm.Animation, times: np.ndarray, sa: dict, sb: dict,
+                         limits: dict[str, float], unit: float, worst: dict, out: Comparison) -> None:
+    for channel in ("translation", "rotation", "scale"):
+        va, vb = sa[channel], sb[channel]
+        if va is None and vb is None:
+            continue
+        va = np.broadcast_to(_IDENTITY[channel], (len(times), len(_IDENTITY[channel]))) if va is None else va
+        vb = np.broadcast_to(_IDENTITY[channel], (len(times), len(_IDENTITY[channel]))) if vb is None else vb
+        if channel == "translation":
+            d = np.linalg.norm(va - vb, axis=1) / unit
+        elif channel == "rotation":
+            d = rotation_angles(va, vb)
+        else:
+            d = np.abs(va - vb).max(axis=1)
+        j = _worst(d)
+        if not d[j] <= worst[channel][0]:
+            worst[channel] = (float(d[j]), f"{element} at {_when(anim, times[j])}")
+        limit = limits[channel]
+        beyond = int((~(d <= limit)).sum())
+        if beyond:
+            what = {"translation": "apart", "rotation": "rad apart", "scale": "apart"}[channel]
+            out.differences.append(Difference(
+                "animation", f"animation {label} {element}", channel,
+                f"{_fmt(d[j])} {what} at {_when(anim, times[j])} (limit {_fmt(limit)}; {beyond} of {len(times)} "
+                f"samples beyond it)", float(d[j]), limit))
+
+
+def _pair_motions(a: list[cm.Animation], b: list[cm.Animation]):
+    pairs, only_a, only_b = _match_animations(a, b)
+    if len(only_a) == 1 and len(only_b) == 1 and not pairs:  # one motion per file: named after the files
+        return [(only_a[0], only_b[0])], [], []
+    return pairs, only_a, only_b
+
+
+def compare_motions(a: cm.Scene, b: cm.Scene, pos_tol: float = DEFAULT_TOL, rot_tol: float = DEFAULT_ROT_TOL,
+                    scale_tol: float = DEFAULT_SCALE_TOL, weight_tol: float = DEFAULT_WEIGHT_TOL,
+                    time_tol: float = DEFAULT_TIME_TOL) -> Comparison:
+    """Every difference between the animations of two motion scenes beyond the absolute tolerances (see the
+    module docstring): per bone translation (`pos_tol`, file units), rotation (`rot_tol`, radians) and scale
+    (`scale_tol`), per morph weight (`weight_tol`), lengths (`time_tol`, seconds). Animations pair by name, or
+    the only one of each side with the other."""
+    out = Comparison()
+    out.position_limit, out.rotation_limit = pos_tol, rot_tol
+    out.notes.append(f"tolerances: positions {pos_tol:g} file units, rotations {rot_tol:g} rad, scales "
+                     f"{scale_tol:g}, morph weights {weight_tol:g}")
+    pairs, only_a, only_b = _pair_motions(a.animations, b.animations)
+    out.notes.append(f"animations: {len(a.animations)} in A, {len(b.animations)} in B, {len(pairs)} paired")
+    for x in only_a:
+        out.differences.append(Difference("animation", f"animation {x.name}", "presence", "in A only"))
+    for y in only_b:
+        out.differences.append(Difference("animation", f"animation {y.name}", "presence", "in B only"))
+    for x, y in pairs:
+        _compare_motion(x, y, pos_tol, rot_tol, scale_tol, weight_tol, time_tol, out)
+    return out
+
+
+def _compare_motion(x: cm.Animation, y: cm.Animation, pos_tol: float, rot_tol: float, scale_tol: float,
+                    weight_tol: float, time_tol: float, out: Comparison) -> None:
+    label = x.name if x.name == y.name else f"{x.name} / {y.name}"
+    unit = float((x.extras or {}).get("file_unit", 1.0)) or 1.0
+    unit_b = float((y.extras or {}).get("file_unit", 1.0)) or 1.0
+    if unit_b != unit:
+        out.notes.append(f"animation {label}: file units differ ({unit:g} in A, {unit_b:g} in B); positions "
+                         "compared in A's")
+    if not abs(x.length - y.length) <= time_tol:
+        out.differences.append(Difference("animation", f"animation {label}", "length",
+                                          f"{x.length:.7g} s in A, {y.length:.7g} s in B",
+                                          abs(x.length - y.length), time_tol))
+    tracks_a = {t.bone: t for t in x.tracks}
+    tracks_b = {t.bone: t for t in y.tracks}
+    for name in tracks_a:
+        if name not in tracks_b:
+            out.differences.append(Difference("animation", f"animation {label} bone {name}", "presence",
+                                              "track in A only"))
+    for name in tracks_b:
+        if name not in tracks_a:
+            out.differences.append(Difference("animation", f"animation {label} bone {name}", "presence",
+                                              "track in B only"))
+    limits = {"translation": pos_tol, "rotation": rot_tol, "scale": scale_tol}
+    worst = {c: (0.0, "") for c in limits}
+    common = [n for n in tracks_a if n in tracks_b]
+    for name in common:
+        ta, tb = tracks_a[name], tracks_b[name]
+        times = _sample_times(ta.translation_times, ta.rotation_times, ta.scale_times, tb.translation_times,
+                              tb.rotation_times, tb.scale_times)
+        _channel_differences(label, f"bone {name}", x, times, sample_track(ta, times), sample_track(tb, times),
+                             limits, unit, worst, out)
+    morphs_a = {t.shape_key: t for t in x.morph_tracks}
+    morphs_b = {t.shape_key: t for t in y.morph_tracks}
+    for name in morphs_a:
+        if name not in morphs_b:
+            out.differences.append(Difference("animation", f"animation {label} morph {name}", "presence",
+                                              "track in A only"))
+    for name in morphs_b:
+        if name not in morphs_a:
+            out.differences.append(Difference("animation", f"animation {label} morph {name}", "presence",
+                                              "track in B only"))
+    worst_w = (0.0, "")
+    for name in [n for n in morphs_a if n in morphs_b]:
+        ma, mb = morphs_a[name], morphs_b[name]
+        times = _sample_times(ma.times, mb.times)
+        wa = np.interp(times, np.asarray(ma.times, np.float64), np.asarray(ma.weights, np.float64)) \
+            if len(ma.times) else np.zeros(len(times))
+        wb = np.interp(times, np.asarray(mb.times, np.float64), np.asarray(mb.weights, np.float64)) \
+            if len(mb.times) else np.zeros(len(times))
+        d = np.abs(wa - wb)
+        j = _worst(d)
+        if not d[j] <= worst_w[0]:
+            worst_w = (float(d[j]), f"morph {name} at {_when(x, times[j])}")
+        beyond = int((~(d <= weight_tol)).sum())
+        if beyond:
+            out.differences.append(Difference(
+                "animation", f"animation {label} morph {name}", "weight",
+                f"{_fmt(d[j])} apart at {_when(x, times[j])} (limit {_fmt(weight_tol)}; {beyond} of {len(times)} "
+                f"samples beyond it)", float(d[j]), weight_tol))
+    note = (f"animation {label}: {len(tracks_a)} bone tracks in A, {len(tracks_b)} in B, {len(common)} by name; "
+            f"{len(morphs_a)} morph tracks in A, {len(morphs_b)} in B")
+    for channel, unit_text in (("translation", " file units"), ("rotation", " rad"), ("scale", "")):
+        value, where = worst[channel]
+        note += f"; largest {channel} difference {_fmt(value)}{unit_text}{f' ({where})' if where else ''}"
+    note += f"; largest morph weight difference {_fmt(worst_w[0])}{f' ({worst_w[1]})' if worst_w[1] else ''}"
+    out.notes.append(note)

@@ -1,9 +1,78 @@
-"""MikuMikuDance PMX 2.0/2.1: codec (`pmx`), validator (`validate`), summary (`info`), mapping (`convert`) and,
-inside Blender only, import/export (`blender_io`, `blender_mmd`) with File menu entries (`ops`).
+"""MikuMikuDance PMX 2.0/2.1 models and VMD motions: codecs (`pmx`, `vmd`), validator, summaries, mappings and,
+inside Blender only, import/export (`blender_*`) with File menu entries (`ops`).
 
 No bpy here: `import skinbridge.io_pmx.pmx` works in a Python without Blender; `register()` imports the
 operators.
 """
+from ..core.formatspec import FormatSpec
+
+VMD_SIGNATURE = b"Vocaloid Motion Data"
+
+
+def _pmx_info(data: bytes, path: str) -> dict:
+    from .info import info
+
+    return info(data)
+
+
+def _vmd_info(data: bytes, path: str) -> dict:
+    from .vmd_info import info
+
+    return info(data)
+
+
+def _pmx_check(path: str, data: bytes, out) -> int:
+    from .validate import check_command
+
+    return check_command(path, out=out)
+
+
+def _pmx_semantic(model) -> list[str]:
+    from .validate import validate
+
+    return [str(f) for f in validate(model, for_export=False)]
+
+
+def _pmx_load(path: str, data: bytes, with_animations: bool, motions=()):
+    import os
+
+    from . import convert, pmx
+
+    return convert.to_scene(pmx.read(data), os.path.splitext(os.path.basename(path))[0])
+
+
+def _pmx_blender_import(context, path: str, options) -> list[str]:
+    from .blender_io import import_pmx
+
+    return import_pmx(context, path).warnings
+
+
+FORMATS = (
+    FormatSpec(
+        name="pmx", label="MikuMikuDance model (PMX)", kind="model", extensions=(".pmx",),
+        sniff=lambda head: head[:4] == b"PMX ", head=4,
+        target="pmx", folder_suffix="_PMX",
+        operators="io_pmx.ops", import_operator="import_scene.skinbridge_pmx",
+        export_operator="export_scene.skinbridge_pmx",
+        capabilities={
+            "read": "io_pmx.pmx:read", "write": "io_pmx.pmx:write",
+            "info": _pmx_info, "check": _pmx_check, "semantic": _pmx_semantic,
+            "load": _pmx_load,
+            "blender_import": _pmx_blender_import,
+            "export_target": "io_pmx.blender_io:export_target",
+            "demo": "io_pmx.blender_demo:demo_rows",
+        }),
+    FormatSpec(
+        name="vmd", label="MikuMikuDance motion (VMD)", kind="motion", extensions=(".vmd",),
+        sniff=lambda head: head[:len(VMD_SIGNATURE)] == VMD_SIGNATURE, head=len(VMD_SIGNATURE),
+        import_operator="import_anim.skinbridge_vmd", export_operator="export_anim.skinbridge_vmd",
+        capabilities={
+            "read": "io_pmx.vmd:read", "write": "io_pmx.vmd:write",
+            "info": _vmd_info, "check": "io_pmx.vmd_check:check",
+            "load": "io_pmx.vmd_core:load_vmd",
+            "motion_loader": "io_pmx.blender_vmd:load_motion",
+        }),
+)
 
 
 def register():

@@ -1,4 +1,4 @@
-"""File › Import / Export "MikuMikuDance model (.pmx)" and drag-and-drop (FileHandler)."""
+"""File › Import / Export "MikuMikuDance model (.pmx)" and "motion (.vmd)"."""
 from __future__ import annotations
 
 import os
@@ -8,6 +8,7 @@ from bpy.props import BoolProperty, CollectionProperty, FloatProperty, StringPro
 from bpy_extras.io_utils import ExportHelper, ImportHelper, poll_file_object_drop
 
 from ..blender.ops_common import export_reporting, import_each, registrar
+from ..blender.selection import find_armature
 from ..core.errors import ExportError, FormatError
 from . import convert
 
@@ -70,18 +71,6 @@ class EXPORT_SCENE_OT_skinbridge_pmx(bpy.types.Operator, ExportHelper):
             arm_angle=self.arm_angle * 57.29577951308232))  # radians → degrees
 
 
-class IO_FH_skinbridge_pmx(bpy.types.FileHandler):
-    bl_idname = "IO_FH_skinbridge_pmx"
-    bl_label = "MikuMikuDance model"
-    bl_import_operator = "import_scene.skinbridge_pmx"
-    bl_export_operator = "export_scene.skinbridge_pmx"
-    bl_file_extensions = ".pmx"
-
-    @classmethod
-    def poll_drop(cls, context):
-        return poll_file_object_drop(context)
-
-
 # -- VMD motions (blender_vmd.py) ---------------------------------------------------------------------------
 
 class IMPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ImportHelper):
@@ -97,7 +86,6 @@ class IMPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ImportHelper):
     camera: BoolProperty(name="Camera", default=True, description="Make an animated camera from camera keys")
 
     def execute(self, context):
-        from ..io_urhox.blender_ani import find_armature
         from . import blender_vmd
 
         paths = [os.path.join(self.directory, f.name) for f in self.files if f.name] or [self.filepath]
@@ -122,7 +110,6 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
                        description="Write a key on every whole 30-fps frame instead of at the keyframes")
 
     def execute(self, context):
-        from ..io_urhox.blender_ani import find_armature
         from . import blender_vmd
 
         arm = find_armature(context)
@@ -141,7 +128,7 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
 
 
 register, unregister = registrar(
-    (IMPORT_SCENE_OT_skinbridge_pmx, EXPORT_SCENE_OT_skinbridge_pmx, IO_FH_skinbridge_pmx,
+    (IMPORT_SCENE_OT_skinbridge_pmx, EXPORT_SCENE_OT_skinbridge_pmx,
      IMPORT_ANIM_OT_skinbridge_vmd, EXPORT_ANIM_OT_skinbridge_vmd),
     imports=[(IMPORT_SCENE_OT_skinbridge_pmx, "MikuMikuDance model (.pmx)"),
              (IMPORT_ANIM_OT_skinbridge_vmd, "MikuMikuDance motion (.vmd)")],

@@ -12,31 +12,19 @@ the field in the file (None for records built in memory) and the field (`parent`
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import numpy as np
 
 from ..core.errors import ExportError, FormatError, quiet_float_errors
 from ..core.fileio import read_bytes
+from ..core.findings import Finding  # noqa: F401  (re-exported)
 from . import pmx
 from .pmx import BoneFlag, PmxModel
 
 WEIGHT_SUM_TOLERANCE = 1e-3
+
 MAX_PER_CHECK = 10  # per-vertex / per-offset faults listed one by one before a summary line
-
-
-@dataclass
-class Finding:
-    severity: str  # 'error' | 'warning'
-    element: str
-    offset: int | None
-    field: str
-    message: str
-
-    def __str__(self) -> str:
-        where = f" @ {self.offset} (0x{self.offset:x})" if self.offset is not None else ""
-        return f"{self.severity}: {self.element}: {self.field}{where}: {self.message}"
 
 
 def _finite(value) -> bool:
@@ -451,9 +439,11 @@ def roundtrip_message(original: bytes, written: bytes, m: PmxModel) -> str:
     return f"roundtrip: differs at offset {first} (field {field_at(m, first)})"
 
 
-def check_file(path) -> tuple[list[Finding], str]:
-    """Findings for the file at `path` and whether the codec writes it back byte-identical."""
-    data = read_bytes(path)
+def check_file(path, data: bytes | None = None) -> tuple[list[Finding], str]:
+    """Findings for the file at `path` (its bytes `data` when already read) and whether the codec writes it
+    back byte-identical."""
+    if data is None:
+        data = read_bytes(path)
     try:
         m = pmx.read(data)
     except FormatError as e:
@@ -467,9 +457,15 @@ def check_file(path) -> tuple[list[Finding], str]:
     return findings, roundtrip_message(data, written, m)
 
 
-def check_command(path, out: Callable[[str], None] = print) -> int:
+def check(path: str, data: bytes, out: Callable[[str], None] = print) -> int:
+    """`skinbridge check FILE` for PMX (the registry's `check`): print findings and the roundtrip line through
+    `out(line)`; 1 on any error finding, else 0."""
+    return check_command(path, out, data)
+
+
+def check_command(path, out: Callable[[str], None] = print, data: bytes | None = None) -> int:
     """`skinbridge check FILE` for PMX: print findings and the roundtrip line; exit status 1 on any error."""
-    findings, roundtrip = check_file(path)
+    findings, roundtrip = check_file(path, data)
     for f in findings:
         out(str(f))
     errors = sum(f.severity == "error" for f in findings)

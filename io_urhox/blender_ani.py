@@ -164,16 +164,6 @@ def export_actions(context, outdir: str, arm_ob, fmt: str = "urhox", profile: st
     return written, warnings
 
 
-def find_armature(context):
-    ob = context.view_layer.objects.active
-    if ob is not None and ob.type == "ARMATURE":
-        return ob
-    sel = [o for o in context.view_layer.objects if o.type == "ARMATURE" and o.select_get()]
-    if sel:
-        return sel[0]
-    return next((o for o in context.view_layer.objects if o.type == "ARMATURE"), None)
-
-
 def load_motion(context, path, arm_ob, options) -> list[str]:
     """`--motion FILE.ani` for `convert`: the file as an action on the model's armature."""
     from .blender_io import AXES_PROP

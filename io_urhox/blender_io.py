@@ -58,3 +58,9 @@ def export_package(context, outdir: str, name: str, options) -> tuple[list[str],
     _, arm_ob = bscene.exportable_objects(context)
     ani_written, ani_warnings = export_package_animations(context, outdir, options, arm_ob=arm_ob)
     return written + more_written + ani_written, warnings + more + ani_warnings
+
+
+def import_for_convert(context, path: str, options) -> list[str]:
+    """`convert`, `render` and drag and drop: the file with its own axes (or the profile the options name)."""
+    profile = getattr(options, "import_profile", None) or "auto"
+    return import_mdl(context, path, profile).warnings

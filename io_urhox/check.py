@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.errors import FormatError
 from ..core.fileio import read_bytes
-from ..io_pmx.validate import Finding
+from ..core.findings import Finding
 from . import uani, umd2
 
 MAX_PER_CHECK = 10

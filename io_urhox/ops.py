@@ -8,6 +8,7 @@ from bpy.props import BoolProperty, CollectionProperty, EnumProperty, IntPropert
 from bpy_extras.io_utils import ExportHelper, ImportHelper, poll_file_object_drop
 
 from ..blender.ops_common import export_reporting, import_each, registrar
+from ..blender.selection import find_armature
 from ..core.errors import ExportError, FormatError
 
 _PROFILES = [
@@ -71,18 +72,6 @@ class EXPORT_SCENE_OT_urhox_mdl(bpy.types.Operator, ExportHelper):
             context, self.filepath, self.profile, self.selected_only, self.deform_only, self.max_bones))
 
 
-class IO_FH_urhox_mdl(bpy.types.FileHandler):
-    bl_idname = "IO_FH_urhox_mdl"
-    bl_label = "UrhoX / Urho3D model"
-    bl_import_operator = "import_scene.urhox_mdl"
-    bl_export_operator = "export_scene.urhox_mdl"
-    bl_file_extensions = ".mdl"
-
-    @classmethod
-    def poll_drop(cls, context):
-        return poll_file_object_drop(context)
-
-
 # -- animations (.ani) ---------------------------------------------------------------------------------
 
 _ANI_PROFILES = [
@@ -118,13 +107,13 @@ class IMPORT_SCENE_OT_urhox_ani(bpy.types.Operator, ImportHelper):
     def poll(cls, context):
         from . import blender_ani
 
-        return blender_ani.find_armature(context) is not None
+        return find_armature(context) is not None
 
     def execute(self, context):
         from . import blender_ani
 
         paths = [os.path.join(self.directory, f.name) for f in self.files if f.name] or [self.filepath]
-        arm = blender_ani.find_armature(context)
+        arm = find_armature(context)
         try:
             actions, warnings = blender_ani.import_ani(context, paths, arm, _axes_of(arm, self.profile))
         except (FormatError, ExportError, ValueError, OSError) as e:
@@ -157,12 +146,12 @@ class EXPORT_SCENE_OT_urhox_ani(bpy.types.Operator):
     def poll(cls, context):
         from . import blender_ani
 
-        return blender_ani.find_armature(context) is not None
+        return find_armature(context) is not None
 
     def execute(self, context):
         from . import blender_ani
 
-        arm = blender_ani.find_armature(context)
+        arm = find_armature(context)
         actions = None
         if self.which == "ACTIVE":
             act = arm.animation_data.action if arm.animation_data else None
@@ -186,22 +175,8 @@ class EXPORT_SCENE_OT_urhox_ani(bpy.types.Operator):
         return {"RUNNING_MODAL"}
 
 
-class IO_FH_urhox_ani(bpy.types.FileHandler):
-    bl_idname = "IO_FH_urhox_ani"
-    bl_label = "UrhoX / Urho3D animation"
-    bl_import_operator = "import_scene.urhox_ani"
-    bl_file_extensions = ".ani"
-
-    @classmethod
-    def poll_drop(cls, context):
-        from . import blender_ani
-
-        return poll_file_object_drop(context) and blender_ani.find_armature(context) is not None
-
-
 register, unregister = registrar(
-    (IMPORT_SCENE_OT_urhox_mdl, EXPORT_SCENE_OT_urhox_mdl, IO_FH_urhox_mdl, IMPORT_SCENE_OT_urhox_ani,
-     EXPORT_SCENE_OT_urhox_ani, IO_FH_urhox_ani),
+    (IMPORT_SCENE_OT_urhox_mdl, EXPORT_SCENE_OT_urhox_mdl, IMPORT_SCENE_OT_urhox_ani, EXPORT_SCENE_OT_urhox_ani),
     imports=[(IMPORT_SCENE_OT_urhox_mdl, "UrhoX / Urho3D model (.mdl)"),
              (IMPORT_SCENE_OT_urhox_ani, "UrhoX / Urho3D animation (.ani)")],
     exports=[(EXPORT_SCENE_OT_urhox_mdl, "UrhoX / Urho3D model (.mdl)"),

@@ -7,6 +7,8 @@ import struct
 import numpy as np
 import pytest
 
+from skinbridge import formats
+
 from conftest import run_cli
 from skinbridge.core import model as cm
 from skinbridge.core.compare import compare_scenes, nearest_distances
@@ -88,14 +90,8 @@ def test_a_moved_bone_is_reported_by_name_and_distance(fox_mdl, tmp_path):
 
 def _pmx_target():
     bpy = pytest.importorskip("bpy")
-    from skinbridge.blender import pipeline
+    from skinbridge.app import pipeline
 
-    if "pmx" not in pipeline.TARGETS:
-        pytest.skip("no PMX export yet (`skinbridge convert --to pmx`, io_pmx/blender_io.py)")
-    try:
-        from skinbridge.io_pmx import convert  # noqa: F401  (compare reads .pmx through its mapping)
-    except ImportError:
-        pytest.skip("no PMX mapping yet (io_pmx/convert.py)")
     return bpy, pipeline
 
 
@@ -103,17 +99,17 @@ def test_fox_pmx_at_rest_and_while_walk_plays_at_frame_10(clean_scene, testdata,
     """The seed's regression routine (§7 items 1–2): export the same character while a motion plays and at
     rest; the rest skeletons must not differ."""
     bpy, pipeline = _pmx_target()
-    from skinbridge.convert_options import ConvertOptions
+    from skinbridge.app.options import ConvertOptions
 
     written = {}
     for tag, frame in (("rest", None), ("walk10", 10)):
         pipeline.reset_scene()
-        pipeline.IMPORTERS[".glb"](bpy.context, str(testdata / "gltf" / "Fox.glb"), ConvertOptions(target="pmx"))
+        formats.get("gltf").get("blender_import")(bpy.context, str(testdata / "gltf" / "Fox.glb"), ConvertOptions(target="pmx"))
         if frame is not None:
             arm = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
             arm.animation_data.action = bpy.data.actions["Walk"]
             bpy.context.scene.frame_set(frame)
-        paths, _ = pipeline.TARGETS["pmx"](bpy.context, str(tmp_path / tag), "Fox", ConvertOptions(target="pmx"))
+        paths, _ = formats.targets()["pmx"].get("export_target")(bpy.context, str(tmp_path / tag), "Fox", ConvertOptions(target="pmx"))
         written[tag] = paths[0]
     r, diffs = _compare(written["rest"], written["walk10"], "--rest")
     assert r.returncode == 0 and diffs == [], r.stdout + r.stderr
@@ -126,17 +122,14 @@ def test_fox_glb_against_our_model_with_its_animations(clean_scene, testdata, fo
     if not (folder / "Animations").is_dir():
         import bpy
 
-        from skinbridge.blender import pipeline
-        from skinbridge.convert_options import ConvertOptions
+        from skinbridge.app import pipeline
+        from skinbridge.app.options import ConvertOptions
 
-        try:
-            from skinbridge.io_urhox import blender_ani
-        except ImportError:
-            pytest.skip("no UANI exporter yet (io_urhox/blender_ani.py, issue 5)")
+        from skinbridge.io_urhox import blender_ani
         folder = tmp_path / "out"
         folder.mkdir()
         shutil.copy(fox_mdl, folder / "Fox.mdl")
-        pipeline.IMPORTERS[".glb"](bpy.context, str(testdata / "gltf" / "Fox.glb"), ConvertOptions())
+        formats.get("gltf").get("blender_import")(bpy.context, str(testdata / "gltf" / "Fox.glb"), ConvertOptions())
         arm = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
         blender_ani.export_actions(bpy.context, str(folder), arm)
     assert sorted(p.name for p in (folder / "Animations").glob("*.ani")) == ["Run.ani", "Survey.ani", "Walk.ani"]

@@ -19,7 +19,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 TESTDATA = ROOT.parent / "shared" / "testdata"
 MODULE = "bl_ext.user_default.skinbridge"
 TEST_DATA_SUFFIXES = {".glb", ".gltf", ".pmx", ".pmd", ".vmd", ".mdb", ".tex", ".mdl", ".ani", ".smd", ".vta"}
-MUST_HAVE = ("blender_manifest.toml", "__init__.py", "core/", "blender/", "io_urhox/")
+MUST_HAVE = ("blender_manifest.toml", "__init__.py", "formats.py", "core/", "blender/", "app/")
 MUST_NOT_HAVE = ("tests/", "bench/", "tools/", ".venv/", ".ci/", ".git/")
 
 
@@ -79,9 +79,18 @@ def test_zip_holds_the_addon(zip_names):
                 f"no Python file under {required} in the zip: {sorted(zip_names)}")
         else:
             assert required in zip_names, f"{required} missing from the zip: {sorted(zip_names)}"
-    for package in ("core/", "blender/", "io_urhox/"):
+    from skinbridge import formats
+
+    packages = {"core/", "blender/", "app/"}
+    for spec in formats.all_specs():  # every module a registered format names is shipped
+        for value in [spec.operators, *spec.capabilities.values()]:
+            if isinstance(value, str):
+                module = value.partition(":")[0]
+                packages.add(module.split(".")[0] + "/")
+                assert module.replace(".", "/") + ".py" in zip_names, f"{spec.name}: {module} missing from the zip"
+    for package in packages:
         assert package + "__init__.py" in zip_names, f"{package}__init__.py missing from the zip"
-    assert "blender/fingerprint.py" in zip_names
+    assert not any("fingerprint" in n for n in zip_names), "test-only code shipped in the zip"
 
 
 def test_zip_leaves_out_development_files(zip_names):

@@ -20,7 +20,7 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from skinbridge.blender import scene as bscene  # noqa: E402
-from skinbridge.blender.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
+from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
 
 TESTDATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "testdata"
 NINJA = TESTDATA / "urho3d" / "Ninja.mdl"

@@ -9,7 +9,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.blender.fingerprint import (  # noqa: E402
+from support.fingerprint import (  # noqa: E402
     diff_fingerprints,
     fingerprint_digest,
     scene_fingerprint,

@@ -140,7 +140,7 @@ def test_export_reads_what_blender_stores_in_stored_order(clean_scene):
 
 def test_failed_weight_write_leaves_nothing(clean_scene, monkeypatch):
     """A failure while the BMesh holds the weights: no mesh, object or BMesh survives the import."""
-    from skinbridge.blender.fingerprint import data_lengths
+    from support.fingerprint import data_lengths
 
     joints, weights = _hostile_weights(np.random.default_rng(9), 300)
     before = data_lengths()

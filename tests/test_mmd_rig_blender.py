@@ -18,9 +18,9 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from conftest import run_cli  # noqa: E402
-from skinbridge.blender import demo  # noqa: E402
+from skinbridge.app import demo  # noqa: E402
 from skinbridge.blender import scene as bscene  # noqa: E402
-from skinbridge.blender.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
+from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
 from skinbridge.core import skinning  # noqa: E402
 from skinbridge.io_pmx import blender_io, convert, mmd_rig, pmx  # noqa: E402
 from skinbridge.io_pmx.validate import validate  # noqa: E402

@@ -11,10 +11,10 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.blender.fingerprint import data_lengths  # noqa: E402
+from support.fingerprint import data_lengths  # noqa: E402
 
 from skinbridge.blender import scene as bscene  # noqa: E402
-from skinbridge.blender.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
+from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
 from skinbridge.io_pmx import blender_io, blender_mmd, pmx  # noqa: E402
 from test_pmx_babylon import babylon_parse  # noqa: E402
 from test_pmx_codec import build_full_model  # noqa: E402
@@ -315,7 +315,7 @@ def test_operators_menus_and_file_handler_are_registered(addon):
 
 
 def test_convert_to_pmx(addon, testdata, tmp_path):
-    from skinbridge.blender.pipeline import ConvertOptions, convert_file
+    from skinbridge.app.pipeline import ConvertOptions, convert_file
 
     src = testdata / "pmx" / LUKA
     written, warnings = convert_file(str(src), str(tmp_path), "luka", ConvertOptions(target="pmx"))

@@ -9,14 +9,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from skinbridge import formats
+
 from conftest import run_cli
 from support.png_decode import decode_png
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.blender import pipeline, render  # noqa: E402
-from skinbridge.blender.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
-from skinbridge.convert_options import ConvertOptions  # noqa: E402
+from skinbridge.app import pipeline, render  # noqa: E402
+from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
+from skinbridge.app.options import ConvertOptions  # noqa: E402
 
 WEIGHTED = [np.array(c) for (side, weighted), c in render.PALETTE.items() if weighted]
 
@@ -110,7 +112,7 @@ def test_walk_frame_10_sheet(fox_sheets):
 
 
 def _import_fox(testdata):
-    pipeline.IMPORTERS[".glb"](bpy.context, str(testdata / "gltf" / "Fox.glb"), ConvertOptions())
+    formats.get("gltf").get("blender_import")(bpy.context, str(testdata / "gltf" / "Fox.glb"), ConvertOptions())
     arm, meshes = render.scene_objects(bpy.context)
     co = np.array([tuple(v.co) for v in meshes[0].data.vertices])
     return arm, meshes, float(np.linalg.norm(co.max(axis=0) - co.min(axis=0)))

@@ -123,7 +123,7 @@ def test_without_generated_keys_blender_would_part_from_slerp(ninja, testdata):
 
 def test_ninja_round_trip_through_blender_classic(ninja, testdata, tmp_path):
     import bpy
-    from skinbridge.blender.fingerprint import scene_fingerprint
+    from support.fingerprint import scene_fingerprint
     from skinbridge.io_urhox import blender_ani, uani
 
     arm, _, _ = ninja
@@ -315,7 +315,7 @@ def test_bezier_resampled_only_where_it_curves(clean_scene, tmp_path):
 
 def test_constrained_bone_sampled_from_the_evaluated_pose(clean_scene, tmp_path):
     import bpy
-    from skinbridge.blender.fingerprint import scene_fingerprint
+    from support.fingerprint import scene_fingerprint
 
     ob = _armature()
     act = _action(ob, "Con", [
@@ -341,7 +341,7 @@ def test_sampling_frames_skips_deforming_the_meshes(clean_scene, tmp_path):
     """Issue 11: while constrained bones are sampled frame by frame, the armature modifiers that this armature
     drives are off (no mesh is deformed per frame); afterwards they are on again and the scene is as it was."""
     import bpy
-    from skinbridge.blender.fingerprint import scene_fingerprint
+    from support.fingerprint import scene_fingerprint
 
     ob = _armature()
     act = _action(ob, "Con", [("child", "location", 1, [(0, 0.0), (6, 1.0)], "LINEAR")])
@@ -371,7 +371,7 @@ def test_sampling_frames_skips_deforming_the_meshes(clean_scene, tmp_path):
     assert len(seen) >= 7
     assert all(s == (False, True) for s in seen[:7]), seen
     assert driven.show_viewport and other.show_viewport
-    from skinbridge.blender.fingerprint import diff_fingerprints
+    from support.fingerprint import diff_fingerprints
     assert scene_fingerprint() == before, diff_fingerprints(before, scene_fingerprint())
 
 

@@ -9,11 +9,11 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.blender.fingerprint import data_lengths  # noqa: E402
+from support.fingerprint import data_lengths  # noqa: E402
 
 from skinbridge.blender import scene as bscene  # noqa: E402
 from skinbridge.blender.mesh import evaluated_world_positions  # noqa: E402
-from skinbridge.blender.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
+from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
 from skinbridge.core import skinning  # noqa: E402
 from skinbridge.core.errors import ExportError  # noqa: E402
 from skinbridge.core.transforms import BLENDER_TO_GLTF, trs_to_matrix  # noqa: E402

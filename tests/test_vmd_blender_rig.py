@@ -229,7 +229,7 @@ def test_fox_walk_with_mmd_rig(testdata, tmp_path, addon):
 # -- item 5: the demo humanoid with --arm-angle 30 ------------------------------------------------------------------
 
 def test_humanoid_walk_with_arm_angle(clean_scene, tmp_path):
-    from skinbridge.blender import demo
+    from skinbridge.app import demo
     from skinbridge.blender import scene as bscene
     from skinbridge.io_pmx import blender_io
     from skinbridge.io_pmx import mmd_rig as rig

@@ -327,3 +327,18 @@ def _qdef() -> bytes:
 
 def seeds() -> list[tuple[str, bytes]]:
     return [("generated PMX 2.0 UTF-16", build(2.0, 0).bytes()), ("generated PMX 2.1 UTF-8", build(2.1, 1).bytes())]
+
+
+# Seeds above the fuzzing size cap are shrunk with the codec itself (fewer vertices, same structure).
+def shrink(data: bytes, keep: int = 48) -> bytes:
+    from skinbridge.io_pmx import pmx
+
+    m = pmx.read(data)
+    m.vertices = m.vertices[:keep]
+    m.indices = (m.indices[:3 * keep] % keep).astype("<i4")
+    for i, mat in enumerate(m.materials):
+        mat.index_count = len(m.indices) if i == 0 else 0
+    for morph in m.morphs:
+        if "vertex" in (morph.offsets.dtype.names or ()):
+            morph.offsets = morph.offsets[morph.offsets["vertex"] < keep]
+    return pmx.write(m)

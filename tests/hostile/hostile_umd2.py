@@ -199,3 +199,23 @@ def _no_bones() -> bytes:
 def seeds() -> list[tuple[str, bytes]]:
     """Code-made seeds of the three magics (the testdata has no UMD3 and no morphs)."""
     return [(f"generated {m}", build(m).bytes()) for m in ("UMD2", "UMDL", "UMD3")]
+
+
+# Seeds above the fuzzing size cap are shrunk with the codec itself (fewer vertices, same structure).
+def shrink(data: bytes, keep: int = 48) -> bytes:
+    """The same model with at most `keep` vertices per buffer (indices folded into range)."""
+    from skinbridge.io_urhox import umd2
+
+    m = umd2.read(data)
+    for vb in m.vertex_buffers:
+        vb.vertices = vb.vertices[:keep]
+        vb.morph_range_start, vb.morph_range_count = 0, min(vb.morph_range_count, len(vb.vertices))
+    for ib in m.index_buffers:
+        ib.indices = ib.indices[:3 * keep] % keep
+    for g in m.geometries:
+        for lod in g.lods:
+            lod.index_start, lod.index_count = 0, min(lod.index_count, 3 * keep) // 3 * 3
+    for morph in m.morphs:
+        for buf in morph.buffers:
+            buf.vertices = buf.vertices[buf.vertices["index"] < keep]
+    return umd2.write(m)

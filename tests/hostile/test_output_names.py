@@ -44,7 +44,7 @@ def test_umd2_model_and_material_names_from_a_hostile_file_name(testdata, tmp_pa
 def test_blender_material_names_become_safe_material_xml_names(addon, clean_scene, tmp_path):
     import bpy
     from blender_scenes import build_posed_scene
-    from skinbridge.convert_options import ConvertOptions
+    from skinbridge.app.options import ConvertOptions
     from skinbridge.io_urhox import blender_io
 
     build_posed_scene()

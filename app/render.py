@@ -32,7 +32,7 @@ import numpy as np
 
 from ..core.fileio import write_atomic
 from ..core.png import encode_png
-from . import scene as bscene
+from ..blender import scene as bscene
 
 VIEWS = ("front", "side", "top")
 # Rows: the world axes seen as (screen right, screen up, toward the viewer) by a camera looking down -Z.
@@ -554,7 +554,7 @@ def panel_size(n_views: int, n_rows: int, panel: tuple[int, int] = DEFAULT_PANEL
 def scene_objects(context, arm_ob=None) -> tuple[object, list]:
     """(armature, meshes) to draw: with `arm_ob`, the visible meshes it deforms or parents; otherwise what an
     export would take (`scene.exportable_objects`)."""
-    from .scene import exportable_objects
+    from ..blender.scene import exportable_objects
 
     if arm_ob is None:
         meshes, arm_ob = exportable_objects(context)

@@ -1,0 +1,96 @@
+"""Loading any file we read for viewing and comparing: into a fresh Blender scene (render), or as a core Scene
+(compare) through the format's own codec and mapping where it has one (`load`), else through Blender's
+importer and the export gather. Formats come from the registry, by content.
+
+The caller (the command line) has already imported bpy with a private user folder where Blender is needed.
+"""
+from __future__ import annotations
+
+import os
+
+from .. import formats
+from ..core.errors import FormatError
+from ..core.fileio import read_bytes
+
+
+def import_for_view(path: str):
+    """Import a model into a fresh empty scene; returns (bpy, warnings, options)."""
+    import bpy
+
+    from . import pipeline
+    from .options import ConvertOptions
+
+    spec = pipeline.importable(path)
+    options = ConvertOptions()
+    pipeline.reset_scene()
+    warnings = spec.get("blender_import")(bpy.context, path, options)
+    return bpy, warnings, options
+
+
+def _blender_scene(path: str, with_animations: bool):
+    """A file only Blender reads (glTF, ...): imported into a fresh scene, gathered as an export would, its
+    armature's actions sampled into core animations; the scene is emptied again afterwards."""
+    bpy, warnings, _ = import_for_view(path)
+    from ..blender import action as bact
+    from ..blender import scene as bscene
+    from . import pipeline
+
+    try:
+        scene, more = bscene.gather_scene(bpy.context)
+        warnings += more
+        _, arm = bscene.exportable_objects(bpy.context)
+        if with_animations and arm is not None:
+            for act in bact.armature_actions(arm):
+                anim, more = bact.read_action(bpy.context, arm, act)
+                scene.animations.append(anim)
+                warnings += more
+    finally:
+        pipeline.reset_scene()
+    return scene, warnings
+
+
+def _file_scene(path: str, with_animations: bool, motions: list[str] = ()):
+    spec = formats.identify_file(path)
+    if spec.has("load"):
+        return spec.get("load")(path, read_bytes(path), with_animations, motions)
+    if spec.has("blender_import"):
+        return _blender_scene(path, with_animations)
+    raise FormatError(f"{spec.label} files cannot be compared", None, "format")
+
+
+def _identified(folder: str) -> list[tuple[str, formats.FormatSpec]]:
+    out = []
+    for f in sorted(os.listdir(folder)):
+        path = os.path.join(folder, f)
+        if not os.path.isfile(path):
+            continue
+        try:
+            out.append((path, formats.identify_file(path)))
+        except (FormatError, OSError):
+            continue  # textures, materials, sidecars: not ours to compare
+    return out
+
+
+def _folder_scene(folder: str, with_animations: bool):
+    """A folder of outputs: its one model file, and the motions beside it or in Animations/ mapped onto the
+    model's skeleton."""
+    files = _identified(folder)
+    models = [p for p, s in files if s.kind == "model"]
+    if len(models) != 1:
+        names = ", ".join(os.path.basename(p) for p in models)
+        raise FormatError(f"{folder}: expected one model file, found {len(models)}{': ' + names if names else ''}",
+                          None, "folder")
+    motions = [p for p, s in files if s.kind == "motion"]
+    anim_dir = os.path.join(folder, "Animations")
+    if os.path.isdir(anim_dir):
+        motions += [p for p, s in _identified(anim_dir) if s.kind == "motion"]
+    return _file_scene(models[0], with_animations, motions)
+
+
+def compare_load(path: str, with_animations: bool = True):
+    """(core Scene, warnings) of a model file, a motion file or an output folder, for `compare`."""
+    if os.path.isdir(path):
+        return _folder_scene(path, with_animations)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no such file or folder: {path}")
+    return _file_scene(path, with_animations)

@@ -1,0 +1,96 @@
+"""What differs between the Blender releases we support (4.5 LTS, 5.0, 5.2 LTS), in one place.
+
+Everything else calls these helpers and checks no version itself. Measured on the bpy wheels 4.5.15, 5.0.1
+and 5.2.3:
+
+- Layered actions (slots, layers, keyframe strips, channelbags) exist on all three, and
+  ``ActionKeyframeStrip.channelbag(slot, ensure=True)`` too; ``bpy_extras.anim_utils.
+  action_ensure_channelbag_for_slot`` is missing in 4.5, so `channelbag_for_slot` builds the same first layer
+  and strip itself.
+- ``ActionChannelbagFCurves.new`` takes ``group_name`` from 5.0 on; in 4.5 the group is found or made in
+  ``channelbag.groups`` and assigned (the F-curve ends up at the end of its group either way).
+- Custom normals: a FLOAT_VECTOR ``custom_normal`` corner attribute is read back exactly by
+  ``mesh.corner_normals`` on all three; ``normals_domain`` and ``corner_normals`` exist on all three.
+- The 4.5 wheel hangs in the interpreter's teardown once any class was registered and not unregistered: on
+  that version `exit_process` flushes and leaves without teardown.
+
+This module imports bpy only inside functions that need Blender, so `exit_process` costs nothing in a process
+that never loaded Blender.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+#: the first release whose bpy needs no hard exit (the 4.5 wheel hangs at interpreter exit)
+_CLEAN_EXIT_FROM = (5, 0, 0)
+
+
+def blender_version() -> tuple[int, int, int] | None:
+    """The running Blender's version, or None when bpy was not imported in this process (never imports it)."""
+    bpy = sys.modules.get("bpy")
+    app = getattr(bpy, "app", None)
+    version = getattr(app, "version", None)
+    return tuple(version) if version is not None else None
+
+
+def needs_hard_exit() -> bool:
+    """True when this process loaded a Blender whose interpreter teardown can hang (the 4.5 wheel)."""
+    version = blender_version()
+    return version is not None and version < _CLEAN_EXIT_FROM
+
+
+def flush_std_streams() -> None:
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # closed or broken pipe: nothing more can be written anyway
+            pass
+
+
+def exit_process(code: int | None = 0) -> None:
+    """End the process with `code` (as `sys.exit` would). On Blender 4.5: flush the standard streams and
+    leave with `os._exit`, skipping the interpreter teardown that hangs there; elsewhere `sys.exit`."""
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # sys.exit("message") prints it and exits 1
+        print(code, file=sys.stderr)
+        code = 1
+    if needs_hard_exit():
+        flush_std_streams()
+        os._exit(code & 0xFF if code >= 0 else 1)
+    sys.exit(code)
+
+
+# -- actions -------------------------------------------------------------------------------------------
+
+def channelbag_for_slot(action, slot):
+    """The channelbag for ``slot`` in the first keyframe strip of the first layer, both made if missing
+    (what ``anim_utils.action_ensure_channelbag_for_slot`` does from 5.0 on)."""
+    layer = action.layers[0] if len(action.layers) else action.layers.new("Layer")
+    strip = layer.strips[0] if len(layer.strips) else layer.strips.new(type="KEYFRAME")
+    return strip.channelbag(slot, ensure=True)
+
+
+def channelbags(action):
+    """Every channelbag of every keyframe strip of ``action``, in layer and strip order."""
+    for layer in action.layers:
+        for strip in layer.strips:
+            yield from getattr(strip, "channelbags", ())
+
+
+def new_fcurve(channelbag, data_path: str, index: int = 0, group_name: str | None = None):
+    """A new F-curve in ``channelbag``, in the channel group ``group_name`` (found or made) when given."""
+    if not group_name:
+        return channelbag.fcurves.new(data_path, index=index)
+    try:
+        return channelbag.fcurves.new(data_path, index=index, group_name=group_name)
+    except TypeError:  # 4.5: no group_name argument
+        pass
+    fc = channelbag.fcurves.new(data_path, index=index)
+    group = next((g for g in channelbag.groups if g.name == group_name), None)
+    if group is None:
+        group = channelbag.groups.new(group_name)
+    fc.group = group
+    return fc

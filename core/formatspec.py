@@ -1,0 +1,96 @@
+"""What one kind of file is and what SkinBridge can do with it: the record every format package declares.
+
+A format package (`io_<family>/__init__.py`) lists its `FORMATS: tuple[FormatSpec, ...]`; `formats.py` collects
+them into the one registry that registration, the command line, the pipeline, the demo, the benchmarks and the
+tests read. Nothing here imports bpy.
+
+Each capability is either a callable or a `"module:attribute"` path relative to the `skinbridge` package,
+resolved only when used (so listing formats imports no codec and no bpy). Their signatures:
+
+  read(data: bytes) -> records                   codec: bytes ⇄ records that mirror the file
+  write(records) -> bytes
+  info(data: bytes, path: str) -> dict           `skinbridge info`
+  check(path: str, data: bytes, out) -> int      `skinbridge check`: prints findings through out(line);
+                                                 returns 0 (clean), 1 (an error finding)
+  load(path: str, data: bytes, with_animations: bool) -> (core.model.Scene, warnings)
+                                                 the file as a core Scene without Blender (`compare`); a motion
+                                                 gives a Scene with no skeleton and its animations
+  blender_import(context, path, options) -> warnings          file → Blender scene (convert, render, drop)
+  export_target(context, outdir, name, options) -> (written paths, warnings)    `convert --to <target>`
+  motion_loader(context, path, armature, options) -> warnings `convert --motion FILE`
+  semantic(records) -> warnings                  what an import runs after the read (hostile suite, fuzzing)
+  demo(context, outdir, armature, mesh, options) -> (list of DemoRow, warnings)
+                                                 the demo's rows: the humanoid exported and checked
+  kind_of(data: bytes) -> str                    for a spec whose files are of several kinds (SMD: model, motion,
+                                                 flex): the kind of this file, decided by the codec
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+_ROOT_PACKAGE = __package__.rsplit(".", 1)[0]  # "skinbridge", or Blender's "bl_ext.<repo>.skinbridge"
+
+KINDS = ("model", "motion", "texture")
+
+CAPABILITIES = ("read", "write", "info", "check", "load", "blender_import", "export_target", "motion_loader",
+                "semantic", "demo", "kind_of")
+
+
+@dataclass(frozen=True)
+class DemoRow:
+    """One line of the demo's table: what was written and how it was checked."""
+    exporter: str
+    path: str
+    size: int
+    vertices: int | str = ""
+    triangles: int | str = ""
+    bones: int | str = ""
+    seconds: float = 0.0
+    checked: str = ""
+    ok: bool = False
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    name: str                         # short id, unique: "umd2", "pmx", "vmd", ...
+    label: str                        # what a user calls it: "UrhoX / Urho3D model"
+    kind: str                         # one of KINDS (the usual kind where kind_of decides per file)
+    extensions: tuple[str, ...]       # lower case with the dot; the first is the one written
+    sniff: Callable[[bytes], bool] | None = None  # content test on the file's first `head` bytes; None: the
+    #                                   content says nothing and only the extension names the format
+    head: int = 64                    # bytes the sniffer needs
+    weak: bool = False                # the content test may match other formats' files (text): a strong match
+    #                                   of another spec wins, and the extension breaks ties among weak ones
+    target: str | None = None         # `convert --to` name, when the format is written by convert
+    folder_suffix: str = "_out"       # `convert` output folder <stem><suffix> when -o is not given
+    operators: str | None = None      # module with register()/unregister() of its File › Import/Export entries
+    import_operator: str | None = None  # bl_idname of its import operator (drag and drop calls it)
+    export_operator: str | None = None
+    foreign_operators: bool = False   # the operators named are another add-on's (Blender's glTF importer):
+    #                                   no File menu entry and no drag-and-drop handler of ours
+    capabilities: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"format {self.name}: kind {self.kind!r} is not one of {KINDS}")
+        unknown = set(self.capabilities) - set(CAPABILITIES)
+        if unknown:
+            raise ValueError(f"format {self.name}: unknown capabilities {sorted(unknown)}")
+        bad = [e for e in self.extensions if not e.startswith(".") or e != e.lower()]
+        if bad:
+            raise ValueError(f"format {self.name}: extensions must be lower case and start with '.': {bad}")
+
+    def has(self, capability: str) -> bool:
+        return self.capabilities.get(capability) is not None
+
+    def get(self, capability: str) -> Callable:
+        """The callable for `capability`, importing its module on first use; KeyError when the format lacks it."""
+        value = self.capabilities.get(capability)
+        if value is None:
+            raise KeyError(f"{self.label} files have no {capability}")
+        if callable(value):
+            return value
+        module, _, attr = value.partition(":")
+        return getattr(importlib.import_module(f"{_ROOT_PACKAGE}.{module}"), attr)

@@ -1,0 +1,132 @@
+"""The registry of formats: every spec that the format packages declare, and the lookup of a file's format.
+
+Each `io_*` package of this add-on declares `FORMATS` (a tuple of `core.formatspec.FormatSpec`) in its
+`__init__.py`; they are collected here in package-name order. Tests and scripts may add a spec in code with
+`register()` (never from paths or environment variables).
+
+The content of a file decides its format: the specs' sniffers look at its first bytes. The extension (case
+does not matter) only breaks a tie between specs whose content tests both match, or names the format of a file
+whose content no sniffer claims but whose spec has no sniffer (the content says nothing).
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+
+from .core.errors import FormatError
+from .core.formatspec import CAPABILITIES, DemoRow, FormatSpec  # noqa: F401  (re-exported)
+
+_SPECS: dict[str, FormatSpec] = {}
+_LOADED = False
+
+
+def _load() -> None:
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    here = os.path.dirname(os.path.abspath(__file__))
+    for info in sorted(pkgutil.iter_modules([here]), key=lambda m: m.name):
+        if info.ispkg and info.name.startswith("io_"):
+            package = importlib.import_module(f"{__package__}.{info.name}")
+            for spec in getattr(package, "FORMATS", ()):
+                register(spec)
+
+
+def register(spec: FormatSpec) -> FormatSpec:
+    """Add a spec (a second spec of the same name replaces the first)."""
+    _SPECS[spec.name] = spec
+    return spec
+
+
+def unregister(name: str) -> None:
+    _SPECS.pop(name, None)
+
+
+def all_specs() -> list[FormatSpec]:
+    _load()
+    return list(_SPECS.values())
+
+
+def get(name: str) -> FormatSpec:
+    _load()
+    try:
+        return _SPECS[name]
+    except KeyError:
+        raise KeyError(f"unknown format {name!r}; known: {', '.join(_SPECS)}") from None
+
+
+def with_capability(capability: str) -> list[FormatSpec]:
+    return [s for s in all_specs() if s.has(capability)]
+
+
+def targets() -> dict[str, FormatSpec]:
+    """`convert --to` names and their specs."""
+    return {s.target: s for s in all_specs() if s.target}
+
+
+def extensions(capability: str | None = None) -> list[str]:
+    out: list[str] = []
+    for s in all_specs():
+        if capability is None or s.has(capability):
+            out += [e for e in s.extensions if e not in out]
+    return out
+
+
+def shared_extensions() -> set[str]:
+    """Extensions that more than one spec claims (the drop handler reads the content of those files)."""
+    seen: dict[str, int] = {}
+    for s in all_specs():
+        for e in s.extensions:
+            seen[e] = seen.get(e, 0) + 1
+    return {e for e, n in seen.items() if n > 1}
+
+
+def head_size() -> int:
+    return max([s.head for s in all_specs()] + [64])
+
+
+def _describe(head: bytes) -> str:
+    text = head[:16]
+    printable = text[: len(text) - len(text.lstrip(bytes(range(32, 127))))]
+    if len(printable) >= 4:
+        return f"'{printable.decode('ascii')}' ({head[:8].hex(' ')})"
+    return head[:8].hex(" ") if head else "(empty file)"
+
+
+def identify(head: bytes, path: str = "") -> FormatSpec:
+    """The spec of a file whose first bytes are `head` (at least `head_size()` of them, or the whole file)."""
+    ext = os.path.splitext(path)[1].lower()
+    strong, weak, silent = [], [], []
+    for spec in all_specs():
+        if spec.sniff is None:
+            if ext in spec.extensions:
+                silent.append(spec)
+            continue
+        try:
+            matched = bool(spec.sniff(bytes(head[: spec.head])))
+        except Exception:  # a sniffer that trips over odd bytes does not claim the file
+            matched = False
+        if matched:
+            (weak if spec.weak else strong).append(spec)
+    for group in (strong, weak, silent):
+        if len(group) == 1:
+            return group[0]
+        if group:
+            by_ext = [s for s in group if ext in s.extensions]
+            if len(by_ext) >= 1:
+                return by_ext[0]
+            return group[0]
+    raise FormatError(f"no format we know has this content (extension '{ext or '(none)'}', first bytes "
+                      f"{_describe(head)})", 0, "magic")
+
+
+def identify_file(path: str | os.PathLike) -> FormatSpec:
+    """The spec of the file at `path`, reading only the bytes the sniffers need. OSError when unreadable."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path} is a folder, not a file")
+    with open(path, "rb") as f:
+        head = f.read(head_size())
+    return identify(head, path)

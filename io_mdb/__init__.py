@@ -1,0 +1,35 @@
+"""Neverwinter Nights 2 models (.mdb): codec (`mdb`), summary (`info`), findings (`check`), mapping (`convert`),
+bone order (`bones`) and, inside Blender only, import/export (`blender_io`) with File menu entries (`ops`).
+
+No bpy here: `import skinbridge.io_mdb.mdb` works in a Python without Blender.
+"""
+from ..core.formatspec import FormatSpec
+
+
+def _sniff(head: bytes) -> bool:
+    return head[:4] == b"NWN2"
+
+
+FORMATS = (
+    FormatSpec(
+        name="mdb",
+        label="Neverwinter Nights 2 model",
+        kind="model",
+        extensions=(".mdb",),
+        sniff=_sniff,
+        head=16,
+        target="mdb",
+        folder_suffix="_MDB",
+        operators="io_mdb.ops",
+        import_operator="import_scene.nwn2_mdb",
+        export_operator="export_scene.nwn2_mdb",
+        capabilities={
+            "read": "io_mdb.mdb:read",
+            "write": "io_mdb.mdb:write",
+            "info": "io_mdb.info:info",
+            "check": "io_mdb.check:check",
+            "load": "io_mdb.convert:load",
+            "semantic": "io_mdb.convert:semantic",
+        },
+    ),
+)

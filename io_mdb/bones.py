@@ -1,0 +1,29 @@
+"""The bone order SKIN indices point into (../shared/reference/we_mdb_smd.md §2.1, nw2fbx's filtering).
+
+A SKIN vertex's u8 bone indices do not index the GR2 skeleton directly but a filtered list of it: attachment
+bones (`ap_*`) and face bones (`f_*`) are dropped and `Ribcage` moves to the end. A mesh whose material has
+the cutscene-head flag (0x10) indexes the face bones (`f_*`, in skeleton order) instead. COLS spheres index the
+unfiltered skeleton.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+HEAD_FLAG = 0x10
+
+
+def skin_bone_order(names: Sequence[str], head: bool = False) -> list[int]:
+    """Indices into `names` (the skeleton's bones in order), listed in the order SKIN bone indices use."""
+    if head:
+        return [i for i, n in enumerate(names) if n.startswith("f_")]
+    kept = [i for i, n in enumerate(names) if not n.startswith(("ap_", "f_"))]
+    ribcage = [i for i in kept if names[i] == "Ribcage"]
+    return [i for i in kept if names[i] != "Ribcage"] + ribcage
+
+
+def skin_bone_names(names: Sequence[str], head: bool = False) -> list[str]:
+    return [names[i] for i in skin_bone_order(names, head)]
+
+
+def uses_head_bones(material_flags: int) -> bool:
+    return bool(material_flags & HEAD_FLAG)

@@ -1,0 +1,182 @@
+"""What the MDB layout allows but the meaning forbids: findings with element, byte offset and field.
+
+The codec keeps such values so that read → write stays byte-identical; `skinbridge check FILE` lists them and
+writes the records back with the codec ("roundtrip: identical" or the first differing offset).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..core.errors import FormatError, quiet_float_errors
+from ..core.findings import Finding, first_difference
+from . import mdb
+
+MAX_PER_CHECK = 10
+WEIGHT_SUM_TOLERANCE = 1e-4
+WALK_MATERIAL_BITS = 0x3FF8  # bits 3–13: the surface material
+WALK_KNOWN_BITS = WALK_MATERIAL_BITS | 0x1
+
+
+class _Findings:
+    def __init__(self):
+        self.items: list[Finding] = []
+
+    def add(self, severity, element, offset, field, message):
+        self.items.append(Finding(severity, element, None if offset is None else int(offset), field, message))
+
+    def rows(self, severity: str, bad: np.ndarray, element: Callable[[int], str], offset: Callable[[int], int | None],
+             field: str, message: Callable[[int], str]) -> None:
+        where = np.flatnonzero(bad)
+        for i in where[:MAX_PER_CHECK]:
+            self.add(severity, element(int(i)), offset(int(i)), field, message(int(i)))
+        if len(where) > MAX_PER_CHECK:
+            i = int(where[MAX_PER_CHECK])
+            self.add(severity, element(i), offset(i), field,
+                     f"and {len(where) - MAX_PER_CHECK} more with the same fault (first listed here)")
+
+
+def _at(p, rel: int) -> int | None:
+    return None if p.offset is None else p.offset + rel
+
+
+def _label(i: int, p) -> str:
+    name = getattr(p, "name_text", None)
+    return f"packet {i} {p.type}" + (f" ({name})" if name else "")
+
+
+def _faces(out: _Findings, i: int, p, faces: np.ndarray, n_vertices: int, faces_at: int, face_size: int) -> None:
+    bad = (faces >= n_vertices).any(axis=1)
+    out.rows("error", bad, lambda f: f"{_label(i, p)} face {f}", lambda f: _at(p, faces_at + f * face_size),
+             "faces", lambda f: f"vertex index {int(faces[f].max())} beyond the {n_vertices} vertices")
+
+
+def _finite(out: _Findings, i: int, p, vertices: np.ndarray, names: tuple[str, ...], base: int) -> None:
+    dtype = vertices.dtype
+    for name in names:
+        values = vertices[name].reshape(len(vertices), -1)
+        bad = ~np.isfinite(values).all(axis=1)
+        rel = dtype.fields[name][1]
+        out.rows("error", bad, lambda v: f"{_label(i, p)} vertex {v}",
+                 lambda v: _at(p, base + v * dtype.itemsize + rel), name, lambda v: "not a finite number")
+
+
+def _mesh(out: _Findings, i: int, p: mdb.MeshPacket) -> None:
+    dtype = mdb.VERTEX_DTYPES[p.type]
+    base = mdb.MESH_HEADER_SIZE[p.type]
+    v = p.vertices
+    floats = tuple(n for n in dtype.names if dtype.fields[n][0].base.kind == "f")
+    _finite(out, i, p, v, floats, base)
+    mat = p.material
+    mat_at = base - 8 - mdb.MATERIAL_SIZE
+    for field, rel in (("material.diffuse_color", 128), ("material.specular_color", 140)):
+        values = mat.diffuse_color if field.endswith("diffuse_color") else mat.specular_color
+        if not np.isfinite(np.asarray(values, np.float64)).all():
+            out.add("error", _label(i, p), _at(p, mat_at + rel), field, "not a finite number")
+    for field, value, rel in (("material.specular_level", mat.specular_level, 152),
+                              ("material.specular_power", mat.specular_power, 156)):
+        if not np.isfinite(np.float64(value)):
+            out.add("error", _label(i, p), _at(p, mat_at + rel), field, "not a finite number")
+    if len(v) > 65536:
+        out.add("error", _label(i, p), _at(p, base - 8), "vertex_count",
+                f"{len(v)} vertices; u16 faces reach 65,536")
+    _faces(out, i, p, p.faces, len(v), base + len(v) * dtype.itemsize, 6)
+    if p.type != "SKIN":
+        return
+    if not mdb.text_of(p.skeleton):
+        out.add("warning", _label(i, p), _at(p, 40), "skeleton", "empty skeleton name: the game needs one")
+    w = v["weights"].astype(np.float64)
+    off_one = np.abs(w.sum(axis=1) - 1.0) > WEIGHT_SUM_TOLERANCE
+    rel_w = dtype.fields["weights"][1]
+    out.rows("warning", off_one & np.isfinite(w).all(axis=1), lambda k: f"{_label(i, p)} vertex {k}",
+             lambda k: _at(p, base + k * dtype.itemsize + rel_w), "weights",
+             lambda k: f"weights sum to {w[k].sum():.6g}, not 1")
+    out.rows("warning", (w < 0).any(axis=1), lambda k: f"{_label(i, p)} vertex {k}",
+             lambda k: _at(p, base + k * dtype.itemsize + rel_w), "weights", lambda k: "negative weight")
+    count = v["bone_count"].astype(np.float64)
+    bad_count = np.isfinite(count) & ~np.isin(count, (1.0, 2.0, 3.0, 4.0))
+    rel_c = dtype.fields["bone_count"][1]
+    out.rows("warning", bad_count, lambda k: f"{_label(i, p)} vertex {k}",
+             lambda k: _at(p, base + k * dtype.itemsize + rel_c), "bone_count",
+             lambda k: f"bone count {count[k]:g} is not 1, 2, 3 or 4")
+
+
+def _walk(out: _Findings, i: int, p: mdb.WalkPacket) -> None:
+    base = mdb.WALK_HEADER_SIZE
+    if p.ui_flags:
+        out.add("warning", _label(i, p), _at(p, 40), "ui_flags", f"ui_flags {p.ui_flags:#x}; every known file has 0")
+    bad = ~np.isfinite(p.vertices).all(axis=1)
+    out.rows("error", bad, lambda v: f"{_label(i, p)} vertex {v}", lambda v: _at(p, base + 12 * v), "position",
+             lambda v: "not a finite number")
+    faces_at = base + 12 * len(p.vertices)
+    _faces(out, i, p, p.faces["v"], len(p.vertices), faces_at, 10)
+    flags = p.faces["flags"]
+    out.rows("warning", (flags & ~np.uint32(WALK_KNOWN_BITS)) != 0, lambda f: f"{_label(i, p)} face {f}",
+             lambda f: _at(p, faces_at + 10 * f + 6), "flags", lambda f: f"flags {int(flags[f]):#x} set reserved bits")
+
+
+def _cols(out: _Findings, i: int, p: mdb.ColsPacket) -> None:
+    r = p.spheres["radius"].astype(np.float64)
+    out.rows("error", ~np.isfinite(r) | (r < 0), lambda k: f"{_label(i, p)} sphere {k}",
+             lambda k: _at(p, 12 + 8 * k + 4), "radius", lambda k: f"radius {r[k]:g} is not a finite size")
+
+
+def _point(out: _Findings, i: int, p: mdb.PointPacket) -> None:
+    if not np.isfinite(np.asarray(p.position, np.float64)).all():
+        out.add("error", _label(i, p), _at(p, 44), "position", "not a finite number")
+    if not np.isfinite(np.asarray(p.orientation, np.float64)).all():
+        out.add("error", _label(i, p), _at(p, 56), "orientation", "not a finite number")
+    if p.type == "HAIR" and p.kind >= len(mdb.HAIR_SHORTENING):
+        out.add("warning", _label(i, p), _at(p, 40), "shortening", f"shortening {p.kind} is not 0..2")
+    if p.type == "HELM" and p.kind >= len(mdb.HELM_HIDING):
+        out.add("warning", _label(i, p), _at(p, 40), "hiding", f"hiding {p.kind} is not 0..3")
+
+
+@quiet_float_errors
+def validate(m: mdb.MdbFile) -> list[Finding]:
+    out = _Findings()
+    for w in m.warnings:
+        out.add("warning", "file", None, "file", w)
+    for i, p in enumerate(m.packets):
+        if isinstance(p, mdb.MeshPacket):
+            _mesh(out, i, p)
+        elif isinstance(p, mdb.WalkPacket):
+            _walk(out, i, p)
+        elif isinstance(p, mdb.ColsPacket):
+            _cols(out, i, p)
+        elif isinstance(p, mdb.PointPacket):
+            _point(out, i, p)
+        elif p.type == "TRRN":
+            out.add("warning", _label(i, p), p.offset, "type", "TRRN packet kept as raw bytes (layout unknown)")
+        if getattr(p, "extra", b""):
+            out.add("warning", _label(i, p), p.offset, "size",
+                    f"{len(p.extra)} bytes beyond what the counts need, kept as they are")
+    for i, gap in enumerate(m.gaps):
+        if gap:
+            out.add("warning", f"packet {i}", None, "offset", f"{len(gap)} bytes before the packet, kept as they are")
+    if m.tail:
+        out.add("warning", "file", None, "file", f"{len(m.tail)} bytes after the last packet, kept as they are")
+    return out.items
+
+
+def check_file(data: bytes) -> tuple[list[Finding], str]:
+    try:
+        m = mdb.read(data)
+    except FormatError as e:
+        return [Finding("error", "file", e.offset, e.field or "", str(e))], "roundtrip: not attempted (unreadable)"
+    findings = validate(m)
+    written = mdb.write(m)
+    if written == data:
+        return findings, "roundtrip: identical"
+    return findings, f"roundtrip: differs at offset {first_difference(data, written)}"
+
+
+def check(path: str, data: bytes, out: Callable[[str], None] = print) -> int:
+    findings, roundtrip = check_file(data)
+    for f in findings:
+        out(str(f))
+    errors = sum(f.severity == "error" for f in findings)
+    out(f"{errors} error(s), {len(findings) - errors} warning(s)")
+    out(roundtrip)
+    return 1 if errors else 0

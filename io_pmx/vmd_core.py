@@ -1,0 +1,264 @@
+"""VMD motions ⇄ core animations (no bpy, no model needed): what `compare`, `convert` and the benchmarks read
+and write motions through.
+
+The convention, stated once (reference/pmx.md §2–§3): a VMD bone key is the bone's transform relative to its
+rest, about its head, in model axes (MMD bones have no orientation of their own). That is what a track of the
+animation holds, in Blender axes:
+
+* one `Track` per bone name: translation = the key's position offset, MMD (x, y, z) → (x, z, y) × `scale`
+  (metres; 0.08 per MMD unit unless told); rotation = the key's rotation, MMD (x, y, z, w) → (w, −x, −z, −y)
+  (the Y↔Z swap is a mirror), an all-zero quaternion read as identity, as MMD reads it. No scale channel:
+  a VMD has none. Times are frame / 30 s.
+* `Track.extras["mmd_curves"]`: (K, 4, 4) uint8, per key the timing curves (x1, y1, x2, y2, 0..127) of the
+  segment that ends at it, for translation channels 0, 1, 2 (MMD X, Z, Y) and the rotation, as
+  `core.skinning.mmd_bezier` reads them; `core.compare` samples between keys with them.
+  `Track.extras["vmd_interpolation"]`: the raw 64-byte blocks (physics toggle bytes and all) for the way back.
+* one `MorphTrack` per morph name, weights as stored.
+* several keys of one bone or morph on one frame: the last in the file counts (as import shows it), with a
+  warning naming them.
+* `Animation.extras`: {"fps": 30, "file_unit": scale} (so that `compare` names frames and takes its position
+  tolerance in MMD units) and {"vmd": ...} the header, camera, light, self-shadow and show/IK keys, kept raw so
+  that `to_motion` gives them back.
+
+`to_motion` is the inverse: the same keys, bone by bone in track order and frame by frame (a file stored in
+that order comes back byte-identical). `skeleton_animation` turns an animation of a core skeleton (parent-
+relative TRS keys, Blender axes) into this convention, for motions made from a model that is not from PMX.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..core import model as cm
+from ..core.fileio import read_bytes
+from ..core.transforms import matrix3_to_quat, trs_to_matrix
+from . import vmd
+
+DEFAULT_SCALE = 0.08  # metres per MMD unit (as `convert.DEFAULT_SCALE`, the PMX import's default)
+_CURVE_OF_CHANNEL = np.array([0, 2, 1, 3])  # Blender translation x, y, z, rotation ← MMD curve X, Z, Y, R
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Axes (the same conversions as the Blender import: `vmd_convert.positions_to_blender`, `rotation_to_blender`)
+
+def positions_to_core(p, scale: float) -> np.ndarray:
+    return np.asarray(p, np.float64)[..., [0, 2, 1]] * scale
+
+
+def positions_to_vmd(p, scale: float) -> np.ndarray:
+    return np.asarray(p, np.float64)[..., [0, 2, 1]] / scale
+
+
+def rotations_to_core(q_xyzw) -> np.ndarray:
+    q = np.asarray(q_xyzw, np.float64)
+    out = np.stack([q[..., 3], -q[..., 0], -q[..., 2], -q[..., 1]], axis=-1)
+    out[~np.any(q != 0, axis=-1)] = (1.0, 0.0, 0.0, 0.0)
+    return out
+
+
+def rotations_to_vmd(q_wxyz) -> np.ndarray:
+    q = np.asarray(q_wxyz, np.float64)
+    return np.stack([-q[..., 1], -q[..., 3], -q[..., 2], q[..., 0]], axis=-1)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# VMD → core
+
+def _last_per_frame(which: np.ndarray, frames: np.ndarray, j: int) -> tuple[np.ndarray, int]:
+    """File positions of name j's keys sorted by frame, the last in the file winning on a shared frame; and
+    how many keys that hides."""
+    idx = np.flatnonzero(which == j)
+    idx = idx[np.lexsort((idx, frames[idx]))]
+    fr = frames[idx]
+    last = np.append(fr[1:] != fr[:-1], True)
+    return idx[last], int((~last).sum())
+
+
+def to_animation(motion: vmd.Motion, name: str, scale: float = DEFAULT_SCALE) -> tuple[cm.Animation, list[str]]:
+    """The motion as one core Animation named `name` (see the module docstring); returns (animation,
+    warnings)."""
+    warnings = list(motion.warnings)
+    fps = float(vmd.FPS)
+    anim = cm.Animation(name, 0.0)
+    hidden: list[str] = []
+    keys = motion.bone_keys
+    names, which = vmd.distinct_names(keys["name"])
+    frames = keys["frame"].astype(np.int64)
+    for j, bone in enumerate(names):
+        idx, dup = _last_per_frame(which, frames, j)
+        if dup:
+            hidden.append(f"{bone} ({dup})")
+        times = frames[idx] / fps
+        curves = vmd.curves(keys["interpolation"][idx])[:, _CURVE_OF_CHANNEL]
+        anim.tracks.append(cm.Track(
+            bone, times, positions_to_core(keys["position"][idx], scale), times.copy(),
+            rotations_to_core(keys["rotation"][idx]),
+            extras={"mmd_curves": np.ascontiguousarray(curves, np.uint8),
+                    "vmd_interpolation": keys["interpolation"][idx].copy()}))
+    mkeys = motion.morph_keys
+    mnames, mwhich = vmd.distinct_names(mkeys["name"])
+    mframes = mkeys["frame"].astype(np.int64)
+    for j, morph in enumerate(mnames):
+        idx, dup = _last_per_frame(mwhich, mframes, j)
+        if dup:
+            hidden.append(f"morph {morph} ({dup})")
+        anim.morph_tracks.append(cm.MorphTrack(morph, mframes[idx] / fps, mkeys["weight"][idx].astype(np.float64)))
+    if hidden:
+        warnings.append(f"keys on a frame their bone or morph already has a key on (the last in the file counts): "
+                        f"{', '.join(hidden)}")
+    every = vmd.all_frames(motion)
+    anim.length = float(every.max()) / fps if len(every) else 0.0
+    anim.extras = {"fps": fps, "file_unit": float(scale), "vmd": {
+        "signature": bytes(motion.signature), "model_name_raw": bytes(motion.model_name_raw),
+        "camera_keys": motion.camera_keys.copy(), "light_keys": motion.light_keys.copy(),
+        "shadow_keys": motion.shadow_keys.copy(), "property_keys": list(motion.property_keys),
+        "tail_groups": int(motion.tail_groups), "trailing": bytes(motion.trailing)}}
+    return anim, warnings
+
+
+def load_vmd(path: str, data: bytes | None = None, with_animations: bool = True, motions=(),
+             scale: float = DEFAULT_SCALE) -> tuple[cm.Scene, list[str]]:
+    """A `.vmd` file as a core Scene: no skeleton, no mesh, one animation named after the file's stem (the
+    registry's `load`; `with_animations` and `motions` are accepted for the common signature: the animation is
+    the file)."""
+    if data is None:
+        data = read_bytes(path)
+    motion = vmd.read(data)
+    stem = os.path.splitext(os.path.basename(os.fspath(path)))[0]
+    anim, warnings = to_animation(motion, stem, scale)
+    scene = cm.Scene(name=motion.model_name or stem, animations=[anim])
+    scene.extras["motion"] = "vmd"
+    return scene, warnings
+
+
+load = load_vmd
+
+
+# ------------------------------------------------------------------------------------------------------------
+# core → VMD
+
+def to_motion(anim: cm.Animation, scale: float | None = None, model_name: str | None = None,
+              fps: float | None = None) -> tuple[vmd.Motion, list[str]]:
+    """The VMD of an animation in this module's convention. `scale` defaults to the animation's file unit (else
+    0.08); frames are round(time × fps), fps the animation's own (else 30). A track's translation and rotation
+    keys are written on the union of their times, the channel without a key there sampled (linear, slerp).
+    Blocks: the track's raw ones when present, else built from `mmd_curves`, else linear."""
+    from ..core.transforms import slerp
+
+    extras = anim.extras or {}
+    scale = float(scale if scale is not None else extras.get("file_unit", DEFAULT_SCALE))
+    fps = float(fps if fps is not None else extras.get("fps", vmd.FPS))
+    raw = extras.get("vmd") or {}
+    warnings: list[str] = []
+    m = vmd.Motion()
+    if raw:
+        m.signature, m.model_name_raw = raw["signature"], raw["model_name_raw"]
+        m.camera_keys, m.light_keys, m.shadow_keys = raw["camera_keys"], raw["light_keys"], raw["shadow_keys"]
+        m.property_keys, m.tail_groups, m.trailing = list(raw["property_keys"]), raw["tail_groups"], raw["trailing"]
+    if model_name is not None or not raw:
+        m.model_name = model_name if model_name is not None else anim.name
+    tracks = [t for t in anim.tracks if (t.translations is not None and len(t.translations))
+              or (t.rotations is not None and len(t.rotations))]
+    fields, more = vmd.encode_names([t.bone for t in tracks])
+    warnings += more
+    parts = []
+    for track, field in zip(tracks, fields):
+        tt = np.asarray(track.translation_times if track.translations is not None else [], np.float64)
+        rt = np.asarray(track.rotation_times if track.rotations is not None else [], np.float64)
+        times = np.unique(np.concatenate([tt, rt]))
+        frames = np.round(times * fps).astype(np.int64)
+        if len(np.unique(frames)) != len(frames) or (frames < 0).any():
+            warnings.append(f"bone {track.bone}: key times do not fall on distinct whole frames at {fps:g} fps; "
+                            "rounded, later keys of a frame win")
+            frames, first = np.unique(np.maximum(frames, 0)[::-1], return_index=True)
+            times = times[::-1][first]
+        keys = vmd.new_bone_keys(len(times))
+        keys["name"] = field
+        keys["frame"] = frames
+        if len(tt) == len(times):
+            keys["position"] = positions_to_vmd(np.asarray(track.translations, np.float64), scale)
+        elif len(tt):
+            pos = np.stack([np.interp(times, tt, np.asarray(track.translations, np.float64)[:, c])
+                            for c in range(3)], axis=1)
+            keys["position"] = positions_to_vmd(pos, scale)
+        if len(rt) == len(times):  # keys on every frame written: the values as they are
+            keys["rotation"] = rotations_to_vmd(np.asarray(track.rotations, np.float64))
+        elif len(rt):
+            q = np.asarray(track.rotations, np.float64)
+            i = np.clip(np.searchsorted(rt, times, side="right") - 1, 0, len(rt) - 1)
+            k = np.minimum(i + 1, len(rt) - 1)
+            span = np.where(k > i, rt[k] - rt[i], 1.0)
+            f = np.clip(np.where(k > i, (times - rt[i]) / span, 0.0), 0.0, 1.0)
+            keys["rotation"] = rotations_to_vmd(slerp(q[i], q[k], f))
+        same_times = len(tt) == len(times) and (not len(rt) or len(rt) == len(times))
+        blocks = track.extras.get("vmd_interpolation") if track.extras else None
+        curves = track.extras.get("mmd_curves") if track.extras else None
+        if blocks is not None and same_times and len(blocks) == len(times):
+            keys["interpolation"] = blocks
+        elif curves is not None and same_times and len(curves) == len(times):
+            keys["interpolation"] = vmd.build_interpolation(
+                np.asarray(curves, np.uint8)[:, np.argsort(_CURVE_OF_CHANNEL)])
+        parts.append(keys)
+    m.bone_keys = np.concatenate(parts) if parts else np.zeros(0, vmd.BONE_KEY)
+    mfields, more = vmd.encode_names([t.shape_key for t in anim.morph_tracks], what="morph")
+    warnings += more
+    mparts = []
+    for track, field in zip(anim.morph_tracks, mfields):
+        mk = np.zeros(len(track.times), vmd.MORPH_KEY)
+        mk["name"] = field
+        mk["frame"] = np.maximum(np.round(np.asarray(track.times, np.float64) * fps), 0).astype(np.int64)
+        mk["weight"] = track.weights
+        mparts.append(mk)
+    m.morph_keys = np.concatenate(mparts) if mparts else np.zeros(0, vmd.MORPH_KEY)
+    return m, warnings
+
+
+def skeleton_animation(skeleton: cm.Skeleton, anim: cm.Animation, scale: float = DEFAULT_SCALE) -> cm.Animation:
+    """An animation of `skeleton` (parent-relative TRS keys, Blender axes; its default pose = its bind pose) in
+    this module's convention: per bone with a track, at its key times, the transform relative to its rest about
+    its head in model axes (what an MMD bone key holds, for a PMX with the same hierarchy and heads). With B the
+    bind matrices, L the posed and Lr the rest local transforms: the bone's deformation relative to its
+    parent's is X = B_parent · L · Lr⁻¹ · B_parent⁻¹ = T(head) · T(offset) · R · T(−head). Scale keys are
+    dropped (a VMD has none)."""
+    from ..core.skinning import sample_linear, sample_slerp
+
+    binds = skeleton.binds()
+    index = {b.name: i for i, b in enumerate(skeleton.bones)}
+    out = cm.Animation(anim.name, anim.length, extras={"fps": float(vmd.FPS), "file_unit": float(scale)})
+    for track in anim.tracks:
+        i = index.get(track.bone)
+        if i is None:
+            continue
+        bone = skeleton.bones[i]
+        tt = np.asarray(track.translation_times if track.translations is not None else [], np.float64)
+        rt = np.asarray(track.rotation_times if track.rotations is not None else [], np.float64)
+        times = np.unique(np.concatenate([tt, rt]))
+        if not len(times):
+            continue
+        t = np.array([sample_linear(tt, track.translations, x) for x in times]) if len(tt) else \
+            np.tile(bone.rest_translation, (len(times), 1))
+        r = np.array([sample_slerp(rt, track.rotations, x) for x in times]) if len(rt) else \
+            np.tile(bone.rest_rotation, (len(times), 1))
+        local = trs_to_matrix(t, r, np.ones((len(times), 3)))
+        rest_inv = np.linalg.inv(trs_to_matrix(bone.rest_translation, bone.rest_rotation, np.ones(3)))
+        bp = binds[bone.parent] if bone.parent >= 0 else np.eye(4)
+        x = bp @ local @ rest_inv @ np.linalg.inv(bp)
+        rot = x[:, :3, :3]
+        head = binds[i, :3, 3]
+        offset = x[:, :3, 3] - head + np.einsum("kij,j->ki", rot, head)
+        q = matrix3_to_quat(rot / np.linalg.norm(rot, axis=-2, keepdims=True))
+        out.tracks.append(cm.Track(track.bone, times, offset, times.copy(), q))
+    out.morph_tracks = list(anim.morph_tracks)
+    return out
+
+
+def motion_of_skeleton_animation(skeleton: cm.Skeleton, anim: cm.Animation, model_name: str = "",
+                                 scale: float = DEFAULT_SCALE, fps: float = vmd.FPS) -> tuple[vmd.Motion, list[str]]:
+    """`to_motion(skeleton_animation(...))`: the VMD of a core skeleton's animation; frames are round(time ×
+    fps) (a benchmark whose keys sit on whole frames of another rate passes that rate to keep one key per
+    frame)."""
+    return to_motion(skeleton_animation(skeleton, anim, scale), scale, model_name, fps)
+
+
+__all__ = ["to_animation", "to_motion", "load", "load_vmd", "skeleton_animation", "motion_of_skeleton_animation"]

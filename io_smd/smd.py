@@ -1,0 +1,782 @@
+"""Valve SMD / VTA codec (Studiomdl Data, text): file bytes ⇄ `SmdFile` records, one field per column.
+
+Grammar (../shared/reference/we_mdb_smd.md §3.1): `version 1`, then the blocks `nodes`, `skeleton`
+(`time k` lines, each followed by `<bone> px py pz rx ry rz` rows), `triangles` (a material line and three
+vertex lines `<parent> px py pz nx ny nz u v [<n> (<bone> <weight>)×n]` per triangle) and, in a VTA,
+`vertexanimation` (`time k` lines and `<vertex> px py pz nx ny nz` rows). Each block ends at `end` or at a
+blank line; lines whose text starts with `//` are skipped; indentation, CRLF and GoldSrc rows without link
+columns are accepted. Nothing is interpreted here: rows are kept as written, numbers as float64.
+
+Speed: the numeric rows are never split by a Python loop per line. The line table (starts, stripped ends,
+kinds) is computed with numpy over the whole buffer; every token of every numeric row is then parsed at once
+(`_parse_tokens`, exact: integer mantissa over a power of ten), and the writer lays out all digits of a block
+in one byte matrix (`_float_cells`), equal to Python's `'{:.6f}'` for every value.
+
+Structural faults raise `FormatError(message, offset, field)` with the byte offset of the line and "line N" in
+the message. Values that the layout allows but the meaning forbids (bone ids out of range, parent cycles,
+weights) are kept; `check` lists them and `write` refuses ids out of range and cycles.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ..core.errors import FormatError
+
+MAX_LINE = 64 << 10  # bytes in one line (a longer line is refused before it is split)
+MAX_LINKS = 32  # links on one vertex line
+MAX_ITEMS = 1 << 20  # nodes, and frames of one block
+MAX_DIGITS = 15  # significant digits parsed by the fast path (exact below 2^53)
+
+_WS = np.zeros(256, bool)
+_WS[[9, 10, 11, 12, 13, 32]] = True
+_NUMERIC_START = np.zeros(256, bool)
+_NUMERIC_START[list(b"0123456789+-.")] = True
+
+VERTEX_FIELDS = ("parent bone", "position x", "position y", "position z", "normal x", "normal y", "normal z",
+                 "u", "v", "link count")
+BONE_FIELDS = ("bone id", "position x", "position y", "position z", "rotation x", "rotation y", "rotation z")
+FLEX_FIELDS = ("vertex id", "position x", "position y", "position z", "normal x", "normal y", "normal z")
+
+
+# -- records ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Node:
+    id: int
+    name: str
+    parent: int
+    line: int = 0  # 1-based line in the file it was read from (0: made in code)
+
+
+@dataclass
+class Frame:
+    """One `time k` of a skeleton block: the bone rows that follow it, in file order."""
+    time: int
+    bones: np.ndarray  # (R,) int64 node ids
+    positions: np.ndarray  # (R, 3) float64, relative to the parent
+    rotations: np.ndarray  # (R, 3) float64 Euler radians, R = Rz·Ry·Rx
+    comment: str | None = None  # text after `#` on the time line (a VTA's shape name)
+    line: int = 0
+    row_lines: np.ndarray | None = None  # (R,) int64
+
+
+@dataclass
+class Triangles:
+    materials: list[str]  # (T,) one name per triangle
+    parents: np.ndarray  # (3T,) int64 the "parent bone" column
+    positions: np.ndarray  # (3T, 3) float64
+    normals: np.ndarray  # (3T, 3)
+    uvs: np.ndarray  # (3T, 2)
+    link_counts: np.ndarray  # (3T,) int64; -1: the line has no link columns (GoldSrc)
+    link_bones: np.ndarray  # (3T, K) int64, -1 past the line's count
+    link_weights: np.ndarray  # (3T, K) float64, 0 past the line's count
+    lines: np.ndarray | None = None  # (3T,) int64 line of each vertex
+
+    def __len__(self) -> int:
+        return len(self.materials)
+
+
+@dataclass
+class FlexFrame:
+    """One `time k` of a vertexanimation block: vertex ids are corners of the reference's triangle list."""
+    time: int
+    vertices: np.ndarray  # (R,) int64
+    positions: np.ndarray  # (R, 3) float64
+    normals: np.ndarray  # (R, 3)
+    comment: str | None = None
+    line: int = 0
+    row_lines: np.ndarray | None = None
+
+
+@dataclass
+class SmdFile:
+    version: int = 1
+    nodes: list[Node] = field(default_factory=list)
+    skeleton: list[Frame] = field(default_factory=list)
+    triangles: Triangles | None = None
+    vertex_animation: list[FlexFrame] | None = None
+    newline: str = "\n"  # "\r\n" when the file was read with CRLF
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        if self.vertex_animation is not None:
+            return "flex"
+        if self.triangles is not None:
+            return "model"
+        return "motion"
+
+    @property
+    def goldsrc(self) -> bool:
+        """Every vertex line without link columns (the GoldSrc flavour)."""
+        t = self.triangles
+        return t is not None and len(t.link_counts) > 0 and bool(np.all(t.link_counts < 0))
+
+
+# -- the line table --------------------------------------------------------------------------------------
+
+class _Lines:
+    """Every line of the file as byte spans: `start`/`end` (without the newline), `s`/`e` stripped."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+        buf = self.buf = np.frombuffer(data, np.uint8)
+        n = len(buf)
+        nl = np.flatnonzero(buf == 10)
+        start = np.concatenate(([0], nl + 1)).astype(np.int64)
+        end = np.concatenate((nl, [n])).astype(np.int64)
+        if len(start) > 1 and start[-1] == n:  # the newline after the last line
+            start, end = start[:-1], end[:-1]
+        long_ = np.flatnonzero(end - start > MAX_LINE)
+        if long_.size:
+            i = int(long_[0])
+            raise FormatError(f"line {i + 1} is {int(end[i] - start[i])} bytes long, above the {MAX_LINE}-byte "
+                              f"limit", int(start[i]), "line length")
+        self.start, self.end = start, end
+        self.s = self._strip(start.copy(), end, forward=True)
+        self.e = self._strip(end.copy(), self.s, forward=False)
+        self.crlf = bool(len(nl) and nl[0] > 0 and buf[nl[0] - 1] == 13)
+
+    def _strip(self, pos: np.ndarray, limit: np.ndarray, forward: bool) -> np.ndarray:
+        buf = self.buf
+        active = np.flatnonzero(pos < limit) if forward else np.flatnonzero(pos > limit)
+        for _ in range(8):
+            if not active.size:
+                return pos
+            at = pos[active] if forward else pos[active] - 1
+            active = active[_WS[buf[at]]]
+            pos[active] += 1 if forward else -1
+            active = active[pos[active] < limit[active]] if forward else active[pos[active] > limit[active]]
+        for i in active:  # deeper indentation than 8: rare, done line by line
+            raw = self.data[pos[i]:limit[i]] if forward else self.data[limit[i]:pos[i]]
+            if forward:
+                pos[i] += len(raw) - len(raw.lstrip())
+            else:
+                pos[i] -= len(raw) - len(raw.rstrip())
+        return pos
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def text(self, i: int) -> str:
+        return self.data[self.s[i]:self.e[i]].decode("utf-8", "surrogateescape")
+
+    def prefix(self, word: bytes) -> np.ndarray:
+        """Lines whose stripped text starts with `word` followed by whitespace or the line end."""
+        buf, s, e = self.buf, self.s, self.e
+        k = len(word)
+        ok = e - s >= k
+        last = len(buf) - 1
+        for j, ch in enumerate(word):
+            ok &= buf[np.minimum(s + j, last)] == ch
+        after = np.minimum(s + k, last)
+        return ok & ((e - s == k) | _WS[buf[after]])
+
+    def equals(self, word: bytes) -> np.ndarray:
+        return self.prefix(word) & (self.e - self.s == len(word))
+
+
+def _fail(lines: _Lines, i: int, message: str, field: str) -> FormatError:
+    off = int(lines.start[i]) if i < len(lines) else len(lines.data)
+    return FormatError(f"line {i + 1}: {message}", off, field)
+
+
+# -- numbers ---------------------------------------------------------------------------------------------
+
+def _tokens(buf: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and ends of the whitespace-separated tokens of buf[lo:hi]."""
+    part = buf[lo:hi]
+    nz = np.zeros(len(part) + 2, np.int8)
+    np.logical_not(_WS[part], out=nz[1:-1].view(bool))
+    edges = np.flatnonzero(np.diff(nz))
+    return edges[0::2] + lo, edges[1::2] + lo
+
+
+def _parse_tokens(buf: np.ndarray, ts: np.ndarray, te: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """float64 values of the tokens buf[ts:te]; second result: tokens that are not numbers (value NaN).
+
+    Fast path for `[sign] digits [. digits]` with at most 15 digits: the digits right-aligned in a byte
+    window, weighted by powers of ten (one matrix product per dot position) and divided by 10^fraction
+    digits: both integers are exact, so the quotient is correctly rounded, as Python's float() is. Other
+    tokens (exponents, nan, inf, long mantissas) go through float() one by one."""
+    n = len(ts)
+    out = np.empty(n, np.float64)
+    bad = np.zeros(n, bool)
+    if n == 0:
+        return out, bad
+    lengths = te - ts
+    w = int(min(max(int(lengths.max()), 1), MAX_DIGITS + 2))
+    dots = np.flatnonzero(buf[int(ts.min()):int(te.max())] == 46) + int(ts.min())
+    tok_of_dot = np.searchsorted(ts, dots, "right") - 1
+    keep = (tok_of_dot >= 0) & (dots < te[np.maximum(tok_of_dot, 0)])
+    dots, tok_of_dot = dots[keep], tok_of_dot[keep]
+    dot_count = np.bincount(tok_of_dot, minlength=n)
+    dot_col = np.full(n, -1, np.int64)  # column of the dot counted from the right
+    dot_col[tok_of_dot] = te[tok_of_dot] - dots - 1
+    windows = sliding_window_view(buf, w)
+    first = buf[ts]
+    signed = (first == 45) | (first == 43)
+    right = np.arange(w - 1, -1, -1)  # column index counted from the right
+    fast = (lengths <= w) & (te >= w) & (dot_count <= 1)
+    idx = np.flatnonzero(fast)
+    chunk = 1 << 20
+    slow = [np.flatnonzero(~fast)]
+    for a in range(0, len(idx), chunk):
+        sel = idx[a:a + chunk]
+        g = windows[te[sel] - w] - np.uint8(48)
+        inside = right[None, :] < lengths[sel, None]
+        digit = (g < 10) & inside
+        ndig = digit.sum(1)
+        ok = (ndig == lengths[sel] - signed[sel] - dot_count[sel]) & (ndig >= 1) & (ndig <= MAX_DIGITS)
+        g[~digit] = 0
+        dc = dot_col[sel]
+        values = np.empty(len(sel), np.float64)
+        for col in np.unique(dc):
+            rows = dc == col
+            exponent = right - (right > col) if col >= 0 else right
+            values[rows] = g[rows] @ (10.0 ** exponent)
+            if col > 0:
+                values[rows] /= 10.0 ** col
+        neg = buf[ts[sel]] == 45
+        np.negative(values, out=values, where=neg)
+        out[sel] = values
+        slow.append(sel[~ok])
+    for i in np.concatenate(slow):
+        token = bytes(buf[ts[i]:te[i]])
+        try:
+            if token.strip(b"+-.0123456789eE") and token.lower().lstrip(b"+-") not in (b"nan", b"inf", b"infinity"):
+                raise ValueError
+            out[i] = float(token)
+        except ValueError:
+            out[i] = np.nan
+            bad[i] = True
+    return out, bad
+
+
+@dataclass
+class _Rows:
+    """The numbers of a set of lines: flat values, per-line token counts and offsets into `values`."""
+    lines: np.ndarray
+    values: np.ndarray
+    counts: np.ndarray
+    offsets: np.ndarray
+
+
+def _parse_rows(lines: _Lines, rows: np.ndarray, fields: tuple[str, ...], what: str) -> _Rows:
+    rows = np.asarray(rows, np.int64)
+    if rows.size == 0:
+        z = np.zeros(0, np.int64)
+        return _Rows(rows, np.zeros(0), z, z)
+    buf = lines.buf
+    lo, hi = int(lines.s[rows[0]]), int(lines.e[rows[-1]])
+    ts, te = _tokens(buf, lo, hi)
+    first = np.searchsorted(ts, lines.s[rows])
+    last = np.searchsorted(ts, lines.e[rows])
+    counts = last - first
+    offsets = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    total = int(counts.sum())
+    take = np.arange(total, dtype=np.int64) + np.repeat(first - offsets, counts)
+    values, bad = _parse_tokens(buf, ts[take], te[take])
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        r = int(np.searchsorted(offsets, k, "right") - 1)
+        col = k - int(offsets[r])
+        name = fields[col] if col < len(fields) else f"field {col + 1}"
+        token = bytes(buf[ts[take[k]]:te[take[k]]]).decode("utf-8", "replace")[:40]
+        raise _fail(lines, int(rows[r]), f"{what}: {name} is {token!r}, not a number", name)
+    return _Rows(rows, values, counts, offsets)
+
+
+def _column(r: _Rows, j: int) -> np.ndarray:
+    return r.values[r.offsets + j]
+
+
+def _integers(lines: _Lines, r: _Rows, values: np.ndarray, where: np.ndarray | None, field: str,
+              what: str) -> np.ndarray:
+    bad = ~np.isfinite(values) | (values != np.trunc(values)) | (np.abs(values) > 2 ** 53)
+    if where is not None:
+        bad &= where
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise _fail(lines, int(r.lines[k]), f"{what}: {field} {values[k]!r} is not an integer", field)
+    return np.where(np.isfinite(values), values, 0).astype(np.int64)
+
+
+def _exact_fields(lines: _Lines, r: _Rows, n: int, fields: tuple[str, ...], what: str) -> np.ndarray:
+    """(R, n) values of rows that must have exactly n fields."""
+    wrong = np.flatnonzero(r.counts != n)
+    if wrong.size:
+        k = int(wrong[0])
+        c = int(r.counts[k])
+        name = fields[c] if c < n else "row"
+        raise _fail(lines, int(r.lines[k]), f"{what} has {c} fields, expected {n}", name)
+    return r.values.reshape(-1, n) if len(r.values) else np.zeros((0, n))
+
+
+# -- reading ---------------------------------------------------------------------------------------------
+
+_TIME = re.compile(r"time\s+(\S+)\s*(#.*)?", re.S)
+
+
+class _Reader:
+    def __init__(self, data: bytes):
+        self.lines = _Lines(data)
+        L = self.lines
+        comment = (L.e - L.s >= 2) & (L.buf[np.minimum(L.s, len(L.buf) - 1)] == 47) & \
+            (L.buf[np.minimum(L.s + 1, len(L.buf) - 1)] == 47)
+        self.sig = np.flatnonzero(~comment)  # lines that count
+        blank = L.e <= L.s
+        self.is_end = L.equals(b"end")
+        self.is_time = L.prefix(b"time")
+        term = (blank | self.is_end)[self.sig]
+        self.term_at = np.flatnonzero(term)  # positions in `sig` of block terminators
+        self.blank = blank
+        self.out = SmdFile(newline="\r\n" if L.crlf else "\n")
+
+    def block_end(self, i: int, name: str) -> tuple[int, int]:
+        """Position in `sig` of the terminator of the block whose first line is sig[i]; the position to go
+        on from. A block cut by the end of the file ends there with a warning."""
+        k = np.searchsorted(self.term_at, i)
+        if k < len(self.term_at):
+            j = int(self.term_at[k])
+            return j, j + 1
+        self.out.warnings.append(f"the {name} block is not closed by 'end' (the file ends first)")
+        return len(self.sig), len(self.sig)
+
+    def read(self) -> SmdFile:
+        L, sig, out = self.lines, self.sig, self.out
+        i = 0
+        version_seen = False
+        while i < len(sig):
+            ln = int(sig[i])
+            if self.blank[ln] or self.is_end[ln]:
+                i += 1
+                continue
+            words = L.text(ln).split()
+            word = words[0].lower()
+            if not version_seen:
+                if word != "version":
+                    raise _fail(L, ln, f"expected 'version 1', found {L.text(ln)[:40]!r}", "version")
+                if len(words) < 2 or words[1] != "1":
+                    raise _fail(L, ln, f"version {' '.join(words[1:])[:20]!r}: only version 1 exists",
+                                "version")
+                version_seen = True
+                i += 1
+            elif word == "nodes":
+                i = self.nodes(i + 1)
+            elif word == "skeleton":
+                i = self.skeleton(i + 1)
+            elif word == "triangles":
+                i = self.triangles(i + 1)
+            elif word == "vertexanimation":
+                i = self.vertex_animation(i + 1)
+            elif word == "version":
+                raise _fail(L, ln, "a second version line", "version")
+            else:
+                out.warnings.append(f"line {ln + 1}: unknown line {L.text(ln)[:40]!r} skipped")
+                i += 1
+        if not version_seen:
+            raise FormatError("no 'version 1' line", 0, "version")
+        return out
+
+    def nodes(self, i: int) -> int:
+        L = self.lines
+        j, nxt = self.block_end(i, "nodes")
+        if j - i > MAX_ITEMS:
+            raise _fail(L, int(self.sig[i + MAX_ITEMS]), f"more than {MAX_ITEMS} nodes", "node count")
+        for k in range(i, j):
+            ln = int(self.sig[k])
+            text = L.text(ln)
+            a, b = text.find('"'), text.rfind('"')
+            if a > 0 and b > a:
+                head, name, tail = text[:a].split(), text[a + 1:b], text[b + 1:].split()
+            else:
+                parts = text.split()
+                head, name, tail = parts[:1], (parts[1] if len(parts) > 2 else ""), parts[2:3]
+            if len(head) != 1 or len(tail) < 1:
+                raise _fail(L, ln, f"node line {text[:40]!r} is not '<id> \"<name>\" <parent>'", "node")
+            try:
+                nid, parent = int(head[0]), int(tail[0])
+            except ValueError:
+                raise _fail(L, ln, f"node id or parent of {text[:40]!r} is not an integer", "node id") from None
+            self.out.nodes.append(Node(nid, name, parent, ln + 1))
+        return nxt
+
+    def _frames(self, i: int, j: int, what: str) -> tuple[list[tuple[int, str | None, int]], np.ndarray, np.ndarray]:
+        """Time lines and rows of lines sig[i:j]: (time, comment, line) per frame, row lines, frame of each row."""
+        L = self.lines
+        block = self.sig[i:j]
+        is_time = self.is_time[block]
+        times = block[is_time]
+        if len(times) > MAX_ITEMS:
+            raise _fail(L, int(times[MAX_ITEMS]), f"more than {MAX_ITEMS} frames", "frame count")
+        rows = block[~is_time]
+        frame_of = np.cumsum(is_time)[~is_time] - 1
+        if len(rows) and frame_of[0] < 0:
+            raise _fail(L, int(rows[0]), f"a {what} row before the first 'time' line", "time")
+        frames = []
+        for ln in times:
+            m = _TIME.match(L.text(int(ln)))
+            try:
+                t = int(m.group(1)) if m else None
+            except ValueError:
+                t = None
+            if t is None:
+                raise _fail(L, int(ln), f"'{L.text(int(ln))[:40]}' is not 'time <integer>'", "time")
+            frames.append((t, m.group(2)[1:].strip() if m.group(2) is not None else None, int(ln) + 1))
+        return frames, rows, frame_of
+
+    def skeleton(self, i: int) -> int:
+        L = self.lines
+        j, nxt = self.block_end(i, "skeleton")
+        frames, rows, frame_of = self._frames(i, j, "bone")
+        r = _parse_rows(L, rows, BONE_FIELDS, "bone row")
+        v = _exact_fields(L, r, 7, BONE_FIELDS, "bone row")
+        ids = _integers(L, r, v[:, 0], None, "bone id", "bone row")
+        bounds = np.searchsorted(frame_of, np.arange(len(frames) + 1))
+        for f, (t, comment, line) in enumerate(frames):
+            a, b = bounds[f], bounds[f + 1]
+            self.out.skeleton.append(Frame(t, ids[a:b], v[a:b, 1:4], v[a:b, 4:7], comment, line, rows[a:b] + 1))
+        return nxt
+
+    def vertex_animation(self, i: int) -> int:
+        L = self.lines
+        j, nxt = self.block_end(i, "vertexanimation")
+        frames, rows, frame_of = self._frames(i, j, "vertex")
+        r = _parse_rows(L, rows, FLEX_FIELDS, "vertex animation row")
+        v = _exact_fields(L, r, 7, FLEX_FIELDS, "vertex animation row")
+        ids = _integers(L, r, v[:, 0], None, "vertex id", "vertex animation row")
+        bounds = np.searchsorted(frame_of, np.arange(len(frames) + 1))
+        out = self.out.vertex_animation = []
+        for f, (t, comment, line) in enumerate(frames):
+            a, b = bounds[f], bounds[f + 1]
+            out.append(FlexFrame(t, ids[a:b], v[a:b, 1:4], v[a:b, 4:7], comment, line, rows[a:b] + 1))
+        return nxt
+
+    def triangles(self, i: int) -> int:
+        L = self.lines
+        j, nxt = self.block_end(i, "triangles")
+        block = self.sig[i:j]
+        n = len(block)
+        if n % 4:
+            start = int(block[n - n % 4])
+            raise _fail(L, start, f"the triangle of material line {start + 1} has {n % 4 - 1} vertex lines, "
+                                  f"fewer than 3", "vertex line")
+        mat_lines = block[0::4]
+        vert_lines = block.reshape(-1, 4)[:, 1:].reshape(-1)
+        # a material line where a vertex line belongs: the triangle before it was short
+        starts_numeric = _NUMERIC_START[L.buf[np.minimum(L.s[vert_lines], len(L.buf) - 1)]]
+        if not starts_numeric.all():
+            k = int(np.flatnonzero(~starts_numeric)[0])
+            ln = int(vert_lines[k])
+            raise _fail(L, ln, f"{L.text(ln)[:40]!r} where vertex line {k % 3 + 1} of a triangle belongs: the "
+                               f"triangle has fewer than 3 vertex lines", "vertex line")
+        r = _parse_rows(L, vert_lines, VERTEX_FIELDS, "vertex line")
+        few = np.flatnonzero(r.counts < 9)
+        if few.size:
+            k = int(few[0])
+            raise _fail(L, int(vert_lines[k]), f"vertex line has {int(r.counts[k])} fields, fewer than 9",
+                        VERTEX_FIELDS[int(r.counts[k])])
+        V = len(vert_lines)
+        base = r.values[r.offsets[:, None] + np.arange(9)]
+        has_links = r.counts >= 10
+        raw_count = np.where(has_links, r.values[np.minimum(r.offsets + 9, len(r.values) - 1)], -1)
+        parents = _integers(L, r, base[:, 0], None, "parent bone", "vertex line")
+        count = _integers(L, r, raw_count, has_links, "link count", "vertex line")
+        over = np.flatnonzero(has_links & ((count > MAX_LINKS) | (count < 0)))
+        if over.size:
+            k = int(over[0])
+            raise _fail(L, int(vert_lines[k]), f"link count {int(count[k])} outside 0..{MAX_LINKS}", "link count")
+        short = np.flatnonzero(has_links & (10 + 2 * count > r.counts))
+        if short.size:
+            k = int(short[0])
+            raise _fail(L, int(vert_lines[k]), f"link count {int(count[k])} needs {10 + 2 * int(count[k])} fields, "
+                                               f"the line has {int(r.counts[k])}", "link count")
+        extra = np.flatnonzero(np.where(has_links, 10 + 2 * count, 9) < r.counts)
+        if extra.size:
+            self.out.warnings.append(f"line {int(vert_lines[extra[0]]) + 1}: {len(extra)} vertex lines have fields "
+                                     f"after their links (ignored)")
+        K = int(count.max()) if V else 0
+        K = max(K, 0)
+        bones = np.full((V, K), -1, np.int64)
+        weights = np.zeros((V, K), np.float64)
+        for k in range(K):
+            on = count > k
+            at = r.offsets[on] + 10 + 2 * k
+            sub = _Rows(r.lines[on], r.values, r.counts[on], r.offsets[on])
+            bones[on, k] = _integers(L, sub, r.values[at], None, "link bone", "vertex line")
+            weights[on, k] = r.values[at + 1]
+        materials = [L.text(int(m)) for m in mat_lines]
+        self.out.triangles = Triangles(materials, parents, base[:, 1:4], base[:, 4:7], base[:, 7:9],
+                                       np.where(has_links, count, -1), bones, weights, vert_lines + 1)
+        return nxt
+
+
+def read(data: bytes) -> SmdFile:
+    """Parse an SMD or VTA file. FormatError (naming the line) on a structural fault."""
+    data = bytes(data)
+    if not data.strip():
+        raise FormatError("the file is empty", 0, "version")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = b"   " + data[3:]  # a BOM is whitespace to us; offsets stay those of the file
+    return _Reader(data).read()
+
+
+_KIND_TRIANGLES = re.compile(rb"^[ \t]*triangles[ \t\r]*$", re.M)
+_KIND_FLEX = re.compile(rb"^[ \t]*vertexanimation[ \t\r]*$", re.M)
+
+
+def kind_of(data: bytes) -> str:
+    """"model" (a triangles block), "flex" (a vertexanimation block) or "motion" (skeleton frames only)."""
+    if _KIND_FLEX.search(data):
+        return "flex"
+    if _KIND_TRIANGLES.search(data):
+        return "model"
+    return "motion"
+
+
+def sniff(head: bytes) -> bool:
+    """The first line that is not blank or a `//` comment is `version <n>`."""
+    for line in head.splitlines():
+        text = line.strip()
+        if text.startswith(b"\xef\xbb\xbf"):
+            text = text[3:].strip()
+        if not text or text.startswith(b"//"):
+            continue
+        return re.match(rb"version\s+\d+$", text) is not None
+    return False
+
+
+# -- writing ---------------------------------------------------------------------------------------------
+
+_POW10 = 10 ** np.arange(19, dtype=np.int64)
+
+
+def _digits(cells: np.ndarray, values: np.ndarray, right: int) -> np.ndarray:
+    """Write the non-negative int64 `values` right-aligned ending before column `right`; returns digit counts."""
+    nd = np.ones(len(values), np.int64)
+    for k in range(1, 19):
+        more = values >= _POW10[k]
+        if not more.any():
+            break
+        nd += more
+    width = int(nd.max()) if len(values) else 1
+    for k in range(width):
+        col = (values // _POW10[k]) % 10 + 48
+        cells[:, right - 1 - k] = np.where(k < nd, col, 0)
+    return nd
+
+
+def _int_cells(values: np.ndarray) -> np.ndarray:
+    """(N, w) bytes of `str(int)` per value, right-aligned, 0 = nothing."""
+    v = np.asarray(values, np.int64)
+    mag = np.abs(v)
+    width = 1 + (len(str(int(mag.max()))) if len(v) else 1)
+    cells = np.zeros((len(v), width), np.uint8)
+    nd = _digits(cells, mag, width)
+    neg = np.flatnonzero(v < 0)
+    cells[neg, width - 1 - nd[neg]] = 45
+    return cells
+
+
+def _float_cells(values: np.ndarray) -> np.ndarray:
+    """(N, w) bytes of `'{:.6f}'.format(x)` per value, right-aligned, 0 = nothing. Finite values only."""
+    x = np.asarray(values, np.float64).reshape(-1)
+    r = np.abs(x) * 1e6
+    q = np.rint(r)
+    # x·10^6 is rounded once more than the decimal expansion Python rounds: near a half, ask Python
+    unsure = np.flatnonzero((np.abs(r - np.floor(r) - 0.5) < 1e-6) | (r >= 2.0 ** 52))
+    q = q.astype(np.int64) if not unsure.size else np.where(r >= 2.0 ** 52, 0, q).astype(np.int64)
+    for i in unsure:
+        text = "{:.6f}".format(abs(float(x[i])))
+        value = int(text.replace(".", ""))
+        if value >= 2 ** 62:
+            raise FormatError(f"number {float(x[i])!r} is too large to write", None, "number")
+        q[i] = value
+    ip, fp = q // 1_000_000, q % 1_000_000
+    int_width = len(str(int(ip.max()))) if len(x) else 1
+    width = 1 + int_width + 7
+    cells = np.zeros((len(x), width), np.uint8)
+    nd = _digits(cells, ip, 1 + int_width)
+    cells[:, 1 + int_width] = 46
+    for k in range(6):
+        cells[:, width - 1 - k] = (fp // _POW10[k]) % 10 + 48
+    neg = np.flatnonzero(np.signbit(x))
+    cells[neg, int_width - nd[neg]] = 45
+    return cells
+
+
+def _lit(n: int, text: bytes) -> np.ndarray:
+    return np.broadcast_to(np.frombuffer(text, np.uint8), (n, len(text)))
+
+
+def _emit(parts: list[np.ndarray]) -> bytes:
+    m = np.hstack(parts)
+    return m[m != 0].tobytes()
+
+
+def _check_finite(values: np.ndarray, lines: np.ndarray | None, what: str) -> None:
+    bad = ~np.isfinite(values)
+    if bad.any():
+        k = int(np.flatnonzero(bad.reshape(len(values), -1).any(1))[0])
+        where = f" (line {int(lines[k])})" if lines is not None and k < len(lines) else ""
+        raise FormatError(f"{what} {k}{where} has a value that is not finite", None, what)
+
+
+def validate(smd: SmdFile) -> None:
+    """What every writer and import refuses: duplicate node ids, parents that are no node or loop, and
+    bone ids that name no node. FormatError naming the line."""
+    ids = {}
+    for n in smd.nodes:
+        if n.id in ids:
+            raise FormatError(f"line {n.line}: node id {n.id} is given twice", None, "node id")
+        ids[n.id] = n
+    for n in smd.nodes:
+        if n.parent != -1 and n.parent not in ids:
+            raise FormatError(f"line {n.line}: node {n.id} ({n.name}) has parent {n.parent}, which is no node",
+                              None, "parent")
+    cycle = parent_cycle(smd.nodes)
+    if cycle is not None:
+        raise FormatError(f"line {cycle.line}: node {cycle.id} ({cycle.name}) is in a parent cycle", None, "parent")
+    known = np.array(sorted(ids), np.int64)
+    for f in smd.skeleton:
+        k = _unknown(known, f.bones)
+        if k is not None:
+            raise FormatError(f"line {_line(f.row_lines, k)}: bone id {int(f.bones[k])} names no node", None, "bone id")
+    t = smd.triangles
+    if t is not None and len(t.parents):
+        k = _unknown(known, t.parents)
+        if k is not None:
+            raise FormatError(f"line {_line(t.lines, k)}: parent bone {int(t.parents[k])} names no node", None,
+                              "parent bone")
+        bad = ~np.isin(t.link_bones, known) & (np.arange(t.link_bones.shape[1]) < t.link_counts[:, None])
+        if bad.any():
+            k = int(np.flatnonzero(bad.any(1))[0])
+            b = int(t.link_bones[k][bad[k]][0])
+            raise FormatError(f"line {_line(t.lines, k)}: link bone {b} names no node", None, "link bone")
+
+
+def _line(lines, k) -> str:
+    return str(int(lines[k])) if lines is not None and k < len(lines) else f"(row {k})"
+
+
+def _unknown(known: np.ndarray, ids: np.ndarray) -> int | None:
+    bad = ~np.isin(ids, known)
+    return int(np.flatnonzero(bad)[0]) if bad.any() else None
+
+
+def parent_cycle(nodes: list[Node]) -> Node | None:
+    """A node on a parent cycle, or None."""
+    parent = {n.id: n.parent for n in nodes}
+    by_id = {n.id: n for n in nodes}
+    done: set[int] = set()
+    for n in nodes:
+        path: list[int] = []
+        on_path: set[int] = set()
+        i = n.id
+        while i in parent and i not in done:
+            if i in on_path:
+                return by_id[i]
+            on_path.add(i)
+            path.append(i)
+            i = parent[i]
+        done.update(path)
+    return None
+
+
+def _time_line(time: int, comment: str | None) -> str:
+    return f"time {time}" + (f" # {comment}" if comment is not None else "")
+
+
+def _frame_rows(ids: np.ndarray, a: np.ndarray, b: np.ndarray, sep: bytes, nl: bytes) -> bytes:
+    n = len(ids)
+    if not n:
+        return b""
+    parts = [_int_cells(ids), _lit(n, sep)]
+    for j in range(3):
+        parts += [_float_cells(a[:, j]), _lit(n, b" ")]
+    parts[-1] = _lit(n, sep)
+    for j in range(3):
+        parts += [_float_cells(b[:, j]), _lit(n, b" ")]
+    parts[-1] = _lit(n, nl)
+    return _emit(parts)
+
+
+def _vertex_block(t: Triangles, lo: int, hi: int, nl: bytes, material_cells: np.ndarray,
+                  material_index: np.ndarray) -> bytes:
+    """Triangles lo..hi as bytes: material line, then three vertex lines each."""
+    v0, v1 = 3 * lo, 3 * hi
+    n = v1 - v0
+    counts = t.link_counts[v0:v1]
+    parts = [_int_cells(t.parents[v0:v1]), _lit(n, b"  ")]
+    for block, width in ((t.positions, 3), (t.normals, 3), (t.uvs, 2)):
+        for j in range(width):
+            parts += [_float_cells(block[v0:v1, j]), _lit(n, b" ")]
+        parts[-1] = _lit(n, b"  ")
+    parts[-1] = np.zeros((n, 0), np.uint8)
+    if (counts >= 0).any():
+        c = _int_cells(np.maximum(counts, 0))
+        c[counts < 0] = 0
+        space = np.full((n, 1), 32, np.uint8)
+        space[counts < 0] = 0
+        parts += [space, c]
+        for k in range(t.link_bones.shape[1]):
+            on = (counts > k)[:, None]
+            bones = _int_cells(np.where(on[:, 0], t.link_bones[v0:v1, k], 0))
+            weights = _float_cells(np.where(on[:, 0], t.link_weights[v0:v1, k], 0.0))
+            zero = np.uint8(0)
+            parts += [np.where(on, space, zero), np.where(on, bones, zero), np.where(on, space, zero),
+                      np.where(on, weights, zero)]
+    parts.append(_lit(n, nl))
+    vertex = np.hstack(parts).reshape(hi - lo, -1)  # three vertex lines per row
+    tri = np.hstack([material_cells[material_index[lo:hi]], _lit(hi - lo, nl), vertex])
+    return tri[tri != 0].tobytes()
+
+
+def write(smd: SmdFile, chunk: int = 1 << 16) -> bytes:
+    """The records as SMD/VTA text: numbers as '{:.6f}', ids as integers, blocks in the order nodes, skeleton,
+    triangles, vertexanimation; each vertex line keeps its own link columns (none, count 0, or links)."""
+    validate(smd)
+    nl = smd.newline.encode()
+    out = [b"version 1", nl, b"nodes", nl]
+    for n in smd.nodes:
+        name = n.name.encode("utf-8", "surrogateescape")
+        if b'"' in name or b"\n" in name or b"\r" in name:
+            raise FormatError(f"node {n.id}: name {n.name!r} holds a quote or a line break", None, "node name")
+        out += [f"{n.id} \"".encode(), name, f"\" {n.parent}".encode(), nl]
+    out += [b"end", nl, b"skeleton", nl]
+    for f in smd.skeleton:
+        _check_finite(np.hstack([f.positions, f.rotations]), f.row_lines, "bone row")
+        out += [_time_line(f.time, f.comment).encode("utf-8", "surrogateescape"), nl,
+                _frame_rows(f.bones, f.positions, f.rotations, b"  ", nl)]
+    out += [b"end", nl]
+    t = smd.triangles
+    if t is not None:
+        out += [b"triangles", nl]
+        _check_finite(np.hstack([t.positions, t.normals, t.uvs, t.link_weights]), t.lines, "vertex")
+        names = sorted(set(t.materials))
+        index = {m: i for i, m in enumerate(names)}
+        encoded = [m.encode("utf-8", "surrogateescape") for m in names]
+        for m, e in zip(names, encoded):
+            if b"\0" in e or b"\n" in e or b"\r" in e or not e.strip() or e.strip().lower() == b"end":
+                raise FormatError(f"material name {m!r} cannot be written as a line", None, "material")
+        width = max([len(e) for e in encoded] + [1])
+        cells = np.zeros((len(encoded), width), np.uint8)
+        for i, e in enumerate(encoded):
+            cells[i, :len(e)] = np.frombuffer(e, np.uint8)
+        material_index = np.array([index[m] for m in t.materials], np.int64)
+        for lo in range(0, len(t), chunk):
+            out.append(_vertex_block(t, lo, min(lo + chunk, len(t)), nl, cells, material_index))
+        out += [b"end", nl]
+    if smd.vertex_animation is not None:
+        out += [b"vertexanimation", nl]
+        for f in smd.vertex_animation:
+            _check_finite(np.hstack([f.positions, f.normals]), f.row_lines, "vertex animation row")
+            out += [_time_line(f.time, f.comment).encode("utf-8", "surrogateescape"), nl,
+                    _frame_rows(f.vertices, f.positions, f.normals, b" ", nl)]
+        out += [b"end", nl]
+    return b"".join(out)

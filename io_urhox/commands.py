@@ -1,0 +1,82 @@
+"""What the command line asks of UrhoX / Urho3D files, in the registry's signatures (see core/formatspec.py)."""
+from __future__ import annotations
+
+import os
+from typing import Callable, Iterable
+
+from ..core.fileio import read_bytes
+from . import check as _check
+
+
+def _stem(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def model_info(data: bytes, path: str) -> dict:
+    from .model_info import info
+
+    return info(data)
+
+
+def animation_info(data: bytes, path: str) -> dict:
+    from .ani_info import info
+
+    result = info(data)
+    for anim in result["animations"]:  # UrhoX files carry no name: use the file's
+        anim["name"] = anim["name"] or _stem(path)
+    return result
+
+
+def check(path: str, data: bytes, out: Callable[[str], None]) -> int:
+    findings, roundtrip = _check.check_data(data)
+    for f in findings:
+        out(str(f))
+    errors = sum(f.severity == "error" for f in findings)
+    out(f"{errors} error(s), {len(findings) - errors} warning(s)")
+    out(roundtrip)
+    return 1 if errors else 0
+
+
+def load_model(path: str, data: bytes, with_animations: bool, motions: Iterable[str] = ()):
+    """The model as a core Scene; `motions` (.ani files, e.g. an output folder's Animations/) mapped onto its
+    skeleton with the model's axes."""
+    from . import ani_convert, convert, uani, umd2
+
+    scene, warnings = convert.to_scene(umd2.read(data), _stem(path), "auto")
+    if with_animations:
+        profile = scene.extras.get("urho", {}).get("profile", "urhox")
+        roots = {b.name for b in scene.skeleton.bones if b.parent < 0} if scene.skeleton else set()
+        for motion in motions:
+            anim, more = ani_convert.to_core(uani.read(read_bytes(motion)), _stem(motion), profile, roots)
+            scene.animations.append(anim)
+            warnings += [f"{os.path.basename(motion)}: {w}" for w in more]
+    return scene, warnings
+
+
+def load_animation(path: str, data: bytes, with_animations: bool, motions: Iterable[str] = ()):
+    """A `.ani` alone, as a core Scene with no skeleton and one animation (for comparing two motions): read
+    with the axes its variant implies, the first track taken as the root."""
+    from ..core import model as cm
+    from . import ani_convert, uani
+
+    anim = uani.read(data)
+    profile = "urho3d" if anim.variant != uani.VARIANT_URHOX else "urhox"
+    roots = {anim.tracks[0].name} if anim.tracks else set()
+    core_anim, warnings = ani_convert.to_core(anim, _stem(path), profile, roots)
+    return cm.Scene(name=_stem(path), animations=[core_anim]), warnings
+
+
+def model_semantic(model) -> list[str]:
+    """What an import runs after the read: the mapping of every LOD (its warnings)."""
+    from . import convert
+
+    _, warnings = convert.to_scene(model, "model", "auto", all_lods=True)
+    return warnings
+
+
+def animation_semantic(anim) -> list[str]:
+    from . import ani_convert
+
+    roots = {anim.tracks[0].name} if anim.tracks else set()
+    _, warnings = ani_convert.to_core(anim, "animation", "urho3d", roots)
+    return warnings

@@ -1,0 +1,46 @@
+"""Wallpaper Engine puppets and models (`.mdl`, MDLV 4–23) and textures (`.tex`): codecs (`mdl`, `tex`),
+summaries (`info`), checks (`check`), the mapping to the core model (`convert`) and, inside Blender only,
+import/export (`blender_io`) with File menu entries (`ops`). No bpy here.
+"""
+from ..core.formatspec import FormatSpec
+
+
+def _sniff_mdl(head: bytes) -> bool:
+    return head[:4] == b"MDLV"
+
+
+def _sniff_tex(head: bytes) -> bool:
+    return head[:4] == b"TEXV"
+
+
+FORMATS = (
+    FormatSpec(
+        name="wepuppet", label="Wallpaper Engine puppet / model", kind="model", extensions=(".mdl",),
+        sniff=_sniff_mdl, head=16, target="wepuppet", folder_suffix="_WE", operators="io_wepuppet.ops",
+        import_operator="import_scene.wepuppet", export_operator="export_scene.wepuppet",
+        capabilities={"read": "io_wepuppet.mdl:read", "write": "io_wepuppet.mdl:write",
+                      "info": "io_wepuppet.info:info", "check": "io_wepuppet.check:check",
+                      "load": "io_wepuppet.convert:load", "semantic": "io_wepuppet.convert:semantic",
+                      "blender_import": "io_wepuppet.blender_io:blender_import",
+                      "export_target": "io_wepuppet.blender_io:export_target",
+                      "demo": "io_wepuppet.demo:demo"}),
+    FormatSpec(
+        name="wetex", label="Wallpaper Engine texture", kind="texture", extensions=(".tex",),
+        sniff=_sniff_tex, head=16, operators=None,
+        import_operator="import_image.wetex", export_operator="export_image.wetex",
+        capabilities={"read": "io_wepuppet.tex:read", "write": "io_wepuppet.tex:write",
+                      "info": "io_wepuppet.info:info_tex", "check": "io_wepuppet.check:check_tex",
+                      "blender_import": "io_wepuppet.blender_io:blender_import_tex"}),
+)
+
+
+def register():
+    from . import ops
+
+    ops.register()
+
+
+def unregister():
+    from . import ops
+
+    ops.unregister()

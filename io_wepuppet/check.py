@@ -1,0 +1,206 @@
+"""`skinbridge check` for Wallpaper Engine models (`.mdl`) and textures (`.tex`).
+
+The codecs keep values that the layout allows but the meaning forbids (so that read → write stays
+byte-identical); this module lists them as findings (severity, element, byte offset, field, message), one per
+offending record up to `MAX_PER_CHECK`, then a count of the rest. Errors are what a writer refuses or what
+would index out of range or loop on import (bone indices, vertex indices, parents, non-finite values);
+warnings are what Wallpaper Engine accepts but is probably not meant (weights not summing to 1, a partial
+triangle, more than the engine's 128 bones, a clip whose track count is not the bone count).
+
+After the findings the records are written back and compared with the file: `roundtrip: identical` or
+`roundtrip: differs at offset N`.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..core.errors import FormatError
+from ..core.findings import Finding, first_difference
+from . import mdl, tex
+
+MAX_PER_CHECK = 10
+WEIGHT_SUM_TOLERANCE = 1e-3
+ENGINE_MAX_BONES = 128  # wallpaper64.exe refuses a skeleton above this (reference parser)
+MODES = ("", "loop", "mirror", "single")
+
+
+class _Findings:
+    def __init__(self):
+        self.items: list[Finding] = []
+
+    def add(self, severity: str, element: str, offset, field: str, message: str) -> None:
+        self.items.append(Finding(severity, element, None if offset is None else int(offset), field, message))
+
+    def rows(self, severity: str, bad, element: Callable[[int], str], offset: Callable[[int], int], field: str,
+             message: Callable[[int], str]) -> None:
+        where = np.flatnonzero(np.asarray(bad))
+        for i in where[:MAX_PER_CHECK]:
+            i = int(i)
+            self.add(severity, element(i), offset(i), field, message(i))
+        if len(where) > MAX_PER_CHECK:
+            i = int(where[MAX_PER_CHECK])
+            self.add(severity, element(i), offset(i), field,
+                     f"and {len(where) - MAX_PER_CHECK} more with the same fault (first listed here)")
+
+
+def _mesh(out: _Findings, m: mdl.Model, k: int, mesh: mdl.Mesh, n_bones: int) -> None:
+    v = mesh.vertices
+    base = m.offsets.get(f"mesh {k} vertices", 0)
+    stride = v.dtype.itemsize
+    for name in v.dtype.names:
+        if name == "joints":
+            continue
+        col = v[name].reshape(len(v), -1).astype(np.float64)
+        off = v.dtype.fields[name][1]
+        out.rows("error", ~np.isfinite(col).all(axis=1), lambda i: f"mesh {k} vertex {i}",
+                 lambda i: base + i * stride + off, name, lambda i: "value is not finite (NaN or infinity)")
+    if "joints" in v.dtype.names:
+        joints = v["joints"].astype(np.int64)
+        weights = v["weights"].astype(np.float64) if "weights" in v.dtype.names else np.ones(joints.shape)
+        live = weights != 0
+        off = v.dtype.fields["joints"][1]
+        out.rows("error", ((joints >= n_bones) & live).any(axis=1), lambda i: f"mesh {k} vertex {i}",
+                 lambda i: base + i * stride + off, "joints",
+                 lambda i: f"bone index {joints[i][(joints[i] >= n_bones) & live[i]].max()} of {n_bones} bones")
+        if "weights" in v.dtype.names:
+            off = v.dtype.fields["weights"][1]
+            out.rows("error", (weights < 0).any(axis=1), lambda i: f"mesh {k} vertex {i}",
+                     lambda i: base + i * stride + off, "weights", lambda i: "negative weight")
+            total = weights.sum(axis=1)
+            out.rows("warning", np.isfinite(total) & (np.abs(total - 1) > WEIGHT_SUM_TOLERANCE),
+                     lambda i: f"mesh {k} vertex {i}", lambda i: base + i * stride + off, "weights",
+                     lambda i: f"weights sum to {total[i]:.6g}, not 1")
+    idx = np.asarray(mesh.indices, np.int64)
+    ib = m.offsets.get(f"mesh {k} indices", 0)
+    out.rows("error", idx >= len(v), lambda i: f"mesh {k} index {i}", lambda i: ib + i * mesh.index_size, "index",
+             lambda i: f"vertex {idx[i]} of {len(v)}")
+    if len(idx) % 3:
+        out.add("warning", f"mesh {k}", ib, "indices", f"{len(idx)} indices: the last {len(idx) % 3} make no "
+                                                       f"triangle")
+
+
+def _skeleton(out: _Findings, m: mdl.Model, sk: mdl.Skeleton) -> None:
+    n = len(sk.bones)
+    if n > ENGINE_MAX_BONES:
+        out.add("warning", "skeleton", m.offsets.get("bone 0"), "bone count",
+                f"{n} bones: Wallpaper Engine loads at most {ENGINE_MAX_BONES}")
+    parents = np.array([b.parent for b in sk.bones], np.int64)
+    out.rows("error", (parents < -1) | (parents >= n), lambda i: f"bone {i} ({sk.bones[i].name})",
+             lambda i: m.offsets.get(f"bone {i}"), "parent", lambda i: f"parent {parents[i]} outside -1..{n - 1}")
+    ok = (parents >= -1) & (parents < n)
+    out.rows("error", ok & (parents >= np.arange(n)), lambda i: f"bone {i} ({sk.bones[i].name})",
+             lambda i: m.offsets.get(f"bone {i}"), "parent",
+             lambda i: f"parent {parents[i]} is not before the bone (a loop or a forward reference)")
+    mats = np.array([b.matrix for b in sk.bones], np.float64).reshape(n, 16)
+    out.rows("error", ~np.isfinite(mats).all(axis=1), lambda i: f"bone {i} ({sk.bones[i].name})",
+             lambda i: m.offsets.get(f"bone {i} matrix"), "matrix", lambda i: "value is not finite (NaN or infinity)")
+
+
+def _clips(out: _Findings, m: mdl.Model, anims: mdl.Animations, n_bones: int) -> None:
+    for k, c in enumerate(anims.clips):
+        p = f"clip {k} ({c.name})"
+        if not (np.isfinite(c.fps) and c.fps > 0):
+            out.add("error", p, m.offsets.get(f"clip {k} fps"), "fps", f"fps {c.fps} is not a positive number")
+        if c.mode not in MODES:
+            out.add("warning", p, m.offsets.get(f"clip {k}"), "mode", f"mode {c.mode!r} is not one of {MODES[1:]}")
+        if len(c.track_flags) != n_bones:
+            out.add("warning", p, m.offsets.get(f"clip {k} tracks"), "track count",
+                    f"{len(c.track_flags)} tracks for {n_bones} bones")
+        s = np.asarray(c.samples, np.float64).reshape(len(c.track_flags), -1)
+        per_track = 8 + 36 * (c.length + 1)
+        base = m.offsets.get(f"clip {k} tracks", 0)
+        out.rows("error", ~np.isfinite(s).all(axis=1), lambda t: f"{p} track {t}", lambda t: base + t * per_track + 8,
+                 "samples", lambda t: "value is not finite (NaN or infinity)")
+
+
+def validate_model(m: mdl.Model) -> list[Finding]:
+    out = _Findings()
+    for w in m.warnings:
+        out.add("warning", "file", None, "file", w)
+    sk = m.skeleton
+    n_bones = len(sk.bones) if sk else 0
+    for k, mesh in enumerate(m.meshes):
+        _mesh(out, m, k, mesh, n_bones)
+    if sk:
+        _skeleton(out, m, sk)
+    for i, a in enumerate(m.attachments):
+        at = m.offsets.get(f"attachment {i}")
+        if a.bone >= n_bones:
+            out.add("error", f"attachment {i} ({a.name})", at, "bone", f"bone {a.bone} of {n_bones}")
+        if not np.isfinite(np.asarray(a.matrix, np.float64)).all():
+            out.add("error", f"attachment {i} ({a.name})", at, "matrix", "value is not finite (NaN or infinity)")
+    if m.animations:
+        _clips(out, m, m.animations, n_bones)
+    return out.items
+
+
+def validate_texture(t: tex.Texture) -> list[Finding]:
+    out = _Findings()
+    for w in t.warnings:
+        out.add("warning", "file", None, "file", w)
+    for k, mips in enumerate(t.images):
+        for j, mip in enumerate(mips):
+            p = f"image {k} mip {j}"
+            try:
+                raw = tex.mip_bytes(t, k, j)
+            except FormatError as e:
+                out.add("error", p, e.offset, "data", str(e).split(": ", 1)[-1])
+                continue
+            if t.image_format == -1:
+                try:
+                    tex.decode_pixels(raw, mip.width, mip.height, t.format)
+                except FormatError as e:
+                    out.add("error", p, t.offsets.get(f"{p} data"), "data", str(e).split(": ", 1)[-1])
+    for f, fr in enumerate(t.frames):
+        if not 0 <= fr.image < len(t.images):
+            out.add("error", f"frame {f}", None, "image", f"image {fr.image} of {len(t.images)}")
+    return out.items
+
+
+def _report(findings: list[Finding], roundtrip: str, out) -> int:
+    for f in findings:
+        out(str(f))
+    errors = sum(f.severity == "error" for f in findings)
+    out(f"{errors} error(s), {len(findings) - errors} warning(s)")
+    out(roundtrip)
+    return 1 if errors else 0
+
+
+def _read_error(e: FormatError) -> Finding:
+    message = str(e)
+    if ": " in message and (e.offset is not None or e.field):
+        message = message.split(": ", 1)[1]
+    return Finding("error", "file", e.offset, e.field or "", message)
+
+
+def _roundtrip(data: bytes, written: bytes) -> str:
+    if written == data:
+        return "roundtrip: identical"
+    return f"roundtrip: differs at offset {first_difference(data, written)}"
+
+
+def check_data(data: bytes) -> tuple[list[Finding], str]:
+    if data[:4] == tex.MAGIC:
+        reader, writer, validate = tex.read, tex.write, validate_texture
+    else:
+        reader, writer, validate = mdl.read, mdl.write, validate_model
+    try:
+        records = reader(data)
+    except FormatError as e:
+        return [_read_error(e)], "roundtrip: not attempted (unreadable)"
+    findings = validate(records)
+    try:
+        written = writer(records)
+    except (ValueError, OverflowError) as e:
+        return findings, f"roundtrip: write failed ({e})"
+    return findings, _roundtrip(data, written)
+
+
+def check(path: str, data: bytes, out=print) -> int:
+    """`skinbridge check FILE` for a `.mdl` or `.tex`: findings, a count line and the roundtrip line."""
+    return _report(*check_data(data), out)
+
+
+check_tex = check

@@ -1,0 +1,455 @@
+"""Wallpaper Engine `.tex` codec (TEXV0005 / TEXI0001 / TEXB0001–0004 / TEXS000n) and pixel decoding.
+
+Layout: ../shared/reference/we_mdb_smd.md §1.5 (RePKG's texture reader, CaptSilver's TEXB0004 word).
+
+    cstr "TEXV0005"; cstr "TEXI0001"; i32 format, flags, texture_w, texture_h, image_w, image_h; u32 unknown
+    cstr "TEXB000n"; i32 image_count; [n ≥ 3: i32 FreeImageFormat]; [n = 4: i32 video flag]
+    image × { i32 mip_count; mip × { i32 w, h; [n ≥ 2: i32 lz4, i32 decompressed_size]; i32 size; u8[size] } }
+    flags & 4: cstr "TEXS000n"; i32 frame_count; [TEXS0003: i32 w, h]; frame × { i32 image; f32 time; 6 × i32|f32 }
+
+Records keep every mip's bytes as stored (compressed ones compressed), so read → write is byte-identical.
+Decoding is separate: `mip_pixels` LZ4-decompresses (our own block decoder) and then decodes DXT1/3/5,
+RGBA8888, RG88 (luminance + alpha), R8 (grey) to RGBA8 rows, top row first as stored. Mips whose
+FreeImageFormat is not −1 are whole image files (PNG, JPEG, ...) and are only handed on as bytes.
+
+`make_mips` builds the chain as Wallpaper Engine does (checked on the goose texture): each level is the floor
+of the mean of the 2×2 blocks of the level above, an odd last row or column dropped; by default down to the
+last level whose smaller side is at least 8 pixels (the goose texture: 150, 75, 37, 18, 9), or as many as asked.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.binary import Reader, Writer
+from ..core.errors import ExportError, FormatError
+
+MAGIC = b"TEXV"
+FORMAT_RGBA8888, FORMAT_DXT5, FORMAT_DXT3, FORMAT_DXT1, FORMAT_RG88, FORMAT_R8 = 0, 4, 6, 7, 8, 9
+FORMAT_NAMES = {0: "RGBA8888", 4: "DXT5", 6: "DXT3", 7: "DXT1", 8: "RG88", 9: "R8"}
+FLAG_NO_INTERPOLATION, FLAG_CLAMP_UVS, FLAG_SPRITE, FLAG_VIDEO = 1, 2, 4, 32
+CONTAINERS = ("TEXB0001", "TEXB0002", "TEXB0003", "TEXB0004")
+SPRITE_TAGS = ("TEXS0001", "TEXS0002", "TEXS0003")
+MIN_AUTO_MIP = 8  # make_mips stops above this side unless told a level count
+MAX_SIDE = 1 << 15  # a mip side above this is not a texture: refused before anything is sized from it
+
+
+@dataclass
+class Mip:
+    width: int
+    height: int
+    data: bytes  # as stored
+    lz4: int = 0  # TEXB0002+: 1 when `data` is an LZ4 block
+    decompressed_size: int = 0  # TEXB0002+
+
+
+@dataclass
+class Frame:
+    image: int
+    time: np.float32
+    values: tuple  # x, y, xAxis.x, xAxis.y, yAxis.x, yAxis.y (ints in TEXS0001, float32 after)
+
+
+@dataclass
+class Texture:
+    format: int = FORMAT_RGBA8888
+    flags: int = 0
+    texture_width: int = 0
+    texture_height: int = 0
+    image_width: int = 0
+    image_height: int = 0
+    unknown: int = 0
+    container: str = "TEXB0003"
+    image_format: int = -1  # TEXB0003+: FreeImageFormat, −1 = raw pixels
+    video: int = 0  # TEXB0004
+    images: list[list[Mip]] = field(default_factory=list)
+    sprite_tag: str | None = None
+    sprite_size: tuple[int, int] | None = None  # TEXS0003
+    frames: list[Frame] = field(default_factory=list)
+    tail: bytes = b""
+    warnings: list[str] = field(default_factory=list)
+    offsets: dict[str, int] = field(default_factory=dict)
+    header_tags: tuple[str, str] = ("TEXV0005", "TEXI0001")
+
+    @property
+    def container_version(self) -> int:
+        return int(self.container[4:])
+
+
+def sniff(head: bytes) -> bool:
+    return head[:4] == MAGIC
+
+
+# ------------------------------------------------------------------------------------------------------------
+# reading and writing
+
+def read(data: bytes) -> Texture:
+    r = Reader(data)
+    if data[:4] != MAGIC:
+        raise FormatError(f"expected 'TEXV', found {bytes(data[:4])!r}", 0, "magic")
+    at = r.pos
+    v = r.cstring("TEXV tag", "latin-1")
+    if v != "TEXV0005":
+        raise FormatError(f"expected TEXV0005, found {v!r}", at, "TEXV tag")
+    at = r.pos
+    i = r.cstring("TEXI tag", "latin-1")
+    if i != "TEXI0001":
+        raise FormatError(f"expected TEXI0001, found {i!r}", at, "TEXI tag")
+    t = Texture()
+    t.offsets["format"] = r.pos
+    t.format = r.i32("format")
+    if t.format not in FORMAT_NAMES:
+        raise FormatError(f"texture format {t.format} is not one of {sorted(FORMAT_NAMES)}", r.pos - 4, "format")
+    t.flags = r.i32("flags")
+    t.texture_width, t.texture_height = r.i32("texture width"), r.i32("texture height")
+    t.image_width, t.image_height = r.i32("image width"), r.i32("image height")
+    t.unknown = r.u32("unknown")
+    at = r.pos
+    t.container = r.cstring("container tag", "latin-1")
+    if t.container not in CONTAINERS:
+        raise FormatError(f"container {t.container!r} is not one of {CONTAINERS}", at, "container tag")
+    cv = t.container_version
+    n_images = r.count("image count", 4, signed=True)
+    if cv >= 3:
+        t.image_format = r.i32("image format")
+    if cv >= 4:
+        t.video = r.i32("video flag")
+    head = 8 + (8 if cv >= 2 else 0) + 4
+    for k in range(n_images):
+        t.offsets[f"image {k}"] = r.pos
+        n_mips = r.count(f"image {k} mip count", head, signed=True)
+        mips = []
+        for j in range(n_mips):
+            p = f"image {k} mip {j}"
+            t.offsets[p] = r.pos
+            w, h = r.i32(f"{p} width"), r.i32(f"{p} height")
+            if not (0 <= w <= MAX_SIDE and 0 <= h <= MAX_SIDE):
+                raise FormatError(f"size {w}×{h} outside 0..{MAX_SIDE}", t.offsets[p], f"{p} size")
+            lz4 = size = 0
+            if cv >= 2:
+                lz4 = r.i32(f"{p} lz4 flag")
+                size = r.i32(f"{p} decompressed size")
+            at = r.pos
+            n = r.count(f"{p} data size", 1, signed=True)
+            t.offsets[f"{p} data"] = r.pos
+            mips.append(Mip(w, h, r.bytes(n, f"{p} data"), lz4, size))
+            del at
+        t.images.append(mips)
+    if t.flags & FLAG_SPRITE:
+        at = r.pos
+        tag = r.cstring("sprite tag", "latin-1")
+        if tag not in SPRITE_TAGS:
+            raise FormatError(f"sprite tag {tag!r} is not one of {SPRITE_TAGS}", at, "sprite tag")
+        t.sprite_tag = tag
+        n = r.count("frame count", 32, signed=True)
+        if tag == "TEXS0003":
+            t.sprite_size = (r.i32("sprite width"), r.i32("sprite height"))
+        kind = "<i4" if tag == "TEXS0001" else "<f4"
+        for f in range(n):
+            image = r.i32(f"frame {f} image")
+            time = r.f32(f"frame {f} time")
+            t.frames.append(Frame(image, time, tuple(r.array(kind, 6, f"frame {f} rectangle"))))
+    t.tail = r.data[r.pos:]
+    if t.tail:
+        t.warnings.append(f"{len(t.tail)} bytes after the texture data (kept)")
+    return t
+
+
+def write(t: Texture) -> bytes:
+    w = Writer()
+    w.cstring(t.header_tags[0], "latin-1")
+    w.cstring(t.header_tags[1], "latin-1")
+    for v in (t.format, t.flags, t.texture_width, t.texture_height, t.image_width, t.image_height):
+        w.i32(v)
+    w.u32(t.unknown)
+    w.cstring(t.container, "latin-1")
+    cv = t.container_version
+    w.i32(len(t.images))
+    if cv >= 3:
+        w.i32(t.image_format)
+    if cv >= 4:
+        w.i32(t.video)
+    for mips in t.images:
+        w.i32(len(mips))
+        for m in mips:
+            w.i32(m.width)
+            w.i32(m.height)
+            if cv >= 2:
+                w.i32(m.lz4)
+                w.i32(m.decompressed_size)
+            elif m.lz4:
+                raise ExportError(f"{t.container} cannot hold LZ4-compressed mips")
+            w.i32(len(m.data))
+            w.bytes(m.data)
+    if t.flags & FLAG_SPRITE:
+        tag = t.sprite_tag or "TEXS0002"
+        w.cstring(tag, "latin-1")
+        w.i32(len(t.frames))
+        if tag == "TEXS0003":
+            sw, sh = t.sprite_size or (t.image_width, t.image_height)
+            w.i32(sw)
+            w.i32(sh)
+        for f in t.frames:
+            w.i32(f.image)
+            w.f32(f.time)
+            w.array(np.asarray(f.values, "<i4" if tag == "TEXS0001" else "<f4"))
+    w.bytes(t.tail)
+    return w.getvalue()
+
+
+# ------------------------------------------------------------------------------------------------------------
+# LZ4 block format (lz4.github.io/lz4/lz4_Block_format): sequences of
+#   token (literal length << 4 | match length − 4), [255…] extra literal length, literals,
+#   u16 offset, [255…] extra match length; the last sequence has literals only.
+
+def lz4_decompress(src: bytes, size: int, field: str = "lz4 data", offset: int = 0) -> bytes:
+    """An LZ4 block decompressed into exactly `size` bytes; FormatError (with the source offset) on any fault,
+    including output above `size`."""
+    if size < 0:
+        raise FormatError(f"negative decompressed size {size}", offset, field)
+    out = bytearray(size)
+    n = len(src)
+    i = o = 0
+    mv = memoryview(src)
+    while True:
+        if i >= n:
+            raise FormatError("LZ4 block ends without its last literals", offset + i, field)
+        token = src[i]
+        i += 1
+        lit = token >> 4
+        if lit == 15:
+            while True:
+                if i >= n:
+                    raise FormatError("LZ4 literal length runs past the block", offset + i, field)
+                b = src[i]
+                i += 1
+                lit += b
+                if b != 255:
+                    break
+        if lit:
+            if i + lit > n:
+                raise FormatError(f"{lit} literals run past the block", offset + i, field)
+            if o + lit > size:
+                raise FormatError(f"decompressed data exceeds the declared {size} bytes", offset + i, field)
+            out[o:o + lit] = mv[i:i + lit]
+            i += lit
+            o += lit
+        if i == n:
+            break
+        if i + 2 > n:
+            raise FormatError("LZ4 match offset runs past the block", offset + i, field)
+        dist = src[i] | src[i + 1] << 8
+        i += 2
+        if dist == 0 or dist > o:
+            raise FormatError(f"LZ4 match offset {dist} outside the {o} bytes written", offset + i - 2, field)
+        length = (token & 15) + 4
+        if length == 19:
+            while True:
+                if i >= n:
+                    raise FormatError("LZ4 match length runs past the block", offset + i, field)
+                b = src[i]
+                i += 1
+                length += b
+                if b != 255:
+                    break
+        if o + length > size:
+            raise FormatError(f"decompressed data exceeds the declared {size} bytes", offset + i, field)
+        start = o - dist
+        if dist >= length:
+            out[o:o + length] = out[start:start + length]
+        else:  # the match overlaps what it writes: a repeated pattern of `dist` bytes
+            pattern = bytes(out[start:o])
+            out[o:o + length] = (pattern * (length // dist + 1))[:length]
+        o += length
+    if o != size:
+        raise FormatError(f"decompressed to {o} bytes, declared {size}", offset, field)
+    return bytes(out)
+
+
+def lz4_compress(data: bytes) -> bytes:
+    """A valid LZ4 block of `data` (greedy, 4-byte hash matches; not tuned for ratio)."""
+    n = len(data)
+    out = bytearray()
+    table: dict[bytes, int] = {}
+    anchor = i = 0
+    limit = n - 12  # the format keeps the last 5 bytes literal and starts no match in the last 12
+
+    def emit(lit_from: int, lit_to: int, match_len: int, dist: int) -> None:
+        lit = lit_to - lit_from
+        ml = match_len - 4 if match_len else 0
+        out.append((min(lit, 15) << 4) | min(ml, 15))
+        if lit >= 15:
+            rest = lit - 15
+            while rest >= 255:
+                out.append(255)
+                rest -= 255
+            out.append(rest)
+        out.extend(data[lit_from:lit_to])
+        if match_len:
+            out.extend(dist.to_bytes(2, "little"))
+            if ml >= 15:
+                rest = ml - 15
+                while rest >= 255:
+                    out.append(255)
+                    rest -= 255
+                out.append(rest)
+
+    while i < limit:
+        key = data[i:i + 4]
+        cand = table.get(key)
+        table[key] = i
+        if cand is not None and i - cand <= 0xFFFF:
+            length = 4
+            while i + length < n - 5 and data[cand + length] == data[i + length]:
+                length += 1
+            emit(anchor, i, length, i - cand)
+            i += length
+            anchor = i
+        else:
+            i += 1
+    emit(anchor, n, 0, 0)
+    return bytes(out)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# pixels
+
+def _rgb565(c: np.ndarray) -> np.ndarray:
+    """(…,) u16 → (…, 3) int32 expanded to 8 bits as D3D does (bit replication)."""
+    c = c.astype(np.int32)
+    r, g, b = (c >> 11) & 31, (c >> 5) & 63, c & 31
+    return np.stack([(r << 3) | (r >> 2), (g << 2) | (g >> 4), (b << 3) | (b >> 2)], axis=-1)
+
+
+def _colour_blocks(blocks: np.ndarray, four_colour_always: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Colour part of BC1/2/3 blocks (N, 8 bytes) → (N, 16, 3) RGB and (N, 16) BC1 transparency."""
+    c0 = blocks[:, 0].astype(np.uint16) | blocks[:, 1].astype(np.uint16) << 8
+    c1 = blocks[:, 2].astype(np.uint16) | blocks[:, 3].astype(np.uint16) << 8
+    p0, p1 = _rgb565(c0), _rgb565(c1)
+    four = (c0 > c1) | four_colour_always
+    palette = np.empty((len(blocks), 4, 3), np.int32)
+    palette[:, 0], palette[:, 1] = p0, p1
+    palette[:, 2] = np.where(four[:, None], (2 * p0 + p1) // 3, (p0 + p1) // 2)
+    palette[:, 3] = np.where(four[:, None], (p0 + 2 * p1) // 3, 0)
+    bits = blocks[:, 4:8].astype(np.uint32)
+    word = bits[:, 0] | bits[:, 1] << 8 | bits[:, 2] << 16 | bits[:, 3] << 24
+    idx = (word[:, None] >> (2 * np.arange(16, dtype=np.uint32))) & 3
+    rgb = np.take_along_axis(palette, idx[:, :, None].astype(np.int64).repeat(3, 2), axis=1)
+    transparent = (~four[:, None]) & (idx == 3)
+    return rgb, transparent
+
+
+def _bc3_alpha(blocks: np.ndarray) -> np.ndarray:
+    a0, a1 = blocks[:, 0].astype(np.int32), blocks[:, 1].astype(np.int32)
+    pal = np.empty((len(blocks), 8), np.int32)
+    pal[:, 0], pal[:, 1] = a0, a1
+    eight = a0 > a1
+    for k in range(1, 7):
+        pal[:, k + 1] = np.where(eight, ((7 - k) * a0 + k * a1) // 7, 0)
+    for k in range(1, 5):
+        pal[:, k + 1] = np.where(eight, pal[:, k + 1], ((5 - k) * a0 + k * a1) // 5)
+    pal[:, 6] = np.where(eight, pal[:, 6], 0)
+    pal[:, 7] = np.where(eight, pal[:, 7], 255)
+    bits = np.zeros(len(blocks), np.uint64)
+    for k in range(6):
+        bits |= blocks[:, 2 + k].astype(np.uint64) << np.uint64(8 * k)
+    idx = (bits[:, None] >> (3 * np.arange(16, dtype=np.uint64))) & np.uint64(7)
+    return np.take_along_axis(pal, idx.astype(np.int64), axis=1)
+
+
+def decode_dxt(data: bytes, width: int, height: int, fmt: int) -> np.ndarray:
+    """DXT1/3/5 blocks → (height, width, 4) uint8, rows top first (as stored)."""
+    bw, bh = max((width + 3) // 4, 1), max((height + 3) // 4, 1)
+    size = 8 if fmt == FORMAT_DXT1 else 16
+    need = bw * bh * size
+    if len(data) < need:
+        raise FormatError(f"{len(data)} bytes of {FORMAT_NAMES[fmt]} data, a {width}×{height} image needs {need}",
+                          None, "mip data")
+    blocks = np.frombuffer(data, np.uint8, need).reshape(-1, size)
+    colour = blocks[:, -8:]
+    rgb, transparent = _colour_blocks(colour, fmt != FORMAT_DXT1)
+    if fmt == FORMAT_DXT1:
+        alpha = np.where(transparent, 0, 255)
+    elif fmt == FORMAT_DXT3:
+        nib = blocks[:, :8]
+        alpha = np.stack([nib & 15, nib >> 4], axis=-1).reshape(-1, 16).astype(np.int32) * 17
+    else:
+        alpha = _bc3_alpha(blocks[:, :8])
+    px = np.concatenate([rgb, alpha[:, :, None]], axis=2).astype(np.uint8)  # (N, 16, 4)
+    img = px.reshape(bh, bw, 4, 4, 4).transpose(0, 2, 1, 3, 4).reshape(bh * 4, bw * 4, 4)
+    return np.ascontiguousarray(img[:height, :width])
+
+
+def decode_pixels(data: bytes, width: int, height: int, fmt: int) -> np.ndarray:
+    """Raw (decompressed) mip bytes → (height, width, 4) uint8 RGBA, rows top first."""
+    if fmt in (FORMAT_DXT1, FORMAT_DXT3, FORMAT_DXT5):
+        return decode_dxt(data, width, height, fmt)
+    channels = {FORMAT_RGBA8888: 4, FORMAT_RG88: 2, FORMAT_R8: 1}[fmt]
+    need = width * height * channels
+    if len(data) < need:
+        raise FormatError(f"{len(data)} bytes of {FORMAT_NAMES[fmt]} data, a {width}×{height} image needs {need}",
+                          None, "mip data")
+    a = np.frombuffer(data, np.uint8, need).reshape(height, width, channels)
+    if channels == 4:
+        return a.copy()
+    out = np.empty((height, width, 4), np.uint8)
+    out[..., 0] = out[..., 1] = out[..., 2] = a[..., 0]
+    out[..., 3] = a[..., 1] if channels == 2 else 255
+    return out
+
+
+def mip_bytes(t: Texture, image: int = 0, level: int = 0) -> bytes:
+    """The mip's bytes after LZ4 decompression (a whole image file when t.image_format != −1)."""
+    m = t.images[image][level]
+    at = t.offsets.get(f"image {image} mip {level} data", 0)
+    if m.lz4:
+        return lz4_decompress(m.data, m.decompressed_size, f"image {image} mip {level} data", at)
+    return m.data
+
+
+def mip_pixels(t: Texture, image: int = 0, level: int = 0) -> np.ndarray:
+    """(h, w, 4) uint8 RGBA of one mip, rows top first. FormatError for stored image files (not pixels)."""
+    if t.image_format != -1:
+        raise FormatError(f"mips are whole image files (FreeImageFormat {t.image_format}), not raw pixels", None,
+                          "image format")
+    m = t.images[image][level]
+    return decode_pixels(mip_bytes(t, image, level), m.width, m.height, t.format)
+
+
+def make_mips(level0: np.ndarray, levels: int | None = None) -> list[np.ndarray]:
+    """The mip chain of an (h, w, 4) uint8 image as Wallpaper Engine makes it: each level the floor of the
+    mean of the 2×2 blocks of the one above, an odd last row or column dropped."""
+    out = [np.ascontiguousarray(level0, np.uint8)]
+    while levels is None or len(out) < levels:
+        a = out[-1]
+        h, w = a.shape[0] // 2, a.shape[1] // 2
+        if h < 1 or w < 1 or (levels is None and min(h, w) < MIN_AUTO_MIP):
+            break
+        s = a[:2 * h, :2 * w].astype(np.uint16).reshape(h, 2, w, 2, -1).sum(axis=(1, 3))
+        out.append((s >> 2).astype(np.uint8))
+    return out
+
+
+def from_rgba(pixels: np.ndarray, levels: int | None = None, lz4: bool = False, flags: int = 0,
+              texture_size: tuple[int, int] | None = None) -> Texture:
+    """A TEXB0003 RGBA8888 texture of an (h, w, 4) uint8 image (rows top first) with its mip chain."""
+    pixels = np.asarray(pixels)
+    if pixels.ndim != 3 or pixels.shape[2] != 4 or pixels.dtype != np.uint8:
+        raise ExportError(f"expected an (h, w, 4) uint8 image, got {pixels.shape} {pixels.dtype}")
+    h, w = pixels.shape[:2]
+    if not (1 <= w <= MAX_SIDE and 1 <= h <= MAX_SIDE):
+        raise ExportError(f"image of {w}×{h} pixels: sides must be 1..{MAX_SIDE}")
+    tw, th = texture_size or (w, h)
+    t = Texture(FORMAT_RGBA8888, flags, tw, th, w, h, 0, "TEXB0003", -1)
+    mips = []
+    for level in make_mips(pixels, levels):
+        raw = level.tobytes()
+        if lz4:
+            packed = lz4_compress(raw)
+            if len(packed) < len(raw):
+                mips.append(Mip(level.shape[1], level.shape[0], packed, 1, len(raw)))
+                continue
+        mips.append(Mip(level.shape[1], level.shape[0], raw, 0, len(raw)))
+    t.images = [mips]
+    return t
