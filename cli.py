@@ -35,7 +35,7 @@ def _bpy():
     os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="skinbridge-bl-user-"))
     import bpy
 
-    from . import register
+    from .app.operators import register
 
     try:
         register()
@@ -75,6 +75,8 @@ def _convert_worker(src: str, outdir: str, name: str, options) -> tuple[list[str
         written, warnings = convert_file(src, outdir, name, options)
     except (FormatError, ExportError, OSError, RuntimeError) as e:
         return [], [], str(e)
+    except Exception as e:  # a fault of ours: still one line for this input, and the others convert
+        return [], [], f"internal error ({type(e).__name__}: {e})"
     return written, warnings, None
 
 
@@ -367,7 +369,14 @@ def main(argv: list[str] | None = None) -> int:
         if "--" in sys.argv:  # inside Blender: blender -b -P cli.py -- convert ...
             argv = sys.argv[sys.argv.index("--") + 1:]
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # no Python traceback reaches the user: one line, and a non-zero exit
+        print(f"error: internal error in {args.command} ({type(e).__name__}: {e})", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

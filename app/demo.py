@@ -154,7 +154,7 @@ def run_demo(output: str | None) -> int:
     outdir = os.path.abspath(output or "skinbridge-demo")
     os.makedirs(outdir, exist_ok=True)
     bpy.ops.wm.read_factory_settings(use_empty=True)
-    from .. import register
+    from .operators import register
 
     try:
         register()

@@ -128,8 +128,12 @@ class WM_OT_skinbridge_drop_import(bpy.types.Operator):
             for path in group:
                 by_folder.setdefault(os.path.dirname(path), []).append(os.path.basename(path))
             for folder, names in by_folder.items():
-                result = _operator(idname)("EXEC_DEFAULT", directory=folder, files=[{"name": n} for n in names],
-                                           filepath=os.path.join(folder, names[0]))
+                try:
+                    result = _operator(idname)("EXEC_DEFAULT", directory=folder, files=[{"name": n} for n in names],
+                                               filepath=os.path.join(folder, names[0]))
+                except (RuntimeError, AttributeError) as e:  # its errors were reported; a missing operator too
+                    self.report({"ERROR"}, f"{', '.join(names)}: {str(e).strip().splitlines()[-1]}")
+                    continue
                 done += "FINISHED" in result
         return {"FINISHED"} if done else {"CANCELLED"}
 

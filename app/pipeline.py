@@ -18,7 +18,7 @@ from .options import ConvertOptions  # noqa: F401  (re-exported)
 
 def reset_scene() -> None:
     bpy.ops.wm.read_factory_settings(use_empty=True)
-    from .. import register
+    from .operators import register
 
     try:
         register()

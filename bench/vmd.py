@@ -1,4 +1,4 @@
-"""Issue 9 item 7: VMD read and Blender import seconds for a 200-bone, 5,000-frame motion (every bone keyed on
+"""VMD read and Blender import seconds for a 200-bone, 5,000-frame motion (every bone keyed on
 every frame: 1,000,000 bone keys, non-linear curves), onto a 200-bone chain armature made as a PMX import
 would make it. Prints the figures; `--bones`/`--frames`/`--step` change the size."""
 from __future__ import annotations
@@ -39,7 +39,7 @@ def main(argv=None) -> None:
 
     import bpy
     import skinbridge
-    from skinbridge.io_pmx import blender_vmd, vmd
+    from skinbridge.io_pmx import blender_vmd_import, vmd
 
     data = vmd.write(make_motion(a.bones, a.frames, a.step))
     path = os.path.join(tempfile.mkdtemp(), "bench.vmd")
@@ -66,7 +66,7 @@ def main(argv=None) -> None:
         prev = eb
     bpy.ops.object.mode_set(mode="OBJECT")
     t0 = time.perf_counter()
-    acts, _ = blender_vmd.import_vmd(bpy.context, [path], arm)
+    acts, _ = blender_vmd_import.import_vmd(bpy.context, [path], arm)
     t_import = time.perf_counter() - t0
     points = sum(len(fc.keyframe_points) for layer in acts[0].layers for s in layer.strips for cb in s.channelbags
                  for fc in cb.fcurves)

@@ -30,6 +30,8 @@ FORMATS = (
             "check": "io_mdb.check:check",
             "load": "io_mdb.convert:load",
             "semantic": "io_mdb.convert:semantic",
+            "blender_import": "io_mdb.blender_io:blender_import",
+            "export_target": "io_mdb.blender_io:export_target",
         },
     ),
 )

@@ -55,7 +55,8 @@ def _faces(out: _Findings, i: int, p, faces: np.ndarray, n_vertices: int, faces_
 def _finite(out: _Findings, i: int, p, vertices: np.ndarray, names: tuple[str, ...], base: int) -> None:
     dtype = vertices.dtype
     for name in names:
-        values = vertices[name].reshape(len(vertices), -1)
+        width = int(np.prod(dtype.fields[name][0].shape, dtype=np.int64))
+        values = vertices[name].reshape(len(vertices), width)
         bad = ~np.isfinite(values).all(axis=1)
         rel = dtype.fields[name][1]
         out.rows("error", bad, lambda v: f"{_label(i, p)} vertex {v}",

@@ -68,8 +68,9 @@ def raw_name(text: str, size: int = NAME_SIZE) -> bytes:
 
 
 def text_of(raw: bytes) -> str:
-    """The text of a char[] field: the bytes up to the first NUL (all of them without one)."""
-    return raw.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+    """The text of a char[] field for display: the bytes up to the first NUL (all of them without one); bytes
+    that are not UTF-8 show as U+FFFD (the raw field itself is what is kept and written)."""
+    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
 
 
 @dataclass

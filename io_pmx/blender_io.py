@@ -90,7 +90,7 @@ def export_pmx(context, path: str, scale: float | None = None, selected_only: bo
                mmd_rig: bool = False, bone_map=None, arm_angle: float = 0.0) -> list[str]:
     """Write the visible model to `path`. `scale` is the import scale the model uses (None: the one stored
     with the model, else 0.08); positions are divided by it (× 12.5 by default). `mmd_rig`, `bone_map` (a JSON
-    file path or dict) and `arm_angle` (degrees): see mmd_rig.py."""
+    file path or dict) and `arm_angle` (degrees): see mmd_rig.py, mmd_bone_map.py and mmd_arm_angle.py."""
     model, warnings = gather_model(context, scale, selected_only)
     # --- MMD control rig and arm angle: on the gathered records, before validation ---
     if mmd_rig or arm_angle:
@@ -117,7 +117,7 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
                           bone_map=getattr(options, "bone_map", None),
                           arm_angle=getattr(options, "arm_angle", 0.0))
     # A .vmd per action next to the model (retargeted onto this PMX when rigged).
-    from . import blender_vmd
+    from . import blender_vmd_retarget
 
-    written, more = blender_vmd.export_target_motions(context, outdir, name, options)
+    written, more = blender_vmd_retarget.export_target_motions(context, outdir, name, options)
     return [path] + written, warnings + more

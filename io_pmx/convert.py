@@ -377,6 +377,22 @@ def to_scene(model: pmx.PmxModel, name: str, scale: float = DEFAULT_SCALE) -> tu
     return scene, warnings
 
 
+def load(path: str, data: bytes | None = None, with_animations: bool = True, motions=()) -> tuple[cm.Scene, list[str]]:
+    """A `.pmx` file as a core Scene through `to_scene` (the registry's `load`, for `compare`). A PMX holds no
+    animation; `motions` beside it (VMD files) are not posed onto the model here: each is named in a warning."""
+    import os
+
+    from ..core.fileio import read_bytes
+
+    if data is None:
+        data = read_bytes(path)
+    scene, warnings = to_scene(pmx.read(data), os.path.splitext(os.path.basename(os.fspath(path)))[0])
+    for motion in motions:
+        warnings.append(f"{os.path.basename(os.fspath(motion))}: a VMD is compared on its own (compare it with "
+                        "another .vmd), not posed onto the model")
+    return scene, warnings
+
+
 # ------------------------------------------------------------------------------------------------------------
 # core → PMX
 
@@ -556,6 +572,19 @@ def from_scene(scene: cm.Scene, scale: float | None = None) -> tuple[pmx.PmxMode
         scale = float(extras.get("scale", DEFAULT_SCALE))
     if not scale > 0:
         raise ExportError(f"scale {scale} is not positive")
+    model = _header_from_scene(scene, extras)
+    skel = scene.skeleton
+    skel_to_new, file_to_new = _skeleton_from_scene(model, skel, scale, warnings)
+    materials = _materials_from_scene(model, scene, extras)
+    vertex_base = _geometry_from_scene(model, scene, materials, scale, skel_to_new, file_to_new, warnings)
+    morph_to_new = _morphs_from_scene(model, scene, extras, vertex_base, scale, file_to_new, warnings)
+    _display_frames_from_scene(model, extras, skel, skel_to_new, file_to_new, morph_to_new)
+    _physics_from_scene(model, extras, file_to_new)
+    return model, warnings
+
+
+def _header_from_scene(scene: cm.Scene, extras: dict) -> pmx.PmxModel:
+    """An empty model with the file's names, comments, encoding, version and index sizes (else defaults)."""
     model = pmx.PmxModel(name=extras.get("name", scene.name), name_e=extras.get("name_e", ""),
                          comment=extras.get("comment", ""), comment_e=extras.get("comment_e", ""),
                          encoding=int(extras.get("encoding", pmx.ENCODING_UTF16)))
@@ -563,20 +592,25 @@ def from_scene(scene: cm.Scene, scale: float | None = None) -> tuple[pmx.PmxMode
         model.version = np.float32(extras["version"])
     if extras.get("index_sizes"):
         model.index_sizes = pmx.IndexSizes(*extras["index_sizes"])
+    return model
 
-    skel = scene.skeleton
-    file_to_new: dict[int, int] = {}
-    skel_to_new = np.zeros(0, np.int64)
+
+def _skeleton_from_scene(model: pmx.PmxModel, skel: cm.Skeleton | None, scale: float,
+                         warnings: list[str]) -> tuple[np.ndarray, dict[int, int]]:
+    """`model.bones`; returns the new index of each skeleton bone and the map from file index to new index."""
     if skel is not None and len(skel.bones):
         model.bones, order, file_to_new = _bones_from_scene(skel, scale, warnings)
         skel_to_new = np.empty(len(order), np.int64)
         skel_to_new[np.array(order)] = np.arange(len(order))
-    else:
-        warnings.append("no armature: a single root bone is written (MMD needs at least one bone)")
-        model.bones = [pmx.PmxBone(name="センター", name_e="center", flags=0x1E, tail_offset=pmx._f4(0, 1, 0))]
-        skel_to_new = np.zeros(1, np.int64)
+        return skel_to_new, file_to_new
+    warnings.append("no armature: a single root bone is written (MMD needs at least one bone)")
+    model.bones = [pmx.PmxBone(name="センター", name_e="center", flags=0x1E, tail_offset=pmx._f4(0, 1, 0))]
+    return np.zeros(1, np.int64), {}
 
-    # textures: the file's table first (so indices stay), then new paths
+
+def _materials_from_scene(model: pmx.PmxModel, scene: cm.Scene, extras: dict) -> list[pmx.PmxMaterial]:
+    """`model.textures` (the file's table first, so indices stay, then new paths) and the materials (their
+    index counts are set with the geometry)."""
     textures = list(extras.get("textures", []))
     tex_index = {p: i for i, p in enumerate(textures)}
 
@@ -589,7 +623,7 @@ def from_scene(scene: cm.Scene, scale: float | None = None) -> tuple[pmx.PmxMode
         return tex_index[path]
 
     materials: list[pmx.PmxMaterial] = []
-    for i, mat in enumerate(scene.materials):
+    for mat in scene.materials:
         raw = mat.extras.get("pmx")
         out = material_from_dict(raw) if isinstance(raw, dict) else pmx.PmxMaterial(name=mat.name, draw_flags=0x1E)
         if raw is None:
@@ -610,8 +644,13 @@ def from_scene(scene: cm.Scene, scale: float | None = None) -> tuple[pmx.PmxMode
                 setattr(out, name, -1)
         materials.append(out)
     model.textures = textures
+    return materials
 
-    # geometry: every mesh appended; triangles grouped by material, in Blender order within a material
+
+def _geometry_from_scene(model: pmx.PmxModel, scene: cm.Scene, materials: list[pmx.PmxMaterial], scale: float,
+                         skel_to_new: np.ndarray, file_to_new: dict[int, int], warnings: list[str]) -> list[int]:
+    """`model.vertices`, `model.indices` and `model.materials` (with their index counts): every mesh appended,
+    triangles grouped by material, in Blender order within a material. Returns each mesh's first vertex."""
     positions, normals, uvs, edges, add_uvs, tri_parts, tri_mats = [], [], [], [], [], [], []
     deforms, bones_l, weights_l, sdef_l = [], [], [], {k: [] for k in ("sdef_c", "sdef_r0", "sdef_r1")}
     n_add = 0
@@ -625,19 +664,7 @@ def from_scene(scene: cm.Scene, scale: float | None = None) -> tuple[pmx.PmxMode
         n = mesh.vertex_count
         vertex_base.append(start)
         raw = mesh.extras.get("pmx")
-        pos = positions_to_pmx(mesh.positions, scale).astype(np.float32)
-        nor = (directions_to_pmx(mesh.normals) if mesh.normals is not None else np.zeros((n, 3))).astype(np.float32)
-        main = next((uv for name, uv in mesh.uvs), None)
-        uv = uv_to_pmx(main) if main is not None else np.zeros((n, 2), np.float32)
-        if raw is not None:  # the file's exact floats wherever Blender still holds them
-            for now, key, tol in ((pos, "position", _MATCH_POSITION), (nor, "normal", 1e-5), (uv, "uv", 1e-5)):
-                exact = np.asarray(raw[key], np.float32)
-                shown = exact.astype(np.float64)
-                if key == "normal":  # Blender keeps unit normals: compare with the file's, normalised
-                    shown = shown / np.maximum(np.linalg.norm(shown, axis=1, keepdims=True), 1e-30)
-                same = np.all(np.abs(now.astype(np.float64) - shown) <= np.maximum(
-                    tol * np.maximum(1.0, np.abs(exact)), 4 * np.spacing(np.abs(exact))), axis=1)
-                now[same] = exact[same]
+        pos, nor, uv = _vertex_attributes(mesh, raw, scale)
         positions.append(pos)
         normals.append(nor)
         uvs.append(uv)
@@ -684,8 +711,33 @@ def from_scene(scene: cm.Scene, scale: float | None = None) -> tuple[pmx.PmxMode
     for mat, c in zip(materials, counts):
         mat.index_count = int(c) * 3
     model.materials = materials
+    return vertex_base
 
-    # morphs: the file's order; vertex morphs from the shape keys (raw offsets while unchanged)
+
+def _vertex_attributes(mesh: cm.Mesh, raw: dict | None, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Positions, normals and main UVs of one mesh in PMX terms; the file's exact floats wherever Blender still
+    holds them."""
+    n = mesh.vertex_count
+    pos = positions_to_pmx(mesh.positions, scale).astype(np.float32)
+    nor = (directions_to_pmx(mesh.normals) if mesh.normals is not None else np.zeros((n, 3))).astype(np.float32)
+    main = next((uv for name, uv in mesh.uvs), None)
+    uv = uv_to_pmx(main) if main is not None else np.zeros((n, 2), np.float32)
+    if raw is not None:
+        for now, key, tol in ((pos, "position", _MATCH_POSITION), (nor, "normal", 1e-5), (uv, "uv", 1e-5)):
+            exact = np.asarray(raw[key], np.float32)
+            shown = exact.astype(np.float64)
+            if key == "normal":  # Blender keeps unit normals: compare with the file's, normalised
+                shown = shown / np.maximum(np.linalg.norm(shown, axis=1, keepdims=True), 1e-30)
+            same = np.all(np.abs(now.astype(np.float64) - shown) <= np.maximum(
+                tol * np.maximum(1.0, np.abs(exact)), 4 * np.spacing(np.abs(exact))), axis=1)
+            now[same] = exact[same]
+    return pos, nor, uv
+
+
+def _morphs_from_scene(model: pmx.PmxModel, scene: cm.Scene, extras: dict, vertex_base: list[int], scale: float,
+                       file_to_new: dict[int, int], warnings: list[str]) -> dict[int, int]:
+    """`model.morphs` in the file's order, vertex morphs from the shape keys (raw offsets while unchanged), new
+    shape keys after them; offsets that refer to deleted elements dropped. Returns file morph index → new."""
     keys = {}
     for mi_, mesh in enumerate(scene.meshes):
         for sk in mesh.shape_keys:
@@ -711,8 +763,8 @@ def from_scene(scene: cm.Scene, scale: float | None = None) -> tuple[pmx.PmxMode
         morph.offsets = _vertex_offsets(scene.meshes[mi_], sk, vertex_base[mi_], scale, None)
         morph_keep.append((-1, morph))
     morph_to_new = {k: i for i, (k, _) in enumerate(morph_keep) if k >= 0}
-    rigid_to_new = {i: i for i in range(len(extras.get("rigid_bodies", [])))}
-    n_mat = len(materials)
+    n_mat = len(model.materials)
+    n_vertices = len(model.vertices)
     for _, morph in morph_keep:
         o = morph.offsets
         if morph.kind in (pmx.MORPH_GROUP, pmx.MORPH_FLIP):
@@ -731,7 +783,14 @@ def from_scene(scene: cm.Scene, scale: float | None = None) -> tuple[pmx.PmxMode
             warnings.append(f"morph {morph.name}: {int((~keep).sum())} offsets refer to deleted elements; dropped")
             morph.offsets = o[keep]
     model.morphs = [m for _, m in morph_keep]
+    return morph_to_new
 
+
+def _display_frames_from_scene(model: pmx.PmxModel, extras: dict, skel: cm.Skeleton | None,
+                               skel_to_new: np.ndarray, file_to_new: dict[int, int],
+                               morph_to_new: dict[int, int]) -> None:
+    """The file's display frames with bone and morph indices remapped (deleted ones dropped); bone collections
+    edited in Blender decide the bones each frame lists."""
     for f in extras.get("display_frames", []):
         elements = []
         for kind, index in f["elements"]:
@@ -739,8 +798,13 @@ def from_scene(scene: cm.Scene, scale: float | None = None) -> tuple[pmx.PmxMode
             if new >= 0:
                 elements.append((kind, new))
         model.display_frames.append(pmx.PmxDisplayFrame(f["name"], f["name_e"], f["special"], elements))
-    if "display_frame_bones" in extras:  # bone collections edited in Blender: the bones each frame lists
+    if "display_frame_bones" in extras:
         _apply_bone_collections(model, extras["display_frame_bones"], skel, skel_to_new)
+
+
+def _physics_from_scene(model: pmx.PmxModel, extras: dict, file_to_new: dict[int, int]) -> None:
+    """Rigid bodies (bone remapped), joints and soft bodies (a deleted material becomes -1), kept raw."""
+    n_mat = len(model.materials)
     for d in extras.get("rigid_bodies", []):
         r = fixed_from_dict(pmx.PmxRigidBody, d, pmx.RIGID_BODY)
         r.bone = _remap(r.bone, file_to_new)
@@ -751,8 +815,6 @@ def from_scene(scene: cm.Scene, scale: float | None = None) -> tuple[pmx.PmxMode
         s = _soft_from_dict(d)
         s.material = s.material if s.material < n_mat else -1
         model.soft_bodies.append(s)
-    del rigid_to_new
-    return model, warnings
 
 
 def _apply_bone_collections(model: pmx.PmxModel, frames: dict, skel: cm.Skeleton, skel_to_new: np.ndarray) -> None:

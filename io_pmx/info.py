@@ -17,7 +17,8 @@ def _limit(link: pmx.PmxIKLink) -> dict | None:
     return {"lower": [float(x) for x in link.lower], "upper": [float(x) for x in link.upper]}
 
 
-def info(path_or_bytes: str | os.PathLike | bytes | bytearray) -> dict:
+def info(path_or_bytes: str | os.PathLike | bytes | bytearray, path: str | None = None) -> dict:
+    """The summary of a file (its path, or its bytes with `path` naming it: the registry's `info(data, path)`)."""
     data = path_or_bytes if isinstance(path_or_bytes, (bytes, bytearray)) else read_bytes(path_or_bytes)
     m = pmx.read(data)
     return {

@@ -51,7 +51,7 @@ class EXPORT_SCENE_OT_skinbridge_pmx(bpy.types.Operator, ExportHelper):
                          description="Metres per MMD unit when the model's own scale is not used "
                                      "(0.08: positions × 12.5)")
     selected_only: BoolProperty(name="Selected Only", default=False)
-    # MMD control rig (mmd_rig.py)
+    # MMD control rig (mmd_rig.py, mmd_bone_map.py, mmd_arm_angle.py)
     mmd_rig: BoolProperty(name="MMD Rig", default=False,
                           description="Add the MMD control bones (全ての親, センター, グルーブ, 腰, 上半身2, 足IK親, "
                                       "足ＩＫ, つま先ＩＫ) and MMD bone names to the armature")
@@ -71,7 +71,7 @@ class EXPORT_SCENE_OT_skinbridge_pmx(bpy.types.Operator, ExportHelper):
             arm_angle=self.arm_angle * 57.29577951308232))  # radians → degrees
 
 
-# -- VMD motions (blender_vmd.py) ---------------------------------------------------------------------------
+# -- VMD motions (blender_vmd_*.py) -------------------------------------------------------------------------
 
 class IMPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ImportHelper):
     """Import MikuMikuDance motions (.vmd) as actions onto the active armature imported from PMX"""
@@ -86,11 +86,11 @@ class IMPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ImportHelper):
     camera: BoolProperty(name="Camera", default=True, description="Make an animated camera from camera keys")
 
     def execute(self, context):
-        from . import blender_vmd
+        from . import blender_vmd_import
 
         paths = [os.path.join(self.directory, f.name) for f in self.files if f.name] or [self.filepath]
         try:
-            _, warnings = blender_vmd.import_vmd(context, paths, find_armature(context), self.camera)
+            _, warnings = blender_vmd_import.import_vmd(context, paths, find_armature(context), self.camera)
         except (FormatError, ExportError, OSError) as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}
@@ -110,7 +110,7 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
                        description="Write a key on every whole 30-fps frame instead of at the keyframes")
 
     def execute(self, context):
-        from . import blender_vmd
+        from . import blender_vmd_export
 
         arm = find_armature(context)
         act = arm.animation_data.action if arm is not None and arm.animation_data else None
@@ -118,7 +118,7 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
             self.report({"ERROR"}, "the active armature has no action to export")
             return {"CANCELLED"}
         try:
-            warnings = blender_vmd.export_vmd(context, self.filepath, arm, act, self.bake)
+            warnings = blender_vmd_export.export_vmd(context, self.filepath, arm, act, self.bake)
         except (ExportError, OSError) as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}

@@ -1,4 +1,5 @@
-"""Mapping between VMD keys and Blender pose channels (no bpy): the maths of `blender_vmd`, testable alone.
+"""Mapping between VMD keys and Blender pose channels (no bpy): the maths of the `blender_vmd_*` modules,
+testable alone.
 
 Conventions (reference/pmx.md §2–§3.2, stated once here):
 

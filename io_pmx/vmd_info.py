@@ -9,7 +9,8 @@ from ..core.fileio import read_bytes
 from . import vmd
 
 
-def info(path_or_bytes: str | os.PathLike | bytes | bytearray) -> dict:
+def info(path_or_bytes: str | os.PathLike | bytes | bytearray, path: str | None = None) -> dict:
+    """The summary of a file (its path, or its bytes with `path` naming it: the registry's `info(data, path)`)."""
     data = path_or_bytes if isinstance(path_or_bytes, (bytes, bytearray)) else read_bytes(path_or_bytes)
     m = vmd.read(data)
     bones, _ = vmd.distinct_names(m.bone_keys["name"])

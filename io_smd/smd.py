@@ -134,7 +134,7 @@ class _Lines:
         long_ = np.flatnonzero(end - start > MAX_LINE)
         if long_.size:
             i = int(long_[0])
-            raise FormatError(f"line {i + 1} is {int(end[i] - start[i])} bytes long, above the {MAX_LINE}-byte "
+            raise FormatError(f"line {i + 1}: {int(end[i] - start[i])} bytes long, above the {MAX_LINE}-byte "
                               f"limit", int(start[i]), "line length")
         self.start, self.end = start, end
         self.s = self._strip(start.copy(), end, forward=True)
@@ -180,6 +180,30 @@ class _Lines:
         return self.prefix(word) & (self.e - self.s == len(word))
 
 
+def _line_texts(L: _Lines, rows: np.ndarray, distinct: int = 64) -> list[str]:
+    """The stripped text of each line of `rows`, comparing bytes with numpy for the first `distinct` distinct
+    texts (material lines repeat a few names thousands of times), line by line after that."""
+    s, e = L.s[rows], L.e[rows]
+    lengths = e - s
+    out = np.empty(len(rows), object)
+    todo = np.ones(len(rows), bool)
+    last = len(L.buf) - 1
+    for _ in range(distinct):
+        left = np.flatnonzero(todo)
+        if not left.size:
+            return out.tolist()
+        k = int(left[0])
+        word = L.buf[s[k]:e[k]]
+        same = todo & (lengths == len(word))
+        for j, ch in enumerate(word):
+            same &= L.buf[np.minimum(s + j, last)] == ch
+        out[same] = L.text(int(rows[k]))
+        todo &= ~same
+    for k in np.flatnonzero(todo):
+        out[k] = L.text(int(rows[k]))
+    return out.tolist()
+
+
 def _fail(lines: _Lines, i: int, message: str, field: str) -> FormatError:
     off = int(lines.start[i]) if i < len(lines) else len(lines.data)
     return FormatError(f"line {i + 1}: {message}", off, field)
@@ -188,12 +212,51 @@ def _fail(lines: _Lines, i: int, message: str, field: str) -> FormatError:
 # -- numbers ---------------------------------------------------------------------------------------------
 
 def _tokens(buf: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-    """Starts and ends of the whitespace-separated tokens of buf[lo:hi]."""
+    """Starts and ends of the tokens of buf[lo:hi]: runs of bytes above 32 (space and control bytes separate)."""
     part = buf[lo:hi]
-    nz = np.zeros(len(part) + 2, np.int8)
-    np.logical_not(_WS[part], out=nz[1:-1].view(bool))
-    edges = np.flatnonzero(np.diff(nz))
+    nz = np.empty(len(part) + 2, bool)
+    nz[0] = nz[-1] = False
+    np.greater(part, 32, out=nz[1:-1])
+    edges = np.flatnonzero(nz[1:] != nz[:-1])
     return edges[0::2] + lo, edges[1::2] + lo
+
+
+_U = np.uint64
+_ASCII_ZEROS = _U(0x3030303030303030)
+
+
+def _eight_digits(words: np.ndarray) -> np.ndarray:
+    """Value of eight ASCII digits per little-endian word (the first character in the lowest byte)."""
+    v = words - _ASCII_ZEROS
+    v = v * _U(10) + (v >> _U(8))
+    mask = _U(0x000000FF000000FF)
+    return ((v & mask) * _U(100 + (1000000 << 32)) + ((v >> _U(16)) & mask) * _U(1 + (10000 << 32))) >> _U(32)
+
+
+def _all_digits(words: np.ndarray) -> np.ndarray:
+    high = _U(0xF0F0F0F0F0F0F0F0)
+    return ((words & high) | (((words + _U(0x0606060606060606)) & high) >> _U(4))) == _U(0x3333333333333333)
+
+
+def _fixed_tokens(buf: np.ndarray, ts: np.ndarray, te: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Values of the tokens written as `[sign]d{1,8}` or `[sign]d{1,8}.dddddd` (what '{:.6f}' writes), eight
+    digits at a time from unaligned 64-bit loads; second result: which tokens had that shape."""
+    words = np.ndarray((len(buf) - 7,), "<u8", buf, 0, (1,))
+    first = buf[ts]
+    signed = (first == 45) | (first == 43)
+    dot = buf[np.maximum(te - 7, 0)] == 46
+    k = te - ts - signed - np.where(dot, 7, 0)  # integer digits
+    ok = (k >= 1) & (k <= 8) & (ts >= 16)
+    fraction = (words[np.maximum(te - 8, 0)] & _U(0xFFFFFFFFFFFF0000)) | _U(0x3030)
+    keep = ~_U(0) << (_U(8) * (_U(8) - np.clip(k, 1, 8).astype(np.uint64)))
+    whole = words[np.maximum(np.where(dot, te - 15, te - 8), 0)]
+    whole = (whole & keep) | (_ASCII_ZEROS & ~keep)
+    ok &= _all_digits(whole) & (_all_digits(fraction) | ~dot)
+    ip = _eight_digits(whole).astype(np.int64)
+    fp = _eight_digits(fraction).astype(np.int64)
+    values = np.where(dot, (ip * 1000000 + fp) / 1e6, ip.astype(np.float64))
+    np.negative(values, out=values, where=first == 45)
+    return values, ok
 
 
 def _parse_tokens(buf: np.ndarray, ts: np.ndarray, te: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -204,10 +267,20 @@ def _parse_tokens(buf: np.ndarray, ts: np.ndarray, te: np.ndarray) -> tuple[np.n
     digits: both integers are exact, so the quotient is correctly rounded, as Python's float() is. Other
     tokens (exponents, nan, inf, long mantissas) go through float() one by one."""
     n = len(ts)
+    bad = np.zeros(n, bool)
+    if n == 0 or len(buf) < 16:
+        return _general_tokens(buf, ts, te) if n else (np.empty(0), bad)
+    out, fixed = _fixed_tokens(buf, ts, te)
+    rest = np.flatnonzero(~fixed)
+    if rest.size:
+        out[rest], bad[rest] = _general_tokens(buf, ts[rest], te[rest])
+    return out, bad
+
+
+def _general_tokens(buf: np.ndarray, ts: np.ndarray, te: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n = len(ts)
     out = np.empty(n, np.float64)
     bad = np.zeros(n, bool)
-    if n == 0:
-        return out, bad
     lengths = te - ts
     w = int(min(max(int(lengths.max()), 1), MAX_DIGITS + 2))
     dots = np.flatnonzero(buf[int(ts.min()):int(te.max())] == 46) + int(ts.min())
@@ -225,23 +298,30 @@ def _parse_tokens(buf: np.ndarray, ts: np.ndarray, te: np.ndarray) -> tuple[np.n
     idx = np.flatnonzero(fast)
     chunk = 1 << 20
     slow = [np.flatnonzero(~fast)]
+    ones = np.ones(w, np.uint8)
     for a in range(0, len(idx), chunk):
         sel = idx[a:a + chunk]
-        g = windows[te[sel] - w] - np.uint8(48)
-        inside = right[None, :] < lengths[sel, None]
-        digit = (g < 10) & inside
-        ndig = digit.sum(1)
+        g = windows[te[sel] - w]
+        g -= np.uint8(48)
+        digit = g < 10
+        digit &= right[None, :] < lengths[sel, None]
+        ndig = digit.view(np.uint8) @ ones
         ok = (ndig == lengths[sel] - signed[sel] - dot_count[sel]) & (ndig >= 1) & (ndig <= MAX_DIGITS)
-        g[~digit] = 0
+        g *= digit.view(np.uint8)
+        gf = g.astype(np.float64)
         dc = dot_col[sel]
+        columns = np.flatnonzero(np.bincount(dc + 1)) - 1
+        if len(columns) == 1:
+            groups = [(int(columns[0]), slice(None))]
+        else:
+            groups = [(int(col), dc == col) for col in columns]
         values = np.empty(len(sel), np.float64)
-        for col in np.unique(dc):
-            rows = dc == col
+        for col, rows in groups:
             exponent = right - (right > col) if col >= 0 else right
-            values[rows] = g[rows] @ (10.0 ** exponent)
+            values[rows] = gf[rows] @ (10.0 ** exponent)
             if col > 0:
                 values[rows] /= 10.0 ** col
-        neg = buf[ts[sel]] == 45
+        neg = first[sel] == 45
         np.negative(values, out=values, where=neg)
         out[sel] = values
         slow.append(sel[~ok])
@@ -462,19 +542,20 @@ class _Reader:
         j, nxt = self.block_end(i, "triangles")
         block = self.sig[i:j]
         n = len(block)
+        # a material line where a vertex line belongs: the triangle before it was short
+        vertex_pos = np.flatnonzero(np.arange(n) % 4 != 0)
+        starts_numeric = _NUMERIC_START[L.buf[np.minimum(L.s[block[vertex_pos]], len(L.buf) - 1)]]
+        if not starts_numeric.all():
+            k = int(vertex_pos[np.flatnonzero(~starts_numeric)[0]])
+            ln = int(block[k])
+            raise _fail(L, ln, f"{L.text(ln)[:40]!r} where vertex line {k % 4} of a triangle belongs: the "
+                               f"triangle has fewer than 3 vertex lines", "vertex line")
         if n % 4:
             start = int(block[n - n % 4])
             raise _fail(L, start, f"the triangle of material line {start + 1} has {n % 4 - 1} vertex lines, "
                                   f"fewer than 3", "vertex line")
         mat_lines = block[0::4]
         vert_lines = block.reshape(-1, 4)[:, 1:].reshape(-1)
-        # a material line where a vertex line belongs: the triangle before it was short
-        starts_numeric = _NUMERIC_START[L.buf[np.minimum(L.s[vert_lines], len(L.buf) - 1)]]
-        if not starts_numeric.all():
-            k = int(np.flatnonzero(~starts_numeric)[0])
-            ln = int(vert_lines[k])
-            raise _fail(L, ln, f"{L.text(ln)[:40]!r} where vertex line {k % 3 + 1} of a triangle belongs: the "
-                               f"triangle has fewer than 3 vertex lines", "vertex line")
         r = _parse_rows(L, vert_lines, VERTEX_FIELDS, "vertex line")
         few = np.flatnonzero(r.counts < 9)
         if few.size:
@@ -510,7 +591,7 @@ class _Reader:
             sub = _Rows(r.lines[on], r.values, r.counts[on], r.offsets[on])
             bones[on, k] = _integers(L, sub, r.values[at], None, "link bone", "vertex line")
             weights[on, k] = r.values[at + 1]
-        materials = [L.text(int(m)) for m in mat_lines]
+        materials = _line_texts(L, mat_lines)
         self.out.triangles = Triangles(materials, parents, base[:, 1:4], base[:, 4:7], base[:, 7:9],
                                        np.where(has_links, count, -1), bones, weights, vert_lines + 1)
         return nxt

@@ -17,7 +17,7 @@ FORMATS = (
     FormatSpec(
         name="wepuppet", label="Wallpaper Engine puppet / model", kind="model", extensions=(".mdl",),
         sniff=_sniff_mdl, head=16, target="wepuppet", folder_suffix="_WE", operators="io_wepuppet.ops",
-        import_operator="import_scene.wepuppet", export_operator="export_scene.wepuppet",
+        import_operator="import_scene.skinbridge_wepuppet", export_operator="export_scene.skinbridge_wepuppet",
         capabilities={"read": "io_wepuppet.mdl:read", "write": "io_wepuppet.mdl:write",
                       "info": "io_wepuppet.info:info", "check": "io_wepuppet.check:check",
                       "load": "io_wepuppet.convert:load", "semantic": "io_wepuppet.convert:semantic",
@@ -26,8 +26,8 @@ FORMATS = (
                       "demo": "io_wepuppet.demo:demo"}),
     FormatSpec(
         name="wetex", label="Wallpaper Engine texture", kind="texture", extensions=(".tex",),
-        sniff=_sniff_tex, head=16, operators=None,
-        import_operator="import_image.wetex", export_operator="export_image.wetex",
+        sniff=_sniff_tex, head=16, operators="io_wepuppet.ops",
+        import_operator="import_scene.skinbridge_wetex", export_operator="export_scene.skinbridge_wetex",
         capabilities={"read": "io_wepuppet.tex:read", "write": "io_wepuppet.tex:write",
                       "info": "io_wepuppet.info:info_tex", "check": "io_wepuppet.check:check_tex",
                       "blender_import": "io_wepuppet.blender_io:blender_import_tex"}),

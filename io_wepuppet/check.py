@@ -52,7 +52,7 @@ def _mesh(out: _Findings, m: mdl.Model, k: int, mesh: mdl.Mesh, n_bones: int) ->
     for name in v.dtype.names:
         if name == "joints":
             continue
-        col = v[name].reshape(len(v), -1).astype(np.float64)
+        col = v[name].reshape(len(v), v.dtype[name].shape[0]).astype(np.float64)
         off = v.dtype.fields[name][1]
         out.rows("error", ~np.isfinite(col).all(axis=1), lambda i: f"mesh {k} vertex {i}",
                  lambda i: base + i * stride + off, name, lambda i: "value is not finite (NaN or infinity)")
@@ -108,7 +108,7 @@ def _clips(out: _Findings, m: mdl.Model, anims: mdl.Animations, n_bones: int) ->
         if len(c.track_flags) != n_bones:
             out.add("warning", p, m.offsets.get(f"clip {k} tracks"), "track count",
                     f"{len(c.track_flags)} tracks for {n_bones} bones")
-        s = np.asarray(c.samples, np.float64).reshape(len(c.track_flags), -1)
+        s = np.asarray(c.samples, np.float64).reshape(len(c.track_flags), (c.length + 1) * mdl.SAMPLE_FLOATS)
         per_track = 8 + 36 * (c.length + 1)
         base = m.offsets.get(f"clip {k} tracks", 0)
         out.rows("error", ~np.isfinite(s).all(axis=1), lambda t: f"{p} track {t}", lambda t: base + t * per_track + 8,

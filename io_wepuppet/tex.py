@@ -8,7 +8,8 @@ Layout: ../shared/reference/we_mdb_smd.md §1.5 (RePKG's texture reader, CaptSil
     flags & 4: cstr "TEXS000n"; i32 frame_count; [TEXS0003: i32 w, h]; frame × { i32 image; f32 time; 6 × i32|f32 }
 
 Records keep every mip's bytes as stored (compressed ones compressed), so read → write is byte-identical.
-Decoding is separate: `mip_pixels` LZ4-decompresses (our own block decoder) and then decodes DXT1/3/5,
+Decoding is separate: `mip_pixels` LZ4-decompresses (our own block decoder) and then decodes DXT1/3/5 (palette values
+rounded as Blender's own DDS loader rounds them, so a texture looks the same either way),
 RGBA8888, RG88 (luminance + alpha), R8 (grey) to RGBA8 rows, top row first as stored. Mips whose
 FreeImageFormat is not −1 are whole image files (PNG, JPEG, ...) and are only handed on as bytes.
 
@@ -316,10 +317,10 @@ def lz4_compress(data: bytes) -> bytes:
 # pixels
 
 def _rgb565(c: np.ndarray) -> np.ndarray:
-    """(…,) u16 → (…, 3) int32 expanded to 8 bits as D3D does (bit replication)."""
+    """(…,) u16 → (…, 3) int32, each channel scaled to 0..255 with rounding."""
     c = c.astype(np.int32)
     r, g, b = (c >> 11) & 31, (c >> 5) & 63, c & 31
-    return np.stack([(r << 3) | (r >> 2), (g << 2) | (g >> 4), (b << 3) | (b >> 2)], axis=-1)
+    return np.stack([(r * 255 + 15) // 31, (g * 255 + 31) // 63, (b * 255 + 15) // 31], axis=-1)
 
 
 def _colour_blocks(blocks: np.ndarray, four_colour_always: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -330,8 +331,8 @@ def _colour_blocks(blocks: np.ndarray, four_colour_always: bool) -> tuple[np.nda
     four = (c0 > c1) | four_colour_always
     palette = np.empty((len(blocks), 4, 3), np.int32)
     palette[:, 0], palette[:, 1] = p0, p1
-    palette[:, 2] = np.where(four[:, None], (2 * p0 + p1) // 3, (p0 + p1) // 2)
-    palette[:, 3] = np.where(four[:, None], (p0 + 2 * p1) // 3, 0)
+    palette[:, 2] = np.where(four[:, None], (2 * p0 + p1 + 1) // 3, (p0 + p1 + 1) // 2)
+    palette[:, 3] = np.where(four[:, None], (p0 + 2 * p1 + 1) // 3, 0)
     bits = blocks[:, 4:8].astype(np.uint32)
     word = bits[:, 0] | bits[:, 1] << 8 | bits[:, 2] << 16 | bits[:, 3] << 24
     idx = (word[:, None] >> (2 * np.arange(16, dtype=np.uint32))) & 3
@@ -341,16 +342,16 @@ def _colour_blocks(blocks: np.ndarray, four_colour_always: bool) -> tuple[np.nda
 
 
 def _bc3_alpha(blocks: np.ndarray) -> np.ndarray:
+    """Alpha part of BC3 blocks (N, 8 bytes) → (N, 16). The in-between values are floor(v + 1/4) of the exact
+    weighted means v, as Blender's DDS loader gives them (measured on random blocks)."""
     a0, a1 = blocks[:, 0].astype(np.int32), blocks[:, 1].astype(np.int32)
-    pal = np.empty((len(blocks), 8), np.int32)
-    pal[:, 0], pal[:, 1] = a0, a1
     eight = a0 > a1
+    pal = np.zeros((len(blocks), 8), np.int32)
+    pal[:, 0], pal[:, 1] = a0, a1
     for k in range(1, 7):
-        pal[:, k + 1] = np.where(eight, ((7 - k) * a0 + k * a1) // 7, 0)
-    for k in range(1, 5):
-        pal[:, k + 1] = np.where(eight, pal[:, k + 1], ((5 - k) * a0 + k * a1) // 5)
-    pal[:, 6] = np.where(eight, pal[:, 6], 0)
-    pal[:, 7] = np.where(eight, pal[:, 7], 255)
+        seven = (4 * ((7 - k) * a0 + k * a1) + 7) // 28
+        five = (4 * ((5 - k) * a0 + k * a1) + 5) // 20 if k < 5 else (0 if k == 5 else 255)
+        pal[:, k + 1] = np.where(eight, seven, five)
     bits = np.zeros(len(blocks), np.uint64)
     for k in range(6):
         bits |= blocks[:, 2 + k].astype(np.uint64) << np.uint64(8 * k)

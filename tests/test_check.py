@@ -1,4 +1,4 @@
-"""`skinbridge check` for every format with a codec (issue 10, item 2).
+"""`skinbridge check` for every format with a codec.
 
 Corrupted copies give exactly one error naming the bone or vertex, its byte offset and field, and exit 1.
 Offsets are worked out here from the layouts (reference/urho.md §1, pmx.md §1), never taken from our readers.
@@ -88,10 +88,6 @@ def test_real_files_have_no_error(testdata):
 
 
 def test_vmd_files(testdata):
-    try:
-        from skinbridge.io_pmx import vmd  # noqa: F401
-    except ImportError:
-        pytest.skip("no VMD codec yet (io_pmx/vmd.py, issue 9): .vmd is an unsupported format")
     status, blocks = check(*sorted((testdata / "pmx").glob("*.vmd")))
     assert status == 0, blocks
     for path, lines in blocks.items():

@@ -1,4 +1,4 @@
-"""The `skinbridge` command line: info, convert errors, help (issue 2)."""
+"""The `skinbridge` command line: info, convert errors, help."""
 from __future__ import annotations
 
 import json

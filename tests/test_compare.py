@@ -1,4 +1,4 @@
-"""`skinbridge compare` and core/compare.py (issue 10, item 3)."""
+"""`skinbridge compare` and core/compare.py."""
 from __future__ import annotations
 
 import shutil
@@ -116,8 +116,8 @@ def test_fox_pmx_at_rest_and_while_walk_plays_at_frame_10(clean_scene, testdata,
 
 
 def test_fox_glb_against_our_model_with_its_animations(clean_scene, testdata, fox_mdl, tmp_path):
-    """B as a folder of outputs: the model with its Animations/. Until `convert` writes Animations/ itself
-    (issue 5), the test writes them with the UANI exporter that exists (io_urhox/blender_ani.py)."""
+    """B as a folder of outputs: the model with its Animations/ (written here with the UANI exporter when the
+    converted folder has none)."""
     folder = fox_mdl.parent
     if not (folder / "Animations").is_dir():
         import bpy

@@ -27,7 +27,7 @@ def _bpy_dir() -> pathlib.Path:
     # find_spec, not import: importing bpy here would start Blender in the test process.
     spec = importlib.util.find_spec("bpy")
     if spec is None or not spec.submodule_search_locations:
-        pytest.skip("bpy wheel not installed")
+        pytest.fail("bpy wheel not installed (bash tools/run sets it up)")
     return pathlib.Path(list(spec.submodule_search_locations)[0])
 
 
@@ -209,6 +209,9 @@ def _python_without_bpy_env(tmp_path: pathlib.Path) -> dict:
     link_dir = tmp_path / "pkgpath"
     link_dir.mkdir()
     (link_dir / "skinbridge").symlink_to(ROOT, target_is_directory=True)
+    import numpy  # the one runtime dependency, and nothing else of the venv's site-packages
+
+    (link_dir / "numpy").symlink_to(pathlib.Path(numpy.__file__).parent, target_is_directory=True)
     venv = pathlib.Path(sys.prefix).resolve()
     path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
                            if p and not pathlib.Path(p).resolve().is_relative_to(venv))
@@ -237,9 +240,8 @@ print("RESULT " + json.dumps(out))
 
 def _run_plain(tmp_path: pathlib.Path, modules: list[str]) -> dict:
     env = _python_without_bpy_env(tmp_path)
-    if shutil.which("python3", path=env["PATH"]) is None:
-        pytest.fail("no python3 outside the venv on PATH")
-    proc = subprocess.run(["/usr/bin/env", "python3", "-c", _PLAIN_PROBE, *modules],
+    # this interpreter without its site-packages (-S): no bpy there, numpy and the package through PYTHONPATH
+    proc = subprocess.run([sys.executable, "-S", "-c", _PLAIN_PROBE, *modules],
                           capture_output=True, text=True, timeout=120, env=env, cwd=str(tmp_path))
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, f"{proc.stdout}\n{proc.stderr}"
@@ -247,8 +249,7 @@ def _run_plain(tmp_path: pathlib.Path, modules: list[str]) -> dict:
     venv = str(pathlib.Path(sys.prefix).resolve())
     assert not any(p and str(pathlib.Path(p).resolve()).startswith(venv) for p in out["path"]), out["path"]
     assert not out["bpy_findable"], f"{out['executable']} can import bpy: not a Blender-free Python"
-    if not out["numpy"]:
-        pytest.skip(f"{out['executable']} has no numpy")
+    assert out["numpy"], f"{out['executable']} found no numpy"
     for name, file in out["imported"].items():
         assert file is None or file.startswith(str(tmp_path / "pkgpath")), f"{name} came from {file}"
     return out

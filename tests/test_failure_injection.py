@@ -1,11 +1,12 @@
-"""Issue 12, item 3: every Blender importer and exporter made to fail at every stage; afterwards the scene
-fingerprint (`blender/fingerprint.py`) equals the one before and no partial output file exists.
+"""Every Blender importer and exporter made to fail at every stage; afterwards the scene fingerprint
+(`tests/support/fingerprint.py`) equals the one before and no partial output file exists.
 
-One table row per bridge. Stages are found by running the bridge once with a recording `fail_hook`
-(`blender/scene.py` `_stage`), so a stage added later is attacked too; each row also names the stages it must
-report. Where a bridge has no `_stage` call yet (the UANI actions importer and exporter), the failure is
-injected by making one of its steps raise on its n-th call (`patches`): see the report of issue 12 for
-where `_stage` calls belong there. Rows whose module does not exist yet are skipped with the reason.
+One table row per bridge: the format registry gives a row to every Blender import (on the smallest real file of
+that format in ../shared/testdata), every convert target and every motion loader; hand-written rows add the
+bridges that need more (actions imported and exported with failures injected into their steps). Stages are
+found by running the bridge once with a recording `fail_hook` (`blender/scene.py` `_stage`), so a stage added
+later is attacked too; each row also names the stages it must report. Where a step has no `_stage` call, the
+failure is injected by making it raise on its n-th call (`patches`).
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ class Injected(RuntimeError):
 @dataclass
 class Bridge:
     name: str
-    modules: tuple[str, ...]  # the row is skipped while one of these does not import
+    modules: tuple[str, ...]  # the modules the row exercises
     setup: Callable[[], Any]  # builds the user's scene (after a factory reset); returns what `run` needs
     run: Callable[[Any, pathlib.Path], Any]  # imports, or exports into the given folder
     required_stages: tuple[str, ...] = ()
@@ -149,7 +150,6 @@ IMPORT_STAGES = ("armature", "materials", "mesh", "done")
 EXPORT_STAGES = ("skeleton", "meshes", "write")
 
 BRIDGES = [
-    Bridge("UMD2 import", ("skinbridge.io_urhox.blender_io",), lambda: None, _import_mdl, IMPORT_STAGES),
     Bridge("UMD2 export", ("skinbridge.io_urhox.blender_io",), _posed, _export_mdl, EXPORT_STAGES,
            patches=(("skinbridge.core.fileio", "os.replace", 1),),
            reader=_read_with("skinbridge.io_urhox.umd2")),
@@ -162,7 +162,6 @@ BRIDGES = [
                     ("skinbridge.io_urhox.blender_ani", "write_atomic", 2),
                     ("skinbridge.core.fileio", "os.replace", 1)),
            reader=_read_with("skinbridge.io_urhox.uani")),
-    Bridge("PMX import", ("skinbridge.io_pmx.blender_io",), lambda: None, _import_pmx, IMPORT_STAGES),
     Bridge("PMX export", ("skinbridge.io_pmx.blender_io",), _pmx_model, _export_pmx, EXPORT_STAGES,
            patches=(("skinbridge.core.fileio", "os.replace", 1),), reader=_read_with("skinbridge.io_pmx.pmx")),
     Bridge("VMD import", ("skinbridge.io_pmx.blender_vmd",), _luka, _import_vmd,
@@ -176,18 +175,87 @@ BRIDGES = [
 ]
 
 
-def _params():
-    out = []
-    for b in BRIDGES:
-        missing = None
-        for m in b.modules:
-            try:
-                importlib.import_module(m)
-            except ImportError as e:
-                missing = f"{m} does not exist yet ({e})"
+# -- rows read from the format registry: every Blender import, convert target and motion loader ------------------
+
+def _identified(path: pathlib.Path):
+    from skinbridge import formats
+    from skinbridge.core.errors import FormatError
+
+    try:
+        return formats.identify_file(path)
+    except (FormatError, OSError):
+        return None
+
+
+def _samples(spec) -> list[pathlib.Path]:
+    """Real files of ../shared/testdata whose content is this format, smallest first."""
+    files = [p for p in TESTDATA.rglob("*") if p.is_file() and _identified(p) is spec]
+    return sorted(files, key=lambda p: (p.stat().st_size, p.name))
+
+
+def _model_for(motion: pathlib.Path) -> pathlib.Path | None:
+    """The model a sample motion belongs to: the one in its folder whose name starts its name, else the largest."""
+    models = [p for p in motion.parent.iterdir() if p.is_file() and (s := _identified(p)) is not None
+              and s.kind == "model" and s.has("blender_import")]
+    named = [p for p in models if motion.stem.startswith(p.stem)]
+    pool = named or models
+    return max(pool, key=lambda p: (len(p.stem) if named else p.stat().st_size, p.name)) if pool else None
+
+
+def _written_reader(data: bytes, path: str):
+    """A file a convert target wrote must read back whole when it is one of our formats (textures and material
+    files are not ours to read)."""
+    from skinbridge import formats
+
+    spec = _identified(pathlib.Path(path))
+    if spec is not None and spec.has("read"):
+        spec.get("read")(data)
+
+
+def _registry_bridges() -> list[Bridge]:
+    from skinbridge import formats
+    from skinbridge.app.options import ConvertOptions
+
+    rows = []
+    for spec in formats.all_specs():
+        if spec.foreign_operators:
+            continue  # another add-on's importer: its failures are not ours to inject
+        samples = _samples(spec)
+        if spec.has("blender_import") and samples:
+            sample = samples[0]
+            rows.append(Bridge(f"{spec.label} import ({sample.name})", (), lambda: None,
+                               lambda _, out, spec=spec, sample=sample: spec.get("blender_import")(
+                                   bpy.context, str(sample), ConvertOptions()), IMPORT_STAGES))
+        if spec.has("export_target"):
+            rows.append(Bridge(f"{spec.label} convert target", (), _posed,
+                               lambda _, out, spec=spec: spec.get("export_target")(
+                                   bpy.context, str(out), "posed", ConvertOptions(target=spec.target)),
+                               patches=(("skinbridge.core.fileio", "os.replace", 1),), reader=_written_reader))
+        if spec.has("motion_loader"):
+            for motion in samples:
+                model = _model_for(motion)
+                if model is None:
+                    continue
+
+                def setup(model=model):
+                    from skinbridge.blender.selection import find_armature
+
+                    _identified(model).get("blender_import")(bpy.context, str(model), ConvertOptions())
+                    return find_armature(bpy.context, required=True)
+
+                rows.append(Bridge(f"{spec.label} motion ({motion.name} on {model.name})", (), setup,
+                                   lambda arm, out, spec=spec, motion=motion: spec.get("motion_loader")(
+                                       bpy.context, str(motion), arm, ConvertOptions()),
+                                   patches=(("skinbridge.blender.action", "assign", 1),)))
                 break
-        out.append(pytest.param(b, id=b.name, marks=[pytest.mark.skip(reason=missing)] if missing else []))
-    return out
+    return rows
+
+
+BRIDGES += _registry_bridges()
+
+
+def _params():
+    return [pytest.param(b, id=b.name) for b in BRIDGES]
 
 
 def _reset(bridge: Bridge):
@@ -287,8 +355,17 @@ def test_export_failing_before_its_first_write_leaves_no_file(bridge, addon, tmp
         assert _files(out) == [], f"{bridge.name}: failure at {stage!r} left {_files(out)}"
 
 
-def test_every_bridge_of_the_issue_has_a_row():
+def test_every_registered_bridge_has_a_row():
+    from skinbridge import formats
+
     names = " ".join(b.name for b in BRIDGES)
-    for fmt in ("UMD2 import", "UMD2 export", "UANI import", "UANI export", "PMX import", "PMX export", "VMD"):
-        assert fmt in names
+    for spec in formats.all_specs():
+        if spec.foreign_operators:
+            continue
+        if spec.has("blender_import") and _samples(spec):
+            assert f"{spec.label} import" in names
+        if spec.has("export_target"):
+            assert f"{spec.label} convert target" in names
+        if spec.has("motion_loader"):
+            assert f"{spec.label} motion" in names
     assert os.path.isfile(NINJA) and all(p.is_file() for p in CLIPS) and PMX.is_file()

@@ -1,4 +1,4 @@
-"""Issue 2, item 1: the Fox reference. `skinbridge convert Fox.glb --to urhox` writes a Fox.mdl of exactly
+"""The Fox reference. `skinbridge convert Fox.glb --to urhox` writes a Fox.mdl of exactly
 130698 bytes whose content matches an independent numpy conversion of the GLB (seed 000, Step 2)."""
 from __future__ import annotations
 

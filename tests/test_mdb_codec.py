@@ -266,3 +266,14 @@ def test_hostile_cases_keep_the_bad_input_contract():
     assert len(cases) > 300
     found = [p for case in cases for p in problems(case, measured(codec, case.data, trace=False))]
     assert found == []
+
+
+def test_empty_packets_read_check_and_map():
+    from skinbridge.io_mdb import convert
+
+    data = mdb_file(rigd("empty", [], []), skin("s", "k", [], []), walk("w", [], []), cols([]))
+    m = mdb.read(data)
+    assert mdb.write(m) == data
+    assert check.validate(m) == []
+    scene, warnings = convert.to_scene(m)
+    assert [len(x.positions) for x in scene.meshes] == [0, 0, 0]

@@ -45,7 +45,7 @@ def skin(name: str, skeleton: str, vertices, faces, flags=0) -> bytes:
     return packet(b"SKIN", body)
 
 
-def rigd(name: str, vertices, faces, mat: bytes | None = None) -> bytes:
+def rigd(name: str | bytes, vertices, faces, mat: bytes | None = None) -> bytes:
     """vertices: (position, normal, tangent, binormal, uvw)"""
     body = name32(name) + (mat or material()) + struct.pack("<II", len(vertices), len(faces))
     for v in vertices:

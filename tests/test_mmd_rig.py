@@ -1,4 +1,4 @@
-"""Issue 8 without Blender: the bone-mapping table and keyword matching, `--bone-map`, helper bones, the control
+"""Without Blender: the bone-mapping table and keyword matching, `--bone-map`, helper bones, the control
 layer built on PMX records (parents, flags, layers, IK, the knee limit bits), the zero-weight 上半身2 and the
 arm-angle rest transforms. The Blender side (Fox.glb, the demo humanoid, items 1-4) is in
 test_mmd_rig_blender.py."""
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from skinbridge.core.errors import ExportError
-from skinbridge.io_pmx import mmd_rig, pmx
+from skinbridge.io_pmx import mmd_arm_angle, mmd_bone_map, mmd_names, mmd_rig, pmx
 from skinbridge.io_pmx.validate import validate
 
 FOX = ["_rootJoint", "b_Root_00", "b_Hip_01", "b_Spine01_02", "b_Spine02_03", "b_Neck_04", "b_Head_05",
@@ -57,7 +57,7 @@ PARENTS = [-1, 0, 1, 2, 3, 4, 3, 6, 7, 8, 9, 9, 0, 12, 13, 14]
 @pytest.mark.parametrize("convention", sorted(CONVENTIONS))
 def test_table_maps_each_naming_convention(convention):
     names = CONVENTIONS[convention]
-    m = mmd_rig.map_bones(names, PARENTS)
+    m = mmd_bone_map.map_bones(names, PARENTS)
     got = [m.mmd[i] for i in range(len(names))]
     # a few conventions have no standard finger names in the table: they still map by keyword
     assert got == EXPECTED, list(zip(names, got))
@@ -65,17 +65,17 @@ def test_table_maps_each_naming_convention(convention):
 
 
 def test_the_table_documents_every_convention_it_claims():
-    rows = dict(mmd_rig.BONE_TABLE)
+    rows = dict(mmd_names.BONE_TABLE)
     for mmd in ("全ての親", "下半身", "上半身", "上半身2", "首", "頭", "腕", "ひじ", "手首", "足", "ひざ", "足首",
                 "つま先", "肩", "目"):
         assert mmd in rows
     for name in ("mixamorig:LeftUpLeg", "J_Bip_R_LowerLeg", "rightUpperArm", "DEF-thigh.R", "calf_r",
                  "upper_arm.R", "左ひざ", "Thigh_R", "UpperArm.R"):
-        assert mmd_rig.TABLE.get(mmd_rig.normalised_name(name), "")[:1] in "左右", name
+        assert mmd_names.TABLE.get(mmd_names.normalised_name(name), "")[:1] in "左右", name
 
 
 def test_fox_names_map_by_keywords_in_chain_order():
-    m = mmd_rig.map_bones(FOX, FOX_PARENTS)
+    m = mmd_bone_map.map_bones(FOX, FOX_PARENTS)
     assert m.warnings == []
     exported = {n: m.exported_name(i) for i, n in enumerate(FOX)}
     assert m.merged(0) and m.merged(1)  # _rootJoint and b_Root_00 merge into 全ての親
@@ -98,7 +98,7 @@ def test_fox_names_map_by_keywords_in_chain_order():
                                         ("thigh_r", "R"), ("Spine", None), ("LeftRight", None),
                                         ("b_LeftLeg01_015", "L")])
 def test_left_right_detection(name, side):
-    assert mmd_rig.side_of(name) == side
+    assert mmd_names.side_of(name) == side
 
 
 def test_keywords_cover_other_rigs():
@@ -106,7 +106,7 @@ def test_keywords_cover_other_rigs():
              "Bip01 L Toe0", "Bip01 L Clavicle", "Bip01 L UpperArm", "Bip01 L Forearm", "Bip01 L Hand",
              "Bip01 HeadNub"]
     parents = [-1, 0, 1, 1, 3, 4, 5, 2, 7, 8, 9, 2]
-    m = mmd_rig.map_bones(names, parents)
+    m = mmd_bone_map.map_bones(names, parents)
     assert [m.mmd[i] for i in range(1, 11)] == ["下半身", "上半身", "左足", "左ひざ", "左足首", "左つま先", "左肩",
                                                 "左腕", "左ひじ", "左手首"]
     assert m.merged(0)  # the ancestor of the pelvis
@@ -116,10 +116,10 @@ def test_keywords_cover_other_rigs():
 def test_unmapped_leg_chain_is_reported_not_guessed():
     names = ["Hips", "Spine", "leg_A.L", "leg_B.L", "leg_C.L", "thigh.R", "shin.R", "foot.R"]
     parents = [-1, 0, 0, 2, 3, 0, 5, 6]
-    m = mmd_rig.map_bones(names, parents)
+    m = mmd_bone_map.map_bones(names, parents)
     assert (m.mmd[2], m.mmd[3], m.mmd[4]) == ("左足", "左ひざ", None)  # "leg" fills 足, ひざ only
     assert any("left leg chain incomplete" in w and "左足首" in w for w in m.warnings), m.warnings
-    assert mmd_rig.leg_chain_ok(m, "R") and not mmd_rig.leg_chain_ok(m, "L")
+    assert mmd_bone_map.leg_chain_ok(m, "R") and not mmd_bone_map.leg_chain_ok(m, "L")
     model = _model([(n, p, (0, 10 - k, 0)) for k, (n, p) in enumerate(zip(names, parents))])
     warnings = mmd_rig.apply(model)
     assert any("left leg" in w for w in warnings)
@@ -129,7 +129,7 @@ def test_unmapped_leg_chain_is_reported_not_guessed():
 
 def test_bone_map_overrides_the_table_and_null_drops():
     names = CONVENTIONS["mixamo"]
-    m = mmd_rig.map_bones(names, PARENTS, bone_map={"mixamorig:Spine2": "胸", "mixamorig:Neck": "首X",
+    m = mmd_bone_map.map_bones(names, PARENTS, bone_map={"mixamorig:Spine2": "胸", "mixamorig:Neck": "首X",
                                                     "mixamorig:LeftHandIndex2": None, "NoSuchBone": "x"})
     assert m.mmd[3] == "胸" and m.how[3] == "bone map"
     assert m.mmd[4] == "首X"
@@ -141,15 +141,15 @@ def test_bone_map_overrides_the_table_and_null_drops():
 def test_bone_map_file_is_checked(tmp_path):
     good = tmp_path / "map.json"
     good.write_text(json.dumps({"Hips": "下半身", "Prop": None}, ensure_ascii=False), encoding="utf-8")
-    assert mmd_rig.load_bone_map(str(good)) == {"Hips": "下半身", "Prop": None}
+    assert mmd_bone_map.load_bone_map(str(good)) == {"Hips": "下半身", "Prop": None}
     for text, message in (("[1, 2]", "expected a JSON object"), ('{"Hips": 3}', "expected a bone name"),
                           ("{not json", "not a UTF-8 JSON")):
         bad = tmp_path / "bad.json"
         bad.write_text(text)
         with pytest.raises(ExportError, match=message):
-            mmd_rig.load_bone_map(str(bad))
+            mmd_bone_map.load_bone_map(str(bad))
     with pytest.raises(ExportError, match="missing.json"):
-        mmd_rig.load_bone_map(str(tmp_path / "missing.json"))
+        mmd_bone_map.load_bone_map(str(tmp_path / "missing.json"))
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -306,7 +306,7 @@ def test_arm_angle_rest_transforms_turn_upper_arms_down_about_plus_y():
     parents = [-1, 0, 1, 2, 0, 4, 5, 0]
     heads = np.array([[0, 0, 1.0], [0.2, 0, 1.5], [0.5, 0, 1.5], [0.8, 0, 1.5], [-0.2, 0, 1.5], [-0.5, 0, 1.5],
                       [-0.8, 0, 1.5], [0, 0, 1.7]])
-    d = mmd_rig.arm_angle_rest_transforms(parents, heads, {1: "L", 4: "R"}, 30)
+    d = mmd_arm_angle.arm_angle_rest_transforms(parents, heads, {1: "L", 4: "R"}, 30)
     moved = np.einsum("nij,nj->ni", d[:, :3, :3], heads) + d[:, :3, 3]
     for arm, tip in ((1, 2), (4, 5)):
         before, after = heads[tip] - heads[arm], moved[tip] - moved[arm]
@@ -321,7 +321,7 @@ def test_arm_angle_rest_transforms_turn_upper_arms_down_about_plus_y():
     c, s = math.cos(math.radians(30)), math.sin(math.radians(30))
     np.testing.assert_allclose(d[1, :3, :3], [[c, 0, s], [0, 1, 0], [-s, 0, c]], atol=1e-12)
     np.testing.assert_allclose(d[4, :3, :3], [[c, 0, -s], [0, 1, 0], [s, 0, c]], atol=1e-12)
-    assert np.allclose(mmd_rig.arm_angle_rest_transforms(parents, heads, {1: "L"}, 0), np.eye(4))
+    assert np.allclose(mmd_arm_angle.arm_angle_rest_transforms(parents, heads, {1: "L"}, 0), np.eye(4))
 
 
 def test_arm_angle_on_records_without_the_rig_keeps_names():
@@ -342,13 +342,13 @@ def test_exported_parents_tell_the_vmd_exporter_the_pmx_hierarchy():
     """`exported_parents` (no records needed) names the parent every bone gets in the rigged PMX."""
     for bones in (HUMAN, [(n, p, (0, 0, 0)) for n, p in zip(FOX, FOX_PARENTS)]):
         m = _model(bones)
-        mapping = mmd_rig.map_bones([b.name for b in m.bones], [b.parent for b in m.bones])
+        mapping = mmd_bone_map.map_bones([b.name for b in m.bones], [b.parent for b in m.bones])
         expected = mmd_rig.exported_parents(mapping)
         mmd_rig.apply(m)
         parent = {b.name: (m.bones[b.parent].name if b.parent >= 0 else None) for b in m.bones}
         for i, name in enumerate(mapping.names):
             if expected[i] is not None:
                 assert parent[mapping.exported_name(i)] == expected[i], name
-    fox = mmd_rig.map_bones(FOX, FOX_PARENTS)
+    fox = mmd_bone_map.map_bones(FOX, FOX_PARENTS)
     assert mmd_rig.exported_parents(fox)[FOX.index("b_Spine01_02")] == "腰"  # not the hips, as in Blender
     assert mmd_rig.exported_parents(fox)[FOX.index("b_Root_00")] is None

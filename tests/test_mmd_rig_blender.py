@@ -1,4 +1,4 @@
-"""Issue 8 through Blender ("What it must show"):
+"""Through Blender ("What it must show"):
 
 1. Fox.glb through `skinbridge convert --to pmx --mmd-rig` maps as the issue lists, the control bones have the
    parents, targets, links and limits of seed §4, and the file passes our validator and babylon-mmd.
@@ -22,7 +22,7 @@ from skinbridge.app import demo  # noqa: E402
 from skinbridge.blender import scene as bscene  # noqa: E402
 from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
 from skinbridge.core import skinning  # noqa: E402
-from skinbridge.io_pmx import blender_io, convert, mmd_rig, pmx  # noqa: E402
+from skinbridge.io_pmx import blender_io, convert, mmd_arm_angle, pmx  # noqa: E402
 from skinbridge.io_pmx.validate import validate  # noqa: E402
 from test_pmx_babylon import babylon_parse  # noqa: E402
 
@@ -110,7 +110,7 @@ def test_fox_with_mmd_rig_maps_validates_and_parses_in_babylon(testdata, tmp_pat
     assert r.returncode == 0, r.stderr
     rig_warnings = [line for line in r.stderr.splitlines() if line.startswith("warning")
                     and ("--mmd-rig" in line or " leg " in line or "bone map" in line)]
-    assert rig_warnings == []  # nothing dropped, nothing unmapped (the motions' own warnings are issue 9's)
+    assert rig_warnings == []  # nothing dropped, nothing unmapped (the motions' own warnings are tested with the motions)
     before = pmx.read_file(plain / "Fox.pmx")
     m = pmx.read_file(rigged / "Fox.pmx")
     k = _names(m)
@@ -262,7 +262,7 @@ def _chain_up(parents, i):
 def test_skeleton_arm_angle_rest_is_the_same_function_for_the_vmd_exporter():
     """The VMD exporter's entry point gives, on the core skeleton, the rest transforms the PMX export wrote."""
     skel = demo.humanoid_scene().skeleton
-    d = mmd_rig.skeleton_arm_angle_rest(skel, 30)
+    d = mmd_arm_angle.skeleton_arm_angle_rest(skel, 30)
     binds = skel.binds()
     left, elbow = skel.index(demo.PREFIX + "LeftArm"), skel.index(demo.PREFIX + "LeftForeArm")
     moved = d[elbow] @ binds[elbow]

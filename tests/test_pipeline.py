@@ -1,4 +1,4 @@
-"""Issue 4: the glb → UrhoX pipeline: textures, PBR material XML, batch conversion, file names."""
+"""The glb → UrhoX pipeline: textures, PBR material XML, batch conversion, file names."""
 from __future__ import annotations
 
 import os

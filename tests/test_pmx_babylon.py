@@ -20,11 +20,9 @@ SCRIPT = pathlib.Path(__file__).resolve().parent / "js" / "pmx_counts.mjs"
 
 
 def babylon_parse(paths: list[pathlib.Path]) -> dict[str, dict]:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed (needed to run babylon-mmd)")
-    if not (NODE_MODULES / "babylon-mmd" / "package.json").is_file():
-        pytest.skip(f"babylon-mmd is not installed in {NODE_MODULES} (tools/run runs npm install in tools/)")
+    from support.tools import node_with_babylon
+
+    node = node_with_babylon()
     done = subprocess.run([node, str(SCRIPT), str(NODE_MODULES), *map(str, paths)], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -1,4 +1,4 @@
-"""Issue 7 through Blender: PMX import/export keeps everything MMD needs (item 1), export is read-only and
+"""Through Blender: PMX import/export keeps everything MMD needs (item 1), export is read-only and
 independent of pose/action/frame, also when it fails (item 2), invalid IK limits set in Blender are refused
 naming the bone (item 3), the exported Luka parses in babylon-mmd without warnings (item 4). Item 5 is
 bench/pmx_blender.py."""

@@ -1,4 +1,4 @@
-"""Issue 7 item 5: the bench script reports Blender import and export seconds for Luka."""
+"""The bench script reports Blender import and export seconds for Luka."""
 from __future__ import annotations
 
 import pathlib

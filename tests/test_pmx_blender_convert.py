@@ -1,4 +1,4 @@
-"""Issue 7, the mapping half (no bpy): PMX records ⇄ core Scene. Every sample maps to the core model and back
+"""The mapping half (no bpy): PMX records ⇄ core Scene. Every sample maps to the core model and back
 byte-identical; positions, directions and angles convert separately; IK limits stay raw and convert to Blender
 only for display, exactly and without "fixing" reversed or NaN limits."""
 from __future__ import annotations

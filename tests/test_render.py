@@ -1,4 +1,4 @@
-"""`skinbridge render` and the contact-sheet operator (issue 10, item 1).
+"""`skinbridge render` and the contact-sheet operator.
 
 Everything is measured on the PNG pixels written: mesh pixels are grey (r = g = b), bone pixels take the
 palette colours (weighted bones the saturated ones), text only in the header and label strips. The panel

@@ -1,4 +1,4 @@
-"""Issue 5 in Blender: `.ani` files ⇄ actions (items 3, 4, 5), plus the bridge's rules: GENERATED keys,
+"""In Blender: `.ani` files ⇄ actions (items 3, 4, 5), plus the bridge's rules: GENERATED keys,
 step/hold keys, channel masks, Bézier and constraint sampling, triggers, naming, atomic import and
 read-only export."""
 from __future__ import annotations
@@ -338,7 +338,7 @@ def test_constrained_bone_sampled_from_the_evaluated_pose(clean_scene, tmp_path)
 
 
 def test_sampling_frames_skips_deforming_the_meshes(clean_scene, tmp_path):
-    """Issue 11: while constrained bones are sampled frame by frame, the armature modifiers that this armature
+    """while constrained bones are sampled frame by frame, the armature modifiers that this armature
     drives are off (no mesh is deformed per frame); afterwards they are on again and the scene is as it was."""
     import bpy
     from support.fingerprint import scene_fingerprint

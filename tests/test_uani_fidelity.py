@@ -1,4 +1,4 @@
-"""Issue 5, items 1, 2, 4 (codec part) and 6: the Fox animations written by `convert`, checked against the
+"""The Fox animations written by `convert`, checked against the
 glTF animation evaluated here with numpy as glTF specifies, and against Blender's own evaluation of Fox.glb."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 2, items 2–5 through Blender: UMD2 import/export round trip, initial pose ≠ bind pose against
+"""Through Blender: UMD2 import/export round trip, initial pose ≠ bind pose against
 core/skinning.py, failed imports leave bpy.data as it was, export leaves the scene unchanged."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 3 through Blender: every sample imports through the operator (item 2, Ninja posed against
+"""Through Blender: every sample imports through the operator (item 2, Ninja posed against
 core/skinning.py), LODs, material slots, lines, the FileHandler; the 100-bone split (item 3), shape keys ⇄
 morphs (item 4), Fox under urho3d as the mirror of urhox (item 5), bad input leaving bpy.data as it was
 (item 6), `--deform-only`, and exports that leave the scene unchanged."""

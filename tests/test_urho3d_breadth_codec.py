@@ -1,4 +1,4 @@
-"""Issue 3 without Blender: UMDL/UMD2/UMD3 sample counts from an independent walker (item 1), morph records
+"""Without Blender: UMDL/UMD2/UMD3 sample counts from an independent walker (item 1), morph records
 walked independently, bone-mapping splits that deform as the unsplit model (item 3, mapping level), the
 urhox refusal, primitive types, and bad input for every sample under every profile (item 6)."""
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Issue 9 item 5: a model exported with `--mmd-rig` (and `--arm-angle`) and its VMD share one rest pose.
+"""A model exported with `--mmd-rig` (and `--arm-angle`) and its VMD share one rest pose.
 
-The VMD of a rigged export is retargeted through world transforms (`blender_vmd.export_rigged_motion`).
+The VMD of a rigged export is retargeted through world transforms (`blender_vmd_retarget.export_rigged_motion`).
 
 * Fox.glb's Walk, exported with `--mmd-rig` (arm angle 0) through the command line: at every VMD key frame the
   MMD evaluation (`core.skinning`, IK off) of the exported PMX + VMD equals Blender's evaluation of the original
@@ -232,7 +232,9 @@ def test_humanoid_walk_with_arm_angle(clean_scene, tmp_path):
     from skinbridge.app import demo
     from skinbridge.blender import scene as bscene
     from skinbridge.io_pmx import blender_io
-    from skinbridge.io_pmx import mmd_rig as rig
+    from skinbridge.io_pmx.mmd_arm_angle import arm_angle_rest_transforms
+    from skinbridge.io_pmx.mmd_bone_map import map_bones
+    from skinbridge.io_pmx.mmd_names import SIDES
 
     arm = bscene.build_scene(bpy.context, demo.humanoid_scene(), "Humanoid").armature
     act = demo.add_walk(arm)
@@ -247,8 +249,8 @@ def test_humanoid_walk_with_arm_angle(clean_scene, tmp_path):
     # the arm chains of the PMX and their rest turn (D, in MMD axes), to undo it for matching vertices
     names = [b.name for b in model.bones]
     parents = [int(b.parent) for b in model.bones]
-    mapping = rig.map_bones(names, parents)
-    arms = {i: side for side, prefix in rig.SIDES.items() if (i := mapping.index(prefix + "腕")) is not None}
+    mapping = map_bones(names, parents)
+    arms = {i: side for side, prefix in SIDES.items() if (i := mapping.index(prefix + "腕")) is not None}
     on_arm = np.zeros(len(names), bool)
     for i in range(len(names)):
         j = i
@@ -263,7 +265,7 @@ def test_humanoid_walk_with_arm_angle(clean_scene, tmp_path):
     # PMX rest → Blender rest: undo the blended turn (an upper arm's head is where it was before the turn)
     heads_mmd = np.array([b.position for b in model.bones], np.float64)
     swap = np.eye(4)[[0, 2, 1, 3]]
-    d = swap @ rig.arm_angle_rest_transforms(parents, heads_mmd[:, [0, 2, 1]], arms, 30.0) @ swap
+    d = swap @ arm_angle_rest_transforms(parents, heads_mmd[:, [0, 2, 1]], arms, 30.0) @ swap
     assert np.array_equal(np.abs(d - np.eye(4)).max(axis=(1, 2)) > 0, on_arm)
     blend = np.linalg.inv(np.einsum("vk,vkij->vij", w, d[j]))
     p = model.vertices["position"].astype(np.float64)

@@ -1,4 +1,4 @@
-"""What a hostile case is, how one is built and how it is run and measured (issue 12).
+"""What a hostile case is, how one is built and how it is run and measured.
 
 Shared by the hostile suite (`tests/hostile/test_hostile.py`) and the fuzz harness (`bench/fuzz`): both drive
 a codec through `exercise`, which is the whole contract of DESIGN's "Bad input" rule:
@@ -108,6 +108,28 @@ def exercise(codec: Codec, data: bytes) -> Outcome:
     return out
 
 
+def _reset_peak() -> bool:
+    """Set this process's peak resident size (VmHWM) back to its current size, so that the peak read after a
+    case is that case's own (the process-wide ru_maxrss never comes down); False where Linux refuses."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _status_bytes(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def _max_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 
@@ -116,7 +138,8 @@ def measured(codec: Codec, data: bytes, trace: bool = True) -> Outcome:
     """`exercise` with its wall time and max-RSS growth, then (with `trace`) once more under tracemalloc for
     the peak of Python and numpy allocations (tracemalloc slows Python code down: the time is taken from the
     first, untraced run)."""
-    rss0 = _max_rss()
+    exact = _reset_peak()
+    rss0 = (_status_bytes("VmRSS") if exact else None) or _max_rss()
     t0 = time.perf_counter()
     out = exercise(codec, data)
     out.seconds = time.perf_counter() - t0
@@ -128,7 +151,8 @@ def measured(codec: Codec, data: bytes, trace: bool = True) -> Outcome:
             out.peak_bytes = tracemalloc.get_traced_memory()[1] - base
         finally:
             tracemalloc.stop()
-    out.rss_growth = _max_rss() - rss0
+    peak = _status_bytes("VmHWM") if exact else None
+    out.rss_growth = (peak if peak is not None else _max_rss()) - rss0
     return out
 
 

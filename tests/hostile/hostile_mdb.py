@@ -108,6 +108,13 @@ def _u32(b: Layout, label: str) -> int:
     return int.from_bytes(b.buf[b.at[label]:b.at[label] + 4], "little")
 
 
+def _zero_counts(b: Layout, t: str) -> bytes:
+    data = bytearray(b.set(f"{t} vertex count", 0))
+    at = b.at[f"{t} face count"]
+    data[at:at + 4] = bytes(4)
+    return bytes(data)
+
+
 def cases() -> list[Case]:
     b = build()
     p = "MDB"
@@ -150,6 +157,8 @@ def cases() -> list[Case]:
         Case(f"{p}: HAIR shortening 7", b.set("HAIR enum", 7), SEMANTIC, "enum"),
         Case(f"{p}: HELM hiding 0xFFFFFFFF", b.set("HELM enum", 0xFFFFFFFF), SEMANTIC, "enum"),
         Case(f"{p}: WALK ui flags 1", b.set("WALK ui flags", 1), SEMANTIC, "ui flags"),
+        Case(f"{p}: RIGD counts 0 (body kept as extra)", _zero_counts(b, "RIGD"), WARN, "empty mesh, surplus bytes"),
+        Case(f"{p}: WALK counts 0 (body kept as extra)", _zero_counts(b, "WALK"), WARN, "empty walk mesh"),
         Case(f"{p}: no packets", b.bytes()[:8] + b"\0\0\0\0", VALID, "empty model"),
     ]
     return out

@@ -91,7 +91,7 @@ COUNTS = ["vertex buffer count", "vertex count", "element count", "index buffer 
           "morph vertex count", "bone count"]
 
 
-# floats the mapping checks today; the others are imported silently (reported in issue 12's notes)
+# floats the mapping checks today; the others are imported silently
 WARNED = {"vertex 1 position", "vertex 1 normal", "morph position delta", "bone 1 offset"}
 
 

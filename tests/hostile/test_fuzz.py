@@ -1,4 +1,4 @@
-"""Issue 12, item 2: coverage-guided fuzzing (`bench/fuzz`, atheris) of every registered codec, 20 s each,
+"""Coverage-guided fuzzing (`bench/fuzz`, atheris) of every registered codec, 20 s each,
 and a test of the harness itself: a copy of the UMD2 reader with one bounds check removed is found to crash
 within 60 s.
 
@@ -19,7 +19,12 @@ import pytest
 
 import hostile_registry
 
-pytest.importorskip("atheris", reason="atheris (tools/requirements.txt) is not installed")
+
+@pytest.fixture(autouse=True)
+def _atheris():
+    from support.tools import atheris
+
+    atheris()
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FUZZ = ROOT / "bench" / "fuzz"

@@ -1,4 +1,4 @@
-"""Issue 12, item 4: names taken from file content (and from input file names) never put a file outside the
+"""Names taken from file content (and from input file names) never put a file outside the
 output folder: UMD2 model and material names, UANI motion names and their trigger sidecars, PMX texture
 paths. glTF texture and material names are covered by test_pipeline.py; VMD names join when a VMD motion
 loader exists (`blender/pipeline.py` MOTION_LOADERS)."""
@@ -97,7 +97,6 @@ def _png() -> bytes:
 def test_pmx_texture_paths(tmp_path):
     """PMX texture paths point anywhere (`../../x.png`, absolute, drive letters); images are read from
     there, but the textures written by `convert --to urhox` stay in OUT/Textures."""
-    pytest.importorskip("skinbridge.io_pmx.blender_io")
     import hostile_pmx
 
     model_dir = tmp_path / "models" / "m"

@@ -1,0 +1,809 @@
+"""NWN2 MDB ⇄ Blender: import (atomic) and export (read-only, atomic write).
+
+Import puts the model in a collection named after the file: RIGD/SKIN meshes with materials, COL2/COL3/WALK
+meshes, LOD packets (`*_L01`, `*_L02`) in a child collection `LODs` hidden in the viewport, HOOK/HAIR/HELM
+empties and COLS sphere empties. What the file holds beyond Blender's data is kept for export while it is
+unchanged: raw 32-byte names and maps (object/material JSON property `nwn2_mdb`), packet order and type,
+normals (`custom_normal`), tangents, binormals, uvw.z, SKIN slots and bone counts (point attributes), walk
+flags (face attribute) and link-vertex z (point attribute), the stored 3×3 of point empties.
+
+Export writes every MDB object of the chosen collection (its `LODs` child included although hidden), or of the
+view layer: packets in their kept order first, then new objects by type and name (`*_C2` COL2, `*_C3` COL3,
+`*_W` WALK, armature-deformed SKIN, other meshes RIGD; empties `HP_*` HOOK, `COLS_*` COLS, HAIR/HELM by kept
+type or name).
+"""
+from __future__ import annotations
+
+import json
+import os
+import zlib
+
+import bpy
+import numpy as np
+from mathutils import Matrix
+
+from ..blender import mesh as bmesh_
+from ..blender import scene as bscene
+from ..core import model as cm
+from ..core.errors import ExportError
+from ..core.fileio import read_bytes, write_atomic
+from . import bones as mdb_bones
+from . import convert, mdb
+
+PROP = "nwn2_mdb"  # JSON of the raw fields of the packet an object (or a model collection) came from
+SKELETON_PROP = "nwn2_skeleton"  # the GR2 skeleton name of a SKIN object, shown in its panel
+LODS = "LODs"
+A_TANGENT, A_BINORMAL, A_UVW_Z = "nwn2_tangent", "nwn2_binormal", "nwn2_uvw_z"
+A_BONES, A_WEIGHTS, A_BONE_COUNT = "nwn2_bones", "nwn2_weights", "nwn2_bone_count"
+A_WALK_FLAGS, A_WALK_Z = "nwn2_walk_flags", "nwn2_walk_z"
+MATERIAL_PROPS = ("nwn2_diffuse_color", "nwn2_specular_color", "nwn2_specular_level", "nwn2_specular_power",
+                  "nwn2_flags")
+MAP_EXTENSIONS = (".dds", ".tga", ".png")
+MATRIX_TOLERANCE = 1e-6
+WEIGHT_SUM_TOLERANCE = 1e-4
+MAX_VERTICES = 65536
+UNMAPPED = 1 << 20  # bone index of a vertex group that names no MDB bone
+MAX_READ_INFLUENCES = 16  # influences read per vertex before the 4-weight rule is applied
+ROW_ORDER = [1, 0, 2]  # nw2fbx reads the stored 3×3 with rows 1 and 0 swapped
+
+
+# -- small helpers ------------------------------------------------------------------------------------------
+
+def _positions_digest(positions: np.ndarray) -> int:
+    return zlib.crc32(np.ascontiguousarray(positions, np.float32).tobytes())
+
+
+def _get(attr, prop: str, n: int, width: int, dtype) -> np.ndarray:
+    out = np.empty(n * width, dtype)
+    if n:
+        attr.data.foreach_get(prop, out)
+    return out.reshape(n, width) if width > 1 else out
+
+
+def _put(me, name: str, data_type: str, domain: str, prop: str, values) -> None:
+    attr = me.attributes.new(name, data_type, domain)
+    attr.data.foreach_set(prop, np.ascontiguousarray(values).reshape(-1))
+
+
+def _point_matrix(position, orientation) -> np.ndarray:
+    m = np.eye(4)
+    m[:3, :3] = np.asarray(orientation, np.float64).reshape(3, 3)[ROW_ORDER]
+    m[:3, 3] = np.asarray(position, np.float64)
+    return m
+
+
+def _find_map(base_dir: str, name: str) -> str | None:
+    if not name or not base_dir or not os.path.isdir(base_dir):
+        return None
+    wanted = {(name + ext).lower() for ext in MAP_EXTENSIONS}
+    for entry in sorted(os.listdir(base_dir)):
+        if entry.lower() in wanted:
+            return os.path.join(base_dir, entry)
+    return None
+
+
+# -- import -------------------------------------------------------------------------------------------------
+
+def _material(packet_extras: dict, name: str, base_dir: str, created: list) -> bpy.types.Material:
+    d = packet_extras["material"]
+    mat = bpy.data.materials.new(name)
+    created.append(mat)
+    if mat.node_tree is None:
+        mat.use_nodes = True
+    nt = mat.node_tree
+    bsdf = next(n for n in nt.nodes if n.type == "BSDF_PRINCIPLED")
+    kd = [float(x) for x in d["diffuse_color"]]
+    ks = [float(x) for x in d["specular_color"]]
+    bsdf.inputs["Base Color"].default_value = (*kd, 1.0)
+    if "Specular Tint" in bsdf.inputs:
+        bsdf.inputs["Specular Tint"].default_value = (*ks, 1.0)
+    flags = int(d["flags"])
+    mat["nwn2_diffuse_color"] = kd
+    mat["nwn2_specular_color"] = ks
+    mat["nwn2_specular_level"] = float(d["specular_level"])
+    mat["nwn2_specular_power"] = float(d["specular_power"])
+    mat["nwn2_flags"] = flags
+    for which in mdb.Material.MAPS:
+        text = mdb.text_of(bytes.fromhex(d["maps"][which]))
+        mat[f"nwn2_{which}"] = text
+    for which, y in (("diffuse_map", 300), ("normal_map", 0), ("tint_map", -300), ("glow_map", -600)):
+        path = _find_map(base_dir, mat[f"nwn2_{which}"])
+        if path is None:
+            continue
+        known = set(bpy.data.images)
+        img = bpy.data.images.load(path, check_existing=True)
+        if img not in known:
+            created.append(img)
+        node = nt.nodes.new("ShaderNodeTexImage")
+        node.image = img
+        node.label = which
+        node.location = (-500, y)
+        if which == "diffuse_map":
+            nt.links.new(node.outputs["Color"], bsdf.inputs["Base Color"])
+            if flags & (mdb.ALPHA_TEST | mdb.ALPHA_BLEND):
+                nt.links.new(node.outputs["Alpha"], bsdf.inputs["Alpha"])
+        elif which == "normal_map":
+            img.colorspace_settings.name = "Non-Color"
+            nmap = nt.nodes.new("ShaderNodeNormalMap")
+            nmap.location = (-200, y)
+            nt.links.new(node.outputs["Color"], nmap.inputs["Color"])
+            nt.links.new(nmap.outputs["Normal"], bsdf.inputs["Normal"])
+        elif which == "glow_map" and flags & mdb.GLOW and "Emission Color" in bsdf.inputs:
+            nt.links.new(node.outputs["Color"], bsdf.inputs["Emission Color"])
+    if flags & mdb.ALPHA_TEST and hasattr(mat, "blend_method"):
+        mat.blend_method = "CLIP" if "CLIP" in type(mat).bl_rna.properties["blend_method"].enum_items else "HASHED"
+    return mat
+
+
+def _walk_materials(names: list[str], created: list) -> list:
+    out = []
+    for n in names:
+        mat = bpy.data.materials.get(n)
+        if mat is None:
+            mat = bpy.data.materials.new(n)
+            created.append(mat)
+            mat["nwn2_walk_flags"] = convert.WALK_SURFACES.get(n, 0)
+        out.append(mat)
+    return out
+
+
+def _skin_groups(packet: mdb.MeshPacket, cmesh: cm.Mesh, arm_ob) -> list[str]:
+    """Vertex group names of a SKIN mesh; rewrites `cmesh.joints` to group positions."""
+    if arm_ob is not None:
+        return [b.name for b in arm_ob.data.bones]
+    raw = packet.vertices["bones"].astype(np.int32)
+    live = packet.vertices["weights"] > 0
+    used = np.unique(raw[live])
+    lut = np.full(256, -1, np.int32)
+    lut[used] = np.arange(len(used))
+    cmesh.joints = np.where(live, lut[raw], -1).astype(np.int32)
+    return [f"bone_{int(n)}" for n in used]
+
+
+def _mesh_object(packet, cmesh: cm.Mesh, arm_ob, base_dir: str, created: list, warnings: list[str]):
+    extras = cmesh.extras["mdb"]
+    groups: list[str] = []
+    if packet.type == "SKIN":
+        groups = _skin_groups(packet, cmesh, arm_ob)
+    walk = packet.type == "WALK"
+    shown = cmesh
+    if walk:  # link vertices at z = −1,000,000 show at −20, as nw2fbx puts them
+        positions = cmesh.positions.copy()
+        positions[positions[:, 2] == np.float32(convert.WALK_SENTINEL_Z), 2] = convert.WALK_SENTINEL_SHOWN_Z
+        shown = cm.Mesh(cmesh.name, positions, cmesh.triangles, material_indices=cmesh.material_indices)
+    me = bmesh_.build_mesh(shown, packet.name_text or packet.type, created, warnings, len(groups))
+    nv = len(cmesh.positions)
+    if len(me.polygons) != len(cmesh.triangles):
+        warnings.append(f"{packet.name_text}: degenerate faces dropped; this packet will not export identically")
+    ob = bpy.data.objects.new(packet.name_text or packet.type, me)
+    created.append(ob)
+    if walk:
+        for mat in _walk_materials(extras["walk_materials"], created):
+            me.materials.append(mat)
+        _put(me, A_WALK_FLAGS, "INT", "FACE", "value", packet.faces["flags"].view(np.int32))
+        _put(me, A_WALK_Z, "FLOAT", "POINT", "value", packet.vertices[:, 2].astype(np.float32))
+    else:
+        v = packet.vertices
+        if "tangent" in v.dtype.names:
+            _put(me, A_TANGENT, "FLOAT_VECTOR", "POINT", "vector", v["tangent"])
+            _put(me, A_BINORMAL, "FLOAT_VECTOR", "POINT", "vector", v["binormal"])
+        _put(me, A_UVW_Z, "FLOAT", "POINT", "value", np.ascontiguousarray(v["uvw"][:, 2]))
+        if packet.type == "SKIN":
+            _put(me, A_BONES, "INT", "POINT", "value", np.ascontiguousarray(v["bones"]).view(np.int32).reshape(-1))
+            _put(me, A_WEIGHTS, "FLOAT_COLOR", "POINT", "color", v["weights"])
+            _put(me, A_BONE_COUNT, "FLOAT", "POINT", "value", v["bone_count"])
+            skeleton = mdb.text_of(packet.skeleton)
+            ob[SKELETON_PROP] = skeleton
+        if packet.type in ("RIGD", "SKIN"):
+            me.materials.append(_material(extras, packet.name_text or packet.type, base_dir, created))
+    extras = dict(extras)
+    extras["digest"] = _positions_digest(cmesh.positions if not walk else shown.positions)
+    extras["vertices"] = nv
+    ob[PROP] = json.dumps(extras)
+    if groups:
+        bmesh_.add_vertex_groups(ob, groups)
+    return ob
+
+
+def _point_object(d: dict, arm_ob, created: list):
+    t = d["type"]
+    ob = bpy.data.objects.new(mdb.text_of(bytes.fromhex(d["name"])) or t, None)
+    created.append(ob)
+    ob.empty_display_type = "ARROWS"
+    ob.empty_display_size = 0.25
+    m = _point_matrix(d["position"], d["orientation"])
+    ob.matrix_world = Matrix([list(r) for r in m])
+    if t == "HAIR":
+        ob["nwn2_shortening"] = mdb.HAIR_SHORTENING[d["kind"]] if d["kind"] < 3 else str(d["kind"])
+    elif t == "HELM":
+        ob["nwn2_hiding"] = mdb.HELM_HIDING[d["kind"]] if d["kind"] < 4 else str(d["kind"])
+    ob[PROP] = json.dumps(d)
+    return [ob]
+
+
+def _cols_objects(d: dict, arm_ob, created: list):
+    out = []
+    names = [b.name for b in arm_ob.data.bones] if arm_ob is not None else []
+    for k, (bone, radius) in enumerate(zip(d["bones"], d["radii"])):
+        label = names[bone] if bone < len(names) else str(bone)
+        ob = bpy.data.objects.new(f"COLS_{label}", None)
+        created.append(ob)
+        ob.empty_display_type = "SPHERE"
+        ob.empty_display_size = float(radius) if np.isfinite(radius) and radius > 0 else 0.01
+        ob[PROP] = json.dumps({"type": "COLS", "packet": d["packet"], "sphere": k, "bone": int(bone),
+                               "radius": float(radius), "extra": d.get("extra", "") if k == 0 else ""})
+        if arm_ob is not None and bone < len(names):
+            ob.parent = arm_ob
+            ob.parent_type = "BONE"
+            ob.parent_bone = names[bone]
+            ob.matrix_parent_inverse.identity()
+            bone_ob = arm_ob.data.bones[names[bone]]
+            ob.matrix_world = arm_ob.matrix_world @ bone_ob.matrix_local
+        out.append(ob)
+    return out
+
+
+def _armature(armature):
+    if armature is None or armature == "":
+        return None
+    if isinstance(armature, str):
+        ob = bpy.data.objects.get(armature)
+        if ob is None or ob.type != "ARMATURE":
+            raise ValueError(f"no armature named {armature!r}")
+        return ob
+    return armature
+
+
+def import_mdb(context, path: str, armature=None) -> bscene.ImportResult:
+    """Import the MDB at `path`; `armature` (object or name): its bones name the SKIN groups (filtered order)."""
+    arm_ob = _armature(armature)
+    data = read_bytes(path)
+    m = mdb.read(data)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    names = [b.name for b in arm_ob.data.bones] if arm_ob is not None else None
+    scene, warnings = convert.to_scene(m, stem, names)  # every check before the first datablock
+    result = bscene.ImportResult(warnings=list(m.warnings) + list(warnings))
+    base_dir = os.path.dirname(os.path.abspath(path))
+    created: list = []
+    if context.mode != "OBJECT" and context.view_layer.objects.active is not None:
+        bpy.ops.object.mode_set(mode="OBJECT")
+    try:
+        parent = context.view_layer.active_layer_collection.collection
+        coll = bpy.data.collections.new(stem)
+        created.append(coll)
+        parent.children.link(coll)
+        raw = [d for d in scene.extras["mdb"]["points"] if d["type"] not in ("COLS",) + mdb.POINT_TYPES]
+        coll[PROP] = json.dumps({k: v for k, v in scene.extras["mdb"].items() if k != "points"} | {"raw": raw})
+        lods = None
+        meshes = iter(scene.meshes)
+        for i, p in enumerate(m.packets):
+            if isinstance(p, (mdb.MeshPacket, mdb.WalkPacket)):
+                cmesh = next(meshes)
+                ob = _mesh_object(p, cmesh, arm_ob, base_dir, created, result.warnings)
+                obs = [ob]
+                if arm_ob is not None and p.type == "SKIN":
+                    ob.parent = arm_ob
+                    mod = ob.modifiers.new("Armature", "ARMATURE")
+                    mod.object = arm_ob
+                level = cmesh.extras["mdb"].get("lod", 0)
+            else:
+                d = next(x for x in scene.extras["mdb"]["points"] if x["packet"] == i)
+                if d["type"] == "COLS":
+                    obs = _cols_objects(d, arm_ob, created)
+                elif d["type"] in mdb.POINT_TYPES:
+                    obs = _point_object(d, arm_ob, created)
+                else:
+                    continue
+                level = 0
+            for ob in obs:
+                if level:
+                    if lods is None:
+                        lods = bpy.data.collections.new(LODS)
+                        created.append(lods)
+                        coll.children.link(lods)
+                    lods.objects.link(ob)
+                else:
+                    coll.objects.link(ob)
+                result.objects.append(ob)
+        if lods is not None:
+            context.view_layer.update()
+            layer = _layer_collection(context.view_layer.layer_collection, lods)
+            if layer is not None:
+                layer.hide_viewport = True
+        bscene._stage("done")
+    except BaseException:
+        bscene.remove_created(created)
+        raise
+    result.armature = arm_ob
+    return result
+
+
+def _layer_collection(layer, coll):
+    if layer.collection == coll:
+        return layer
+    for child in layer.children:
+        found = _layer_collection(child, coll)
+        if found is not None:
+            return found
+    return None
+
+
+def blender_import(context, path: str, options) -> list[str]:
+    """The registry's `blender_import`: options may name an armature (`armature`)."""
+    return import_mdb(context, path, getattr(options, "armature", None)).warnings
+
+
+# -- export -------------------------------------------------------------------------------------------------
+
+def _kept(ob) -> dict | None:
+    raw = ob.get(PROP)
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def _packet_name(ob, kept: dict | None, warnings: list[str]) -> bytes:
+    if kept and "name" in kept:
+        raw = bytes.fromhex(kept["name"])
+        if mdb.text_of(raw) == ob.name or mdb.text_of(raw) == ob.name.rsplit(".", 1)[0] and \
+                ob.name.rsplit(".", 1)[-1].isdigit():
+            return raw
+    text = ob.name
+    size = len(text.encode("utf-8"))
+    if size > mdb.NAME_SIZE:
+        raise ExportError(f"{ob.name}: name is {size} bytes, an MDB name holds 32")
+    if size > mdb.NAME_SIZE - 1:
+        warnings.append(f"{ob.name}: 32-byte name written without a terminator")
+    return mdb.raw_name(text)
+
+
+def _packet_type(ob, kept: dict | None) -> str | None:
+    if kept and kept.get("type") in mdb.KNOWN_TYPES:
+        return kept["type"]
+    name = ob.name
+    if ob.type == "MESH":
+        upper = name.upper()
+        if upper.endswith("_C2"):
+            return "COL2"
+        if upper.endswith("_C3"):
+            return "COL3"
+        if upper.endswith("_W"):
+            return "WALK"
+        deformed = any(mod.type == "ARMATURE" and mod.object is not None for mod in ob.modifiers) or \
+            (ob.parent is not None and ob.parent.type == "ARMATURE" and len(ob.vertex_groups))
+        return "SKIN" if deformed else "RIGD"
+    if ob.type == "EMPTY":
+        upper = name.upper()
+        if upper.startswith("HP_"):
+            return "HOOK"
+        if upper.startswith("COLS_"):
+            return "COLS"
+        if "nwn2_shortening" in ob or "HAIR" in upper:
+            return "HAIR"
+        if "nwn2_hiding" in ob or "HELM" in upper:
+            return "HELM"
+    return None
+
+
+def _mesh_material(ob, kept: dict | None) -> mdb.Material:
+    base = convert.material_from_extras(kept["material"]) if kept and "material" in kept else mdb.Material()
+    mat = ob.active_material if ob.type == "MESH" else None
+    if mat is None or "nwn2_flags" not in mat:
+        return base
+    out = mdb.Material(base.diffuse_map, base.normal_map, base.tint_map, base.glow_map)
+    kd = np.asarray(mat["nwn2_diffuse_color"], "<f4")
+    ks = np.asarray(mat["nwn2_specular_color"], "<f4")
+    out.diffuse_color = base.diffuse_color if np.array_equal(kd, base.diffuse_color) else kd
+    out.specular_color = base.specular_color if np.array_equal(ks, base.specular_color) else ks
+    out.specular_level = np.float32(mat["nwn2_specular_level"])
+    out.specular_power = np.float32(mat["nwn2_specular_power"])
+    out.flags = int(mat["nwn2_flags"])
+    for which in mdb.Material.MAPS:
+        text = str(mat.get(f"nwn2_{which}", ""))
+        if mdb.text_of(getattr(base, which)) != text:
+            try:
+                setattr(out, which, mdb.raw_name(text))
+            except ValueError:
+                raise ExportError(f"{ob.name}: material {which} {text!r} is over 32 bytes") from None
+    return out
+
+
+class _Options:
+    def __init__(self, skeleton: str | None, limit_weights: bool, armature):
+        self.skeleton = skeleton
+        self.limit_weights = limit_weights
+        self.armature = armature
+
+
+def _bone_index(ob, arm_ob, head: bool) -> dict[str, int]:
+    """Vertex group name → MDB bone index: `bone_<n>` → n; armature bones → their filtered index."""
+    out = {}
+    if arm_ob is not None:
+        order = mdb_bones.skin_bone_names([b.name for b in arm_ob.data.bones], head)
+        out.update({n: i for i, n in enumerate(order)})
+    for g in ob.vertex_groups:
+        stem, _, n = g.name.partition("_")
+        if stem == "bone" and n.isdigit():
+            out.setdefault(g.name, int(n))
+    return out
+
+
+def _armature_of(ob):
+    for mod in ob.modifiers:
+        if mod.type == "ARMATURE" and mod.object is not None:
+            return mod.object
+    if ob.parent is not None and ob.parent.type == "ARMATURE":
+        return ob.parent
+    return None
+
+
+def _skin_slots(ob, me, opts: _Options, head: bool, warnings: list[str]):
+    """(weights (V,4), bones (V,4) u8) of a mesh from its vertex groups, refusing what an MDB cannot hold."""
+    arm_ob = opts.armature if opts.armature is not None else _armature_of(ob)
+    index = _bone_index(ob, arm_ob, head)
+    nv = len(me.vertices)
+    # every group is read; one that maps to no MDB index reads as UNMAPPED, refused below if it carries weight
+    by_group = {g.name: index.get(g.name, UNMAPPED) for g in ob.vertex_groups}
+    joints, weights = bmesh_._read_weights(ob, me, by_group, MAX_READ_INFLUENCES, [])
+    unmapped = np.flatnonzero(((joints == UNMAPPED) & (weights > 0)).any(axis=1))
+    if len(unmapped):
+        v = int(unmapped[0])
+        names = sorted(n for n, i in by_group.items() if i == UNMAPPED)
+        raise ExportError(f"{ob.name}: vertex {v} has weight in group(s) {names} that map to no MDB bone index "
+                          "(name groups bone_<n> or after the armature's bones)")
+    if (joints > 255).any():
+        v = int(np.flatnonzero((joints > 255).any(axis=1))[0])
+        raise ExportError(f"{ob.name}: vertex {v} uses bone index {int(joints[v].max())}; MDB bone indices are u8")
+    live = weights > 0
+    count = live.sum(axis=1)
+    none = np.flatnonzero(count == 0)
+    if len(none):
+        raise ExportError(f"{ob.name}: vertex {int(none[0])} has no weight ({len(none)} such vertices)")
+    sums = weights.astype(np.float64).sum(axis=1)
+    over = count > 4
+    off = np.abs(sums - 1.0) > WEIGHT_SUM_TOLERANCE
+    if (over | off).any():
+        if not opts.limit_weights:
+            v = int(np.flatnonzero(over | off)[0])
+            why = f"{int(count[v])} weights, at most 4" if over[v] else f"weights sum to {sums[v]:.6g}, not 1"
+            raise ExportError(f"{ob.name}: vertex {v} has {why} (turn on \"Limit and normalise weights\")")
+        order = np.argsort(-weights, axis=1, kind="stable")[:, :4]
+        rows = np.arange(nv)[:, None]
+        joints, weights = joints[rows, order], weights[rows, order]
+        weights = (weights / weights.astype(np.float64).sum(axis=1, keepdims=True)).astype(np.float32)
+        warnings.append(f"{ob.name}: {int((over | off).sum())} vertices limited to 4 weights and renormalised")
+    else:
+        order = np.argsort(~live, axis=1, kind="stable")[:, :4]
+        rows = np.arange(nv)[:, None]
+        joints, weights = joints[rows, order], weights[rows, order]
+    joints = np.where(weights > 0, joints, 0)
+    return weights[:, :4].astype(np.float32), joints[:, :4].astype(np.uint8)
+
+
+def _first_corner(me) -> np.ndarray:
+    nl = len(me.loops)
+    corner_vert = _get(me.attributes[".corner_vert"], "value", nl, 1, np.int32)
+    first = np.full(len(me.vertices), -1, np.int64)
+    first[corner_vert[::-1]] = np.arange(nl)[::-1]
+    return first
+
+
+def _kept_mesh_packet(ob, kept: dict, ptype: str, opts: _Options, warnings: list[str]):
+    """The packet of an imported mesh object, from its own vertices 1:1 (None when its data no longer fits)."""
+    me = ob.data
+    nv, nf, nl = len(me.vertices), len(me.polygons), len(me.loops)
+    if nl != 3 * nf or (ptype != "WALK" and A_UVW_Z not in me.attributes):
+        return None
+    pos = _get(me.attributes["position"], "vector", nv, 3, np.float32)
+    faces = _get(me.attributes[".corner_vert"], "value", nl, 1, np.int32).reshape(-1, 3)
+    if nv > MAX_VERTICES:
+        raise ExportError(f"{ob.name}: {nv} vertices in one packet; u16 faces reach 65,536")
+    name = _packet_name(ob, kept, warnings)
+    extra = bytes.fromhex(kept.get("extra", ""))
+    if ptype == "WALK":
+        if A_WALK_Z in me.attributes:
+            kept_z = _get(me.attributes[A_WALK_Z], "value", nv, 1, np.float32)
+            at_shown = pos[:, 2] == np.float32(convert.WALK_SENTINEL_SHOWN_Z)
+            pos[at_shown, 2] = kept_z[at_shown]
+        flags = _walk_flags(ob, me, nf)
+        wf = np.zeros(nf, mdb.WALK_FACE)
+        wf["v"] = faces
+        wf["flags"] = flags
+        return mdb.WalkPacket(name, int(kept.get("ui_flags", 0)), pos, wf, extra)
+    first = _first_corner(me)
+    if (first < 0).any():
+        return None  # loose vertices carry no corner data
+    nrm_attr = me.attributes.get("custom_normal")
+    if nrm_attr is not None and nrm_attr.data_type == "FLOAT_VECTOR" and nrm_attr.domain == "CORNER":
+        normals = _get(nrm_attr, "vector", nl, 3, np.float32)[first]
+    else:
+        normals = np.empty(nl * 3, np.float32)
+        me.corner_normals.foreach_get("vector", normals)
+        normals = normals.reshape(nl, 3)[first]
+    uv = None
+    if me.uv_layers:
+        uv = np.empty(nl * 2, np.float32)
+        me.uv_layers[0].uv.foreach_get("vector", uv)
+        uv = uv.reshape(nl, 2)[first]
+    moved = _positions_digest(pos) != kept.get("digest")
+    tangents = binormals = uvw_z = None
+    if ptype in ("RIGD", "SKIN"):
+        if moved and uv is not None:
+            me.calc_tangents(uvmap=me.uv_layers[0].name)
+            t = np.empty(nl * 3, np.float32)
+            me.loops.foreach_get("tangent", t)
+            s = np.empty(nl, np.float32)
+            me.loops.foreach_get("bitangent_sign", s)
+            t4 = np.concatenate([t.reshape(nl, 3)[first], s[first, None]], axis=1)
+            tangents, binormals, uvw_z = convert.tangent_frame(normals, t4)
+            me.free_tangents()
+        else:
+            tangents = _get(me.attributes[A_TANGENT], "vector", nv, 3, np.float32)
+            binormals = _get(me.attributes[A_BINORMAL], "vector", nv, 3, np.float32)
+            uvw_z = _get(me.attributes[A_UVW_Z], "value", nv, 1, np.float32)
+    else:
+        uvw_z = _get(me.attributes[A_UVW_Z], "value", nv, 1, np.float32)
+    material = _mesh_material(ob, kept)
+    skeleton = bytes(mdb.NAME_SIZE)
+    weights = bones = count = None
+    if ptype == "SKIN":
+        skeleton = _skeleton(ob, kept, opts)
+        weights, bones = _skin_slots(ob, me, opts, mdb_bones.uses_head_bones(material.flags), warnings)
+        if A_BONES in me.attributes:
+            kept_b = _get(me.attributes[A_BONES], "value", nv, 1, np.int32).view(np.uint8).reshape(nv, 4)
+            kept_w = _get(me.attributes[A_WEIGHTS], "color", nv, 4, np.float32)
+            same = _same_influences(kept_b, kept_w, bones, weights)
+            bones = np.where(same[:, None], kept_b, bones)
+            weights = np.where(same[:, None], kept_w, weights)
+            count = np.where(same, _get(me.attributes[A_BONE_COUNT], "value", nv, 1, np.float32), np.float32(4))
+    vertices = convert.mesh_vertices(ptype, pos, normals, uv, tangents, binormals, uvw_z, weights, bones, count)
+    return mdb.MeshPacket(ptype, name, material, vertices, faces.astype(np.uint16), skeleton, extra)
+
+
+def _same_influences(kb, kw, b, w) -> np.ndarray:
+    """Per vertex: do the kept slots describe the same (bone, weight) set as the groups (zero slots ignored)?"""
+    def canon(bones, weights):
+        key = np.where(weights > 0, bones.astype(np.int64), 1 << 20)
+        order = np.argsort(key, axis=1, kind="stable")
+        rows = np.arange(len(bones))[:, None]
+        return key[rows, order], np.where(weights > 0, weights, 0)[rows, order]
+    k1, w1 = canon(kb, kw)
+    k2, w2 = canon(b, w)
+    return (k1 == k2).all(axis=1) & (w1 == w2).all(axis=1)
+
+
+def _skeleton(ob, kept: dict | None, opts: _Options) -> bytes:
+    kept_raw = bytes.fromhex(kept["skeleton"]) if kept and kept.get("skeleton") else None
+    text = opts.skeleton or str(ob.get(SKELETON_PROP, "")) or (mdb.text_of(kept_raw) if kept_raw else "")
+    arm = _armature_of(ob)
+    if not text and arm is not None:
+        text = str(arm.get(SKELETON_PROP, ""))
+    if not text:
+        raise ExportError(f"{ob.name}: SKIN needs the GR2 skeleton name (--skeleton NAME, or the object's "
+                          f"'{SKELETON_PROP}' property)")
+    if kept_raw is not None and mdb.text_of(kept_raw) == text:
+        return kept_raw
+    try:
+        return mdb.raw_name(text)
+    except ValueError:
+        raise ExportError(f"{ob.name}: skeleton name {text!r} is over 32 bytes") from None
+
+
+def _walk_flags(ob, me, nf: int) -> np.ndarray:
+    attr = me.attributes.get(A_WALK_FLAGS)
+    flags = _get(attr, "value", nf, 1, np.int32).view(np.uint32).copy() if attr is not None and \
+        attr.domain == "FACE" else np.zeros(nf, np.uint32)
+    mats = [m.name if m is not None else "" for m in me.materials]
+    if not mats:
+        return flags
+    mat_attr = me.attributes.get("material_index")
+    idx = _get(mat_attr, "value", nf, 1, np.int32) if mat_attr is not None else np.zeros(nf, np.int32)
+    idx = np.clip(idx, 0, len(mats) - 1)
+    for slot, name in enumerate(mats):
+        base = name.rsplit(".", 1)[0] if name.rsplit(".", 1)[-1].isdigit() else name
+        value = convert.WALK_SURFACES.get(base)
+        if value is None:
+            mat = me.materials[slot]
+            value = int(mat.get("nwn2_walk_flags", -1)) if mat is not None else -1
+            if value < 0:
+                continue
+        rows = np.flatnonzero(idx == slot)
+        current = np.array([convert.walk_material_name(f) for f in flags[rows]])
+        changed = rows[current != base] if len(rows) else rows
+        flags[changed] = (flags[changed] & ~np.uint32(convert.WALK_FLAG_BITS)) | np.uint32(value)
+    return flags
+
+
+def _new_mesh_packet(context, ob, ptype: str, opts: _Options, warnings: list[str]):
+    """The packet of a mesh object without kept data: split per corner, tangents by MikkTSpace."""
+    depsgraph = context.evaluated_depsgraph_get()
+    matrix = np.array(ob.matrix_world, np.float64)
+    cmesh = bmesh_.read_mesh(ob, depsgraph, matrix, {}, 4, warnings, tangents=ptype in ("RIGD", "SKIN"))
+    if cmesh is None:
+        return None
+    nv = cmesh.vertex_count
+    if nv > MAX_VERTICES:
+        raise ExportError(f"{ob.name}: {nv} vertices in one packet; u16 faces reach 65,536")
+    name = _packet_name(ob, None, warnings)
+    faces = cmesh.triangles.astype(np.uint16)
+    if ptype == "WALK":
+        me = ob.data
+        flags = _walk_flags(ob, me, len(me.polygons)) if len(me.loops) == 3 * len(me.polygons) else \
+            np.full(len(faces), convert.WALK_SURFACES["w_Stone"], np.uint32)
+        if len(flags) != len(faces):
+            flags = np.resize(flags, len(faces))
+        wf = np.zeros(len(faces), mdb.WALK_FACE)
+        wf["v"] = faces
+        wf["flags"] = flags
+        return mdb.WalkPacket(name, 0, cmesh.positions, wf)
+    uv = cmesh.uvs[0][1] if cmesh.uvs else None
+    tangents = binormals = uvw_z = None
+    if cmesh.tangents is not None:
+        tangents, binormals, uvw_z = convert.tangent_frame(cmesh.normals, cmesh.tangents)
+    material = _mesh_material(ob, None)
+    skeleton = bytes(mdb.NAME_SIZE)
+    weights = bones = None
+    if ptype == "SKIN":
+        skeleton = _skeleton(ob, None, opts)
+        me = ob.data
+        w, b = _skin_slots(ob, me, opts, mdb_bones.uses_head_bones(material.flags), warnings)
+        source = cmesh.extras["source_vertex"]
+        weights, bones = w[source], b[source]
+    if ptype in ("COL2", "COL3"):
+        uvw_z = np.zeros(nv, np.float32)
+    vertices = convert.mesh_vertices(ptype, cmesh.positions, cmesh.normals, uv, tangents, binormals, uvw_z,
+                                     weights, bones)
+    return mdb.MeshPacket(ptype, name, material, vertices, faces, skeleton)
+
+
+def _point_packet(ob, ptype: str, kept: dict | None, warnings: list[str]):
+    m = np.array(ob.matrix_world, np.float64)
+    if kept and kept.get("type") == ptype:
+        built = _point_matrix(kept["position"], kept["orientation"])
+        if np.abs(built - m).max() <= MATRIX_TOLERANCE:
+            d = dict(kept)
+            if mdb.text_of(bytes.fromhex(d["name"])) != ob.name:
+                d["name"] = _packet_name(ob, None, warnings).hex()
+            return convert.record_from_extras(d)
+    rot = m[:3, :3] / np.maximum(np.linalg.norm(m[:3, :3], axis=0, keepdims=True), 1e-30)
+    orientation = np.empty((3, 3))
+    orientation[ROW_ORDER] = rot
+    kind = int(kept.get("kind", 0)) if kept else 0
+    if ptype == "HAIR" and "nwn2_shortening" in ob and ob["nwn2_shortening"] in mdb.HAIR_SHORTENING:
+        kind = mdb.HAIR_SHORTENING.index(ob["nwn2_shortening"])
+    if ptype == "HELM" and "nwn2_hiding" in ob and ob["nwn2_hiding"] in mdb.HELM_HIDING:
+        kind = mdb.HELM_HIDING.index(ob["nwn2_hiding"])
+    size = int(kept.get("size", 0)) if kept else 0
+    return mdb.PointPacket(ptype, _packet_name(ob, kept if kept and "name" in kept else None, warnings), kind, size,
+                           m[:3, 3].astype("<f4"), orientation.astype("<f4"))
+
+
+def _collection_objects(coll) -> list:
+    out = list(coll.objects)
+    for child in coll.children:
+        out += [o for o in _collection_objects(child) if o not in out]
+    return out
+
+
+def _export_objects(context, collection) -> tuple[list, list]:
+    """(objects, model collections): the collection's objects (children included), or every visible object of
+    the view layer plus those in `LODs` collections."""
+    if collection is not None:
+        return _collection_objects(collection), [collection]
+    layer = context.view_layer
+    layer.update()
+    obs, models = [], []
+    for ob in layer.objects:
+        in_lods = any(c.name.split(".")[0] == LODS for c in ob.users_collection)
+        if ob.visible_get() or in_lods:
+            obs.append(ob)
+    for c in bpy.data.collections:
+        if PROP in c and any(o in obs for o in c.objects):
+            models.append(c)
+    return obs, models
+
+
+def gather(context, collection=None, skeleton: str | None = None, limit_weights: bool = False,
+           armature=None) -> tuple[mdb.MdbFile, list[str]]:
+    warnings: list[str] = []
+    opts = _Options(skeleton, limit_weights, _armature(armature))
+    context.view_layer.update()  # matrices of objects moved since the last update
+    objects, models = _export_objects(context, collection)
+    kept_model = {}
+    for c in models:
+        try:
+            kept_model = json.loads(c[PROP])
+            break
+        except (ValueError, KeyError):
+            continue
+    entries = []  # (sort key, packet)
+    cols_groups: dict = {}
+    arm_poses = []
+    for ob in objects:
+        arm = _armature_of(ob) if ob.type == "MESH" else None
+        if arm is not None and arm.data.pose_position != "REST":
+            arm_poses.append(arm)
+    try:
+        for arm in arm_poses:
+            arm.data.pose_position = "REST"
+        if arm_poses:
+            context.view_layer.update()
+        for n, ob in enumerate(sorted(objects, key=lambda o: o.name)):
+            kept = _kept(ob)
+            ptype = _packet_type(ob, kept)
+            if ptype is None:
+                continue
+            order = (0, kept["packet"]) if kept and "packet" in kept else (1, n)
+            if ptype == "COLS":
+                key = kept["packet"] if kept and "packet" in kept else "new"
+                cols_groups.setdefault(key, []).append((kept.get("sphere", n) if kept else n, ob, kept, order))
+                continue
+            if ob.type == "EMPTY" and ptype in mdb.POINT_TYPES:
+                entries.append((order, _point_packet(ob, ptype, kept, warnings)))
+                continue
+            if ob.type != "MESH":
+                continue
+            packet = _kept_mesh_packet(ob, kept, ptype, opts, warnings) if kept and kept.get("type") == ptype \
+                else None
+            if packet is None:
+                packet = _new_mesh_packet(context, ob, ptype, opts, warnings)
+            if packet is not None:
+                entries.append((order, packet))
+    finally:
+        for arm in arm_poses:
+            arm.data.pose_position = "POSE"
+    for key, items in cols_groups.items():
+        items.sort(key=lambda x: (x[0], x[1].name))
+        spheres = np.zeros(len(items), mdb.COLS_SPHERE)
+        extra = b""
+        for k, (_, ob, kept, _) in enumerate(items):
+            bone = kept.get("bone") if kept else None
+            if bone is None:
+                label = ob.name[5:]
+                arm = opts.armature
+                names = [b.name for b in arm.data.bones] if arm is not None else []
+                if ob.parent_type == "BONE" and ob.parent_bone in names:
+                    bone = names.index(ob.parent_bone)
+                elif label in names:
+                    bone = names.index(label)
+                elif label.isdigit():
+                    bone = int(label)
+                else:
+                    raise ExportError(f"{ob.name}: COLS empty names no bone index or bone")
+            spheres[k] = (bone, ob.empty_display_size if not kept or
+                          abs(ob.empty_display_size - kept["radius"]) > 1e-7 else kept["radius"])
+            if kept and kept.get("extra"):
+                extra = bytes.fromhex(kept["extra"])
+        entries.append((items[0][3], mdb.ColsPacket(spheres, extra)))
+    for d in kept_model.get("raw", []):
+        entries.append(((0, d["packet"]), convert.record_from_extras(d)))
+    entries.sort(key=lambda e: e[0])
+    out = mdb.MdbFile([p for _, p in entries], int(kept_model.get("major", 1)), int(kept_model.get("minor", 12)))
+    if kept_model and kept_model.get("packets") == len(out.packets):
+        out.gaps = [bytes.fromhex(g) for g in kept_model.get("gaps", [])]
+        out.tail = bytes.fromhex(kept_model.get("tail", ""))
+    return out, warnings
+
+
+def export_mdb(context, path: str, collection=None, skeleton: str | None = None, limit_weights: bool = False,
+               armature=None) -> list[str]:
+    m, warnings = gather(context, collection, skeleton, limit_weights, armature)
+    if not m.packets:
+        raise ExportError("nothing to export: no mesh or MDB empty is visible")
+    data = mdb.write(m)
+    write_atomic(path, data)
+    return warnings
+
+
+def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
+    """`convert --to mdb`: OUTDIR/NAME.mdb (static meshes as RIGD, skinned as SKIN with `--skeleton NAME`)."""
+    path = os.path.join(outdir, name + ".mdb")
+    if os.path.realpath(path) in set(getattr(options, "protected", ()) or ()):
+        raise ExportError(f"refusing to overwrite the input {path}")
+    os.makedirs(outdir, exist_ok=True)
+    warnings = export_mdb(context, path, skeleton=getattr(options, "skeleton", None),
+                          limit_weights=bool(getattr(options, "limit_weights", True)))
+    return [path], warnings

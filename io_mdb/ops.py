@@ -1,0 +1,90 @@
+"""File › Import / Export "Neverwinter Nights 2 model (.mdb)" and the object panel showing what an MDB keeps.
+
+Drag and drop is built by the application from the format registry (io_mdb.FORMATS)."""
+from __future__ import annotations
+
+import bpy
+from bpy.props import BoolProperty, CollectionProperty, StringProperty
+from bpy_extras.io_utils import ExportHelper, ImportHelper
+
+from ..blender.ops_common import export_reporting, import_each, registrar
+
+
+class IMPORT_SCENE_OT_nwn2_mdb(bpy.types.Operator, ImportHelper):
+    """Import a Neverwinter Nights 2 model (.mdb): meshes, collision and walk meshes, hooks, hair/helm points"""
+
+    bl_idname = "import_scene.nwn2_mdb"
+    bl_label = "Import Neverwinter Nights 2 Model"
+    bl_options = {"REGISTER", "UNDO", "PRESET"}
+    filename_ext = ".mdb"
+    filter_glob: StringProperty(default="*.mdb;*.MDB", options={"HIDDEN"})
+    files: CollectionProperty(type=bpy.types.OperatorFileListElement, options={"HIDDEN", "SKIP_SAVE"})
+    directory: StringProperty(subtype="DIR_PATH", options={"HIDDEN", "SKIP_SAVE"})
+    armature: StringProperty(name="Skeleton Armature", default="",
+                             description="An armature of the model's GR2 skeleton: SKIN bone indices name its "
+                                         "bones (attachment and face bones dropped, Ribcage last). Empty: vertex "
+                                         "groups bone_<n>")
+
+    def draw(self, context):
+        self.layout.prop_search(self, "armature", bpy.data, "objects")
+
+    def execute(self, context):
+        from . import blender_io
+
+        arm = bpy.data.objects.get(self.armature) if self.armature else None
+        if self.armature and (arm is None or arm.type != "ARMATURE"):
+            self.report({"ERROR"}, f"{self.armature} is not an armature")
+            return {"CANCELLED"}
+        return import_each(self, lambda path: blender_io.import_mdb(context, path, arm))
+
+    def invoke(self, context, event):
+        return self.invoke_popup(context)
+
+
+class EXPORT_SCENE_OT_nwn2_mdb(bpy.types.Operator, ExportHelper):
+    """Export the visible MDB objects (and hidden LODs) as a Neverwinter Nights 2 model (.mdb)"""
+
+    bl_idname = "export_scene.nwn2_mdb"
+    bl_label = "Export Neverwinter Nights 2 Model"
+    bl_options = {"PRESET"}
+    filename_ext = ".mdb"
+    filter_glob: StringProperty(default="*.mdb;*.MDB", options={"HIDDEN"})
+    collection: StringProperty(options={"HIDDEN"})
+    skeleton: StringProperty(name="Skeleton", default="",
+                             description="GR2 skeleton name for new skinned meshes (e.g. P_HHM_skel)")
+    limit_weights: BoolProperty(name="Limit and normalise weights", default=False,
+                                description="Keep the 4 largest weights of a vertex and renormalise them instead "
+                                            "of refusing the export")
+
+    def execute(self, context):
+        from . import blender_io
+
+        coll = bpy.data.collections.get(self.collection) if self.collection else None
+        return export_reporting(self, lambda: blender_io.export_mdb(
+            context, self.filepath, coll, self.skeleton or None, self.limit_weights))
+
+
+class OBJECT_PT_nwn2_mdb(bpy.types.Panel):
+    bl_label = "NWN2 MDB"
+    bl_space_type = "PROPERTIES"
+    bl_region_type = "WINDOW"
+    bl_context = "object"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    @classmethod
+    def poll(cls, context):
+        ob = context.object
+        return ob is not None and any(k.startswith("nwn2_") for k in ob.keys())
+
+    def draw(self, context):
+        ob = context.object
+        for key in ("nwn2_skeleton", "nwn2_shortening", "nwn2_hiding"):
+            if key in ob:
+                self.layout.prop(ob, f'["{key}"]', text=key[5:].title())
+
+
+register, unregister = registrar(
+    (IMPORT_SCENE_OT_nwn2_mdb, EXPORT_SCENE_OT_nwn2_mdb, OBJECT_PT_nwn2_mdb),
+    imports=[(IMPORT_SCENE_OT_nwn2_mdb, "Neverwinter Nights 2 model (.mdb)")],
+    exports=[(EXPORT_SCENE_OT_nwn2_mdb, "Neverwinter Nights 2 model (.mdb)")],
+)

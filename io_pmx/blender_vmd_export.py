@@ -1,0 +1,445 @@
+"""VMD export (read-only): one action of an armature → one VMD.
+
+A key whose frame, value and incoming handles are what import made of the file is written as its raw record
+(block, physics-toggle bytes and all); other keys get blocks from their handles (a warning where a curve
+cannot be held by a block). GENERATED keys still where import put them are dropped; in an edited segment they
+become keys. Keys that fall between whole 30-fps frames are replaced by samples on the whole frames around
+them; `bake` samples every whole frame. Motions for a PMX whose rest or hierarchy differs from the armature's
+(an MMD rig export) are `blender_vmd_retarget`'s.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import bpy
+import numpy as np
+
+from ..blender import action as bact
+from ..core.errors import ExportError
+from ..core.fileio import write_atomic
+from ..core.naming import NameAllocator
+from ..core.transforms import quat_normalize
+from . import blender_mmd, convert, vmd
+from . import vmd_convert as vc
+from .blender_vmd_curves import WHOLE, Curve, channelbags, close, unchanged, unchanged_channel, vmd_frames, whole_frames
+from .blender_vmd_model import (
+    BONE_PATH, IK_PATH, MORPH_PATH, RAW, bone_key_map, bone_names, ik_constraints, model_scale, morph_names,
+    non_finite, split_keys, unescape,
+)
+
+
+def load_raw(act) -> dict | None:
+    raw = act.get(RAW)
+    if raw is None:
+        return None
+    try:
+        meta = json.loads(raw["meta"])
+        out = {"meta": meta}
+        for key, dtype in (("bone_keys", vmd.BONE_KEY), ("morph_keys", vmd.MORPH_KEY),
+                           ("camera_keys", vmd.CAMERA_KEY), ("light_keys", vmd.LIGHT_KEY),
+                           ("shadow_keys", vmd.SHADOW_KEY)):
+            out[key] = np.frombuffer(bytes(raw[key]), dtype).copy()
+        out["property"] = [vmd.PropertyKey(p["frame"], p["visible"], np.frombuffer(bytes(ik), vmd.IK_STATE).copy())
+                           for p, ik in zip(meta["property"], raw["property_ik"])]
+        return out
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+def export_motion(context, act, arm_ob, bake: bool = False, rest: dict | None = None,
+                  names: dict | None = None) -> tuple[vmd.Motion, list[str]]:
+    """The VMD of one action (read-only). `rest`: per Blender bone {"head", "change"} when the PMX's rest
+    differs from Blender's (an MMD rig export); `names`: Blender bone → VMD name overrides."""
+    fps = bact.fps_of(context.scene)
+    scale = model_scale(arm_ob) if arm_ob is not None else convert.DEFAULT_SCALE
+    raw = load_raw(act)
+    warnings: list[str] = []
+    m = vmd.Motion()
+    if raw is not None:
+        meta = raw["meta"]
+        m.signature, m.model_name_raw = bytes(meta["signature"]), bytes(meta["model"])
+        m.tail_groups, m.trailing = int(meta["tail_groups"]), bytes(meta["trailing"])
+        m.light_keys, m.shadow_keys = raw["light_keys"], raw["shadow_keys"]
+    else:
+        extras = blender_mmd.stored_extras(arm_ob, []) if arm_ob is not None else None
+        m.model_name = (extras or {}).get("name") or (arm_ob.name if arm_ob is not None else act.name)
+        if vmd.name_problem(m.model_name, vmd.MODEL_NAME_SIZE):
+            warnings.append(f"model name {m.model_name!r} {vmd.name_problem(m.model_name, vmd.MODEL_NAME_SIZE)}")
+    bone_parts, morph_parts, props = [], [], None
+    if arm_ob is not None:
+        slot = bact._slot_for(arm_ob, act)
+        bone_parts, more, props = _export_bones(act, slot, arm_ob, raw, fps, scale, bake, rest, names)
+        warnings += more
+        morph_parts, more = export_morphs(act, arm_ob, raw, fps, bake)
+        warnings += more
+    bone_keys = assemble(bone_parts, raw["bone_keys"] if raw else None, vmd.BONE_KEY)
+    morph_keys = assemble(morph_parts, raw["morph_keys"] if raw else None, vmd.MORPH_KEY)
+    m.bone_keys, m.morph_keys = bone_keys, morph_keys
+    m.camera_keys = raw["camera_keys"] if raw is not None else m.camera_keys
+    m.property_keys = props if props is not None else (raw["property"] if raw else [])
+    for keys, what in ((m.bone_keys, "bone"), (m.morph_keys, "morph")):
+        if not len(keys):
+            continue
+        bad = ~np.all(np.isfinite(keys["position" if what == "bone" else "weight"].reshape(len(keys), -1)), axis=1)
+        if what == "bone":
+            bad |= ~np.all(np.isfinite(keys["rotation"]), axis=1)
+        if bad.any():
+            raise ExportError(f"action {act.name}: {what} {vmd.decode_name(bytes(keys['name'][bad][0]))} has a "
+                              "non-finite value")
+    return m, warnings
+
+
+def assemble(parts, raw_keys, dtype) -> np.ndarray:
+    """Records in file order: raw keys by their place in the file, new keys after them. `parts` holds
+    (order, record) pairs and (orders, records) arrays."""
+    if not parts:
+        return np.zeros(0, dtype)
+    orders = np.concatenate([np.atleast_1d(np.asarray(o, np.int64)) for o, _ in parts])
+    recs = np.concatenate([np.atleast_1d(np.asarray(r, dtype)) for _, r in parts])
+    return recs[np.argsort(orders, kind="stable")]
+
+
+def _export_bones(act, slot, arm_ob, raw, fps, scale, bake, rest, names):
+    warnings: list[str] = []
+    mmd_names = {b: m for m, b in bone_names(arm_ob).items()}
+    if names:
+        mmd_names.update(names)
+    curves: dict[str, dict] = {}
+    ik_curves: dict[tuple[str, str], Curve] = {}
+    for cb in channelbags(act, slot):
+        for fc in cb.fcurves:
+            if fc.mute or not len(fc.keyframe_points):
+                continue
+            m = BONE_PATH.match(fc.data_path)
+            if m:
+                bone = unescape(m.group(1))
+                if bone in arm_ob.data.bones:
+                    curves.setdefault(bone, {})[(m.group(2), fc.array_index)] = Curve(fc)
+                continue
+            m = IK_PATH.match(fc.data_path)
+            if m:
+                ik_curves[(unescape(m.group(1)), unescape(m.group(2)))] = Curve(fc)
+    raw_tracks: dict[str, vc.BoneTrack] = {}
+    parts: list = []
+    big = 1 << 40
+    if raw is not None:
+        keys = raw["bone_keys"]
+        known = {mmd_names.get(b, b) for b in curves}
+        hit, miss, _ = split_keys(keys, known)
+        bad = non_finite(keys[hit])
+        miss, hit = np.concatenate([miss, hit[bad]]), hit[~bad]
+        miss = np.asarray(miss, np.int64)  # bones the model lacks (or whose curves were deleted), non-finite
+        parts.append((miss, keys[miss]))   # keys: unchanged
+        tracks = vc.group_bone_keys(keys[hit])
+        for name, tr in tracks.items():
+            tr.index = hit[tr.index]
+            shadowed = hit[tr.duplicates]
+            parts.append((shadowed, keys[shadowed]))
+            raw_tracks[name] = tr
+    counter = 0
+    resampled, unrepresentable, promoted = [], [], []
+    encoded, name_warnings = vmd.encode_names([mmd_names.get(b, b) for b in curves])
+    warnings += name_warnings
+    for (bone, chans), field in zip(curves.items(), encoded):
+        name = mmd_names.get(bone, bone)
+        bmap = bone_key_map(arm_ob, bone, scale, rest)
+        tr = raw_tracks.get(name)
+        expected = vc.build_bone_channels(tr, bmap, fps)[0] if tr is not None else None
+        pb = arm_ob.pose.bones[bone]
+        # which raw keys (per channel) are untouched: frame, value and the handles of the segment leading to it
+        same_ch: dict[tuple[str, int], np.ndarray] = {}
+        xk = np.zeros(0)
+        if tr is not None:
+            xk = tr.frames * fps / vmd.FPS
+            for key in [("location", j) for j in range(3)] + [("rotation_quaternion", c) for c in range(4)]:
+                actual = chans.get(key)
+                whole = unchanged_channel(actual, expected[key], xk)
+                same_ch[key] = whole if whole is not None else np.array(
+                    [actual is not None and unchanged(actual, expected[key], xk[k - 1] if k else None, xk[k])
+                     for k in range(len(xk))], bool)
+        same = np.logical_and.reduce(list(same_ch.values())) if same_ch else np.zeros(0, bool)
+        # frames to export: real keys, and GENERATED keys of segments the user changed
+        real = [c.x[~c.generated] for c in chans.values()]
+        gen_kept = []
+        for key, c in chans.items():
+            g = c.x[c.generated]
+            if not len(g):
+                continue
+            if key in same_ch and len(xk):
+                k = np.searchsorted(xk, g - 1e-6)
+                ok = (k > 0) & (k < len(xk)) & same_ch[key][np.clip(k, 0, len(xk) - 1)]
+                g = g[~ok]
+            gen_kept.append(g)
+        if any(len(g) for g in gen_kept):
+            promoted.append(bone)
+        xs = np.unique(np.concatenate(real + gen_kept)) if real else np.zeros(0)
+        if not len(xs):
+            continue
+        if bake:
+            v0, v1 = vmd_frames(xs[[0, -1]], fps)
+            frames = np.arange(int(math.floor(v0 + WHOLE)), int(math.ceil(v1 - WHOLE)) + 1)
+        else:
+            frames, moved = whole_frames(xs, fps)
+            if moved:
+                resampled.append(bone)
+        euler = any(k[0] == "rotation_euler" for k in chans) and not any(k[0] == "rotation_quaternion" for k in chans)
+        if euler and not bake:  # Blender blends Euler angles, MMD slerps: sample every frame where they turn
+            extra = []
+            for a, b in zip(frames[:-1], frames[1:]):
+                xa, xb = a * fps / vmd.FPS, b * fps / vmd.FPS
+                if any(not np.isclose(c.value(xa), c.value(xb)) for k, c in chans.items() if k[0] == "rotation_euler"):
+                    extra.append(np.arange(a + 1, b))
+            if extra:
+                frames = np.unique(np.concatenate([frames] + extra))
+        x = frames * fps / vmd.FPS
+        def sampled(prop, n):  # (frames, n): the channel's curve, or the pose value where it has none
+            return np.stack([chans[(prop, j)].values(x) if (prop, j) in chans
+                             else np.full(len(x), getattr(pb, prop)[j], np.float64) for j in range(n)], axis=1)
+
+        loc = sampled("location", 3)
+        if euler:
+            quat = bact._euler_to_quat(sampled("rotation_euler", 3),
+                                       pb.rotation_mode if len(pb.rotation_mode) == 3 else "XYZ")
+        else:
+            quat = sampled("rotation_quaternion", 4)
+        quat = quat_normalize(quat)
+        pos_mmd, rot_mmd = bmap.to_mmd(loc, quat)
+        perm = vc.dominant_permutation(np.linalg.inv(bmap.position_matrix()).T)  # MMD channel i ← Blender perm[i]
+        # the file's key on each frame (-1: none); keys the user left alone are written back as they were
+        k_at = np.full(len(frames), -1, np.int64)
+        if tr is not None and len(tr.frames):
+            raw_frames = tr.frames.astype(np.int64)
+            j = np.clip(np.searchsorted(raw_frames, frames), 0, len(raw_frames) - 1)
+            k_at = np.where(raw_frames[j] == frames, j, -1)
+        reuse = np.zeros(len(frames), bool)
+        if tr is not None and not bake:
+            on_key = np.flatnonzero(k_at >= 0)
+            k = k_at[on_key]
+            reuse[on_key] = same[k] & (np.abs(x[on_key] - xk[k]) <= 1e-6 * np.maximum(1, np.abs(x[on_key])))
+        if reuse.any():
+            kept = tr.index[k_at[reuse]].astype(np.int64)
+            parts.append((kept, raw["bone_keys"][kept]))
+        new_keys = vmd.new_bone_keys(len(frames))
+        for m_ in np.flatnonzero(~reuse).tolist():  # new and edited keys: their curves are derived one by one
+            f = frames[m_]
+            hitk = (int(k_at[m_]), int(tr.index[k_at[m_]])) if k_at[m_] >= 0 else None
+            rec = new_keys[m_]
+            rec["name"] = field
+            rec["frame"] = int(f)
+            rec["position"] = pos_mmd[m_]
+            rec["rotation"] = rot_mmd[m_]
+            old = raw["bone_keys"][hitk[1]] if hitk is not None else None
+            cv = vmd.curves(old["interpolation"]) if old is not None else vmd.linear_curves()
+            if m_ > 0 and not bake:
+                keep = np.zeros(4, bool)  # channels whose segment is still the file's keep its curve
+                if hitk is not None and abs(x[m_] - xk[hitk[0]]) <= 1e-6 * max(1, abs(x[m_])) and \
+                        abs(x[m_ - 1] - (xk[hitk[0] - 1] if hitk[0] else -1e30)) <= 1e-6 * max(1, abs(x[m_])):
+                    keep[:3] = [same_ch[("location", int(perm[i]))][hitk[0]] for i in range(3)]
+                    keep[3] = all(same_ch[("rotation_quaternion", c)][hitk[0]] for c in range(4))
+                derived, bad = _segment_curves(chans, x[m_ - 1], x[m_], perm, cv, euler)
+                cv = np.where(keep[:, None], cv, derived)
+                if bad and not keep.all():
+                    unrepresentable.append(f"{name}@{int(f)}")
+            elif bake:
+                cv = vmd.linear_curves()
+            rec["interpolation"] = vmd.build_interpolation(
+                cv, physics=vmd.physics_bytes(old["interpolation"]) if old is not None else None)
+            parts.append((hitk[1] if hitk is not None else big + counter, rec))
+            counter += 1
+    if resampled:
+        warnings.append(f"{act.name}: keys between whole 30-fps frames resampled onto the frames around them: "
+                        f"{', '.join(resampled[:8])}{', ...' if len(resampled) > 8 else ''}")
+    if unrepresentable:
+        warnings.append(f"{act.name}: {len(unrepresentable)} curve segment(s) a VMD block cannot hold exactly "
+                        f"(written as the nearest block): {', '.join(unrepresentable[:8])}"
+                        f"{', ...' if len(unrepresentable) > 8 else ''}")
+    if promoted:
+        warnings.append(f"{act.name}: GENERATED keys in edited segments written as keys: {', '.join(promoted)}")
+    props = _export_ik(act, arm_ob, ik_curves, raw, fps)
+    return parts, warnings, props
+
+
+def _segment_curves(chans, xa, xb, perm, fallback, euler) -> tuple[np.ndarray, bool]:
+    """X/Y/Z/R curve bytes of the segment [xa, xb] from the handles; `fallback` (4, 4) where a channel does
+    not move. Returns (curves, whether a curve had to be approximated)."""
+    out = np.array(fallback, np.uint8).copy()
+    bad = False
+
+    def derive(keys):
+        best, best_dy, shapes = None, 0.0, []
+        for key in keys:
+            c = chans.get(key)
+            if c is None:
+                continue
+            seg = c.segment(xa, xb)
+            if seg is None:
+                return vmd.LINEAR_CURVE, False, True
+            if isinstance(seg, str):
+                return vmd.LINEAR_CURVE, True, True
+            b, off = vc.bytes_of(seg)
+            if b is None:
+                continue
+            dy = abs(seg[3, 1] - seg[0, 1])
+            shapes.append((b, off))
+            if dy > best_dy:
+                best, best_dy = (b, off), dy
+        if best is None:
+            return None, False, False
+        differs = any(np.abs(b.astype(int) - best[0].astype(int)).max() > 1 for b, _ in shapes)
+        return best[0], best[1] > 0.5 or differs, True
+
+    for i in range(3):
+        b, worse, _ = derive([("location", int(perm[i]))])
+        if b is not None:
+            out[i] = b
+        bad |= worse
+    if euler:
+        out[3] = vmd.LINEAR_CURVE
+    else:
+        b, worse, _ = derive([("rotation_quaternion", c) for c in range(4)])
+        if b is not None:
+            out[3] = b
+        bad |= worse
+    return out, bad
+
+
+def _export_ik(act, arm_ob, ik_curves, raw, fps):
+    """Show / IK keys: the file's while the IK influence curves are what import made, else rebuilt."""
+    iks = ik_constraints(arm_ob)
+    by_target = {}
+    for name, targets in iks.items():
+        for t in targets:
+            if t in ik_curves and ik_curves[t].fc.data_path:
+                by_target.setdefault(name, ik_curves[t])
+    raw_props = raw["property"] if raw is not None else []
+    expected: dict[str, list] = {}
+    for key in raw_props:
+        for st in key.ik:
+            n = vmd.decode_name(bytes(st["name"]))
+            expected.setdefault(n, []).append((float(key.frame) * fps / vmd.FPS, 1.0 if st["enabled"] else 0.0))
+    changed = False
+    for name, c in by_target.items():
+        exp = sorted(dict(expected.get(name, [])).items())
+        if len(exp) != len(c.x) or not close(c.x, [e[0] for e in exp]) or not close(c.y, [e[1] for e in exp]):
+            changed = True
+    if not changed and (raw is not None or not by_target):
+        return raw_props if raw is not None else []
+    frames = sorted({int(round(f)) for c in by_target.values() for f in vmd_frames(c.x, fps)} |
+                    {int(k.frame) for k in raw_props})
+    out = []
+    for f in frames:
+        before = [k for k in raw_props if k.frame <= f]
+        base = before[-1] if before else None
+        states = {vmd.decode_name(bytes(s["name"])): (bytes(s["name"]), int(s["enabled"]))
+                  for s in (base.ik if base is not None else [])}
+        for name, c in by_target.items():
+            states[name] = (vmd.encode_name(name, vmd.IK_NAME_SIZE), 1 if c.value(f * fps / vmd.FPS) >= 0.5 else 0)
+        ik = np.zeros(len(states), vmd.IK_STATE)
+        for i, (raw_name, on) in enumerate(states.values()):
+            ik[i] = (raw_name, on)
+        out.append(vmd.PropertyKey(f, int(base.visible) if base is not None else 1, ik))
+    return out
+
+
+def export_morphs(act, arm_ob, raw, fps, bake):
+    warnings: list[str] = []
+    morphs = morph_names(arm_ob)
+    morph_of = {(ob.data.shape_keys.name, key): name for name, (ob, key) in morphs.items()}
+    curves: dict[str, Curve] = {}
+    for slot in act.slots:
+        if slot.target_id_type != "KEY":
+            continue
+        users = [u for u in slot.users()] if hasattr(slot, "users") else []
+        for cb in channelbags(act, slot):
+            for fc in cb.fcurves:
+                m = MORPH_PATH.match(fc.data_path)
+                if not m or fc.mute or not len(fc.keyframe_points):
+                    continue
+                key_name = unescape(m.group(1))
+                name = next((morph_of[(u.name, key_name)] for u in users if (u.name, key_name) in morph_of), None)
+                if name is None:
+                    name = next((n for (k, kn), n in morph_of.items() if kn == key_name), key_name)
+                curves[name] = Curve(fc)
+    parts = []
+    big = 1 << 40
+    raw_keys = raw["morph_keys"] if raw is not None else np.zeros(0, vmd.MORPH_KEY)
+    hit, miss, _ = split_keys(raw_keys, set(curves))
+    for i in miss:
+        parts.append((int(i), raw_keys[i]))
+    raw_at = {}
+    for i in hit:
+        raw_at[(vmd.decode_name(bytes(raw_keys["name"][i])), int(raw_keys["frame"][i]))] = int(i)
+    fields, more = vmd.encode_names(list(curves), what="morph")
+    warnings += more
+    counter = 0
+    used = set()
+    for (name, c), field in zip(curves.items(), fields):
+        if bake:
+            v0, v1 = vmd_frames(c.x[[0, -1]], fps)
+            frames = np.arange(int(math.floor(v0 + WHOLE)), int(math.ceil(v1 - WHOLE)) + 1)
+        else:
+            frames, _ = whole_frames(c.x, fps)
+        for f in frames:
+            value = np.float32(c.value(f * fps / vmd.FPS))
+            i = raw_at.get((name, int(f)))
+            if i is not None and abs(float(raw_keys["weight"][i]) - float(value)) <= 1e-6:
+                parts.append((i, raw_keys[i]))
+                used.add(i)
+                continue
+            rec = np.zeros(1, vmd.MORPH_KEY)[0]
+            rec["name"], rec["frame"], rec["weight"] = field, int(f), value
+            parts.append((i if i is not None else big + counter, rec))
+            counter += 1
+    for i in hit:  # shadowed duplicates on one frame stay as they were
+        key = (vmd.decode_name(bytes(raw_keys["name"][i])), int(raw_keys["frame"][i]))
+        if i not in used and raw_at.get(key) != i:
+            parts.append((int(i), raw_keys[i]))
+    return parts, warnings
+
+
+def export_vmd(context, path: str, arm_ob, act=None, bake: bool = False, rest: dict | None = None,
+               names: dict | None = None) -> list[str]:
+    """Write one action (default: the armature's assigned one) to `path`; returns warnings."""
+    if act is None:
+        act = arm_ob.animation_data.action if arm_ob is not None and arm_ob.animation_data else None
+        if act is None:
+            raise ExportError(f"{arm_ob.name if arm_ob is not None else 'no armature'}: no action to export")
+    motion, warnings = export_motion(context, act, arm_ob, bake, rest, names)
+    write_atomic(path, vmd.write(motion))
+    return warnings
+
+
+def motion_actions(arm_ob) -> list:
+    """Actions to export for an armature: those animating its bones, then those made from a VMD for it."""
+    out = bact.armature_actions(arm_ob) if arm_ob is not None else []
+    for act in bpy.data.actions:
+        if act not in out and act.get(RAW) is not None:
+            out.append(act)
+    return out
+
+
+def export_actions(context, outdir: str, arm_ob, actions=None, bake: bool = False, rest: dict | None = None,
+                   names: dict | None = None, allocator: NameAllocator | None = None, protected=()
+                   ) -> tuple[list[str], list[str]]:
+    """One OUTDIR/<action>.vmd per action; all made in memory before the first is written."""
+    actions = motion_actions(arm_ob) if actions is None else list(actions)
+    allocator = allocator or NameAllocator()
+    pending, warnings = [], []
+    for act in actions:
+        motion, more = export_motion(context, act, arm_ob, bake, rest, names)
+        warnings += more
+        pending.append((allocator.take(act.name, ".vmd"), vmd.write(motion)))
+    protected = set(protected or ())
+    for stem, _ in pending:
+        if os.path.realpath(os.path.join(outdir, stem + ".vmd")) in protected:
+            raise ExportError(f"refusing to overwrite the input {os.path.join(outdir, stem + '.vmd')}")
+    written = []
+    if pending:
+        os.makedirs(outdir, exist_ok=True)
+    for stem, data in pending:
+        path = os.path.join(outdir, stem + ".vmd")
+        write_atomic(path, data)
+        written.append(path)
+    return written, warnings

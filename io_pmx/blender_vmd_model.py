@@ -1,0 +1,118 @@
+"""What an armature imported from PMX offers a VMD motion, for the import and the export alike: its bones,
+morphs and IK constraints by MMD name, its scale, the map between a bone's pose channels and its VMD keys
+(`bone_key_map`), and which keys of a file the model can take (`split_keys`). Also the names both sides use
+for what they keep on Blender data (the action's raw VMD, the camera rig, the data paths of bone, IK and
+morph curves).
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import bpy
+import numpy as np
+
+from . import blender_mmd, convert, vmd
+from . import vmd_convert as vc
+
+RAW = "skinbridge_vmd"
+CAMERA_PROP = "skinbridge_vmd_camera"
+BONE_PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]\.(location|rotation_quaternion|rotation_euler)$')
+IK_PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]\.constraints\["((?:[^"\\]|\\.)*)"\]\.influence$')
+MORPH_PATH = re.compile(r'^key_blocks\["((?:[^"\\]|\\.)*)"\]\.value$')
+
+
+def escape(name: str) -> str:
+    return bpy.utils.escape_identifier(name)
+
+
+def unescape(name: str) -> str:
+    return re.sub(r"\\(.)", r"\1", name)
+
+
+def model_scale(arm_ob) -> float:
+    raw = blender_mmd.stored_extras(arm_ob, [])
+    try:
+        s = float(raw.get("scale", convert.DEFAULT_SCALE)) if raw else convert.DEFAULT_SCALE
+    except (TypeError, ValueError):
+        s = convert.DEFAULT_SCALE
+    return s if s > 0 and math.isfinite(s) else convert.DEFAULT_SCALE
+
+
+def bone_names(arm_ob) -> dict[str, str]:
+    """MMD (Japanese) name → Blender bone name; a bone not from PMX goes by its Blender name."""
+    out: dict[str, str] = {}
+    for bone in arm_ob.data.bones:
+        names = blender_mmd.pmx_names(bone)
+        out.setdefault(names[0] if names and names[0] else bone.name, bone.name)
+    return out
+
+
+def skinned_meshes(arm_ob) -> list:
+    return [ob for ob in bpy.data.objects if ob.type == "MESH" and
+            (ob.parent == arm_ob or any(m.type == "ARMATURE" and m.object == arm_ob for m in ob.modifiers))]
+
+
+def morph_names(arm_ob) -> dict[str, tuple]:
+    """MMD morph name → (mesh object, shape key name) for the vertex morphs Blender shows as shape keys."""
+    raw = blender_mmd.stored_extras(arm_ob, []) or {}
+    by_index = raw.get("shape_keys", {}) if isinstance(raw.get("shape_keys"), dict) else {}
+    morphs = raw.get("morphs", []) if isinstance(raw.get("morphs"), list) else []
+    renamed = {}
+    for k, key_name in by_index.items():
+        try:
+            renamed[key_name] = morphs[int(k)]["name"]
+        except (IndexError, KeyError, ValueError, TypeError):
+            pass
+    out: dict[str, tuple] = {}
+    for ob in skinned_meshes(arm_ob):
+        keys = ob.data.shape_keys
+        if keys is None:
+            continue
+        for kb in list(keys.key_blocks)[1:]:
+            out.setdefault(renamed.get(kb.name, kb.name), (ob, kb.name))
+    return out
+
+
+def ik_constraints(arm_ob) -> dict[str, list[tuple[str, str]]]:
+    """MMD name of an IK bone → [(pose bone, constraint name)] its on/off key drives: the IK constraint aimed
+    at it and the IK-limit override on that constraint's bone."""
+    mmd_of = {b: m for m, b in bone_names(arm_ob).items()}
+    out: dict[str, list] = {}
+    for pb in arm_ob.pose.bones:
+        for c in pb.constraints:
+            if c.type == "IK" and c.target == arm_ob and c.subtarget in mmd_of:
+                lst = out.setdefault(mmd_of[c.subtarget], [])
+                lst.append((pb.name, c.name))
+                for o in pb.constraints:
+                    if o.type == "LIMIT_ROTATION" and o.name.startswith(blender_mmd.LIMIT_NAME):
+                        lst.append((pb.name, o.name))
+    return out
+
+
+def bone_key_map(arm_ob, bone_name: str, scale: float, rest: dict | None = None) -> vc.BoneMap:
+    world = np.array(arm_ob.matrix_world, np.float64)
+    bone = arm_ob.data.bones[bone_name]
+    rw = world @ np.array(bone.matrix_local, np.float64)
+    if rest and bone_name in rest:
+        r = rest[bone_name]
+        parent = bone.parent.name if bone.parent else None
+        return vc.bone_map(rw, scale, r.get("head"), r.get("change"),
+                           rest.get(parent, {}).get("change") if parent else None)
+    return vc.bone_map(rw, scale)
+
+
+def split_keys(keys: np.ndarray, known) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """File positions of keys whose name is known, of the others, and a count per unknown name."""
+    names, which = vmd.distinct_names(keys["name"])
+    ok = np.array([n in known for n in names], bool)
+    hit = ok[which] if len(keys) else np.zeros(0, bool)
+    counts = np.bincount(which[~hit], minlength=len(names)) if len(keys) else np.zeros(0, np.int64)
+    missing = [f"{names[j]} ({counts[j]})" for j in range(len(names)) if not ok[j]]
+    return np.flatnonzero(hit), np.flatnonzero(~hit), missing
+
+
+def non_finite(keys: np.ndarray) -> np.ndarray:
+    if not len(keys):
+        return np.zeros(0, bool)
+    return ~(np.isfinite(keys["position"]).all(axis=1) & np.isfinite(keys["rotation"]).all(axis=1))

@@ -1,0 +1,277 @@
+"""VMD export onto a rigged PMX (`--mmd-rig` / `--arm-angle`): retargeting through world transforms; and
+`convert --to pmx`'s motions (`export_target_motions`), plain or retargeted.
+
+The rigged PMX has another hierarchy than the Blender armature (上半身 hangs on 腰, not on the hips; control
+bones are inserted; helpers are dropped; roots merge into 全ての親) and, with `--arm-angle`, another rest
+pose. Local keys can therefore not be carried over bone by bone. Instead, at every frame exported:
+
+* Blender evaluates the action (the armature's pose at that time, NLA off); each source bone b gives its
+  deformation M_b = posed world · rest world⁻¹ (Blender world axes);
+* the PMX bone k made from b must deform its own rest (which is D_b · Blender rest, D_b the arm-angle rest
+  transform of `mmd_arm_angle.arm_angle_rest_transforms`, identity off the arms) as b deforms Blender's:
+  S_k = K · M_b · D_b⁻¹ · K⁻¹ (K: Blender world → MMD axes and units), so its MMD world matrix is
+  W_k = S_k · T(head_k);
+* 全ての親 takes the deformation of the deepest source bone merged into it (the root motion), so センター,
+  グルーブ, 腰 and 足IK親 stay at rest under it; an IK bone takes the deformation of its IK target (so that
+  MMD with IK on lands where the motion puts the foot); other bones without a source (the inserted 上半身2)
+  stay at rest relative to their parent;
+* the key is the local transform MMD composes to W_k: rotation R_p⁻¹ R_k, position R_p⁻¹ (t_k − t_p) −
+  (head_k − head_p), with 付与 (append) contributions taken out as `core.skinning.mmd_world_matrices` adds
+  them.
+
+Frames: every whole 30-fps frame that is a key of the action, and for keys between whole frames the whole
+frames on both sides (`whole_frames`; a 24-fps action gets nearly every frame); every whole frame inside a
+segment of a bone curve that is not a straight line (Bézier, easing): a PMX-local key composes several source
+curves (上半身 = hips · spine), which one 4-channel VMD block cannot follow; `bake`: every whole frame.
+Blocks are linear: between two keys MMD slerps each PMX-local rotation, which equals Blender's evaluation of
+the action baked onto whole 30-fps frames (rotations turning by slerp) up to second order in the per-frame
+motion of bones whose PMX parent is not their Blender parent. IK state keys are not
+written (MMD's default, IK on). Bones that never leave their rest get no keys. Scale in the pose cannot be
+held by a VMD: it is dropped with a warning.
+
+The pure part (world matrices → MMD keys) is `vmd_retarget.rigged_keys`.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+
+import numpy as np
+
+from ..blender import action as bact
+from ..blender import armature as barm
+from ..core.errors import ExportError
+from ..core.fileio import read_bytes, write_atomic
+from ..core.naming import NameAllocator
+from . import pmx, vmd
+from . import vmd_convert as vc
+from .blender_vmd_curves import INTERP, WHOLE, Curve, channelbags, vmd_frames, whole_frames
+from .blender_vmd_export import assemble, export_actions, export_morphs, motion_actions
+from .blender_vmd_model import BONE_PATH, bone_names, model_scale, unescape
+from .mmd_arm_angle import arm_angle_rest_transforms, skeleton_arm_angle_rest
+from .mmd_bone_map import depths, load_bone_map, map_bones
+from .mmd_names import ROOT, SIDES
+from .mmd_rig import apply as apply_rig
+from .vmd_retarget import rigged_keys
+
+
+def rig_rest(arm_ob, mmd_rig: bool = False, arm_angle: float = 0.0, bone_map=None
+             ) -> tuple[dict | None, dict | None, list[str]]:
+    """For a model exported with `--mmd-rig` / `--arm-angle`: the PMX rest of every bone, from the function
+    the PMX export uses (`mmd_skeleton_arm_angle_rest`), and the MMD name each bone gets. Bones merged
+    into 全ての親 or dropped as helpers get no keys (with a warning). Per-bone local mapping, right only where
+    the PMX keeps Blender's hierarchy; `convert` uses `export_rigged_motion` (world retargeting) instead."""
+
+    if isinstance(bone_map, (str, os.PathLike)):
+        bone_map = load_bone_map(os.fspath(bone_map))
+    skel = barm.read_skeleton(arm_ob)
+    warnings: list[str] = []
+    change = skeleton_arm_angle_rest(skel, float(arm_angle or 0.0), bone_map)
+    heads = skel.binds()[:, :3, 3]
+    rest = {}
+    for i, b in enumerate(skel.bones):
+        rest[b.name] = {"change": change[i], "head": change[i][:3, :3] @ heads[i] + change[i][:3, 3]}
+    names = None
+    if mmd_rig:
+        mapping = map_bones(skel.names, [int(p) for p in skel.parents], None, bone_map)
+        names = {}
+        skipped = []
+        for i, b in enumerate(skel.bones):
+            if mapping.dropped(i) or mapping.merged(i):
+                skipped.append(b.name)
+            names[b.name] = mapping.exported_name(i)
+        if skipped:
+            warnings.append(f"bones merged or dropped by the MMD rig keep no keys: {', '.join(skipped)}")
+    return rest, names, warnings
+
+
+def export_target_motions(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
+    """`convert --to pmx`: OUTDIR/<action>.vmd for every action of the model's armature. With `--mmd-rig` or
+    `--arm-angle` the motions are retargeted onto the very PMX just written (OUTDIR/NAME.pmx, read back; its
+    bones, parents and rest positions are the ones `mmd_rig.apply` made), see `export_rigged_motion`."""
+    arm_ob = next((o for o in context.view_layer.objects if o.type == "ARMATURE"), None)
+    if arm_ob is None:
+        return [], []
+    actions = motion_actions(arm_ob)
+    if not actions:
+        return [], []
+    if not (getattr(options, "mmd_rig", False) or getattr(options, "arm_angle", 0.0)):
+        return export_actions(context, outdir, arm_ob, actions, protected=getattr(options, "protected", ()))
+    path = os.path.join(outdir, name + ".pmx")
+    if os.path.isfile(path):
+        model = pmx.read(read_bytes(path))
+    else:  # not written by export_target: the same records, built the same way
+        from . import blender_io  # (imports this module: not at the top)
+
+        model, _ = blender_io.gather_model(context, None, False)
+        apply_rig(model, rig=getattr(options, "mmd_rig", False), bone_map=getattr(options, "bone_map", None),
+                  arm_angle=getattr(options, "arm_angle", 0.0))
+    allocator = NameAllocator()
+    pending, warnings = [], []
+    for act in actions:
+        motion, more = export_rigged_motion(context, act, arm_ob, model, getattr(options, "arm_angle", 0.0),
+                                            getattr(options, "bone_map", None),
+                                            mmd_rig=bool(getattr(options, "mmd_rig", False)))
+        warnings += more
+        pending.append((allocator.take(act.name, ".vmd"), vmd.write(motion)))
+    protected = set(getattr(options, "protected", ()) or ())
+    for stem, _ in pending:
+        if os.path.realpath(os.path.join(outdir, stem + ".vmd")) in protected:
+            raise ExportError(f"refusing to overwrite the input {os.path.join(outdir, stem + '.vmd')}")
+    written = []
+    for stem, data in pending:
+        out = os.path.join(outdir, stem + ".vmd")
+        write_atomic(out, data)
+        written.append(out)
+    return written, warnings
+
+
+def _rig_sources(model, arm_ob, bone_map, mmd_rig: bool = True) -> tuple:
+    """(source skeleton, its `mmd_map_bones` mapping, the source bone index each PMX bone follows or
+    None). Without the rig (`--arm-angle` alone) the PMX keeps the source names."""
+
+    if isinstance(bone_map, (str, os.PathLike)):
+        bone_map = load_bone_map(os.fspath(bone_map))
+    skel = barm.read_skeleton(arm_ob)
+    mmd_of = {b: m for m, b in bone_names(arm_ob).items()}
+    names = [mmd_of.get(n, n) for n in skel.names]  # the names the PMX export starts from
+    parents = [int(p) for p in skel.parents]
+    mapping = map_bones(names, parents, None, bone_map)
+    by_name: dict[str, int] = {}
+    merged = [i for i in range(len(names)) if mapping.merged(i)]
+    for i in range(len(names)):
+        if mapping.dropped(i) or mapping.merged(i):
+            continue
+        by_name.setdefault(mapping.exported_name(i) if mmd_rig else names[i], i)
+    if mmd_rig and merged:  # the root motion: the deepest bone merged into 全ての親
+        depth = depths(parents)
+        by_name.setdefault(ROOT, max(merged, key=lambda i: (depth[i], i)))
+    src = [by_name.get(b.name) for b in model.bones]
+    return skel, mapping, src
+
+
+def _posed_world(context, arm_ob, act, xs: np.ndarray, names: list[str]) -> np.ndarray:
+    """(F, B, 4, 4) world matrices of bones `names` at Blender frames `xs`, as Blender evaluates the armature
+    with `act` assigned (NLA off). The scene's frame, the action and its slot are restored."""
+    scene = context.scene
+    ad = arm_ob.animation_data or arm_ob.animation_data_create()
+    saved = (scene.frame_current, scene.frame_subframe, ad.action, ad.action_slot, ad.use_nla)
+    out = np.zeros((len(xs), len(names), 4, 4))
+    try:
+        if ad.action != act:
+            ad.action = act
+        slot = bact._slot_for(arm_ob, act)
+        if slot is not None and ad.action_slot != slot:
+            ad.action_slot = slot
+        ad.use_nla = False
+        for f, x in enumerate(xs):
+            base = math.floor(x + 1e-9)
+            scene.frame_set(int(base), subframe=float(max(x - base, 0.0)))
+            deps = context.evaluated_depsgraph_get()
+            ev = arm_ob.evaluated_get(deps)
+            world = np.array(ev.matrix_world, np.float64)
+            for b, n in enumerate(names):
+                out[f, b] = world @ np.array(ev.pose.bones[n].matrix, np.float64)
+    finally:
+        ad.use_nla = saved[4]
+        if ad.action != saved[2]:
+            ad.action = saved[2]
+        if saved[3] is not None and ad.action_slot != saved[3]:
+            try:
+                ad.action_slot = saved[3]
+            except (TypeError, RuntimeError):
+                pass
+        scene.frame_set(saved[0], subframe=saved[1])
+    return out
+
+
+def export_rigged_motion(context, act, arm_ob, model, arm_angle: float = 0.0, bone_map=None,
+                         bake: bool = False, mmd_rig: bool = True) -> tuple[vmd.Motion, list[str]]:
+    """The VMD of one action for `model`, the rigged PMX exported from `arm_ob` (read-only; see above)."""
+
+    fps = bact.fps_of(context.scene)
+    scale = model_scale(arm_ob)
+    warnings: list[str] = []
+    skel, mapping, src = _rig_sources(model, arm_ob, bone_map, mmd_rig)
+    m = vmd.Motion()
+    m.model_name = model.name or arm_ob.name
+    if vmd.name_problem(m.model_name, vmd.MODEL_NAME_SIZE):
+        warnings.append(f"model name {m.model_name!r} {vmd.name_problem(m.model_name, vmd.MODEL_NAME_SIZE)}")
+    slot = bact._slot_for(arm_ob, act)
+    xs, curved = [], []
+    for cb in channelbags(act, slot):
+        for fc in cb.fcurves:
+            mt = BONE_PATH.match(fc.data_path) or re.match(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]\.', fc.data_path)
+            if mt and not fc.mute and len(fc.keyframe_points) and unescape(mt.group(1)) in arm_ob.data.bones:
+                c = Curve(fc)
+                xs.append(c.x)
+                # segments that are not straight lines (Bézier, easings) are sampled on every whole frame
+                change = (c.y[1:] != c.y[:-1]) & (c.interp[:-1] != INTERP["LINEAR"])
+                for i in np.flatnonzero(change):
+                    v0, v1 = vmd_frames(c.x[[i, i + 1]], fps)
+                    curved.append(np.arange(int(math.ceil(v0)), int(math.floor(v1)) + 1))
+    if xs:
+        allx = np.concatenate(xs)
+        if bake:
+            v0, v1 = vmd_frames(np.array([allx.min(), allx.max()]), fps)
+            frames = np.arange(max(int(math.floor(v0 + WHOLE)), 0), int(math.ceil(v1 - WHOLE)) + 1)
+        else:
+            frames, moved = whole_frames(allx, fps)
+            if moved:
+                warnings.append(f"{act.name}: keys between whole 30-fps frames resampled onto the frames around "
+                                "them")
+            if curved:
+                frames = np.unique(np.concatenate([frames] + curved))
+                frames = frames[frames >= 0]
+        used = sorted({s for s in src if s is not None})
+        binds = skel.binds()
+        posed = _posed_world(context, arm_ob, act, frames * fps / vmd.FPS, [skel.names[i] for i in used])
+        heads = binds[:, :3, 3]
+        arms = {i: side for side, prefix in SIDES.items() if (i := mapping.index(prefix + "腕")) is not None}
+        d = arm_angle_rest_transforms([int(p) for p in skel.parents], heads, arms, float(arm_angle or 0.0))
+        k4 = np.eye(4)
+        k4[:3, :3] = vc._SWAP / scale
+        k4_inv = np.linalg.inv(k4)
+        n = len(model.bones)
+        deform = np.full((len(frames), n, 4, 4), np.nan)
+        col = {s: c for c, s in enumerate(used)}
+        for k, s in enumerate(src):
+            if s is None:
+                continue
+            mb = posed[:, col[s]] @ np.linalg.inv(binds[s])
+            deform[:, k] = k4 @ mb @ np.linalg.inv(d[s]) @ k4_inv
+        for k, b in enumerate(model.bones):  # IK bones follow their targets
+            if src[k] is None and b.ik is not None and 0 <= b.ik.target < n and src[b.ik.target] is not None:
+                deform[:, k] = deform[:, b.ik.target]
+        pos, rot, worst = rigged_keys(model, deform)
+        if worst > 1e-4:
+            warnings.append(f"{act.name}: the pose scales bones (by up to {worst:.3g}), which a VMD cannot hold; "
+                            "scale dropped")
+        pos[np.abs(pos) < 1e-6] = 0.0
+        moving = [k for k in range(n) if np.abs(pos[:, k]).max() > 0 or
+                  np.abs(np.abs(rot[:, k, 3]) - 1).max() > 1e-12]
+        fields, more = vmd.encode_names([model.bones[k].name for k in moving])
+        warnings += more
+        keys = vmd.new_bone_keys(len(moving) * len(frames))
+        block = vmd.build_interpolation(vmd.linear_curves())
+        for j, (k, field) in enumerate(zip(moving, fields)):
+            sl = slice(j * len(frames), (j + 1) * len(frames))
+            keys["name"][sl] = field
+            keys["frame"][sl] = frames
+            keys["position"][sl] = pos[:, k]
+            keys["rotation"][sl] = rot[:, k]
+            keys["interpolation"][sl] = block
+        m.bone_keys = keys
+        dropped = [skel.names[i] for i in range(len(skel.names)) if mapping.dropped(i)]
+        if dropped:
+            warnings.append(f"{act.name}: bones dropped by the MMD rig keep no keys (their vertices follow the "
+                            f"bone they were merged into): {', '.join(dropped)}")
+    parts, more = export_morphs(act, arm_ob, None, fps, bake)
+    warnings += more
+    m.morph_keys = assemble(parts, None, vmd.MORPH_KEY)
+    bad = ~np.all(np.isfinite(m.bone_keys["position"]), axis=1) | ~np.all(np.isfinite(m.bone_keys["rotation"]), axis=1)
+    if bad.any():
+        raise ExportError(f"action {act.name}: bone {vmd.decode_name(bytes(m.bone_keys['name'][bad][0]))} has a "
+                          "non-finite value")
+    return m, warnings

@@ -1,0 +1,336 @@
+"""Wallpaper Engine puppets/models and textures in Blender: file → records → core → bpy and back.
+
+Import is one transaction: the file is read and mapped (texture included) before the first datablock is
+created, and everything created is removed if building fails. On top of the shared bridge it adds what only
+this format has: each clip's action keeps the clip's id, mode, fps, length, flags, track flags, events and exact
+samples (JSON in the action's `skinbridge_we` property); attachments (MDAT) become empties parented to their
+bones; the armature keeps the file's MDLV tag, section versions and raw tables (`skinbridge_we`), each mesh
+object its material paths, flags and vertex format.
+
+Export is read-only (the bridge reads rest data and puts back what it switched), builds the records with the
+mapping, and writes to a temporary file renamed into place.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import bpy
+import numpy as np
+from mathutils import Matrix
+
+from ..blender import action as baction
+from ..blender import scene as bscene
+from ..core import model as cm
+from ..core.errors import ExportError, FormatError
+from ..core.fileio import read_bytes, write_atomic
+from ..core.naming import safe_file_name
+from . import convert, mdl, tex
+
+PROP = "skinbridge_we"
+ATTACHMENT_PROP = "skinbridge_we_attachment"
+MODEL_PROP = "skinbridge_we_model"  # the file-level extras, on the armature (or the first mesh of a static model)
+_ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "actions")
+
+
+def _ids() -> dict[str, set[int]]:
+    return {name: {x.as_pointer() for x in getattr(bpy.data, name)} for name in _ID_COLLECTIONS}
+
+
+def _remove_new(before: dict[str, set[int]]) -> None:
+    for name in _ID_COLLECTIONS:
+        new = [x for x in getattr(bpy.data, name) if x.as_pointer() not in before[name]]
+        if new:
+            bpy.data.batch_remove(new)
+
+
+def _option(options, name, default):
+    if options is None:
+        return default
+    if isinstance(options, dict):
+        return options.get(name, default)
+    return getattr(options, name, default) if getattr(options, name, None) is not None else default
+
+
+# ------------------------------------------------------------------------------------------------------------
+# import
+
+def _tail_matrix(bone) -> np.ndarray:
+    """Armature-space matrix a child parented to `bone` (parent type BONE) hangs from at rest: the tail."""
+    m = np.array(bone.matrix_local, np.float64)
+    t = np.eye(4)
+    t[1, 3] = bone.length
+    return m @ t
+
+
+def _add_attachments(context, arm_ob, scene: cm.Scene, created: list) -> None:
+    x = scene.extras.get(convert.KEY) or {}
+    scale = float(x.get("scale", convert.DEFAULT_SCALE))
+    names = [b.name for b in scene.skeleton.bones]
+    binds = scene.skeleton.binds()
+    collection = context.view_layer.active_layer_collection.collection
+    kept = x.get("attachments", [])
+    for raw, (name, bone, local) in zip(kept, convert.attachment_matrices(kept, scene.skeleton, scale)):
+        ob = bpy.data.objects.new(name or "Attachment", None)
+        created.append(ob)
+        ob.empty_display_type = "ARROWS"
+        ob.empty_display_size = 0.05
+        collection.objects.link(ob)
+        ob.parent = arm_ob
+        ob.parent_type = "BONE"
+        ob.parent_bone = names[bone]
+        target = binds[bone] @ local  # armature space
+        ob.matrix_parent_inverse = Matrix.Identity(4)
+        ob.matrix_basis = Matrix((np.linalg.inv(_tail_matrix(arm_ob.data.bones[names[bone]])) @ target).tolist())
+        ob[ATTACHMENT_PROP] = json.dumps(raw)
+
+
+def import_wepuppet(context, path: str, scale: float = convert.DEFAULT_SCALE,
+                    with_animations: bool = True) -> bscene.ImportResult:
+    if not scale > 0:
+        raise FormatError(f"scale {scale} is not positive")
+    model = mdl.read(read_bytes(path))
+    name = os.path.splitext(os.path.basename(path))[0]
+    core_scene, warnings = convert.to_scene(model, name, scale, path=path, with_animations=with_animations)
+    before = _ids()
+    try:
+        result = bscene.build_scene(context, core_scene, name, os.path.dirname(os.path.abspath(path)))
+        arm_ob = result.armature
+        meshes = [ob for ob in result.objects if ob.type == "MESH"]
+        for ob, cmesh in zip(meshes, core_scene.meshes):
+            ob[PROP] = json.dumps(cmesh.extras.get(convert.KEY, {}))
+        for mat, cmat in zip([ob.data.materials[0] for ob in meshes if ob.data.materials],
+                             [core_scene.materials[c.materials[0]] for c in core_scene.meshes]):
+            mat[PROP] = json.dumps(cmat.extras.get(convert.KEY, {}))
+        target = arm_ob if arm_ob is not None else (meshes[0] if meshes else None)
+        if target is not None:
+            target[MODEL_PROP] = json.dumps(core_scene.extras.get(convert.KEY, {}))
+        if arm_ob is not None:
+            created: list = []
+            _add_attachments(context, arm_ob, core_scene, created)
+            result.objects += created
+            fps = baction.fps_of(context.scene)
+            first = None
+            for anim in core_scene.animations:
+                act, more = baction.build_action(arm_ob, anim, fps)
+                warnings += more
+                act[PROP] = json.dumps(anim.extras.get(convert.KEY, {}))
+                first = first or act
+            if first is not None:
+                baction.assign(arm_ob, first)
+                context.scene.frame_start = 0
+                context.scene.frame_end = max(int(np.ceil(first.frame_end)), 1)
+    except BaseException:
+        _remove_new(before)
+        raise
+    result.warnings[:0] = warnings
+    return result
+
+
+def blender_import(context, path: str, options=None) -> list[str]:
+    return import_wepuppet(context, path, float(_option(options, "scale", None) or convert.DEFAULT_SCALE)).warnings
+
+
+def import_texture(context, path: str) -> tuple[object, list[str]]:
+    """A `.tex` as a packed Blender image (its first image's top mip)."""
+    t = tex.read(read_bytes(path))
+    if not t.images or not t.images[0]:
+        raise FormatError("texture holds no image", None, "image count")
+    name = os.path.splitext(os.path.basename(path))[0]
+    if t.image_format != -1:
+        data = tex.mip_bytes(t, 0, 0)
+    else:
+        from ..core.png import encode_png
+
+        data = encode_png(tex.mip_pixels(t, 0, 0))
+    img = bpy.data.images.load_from_memory(data) if hasattr(bpy.data.images, "load_from_memory") else None
+    if img is None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, safe_file_name(name) + ".png")
+            with open(p, "wb") as f:
+                f.write(data)
+            img = bpy.data.images.load(p)
+            img.pack()
+    img.name = name
+    return img, list(t.warnings)
+
+
+def blender_import_tex(context, path: str, options=None) -> list[str]:
+    return import_texture(context, path)[1]
+
+
+# ------------------------------------------------------------------------------------------------------------
+# export
+
+def _json_prop(idblock, prop: str = PROP) -> dict:
+    try:
+        value = json.loads(idblock.get(prop, "{}"))
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _attachments(arm_ob, skel: cm.Skeleton, scale: float) -> list:
+    index = {b.name: i for i, b in enumerate(skel.bones)}
+    binds = skel.binds()
+    out = []
+    for ob in bpy.data.objects:
+        if ob.type != "EMPTY" or ob.parent != arm_ob or ob.parent_type != "BONE" or ob.parent_bone not in index:
+            continue
+        i = index[ob.parent_bone]
+        world = _tail_matrix(arm_ob.data.bones[ob.parent_bone]) @ np.array(ob.matrix_parent_inverse) @ \
+            np.array(ob.matrix_basis)
+        local = np.linalg.inv(binds[i]) @ world
+        kept = {}
+        try:
+            kept = json.loads(ob.get(ATTACHMENT_PROP, "{}"))
+        except ValueError:
+            pass
+        if kept.get("matrix"):
+            exact = convert.to_core_matrix(convert.column_major(kept["matrix"]), scale, False)
+            if np.abs(exact - local).max() <= 1e-4 * max(1.0, np.abs(exact).max()):
+                local = exact
+        out.append((str(kept.get("name", ob.name)) if kept.get("name") is not None else ob.name, i, local))
+    return out
+
+
+def _undeformed_positions(ob, cmesh: cm.Mesh) -> None:
+    """Positions from the mesh data itself when only armature modifiers act on it: Blender's armature
+    deformation in Rest Position is the identity only up to float32 noise of the bone matrices (up to about
+    1e-7 of the bones' distance from the origin), which the file's exact pixel positions should not carry."""
+    source = cmesh.extras.get("source_vertex")
+    me = ob.data
+    if source is None or cmesh.extras.get("source_vertex_count") != len(me.vertices) or \
+            any(mod.type != "ARMATURE" for mod in ob.modifiers if mod.show_viewport) or \
+            (me.shape_keys is not None and len(me.shape_keys.key_blocks) > 1):
+        return
+    co = np.empty(3 * len(me.vertices), np.float32)
+    me.attributes["position"].data.foreach_get("vector", co)
+    m = np.array(ob.matrix_world, np.float64)
+    if np.array_equal(m, np.eye(4)):
+        cmesh.positions = co.reshape(-1, 3)[source]
+    else:
+        cmesh.positions = (co.reshape(-1, 3)[source].astype(np.float64) @ m[:3, :3].T + m[:3, 3]).astype(np.float32)
+
+
+def gather_model(context, wide: bool = False, scale: float | None = None, selected_only: bool = False,
+                 keep: bool = True) -> tuple[mdl.Model, list[str]]:
+    meshes, arm_ob = bscene.exportable_objects(context, selected_only)
+    core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only, max_influences=4,
+                                               tangents=wide)
+    if not core_scene.meshes:
+        raise ExportError("nothing to export: no visible mesh with faces")
+    holder = arm_ob if arm_ob is not None else (meshes[0] if meshes else None)
+    if keep and holder is not None:
+        core_scene.extras[convert.KEY] = _json_prop(holder, MODEL_PROP)
+    by_name = {ob.name: ob for ob in meshes}
+    for cmesh in core_scene.meshes:
+        ob = by_name.get(cmesh.name)
+        if ob is not None:
+            _undeformed_positions(ob, cmesh)
+        if keep and ob is not None and PROP in ob:
+            cmesh.extras[convert.KEY] = _json_prop(ob)
+        elif ob is not None and ob.data.materials and ob.data.materials[0] is not None:
+            path = _json_prop(ob.data.materials[0]).get("path")
+            cmesh.extras[convert.KEY] = {"materials": [path or f"materials/{ob.data.materials[0].name}.json"]}
+    x = core_scene.extras.get(convert.KEY) or {}
+    use_scale = float(scale if scale is not None else x.get("scale", convert.DEFAULT_SCALE))
+    attachments = None
+    if arm_ob is not None and core_scene.skeleton is not None:
+        attachments = _attachments(arm_ob, core_scene.skeleton, use_scale)
+        for act in baction.armature_actions(arm_ob):
+            anim, more = baction.read_action(context, arm_ob, act)
+            warnings += more
+            kept = _json_prop(act)
+            if kept:
+                anim.extras[convert.KEY] = kept
+            core_scene.animations.append(anim)
+    model, more = convert.from_scene(core_scene, wide=wide, scale=use_scale, keep=keep,
+                                     fps=baction.fps_of(context.scene), attachments=attachments)
+    return model, warnings + more
+
+
+def export_wepuppet(context, path: str, wide: bool = False, scale: float | None = None,
+                    selected_only: bool = False, project_files: bool = False) -> list[str]:
+    """Write the visible model to `path`. `wide`: MDLV0023 with 80-byte vertices (unverified against Wallpaper
+    Engine). `project_files`: also models/<name>.json, materials/<name>.tex and materials/<name>.json beside
+    the folder of `path`."""
+    model, warnings = gather_model(context, wide, scale, selected_only, keep=not wide)
+    data = convert.write_model(model)
+    bscene._stage("write")
+    write_atomic(path, data)
+    if project_files:
+        warnings += write_project_files(context, path, model)
+    return warnings
+
+
+def _first_image(meshes):
+    for ob in meshes:
+        for mat in ob.data.materials:
+            if mat is None or mat.node_tree is None:
+                continue
+            for node in mat.node_tree.nodes:
+                if node.type == "TEX_IMAGE" and node.image is not None and node.image.size[0]:
+                    return node.image
+    return None
+
+
+def write_project_files(context, path: str, model: mdl.Model) -> list[str]:
+    """models/<name>.json (autosize, material, puppet), materials/<name>.json and materials/<name>.tex, with
+    the model written under models/ of the same project folder."""
+    warnings = []
+    folder = os.path.dirname(os.path.abspath(path))
+    root = os.path.dirname(folder) if os.path.basename(folder) == "models" else folder
+    name = safe_file_name(os.path.splitext(os.path.basename(path))[0])
+    stem = name[:-len("_puppet")] if name.endswith("_puppet") else name
+    material = f"materials/{stem}.json"
+    meshes, _ = bscene.exportable_objects(context)
+    img = _first_image(meshes)
+    if img is not None:
+        w, h = img.size
+        px = np.empty(w * h * 4, np.float32)
+        img.pixels.foreach_get(px)
+        rgba = np.clip(np.round(px.reshape(h, w, 4)[::-1] * 255), 0, 255).astype(np.uint8)
+        write_atomic(os.path.join(root, "materials", stem + ".tex"), tex.write(tex.from_rgba(rgba, lz4=True)))
+    else:
+        warnings.append("no image on the exported materials: materials/" + stem + ".tex not written")
+    doc = {"passes": [{"blending": "translucent", "cullmode": "nocull", "depthtest": "disabled",
+                       "depthwrite": "disabled", "shader": "genericimage2", "textures": [stem]}]}
+    write_atomic(os.path.join(root, "materials", stem + ".json"), json.dumps(doc, indent=1).encode("utf-8"))
+    model_json = {"autosize": True, "material": material,
+                  "puppet": f"models/{name}.mdl" if model.skeleton is not None else None}
+    if model_json["puppet"] is None:
+        del model_json["puppet"]
+    write_atomic(os.path.join(root, "models", f"{stem}.json"),
+                 json.dumps(model_json, indent="\t").encode("utf-8"))
+    return warnings
+
+
+def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
+    """`convert --to wepuppet`: OUTDIR/models/NAME_puppet.mdl with models/NAME.json, materials/NAME.json and
+    materials/NAME.tex."""
+    os.makedirs(outdir, exist_ok=True)
+    stem = safe_file_name(name)
+    path = os.path.join(outdir, "models", stem + "_puppet.mdl")
+    if os.path.realpath(path) in set(getattr(options, "protected", ()) or ()):
+        raise ExportError(f"refusing to overwrite the input {path}")
+    warnings = export_wepuppet(context, path, scale=_option(options, "scale", None), project_files=True)
+    written = [path, os.path.join(outdir, "models", stem + ".json"),
+               os.path.join(outdir, "materials", stem + ".json")]
+    tex_path = os.path.join(outdir, "materials", stem + ".tex")
+    if os.path.isfile(tex_path):
+        written.append(tex_path)
+    return written, warnings
+
+
+def export_texture(image, path: str, lz4: bool = False) -> None:
+    """A Blender image as an RGBA8888 `.tex` with its mip chain."""
+    w, h = image.size
+    if not (w and h):
+        raise ExportError(f"image {image.name!r} has no pixels")
+    px = np.empty(w * h * 4, np.float32)
+    image.pixels.foreach_get(px)
+    rgba = np.clip(np.round(px.reshape(h, w, 4)[::-1] * 255), 0, 255).astype(np.uint8)
+    write_atomic(path, tex.write(tex.from_rgba(rgba, lz4=lz4)))

@@ -1,0 +1,634 @@
+"""Wallpaper Engine `.mdl` records ⇄ core Scene: the one place where WE axes, units and UVs are converted.
+
+The mapping, for puppets and static models alike:
+
+    file (x, y, z)  →  Blender (s·x, −s·z, s·y)        s = `scale`, default 0.01 (100 px = 1 m)
+
+so a puppet's image lies in Blender's XZ plane as the Front view shows it (image +Y is Blender +Z), Y-up static
+models come in upright, and the origin is the image centre. It is the proper rotation A (det +1, winding kept)
+times s. UV = (u, 1 − v). Normals and tangents get A alone.
+
+Bones (reference §1.3): world bind W = W_parent · L with L the column-major local bind of MDLS. The core bind
+is B = G · W · Ŝ⁻¹ with G = s·A (as a 4×4 with no translation) and Ŝ = diag(s, s, s, 1): the rotation A·R_W
+keeps the bone's local axes the file's and only translations are scaled, so a bone's parent-relative
+transform is Ŝ · L · Ŝ⁻¹ (translation × s) and a root's is G · L · Ŝ⁻¹. Skinning maps alike:
+B(t) · B⁻¹ = G · (W(t) · W⁻¹) · G⁻¹. Clip samples (position, Euler XYZ with q = qz·qy·qx, scale; the bone's
+absolute local pose) map the same way, which makes the pose basis inverse(local bind) · local(t).
+
+Everything the core model cannot hold is kept in `extras["we"]` (plain JSON values) so that export can write
+it back: the file's tag and section versions, raw sections, per-bone flags / props / exact matrices and
+original (possibly empty) names, per-clip id / mode / fps / length / flags / track flags / events / exact
+Euler samples, per-mesh material paths, flags and vertex format.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+
+import numpy as np
+
+from ..core import model as cm
+from ..core.errors import ExportError, FormatError, Warnings
+from ..core.fileio import read_bytes
+from ..core.transforms import matrix3_to_quat, matrix_to_trs, quat_multiply, quat_to_matrix3
+from . import mdl, tex
+
+DEFAULT_SCALE = 0.01
+AXES = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])  # file → Blender rotation A
+AXES_Q = matrix3_to_quat(AXES)  # w, x, y, z
+KEY = "we"
+
+
+# ------------------------------------------------------------------------------------------------------------
+# small maths, all plain numpy
+
+def column_major(values) -> np.ndarray:
+    """(…, 16) column-major floats → (…, 4, 4) matrices."""
+    a = np.asarray(values, np.float64)
+    return np.swapaxes(a.reshape(a.shape[:-1] + (4, 4)), -1, -2)
+
+
+def to_column_major(m) -> np.ndarray:
+    m = np.asarray(m, np.float64)
+    return np.swapaxes(m, -1, -2).reshape(m.shape[:-2] + (16,))
+
+
+def euler_xyz_to_quat(e) -> np.ndarray:
+    """Euler XYZ radians (…, 3) → quaternions w,x,y,z of R = Rz·Ry·Rx (Blender order 'XYZ')."""
+    e = np.asarray(e, np.float64) * 0.5
+    cx, cy, cz = np.cos(e[..., 0]), np.cos(e[..., 1]), np.cos(e[..., 2])
+    sx, sy, sz = np.sin(e[..., 0]), np.sin(e[..., 1]), np.sin(e[..., 2])
+    return np.stack([cx * cy * cz + sx * sy * sz, sx * cy * cz - cx * sy * sz,
+                     cx * sy * cz + sx * cy * sz, cx * cy * sz - sx * sy * cz], axis=-1)
+
+
+def quat_to_euler_xyz(q) -> np.ndarray:
+    """Inverse of `euler_xyz_to_quat` (y in −π/2..π/2)."""
+    m = quat_to_matrix3(q)
+    y = np.arcsin(np.clip(-m[..., 2, 0], -1.0, 1.0))
+    x = np.arctan2(m[..., 2, 1], m[..., 2, 2])
+    z = np.arctan2(m[..., 1, 0], m[..., 0, 0])
+    return np.stack([x, y, z], axis=-1)
+
+
+def sample_matrices(samples) -> np.ndarray:
+    """Clip samples (…, 9) → local matrices T(pos) · Rz·Ry·Rx · S(scale) (…, 4, 4), in file units."""
+    s = np.asarray(samples, np.float64)
+    r = quat_to_matrix3(euler_xyz_to_quat(s[..., 3:6]))
+    m = np.zeros(s.shape[:-1] + (4, 4))
+    m[..., :3, :3] = r * s[..., None, 6:9]
+    m[..., :3, 3] = s[..., 0:3]
+    m[..., 3, 3] = 1
+    return m
+
+
+def world_binds(skeleton: mdl.Skeleton) -> np.ndarray:
+    """World bind matrices (file units) of an MDLS skeleton: W = W_parent · L; FormatError on a bad parent."""
+    n = len(skeleton.bones)
+    local = column_major(np.array([b.matrix for b in skeleton.bones], np.float64).reshape(n, 16))
+    world = np.empty_like(local)
+    for i, b in enumerate(skeleton.bones):
+        if b.parent == -1:
+            world[i] = local[i]
+        elif 0 <= b.parent < i:
+            world[i] = world[b.parent] @ local[i]
+        else:
+            raise FormatError(f"bone {i} ({b.name!r}) has parent {b.parent}: parents must come first "
+                              f"(-1..{i - 1})", None, f"bone {i} parent")
+    return world
+
+
+def axis_matrix(scale: float) -> np.ndarray:
+    g = np.eye(4)
+    g[:3, :3] = scale * AXES
+    return g
+
+
+def _unscale(scale: float) -> np.ndarray:
+    return np.diag([scale, scale, scale, 1.0])
+
+
+def to_core_matrix(m, scale: float, root: bool) -> np.ndarray:
+    """A file matrix (world, or a root's local) or a non-root local matrix in core axes."""
+    left = axis_matrix(scale) if root else _unscale(scale)
+    return left @ np.asarray(m, np.float64) @ np.linalg.inv(_unscale(scale))
+
+
+def from_core_matrix(m, scale: float, root: bool) -> np.ndarray:
+    left = axis_matrix(scale) if root else _unscale(scale)
+    return np.linalg.inv(left) @ np.asarray(m, np.float64) @ _unscale(scale)
+
+
+def _f32_list(a) -> list[float]:
+    return [float(x) for x in np.asarray(a, np.float32).reshape(-1)]
+
+
+def _b64(b: bytes) -> str:
+    return base64.b64encode(bytes(b)).decode("ascii")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# textures
+
+def find_texture(mdl_path: str, material: str) -> tuple[str | None, str | None]:
+    """(path of the `.tex`, why not found): the material JSON resolved against the folder above `models/`,
+    its first texture + `.tex` under `materials/`; else `<stem without _puppet>.tex` beside the file."""
+    folder = os.path.dirname(os.path.abspath(mdl_path))
+    tried = []
+    if material:
+        root = folder
+        parts = folder.replace("\\", "/").split("/")
+        if "models" in parts:
+            root = "/".join(parts[:len(parts) - parts[::-1].index("models") - 1]) or "/"
+        json_path = os.path.join(root, *material.replace("\\", "/").split("/"))
+        if os.path.isfile(json_path):
+            try:
+                doc = json.loads(read_bytes(json_path, 1 << 24).decode("utf-8", "replace"))
+                name = doc["passes"][0]["textures"][0]
+                path = os.path.join(root, "materials", *str(name).replace("\\", "/").split("/")) + ".tex"
+                if os.path.isfile(path):
+                    return path, None
+                tried.append(path)
+            except (ValueError, KeyError, IndexError, TypeError, OSError, FormatError):
+                tried.append(f"{json_path} (no passes[0].textures[0])")
+        else:
+            tried.append(json_path)
+    stem = os.path.splitext(os.path.basename(mdl_path))[0]
+    if stem.endswith("_puppet"):
+        stem = stem[:-len("_puppet")]
+    beside = os.path.join(folder, stem + ".tex")
+    if os.path.isfile(beside):
+        return beside, None
+    tried.append(beside)
+    return None, "no texture found (looked for " + ", ".join(tried) + ")"
+
+
+def texture_png(path: str) -> bytes:
+    """The first image's top mip of a `.tex` as PNG bytes (or the stored image file as it is)."""
+    from ..core.png import encode_png
+
+    t = tex.read(read_bytes(path))
+    if not t.images or not t.images[0]:
+        raise FormatError("texture holds no image", None, "image count")
+    if t.image_format != -1:
+        return tex.mip_bytes(t, 0, 0)
+    return encode_png(tex.mip_pixels(t, 0, 0))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# file → core
+
+def _mesh_to_core(mesh: mdl.Mesh, k: int, scale: float, n_bones: int, name: str, w: Warnings) -> cm.Mesh:
+    v = mesh.vertices
+    names = v.dtype.names
+    n = len(v)
+    pos = v["position"] if "position" in names else (v["position4"][:, :3] if "position4" in names
+                                                      else np.zeros((n, 3), np.float32))
+    positions = (np.asarray(pos, np.float64) @ (scale * AXES).T).astype(np.float32)
+    idx = np.asarray(mesh.indices, np.int64)
+    if len(idx) % 3:
+        w.add(f"mesh {k}: {len(idx) % 3} trailing indices make no triangle and were dropped")
+        idx = idx[:len(idx) - len(idx) % 3]
+    if len(idx) and idx.max() >= n:
+        raise FormatError(f"mesh {k}: index {int(idx.max())} of {n} vertices", None, f"mesh {k} indices")
+    out = cm.Mesh(name=name, positions=positions, triangles=idx.reshape(-1, 3).astype(np.int32))
+    if "normal" in names:
+        out.normals = (np.asarray(v["normal"], np.float64) @ AXES.T).astype(np.float32)
+    if "tangent" in names:
+        t = np.asarray(v["tangent"], np.float64)
+        out.tangents = np.concatenate([t[:, :3] @ AXES.T, t[:, 3:]], axis=1).astype(np.float32)
+    for j in range(6):
+        for field in (f"uv{j}", f"uv{j}_3", f"uv{j}_4"):
+            if field in names:
+                uv = np.asarray(v[field][:, :2], np.float32).copy()
+                uv[:, 1] = np.float32(1) - uv[:, 1]
+                out.uvs.append((f"UVMap" if j == 0 else f"UVMap.{j:03d}", uv))
+    if "color" in names:
+        out.colors.append(("Color", np.asarray(v["color"], np.float32)))
+    if "joints" in names:
+        joints = np.asarray(v["joints"], np.int64)
+        weights = np.asarray(v["weights"], np.float32) if "weights" in names else np.full(joints.shape, 0.25, np.float32)
+        live = weights != 0
+        if n_bones == 0:
+            if live.any():
+                w.add(f"mesh {k}: vertices carry bone weights but the file has no skeleton; weights ignored")
+        else:
+            bad = live & ((joints < 0) | (joints >= n_bones))
+            if bad.any():
+                i = int(np.flatnonzero(bad.any(axis=1))[0])
+                raise FormatError(f"mesh {k} vertex {i}: bone index {int(joints[i][bad[i]][0])} of {n_bones} bones",
+                                  None, f"mesh {k} vertex {i} joints")
+            joints = np.where(live, joints, 0)
+            out.joints = joints.astype(np.int32)
+            out.weights = weights
+    if not np.isfinite(positions).all():
+        w.add(f"mesh {k}: non-finite positions")
+    out.material_indices = np.zeros(len(out.triangles), np.int32)
+    out.extras[KEY] = {"mesh": k, "materials": list(mesh.materials), "flags": mesh.flags,
+                       "flags_extra": mesh.flags_extra, "format": mesh.format}
+    return out
+
+
+def _skeleton_to_core(sk: mdl.Skeleton, scale: float) -> tuple[cm.Skeleton, np.ndarray]:
+    world = world_binds(sk)
+    binds = axis_matrix(scale) @ world @ np.linalg.inv(_unscale(scale))
+    skel = cm.Skeleton(name="Armature")
+    used: dict[str, int] = {}
+    for i, b in enumerate(sk.bones):
+        # Blender renames '' and duplicates: the file's own name travels in the extras
+        name = b.name or f"bone_{i}"
+        if name in used:
+            name = f"{name}.{i}"
+        used[name] = i
+        skel.bones.append(cm.Bone(name=name, parent=b.parent, bind=binds[i], rest_translation=np.zeros(3),
+                                  rest_rotation=np.array([1.0, 0, 0, 0]), rest_scale=np.ones(3),
+                                  extras={KEY: {"name": b.name, "flags": b.flags, "props": b.props,
+                                                "matrix": _f32_list(b.matrix)}}))
+    skel.set_rest_from_binds()
+    return skel, world
+
+
+def clip_tracks(clip: mdl.Clip, skel: cm.Skeleton, scale: float) -> list[cm.Track]:
+    """Per-bone core tracks of a clip: one key per sample at k / fps seconds."""
+    fps = float(clip.fps)
+    n = min(len(clip.track_flags), len(skel.bones))
+    times = np.arange(clip.length + 1, dtype=np.float64) / fps
+    s = np.asarray(clip.samples[:n], np.float64)
+    q = euler_xyz_to_quat(s[..., 3:6])
+    t = s[..., 0:3] * scale
+    roots = np.array([skel.bones[i].parent < 0 for i in range(n)], bool)
+    if roots.any():
+        t[roots] = t[roots] @ AXES.T
+        q[roots] = quat_multiply(np.broadcast_to(AXES_Q, q[roots].shape), q[roots])
+    return [cm.Track(bone=skel.bones[i].name, translation_times=times, translations=t[i], rotation_times=times,
+                     rotations=q[i], scale_times=times, scales=s[i, :, 6:9].copy()) for i in range(n)]
+
+
+def _clip_to_core(clip: mdl.Clip, skel: cm.Skeleton | None, scale: float, w: Warnings) -> cm.Animation:
+    fps = float(clip.fps)
+    if not (np.isfinite(fps) and fps > 0):
+        raise FormatError(f"clip {clip.name!r}: fps {fps} is not a positive number", None, "clip fps")
+    anim = cm.Animation(name=clip.name, length=clip.length / fps)
+    n_bones = len(skel.bones) if skel else 0
+    if len(clip.track_flags) != n_bones:
+        w.add(f"clip {clip.name!r}: {len(clip.track_flags)} tracks for {n_bones} bones"
+              + ("; the extra tracks were ignored" if len(clip.track_flags) > n_bones else ""))
+    if skel is not None:
+        anim.tracks = clip_tracks(clip, skel, scale)
+    for frame, text in clip.events:
+        anim.markers.append((float(frame) / fps, text))
+    anim.extras[KEY] = {
+        "id": clip.id, "reserved": clip.reserved, "mode": clip.mode, "fps": float(clip.fps), "length": clip.length,
+        "flags": clip.flags, "track_flags": [int(x) for x in clip.track_flags],
+        "euler": _f32_list(np.asarray(clip.samples, np.float32)[..., 3:6]),
+        "samples": _b64(np.asarray(clip.samples, "<f4").tobytes()),
+        "blocks": _b64(clip.blocks), "reference": list(clip.reference) if clip.reference else None,
+        "events": [[float(f), t] for f, t in clip.events],
+    }
+    return anim
+
+
+def to_scene(model: mdl.Model, name: str = "puppet", scale: float = DEFAULT_SCALE, path: str | None = None,
+             with_animations: bool = True, textures: bool = True) -> tuple[cm.Scene, list[str]]:
+    """Map records to a core Scene. `path`: the `.mdl`'s path, to find its texture."""
+    w = Warnings()
+    w.extend(model.warnings)
+    scene = cm.Scene(name=name)
+    sk = model.skeleton
+    if sk is not None and len(sk.bones):
+        scene.skeleton, _ = _skeleton_to_core(sk, scale)
+        scene.skeleton.name = name
+    n_bones = len(scene.skeleton.bones) if scene.skeleton else 0
+    mat_index: dict[str, int] = {}
+    for k, mesh in enumerate(model.meshes):
+        cmesh = _mesh_to_core(mesh, k, scale, n_bones, name if len(model.meshes) == 1 else f"{name}.{k:03d}", w)
+        slots = []
+        for material in mesh.materials[:1] or [""]:
+            if material not in mat_index:
+                mat_index[material] = len(scene.materials)
+                stem = os.path.splitext(material.replace("\\", "/").split("/")[-1])[0] or name
+                mat = cm.Material(name=stem, double_sided=True, alpha_mode="BLEND")
+                mat.extras[KEY] = {"path": material}
+                if textures and path is not None:
+                    found, why = find_texture(path, material)
+                    if found:
+                        try:
+                            mat.base_color_texture = cm.Texture(os.path.basename(found)[:-4] + ".png",
+                                                                data=texture_png(found))
+                        except (FormatError, OSError) as e:
+                            w.add(f"texture {found}: {e}")
+                    else:
+                        w.add(f"mesh {k}: {why}")
+                scene.materials.append(mat)
+            slots.append(mat_index[material])
+        cmesh.materials = slots
+        scene.meshes.append(cmesh)
+    for i, a in enumerate(model.attachments):
+        if a.bone >= n_bones:
+            raise FormatError(f"attachment {a.name!r}: bone {a.bone} of {n_bones}", None, f"attachment {i} bone")
+    anims = model.animations
+    if with_animations and anims is not None:
+        for clip in anims.clips:
+            scene.animations.append(_clip_to_core(clip, scene.skeleton, scale, w))
+    scene.extras[KEY] = {
+        "tag": model.tag, "legacy_format": model.legacy_format, "materials_per_mesh": model.materials_per_mesh,
+        "scale": scale,
+        "sections": [{"tag": s.tag} | _section_extras(s) for s in model.sections],
+        "attachments": [{"bone": a.bone, "name": a.name, "matrix": _f32_list(a.matrix)} for a in model.attachments],
+        "mesh_extras": [{"materials": list(m.materials), "flags": m.flags, "flags_extra": m.flags_extra,
+                         "format": m.format} for m in model.meshes],
+    }
+    return scene, list(w)
+
+
+def _section_extras(s: mdl.Section) -> dict:
+    if isinstance(s.body, mdl.Skeleton):
+        return {"version": s.body.version, "tables": _b64(s.body.tables), "links": s.body.link_count,
+                "constraints": s.body.constraint_count}
+    if isinstance(s.body, mdl.Animations):
+        return {"version": s.body.version}
+    if isinstance(s.body, (bytes, bytearray)):
+        return {"raw": _b64(s.body)}
+    if s.tag == "MDLE0002":
+        return {"matrices": _f32_list(s.body)}
+    return {}
+
+
+def attachment_matrices(model_or_extras, skel: cm.Skeleton, scale: float) -> list[tuple[str, int, np.ndarray]]:
+    """(name, bone, matrix relative to the bone in core axes) of each attachment."""
+    out = []
+    for a in model_or_extras:
+        m = column_major(np.asarray(a["matrix"], np.float64))
+        out.append((a["name"], int(a["bone"]), _unscale(scale) @ m @ np.linalg.inv(_unscale(scale))))
+    return out
+
+
+def load(path: str, data: bytes, with_animations: bool = True) -> tuple[cm.Scene, list[str]]:
+    name = os.path.splitext(os.path.basename(path))[0]
+    return to_scene(mdl.read(data), name, path=path, with_animations=with_animations)
+
+
+def semantic(model: mdl.Model) -> list[str]:
+    """What an import runs after the read (hostile suite): the mapping, without textures."""
+    _, warnings = to_scene(model, "hostile", textures=False)
+    return warnings
+
+
+# ------------------------------------------------------------------------------------------------------------
+# core → file
+
+NARROW_TAG, WIDE_TAG = "MDLV0013", "MDLV0023"
+KEEP_TOLERANCE = 1e-4  # file units / radians: a kept exact value is reused while the scene still matches it
+
+
+def _interp(times, key_times, values) -> np.ndarray:
+    kt = np.asarray(key_times, np.float64)
+    v = np.asarray(values, np.float64)
+    if len(kt) == 1:
+        return np.repeat(v[:1], len(times), axis=0)
+    return np.stack([np.interp(times, kt, v[:, c]) for c in range(v.shape[1])], axis=1)
+
+
+def _interp_rot(times, key_times, q) -> np.ndarray:
+    from ..core.transforms import slerp
+
+    kt = np.asarray(key_times, np.float64)
+    q = np.asarray(q, np.float64)
+    if len(kt) == 1:
+        return np.repeat(q[:1], len(times), axis=0)
+    i = np.clip(np.searchsorted(kt, times, side="right") - 1, 0, len(kt) - 2)
+    f = np.clip((times - kt[i]) / np.where(kt[i + 1] > kt[i], kt[i + 1] - kt[i], 1.0), 0.0, 1.0)
+    return slerp(q[i], q[i + 1], f)
+
+
+def _same_rotation(a, b, tol) -> bool:
+    return bool(np.all(np.abs(np.abs(np.sum(a * b, axis=-1)) - 1.0) <= tol))
+
+
+def _clip_samples(anim: cm.Animation, skel: cm.Skeleton, fps: float, length: int, scale: float) -> np.ndarray:
+    """(bones, length + 1, 9) file samples of a core animation sampled at k / fps."""
+    n = len(skel.bones)
+    times = np.arange(length + 1, dtype=np.float64) / fps
+    t = np.array([b.rest_translation for b in skel.bones], np.float64)[:, None].repeat(length + 1, 1)
+    r = np.array([b.rest_rotation for b in skel.bones], np.float64)[:, None].repeat(length + 1, 1)
+    s = np.array([b.rest_scale for b in skel.bones], np.float64)[:, None].repeat(length + 1, 1)
+    index = {b.name: i for i, b in enumerate(skel.bones)}
+    for track in anim.tracks:
+        i = index.get(track.bone)
+        if i is None:
+            continue
+        if track.translations is not None and len(track.translations):
+            t[i] = _interp(times, track.translation_times, track.translations)
+        if track.rotations is not None and len(track.rotations):
+            r[i] = _interp_rot(times, track.rotation_times, track.rotations)
+        if track.scales is not None and len(track.scales):
+            s[i] = _interp(times, track.scale_times, track.scales)
+    roots = np.array([b.parent < 0 for b in skel.bones], bool)
+    t = t / scale
+    if roots.any():
+        t[roots] = t[roots] @ AXES  # A⁻¹ = Aᵀ
+        inv = AXES_Q * np.array([1.0, -1, -1, -1])
+        r[roots] = quat_multiply(np.broadcast_to(inv, r[roots].shape), r[roots])
+    out = np.zeros((n, length + 1, 9))
+    out[..., 0:3], out[..., 3:6], out[..., 6:9] = t, quat_to_euler_xyz(r), s
+    return out
+
+
+def _reuse_samples(samples: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """Per track, the file's exact samples while the scene's pose still matches them."""
+    out = samples.astype(np.float32)
+    if kept.shape != samples.shape:
+        return out
+    for i in range(len(samples)):
+        a, b = samples[i], kept[i].astype(np.float64)
+        if (np.abs(a[:, 0:3] - b[:, 0:3]).max() <= KEEP_TOLERANCE * max(1.0, np.abs(b[:, 0:3]).max())
+                and np.abs(a[:, 6:9] - b[:, 6:9]).max() <= KEEP_TOLERANCE
+                and _same_rotation(euler_xyz_to_quat(a[:, 3:6]), euler_xyz_to_quat(b[:, 3:6]), 1e-7)):
+            out[i] = kept[i]
+    return out
+
+
+def _clip_from_core(anim: cm.Animation, skel: cm.Skeleton, scale: float, default_fps: float,
+                    w: Warnings) -> mdl.Clip:
+    x = anim.extras.get(KEY) or {}
+    fps = float(x.get("fps") or default_fps)
+    length = int(x["length"]) if "length" in x else max(int(round(anim.length * fps)), 1)
+    samples = _clip_samples(anim, skel, fps, length, scale)
+    if "samples" in x:
+        kept = np.frombuffer(base64.b64decode(x["samples"]), "<f4")
+        if kept.size == samples.size:
+            samples = _reuse_samples(samples, kept.reshape(samples.shape))
+        else:
+            samples = samples.astype(np.float32)
+    else:
+        samples = samples.astype(np.float32)
+    if not np.isfinite(samples).all():
+        bad = int(np.flatnonzero(~np.isfinite(samples).reshape(len(samples), -1).all(axis=1))[0])
+        raise ExportError(f"clip {anim.name!r}: bone {skel.bones[bad].name!r} has non-finite samples")
+    flags = x.get("track_flags")
+    track_flags = np.array(flags if flags and len(flags) == len(skel.bones) else [0] * len(skel.bones), "<u4")
+    events = [(np.float32(f), str(t)) for f, t in x.get("events", [])] if "events" in x else \
+        [(np.float32(time * fps), str(text)) for time, text in anim.markers]
+    ref = x.get("reference")
+    return mdl.Clip(id=int(x.get("id", 0)), reserved=int(x.get("reserved", 0)), name=anim.name,
+                    mode=str(x.get("mode", "loop")), fps=np.float32(fps), length=length, flags=int(x.get("flags", 0)),
+                    track_flags=track_flags, samples=samples,
+                    blocks=base64.b64decode(x.get("blocks", "")) if "blocks" in x else b"",
+                    reference=tuple(ref) if ref else None, events=events)
+
+
+def _bones_from_core(skel: cm.Skeleton, scale: float) -> list[mdl.Bone]:
+    binds = skel.binds()
+    order = skel.topological_order()
+    if any(b.parent >= i for i, b in enumerate(skel.bones)):
+        bad = next(i for i, b in enumerate(skel.bones) if b.parent >= i)
+        raise ExportError(f"bone {skel.bones[bad].name!r}: its parent must come before it (order {order[:5]}…)")
+    out = []
+    for i, b in enumerate(skel.bones):
+        if b.parent < 0:
+            local = from_core_matrix(binds[i], scale, True)
+        else:
+            local = from_core_matrix(np.linalg.inv(binds[b.parent]) @ binds[i], scale, False)
+        x = b.extras.get(KEY) or {}
+        matrix = to_column_major(local).astype(np.float32)
+        kept = x.get("matrix")
+        if kept is not None and len(kept) == 16:
+            k = np.asarray(kept, np.float32)
+            if np.abs(column_major(k) - local).max() <= KEEP_TOLERANCE * max(1.0, np.abs(local).max()):
+                matrix = k
+        if not np.isfinite(matrix).all():
+            raise ExportError(f"bone {b.name!r}: bind matrix is not finite")
+        out.append(mdl.Bone(name=str(x.get("name", b.name)), flags=int(x.get("flags", 1)), parent=b.parent,
+                            matrix=matrix, props=str(x.get("props", ""))))
+    return out
+
+
+def _mesh_from_core(cmesh: cm.Mesh, fmt: int, scale: float, version: int, n_bones: int, k: int,
+                    kept: dict) -> mdl.Mesh:
+    n = len(cmesh.positions)
+    dt = mdl.vertex_dtype(fmt)
+    v = np.zeros(n, dt)
+    pos = np.asarray(cmesh.positions, np.float64) @ (AXES / scale)  # (A·s)⁻¹ = Aᵀ / s, applied to rows
+    if not np.isfinite(pos).all():
+        i = int(np.flatnonzero(~np.isfinite(pos).all(axis=1))[0])
+        raise ExportError(f"mesh {cmesh.name!r} vertex {i}: position is not finite")
+    v["position"] = pos
+    if "normal" in dt.names:
+        nrm = np.asarray(cmesh.normals, np.float64) @ AXES if cmesh.normals is not None else \
+            np.tile([0.0, 0.0, 1.0], (n, 1))
+        v["normal"] = nrm
+    if "tangent" in dt.names:
+        if cmesh.tangents is not None:
+            tan = np.asarray(cmesh.tangents, np.float64)
+            v["tangent"] = np.concatenate([tan[:, :3] @ AXES, tan[:, 3:4]], axis=1)
+        else:
+            v["tangent"] = np.tile([1.0, 0.0, 0.0, 1.0], (n, 1))
+    if cmesh.uvs:
+        uv = np.asarray(cmesh.uvs[0][1], np.float32).copy()
+        uv[:, 1] = np.float32(1) - uv[:, 1]
+        v["uv0"] = uv
+    if "joints" in dt.names and cmesh.joints is not None:
+        kk = min(cmesh.joints.shape[1], 4)
+        order = np.argsort(-np.asarray(cmesh.weights, np.float64), axis=1, kind="stable")[:, :4] \
+            if cmesh.joints.shape[1] > 4 else np.arange(kk)[None].repeat(n, 0)
+        j = np.take_along_axis(np.asarray(cmesh.joints, np.int64), order, 1)
+        w = np.take_along_axis(np.asarray(cmesh.weights, np.float32), order, 1)
+        j = np.where(w != 0, j, 0)
+        if (j >= n_bones).any() or (j < 0).any():
+            i = int(np.flatnonzero(((j >= n_bones) | (j < 0)).any(axis=1))[0])
+            raise ExportError(f"mesh {cmesh.name!r} vertex {i}: bone index outside 0..{n_bones - 1}")
+        v["joints"][:, :kk] = j
+        v["weights"][:, :kk] = w
+    elif "weights" in dt.names:
+        v["weights"][:, 0] = 1.0  # an unweighted mesh of a skinned model follows the first bone
+    tris = np.asarray(cmesh.triangles, np.int64).reshape(-1)
+    flags = int(kept.get("flags", 0)) & ~mdl.FLAG_INDEX32 & ~mdl.FLAG_EXTRA
+    if n > 0xFFFF:
+        flags |= mdl.FLAG_INDEX32
+    mesh = mdl.Mesh(materials=list(kept.get("materials") or [cmesh.name]), flags=flags, format=fmt, vertices=v,
+                    indices=tris.astype("<u4" if flags & mdl.FLAG_INDEX32 else "<u2"))
+    if version >= mdl.MESH_BBOX_VERSION:
+        mesh.bbox = (np.concatenate([pos.min(axis=0), pos.max(axis=0)]) if n else np.zeros(6)).astype("<f4")
+    return mesh
+
+
+def from_scene(scene: cm.Scene, wide: bool = False, scale: float | None = None, keep: bool = True,
+               fps: float = 30.0, attachments: list | None = None) -> tuple[mdl.Model, list[str]]:
+    """A puppet/model record set for a core Scene (Blender axes). Default: narrow MDLV0013 (52-byte vertices)
+    or, for a Scene imported from a `.mdl` (`keep`), that file's MDLV tag, format and section versions;
+    `wide`: MDLV0023 with 80-byte vertices (unverified against Wallpaper Engine). `attachments`: (name, bone
+    index, 4×4 matrix relative to the bone in core axes)."""
+    w = Warnings()
+    x = (scene.extras.get(KEY) or {}) if keep else {}
+    scale = float(scale if scale is not None else x.get("scale", DEFAULT_SCALE))
+    skel = scene.skeleton if scene.skeleton is not None and len(scene.skeleton.bones) else None
+    skinned = skel is not None
+    if wide:
+        tag, fmt = WIDE_TAG, mdl.FORMAT_WIDE
+    else:
+        tag = str(x.get("tag", NARROW_TAG))
+        if not mdl.MIN_VERSION <= mdl.tag_version(tag) <= mdl.MAX_VERSION:
+            tag = NARROW_TAG
+        kept_format = (x.get("mesh_extras") or [{}])[0].get("format")
+        if kept_format is not None and bool(kept_format & 0x00800000) == skinned:
+            fmt = int(kept_format)
+        elif skinned:
+            fmt = mdl.FORMAT_NARROW
+        elif any(m.normals is not None for m in scene.meshes):
+            fmt = mdl.FORMAT_STATIC
+        else:
+            fmt = mdl.FORMAT_UNSKINNED
+    version = mdl.tag_version(tag)
+    model = mdl.Model(tag=tag, legacy_format=fmt if version < mdl.MESH_FORMAT_VERSION else
+                      int(x.get("legacy_format", fmt)), materials_per_mesh=1)
+    kept_meshes = x.get("mesh_extras") or []
+    for k, cmesh in enumerate(scene.meshes):
+        kept = cmesh.extras.get(KEY) or (kept_meshes[k] if k < len(kept_meshes) else {})
+        if not kept.get("materials") and cmesh.materials and cmesh.materials[0] < len(scene.materials):
+            path = (scene.materials[cmesh.materials[0]].extras.get(KEY) or {}).get("path")
+            kept = {**kept, "materials": [path or f"materials/{scene.materials[cmesh.materials[0]].name}.json"]}
+        model.meshes.append(_mesh_from_core(cmesh, fmt, scale, version, len(skel.bones) if skel else 0, k, kept))
+    model.materials_per_mesh = max([len(m.materials) for m in model.meshes] or [1])
+    for m in model.meshes:
+        m.materials = (m.materials + [""] * model.materials_per_mesh)[:model.materials_per_mesh]
+    if version < mdl.SECTION_VERSION:
+        if skinned:
+            w.add(f"{tag} files have no skeleton: bones and clips not written")
+        return model, list(w)
+    kept_sections = {s["tag"][:4]: s for s in x.get("sections", [])} if not wide else {}
+    if skinned:
+        s = kept_sections.get("MDLS", {})
+        sk_version = int(s.get("version", 1))
+        tables = base64.b64decode(s["tables"]) if sk_version >= 2 and "tables" in s else b""
+        if sk_version >= 2 and not tables:
+            sk_version = 1
+        model.sections.append(mdl.Section(f"MDLS{sk_version:04d}",
+                                          mdl.Skeleton(sk_version, _bones_from_core(skel, scale), tables,
+                                                       int(s.get("links", 0)), int(s.get("constraints", 0)))))
+        if attachments is None:
+            attachments = attachment_matrices(x.get("attachments", []), skel, scale)
+        if attachments:
+            model.sections.append(mdl.Section("MDAT0001", [
+                mdl.Attachment(int(bone), str(name), to_column_major(from_core_matrix(m, scale, False)).astype("<f4"))
+                for name, bone, m in attachments]))
+        if scene.animations:
+            a = kept_sections.get("MDLA", {})
+            a_version = int(a.get("version", 1))
+            clips = [_clip_from_core(anim, skel, scale, fps, w) for anim in scene.animations]
+            if a_version > 1 and any(not c.blocks for c in clips):
+                a_version = 1
+                for c in clips:
+                    c.blocks = b""
+            model.sections.append(mdl.Section(f"MDLA{a_version:04d}", mdl.Animations(a_version, clips)))
+    for s in x.get("sections", []):
+        if "raw" in s and s["tag"][:4] not in ("MDLS", "MDLA", "MDAT"):
+            model.sections.append(mdl.Section(s["tag"], base64.b64decode(s["raw"])))
+    return model, list(w)
+
+
+def write_model(model: mdl.Model) -> bytes:
+    """Bytes of an exported model: MDLV0013–0016 files zero-padded to 1 MiB as every such sample is."""
+    pad = mdl.PAD_SIZE if mdl.SECTION_VERSION <= model.version <= 16 else None
+    model.tail = b""
+    return mdl.write(model, pad_to=pad)

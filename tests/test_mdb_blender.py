@@ -1,0 +1,412 @@
+"""MDB through Blender: import with the issue's rules and export back byte-identical."""
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+from skinbridge.core.errors import ExportError, FormatError  # noqa: E402
+from skinbridge.io_mdb import blender_io, mdb  # noqa: E402
+from test_mdb_layout import IDENTITY, cols, hair_or_helm, hook, mdb_file, rigd, skin  # noqa: E402
+
+pytestmark = pytest.mark.blender
+
+MDB_DIR = pathlib.Path(__file__).resolve().parents[2] / "shared" / "testdata" / "mdb"
+SAMPLES = sorted(p for p in MDB_DIR.iterdir() if p.suffix.lower() == ".mdb")
+
+
+def _roundtrip(path, tmp_path, **kw) -> tuple[bytes, object]:
+    result = blender_io.import_mdb(bpy.context, str(path), **kw)
+    out = tmp_path / "out.mdb"
+    coll = bpy.data.collections[pathlib.Path(path).stem]
+    blender_io.export_mdb(bpy.context, str(out), collection=coll)
+    return out.read_bytes(), result
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_sample_through_blender_is_byte_identical(clean_scene, tmp_path, path):
+    written, _ = _roundtrip(path, tmp_path)
+    assert written == path.read_bytes()
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_sample_exported_from_the_view_layer_with_hidden_lods(clean_scene, tmp_path, path):
+    blender_io.import_mdb(bpy.context, str(path))
+    out = tmp_path / "all.mdb"
+    blender_io.export_mdb(bpy.context, str(out))
+    assert out.read_bytes() == path.read_bytes()
+
+
+def _points_file() -> bytes:
+    rows = ((-1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))  # determinant −1 as stored, like Hair89's
+    return mdb_file(
+        rigd("door", [((0, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (0, 0, 1)),
+                      ((1, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (1, 0, 1)),
+                      ((0, 1, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (0, -1, 1))], [(0, 1, 2)]),
+        hook("HP_door01", 0, 2, (1.5, -2.0, 0.25), rows),
+        hair_or_helm(b"HELM", "HFM_Helm", 3, (0.0, 0.1, 1.7), IDENTITY),
+        cols([(3, 0.25), (17, 0.125)]),
+    )
+
+
+def test_hook_helm_cols_file_from_the_layout_through_blender(clean_scene, tmp_path):
+    src = tmp_path / "points.mdb"
+    src.write_bytes(_points_file())
+    written, _ = _roundtrip(src, tmp_path)
+    assert written == src.read_bytes()
+    hook_ob = bpy.data.objects["HP_door01"]
+    assert hook_ob.type == "EMPTY"
+    assert np.allclose(np.array(hook_ob.matrix_world)[:3, 3], (1.5, -2.0, 0.25))
+    assert np.allclose(np.array(hook_ob.matrix_world)[:3, :3], [(0, 1, 0), (-1, 0, 0), (0, 0, 1)], atol=1e-6)
+    spheres = sorted(o.name for o in bpy.data.objects if o.name.startswith("COLS_"))
+    assert spheres == ["COLS_17", "COLS_3"]
+    assert bpy.data.objects["COLS_3"].empty_display_size == 0.25
+    assert np.allclose(np.array(bpy.data.objects["COLS_3"].matrix_world), np.eye(4))
+
+
+def test_moved_point_empty_writes_its_new_matrix(clean_scene, tmp_path):
+    src = tmp_path / "points.mdb"
+    src.write_bytes(_points_file())
+    blender_io.import_mdb(bpy.context, str(src))
+    bpy.data.objects["HP_door01"].location.x += 1.0
+    out = tmp_path / "moved.mdb"
+    blender_io.export_mdb(bpy.context, str(out), collection=bpy.data.collections["points"])
+    hook_p = mdb.read(out.read_bytes()).of_type("HOOK")[0]
+    assert hook_p.position.tolist() == [2.5, -2.0, 0.25]
+    assert np.allclose(hook_p.orientation, ((-1, 0, 0), (0, 1, 0), (0, 0, 1)), atol=1e-6)
+
+
+def test_hair_empty_is_not_mirrored(clean_scene):
+    blender_io.import_mdb(bpy.context, str(MDB_DIR / "ovr_P_HFM_Hair89.MDB"))
+    hair = next(o for o in bpy.data.objects if o.type == "EMPTY")
+    stored = mdb.read((MDB_DIR / "ovr_P_HFM_Hair89.MDB").read_bytes()).of_type("HAIR")[0].orientation
+    assert np.linalg.det(stored.astype(float)) < -0.99
+    assert np.linalg.det(np.array(hair.matrix_world)[:3, :3]) > 0.99
+    assert hair["nwn2_shortening"] == "LOW"
+
+
+def test_hair89_without_skeleton(clean_scene, tmp_path):
+    path = MDB_DIR / "ovr_P_HFM_Hair89.MDB"
+    written, result = _roundtrip(path, tmp_path)
+    assert written == path.read_bytes()
+    meshes = [o for o in result.objects if o.type == "MESH"]
+    assert [len(o.data.vertices) for o in meshes] == [88, 47, 25]
+    for ob in meshes:
+        assert [g.name for g in ob.vertex_groups] == ["bone_45"]
+        weights = [[(g.group, g.weight) for g in v.groups] for v in ob.data.vertices]
+        assert weights == [[(0, 1.0)]] * len(ob.data.vertices)
+        assert ob[blender_io.SKELETON_PROP] == "P_HHM_skel"
+        assert ob.parent is None and not ob.modifiers
+    assert not [o for o in bpy.data.objects if o.type == "ARMATURE"]
+    assert len(result.warnings) == 1 and "skeleton" in result.warnings[0]
+    lods = bpy.data.collections["LODs"]
+    assert sorted(o.name for o in lods.objects) == ["P_HFM_Hair89_L01", "P_HFM_Hair89_L02"]
+    assert lods in bpy.data.collections["ovr_P_HFM_Hair89"].children.values()
+    assert all(not o.visible_get() for o in lods.objects)
+
+
+def test_balcony_walk_flags_and_material_change(clean_scene, tmp_path):
+    path = MDB_DIR / "nwnlibd_PLC_MC_BALCONY3.MDB"
+    blender_io.import_mdb(bpy.context, str(path))
+    walk = bpy.data.objects["PLC_MC_BALCONY3_W"]
+    me = walk.data
+    flags = np.empty(len(me.polygons), np.int32)
+    me.attributes[blender_io.A_WALK_FLAGS].data.foreach_get("value", flags)
+    assert (flags == 0x41).sum() == 22 and (flags == 0).sum() == 28
+    names = [me.materials[p.material_index].name for p in me.polygons]
+    assert names.count("w_Wood") == 22 and names.count("w_Nonwalk") == 28
+    zs = np.array([v.co.z for v in me.vertices])
+    sentinels = mdb.read(path.read_bytes()).of_type("WALK")[0].vertices[:, 2] == np.float32(-1e6)
+    assert sentinels.sum() == 18 and (zs == -20).tolist() == sentinels.tolist()
+    face = int(np.flatnonzero(flags == 0x41)[0])
+    me.materials.append(bpy.data.materials.new("w_Grass"))
+    me.polygons[face].material_index = len(me.materials) - 1
+    out = tmp_path / "grass.mdb"
+    blender_io.export_mdb(bpy.context, str(out), collection=bpy.data.collections[path.stem])
+    before = mdb.read(path.read_bytes())
+    after = mdb.read(out.read_bytes())
+    w0, w1 = before.of_type("WALK")[0], after.of_type("WALK")[0]
+    expected = w0.faces.copy()
+    expected["flags"][face] = 0x11
+    assert w1.faces.tobytes() == expected.tobytes()
+    assert w1.vertices.tobytes() == w0.vertices.tobytes()  # link vertices back at −1,000,000
+    for a, b in zip(before.packets, after.packets):
+        if a.type != "WALK":
+            assert mdb.write(mdb.MdbFile([a])) == mdb.write(mdb.MdbFile([b]))
+
+
+def test_moved_vertex_recomputes_the_tangent_frame(clean_scene, tmp_path):
+    path = MDB_DIR / "kaedrin_plc_cus_cliffcc_01.MDB"
+    blender_io.import_mdb(bpy.context, str(path))
+    ob = bpy.data.objects["PLC_CUS_CLIFFCC_01"]
+    ob.data.vertices[0].co.z += 0.5
+    out = tmp_path / "moved.mdb"
+    blender_io.export_mdb(bpy.context, str(out), collection=bpy.data.collections[path.stem])
+    before = mdb.read(path.read_bytes()).of_type("RIGD")[0].vertices
+    after = mdb.read(out.read_bytes()).of_type("RIGD")[0].vertices
+    assert after["position"][0, 2] == np.float32(before["position"][0, 2] + np.float32(0.5))
+    n, t, b = (after[k].astype(np.float64) for k in ("normal", "tangent", "binormal"))
+    assert np.allclose(b, -np.cross(n, t), atol=1e-6)
+    assert set(np.unique(after["uvw"][:, 2]).tolist()) <= {-1.0, 1.0}
+    # the file's own frame has the same handedness where the UVs did not change
+    same = np.abs((after["tangent"] * before["tangent"]).sum(axis=1)) > 0.99
+    assert same.sum() > 150
+    assert (after["uvw"][same, 2] == before["uvw"][same, 2]).mean() > 0.95
+    assert after["normal"].tobytes() == before["normal"].tobytes()
+
+
+# -- skeleton given by the user -----------------------------------------------------------------------------
+
+SKELETON = ["Root", "Pelvis", "Ribcage", "ap_hand_r", "Neck", "f_jaw", "Head", "f_brow_l", "ap_helm", "Spine1"]
+FILTERED = ["Root", "Pelvis", "Neck", "Head", "Spine1", "Ribcage"]
+
+
+def _armature(names=SKELETON):
+    arm = bpy.data.armatures.new("Rig")
+    ob = bpy.data.objects.new("Rig", arm)
+    bpy.context.scene.collection.objects.link(ob)
+    bpy.context.view_layer.objects.active = ob
+    bpy.ops.object.mode_set(mode="EDIT")
+    for i, n in enumerate(names):
+        b = arm.edit_bones.new(n)
+        b.head = (i * 0.1, 0, 0)
+        b.tail = (i * 0.1, 0, 0.1)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    assert [b.name for b in arm.bones] == list(names)
+    return ob
+
+
+def _skin_vertices(indices):
+    out = []
+    for k, b in enumerate(indices):
+        out.append(((k * 0.1, (k % 2) * 0.1, 0), (0, 0, 1), (1, 0, 0, 0), (b, 0, 0, 0), (1, 0, 0), (0, -1, 0),
+                    (k * 0.1, 0, 1), 1.0))
+    return out
+
+
+def test_skin_indices_map_through_the_filtered_armature_bones_and_back(clean_scene, tmp_path):
+    rig = _armature()
+    n = len(FILTERED)
+    faces = [(k, k + 1, k + 2) for k in range(n - 2)]
+    data = mdb_file(skin("body", "P_HHM_skel", _skin_vertices(range(n)), faces),
+                    skin("face", "P_HHM_skel", _skin_vertices([0, 1, 0]), [(0, 1, 2)], flags=0x10))
+    src = tmp_path / "rigged.mdb"
+    src.write_bytes(data)
+    result = blender_io.import_mdb(bpy.context, str(src), armature=rig)
+    body, face = bpy.data.objects["body"], bpy.data.objects["face"]
+    for ob, expected in ((body, FILTERED), (face, ["f_jaw", "f_brow_l", "f_jaw"])):
+        got = [ob.vertex_groups[v.groups[0].group].name for v in ob.data.vertices]
+        assert got == expected
+        assert ob.parent == rig and ob.modifiers[0].object == rig
+    assert not result.warnings
+    out = tmp_path / "back.mdb"
+    blender_io.export_mdb(bpy.context, str(out), collection=bpy.data.collections["rigged"])
+    assert out.read_bytes() == data
+    # the same bones under new objects: armature names → filtered indices
+    for ob in (body, face):
+        del ob[blender_io.PROP]
+    blender_io.export_mdb(bpy.context, str(out), collection=bpy.data.collections["rigged"], skeleton="P_HHM_skel")
+    packets = {p.name_text: p for p in mdb.read(out.read_bytes()).packets}
+    assert sorted(packets["body"].vertices["bones"][:, 0].tolist()) == list(range(n))
+    assert sorted(packets["face"].vertices["bones"][:, 0].tolist()) == [0, 0, 1]
+
+
+def test_skin_index_beyond_the_filtered_list_is_a_format_error(clean_scene, tmp_path):
+    rig = _armature()
+    src = tmp_path / "bad.mdb"
+    src.write_bytes(mdb_file(skin("body", "P_HHM_skel", _skin_vertices([0, 6, 1]), [(0, 1, 2)])))
+    before = len(bpy.data.objects)
+    with pytest.raises(FormatError) as e:
+        blender_io.import_mdb(bpy.context, str(src), armature=rig)
+    assert "vertex 1" in str(e.value) and "SKIN" in str(e.value)
+    assert len(bpy.data.objects) == before
+
+
+# -- export refusals ----------------------------------------------------------------------------------------
+
+def _triangle_object(name, groups=None, rig=None):
+    me = bpy.data.meshes.new(name)
+    me.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [], [(0, 1, 2)])
+    me.uv_layers.new(name="UVMap")
+    ob = bpy.data.objects.new(name, me)
+    bpy.context.scene.collection.objects.link(ob)
+    for gname, weights in (groups or {}).items():
+        g = ob.vertex_groups.new(name=gname)
+        for v, w in enumerate(weights):
+            if w:
+                g.add([v], w, "REPLACE")
+    if rig is not None:
+        ob.modifiers.new("Armature", "ARMATURE").object = rig
+    return ob
+
+
+def _export(tmp_path, **kw):
+    return blender_io.export_mdb(bpy.context, str(tmp_path / "x.mdb"), **kw)
+
+
+def test_new_static_mesh_exports_as_rigd_with_a_frame(clean_scene, tmp_path):
+    _triangle_object("crate")
+    warnings = _export(tmp_path)
+    (p,) = mdb.read((tmp_path / "x.mdb").read_bytes()).packets
+    assert (p.type, p.name_text, len(p.vertices)) == ("RIGD", "crate", 3)
+    n, t, b = (p.vertices[k].astype(float) for k in ("normal", "tangent", "binormal"))
+    assert np.allclose(b, -np.cross(n, t), atol=1e-6) and not warnings
+
+
+@pytest.mark.parametrize("suffix, ptype", [("_C2", "COL2"), ("_C3", "COL3"), ("_W", "WALK")])
+def test_new_meshes_named_by_convention(clean_scene, tmp_path, suffix, ptype):
+    _triangle_object("wall" + suffix)
+    _export(tmp_path)
+    assert [p.type for p in mdb.read((tmp_path / "x.mdb").read_bytes()).packets] == [ptype]
+
+
+def test_refuses_more_than_65536_vertices(clean_scene, tmp_path):
+    n = 3 * 21846
+    me = bpy.data.meshes.new("big")
+    me.vertices.add(n)
+    me.vertices.foreach_set("co", np.random.default_rng(1).random(n * 3).astype(np.float32))
+    me.loops.add(n)
+    me.loops.foreach_set("vertex_index", np.arange(n, dtype=np.int32))
+    me.polygons.add(n // 3)
+    me.polygons.foreach_set("loop_start", np.arange(0, n, 3, dtype=np.int32))
+    me.update(calc_edges=True)
+    ob = bpy.data.objects.new("big", me)
+    bpy.context.scene.collection.objects.link(ob)
+    with pytest.raises(ExportError, match="big: 65538 vertices"):
+        _export(tmp_path)
+    assert not (tmp_path / "x.mdb").exists()
+
+
+def test_name_lengths(clean_scene, tmp_path):
+    ob = _triangle_object("N" * 33)
+    with pytest.raises(ExportError, match="33 bytes"):
+        _export(tmp_path)
+    ob.name = "N" * 32
+    warnings = _export(tmp_path)
+    data = (tmp_path / "x.mdb").read_bytes()
+    assert mdb.read(data).packets[0].name == b"N" * 32
+    assert any("without a terminator" in w for w in warnings)
+
+
+def test_skin_refusals(clean_scene, tmp_path):
+    rig = _armature()
+    ob = _triangle_object("skinned", {"Neck": [1, 1, 1]}, rig)
+    with pytest.raises(ExportError, match="skeleton"):
+        _export(tmp_path)
+    _export(tmp_path, skeleton="P_HHM_skel")
+    p = mdb.read((tmp_path / "x.mdb").read_bytes()).packets[0]
+    assert p.type == "SKIN" and p.vertices["bones"][:, 0].tolist() == [2, 2, 2]
+    ob.vertex_groups.new(name="bone_300").add([0], 0.5, "REPLACE")
+    ob.vertex_groups["Neck"].add([0], 0.5, "REPLACE")
+    with pytest.raises(ExportError, match="vertex 0 uses bone index 300"):
+        _export(tmp_path, skeleton="S")
+    ob.vertex_groups.remove(ob.vertex_groups["bone_300"])
+    ob.vertex_groups.new(name="Tail").add([1], 0.5, "REPLACE")
+    with pytest.raises(ExportError, match=r"vertex 1 .*'Tail'.* no MDB bone index"):
+        _export(tmp_path, skeleton="S")
+    ob.vertex_groups.remove(ob.vertex_groups["Tail"])
+    ob.vertex_groups["Neck"].remove([2])
+    with pytest.raises(ExportError, match="vertex 2 has no weight"):
+        _export(tmp_path, skeleton="S")
+
+
+def test_weight_count_and_sum_refused_unless_limited(clean_scene, tmp_path):
+    rig = _armature()
+    groups = {name: [0.2, 1, 1] if name == "Root" else [0.2, 0, 0] for name in FILTERED[:5]}
+    groups["Root"] = [0.2, 1.0, 0.5]
+    _triangle_object("skinned", groups, rig)
+    with pytest.raises(ExportError, match="vertex 0 has 5 weights"):
+        _export(tmp_path, skeleton="S")
+    warnings = _export(tmp_path, skeleton="S", limit_weights=True)
+    assert any("2 vertices limited to 4 weights" in w for w in warnings)
+    v = mdb.read((tmp_path / "x.mdb").read_bytes()).packets[0].vertices
+    assert np.allclose(v["weights"].sum(axis=1), 1.0, atol=1e-6)
+    assert v["weights"][2].tolist() == [1.0, 0, 0, 0]
+
+
+def test_weight_sum_refused(clean_scene, tmp_path):
+    rig = _armature()
+    _triangle_object("skinned", {"Root": [1, 1, 0.5]}, rig)
+    with pytest.raises(ExportError, match="vertex 2 has weights sum to 0.5"):
+        _export(tmp_path, skeleton="S")
+
+
+def test_operators_import_and_export(clean_scene, tmp_path):
+    path = MDB_DIR / "kaedrin_plc_cus_cliffcc_01.MDB"
+    assert bpy.ops.import_scene.nwn2_mdb(filepath=str(path)) == {"FINISHED"}
+    out = tmp_path / "op.mdb"
+    assert bpy.ops.export_scene.nwn2_mdb(filepath=str(out)) == {"FINISHED"}
+    assert out.read_bytes() == path.read_bytes()
+
+
+def test_cols_with_an_armature_parents_spheres_to_bones(clean_scene, tmp_path):
+    rig = _armature()
+    src = tmp_path / "spheres.mdb"
+    src.write_bytes(mdb_file(cols([(4, 0.25), (9, 0.5)])))
+    blender_io.import_mdb(bpy.context, str(src), armature=rig)
+    neck, spine = bpy.data.objects["COLS_Neck"], bpy.data.objects["COLS_Spine1"]
+    assert (neck.parent, neck.parent_type, neck.parent_bone) == (rig, "BONE", "Neck")
+    assert spine.parent_bone == "Spine1" and spine.empty_display_size == 0.5
+    bpy.context.view_layer.update()
+    assert np.allclose(np.array(neck.matrix_world)[:3, 3], rig.data.bones["Neck"].head_local, atol=1e-6)
+    out = tmp_path / "back.mdb"
+    blender_io.export_mdb(bpy.context, str(out), collection=bpy.data.collections["spheres"])
+    assert out.read_bytes() == src.read_bytes()
+
+
+def test_names_that_are_not_utf8_keep_their_bytes(clean_scene, tmp_path):
+    verts = [((0, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (0, 0, 1)),
+             ((1, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (1, 0, 1)),
+             ((0, 1, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (0, -1, 1))]
+    data = mdb_file(rigd(b"caf\xe9\0junk", verts, [(0, 1, 2)]))
+    src = tmp_path / "latin.mdb"
+    src.write_bytes(data)
+    written, result = _roundtrip(src, tmp_path)
+    assert written == data
+    assert result.objects[0].name == "caf\ufffd"
+
+
+def test_maps_are_found_beside_the_file_and_values_kept_on_the_material(clean_scene, tmp_path):
+    from test_mdb_layout import material
+
+    verts = [((0, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (0, 0, 1)),
+             ((1, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (1, 0, 1)),
+             ((0, 1, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (0, -1, 1))]
+    src = tmp_path / "crate.mdb"
+    src.write_bytes(mdb_file(rigd("crate", verts, [(0, 1, 2)], material(b"crate_d", b"crate_n", kd=(0.5, 0.25, 1),
+                                                                         ks=(0.1, 0.2, 0.3), level=0.75, power=2,
+                                                                         flags=0x9))))
+    image = bpy.data.images.new("px", 2, 2)
+    image.filepath_raw = str(tmp_path / "Crate_D.PNG")
+    image.file_format = "PNG"
+    image.save()
+    bpy.data.images.remove(image)
+    blender_io.import_mdb(bpy.context, str(src))
+    mat = bpy.data.objects["crate"].active_material
+    images = [n.image for n in mat.node_tree.nodes if n.type == "TEX_IMAGE"]
+    assert [pathlib.Path(i.filepath).name for i in images] == ["Crate_D.PNG"]
+    assert mat["nwn2_flags"] == 0x9 and mat["nwn2_specular_power"] == 2.0 and mat["nwn2_normal_map"] == "crate_n"
+    assert np.allclose(mat["nwn2_specular_color"], (0.1, 0.2, 0.3))
+    bsdf = next(n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
+    assert bsdf.inputs["Base Color"].is_linked
+    mat["nwn2_flags"] = 0x1
+    out = tmp_path / "out.mdb"
+    blender_io.export_mdb(bpy.context, str(out), collection=bpy.data.collections["crate"])
+    assert mdb.read(out.read_bytes()).packets[0].material.flags == 0x1
+
+
+def test_failed_import_leaves_no_data(clean_scene, tmp_path, monkeypatch):
+    from skinbridge.blender import scene as bscene
+
+    def fail(stage):
+        if stage == "done":
+            raise RuntimeError("injected")
+
+    monkeypatch.setattr(bscene, "fail_hook", fail)
+    before = {k: len(getattr(bpy.data, k)) for k in ("objects", "meshes", "materials", "collections", "images")}
+    with pytest.raises(RuntimeError):
+        blender_io.import_mdb(bpy.context, str(MDB_DIR / "nwnlibd_PLC_MC_BALCONY3.MDB"))
+    assert before == {k: len(getattr(bpy.data, k)) for k in before}
