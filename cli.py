@@ -4,7 +4,7 @@
     skinbridge info FILE
     skinbridge check FILE...
     skinbridge render FILE [--rest | --frame N | --frames A:B:STEP] [--action NAME] [--views front,side,top] -o OUT.png
-    skinbridge compare A B [--rest] [--tol X] [--rot-tol R]
+    skinbridge compare A B [--rest] [--tol X] [--pos-tol P] [--rot-tol R]
     skinbridge demo [-o OUTDIR]
 
 Also runs inside Blender: `blender -b -P cli.py -- convert ...`.
@@ -89,7 +89,8 @@ def cmd_convert(args) -> int:
     options = ConvertOptions(target=args.to, profile=args.profile, max_bones=args.max_bones,
                              deform_only=args.deform_only, ani_format=args.ani_format, motions=args.motion or [],
                              protected={os.path.realpath(p) for p in args.inputs},
-                             mmd_rig=args.mmd_rig, bone_map=args.bone_map, arm_angle=args.arm_angle)
+                             mmd_rig=args.mmd_rig, bone_map=args.bone_map, arm_angle=args.arm_angle,
+                             scale=args.scale, skeleton=args.skeleton)
     plan = _plan(args)
     total = len(plan)
     failed = 0
@@ -276,7 +277,8 @@ def cmd_compare(args) -> int:
         n_bones = len(s.skeleton) if s.skeleton is not None else 0
         print(f"{label}: {path} ({n_bones} bones, {s.vertex_count} vertices, {s.triangle_count} triangles, "
               f"{len(s.animations)} animations)")
-    result = compare_scenes(scenes[0], scenes[1], tol=args.tol, rot_tol=args.rot_tol, rest=args.rest)
+    result = compare_scenes(scenes[0], scenes[1], tol=args.tol, rot_tol=args.rot_tol, rest=args.rest,
+                            pos_tol=args.pos_tol)
     for line in result.lines():
         print(line)
     print("result: same within the tolerances" if result.same else f"result: {len(result.differences)} difference(s)")
@@ -290,11 +292,23 @@ def cmd_demo(args) -> int:
     return run_demo(args.output)
 
 
-def _bone_limit(text: str) -> int:
-    value = int(text)
-    if not 1 <= value <= 255:
-        raise argparse.ArgumentTypeError("--max-bones takes 1 to 255")
-    return value
+def _number(kind, low, high, what: str):
+    """An argparse type: a finite `kind` (int or float) from `low` to `high` inclusive, else one line naming the
+    range."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}")
+        if value != value or not low <= value <= high:  # NaN fails every comparison
+            raise argparse.ArgumentTypeError(f"{text} is outside {low:g} to {high:g} ({what})")
+        return value
+
+    return parse
+
+
+_bone_limit = _number(int, 1, 255, "bones per geometry")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -311,7 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output", help="output folder (default <stem>" + " or <stem>".join(
         f"{spec.folder_suffix}/ for {name}" for name, spec in targets.items()) + ")")
     c.add_argument("-n", "--name", help="model file name without extension (one input only)")
-    c.add_argument("-j", "--jobs", type=int, default=1, help="convert N inputs in parallel processes (default 1)")
+    c.add_argument("-j", "--jobs", type=_number(int, 1, 64, "processes"), default=1,
+                   help="convert N inputs in parallel processes (1 to 64, default 1)")
     c.add_argument("--profile", default="urhox", choices=["urhox", "urho3d"],
                    help="urhox: glTF axes, all bones in every mapping (default); urho3d: left-handed Y up, "
                    "geometries split at --max-bones, morphs written")
@@ -327,9 +342,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "つま先ＩＫ) and MMD bone names to any humanoid or animal armature")
     c.add_argument("--bone-map", metavar="FILE.json",
                    help="pmx: JSON object {\"source bone\": \"MMD name\" or null} overriding the bone mapping")
-    c.add_argument("--arm-angle", type=float, default=0.0, metavar="DEGREES",
+    c.add_argument("--arm-angle", type=_number(float, -90.0, 90.0, "degrees"), default=0.0, metavar="DEGREES",
                    help="pmx: turn the upper arms down by this angle about +Y (re-posing the mesh) before export "
                    "(default 0)")
+    c.add_argument("--scale", type=_number(float, 1e-6, 1e6, "units per metre"), default=None, metavar="S",
+                   help="pmx: units per metre of the written model (default 12.5, MMD's 8 cm unit)")
+    c.add_argument("--skeleton", metavar="NAME",
+                   help="mdb: the GR2 skeleton a skinned model's SKIN packets name (required for skinned meshes)")
     c.set_defaults(func=cmd_convert)
     i = sub.add_parser("info", help="print a JSON summary of model or animation files")
     i.add_argument("files", nargs="+", metavar="FILE")
@@ -354,8 +373,12 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("a", metavar="A")
     m.add_argument("b", metavar="B")
     m.add_argument("--rest", action="store_true", help="skeletons and meshes only, no animations")
-    m.add_argument("--tol", type=float, default=1e-4, help="position tolerance × bounding-box diagonal (1e-4)")
-    m.add_argument("--rot-tol", type=float, default=1e-4, help="rotation tolerance in radians (1e-4)")
+    m.add_argument("--tol", type=_number(float, 1e-9, 1.0, "a fraction of the diagonal"), default=1e-4,
+                   help="models: position tolerance × bounding-box diagonal (1e-9 to 1, default 1e-4)")
+    m.add_argument("--pos-tol", type=_number(float, 0.0, 1e9, "file units"), default=1e-4,
+                   help="motions: position tolerance in the file's units (default 1e-4)")
+    m.add_argument("--rot-tol", type=_number(float, 1e-9, 3.15, "radians"), default=1e-4,
+                   help="rotation tolerance in radians (1e-9 to 3.15, default 1e-4)")
     m.set_defaults(func=cmd_compare)
     d = sub.add_parser("demo", help="build a skinned humanoid with a walk, export it with every exporter, check")
     d.add_argument("-o", "--output", default=None, help="output folder (default: a temporary folder)")

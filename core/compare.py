@@ -383,8 +383,12 @@ def compare_animations(a: cm.Scene, b: cm.Scene, pos: float, rot: float, time_to
 # ------------------------------------------------------------------------------------------------------------
 
 def compare_scenes(a: cm.Scene, b: cm.Scene, tol: float = DEFAULT_TOL, rot_tol: float = DEFAULT_ROT_TOL,
-                   rest: bool = False, time_tol: float = DEFAULT_TIME_TOL) -> Comparison:
-    """Every difference between A and B beyond the tolerances (`rest`: skeletons and meshes only)."""
+                   rest: bool = False, time_tol: float = DEFAULT_TIME_TOL, pos_tol: float | None = None) -> Comparison:
+    """Every difference between A and B beyond the tolerances (`rest`: skeletons and meshes only; `pos_tol`:
+    absolute position tolerance in file units for motions compared without a skeleton). Two motions without a
+    model (`is_motion`) go to `compare_motions` (`pos_tol` default `DEFAULT_TOL`)."""
+    if is_motion(a) and is_motion(b):
+        return compare_motions(a, b, DEFAULT_TOL if pos_tol is None else pos_tol, rot_tol, time_tol=time_tol)
     out = Comparison(diagonal=diagonal(a))
     out.position_limit = tol * out.diagonal
     out.rotation_limit = rot_tol

@@ -21,6 +21,8 @@ resolved only when used (so listing formats imports no codec and no bpy). Their 
   semantic(records) -> warnings                  what an import runs after the read (hostile suite, fuzzing)
   demo(context, outdir, armature, mesh, options) -> (list of DemoRow, warnings)
                                                  the demo's rows: the humanoid exported and checked
+  write_scene(scene, folder, name) -> [paths]   a core Scene written as files without Blender (the model first,
+                                                 then its motions): what benchmarks and tests feed the importers
   kind_of(data: bytes) -> str                    for a spec whose files are of several kinds (SMD: model, motion,
                                                  flex): the kind of this file, decided by the codec
 """
@@ -35,7 +37,7 @@ _ROOT_PACKAGE = __package__.rsplit(".", 1)[0]  # "skinbridge", or Blender's "bl_
 KINDS = ("model", "motion", "texture")
 
 CAPABILITIES = ("read", "write", "info", "check", "load", "blender_import", "export_target", "motion_loader",
-                "semantic", "demo", "kind_of")
+                "semantic", "demo", "write_scene", "kind_of")
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,8 @@ PROP = "nwn2_mdb"  # JSON of the raw fields of the packet an object (or a model 
 SKELETON_PROP = "nwn2_skeleton"  # the GR2 skeleton name of a SKIN object, shown in its panel
 LODS = "LODs"
 A_TANGENT, A_BINORMAL, A_UVW_Z = "nwn2_tangent", "nwn2_binormal", "nwn2_uvw_z"
-A_BONES, A_WEIGHTS, A_BONE_COUNT = "nwn2_bones", "nwn2_weights", "nwn2_bone_count"
+A_BONES, A_BONE_COUNT = "nwn2_bones", "nwn2_bone_count"
+A_WEIGHTS = tuple(f"nwn2_weight_{k}" for k in range(4))  # one FLOAT each: a FLOAT_COLOR would pass for colours
 A_WALK_FLAGS, A_WALK_Z = "nwn2_walk_flags", "nwn2_walk_z"
 MATERIAL_PROPS = ("nwn2_diffuse_color", "nwn2_specular_color", "nwn2_specular_level", "nwn2_specular_power",
                   "nwn2_flags")
@@ -190,7 +191,8 @@ def _mesh_object(packet, cmesh: cm.Mesh, arm_ob, base_dir: str, created: list, w
         _put(me, A_UVW_Z, "FLOAT", "POINT", "value", np.ascontiguousarray(v["uvw"][:, 2]))
         if packet.type == "SKIN":
             _put(me, A_BONES, "INT", "POINT", "value", np.ascontiguousarray(v["bones"]).view(np.int32).reshape(-1))
-            _put(me, A_WEIGHTS, "FLOAT_COLOR", "POINT", "color", v["weights"])
+            for k, name in enumerate(A_WEIGHTS):
+                _put(me, name, "FLOAT", "POINT", "value", np.ascontiguousarray(v["weights"][:, k]))
             _put(me, A_BONE_COUNT, "FLOAT", "POINT", "value", v["bone_count"])
             skeleton = mdb.text_of(packet.skeleton)
             ob[SKELETON_PROP] = skeleton
@@ -552,9 +554,9 @@ def _kept_mesh_packet(ob, kept: dict, ptype: str, opts: _Options, warnings: list
     if ptype == "SKIN":
         skeleton = _skeleton(ob, kept, opts)
         weights, bones = _skin_slots(ob, me, opts, mdb_bones.uses_head_bones(material.flags), warnings)
-        if A_BONES in me.attributes:
+        if A_BONES in me.attributes and all(a in me.attributes for a in A_WEIGHTS):
             kept_b = _get(me.attributes[A_BONES], "value", nv, 1, np.int32).view(np.uint8).reshape(nv, 4)
-            kept_w = _get(me.attributes[A_WEIGHTS], "color", nv, 4, np.float32)
+            kept_w = np.stack([_get(me.attributes[a], "value", nv, 1, np.float32) for a in A_WEIGHTS], axis=1)
             same = _same_influences(kept_b, kept_w, bones, weights)
             bones = np.where(same[:, None], kept_b, bones)
             weights = np.where(same[:, None], kept_w, weights)
@@ -805,5 +807,5 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
         raise ExportError(f"refusing to overwrite the input {path}")
     os.makedirs(outdir, exist_ok=True)
     warnings = export_mdb(context, path, skeleton=getattr(options, "skeleton", None),
-                          limit_weights=bool(getattr(options, "limit_weights", True)))
+                          limit_weights=bool(getattr(options, "limit_weights", False)))
     return [path], warnings

@@ -200,7 +200,8 @@ def semantic(m: mdb.MdbFile) -> list[str]:
     return to_scene(m)[1]
 
 
-def load(path: str, data: bytes, with_animations: bool = True) -> tuple[cm.Scene, list[str]]:
+def load(path: str, data: bytes, with_animations: bool = True, motions=()) -> tuple[cm.Scene, list[str]]:
+    """The registry's `load`: the file as a core Scene (an MDB holds no animation; `motions` are not MDB's)."""
     m = mdb.read(data)
     scene, warnings = to_scene(m, os.path.splitext(os.path.basename(path))[0] or "mdb")
     return scene, list(m.warnings) + warnings

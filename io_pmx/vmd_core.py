@@ -214,6 +214,23 @@ def to_motion(anim: cm.Animation, scale: float | None = None, model_name: str | 
     return m, warnings
 
 
+def _sampled(key_times: np.ndarray, values, times: np.ndarray, rest, rotation: bool) -> np.ndarray:
+    """A channel's values at `times` (its keys where they are, linear or slerp between, held at the ends); the
+    rest value on every time for a channel without keys."""
+    from ..core.transforms import slerp
+
+    if not len(key_times):
+        return np.tile(np.asarray(rest, np.float64), (len(times), 1))
+    v = np.asarray(values, np.float64)
+    if len(key_times) == len(times) and np.array_equal(key_times, times):
+        return v
+    i = np.clip(np.searchsorted(key_times, times, side="right") - 1, 0, len(key_times) - 1)
+    k = np.minimum(i + 1, len(key_times) - 1)
+    f = np.clip(np.where(k > i, (times - key_times[i]) / np.where(k > i, key_times[k] - key_times[i], 1.0), 0.0),
+                0.0, 1.0)
+    return slerp(v[i], v[k], f) if rotation else v[i] + (v[k] - v[i]) * f[:, None]
+
+
 def skeleton_animation(skeleton: cm.Skeleton, anim: cm.Animation, scale: float = DEFAULT_SCALE) -> cm.Animation:
     """An animation of `skeleton` (parent-relative TRS keys, Blender axes; its default pose = its bind pose) in
     this module's convention: per bone with a track, at its key times, the transform relative to its rest about
@@ -221,8 +238,6 @@ def skeleton_animation(skeleton: cm.Skeleton, anim: cm.Animation, scale: float =
     bind matrices, L the posed and Lr the rest local transforms: the bone's deformation relative to its
     parent's is X = B_parent · L · Lr⁻¹ · B_parent⁻¹ = T(head) · T(offset) · R · T(−head). Scale keys are
     dropped (a VMD has none)."""
-    from ..core.skinning import sample_linear, sample_slerp
-
     binds = skeleton.binds()
     index = {b.name: i for i, b in enumerate(skeleton.bones)}
     out = cm.Animation(anim.name, anim.length, extras={"fps": float(vmd.FPS), "file_unit": float(scale)})
@@ -236,10 +251,8 @@ def skeleton_animation(skeleton: cm.Skeleton, anim: cm.Animation, scale: float =
         times = np.unique(np.concatenate([tt, rt]))
         if not len(times):
             continue
-        t = np.array([sample_linear(tt, track.translations, x) for x in times]) if len(tt) else \
-            np.tile(bone.rest_translation, (len(times), 1))
-        r = np.array([sample_slerp(rt, track.rotations, x) for x in times]) if len(rt) else \
-            np.tile(bone.rest_rotation, (len(times), 1))
+        t = _sampled(tt, track.translations, times, bone.rest_translation, False)
+        r = _sampled(rt, track.rotations, times, bone.rest_rotation, True)
         local = trs_to_matrix(t, r, np.ones((len(times), 3)))
         rest_inv = np.linalg.inv(trs_to_matrix(bone.rest_translation, bone.rest_rotation, np.ones(3)))
         bp = binds[bone.parent] if bone.parent >= 0 else np.eye(4)

@@ -85,8 +85,7 @@ def frame_table(f: smd.SmdFile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     vals = np.zeros((F, N, 6))
     seen = np.zeros((F, N), bool)
     for k, fr in enumerate(f.skeleton):
-        cols = np.array([index.get(int(b), -1) for b in fr.bones], np.int64) if len(fr.bones) < 64 else \
-            _map_ids(index, fr.bones)
+        cols = _map_ids(index, fr.bones)
         ok = cols >= 0
         vals[k, cols[ok], :3] = fr.positions[ok]
         vals[k, cols[ok], 3:] = fr.rotations[ok]
@@ -185,19 +184,11 @@ def mesh_of(f: smd.SmdFile, name: str, skinned: bool, scene: cm.Scene) -> cm.Mes
     index = node_index(f)
     bones, weights = corner_links(t, index)
     first, corner_vertex = merge_corners(t.positions, bones, weights)
-    materials: list[str] = []
-    mat_index: dict[str, int] = {}
-    per_tri = np.empty(len(t), np.int32)
-    for k, m in enumerate(t.materials) if len(t) < 4096 else ():
-        per_tri[k] = mat_index.setdefault(m, len(mat_index))
-    if len(t) >= 4096:
-        names, first_use, inv = np.unique(np.array(t.materials, object).astype(str), return_index=True,
-                                          return_inverse=True)
-        order = np.argsort(first_use)
-        rank = np.empty_like(order)
-        rank[order] = np.arange(len(order))
-        per_tri[:] = rank[inv]
-        mat_index = {str(names[i]): int(rank[i]) for i in range(len(names))}
+    names, first_use, inv = np.unique(np.array(t.materials, dtype=str), return_index=True, return_inverse=True)
+    rank = np.empty(len(names), np.int64)
+    rank[np.argsort(first_use, kind="stable")] = np.arange(len(names))
+    per_tri = rank[inv.reshape(-1)].astype(np.int32)
+    mat_index = {str(names[i]): int(rank[i]) for i in range(len(names))}
     materials = sorted(mat_index, key=mat_index.get)
     base = len(scene.materials)
     scene.materials += [cm.Material(m) for m in materials]
@@ -211,7 +202,7 @@ def mesh_of(f: smd.SmdFile, name: str, skinned: bool, scene: cm.Scene) -> cm.Mes
         materials=list(range(base, base + len(materials))),
     )
     if skinned:
-        order = np.argsort(-(bones >= 0), axis=1, kind="stable")  # used links first, in file order
+        order = np.argsort(bones < 0, axis=1, kind="stable")  # used links first, in file order
         mesh.joints = np.take_along_axis(np.maximum(bones, 0), order, 1)[first].astype(np.int32)
         mesh.weights = np.take_along_axis(weights, order, 1)[first].astype(np.float32)
     mesh.extras["smd"] = {
@@ -433,12 +424,16 @@ def _triangles_of(m: cm.Mesh, scene: cm.Scene, ids: np.ndarray, warnings: list[s
     pos = m.positions.astype(np.float64)[corners]
     nrm = (m.normals.astype(np.float64)[corners] if m.normals is not None else np.zeros((C, 3)))
     uv = (m.uvs[0][1].astype(np.float64)[corners] if m.uvs else np.zeros((C, 2)))
+    saved = {k: np.asarray(v) for k, v in m.extras.get("smd", {}).items() if np.ndim(v) and len(v) == C}
+    if "corner_normals" in saved:  # a mesh mapped from an SMD keeps its corner data until it is split
+        nrm = saved["corner_normals"].astype(np.float64)
+    if "corner_uvs" in saved:
+        uv = saved["corner_uvs"].astype(np.float64)
     tri_mat = m.material_indices if m.material_indices is not None else np.zeros(len(m.triangles), np.int64)
     names = [scene.materials[m.materials[int(i)]].name if m.materials else "no_material" for i in
              range(len(m.materials) or 1)]
     names = [n or "no_material" for n in names]
     materials = [names[int(i)] for i in tri_mat] if len(names) > 1 else [names[0]] * len(m.triangles)
-    saved = m.extras.get("corner_smd")  # per corner: parent column and link count of the file, when they apply
     if not skinned or m.weights is None:
         return smd.Triangles(materials, np.zeros(C, np.int64) + (ids[0] if len(ids) else 0), pos, nrm, uv,
                              np.full(C, -1 if goldsrc else 0, np.int64), np.zeros((C, 0), np.int64),
@@ -455,9 +450,9 @@ def _triangles_of(m: cm.Mesh, scene: cm.Scene, ids: np.ndarray, warnings: list[s
     w = np.where(j >= 0, w, 0.0)
     parents = np.where(count > 0, j[:, 0] if K else ids[0], ids[0])
     link_counts = count.astype(np.int64)
-    if saved is not None:
-        sp, sc = np.asarray(saved["parents"], np.int64), np.asarray(saved["link_counts"], np.int64)
-        if len(sp) == C:
+    if "corner_parents" in saved and "corner_link_counts" in saved:  # the file's columns, while they apply
+        sp, sc = saved["corner_parents"].astype(np.int64), saved["corner_link_counts"].astype(np.int64)
+        if True:
             parents = sp
             # a corner written without links (or with count 0) keeps that form while it weighs 1.0 on its parent
             plain = (sc <= 0) & (count == 1) & (j[:, 0] == sp) & (np.abs(w[:, 0] - 1.0) <= 1e-6) if K else sc <= 0
@@ -496,5 +491,5 @@ def vta_of(ref: smd.SmdFile, shapes: list[tuple[str, np.ndarray]], newline: str 
     for k, (name, pos) in enumerate(shapes, 1):
         moved = np.flatnonzero(np.abs(pos - t.positions).max(1) > 1e-6)
         skeleton.append(smd.Frame(k, np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3)), name))
-        frames.append(smd.FlexFrame(k, moved, pos[moved], t.normals[moved]))
+        frames.append(smd.FlexFrame(k, moved, pos[moved], t.normals[moved], name))
     return smd.SmdFile(nodes=[smd.Node(0, "root", -1)], skeleton=skeleton, vertex_animation=frames, newline=newline)

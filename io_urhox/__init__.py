@@ -16,7 +16,7 @@ FORMATS = (
             "load": "io_urhox.commands:load_model", "semantic": "io_urhox.commands:model_semantic",
             "blender_import": "io_urhox.blender_io:import_for_convert",
             "export_target": "io_urhox.blender_io:export_package",
-            "demo": "io_urhox.blender_demo:demo_rows",
+            "demo": "io_urhox.blender_demo:demo_rows", "write_scene": "io_urhox.commands:write_scene",
         }),
     FormatSpec(
         name="uani", label="UrhoX / Urho3D animation", kind="motion", extensions=(".ani",),

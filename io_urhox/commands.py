@@ -80,3 +80,21 @@ def animation_semantic(anim) -> list[str]:
     roots = {anim.tracks[0].name} if anim.tracks else set()
     _, warnings = ani_convert.to_core(anim, "animation", "urho3d", roots)
     return warnings
+
+
+def write_scene(scene, folder: str, name: str) -> list[str]:
+    """The core Scene as files without Blender (benchmarks, tests): NAME.mdl under the urho3d profile (255 bones
+    per geometry) and one classic `.ani` per animation."""
+    from ..core.fileio import write_atomic
+    from . import ani_convert, convert, uani, umd2
+
+    os.makedirs(folder, exist_ok=True)
+    model, _ = convert.from_scene(scene, "urho3d", max_bones=255)
+    paths = [os.path.join(folder, name + ".mdl")]
+    write_atomic(paths[0], umd2.write(model))
+    roots = {b.name for b in scene.skeleton.bones if b.parent < 0} if scene.skeleton else set()
+    for anim in scene.animations:
+        records, _ = ani_convert.from_core(anim, "urho3d", "urho3d", roots)
+        paths.append(os.path.join(folder, anim.name + ".ani"))
+        write_atomic(paths[-1], uani.write(records))
+    return paths

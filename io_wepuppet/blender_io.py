@@ -111,10 +111,10 @@ def import_wepuppet(context, path: str, scale: float = convert.DEFAULT_SCALE,
             result.objects += created
             fps = baction.fps_of(context.scene)
             first = None
-            for anim in core_scene.animations:
+            for k, anim in enumerate(core_scene.animations):
                 act, more = baction.build_action(arm_ob, anim, fps)
                 warnings += more
-                act[PROP] = json.dumps(anim.extras.get(convert.KEY, {}))
+                act[PROP] = json.dumps({"index": k, **anim.extras.get(convert.KEY, {})})
                 first = first or act
             if first is not None:
                 baction.assign(arm_ob, first)
@@ -240,7 +240,10 @@ def gather_model(context, wide: bool = False, scale: float | None = None, select
     attachments = None
     if arm_ob is not None and core_scene.skeleton is not None:
         attachments = _attachments(arm_ob, core_scene.skeleton, use_scale)
-        for act in baction.armature_actions(arm_ob):
+        actions = baction.armature_actions(arm_ob)  # bpy.data order is by name: put the file's clip order back
+        actions.sort(key=lambda a: (0, _json_prop(a)["index"]) if isinstance(_json_prop(a).get("index"), int)
+                     else (1, 0))
+        for act in actions:
             anim, more = baction.read_action(context, arm_ob, act)
             warnings += more
             kept = _json_prop(act)
@@ -258,6 +261,10 @@ def export_wepuppet(context, path: str, wide: bool = False, scale: float | None 
     Engine). `project_files`: also models/<name>.json, materials/<name>.tex and materials/<name>.json beside
     the folder of `path`."""
     model, warnings = gather_model(context, wide, scale, selected_only, keep=not wide)
+    if project_files:  # the meshes name the material file written beside them
+        material = f"materials/{_project_stem(path)}.json"
+        for mesh in model.meshes:
+            mesh.materials = [material] * model.materials_per_mesh
     data = convert.write_model(model)
     bscene._stage("write")
     write_atomic(path, data)
@@ -277,6 +284,11 @@ def _first_image(meshes):
     return None
 
 
+def _project_stem(path: str) -> str:
+    name = safe_file_name(os.path.splitext(os.path.basename(path))[0])
+    return (name[:-len("_puppet")] if name.endswith("_puppet") else name) or "puppet"
+
+
 def write_project_files(context, path: str, model: mdl.Model) -> list[str]:
     """models/<name>.json (autosize, material, puppet), materials/<name>.json and materials/<name>.tex, with
     the model written under models/ of the same project folder."""
@@ -284,7 +296,7 @@ def write_project_files(context, path: str, model: mdl.Model) -> list[str]:
     folder = os.path.dirname(os.path.abspath(path))
     root = os.path.dirname(folder) if os.path.basename(folder) == "models" else folder
     name = safe_file_name(os.path.splitext(os.path.basename(path))[0])
-    stem = name[:-len("_puppet")] if name.endswith("_puppet") else name
+    stem = _project_stem(path)
     material = f"materials/{stem}.json"
     meshes, _ = bscene.exportable_objects(context)
     img = _first_image(meshes)
@@ -312,7 +324,7 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     """`convert --to wepuppet`: OUTDIR/models/NAME_puppet.mdl with models/NAME.json, materials/NAME.json and
     materials/NAME.tex."""
     os.makedirs(outdir, exist_ok=True)
-    stem = safe_file_name(name)
+    stem = _project_stem(name)
     path = os.path.join(outdir, "models", stem + "_puppet.mdl")
     if os.path.realpath(path) in set(getattr(options, "protected", ()) or ()):
         raise ExportError(f"refusing to overwrite the input {path}")

@@ -108,6 +108,8 @@ def _clips(out: _Findings, m: mdl.Model, anims: mdl.Animations, n_bones: int) ->
         if len(c.track_flags) != n_bones:
             out.add("warning", p, m.offsets.get(f"clip {k} tracks"), "track count",
                     f"{len(c.track_flags)} tracks for {n_bones} bones")
+        if not len(c.track_flags):
+            continue
         s = np.asarray(c.samples, np.float64).reshape(len(c.track_flags), (c.length + 1) * mdl.SAMPLE_FLOATS)
         per_track = 8 + 36 * (c.length + 1)
         base = m.offsets.get(f"clip {k} tracks", 0)

@@ -253,6 +253,8 @@ def clip_tracks(clip: mdl.Clip, skel: cm.Skeleton, scale: float) -> list[cm.Trac
     """Per-bone core tracks of a clip: one key per sample at k / fps seconds."""
     fps = float(clip.fps)
     n = min(len(clip.track_flags), len(skel.bones))
+    if n == 0:  # nothing to sample (and a length no track backs must not size an array)
+        return []
     times = np.arange(clip.length + 1, dtype=np.float64) / fps
     s = np.asarray(clip.samples[:n], np.float64)
     q = euler_xyz_to_quat(s[..., 3:6])

@@ -447,6 +447,10 @@ def _read_clip(r: Reader, m: Model, version: int, sk: Skeleton | None, k: int) -
     per_track = 8 + 36 * (length + 1)
     n_tracks = r.count(f"{p} track count", per_track, signed=True)
     m.offsets[f"{p} tracks"] = r.pos
+    if n_tracks == 0:  # no track bounds the length: keep it out of any array shape
+        clip = Clip(clip_id, reserved, name, mode, fps, length, flags, np.zeros(0, "<u4"),
+                    np.zeros((0, 1, SAMPLE_FLOATS), "<f4"))
+        return _read_clip_tail(r, m, version, sk, clip, p)
     dt = np.dtype([("flags", "<u4"), ("bytes", "<u4"), ("samples", "<f4", (length + 1, SAMPLE_FLOATS))])
     tracks = r.array(dt, n_tracks, f"{p} tracks")
     bad = np.flatnonzero(tracks["bytes"] != 36 * (length + 1))
@@ -456,10 +460,14 @@ def _read_clip(r: Reader, m: Model, version: int, sk: Skeleton | None, k: int) -
                           m.offsets[f"{p} tracks"] + t * per_track + 4, f"{p} track {t} bytes")
     clip = Clip(clip_id, reserved, name, mode, fps, length, flags, tracks["flags"].copy(),
                 tracks["samples"].reshape(n_tracks, length + 1, SAMPLE_FLOATS).copy())
+    return _read_clip_tail(r, m, version, sk, clip, p)
+
+
+def _read_clip_tail(r: Reader, m: Model, version: int, sk: Skeleton | None, clip: Clip, p: str) -> Clip:
     start = r.pos
     _walk_clip_blocks(r, version, clip, m, sk, p)
     clip.blocks = r.data[start:r.pos]
-    if flags & 1:
+    if clip.flags & 1:
         clip.reference = (r.u16(f"{p} reference clip"), r.u32(f"{p} reference start"), r.u32(f"{p} reference end"),
                           r.u32(f"{p} reference offset"), r.u32(f"{p} reference root bone"))
     m.offsets[f"{p} events"] = r.pos
@@ -657,11 +665,13 @@ def _write_animations(w: Writer, anims: Animations) -> None:
         w.u32(c.flags)
         samples = np.asarray(c.samples, "<f4")
         n = len(c.track_flags)
-        if samples.shape != (n, c.length + 1, SAMPLE_FLOATS):
+        if n and samples.shape != (n, c.length + 1, SAMPLE_FLOATS):
             raise ExportError(f"clip {c.name!r}: samples of shape {samples.shape}, expected "
                               f"({n}, {c.length + 1}, {SAMPLE_FLOATS})")
         w.i32(n)
-        dt = np.dtype([("flags", "<u4"), ("bytes", "<u4"), ("samples", "<f4", (c.length + 1, SAMPLE_FLOATS))])
+        if n == 0:
+            samples = np.zeros((0, 1, SAMPLE_FLOATS), "<f4")
+        dt = np.dtype([("flags", "<u4"), ("bytes", "<u4"), ("samples", "<f4", samples.shape[1:])])
         tracks = np.zeros(n, dt)
         tracks["flags"] = c.track_flags
         tracks["bytes"] = 36 * (c.length + 1)

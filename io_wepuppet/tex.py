@@ -32,6 +32,7 @@ FORMAT_NAMES = {0: "RGBA8888", 4: "DXT5", 6: "DXT3", 7: "DXT1", 8: "RG88", 9: "R
 FLAG_NO_INTERPOLATION, FLAG_CLAMP_UVS, FLAG_SPRITE, FLAG_VIDEO = 1, 2, 4, 32
 CONTAINERS = ("TEXB0001", "TEXB0002", "TEXB0003", "TEXB0004")
 SPRITE_TAGS = ("TEXS0001", "TEXS0002", "TEXS0003")
+LZ4_MAX_RATIO = 255  # one LZ4 input byte yields at most 255 output bytes (a run-length byte)
 MIN_AUTO_MIP = 8  # make_mips stops above this side unless told a level count
 MAX_SIDE = 1 << 15  # a mip side above this is not a texture: refused before anything is sized from it
 
@@ -209,6 +210,8 @@ def lz4_decompress(src: bytes, size: int, field: str = "lz4 data", offset: int =
     including output above `size`."""
     if size < 0:
         raise FormatError(f"negative decompressed size {size}", offset, field)
+    if size > LZ4_MAX_RATIO * len(src) + 16:  # before allocating: no LZ4 block expands further
+        raise FormatError(f"declared size {size} is more than {len(src)} LZ4 bytes can hold", offset, field)
     out = bytearray(size)
     n = len(src)
     i = o = 0

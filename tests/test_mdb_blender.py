@@ -410,3 +410,78 @@ def test_failed_import_leaves_no_data(clean_scene, tmp_path, monkeypatch):
     with pytest.raises(RuntimeError):
         blender_io.import_mdb(bpy.context, str(MDB_DIR / "nwnlibd_PLC_MC_BALCONY3.MDB"))
     assert before == {k: len(getattr(bpy.data, k)) for k in before}
+
+
+def test_demo_row(clean_scene, tmp_path):
+    from skinbridge.app import demo as app_demo
+    from skinbridge.app.options import ConvertOptions
+    from skinbridge.blender import scene as bscene
+    from skinbridge.io_mdb import blender_demo
+
+    result = bscene.build_scene(bpy.context, app_demo.humanoid_scene(), "Humanoid")
+    arm_ob = result.armature
+    mesh_ob = next(o for o in result.objects if o.type == "MESH")
+    app_demo.add_walk(arm_ob)
+    bpy.context.scene.frame_set(5)
+    rows, warnings = blender_demo.demo(bpy.context, str(tmp_path), arm_ob, mesh_ob, ConvertOptions(target="mdb"))
+    (row,) = rows
+    assert row.ok, row.checked
+    assert row.vertices >= len(mesh_ob.data.vertices) and row.triangles > 0
+
+
+def test_changed_weights_rebuild_only_their_vertices(clean_scene, tmp_path):
+    path = MDB_DIR / "ovr_P_HFM_Hair89.MDB"
+    blender_io.import_mdb(bpy.context, str(path))
+    ob = bpy.data.objects["P_HFM_Hair89"]
+    ob.vertex_groups["bone_45"].add([0], 0.25, "REPLACE")
+    ob.vertex_groups.new(name="bone_3").add([0], 0.75, "REPLACE")
+    out = tmp_path / "w.mdb"
+    blender_io.export_mdb(bpy.context, str(out), collection=bpy.data.collections[path.stem])
+    before = mdb.read(path.read_bytes()).packets[0].vertices
+    after = mdb.read(out.read_bytes()).packets[0].vertices
+    assert after[1:].tobytes() == before[1:].tobytes()
+    slots = sorted(zip(after["bones"][0].tolist(), after["weights"][0].tolist()))
+    assert slots == [(0, 0.0), (0, 0.0), (3, 0.75), (45, 0.25)]
+
+
+def test_cli_convert_to_mdb_writes_the_file_back(tmp_path):
+    from conftest import run_cli
+
+    path = MDB_DIR / "nwnlibd_PLC_MC_BALCONY3.MDB"
+    p = run_cli("convert", path, "--to", "mdb", "-o", tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert (tmp_path / "nwnlibd_PLC_MC_BALCONY3.mdb").read_bytes() == path.read_bytes()
+
+
+def test_new_empties_become_points_by_name(clean_scene, tmp_path):
+    rig = _armature()
+    made = {}
+    for name in ("HP_door01", "HFM_Helm", "HFM_Hair", "COLS_Neck", "plain"):
+        ob = bpy.data.objects.new(name, None)
+        bpy.context.scene.collection.objects.link(ob)
+        made[name] = ob
+    made["HP_door01"].location = (1, 2, 3)
+    made["COLS_Neck"].empty_display_size = 0.3
+    made["HFM_Helm"]["nwn2_hiding"] = "HEAD_HIDDEN"
+    _export(tmp_path, armature=rig)
+    packets = mdb.read((tmp_path / "x.mdb").read_bytes()).packets
+    by_type = {p.type: p for p in packets}
+    assert sorted(by_type) == ["COLS", "HAIR", "HELM", "HOOK"] and len(packets) == 4
+    assert by_type["HOOK"].position.tolist() == [1, 2, 3] and by_type["HOOK"].name_text == "HP_door01"
+    assert by_type["HELM"].kind == 3
+    assert by_type["COLS"].spheres["bone"].tolist() == [4]
+    assert np.isclose(by_type["COLS"].spheres["radius"][0], 0.3)
+
+
+def test_trrn_and_unknown_packets_survive_blender(clean_scene, tmp_path):
+    from test_mdb_layout import packet
+
+    verts = [((0, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (0, 0, 1)),
+             ((1, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (1, 0, 1)),
+             ((0, 1, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (0, -1, 1))]
+    data = mdb_file(packet(b"TRRN", bytes(range(50))), rigd("ground", verts, [(0, 1, 2)]), packet(b"ZZZZ", b"?"))
+    src = tmp_path / "terrain.mdb"
+    src.write_bytes(data)
+    written, result = _roundtrip(src, tmp_path)
+    assert written == data
+    assert any("ZZZZ" in w for w in result.warnings)

@@ -277,3 +277,29 @@ def test_empty_packets_read_check_and_map():
     assert check.validate(m) == []
     scene, warnings = convert.to_scene(m)
     assert [len(x.positions) for x in scene.meshes] == [0, 0, 0]
+
+
+def test_cli_info_and_check_on_an_upper_case_file():
+    import json
+
+    from conftest import run_cli
+
+    path = MDB_DIR / "nwnlibd_PLC_MC_BALCONY3.MDB"
+    p = run_cli("info", path)
+    assert p.returncode == 0, p.stderr
+    result = json.loads(p.stdout)
+    result = result[0] if isinstance(result, list) else result
+    assert (result["vertices"], result["triangles"]) == (1997, 1006)
+    p = run_cli("check", path)
+    assert p.returncode == 0 and "roundtrip: identical" in p.stdout, p.stdout + p.stderr
+
+
+def test_registry_finds_the_mdb_spec():
+    from skinbridge import formats
+
+    spec = formats.identify((MDB_DIR / "ovr_P_HFM_Hair89.MDB").read_bytes()[:64], "x.MDB")
+    assert spec.name == "mdb" and spec.target == "mdb" and spec.folder_suffix == "_MDB"
+    for capability in ("read", "write", "info", "check", "load", "semantic", "blender_import", "export_target",
+                       "demo"):
+        assert spec.has(capability)
+    assert spec.get("read") is mdb.read and spec.get("info") is info.info

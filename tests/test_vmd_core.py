@@ -222,3 +222,27 @@ def test_check_reports_a_non_finite_key_at_its_offset(testdata):
     lines = []
     assert vmd_check.check("x.vmd", data[:40], lines.append) == 1
     assert lines[-1] == "roundtrip: not attempted (unreadable)"
+
+
+def test_write_scene_gives_a_pmx_and_a_vmd_with_the_skeleton_offsets(tmp_path):
+    from skinbridge.bench import models
+    from skinbridge.io_pmx import pmx, scene_files
+
+    scene = models.build("S")
+    anim = scene.animations[0]
+    paths = scene_files.write_scene(scene, str(tmp_path / "pmx"), "model")
+    assert [p.rsplit("/", 1)[-1] for p in paths] == ["model.pmx", "Wave.vmd"]
+    assert [b.name for b in pmx.read_file(paths[0]).bones] == scene.skeleton.names
+    m = vmd.read_file(paths[1])
+    assert len(m.bone_keys) == sum(len(t.translation_times) for t in anim.tracks)
+    # the benchmark rig's binds are pure translations: a key holds translation − rest translation and the rotation
+    track = anim.tracks[7]
+    bone = scene.skeleton.bones[scene.skeleton.index(track.bone)]
+    keys = m.bone_keys[np.array([vmd.decode_name(bytes(n)) == track.bone for n in m.bone_keys["name"]])]
+    np.testing.assert_array_equal(keys["frame"], np.round(np.asarray(track.translation_times) * 30))
+    np.testing.assert_allclose(keys["position"], (track.translations - bone.rest_translation)[:, [0, 2, 1]] / 0.08,
+                               atol=2e-5)
+    q = np.asarray(track.rotations)
+    q = q * np.sign(q[:, :1])
+    np.testing.assert_allclose(keys["rotation"] * np.sign(keys["rotation"][:, 3:]),
+                               np.stack([-q[:, 1], -q[:, 3], -q[:, 2], q[:, 0]], 1), atol=1e-6)

@@ -73,3 +73,20 @@ def test_a_turned_key_is_named_with_bone_and_frame_also_through_blender(luka, te
         assert d.element.endswith(f"bone {bone}") and d.field == "rotation"
         assert f"at frame {frame} " in d.message
         assert d.value == pytest.approx(0.01, abs=1e-6)
+
+
+def test_compare_command_on_the_motions(luka, testdata, tmp_path):
+    from conftest import run_cli
+
+    src = testdata / "pmx" / SHAGAMU
+    out = tmp_path / "exported.vmd"
+    _through_blender(luka, src, out)
+    same = run_cli("compare", src, out, "--pos-tol", "0", "--rot-tol", "1e-9")
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "result: same within the tolerances" in same.stdout
+    bone, frame, turned = _turned_copy(testdata, tmp_path, {b.name for b in luka.data.bones})
+    r = run_cli("compare", src, turned, "--pos-tol", "0", "--rot-tol", "1e-3")
+    assert r.returncode == 1, r.stdout + r.stderr
+    [line] = [x for x in r.stdout.splitlines() if x.startswith("difference:")]
+    assert line.startswith(f"difference: animation: animation mlibgo_shagamu / turned bone {bone}: rotation: 0.01 rad "
+                           f"apart at frame {frame} ")

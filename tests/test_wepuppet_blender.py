@@ -89,3 +89,86 @@ def test_puppets_import_and_export_with_the_same_records(clean_scene, testdata, 
     ws.assert_same_records(m, back)
     if name.startswith("blacryu_d2r_Hood"):
         assert all(b.name == "" for b in back.skeleton.bones)
+
+
+def _evaluate_clip_in_blender(arm_ob, mesh_ob, act, clip: mdl.Clip, k: int) -> np.ndarray:
+    from skinbridge.blender import action as baction
+    from skinbridge.blender.mesh import evaluated_world_positions
+
+    baction.assign(arm_ob, act)
+    scene = bpy.context.scene
+    frame = k * baction.fps_of(scene) / float(clip.fps)
+    scene.frame_set(int(np.floor(frame)), subframe=float(frame - np.floor(frame)))
+    return evaluated_world_positions(mesh_ob)
+
+
+def _check_deformation(result, m: mdl.Model, tolerance_of_diagonal: float = 1e-4, every: int = 1,
+                       reference: mdl.Model | None = None) -> None:
+    from test_wepuppet_mapping import reference_deform, to_blender
+
+    arm_ob = result.armature
+    mesh_ob = next(o for o in result.objects if o.type == "MESH")
+    actions = {blender_io._json_prop(a)["index"]: a for a in bpy.data.actions}
+    rest = to_blender(m.meshes[0].vertices["position"])
+    diag = float(np.linalg.norm(np.ptp(rest, axis=0)))
+    for c, clip in enumerate(m.animations.clips):
+        for k in range(0, clip.length + 1, every):
+            ours = _evaluate_clip_in_blender(arm_ob, mesh_ob, actions[c], clip, k)
+            ref = to_blender(reference_deform(reference or m, (reference or m).animations.clips[c], k))
+            assert np.abs(ours - ref).max() <= tolerance_of_diagonal * diag, (clip.name, k)
+
+
+def test_hood_deforms_in_blender_like_the_reference_at_every_sample(clean_scene, testdata):
+    path = testdata / "wepuppet" / "blacryu_d2r_Hood_puppet.mdl"
+    m = mdl.read(path.read_bytes())
+    result = blender_io.import_wepuppet(bpy.context, str(path))
+    _check_deformation(result, m)
+
+
+def test_built_puppet_exported_read_back_and_imported_deforms_like_the_reference(clean_scene, tmp_path):
+    from skinbridge.blender import scene as bscene
+
+    from skinbridge.blender import action as baction
+
+    scene, _, built = ws.built_puppet()
+    first = bscene.build_scene(bpy.context, scene, "built")
+    act, _ = baction.build_action(first.armature, scene.animations[0], baction.fps_of(bpy.context.scene))
+    act[blender_io.PROP] = '{"index": 0, "fps": 12.0, "length": 8}'
+    baction.assign(first.armature, act)
+    out = tmp_path / "built_puppet.mdl"
+    blender_io.export_wepuppet(bpy.context, str(out))
+    back = mdl.read(out.read_bytes())
+    clip = back.animations.clips[0]
+    assert back.meshes[0].format == mdl.FORMAT_NARROW and clip.length == 8 and float(clip.fps) == 12.0
+    assert (np.ptp(np.asarray(clip.samples)[..., 3:6], axis=1) > 0.05).all()
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    result = blender_io.import_wepuppet(bpy.context, str(out))
+    _check_deformation(result, back, reference=built)  # the matrices of the records the test built
+
+
+def test_attachments_become_bone_parented_empties_and_the_wide_export_walks(clean_scene, tmp_path):
+    scene, _, built = ws.built_puppet()
+    attach = ws.rot("z", 0.5)
+    attach[:3, 3] = (0.05, 0.02, 0.0)  # core units: 5 px, 2 px
+    model, _ = convert.from_scene(scene, attachments=[("Hand", 1, attach)])
+    path = tmp_path / "attached_puppet.mdl"
+    path.write_bytes(convert.write_model(model))
+    written = mdl.read(path.read_bytes())
+    result = blender_io.import_wepuppet(bpy.context, str(path))
+    empties = [ob for ob in result.objects if ob.type == "EMPTY"]
+    assert [(e.name, e.parent_type, e.parent_bone) for e in empties] == [("Hand", "BONE", "b1")]
+    result.armature.data.pose_position = "REST"  # the clip's first sample is not the bind pose
+    bpy.context.view_layer.update()
+    world = np.array(empties[0].matrix_world)
+    result.armature.data.pose_position = "POSE"
+    bind = convert.to_core_matrix(convert.world_binds(written.skeleton)[1], convert.DEFAULT_SCALE, True)
+    assert np.abs(world - bind @ attach).max() < 1e-6
+    out = tmp_path / "wide_puppet.mdl"
+    blender_io.export_wepuppet(bpy.context, str(out), wide=True)
+    data = out.read_bytes()
+    walked = ws.walk(data)
+    assert walked["version"] == 23 and walked["sections"] == ["MDLS0001", "MDAT0001", "MDLA0001"]
+    assert len(walked["meshes"][0]["vertices"]) == 12 and mdl.read(data).meshes[0].vertices.dtype.itemsize == 80
+    assert walked["attachments"][0]["name"] == "Hand" and walked["attachments"][0]["bone"] == 1
+    assert np.allclose(walked["attachments"][0]["matrix"], written.attachments[0].matrix, atol=1e-5)
+    ws.assert_same_records(written, mdl.read(data))

@@ -20,10 +20,10 @@ def rot(axis: str, a: float) -> np.ndarray:
     return m
 
 
-def built_puppet(n_bones: int = 3, samples: int = 9, fps: float = 12.0) -> tuple[cm.Scene, np.ndarray]:
+def built_puppet(n_bones: int = 3, samples: int = 9, fps: float = 12.0) -> tuple[cm.Scene, np.ndarray, mdl.Model]:
     """A strip of quads skinned to a chain of bones whose bind matrices rotate about all three axes, with one
     clip keyed on every Euler axis, translation and non-uniform scale. Returns the Scene (core axes) and the
-    file-space local bind matrices (n, 4, 4) it was made from."""
+    file-space local bind matrices (n, 4, 4) and the records it was made from."""
     local = []
     for i in range(n_bones):
         m = rot("z", 0.3 + 0.2 * i) @ rot("y", 0.15 * (i + 1)) @ rot("x", -0.1 * i)
@@ -35,7 +35,7 @@ def built_puppet(n_bones: int = 3, samples: int = 9, fps: float = 12.0) -> tuple
                       '{"a":"1 0 0"}' if i == 1 else "") for i in range(n_bones)]
     sk = mdl.Skeleton(1, bones)
     world = convert.world_binds(sk)
-    n_v = 4 * (n_bones + 1)
+    n_v = 4 * n_bones
     rng = np.random.default_rng(7)
     v = np.zeros(n_v, mdl.vertex_dtype(mdl.FORMAT_NARROW))
     heads = world[:, :3, 3]
@@ -65,7 +65,7 @@ def built_puppet(n_bones: int = 3, samples: int = 9, fps: float = 12.0) -> tuple
                     events=[(np.float32(2), '{"frame":2,"name":"tick"}')])
     scene_model.sections = [mdl.Section("MDLS0001", sk), mdl.Section("MDLA0001", mdl.Animations(1, [clip]))]
     scene, _ = convert.to_scene(scene_model, "built", textures=False)
-    return scene, local
+    return scene, local, scene_model
 
 
 def pairs(v) -> list[dict]:

@@ -1,0 +1,332 @@
+"""SMD / VTA in Blender: reference meshes, animations and flex shapes, both ways.
+
+Import: the whole file is read and mapped before the first datablock is made (atomic).
+* A reference becomes an armature (unless it is one node without links: a plain mesh) and a mesh whose
+  corners merge per `convert.merge_corners`; normals go to the FLOAT_VECTOR `custom_normal` corner attribute
+  and UVs to a UV map, both per corner; the parent-bone column and the link count of every corner go to the
+  INT corner attributes `smd_parent` and `smd_links`, so that an export writes the same columns.
+* An animation goes onto the target armature (selected or active, else the only one; several: refused naming
+  them), matched by bone name, keys at frame = time, LINEAR, quaternion rotations (GENERATED keys where
+  Blender's interpolation leaves the slerp path). Only when the scene has no armature is one built from
+  frame 0.
+* A VTA becomes shape keys of the active mesh, or of the mesh imported from the reference of the same stem,
+  through that mesh's corner map (VTA vertex ids are corners of the reference's triangle list), falling back
+  to frame-0 positions within 1e-5.
+Export: the visible meshes and their armature as a reference SMD (in the flavour it was read in), each
+action of the armature as an animation SMD, shape keys as a VTA in the reference's corner order. Export only
+reads the scene.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import bpy
+import numpy as np
+
+from ..blender import action as bact
+from ..blender import scene as bscene
+from ..blender.selection import NoTarget, armatures, find_armature
+from ..core import model as cm
+from ..core import skinning
+from ..core.errors import ExportError, FormatError
+from ..core.fileio import read_bytes, write_atomic
+from ..core.naming import NameAllocator, safe_file_name
+from ..core.transforms import trs_to_matrix
+from . import convert, smd
+
+STEM_PROP = "smd_stem"
+FLAVOUR_PROP = "smd_flavour"  # "GoldSrc" when read from a file without link columns
+NEWLINE_PROP = "smd_newline"  # "CRLF" when read with CRLF
+
+
+def stem_of(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def _base_stem(stem: str) -> str:
+    return re.sub(r"_(ref|reference|flex|vta|anim)$", "", stem, flags=re.I)
+
+
+# -- import ----------------------------------------------------------------------------------------------
+
+def import_file(context, path: str, options=None, armature=None) -> list[str]:
+    """Import one .smd / .vta; returns warnings. FormatError / ExportError on what cannot be imported."""
+    data = read_bytes(path)
+    f = smd.read(data)
+    name = stem_of(path)
+    if f.kind == "model":
+        return import_reference(context, f, name)
+    if f.kind == "motion":
+        return import_motion(context, f, name, armature)
+    return import_flex(context, f, name)
+
+
+def _corner_attr(me, name: str, kind: str, values: np.ndarray) -> None:
+    if name in me.attributes:
+        me.attributes.remove(me.attributes[name])
+    attr = me.attributes.new(name, kind, "CORNER")
+    if kind == "FLOAT_VECTOR":
+        attr.data.foreach_set("vector", np.ascontiguousarray(values, np.float32).reshape(-1))
+    else:
+        attr.data.foreach_set("value", np.ascontiguousarray(values, np.int32).reshape(-1))
+
+
+def import_reference(context, f: smd.SmdFile, name: str) -> list[str]:
+    scene, warnings = convert.to_scene(f, name)
+    extra = scene.meshes[0].extras["smd"]
+    result = bscene.build_scene(context, scene, name)
+    try:
+        ob = next(o for o in result.objects if o.type == "MESH")
+        me = ob.data
+        _corner_attr(me, "custom_normal", "FLOAT_VECTOR", extra["corner_normals"])
+        uv = me.uv_layers[0] if len(me.uv_layers) else me.uv_layers.new(name="UVMap")
+        uv.uv.foreach_set("vector", np.ascontiguousarray(extra["corner_uvs"], np.float32).reshape(-1))
+        _corner_attr(me, "smd_parent", "INT", extra["corner_parents"])
+        _corner_attr(me, "smd_links", "INT", extra["corner_link_counts"])
+        ob[STEM_PROP] = name
+        if f.goldsrc:
+            ob[FLAVOUR_PROP] = "GoldSrc"
+        if f.newline == "\r\n":
+            ob[NEWLINE_PROP] = "CRLF"
+        me.update()
+    except BaseException:
+        created = list(result.objects)
+        created += [o.data for o in result.objects if o.data is not None]
+        bscene.remove_created(created)
+        raise
+    return warnings + result.warnings
+
+
+def target_armature(context):
+    """The armature a motion goes onto: selected or active, else the only one; None when the scene has none.
+    ExportError naming them when several could be meant."""
+    try:
+        return find_armature(context, required=True)
+    except NoTarget as e:
+        if not armatures(context):
+            return None
+        raise ExportError(f"animation: {e}") from None
+
+
+def import_motion(context, f: smd.SmdFile, name: str, armature=None) -> list[str]:
+    scene, warnings = convert.to_scene(f, name)
+    arm_ob = armature if armature is not None else target_armature(context)
+    created = []
+    if arm_ob is None:  # nothing to put it on: a skeleton of frame 0
+        skel = convert.skeleton_of(f, warnings)
+        built = bscene.build_scene(context, cm.Scene(name=name, skeleton=skel), name)
+        arm_ob = built.armature
+        created = [arm_ob, arm_ob.data]
+    fps = bact.fps_of(context.scene)
+    anim = convert.animation_of(f, name, warnings, fps)
+    try:
+        act, more = bact.build_action(arm_ob, anim, fps, name)
+        act.frame_start = float(min(fr.time for fr in f.skeleton)) if f.skeleton else 0.0
+        act.frame_end = float(max(fr.time for fr in f.skeleton)) if f.skeleton else 0.0
+        bact.assign(arm_ob, act)
+    except BaseException:
+        bscene.remove_created(created)
+        raise
+    return warnings + more
+
+
+def _mesh_target(context, stem: str):
+    active = context.view_layer.objects.active
+    if active is not None and active.type == "MESH":
+        return active
+    meshes = [o for o in context.view_layer.objects if o.type == "MESH"]
+    for test in (lambda o: o.get(STEM_PROP) == stem,
+                 lambda o: _base_stem(str(o.get(STEM_PROP, ""))) == _base_stem(stem)):
+        found = [o for o in meshes if test(o)]
+        if len(found) == 1:
+            return found[0]
+    if len(meshes) == 1:
+        return meshes[0]
+    raise ExportError(f"{stem}: make the mesh the VTA belongs to active ({len(meshes)} meshes in the scene)")
+
+
+def import_flex(context, f: smd.SmdFile, name: str) -> list[str]:
+    smd.validate(f)
+    ob = _mesh_target(context, name)
+    me = ob.data
+    n = len(me.vertices)
+    base = np.empty(n * 3, np.float32)
+    me.vertices.foreach_get("co", base)
+    base = base.reshape(n, 3).astype(np.float64)
+    corner_vertex = None
+    if len(me.loops) == 3 * len(me.polygons):
+        corner_vertex = np.empty(len(me.loops), np.int32)
+        me.loops.foreach_get("vertex_index", corner_vertex)
+    shapes = convert.flex_shapes(f, base, corner_vertex)
+    created = []
+    try:
+        if me.shape_keys is None or not len(me.shape_keys.key_blocks):
+            created.append(ob.shape_key_add(name="Basis", from_mix=False))
+        for s in shapes:
+            kb = ob.shape_key_add(name=s.name, from_mix=False)
+            created.append(kb)
+            kb.points.foreach_set("co", s.positions.astype(np.float32).reshape(-1))
+        me.update()
+    except BaseException:
+        for kb in reversed(created):
+            ob.shape_key_remove(kb)
+        raise
+    return list(f.warnings)
+
+
+def blender_import(context, path: str, options) -> list[str]:
+    return import_file(context, path, options)
+
+
+def motion_loader(context, path: str, armature, options) -> list[str]:
+    f = smd.read(read_bytes(path))
+    if f.kind != "motion":
+        raise FormatError(f"{os.path.basename(path)} is a {f.kind} SMD, not an animation", None, "triangles")
+    return import_motion(context, f, stem_of(path), armature)
+
+
+# -- export ----------------------------------------------------------------------------------------------
+
+def _corner_ints(me, name: str) -> np.ndarray | None:
+    attr = me.attributes.get(name)
+    if attr is None or attr.domain != "CORNER" or attr.data_type != "INT":
+        return None
+    out = np.empty(len(me.loops), np.int32)
+    attr.data.foreach_get("value", out)
+    return out
+
+
+def gather_reference(context) -> tuple[cm.Scene, list[str], str, bool]:
+    """(scene, warnings, newline, goldsrc) of what a reference export writes."""
+    scene, warnings = bscene.gather_scene(context, max_influences=smd.MAX_LINKS, tangents=False)
+    newline, goldsrc = "\n", False
+    for cmesh in scene.meshes:
+        ob = bpy.data.objects.get(cmesh.name)
+        if ob is None:
+            continue
+        newline = "\r\n" if ob.get(NEWLINE_PROP) == "CRLF" else newline
+        goldsrc = goldsrc or ob.get(FLAVOUR_PROP) == "GoldSrc"
+        me = ob.data
+        if len(me.loops) != 3 * len(cmesh.triangles):
+            continue
+        parents, links = _corner_ints(me, "smd_parent"), _corner_ints(me, "smd_links")
+        if parents is not None and links is not None:
+            cmesh.extras["smd"] = {"corner_parents": parents, "corner_link_counts": links}
+    return scene, warnings, newline, goldsrc
+
+
+def export_reference(context, path: str) -> list[str]:
+    scene, warnings, newline, goldsrc = gather_reference(context)
+    if not scene.meshes:
+        raise ExportError("nothing to export: no visible mesh")
+    ref = convert.reference_of(scene, warnings, newline, goldsrc)
+    write_atomic(path, smd.write(ref))
+    return warnings
+
+
+def _local_frames(skel: cm.Skeleton, anim: cm.Animation, count: int, fps: float) -> np.ndarray:
+    """(count, N, 4, 4) parent-relative matrices at frames 0..count-1 of the animation."""
+    binds = skel.binds()
+    n = len(skel.bones)
+    rest = np.empty((n, 4, 4))
+    for i, b in enumerate(skel.bones):
+        rest[i] = binds[i] if b.parent < 0 else np.linalg.inv(binds[b.parent]) @ binds[i]
+    out = np.repeat(rest[None], count, axis=0)
+    index = {b.name: i for i, b in enumerate(skel.bones)}
+    for tr in anim.tracks:
+        i = index.get(tr.bone)
+        if i is None:
+            continue
+        for k in range(count):
+            t = k / fps
+            cur = rest[i]
+            tt = cur[:3, 3]
+            from ..core.transforms import matrix_to_trs
+            _, rr, ss = matrix_to_trs(cur)
+            if tr.translations is not None and len(tr.translations):
+                tt = skinning.sample_linear(tr.translation_times, tr.translations, t)
+            if tr.rotations is not None and len(tr.rotations):
+                rr = skinning.sample_slerp(tr.rotation_times, tr.rotations, t)
+            if tr.scales is not None and len(tr.scales):
+                ss = skinning.sample_linear(tr.scale_times, tr.scales, t)
+            out[k, i] = trs_to_matrix(tt, rr, ss)
+    return out
+
+
+def export_animations(context, folder: str, arm_ob, names: NameAllocator | None = None,
+                      actions=None) -> tuple[list[str], list[str]]:
+    """One animation SMD per action of `arm_ob` (every bone at every frame of the action's range)."""
+    names = names or NameAllocator()
+    skel = scene_skeleton(arm_ob)
+    fps = bact.fps_of(context.scene)
+    written, warnings = [], []
+    for act in actions if actions is not None else bact.armature_actions(arm_ob):
+        anim, more = bact.read_action(context, arm_ob, act)
+        warnings += more
+        count = int(round(anim.length * fps)) + 1
+        locals_ = _local_frames(skel, anim, count, fps)
+        f = convert.animation_smd(skel, locals_, np.arange(count), warnings)
+        path = os.path.join(folder, names.take(safe_file_name(act.name), ".smd"))
+        write_atomic(path, smd.write(f))
+        written.append(path)
+    return written, warnings
+
+
+def scene_skeleton(arm_ob) -> cm.Skeleton:
+    from ..blender import armature as barm
+
+    return barm.read_skeleton(arm_ob)
+
+
+def export_vta(context, path: str, scene: cm.Scene, ref: smd.SmdFile) -> bool:
+    """Shape keys of the reference's meshes as a VTA in the reference's corner order; False when none."""
+    shapes: dict[str, list[np.ndarray]] = {}
+    offset = 0
+    corners_total = len(ref.triangles.parents) if ref.triangles is not None else 0
+    per_mesh = []
+    for m in scene.meshes:
+        corners = m.triangles.reshape(-1)
+        per_mesh.append((m, corners, offset))
+        offset += len(corners)
+    keys = []
+    for m, _, _ in per_mesh:
+        for s in m.shape_keys:
+            if s.name not in keys:
+                keys.append(s.name)
+    if not keys:
+        return False
+    for name in keys:
+        pos = ref.triangles.positions.copy()
+        for m, corners, at in per_mesh:
+            s = next((s for s in m.shape_keys if s.name == name), None)
+            if s is not None:
+                pos[at:at + len(corners)] = np.asarray(s.positions, np.float64)[corners]
+        shapes[name] = pos
+    del corners_total
+    write_atomic(path, smd.write(convert.vta_of(ref, list(shapes.items()), ref.newline)))
+    return True
+
+
+def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
+    """`convert --to smd`: <name>.smd (reference), <name>.vta when there are shape keys, and one animation
+    SMD per action of the armature."""
+    os.makedirs(outdir, exist_ok=True)
+    names = NameAllocator()
+    scene, warnings, newline, goldsrc = gather_reference(context)
+    if not scene.meshes:
+        raise ExportError("nothing to export: no visible mesh")
+    ref = convert.reference_of(scene, warnings, newline, goldsrc)
+    stem = safe_file_name(name)
+    ref_path = os.path.join(outdir, names.take(stem, ".smd"))
+    write_atomic(ref_path, smd.write(ref))
+    written = [ref_path]
+    vta_path = os.path.join(outdir, names.take(stem, ".vta"))
+    if export_vta(context, vta_path, scene, ref):
+        written.append(vta_path)
+    _, arm_ob = bscene.exportable_objects(context)
+    if arm_ob is not None:
+        more_written, more = export_animations(context, outdir, arm_ob, names)
+        written += more_written
+        warnings += more
+    return written, warnings
