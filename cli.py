@@ -12,8 +12,11 @@ Also runs inside Blender: `blender -b -P cli.py -- convert ...`.
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -30,9 +33,42 @@ if __package__ in (None, ""):  # run as a script (blender -P cli.py, python cli.
 
 from .core.errors import ExportError, FormatError  # noqa: E402
 
+_OUT = None  # the stream results go to (the real stdout); third-party logs go to stderr meanwhile
+_TEMP_DIRS: list[str] = []
+
+
+def _out(line: str) -> None:
+    """One line of results (written paths, summaries) on stdout, where scripts read them."""
+    print(line, file=_OUT or sys.stdout, flush=True)
+
+
+def _remove_temp_dirs() -> None:
+    while _TEMP_DIRS:
+        shutil.rmtree(_TEMP_DIRS.pop(), ignore_errors=True)
+
+
+def _private_user_folder() -> None:
+    """Blender's user files in a temporary folder of this process (removed at exit), unless the caller set one."""
+    if os.environ.get("BLENDER_USER_RESOURCES") or "bpy" in sys.modules:
+        return
+    folder = tempfile.mkdtemp(prefix="skinbridge-bl-user-")
+    if not _TEMP_DIRS:
+        atexit.register(_remove_temp_dirs)
+    _TEMP_DIRS.append(folder)
+    os.environ["BLENDER_USER_RESOURCES"] = folder
+
+
+def _message(e: BaseException) -> str:
+    """An error as one line that names the user's path and says what to do, never an errno tuple."""
+    if isinstance(e, OSError) and e.filename and e.strerror:
+        what = "no such file or folder" if isinstance(e, FileNotFoundError) else e.strerror.lower()
+        return f"{os.fsdecode(e.filename)}: {what}"
+    return str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+
+
 def _bpy():
     """Import bpy with Blender's user files kept in a temporary folder, and register the add-on."""
-    os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="skinbridge-bl-user-"))
+    _private_user_folder()
     import bpy
 
     from .app.operators import register
@@ -65,16 +101,19 @@ def _plan(args) -> list[tuple[str, str, str]]:
 
 
 def _convert_worker(src: str, outdir: str, name: str, options) -> tuple[list[str], list[str], str | None]:
-    """One conversion; in a worker process it gets its own Blender user folder before bpy is imported."""
-    if "bpy" not in sys.modules:
-        os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="skinbridge-bl-user-")
+    """One conversion; in a worker process it gets its own Blender user folder before bpy is imported, and
+    the third-party logs of its imports go to stderr."""
+    if _OUT is None and sys.stdout is not sys.stderr:  # a worker process: its stdout is no result stream
+        sys.stdout.flush()
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
     _bpy()
     from .app.pipeline import convert_file
 
     try:
         written, warnings = convert_file(src, outdir, name, options)
     except (FormatError, ExportError, OSError, RuntimeError) as e:
-        return [], [], str(e)
+        return [], [], _message(e)
     except Exception as e:  # a fault of ours: still one line for this input, and the others convert
         return [], [], f"internal error ({type(e).__name__}: {e})"
     return written, warnings, None
@@ -84,6 +123,12 @@ def cmd_convert(args) -> int:
     if len(args.inputs) > 1 and args.name:
         print("error: -n/--name applies to one input only", file=sys.stderr)
         return 2
+    only = {"mmd_rig": ("--mmd-rig", "pmx"), "bone_map": ("--bone-map", "pmx"), "arm_angle": ("--arm-angle", "pmx"),
+            "skeleton": ("--skeleton", "mdb")}
+    for attr, (flag, target) in only.items():
+        if getattr(args, attr) and args.to != target:
+            print(f"error: {flag} applies to --to {target} only, not --to {args.to}", file=sys.stderr)
+            return 2
     from .app.options import ConvertOptions
 
     options = ConvertOptions(target=args.to, profile=args.profile, max_bones=args.max_bones,
@@ -106,7 +151,7 @@ def cmd_convert(args) -> int:
         for w in warnings:
             print(f"warning: {src}: {w}", file=sys.stderr)
         for path in written:
-            print(path)
+            _out(path)
 
     if args.jobs > 1 and total > 1:
         import multiprocessing
@@ -144,11 +189,11 @@ def cmd_info(args) -> int:
         try:
             result = info_file(path)
         except (FormatError, OSError) as e:
-            print(f"error: {path}: {e}", file=sys.stderr)
+            print(f"error: {path}: {_message(e)}", file=sys.stderr)
             status = 1
             continue
         result = {"file": path, **result}
-        print(json.dumps(result, indent=2, ensure_ascii=False, default=_json_default))
+        _out(json.dumps(result, indent=2, ensure_ascii=False, default=_json_default))
     return status
 
 
@@ -187,11 +232,11 @@ def cmd_check(args) -> int:
         try:
             data = read_bytes(path)
         except (OSError, FormatError) as e:
-            print(f"error: {path}: {e}", file=sys.stderr)
+            print(f"error: {path}: {_message(e)}", file=sys.stderr)
             status = max(status, 2)
             continue
-        print(f"{path}:")
-        status = max(status, _check_one(path, data, lambda line: print("  " + line)))
+        _out(f"{path}:")
+        status = max(status, _check_one(path, data, lambda line: _out("  " + line)))
     return status
 
 
@@ -219,41 +264,56 @@ def _motion_beside(model: str, action: str) -> str | None:
 
 def cmd_render(args) -> int:
     views = [v.strip() for v in args.views.split(",") if v.strip()]
+    if os.path.splitext(args.output)[1].lower() != ".png":
+        print(f"error: {args.output}: render writes PNG images: give the output a .png name", file=sys.stderr)
+        return 2
+    if not os.path.isfile(args.file):
+        what = "is a folder, not a model file" if os.path.isdir(args.file) else "no such file"
+        print(f"error: {args.file}: {what}", file=sys.stderr)
+        return 2
     try:
-        from .app import render  # noqa: F401  (imports bpy: after the argument checks below)
+        _private_user_folder()
+        from .app import render  # noqa: F401  (imports bpy: after the argument checks above)
     except ImportError as e:
         print(f"error: render needs Blender's Python module (bpy): {e}", file=sys.stderr)
         return 2
+    from .core.fileio import output_session
+
     frames = None
     try:
         if args.frames:
             frames = render.parse_frames(args.frames)
         elif args.frame is not None:
             frames = [args.frame]
+        from .app import pipeline
         from .app.loading import import_for_view
 
-        bpy, warnings, options = import_for_view(args.file)
-        if args.action and not args.rest and args.action not in bpy.data.actions:
-            motion = _motion_beside(args.file, args.action)
-            if motion is not None:  # an output folder: the model's motion beside it
-                from .app import pipeline
-
-                warnings += pipeline.load_motion(bpy.context, motion, options)
-        if args.action and not args.rest and frames is None:
-            act = render._find_action(args.action)
-            frames = [int(round(act.frame_range[0]))]
-        sheet = render.render_sheet(bpy.context, frames=None if args.rest else frames,
-                                    action=None if args.rest else args.action, views=views,
-                                    title=os.path.basename(args.file))
-        render.write_sheet(sheet, args.output)
+        outdir = os.path.dirname(os.path.abspath(args.output))
+        with output_session(outdir, [args.file]) as session:
+            session.check(args.output)  # before the import: the model is never replaced by a picture
+            bpy, warnings, options = import_for_view(args.file)
+            if args.action and not args.rest and args.action not in bpy.data.actions:
+                motion = _motion_beside(args.file, args.action)
+                if motion is not None:  # an output folder: the model's motion beside it
+                    session.protect(motion)
+                    warnings += pipeline.load_motion(bpy.context, motion, options)
+            if args.action and not args.rest and frames is None:
+                act = render._find_action(args.action)
+                frames = [int(round(act.frame_range[0]))]
+            sheet = render.render_sheet(bpy.context, frames=None if args.rest else frames,
+                                        action=None if args.rest else args.action, views=views,
+                                        title=os.path.basename(args.file))
+            pipeline.protect_scene_files(session)
+            render.write_sheet(sheet, args.output)
     except (FormatError, ValueError, OSError, RuntimeError) as e:
-        print(f"error: {args.file}: {e}", file=sys.stderr)
+        where = "" if str(args.file) in str(e) or str(args.output) in str(e) else f"{args.file}: "
+        print(f"error: {where}{_message(e)}", file=sys.stderr)
         return 2 if isinstance(e, (FormatError, OSError)) else 1
     for w in warnings:
         print(f"warning: {args.file}: {w}", file=sys.stderr)
     h, w_ = sheet.pixels.shape[:2]
     print(f"{args.output}: {w_}x{h}, {len(sheet.panels)} panels, {sheet.seconds:.2f} s", file=sys.stderr)
-    print(args.output)
+    _out(args.output)
     return 0
 
 
@@ -268,28 +328,50 @@ def cmd_compare(args) -> int:
         try:
             scene, warnings = compare_load(path, not args.rest)
         except (FormatError, OSError, ValueError, RuntimeError) as e:
-            print(f"error: {path}: {e}", file=sys.stderr)
+            where = "" if str(path) in str(e) else f"{path}: "
+            print(f"error: {where}{_message(e)}", file=sys.stderr)
             return 2
         for w in warnings:
             print(f"warning: {path}: {w}", file=sys.stderr)
         scenes.append(scene)
     for label, path, s in (("A", args.a, scenes[0]), ("B", args.b, scenes[1])):
         n_bones = len(s.skeleton) if s.skeleton is not None else 0
-        print(f"{label}: {path} ({n_bones} bones, {s.vertex_count} vertices, {s.triangle_count} triangles, "
+        _out(f"{label}: {path} ({n_bones} bones, {s.vertex_count} vertices, {s.triangle_count} triangles, "
               f"{len(s.animations)} animations)")
     result = compare_scenes(scenes[0], scenes[1], tol=args.tol, rot_tol=args.rot_tol, rest=args.rest,
                             pos_tol=args.pos_tol)
     for line in result.lines():
-        print(line)
-    print("result: same within the tolerances" if result.same else f"result: {len(result.differences)} difference(s)")
+        _out(line)
+    _out("result: same within the tolerances" if result.same else f"result: {len(result.differences)} difference(s)")
     return 0 if result.same else 1
 
 
+DEMO_FOLDER = "skinbridge-demo"
+
+
 def cmd_demo(args) -> int:
+    outdir = os.path.abspath(args.output or DEMO_FOLDER)
+    problem = _unwritable_folder(outdir)
+    if problem:
+        print(f"error: {args.output or DEMO_FOLDER}: {problem}", file=sys.stderr)
+        return 2
     _bpy()
     from .app.demo import run_demo
 
-    return run_demo(args.output)
+    sys.stdout = _OUT or sys.stdout  # the demo's table is its result
+    return run_demo(outdir)
+
+
+def _unwritable_folder(folder: str) -> str | None:
+    """Why files cannot be written into `folder` (made if missing), in words; None when they can."""
+    f = folder
+    while not os.path.isdir(f):
+        if os.path.lexists(f):
+            return f"{f} is a file, not a folder: choose another output folder"
+        f = os.path.dirname(f)
+    if not os.access(f, os.W_OK | os.X_OK):
+        return f"{f} is not writable: choose a folder you can write to"
+    return None
 
 
 def _number(kind, low, high, what: str):
@@ -311,11 +393,18 @@ def _number(kind, low, high, what: str):
 _bone_limit = _number(int, 1, 255, "bones per geometry")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a usage error as one line on stderr (exit 2) that points to --help."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import formats
 
     targets = formats.targets()
-    p = argparse.ArgumentParser(prog="skinbridge", description="Move rigged, skinned, animated models between "
+    p = _Parser(prog="skinbridge", description="Move rigged, skinned, animated models between "
                                 "Blender and game formats.")
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("convert", help="convert model files (glTF/GLB or any format we read) to a game format")
@@ -362,7 +451,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("file", metavar="FILE")
     when = r.add_mutually_exclusive_group()
     when.add_argument("--rest", action="store_true", help="the Rest Position (default)")
-    when.add_argument("--frame", type=int, metavar="N", help="the pose at frame N")
+    when.add_argument("--frame", type=_number(int, -1048574, 1048574, "Blender's frame range"), metavar="N",
+                      help="the pose at frame N")
     when.add_argument("--frames", metavar="A:B[:STEP]", help="one row per frame, A to B included (or a list 1,5,9)")
     r.add_argument("--action", metavar="NAME", help="pose with this action (for .mdl also Animations/NAME.ani beside it)")
     r.add_argument("--views", default="front,side,top", help="comma-separated views (default front,side,top)")
@@ -381,9 +471,46 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rotation tolerance in radians (1e-9 to 3.15, default 1e-4)")
     m.set_defaults(func=cmd_compare)
     d = sub.add_parser("demo", help="build a skinned humanoid with a walk, export it with every exporter, check")
-    d.add_argument("-o", "--output", default=None, help="output folder (default: a temporary folder)")
+    d.add_argument("-o", "--output", default=None,
+                   help=f"output folder (default: {DEMO_FOLDER}/ in the current folder)")
     d.set_defaults(func=cmd_demo)
     return p
+
+
+@contextlib.contextmanager
+def _results_on_stdout():
+    """Results to the real stdout (through `_out`); everything else printed meanwhile (Blender's importers'
+    logs, C-level messages) to stderr, so scripts that read stdout see only results."""
+    global _OUT
+    try:
+        sys.stdout.flush()
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # no real stdout (embedded, captured): results go to it as is
+        _OUT = sys.stdout
+        try:
+            yield
+        finally:
+            _OUT = None
+        return
+    saved_fd = os.dup(fd)
+    saved_stdout = sys.stdout
+    _OUT = os.fdopen(os.dup(saved_fd), "w", encoding=getattr(sys.stdout, "encoding", None) or "utf-8",
+                     errors="replace", buffering=1)
+    sys.stderr.flush()
+    os.dup2(sys.stderr.fileno(), fd)
+    sys.stdout = sys.stderr
+    try:
+        yield
+    finally:
+        try:
+            sys.stdout.flush()
+            _OUT.flush()
+        finally:
+            os.dup2(saved_fd, fd)
+            os.close(saved_fd)
+            _OUT.close()
+            _OUT = None
+            sys.stdout = saved_stdout
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -392,14 +519,17 @@ def main(argv: list[str] | None = None) -> int:
         if "--" in sys.argv:  # inside Blender: blender -b -P cli.py -- convert ...
             argv = sys.argv[sys.argv.index("--") + 1:]
     args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
-    except Exception as e:  # no Python traceback reaches the user: one line, and a non-zero exit
-        print(f"error: internal error in {args.command} ({type(e).__name__}: {e})", file=sys.stderr)
-        return 3
+    with _results_on_stdout():
+        try:
+            return args.func(args)
+        except KeyboardInterrupt:
+            print("error: interrupted", file=sys.stderr)
+            return 130
+        except Exception as e:  # no Python traceback reaches the user: one line, and a non-zero exit
+            print(f"error: internal error in {args.command} ({type(e).__name__}: {_message(e)})", file=sys.stderr)
+            return 3
+        finally:
+            _remove_temp_dirs()
 
 
 if __name__ == "__main__":

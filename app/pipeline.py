@@ -11,7 +11,9 @@ import os
 import bpy
 
 from .. import formats
+from ..blender.ops_common import protect_scene_files  # noqa: F401  (also used by the render command)
 from ..blender.selection import NoTarget, find_armature
+from ..core import fileio
 from ..core.errors import ExportError, FormatError
 from .options import ConvertOptions  # noqa: F401  (re-exported)
 
@@ -28,6 +30,8 @@ def reset_scene() -> None:
 
 def importable(path: str) -> formats.FormatSpec:
     """The spec of a model file we can bring into Blender; FormatError naming the file's format otherwise."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path} is a folder, not a model file: give a file inside it")
     if not os.path.exists(path):
         raise FileNotFoundError(f"no such file: {path}")
     spec = formats.identify_file(path)
@@ -39,26 +43,50 @@ def importable(path: str) -> formats.FormatSpec:
 def load_motion(context, path: str, options) -> list[str]:
     spec = formats.identify_file(path)
     if not spec.has("motion_loader"):
-        raise FormatError(f"{path}: {spec.label} files are not motions", None, "--motion")
+        raise FormatError(f"--motion {path}: {spec.label} files are not motions; give a motion file", None)
     try:
         arm = find_armature(context, required=True)
     except NoTarget as e:
         raise ExportError(f"--motion {path}: {e}") from None
-    return spec.get("motion_loader")(context, path, arm, options)
+    try:
+        return spec.get("motion_loader")(context, path, arm, options)
+    except (FormatError, ExportError) as e:
+        if path in str(e):
+            raise
+        raise type(e)(f"--motion {path}: {e}") from None
 
 
 def convert_file(src: str, outdir: str, name: str, options: ConvertOptions) -> tuple[list[str], list[str]]:
     """Convert one input into `outdir`; returns (written paths, warnings). Raises FormatError, ExportError
-    or OSError naming what went wrong."""
+    or OSError naming what went wrong.
+
+    The whole package is written through one output session (core/fileio.py): no output may be an input
+    (the model, each motion, every sidecar and texture read), every file is staged beside its target and
+    renamed into place only when all are complete; on any failure the output folder is left as it was. The
+    written paths are exactly the files renamed into place."""
     targets = formats.targets()
     if options.target not in targets:
         raise ExportError(f"unknown target {options.target!r}; expected one of {', '.join(targets)}")
     spec = importable(src)
-    reset_scene()
-    context = bpy.context
-    warnings = spec.get("blender_import")(context, src, options)
     for motion in options.motions:
-        warnings += load_motion(context, motion, options)
-    options.protected = options.protected | {os.path.realpath(src)}
-    written, more = targets[options.target].get("export_target")(context, outdir, name, options)
-    return written, warnings + more
+        if os.path.isdir(motion):
+            raise IsADirectoryError(f"--motion {motion} is a folder, not a motion file: give a file inside it")
+        if not os.path.exists(motion):
+            raise FileNotFoundError(f"--motion {motion}: no such file")
+    inputs = [src, *options.motions, *(options.protected or ())]
+    if options.bone_map:
+        inputs.append(options.bone_map)
+    with fileio.output_session(outdir, inputs) as session:
+        session.check(outdir)  # the output folder itself is no input and lies in none
+        reset_scene()
+        context = bpy.context
+        warnings = spec.get("blender_import")(context, src, options)
+        for motion in options.motions:
+            warnings += load_motion(context, motion, options)
+        protect_scene_files(session)
+        options.protected = set(options.protected) | set(session.inputs)
+        try:
+            _, more = targets[options.target].get("export_target")(context, outdir, name, options)
+        except NoTarget as e:  # several rigged models and none chosen: the user must say which
+            raise ExportError(str(e)) from None
+    return list(session.written), warnings + more

@@ -26,7 +26,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 try:
-    import skinbridge  # noqa: F401
+    import skinbridge  # noqa: F401  (the checkout as a package, or the link below)
 except ImportError:  # run outside tools/run: expose the checkout as `skinbridge`
     _link = pathlib.Path(tempfile.mkdtemp(prefix="skinbridge-pkg-"))
     (_link / "skinbridge").symlink_to(ROOT, target_is_directory=True)

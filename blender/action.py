@@ -7,8 +7,17 @@ world matrix, Blender deforms alike when
 
     basis = Rest⁻¹ · Bind_parent · local · Bind⁻¹ · Rest          (a root's Bind_parent is W⁻¹)
 
-The left factor is a similarity (rotation, translation, uniform scale) and the right one a pure scale, so
-each channel maps on its own: key times and the linear/slerp interpolation of every channel survive.
+Where the left factor is a similarity and the right one a scale (up to the small rotation Blender's float32
+rebuild of the edit bone leaves), each channel maps on its own: key times and the linear/slerp interpolation
+of every channel survive (`armature.BoneFrame`). A bind with shear, or a child of a bind whose scale is not
+uniform, has no such form: Blender's rest is rigid and a pose basis holds no shear, so the skin matrices of
+those bones can only come near the engine's. The nearest frame is used, never a refusal; import then
+measures what it gives against the engine's own evaluation (skin = world · bind⁻¹, linear position and
+scale, slerped rotation) on the vertices those bones move, and names the bones and the largest difference
+(a fraction of the bounding-box diagonal) in one warning when it is above ``DEFORM_TOLERANCE``. The file's
+keys of those bones are kept on the action (``KEYS_PROP``) with a fingerprint of the F-curves they became,
+and export writes them again while the F-curves still match it. Tracks that name no bone are kept there too
+and written back, in the file's track order.
 
 Rotation: Blender interpolates the four quaternion F-curves component by component (a normalised lerp),
 Urho3D/UrhoX/glTF slerp. Import makes neighbouring keys take the short way and adds keys of type GENERATED
@@ -25,6 +34,7 @@ Export only reads: frame, action assignment and pose are put back in ``finally``
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 import re
@@ -36,6 +46,7 @@ import numpy as np
 from ..core import model as cm
 from ..core.transforms import (
     affine_inverse, matrix3_to_quat, matrix_to_trs, quat_multiply, quat_normalize, quat_to_matrix3, slerp,
+    trs_to_matrix,
 )
 from . import armature as barm
 from . import compat
@@ -44,6 +55,8 @@ from .progress import Progress
 ANGLE_TOLERANCE = 1e-5  # radians: nlerp may part from slerp by this much before a GENERATED key is added
 HOLD_GAP = 1e-4  # seconds
 PROP = "skinbridge_ani"
+KEYS_PROP = "skinbridge_keys"  # on an action: the file's keys Blender cannot hold exactly, and unmatched tracks
+DEFORM_TOLERANCE = 1e-5  # of the bounding-box diagonal: a larger vertex difference from the engine is reported
 
 _CHANNELS = {"location": "t", "rotation_quaternion": "q", "rotation_euler": "e", "rotation_axis_angle": "a",
              "scale": "s"}
@@ -65,77 +78,11 @@ def _unescape(name: str) -> str:
     return re.sub(r"\\(.)", r"\1", name)
 
 
-# -- the per-bone change of frame --------------------------------------------------------------------
+# -- the per-bone change of frame: `armature.BoneFrame` (shared with the default pose) ------------------
 
-@dataclass
-class BoneFrame:
-    """basis = A · local · B with A = [sigma·R(q) | t] and B = diag(1 / bind_scale)."""
-
-    sigma: float
-    q: np.ndarray
-    t: np.ndarray
-    bind_scale: np.ndarray
-
-    def to_basis(self, channel: str, v: np.ndarray) -> np.ndarray:
-        v = np.asarray(v, np.float64)
-        if channel == "t":
-            return self.sigma * (v @ quat_to_matrix3(self.q).T) + self.t
-        if channel == "r":
-            return quat_multiply(self.q, v)
-        return self.sigma * v / self.bind_scale
-
-    def from_basis(self, channel: str, v: np.ndarray) -> np.ndarray:
-        v = np.asarray(v, np.float64)
-        if channel == "t":
-            return ((v - self.t) @ quat_to_matrix3(self.q)) / self.sigma
-        if channel == "r":
-            qi = self.q * np.array([1.0, -1, -1, -1])
-            return quat_multiply(qi, v)
-        return v * self.bind_scale / self.sigma
-
-
-def bind_matrices(arm_ob) -> dict[str, np.ndarray]:
-    """Armature-space bind matrix per bone, chosen as `armature.read_skeleton` chooses it for the `.mdl`."""
-    world = np.array(arm_ob.matrix_world, dtype=np.float64)
-    identity = np.allclose(world, np.eye(4))
-    out = {}
-    for bone in arm_ob.data.bones:
-        rest = np.array(bone.matrix_local, dtype=np.float64)
-        out[bone.name] = rest
-        raw = barm.bone_extras(bone).get("bind")
-        if identity and raw is not None and len(raw) == 16:
-            exact = np.array(raw, dtype=np.float64).reshape(4, 4)
-            t_e, r_e, _ = matrix_to_trs(exact)
-            t_b, r_b, _ = matrix_to_trs(rest)
-            tol = 1e-4 * max(1.0, float(np.abs(t_e).max()))
-            angle = 2 * math.acos(min(1.0, abs(float(np.dot(r_e, r_b)))))
-            if np.abs(t_e - t_b).max() < tol and angle < 1e-3:
-                out[bone.name] = exact
-    return out
-
-
-def bone_frames(arm_ob) -> dict[str, BoneFrame]:
-    """The constant change of frame of every bone. Raises ValueError naming a bone whose parent's bind
-    scale is not uniform or whose bind has shear (no channel-by-channel mapping exists)."""
-    world = np.array(arm_ob.matrix_world, dtype=np.float64)
-    binds = bind_matrices(arm_ob)
-    frames = {}
-    for bone in arm_ob.data.bones:
-        rest = np.array(bone.matrix_local, dtype=np.float64)
-        parent_bind = binds[bone.parent.name] if bone.parent else affine_inverse(world)
-        a = affine_inverse(rest) @ parent_bind
-        cols = np.linalg.norm(a[:3, :3], axis=0)
-        if np.ptp(cols) > 1e-5 * cols.max():
-            raise ValueError(f"bone {bone.name}: its parent's bind (or the armature's) scale is not uniform; "
-                             "animation cannot be mapped channel by channel")
-        sigma = float(cols.mean())
-        rot = a[:3, :3] / sigma
-        b = affine_inverse(binds[bone.name]) @ rest
-        diag = np.diag(b[:3, :3]).copy()
-        if np.abs(b[:3, :3] - np.diag(diag)).max() > 1e-5 * np.abs(diag).max() or np.abs(b[:3, 3]).max() > 1e-5:
-            raise ValueError(f"bone {bone.name}: its bind matrix has shear; animation cannot be mapped")
-        frames[bone.name] = BoneFrame(sigma, matrix3_to_quat(rot), a[:3, 3].copy(), 1.0 / diag)
-    return frames
+BoneFrame = barm.BoneFrame
+bind_matrices = barm.bind_matrices
+bone_frames = barm.bone_frames
 
 
 # -- rotation keys: short way, GENERATED keys where nlerp parts from slerp ------------------------------
@@ -219,16 +166,18 @@ def _add_curve(cb, bone: str, prop: str, index: int, frames: np.ndarray, values:
 def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None = None,
                  tolerance: float = ANGLE_TOLERANCE) -> tuple[bpy.types.Action, list[str]]:
     """A new action (with one slot for ``arm_ob``) holding ``animation``; tracks are matched to bones by
-    name and the unmatched ones listed in a warning. Pose bones of animated bones are set to quaternion
-    rotation. Removes the action again if building fails."""
+    name, and the unmatched ones listed in one warning and kept on the action (written back on export).
+    Pose bones of animated bones are set to quaternion rotation. Never refuses a bind Blender cannot hold
+    (see the module's docstring). Removes the action again if building fails."""
     frames = bone_frames(arm_ob)
     warnings: list[str] = []
     missing = [t.bone for t in animation.tracks if t.bone not in frames]
     if missing:
-        warnings.append(f"{animation.name}: {len(missing)} track(s) match no bone of {arm_ob.name} and were "
-                        f"skipped: {', '.join(missing)}")
+        warnings.append(f"{animation.name}: {len(missing)} track(s) match no bone of {arm_ob.name}; kept on the "
+                        f"action and written back on export: {', '.join(missing)}")
     act = bpy.data.actions.new(name or animation.name)
     progress = Progress(f"action {act.name}", len(animation.tracks))
+    written: dict[str, dict[str, tuple]] = {}
     try:
         slot = act.slots.new(id_type="OBJECT", name=arm_ob.name)
         cb = compat.channelbag_for_slot(act, slot)
@@ -237,12 +186,14 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
             bf = frames.get(track.bone)
             if bf is None:
                 continue
+            curves = written.setdefault(track.bone, {})
             interp = "CONSTANT" if track.interpolation == "STEP" else "LINEAR"
             if track.translations is not None and len(track.translations):
                 v = bf.to_basis("t", track.translations)
                 f = np.asarray(track.translation_times, np.float64) * fps
                 for i in range(3):
                     _add_curve(cb, track.bone, "location", i, f, v[:, i], interp)
+                curves["t"] = (f, v, interp)
             if track.rotations is not None and len(track.rotations):
                 v = bf.to_basis("r", track.rotations)
                 t = np.asarray(track.rotation_times, np.float64)
@@ -252,11 +203,13 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
                     gen = np.zeros(len(t), bool)
                 for i in range(4):
                     _add_curve(cb, track.bone, "rotation_quaternion", i, t * fps, v[:, i], interp, gen)
+                curves["q"] = (t * fps, v, interp)
             if track.scales is not None and len(track.scales):
                 v = bf.to_basis("s", track.scales)
                 f = np.asarray(track.scale_times, np.float64) * fps
                 for i in range(3):
                     _add_curve(cb, track.bone, "scale", i, f, v[:, i], interp)
+                curves["s"] = (f, v, interp)
         progress.end()
         for time, text in animation.markers:
             marker = act.pose_markers.new(str(text)[:63])
@@ -265,6 +218,7 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
         act.frame_start = 0.0
         act.frame_end = max(float(animation.length) * fps, 0.0)
         act.use_fake_user = True
+        _keep_keys(act, cb, animation, frames)
     except BaseException:
         progress.end()
         bpy.data.actions.remove(act)
@@ -272,7 +226,229 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
     for track in animation.tracks:
         if track.bone in frames and track.rotations is not None and len(track.rotations):
             arm_ob.pose.bones[track.bone].rotation_mode = "QUATERNION"
+    warnings += deformation_warning(arm_ob, animation, frames, written, fps)
     return act, warnings
+
+
+# -- the file's keys kept on the action --------------------------------------------------------------------
+
+def _track_to_json(track: cm.Track) -> dict:
+    out = {"bone": track.bone, "interpolation": track.interpolation, "extras": track.extras}
+    for key, t, v in (("t", track.translation_times, track.translations), ("r", track.rotation_times,
+                      track.rotations), ("s", track.scale_times, track.scales)):
+        if v is not None:
+            out[key] = [np.asarray(t, np.float64).tolist(), np.asarray(v, np.float64).tolist()]
+    return out
+
+
+def _track_from_json(data: dict) -> cm.Track:
+    track = cm.Track(bone=str(data["bone"]), interpolation=str(data.get("interpolation", "LINEAR")),
+                     extras=dict(data.get("extras") or {}))
+    for key, attr in (("t", "translation"), ("r", "rotation"), ("s", "scale")):
+        if key in data:
+            times, values = data[key]
+            width = 4 if key == "r" else 3
+            setattr(track, attr + "_times", np.asarray(times, np.float64).reshape(-1))
+            setattr(track, attr + "s", np.asarray(values, np.float64).reshape(-1, width))
+    return track
+
+
+def _curves_fingerprint(fcurves) -> str:
+    """What a bone's F-curves hold (paths, key frames and values, interpolation, key types)."""
+    h = hashlib.sha1()
+    for fc in sorted(fcurves, key=lambda c: (c.data_path, c.array_index)):
+        kp = fc.keyframe_points
+        n = len(kp)
+        co = np.empty(2 * n, np.float32)
+        kp.foreach_get("co", co)
+        ints = np.empty(n, np.int32)
+        h.update(f"{fc.data_path}[{fc.array_index}]{n}{int(fc.mute)}".encode("utf-8", "surrogateescape"))
+        h.update(co.tobytes())
+        kp.foreach_get("interpolation", ints)
+        h.update(ints.tobytes())
+        kp.foreach_get("type", ints)
+        h.update(ints.tobytes())
+    return h.hexdigest()
+
+
+def _bone_fcurves(cb) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for fc in cb.fcurves:
+        m = _PATH.match(fc.data_path)
+        if m and m.group(2) in _CHANNELS:
+            out.setdefault(_unescape(m.group(1)), []).append(fc)
+    return out
+
+
+def _keep_keys(act, cb, animation: cm.Animation, frames: dict[str, BoneFrame]) -> None:
+    """The file's keys of the bones whose frame is not exact (the F-curves cannot give them back), with a
+    fingerprint of their F-curves, the tracks that name no bone, and the file's track order."""
+    inexact = [t for t in animation.tracks if t.bone in frames and not frames[t.bone].exact]
+    unmatched = [t for t in animation.tracks if t.bone not in frames]
+    if not inexact and not unmatched:
+        return
+    by_bone = _bone_fcurves(cb)
+    data = {"order": [t.bone for t in animation.tracks],
+            "tracks": {t.bone: {"fingerprint": _curves_fingerprint(by_bone.get(t.bone, [])), **_track_to_json(t)}
+                       for t in inexact},
+            "unmatched": [_track_to_json(t) for t in unmatched]}
+    act[KEYS_PROP] = json.dumps(data)
+
+
+def kept_keys(act) -> dict:
+    raw = act.get(KEYS_PROP)
+    if not raw:
+        return {}
+    try:
+        data = json.loads(raw)
+    except (TypeError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+# -- how near Blender's deformation comes to the engine's ----------------------------------------------------
+
+def _engine_sample(times, values, at, kind: str) -> np.ndarray:
+    """Key values (K, C) at times ``at`` as the engine plays them: linear, slerp or step; clamped."""
+    times = np.asarray(times, np.float64)
+    values = np.asarray(values, np.float64)
+    i = np.clip(np.searchsorted(times, at, side="right") - 1, 0, len(times) - 1)
+    if kind == "step" or len(times) == 1:
+        return values[i]
+    j = np.minimum(i + 1, len(times) - 1)
+    span = times[j] - times[i]
+    f = np.clip(np.where(span > 0, (at - times[i]) / np.where(span > 0, span, 1.0), 0.0), 0.0, 1.0)
+    if kind == "slerp":
+        return slerp(values[i], values[j], f)
+    return values[i] + (values[j] - values[i]) * f[:, None]
+
+
+def _curve_sample(curve, at_frames, static) -> np.ndarray:
+    """F-curve values at frames as Blender plays the curves we built (linear or constant, clamped)."""
+    if curve is None:
+        return np.tile(np.asarray(static, np.float64), (len(at_frames), 1))
+    f, v, interp = curve
+    v = np.asarray(v, np.float32).astype(np.float64)  # F-curves hold float32
+    f = np.asarray(f, np.float32).astype(np.float64)
+    if interp == "CONSTANT" or len(f) == 1:
+        i = np.clip(np.searchsorted(f, at_frames, side="right") - 1, 0, len(f) - 1)
+        return v[i]
+    return np.stack([np.interp(at_frames, f, v[:, k]) for k in range(v.shape[1])], axis=1)
+
+
+def _deformed_points(arm_ob) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Armature-space rest positions of the vertices each deforming bone moves (weight > 0), over every
+    mesh the armature deforms; without meshes, the bones' heads and tails."""
+    inv_arm = np.linalg.inv(np.array(arm_ob.matrix_world, dtype=np.float64))
+    deform = {b.name for b in arm_ob.data.bones if b.use_deform}
+    rows: dict[str, list] = {}
+    everything = []
+    for ob in bpy.data.objects:
+        if ob.type != "MESH" or not any(m.type == "ARMATURE" and m.object == arm_ob for m in ob.modifiers):
+            continue
+        me = ob.data
+        co = np.empty(3 * len(me.vertices), np.float32)
+        me.vertices.foreach_get("co", co)
+        m = inv_arm @ np.array(ob.matrix_world, dtype=np.float64)
+        pts = co.reshape(-1, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+        everything.append(pts)
+        names = [vg.name for vg in ob.vertex_groups]
+        lists: dict[int, list] = {}
+        for v in me.vertices:
+            for g in v.groups:
+                if g.weight > 0:
+                    lists.setdefault(g.group, []).append(v.index)
+        for gi, idx in lists.items():
+            if gi < len(names) and names[gi] in deform:
+                rows.setdefault(names[gi], []).append(pts[idx])
+    if not everything:
+        for b in arm_ob.data.bones:
+            pts = np.array([b.head_local, b.tail_local], dtype=np.float64)
+            everything.append(pts)
+            rows[b.name] = [pts]
+    return {k: np.concatenate(v) for k, v in rows.items()}, np.concatenate(everything)
+
+
+def deformation_error(arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame],
+                      written: dict[str, dict[str, tuple]], fps: float) -> tuple[float, dict[str, float]]:
+    """(the bounding-box diagonal, the largest vertex difference per bone) between Blender's deformation
+    with the curves in ``written`` (per bone: channel → (frames, basis values, interpolation)) and the
+    engine's evaluation of ``animation``, over every key time and three points inside every gap."""
+    world = np.array(arm_ob.matrix_world, dtype=np.float64)
+    binds = bind_matrices(arm_ob)
+    bones = sorted(arm_ob.data.bones, key=lambda b: len(b.parent_recursive))
+    rest = {b.name: np.array(b.matrix_local, dtype=np.float64) for b in bones}
+    tracks = {t.bone: t for t in animation.tracks if t.bone in frames}
+    parts = [np.zeros(1), np.array([max(float(animation.length), 0.0)])]
+    for t in tracks.values():
+        parts += [np.asarray(x, np.float64) for x in (t.translation_times, t.rotation_times, t.scale_times)
+                  if x is not None]
+    keys = np.unique(np.concatenate(parts))
+    gaps = [keys[:-1] + (keys[1:] - keys[:-1]) * k / 4 for k in (1, 2, 3)]
+    times = np.unique(np.concatenate([keys, *gaps]))
+    at_frames = times * fps
+    n = len(times)
+    engine, posed, skin_diff = {}, {}, {}
+    for bone in bones:
+        name = bone.name
+        bf = frames[name]
+        pb = arm_ob.pose.bones[name]
+        static = {"t": np.array(pb.location, np.float64), "q": _static_rotation(pb),
+                  "s": np.array(pb.scale, np.float64)}
+        track = tracks.get(name)
+        step = track is not None and track.interpolation == "STEP"
+        local = []
+        for ch, bch, attr, kind in (("t", "t", "translation", "linear"), ("q", "r", "rotation", "slerp"),
+                                    ("s", "s", "scale", "linear")):
+            values = getattr(track, attr + "s") if track is not None else None
+            if values is not None and len(values):
+                local.append(_engine_sample(getattr(track, attr + "_times"), values, times,
+                                            "step" if step else kind))
+            else:
+                local.append(np.tile(bf.from_basis(bch, static[ch][None])[0], (n, 1)))
+        e = trs_to_matrix(*local)
+        e = (np.linalg.inv(world) if bone.parent is None else engine[bone.parent.name]) @ e
+        engine[name] = e
+        cur = written.get(name, {})
+        basis = trs_to_matrix(_curve_sample(cur.get("t"), at_frames, static["t"]),
+                              quat_normalize(_curve_sample(cur.get("q"), at_frames, static["q"])),
+                              _curve_sample(cur.get("s"), at_frames, static["s"]))
+        if bone.parent is None:
+            p = rest[name] @ basis
+        else:
+            p = posed[bone.parent.name] @ (np.linalg.inv(rest[bone.parent.name]) @ rest[name]) @ basis
+        posed[name] = p
+        skin_diff[name] = p @ np.linalg.inv(rest[name]) - e @ np.linalg.inv(binds[name])
+    points, everything = _deformed_points(arm_ob)
+    diagonal = float(np.linalg.norm(np.ptp(everything, axis=0))) if len(everything) else 0.0
+    errors = {}
+    for name, pts in points.items():
+        d = skin_diff[name]
+        worst = 0.0
+        for a in range(0, len(pts), 4096):
+            chunk = pts[a:a + 4096]
+            moved = np.einsum("tij,nj->tni", d[:, :3, :3], chunk) + d[:, None, :3, 3]
+            worst = max(worst, float(np.sqrt((moved * moved).sum(axis=2)).max()))
+        errors[name] = worst
+    return diagonal, errors
+
+
+def deformation_warning(arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame],
+                        written: dict[str, dict[str, tuple]], fps: float) -> list[str]:
+    """One warning naming the bones whose vertices Blender moves more than ``DEFORM_TOLERANCE`` of the
+    diagonal away from the engine, with the largest difference; nothing when every frame is exact."""
+    if all(f.exact for f in frames.values()):
+        return []
+    diagonal, errors = deformation_error(arm_ob, animation, frames, written, fps)
+    limit = DEFORM_TOLERANCE * diagonal
+    over = sorted((e, n) for n, e in errors.items() if e > limit)
+    if not over or diagonal <= 0:
+        return []
+    worst = over[-1][0] / diagonal
+    names = ", ".join(n for _, n in reversed(over))
+    return [f"{animation.name}: Blender cannot hold the binds of these bones exactly (shear or non-uniform "
+            f"scale; its rest is rigid and a pose holds no shear); their vertices differ from the engine by up "
+            f"to {worst:.3g} of the diagonal: {names}"]
 
 
 def assign(arm_ob, action) -> None:
@@ -533,7 +709,11 @@ def read_action(context, arm_ob, act, slot=None, step_tracks: bool = True, fill_
         order = [b for b in curves if b in baked]
         tracks.update(_bake(context, arm_ob, act, slot, order, start, end, fps, fill_missing,
                             {b: set(curves[b]) for b in order}))
-    anim.tracks = [tracks[b] for b in curves if b in tracks]
+    order = [b for b in curves if b in tracks]
+    kept = kept_keys(act)
+    if kept:
+        order = _use_kept_keys(act, slot, kept, tracks, baked, order, start / fps)
+    anim.tracks = [tracks[b] for b in order]
     if held:
         warnings.append(f"{act.name}: CONSTANT segments written as hold keys {HOLD_GAP:g} s before the next key "
                         f"({', '.join(held[:5])}{', ...' if len(held) > 5 else ''})")
@@ -541,6 +721,63 @@ def read_action(context, arm_ob, act, slot=None, step_tracks: bool = True, fill_
         anim.markers.append(((marker.frame - start) / fps, marker.name))
     anim.markers.sort(key=lambda m: m[0])
     return anim, warnings
+
+
+def _use_kept_keys(act, slot, kept: dict, tracks: dict[str, cm.Track], baked: set[str], order: list[str],
+                   shift: float) -> list[str]:
+    """Put the file's keys back for the bones whose F-curves still hold what import made of them, add the
+    tracks that name no bone, and give the file's track order; returns the new order."""
+    by_bone: dict[str, list] = {}
+    for cb in _channelbags(act):
+        if slot is None or cb.slot == slot:
+            for bone, fcs in _bone_fcurves(cb).items():
+                by_bone.setdefault(bone, []).extend(fcs)
+    for bone, data in (kept.get("tracks") or {}).items():
+        if bone not in tracks or bone in baked or not isinstance(data, dict):
+            continue
+        if _curves_fingerprint(by_bone.get(bone, [])) != data.get("fingerprint"):
+            continue
+        try:
+            stored = _shifted(_track_from_json(data), shift)
+        except (KeyError, TypeError, ValueError):
+            continue
+        tracks[bone] = _merge_stored(tracks[bone], stored)
+    for data in kept.get("unmatched") or []:
+        try:
+            stored = _shifted(_track_from_json(data), shift)
+        except (KeyError, TypeError, ValueError):
+            continue
+        if stored.bone not in tracks:
+            tracks[stored.bone] = stored
+            order.append(stored.bone)
+    rank = {name: i for i, name in enumerate(kept.get("order") or [])}
+    return sorted(order, key=lambda b: rank.get(b, len(rank)))
+
+
+def _shifted(track: cm.Track, shift: float) -> cm.Track:
+    if shift:
+        for attr in ("translation_times", "rotation_times", "scale_times"):
+            if getattr(track, attr) is not None:
+                setattr(track, attr, getattr(track, attr) - shift)
+    return track
+
+
+def _merge_stored(evaluated: cm.Track, stored: cm.Track) -> cm.Track:
+    """The stored channels as they are; a channel only the evaluated track has (filled from the pose bone's
+    own value) is constant and takes the stored key times, so no near-duplicate times are added."""
+    times = next((getattr(stored, a + "_times") for a in ("translation", "rotation", "scale")
+                  if getattr(stored, a + "s") is not None), None)
+    for attr in ("translation", "rotation", "scale"):
+        if getattr(stored, attr + "s") is not None or times is None:
+            continue
+        values = getattr(evaluated, attr + "s")
+        if values is not None and len(values) and np.ptp(values, axis=0).max() == 0:
+            setattr(stored, attr + "_times", times.copy())
+            setattr(stored, attr + "s", np.tile(values[0], (len(times), 1)))
+        elif values is not None:
+            setattr(stored, attr + "_times", getattr(evaluated, attr + "_times"))
+            setattr(stored, attr + "s", values)
+    return stored
 
 
 def _track_from_curves(arm_ob, bone, chans, bf: BoneFrame, start, fps, step_tracks, fill_missing):

@@ -7,16 +7,125 @@ only head, tail and roll, so the file's exact values travel in the bone's `skinb
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
 
 import bpy
 import numpy as np
 from mathutils import Matrix
 
 from ..core import model as cm
-from ..core.skinning import world_matrices
-from ..core.transforms import matrix_to_trs, quat_angle, trs_to_matrix
+from ..core.transforms import (
+    affine_inverse, matrix3_to_quat, matrix_to_trs, quat_angle, quat_multiply, quat_to_matrix3, trs_to_matrix,
+)
 
 PROP = "skinbridge"
+EXACT_FRAME = 1e-6  # a frame whose residue is below this maps keys as exactly as float32 keys are stored
+
+
+# -- the per-bone change of frame between a file's local transforms and Blender's pose basis ---------------
+
+@dataclass
+class BoneFrame:
+    """basis = A · local · B, with A = Rest⁻¹ · Bind_parent and B = Bind⁻¹ · Rest (Rest the edit bone's
+    matrix, Bind the file's exact bind matrix), held channel by channel as
+    A ≈ [sigma·R(q) | t] and B ≈ diag(1 / bind_scale) · R(q_after).
+
+    The left factor is a similarity and the right one a scale followed by a small rotation whenever the
+    parent's bind has uniform scale and the bone's bind has no shear (the rotation takes up what Blender's
+    float32 head/tail/roll rebuild leaves off): then every channel maps on its own, and key times and the
+    linear/slerp interpolation of each channel survive. A bind with shear, or below a parent whose bind
+    scale is not uniform, has no such form (Blender's rest is rigid and its pose basis holds no shear); the
+    nearest one is used and ``residue`` says how far it is (0 exact)."""
+
+    sigma: float
+    q: np.ndarray
+    t: np.ndarray
+    bind_scale: np.ndarray
+    q_after: np.ndarray
+    residue: float = 0.0
+
+    def to_basis(self, channel: str, v: np.ndarray) -> np.ndarray:
+        v = np.asarray(v, np.float64)
+        if channel == "t":
+            return self.sigma * (v @ quat_to_matrix3(self.q).T) + self.t
+        if channel == "r":
+            return quat_multiply(quat_multiply(self.q, v), self.q_after)
+        return self.sigma * v / self.bind_scale
+
+    def from_basis(self, channel: str, v: np.ndarray) -> np.ndarray:
+        v = np.asarray(v, np.float64)
+        if channel == "t":
+            return ((v - self.t) @ quat_to_matrix3(self.q)) / self.sigma
+        if channel == "r":
+            conj = np.array([1.0, -1, -1, -1])
+            return quat_multiply(quat_multiply(self.q * conj, v), self.q_after * conj)
+        return v * self.bind_scale / self.sigma
+
+    @property
+    def exact(self) -> bool:
+        return self.residue <= EXACT_FRAME
+
+
+def _rotation_of(u: np.ndarray, vt: np.ndarray) -> np.ndarray:
+    r = u @ vt
+    if np.linalg.det(r) < 0:  # a mirrored bind: keep a proper rotation, the mirror stays in the residue
+        u = u.copy()
+        u[:, -1] *= -1
+        r = u @ vt
+    return r
+
+
+def bone_frame(rest: np.ndarray, parent_bind: np.ndarray, bind: np.ndarray) -> BoneFrame:
+    """The frame of one bone from its rest (armature space), its parent's bind (or the armature's inverse
+    world matrix for a root) and its own bind."""
+    a = affine_inverse(rest) @ parent_bind
+    u, sv, vt = np.linalg.svd(a[:3, :3])
+    sigma = float(sv.mean())
+    rot_a = _rotation_of(u, vt)
+    residue = float(np.abs(a[:3, :3] - sigma * rot_a).max() / max(sigma, 1e-30))
+    b = affine_inverse(bind) @ rest
+    u, sv, vt = np.linalg.svd(b[:3, :3])
+    rot_b = _rotation_of(u, vt)
+    stretch = (u * sv) @ u.T  # b = stretch · rot_b, stretch symmetric
+    diag = np.diag(stretch).copy()
+    size = float(np.abs(diag).max())
+    residue = max(residue, float(np.abs(stretch - np.diag(diag)).max()) / size,
+                  float(np.abs(b[:3, 3]).max()) / size / max(1.0, float(np.abs(rest[:3, 3]).max())))
+    return BoneFrame(sigma, matrix3_to_quat(rot_a), a[:3, 3].copy(), 1.0 / diag, matrix3_to_quat(rot_b), residue)
+
+
+def bind_matrices(arm_ob) -> dict[str, np.ndarray]:
+    """Armature-space bind matrix per bone: the file's exact one (kept on the bone) while the bone still
+    matches it, else the edit bone's matrix (as `read_skeleton` chooses it for export)."""
+    world = np.array(arm_ob.matrix_world, dtype=np.float64)
+    identity = np.allclose(world, np.eye(4))
+    out = {}
+    for bone in arm_ob.data.bones:
+        rest = np.array(bone.matrix_local, dtype=np.float64)
+        out[bone.name] = rest
+        raw = bone_extras(bone).get("bind")
+        if identity and raw is not None and len(raw) == 16:
+            exact = np.array(raw, dtype=np.float64).reshape(4, 4)
+            t_e, r_e, _ = matrix_to_trs(exact)
+            t_b, r_b, _ = matrix_to_trs(rest)
+            tol = 1e-4 * max(1.0, float(np.abs(t_e).max()))
+            angle = 2 * math.acos(min(1.0, abs(float(np.dot(r_e, r_b)))))
+            if np.abs(t_e - t_b).max() < tol and angle < 1e-3:
+                out[bone.name] = exact
+    return out
+
+
+def bone_frames(arm_ob) -> dict[str, BoneFrame]:
+    """The constant change of frame of every bone (never refuses: see `BoneFrame.residue`)."""
+    world = np.array(arm_ob.matrix_world, dtype=np.float64)
+    binds = bind_matrices(arm_ob)
+    frames = {}
+    for bone in arm_ob.data.bones:
+        rest = np.array(bone.matrix_local, dtype=np.float64)
+        parent_bind = binds[bone.parent.name] if bone.parent else affine_inverse(world)
+        frames[bone.name] = bone_frame(rest, parent_bind, binds[bone.name])
+    return frames
 
 
 def _bone_lengths(skel: cm.Skeleton, heads: np.ndarray) -> np.ndarray:
@@ -80,29 +189,19 @@ def build_armature(context, skel: cm.Skeleton, name: str, collection, created: l
     return ob
 
 
-def set_pose(ob, skel: cm.Skeleton, names: list[str], rest: np.ndarray) -> None:
-    """Pose the armature at the skeleton's default pose (which may differ from its bind pose).
-
-    Blender deforms with Pose · Rest⁻¹; the file with World · Bind⁻¹. Rest is Bind without scale, so the
-    pose matrix that deforms alike is World · Bind⁻¹ · Rest.
-    """
-    world = world_matrices(skel.parents, [b.rest_local for b in skel.bones])
-    pose = world @ np.linalg.inv(skel.binds()) @ rest
-    parents = skel.parents
+def set_pose(ob, skel: cm.Skeleton, names: list[str], rest: np.ndarray | None = None) -> None:
+    """Pose the armature at the skeleton's default pose (which may differ from its bind pose), through the
+    same per-bone frames as the actions (`bone_frames`), so that a channel an action leaves out holds the
+    default pose's value mapped alike."""
+    frames = bone_frames(ob)
     for i, name in enumerate(names):
-        p = parents[i]
-        if p < 0:
-            basis = np.linalg.inv(rest[i]) @ pose[i]
-        else:
-            basis = np.linalg.inv(np.linalg.inv(rest[p]) @ rest[i]) @ np.linalg.inv(pose[p]) @ pose[i]
+        b = skel.bones[i]
+        bf = frames[name]
         pb = ob.pose.bones[name]
         pb.rotation_mode = "QUATERNION"
-        tt, rr, ss = matrix_to_trs(basis)
-        if np.allclose(basis, np.eye(4), atol=1e-9):
-            continue
-        pb.location = tt.tolist()
-        pb.rotation_quaternion = rr.tolist()
-        pb.scale = ss.tolist()
+        pb.location = bf.to_basis("t", b.rest_translation[None])[0].tolist()
+        pb.rotation_quaternion = bf.to_basis("r", b.rest_rotation[None])[0].tolist()
+        pb.scale = bf.to_basis("s", b.rest_scale[None])[0].tolist()
 
 
 def bone_extras(bone) -> dict:

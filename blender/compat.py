@@ -11,6 +11,7 @@ and 5.2.3:
   ``channelbag.groups`` and assigned (the F-curve ends up at the end of its group either way).
 - Custom normals: a FLOAT_VECTOR ``custom_normal`` corner attribute is read back exactly by
   ``mesh.corner_normals`` on all three; ``normals_domain`` and ``corner_normals`` exist on all three.
+- Pose bone ``select`` and ``hide`` live on ``PoseBone`` from 5.0 on, on its ``Bone`` in 4.5.
 - The 4.5 wheel hangs in the interpreter's teardown once any class was registered and not unregistered: on
   that version `exit_process` flushes and leaves without teardown.
 
@@ -35,9 +36,10 @@ def blender_version() -> tuple[int, int, int] | None:
 
 
 def needs_hard_exit() -> bool:
-    """True when this process loaded a Blender whose interpreter teardown can hang (the 4.5 wheel)."""
+    """True when this process loaded the bpy 4.5 wheel, whose interpreter teardown can hang."""
     version = blender_version()
-    return version is not None and version < _CLEAN_EXIT_FROM
+    # bpy.app.module: the wheel; Blender's own executable (`blender -b -P cli.py`) ends cleanly
+    return version is not None and version < _CLEAN_EXIT_FROM and bool(getattr(sys.modules["bpy"].app, "module", False))
 
 
 def flush_std_streams() -> None:
@@ -94,3 +96,23 @@ def new_fcurve(channelbag, data_path: str, index: int = 0, group_name: str | Non
         group = channelbag.groups.new(group_name)
     fc.group = group
     return fc
+
+
+# -- pose bone selection and visibility ----------------------------------------------------------------
+
+_POSE_BONE_FLAGS = ("select", "hide")
+
+
+def pose_bone_flag(pose_bone, flag: str) -> bool:
+    """A pose bone's ``select`` or ``hide`` state: on the pose bone from 5.0 on, on its ``Bone`` in 4.5."""
+    if flag not in _POSE_BONE_FLAGS:
+        raise ValueError(f"pose bone flag {flag!r}: one of {_POSE_BONE_FLAGS}")
+    holder = pose_bone if hasattr(pose_bone, flag) else pose_bone.bone
+    return bool(getattr(holder, flag))
+
+
+def set_pose_bone_flag(pose_bone, flag: str, state: bool) -> None:
+    """Set a pose bone's ``select`` or ``hide`` state (see `pose_bone_flag`)."""
+    if flag not in _POSE_BONE_FLAGS:
+        raise ValueError(f"pose bone flag {flag!r}: one of {_POSE_BONE_FLAGS}")
+    setattr(pose_bone if hasattr(pose_bone, flag) else pose_bone.bone, flag, bool(state))

@@ -7,6 +7,7 @@ back everything it touched in `finally`.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 import bpy
@@ -177,11 +178,54 @@ def _armature_of(ob):
     return None
 
 
+# What the running export operator was asked to take (ops_common.export_reporting sets it): a collection name
+# (Collection Exporters) and/or selected objects only. None outside an operator.
+_export_scope: tuple[str | None, bool] | None = None
+
+
+@contextlib.contextmanager
+def export_scope(collection: str | None = None, selected_only: bool = False):
+    """Every `exportable_objects` inside the block takes only `collection`'s objects (when given) and only
+    selected ones (when `selected_only`)."""
+    global _export_scope
+    saved = _export_scope
+    _export_scope = (collection or None, bool(selected_only))
+    try:
+        yield
+    finally:
+        _export_scope = saved
+
+
+def _names(obs) -> str:
+    return ", ".join(sorted(o.name for o in obs))
+
+
 def exportable_objects(context, selected_only: bool = False) -> tuple[list, object]:
-    """(meshes, armature): meshes deformed by an armature plus other visible meshes, never objects in
-    excluded or hidden collections."""
+    """(meshes, armature) an export takes. In a Collection Exporter's scope: the meshes of that collection
+    (and its children) and the armature deforming them. Otherwise the visible meshes, never objects in
+    excluded or hidden collections; with several rigged models, those of the selected one (its armature or
+    any of its objects selected) only, and NoTarget naming the armatures when none or several are selected."""
+    from .selection import NoTarget, armature_of
+
+    collection, scoped_selection = _export_scope or (None, False)
+    selected_only = selected_only or scoped_selection
     view_layer = context.view_layer
     view_layer.update()  # objects linked since the last update are not in view_layer.objects until it syncs
+    if collection is not None:
+        coll = bpy.data.collections.get(collection)
+        if coll is None:
+            raise NoTarget(f"the collection {collection!r} does not exist")
+        pool = list(coll.all_objects)
+        meshes = [ob for ob in pool if ob.type == "MESH" and (not selected_only or ob.select_get())]
+        arms = []
+        for ob in meshes + [ob for ob in pool if ob.type == "ARMATURE"]:
+            arm = armature_of(ob)
+            if arm is not None and arm not in arms:
+                arms.append(arm)
+        if len(arms) > 1:
+            raise NoTarget(f"the collection {collection} holds {len(arms)} rigged models ({_names(arms)}): "
+                           "put one model in a collection")
+        return meshes, (arms[0] if arms else None)
     meshes, armatures = [], []
     for ob in view_layer.objects:
         if ob.type != "MESH" or not _collections_visible(ob, view_layer):
@@ -193,6 +237,19 @@ def exportable_objects(context, selected_only: bool = False) -> tuple[list, obje
             meshes.append(ob)
             if arm is not None and arm not in armatures:
                 armatures.append(arm)
+    if len(armatures) > 1:  # several rigged models: the user's choice decides, never the view layer's order
+        chosen = []
+        for ob in view_layer.objects:
+            if ob.select_get():
+                arm = armature_of(ob)
+                if arm is not None and arm in armatures and arm not in chosen:
+                    chosen.append(arm)
+        if len(chosen) != 1:
+            among = chosen or armatures
+            raise NoTarget(f"{len(among)} rigged models could be exported ({_names(among)}): select one "
+                           "(its armature or a mesh of it)")
+        armatures = chosen
+        meshes = [ob for ob in meshes if armature_of(ob) == chosen[0]]
     if not armatures:
         armatures = [ob for ob in view_layer.objects if ob.type == "ARMATURE" and _collections_visible(ob, view_layer)
                      and (not selected_only or ob.select_get())][:1]

@@ -1,6 +1,26 @@
-"""Reading input files with a size cap and writing output files atomically."""
+"""Reading input files with a size cap and writing output files atomically, through one output guard.
+
+Writing: `write_atomic(path, data)` is the one way any exporter writes a file. Outside an output session it
+writes a temporary file beside `path` and renames it into place. Inside `output_session(...)` (what `convert`,
+`render` and the export operators open around a whole package) it instead:
+
+- refuses any path that is an input of the run (model, motion, sidecar, texture: every file read through
+  `read_bytes` during the session, and the paths given to `protect`), lies inside an input's path, is the same
+  file as an input (inode), or lies outside the session's output folder;
+- writes the file as a staged `.NAME.skinbridge-….part` beside its target, so nothing in the folder changes yet.
+
+When the session ends without an error every staged file is renamed into place (other files in the folders
+are not touched) and `session.written` lists exactly those targets; on an error every staged file and every
+folder the session created is removed, so the output folder is as it was.
+
+Errors of the file system are re-raised as `OutputError` (an OSError) naming the user's target, never a
+temporary name.
+"""
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import errno
 import os
 import tempfile
 
@@ -8,31 +28,271 @@ from .errors import FormatError
 
 MAX_INPUT_BYTES = 2 << 30  # a model file above 2 GiB is refused before it is read
 
+# Failure injection for tests: a callable(target_path) called before every staged or direct write; it may raise.
+fail_hook = None
+
+_SESSION: contextvars.ContextVar["OutputSession | None"] = contextvars.ContextVar("skinbridge_output", default=None)
+
+
+class OutputError(OSError):
+    """A file could not be written, or may not be: the message names the target path and what to do."""
+
+    def __str__(self) -> str:
+        return self.args[0] if self.args else "cannot write the output"
+
+
+def _advice(e: OSError) -> str:
+    code = getattr(e, "errno", None)
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "permission denied: choose a folder you can write to"
+    if code == errno.ENOSPC:
+        return "the disk is full: free some space or choose another folder"
+    if code in (errno.ENOTDIR, errno.EEXIST):
+        return "a file stands where a folder is needed: choose another output folder"
+    if code == errno.EISDIR:
+        return "a folder has that name: choose another output name"
+    if code == errno.ENAMETOOLONG:
+        return "the name is too long: choose a shorter output path"
+    if code == errno.ENOENT:
+        return "the folder does not exist or cannot be created: choose another output folder"
+    return (e.strerror or type(e).__name__).lower() + ": choose another output folder"
+
+
+def output_error(target: str, e: OSError) -> OutputError:
+    """`e` as one message naming `target` (the user's path) and what to do."""
+    if isinstance(e, OutputError):
+        return e
+    err = OutputError(f"cannot write {target}: {_advice(e)}")
+    err.errno = getattr(e, "errno", None)
+    return err
+
 
 def read_bytes(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES) -> bytes:
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path} is a folder, not a file: give a file inside it")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no such file: {path}")
     size = os.path.getsize(path)
     if size > limit:
         raise FormatError(f"file is {size} bytes, above the {limit}-byte limit", 0, "file size")
+    session = _SESSION.get()
+    if session is not None:
+        session.protect(path)
     with open(path, "rb") as f:
         return f.read()
 
 
+def _identity(path: str):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+class OutputSession:
+    """The guard and the staged files of one run that writes (see the module docstring)."""
+
+    def __init__(self, root: str | None = None, inputs=()):
+        self.root = os.path.realpath(root) if root else None
+        self._root_given = root
+        self.inputs: dict[str, tuple | None] = {}  # real path → (st_dev, st_ino)
+        self.staged: list[tuple[str, str]] = []  # (staged file, target)
+        self.created: list[str] = []  # folders this session made, outermost first
+        self.written: list[str] = []
+        self._missing_root: list[str] = []  # the output folder and its parents that did not exist yet
+        if self.root is not None:
+            f = self.root
+            while not os.path.lexists(f) and os.path.dirname(f) != f:
+                self._missing_root.append(f)
+                f = os.path.dirname(f)
+        for p in inputs:
+            self.protect(p)
+
+    # -- the guard --------------------------------------------------------------------------------------------
+    def protect(self, path: str | os.PathLike) -> None:
+        """An input of the run: never written, nothing written inside it."""
+        if not path:
+            return
+        real = os.path.realpath(os.fspath(path))
+        if real not in self.inputs:
+            self.inputs[real] = _identity(real)
+
+    def check(self, path: str) -> None:
+        """OutputError when writing `path` would touch an input or leave the output folder."""
+        real = os.path.realpath(path)
+        ident = _identity(real)
+        for inp, inp_ident in self.inputs.items():
+            if real == inp or (ident is not None and ident == inp_ident):
+                raise OutputError(f"refusing to write {path}: it is the input {inp}; choose another output "
+                                  "folder or name")
+            if _inside(real, inp):
+                raise OutputError(f"refusing to write {path}: it lies inside the input {inp}; choose another "
+                                  "output folder")
+        if self.root is not None and not _inside(real, self.root):
+            raise OutputError(f"refusing to write {path}: it is outside the output folder {self._root_given}")
+        if any(t == real for _, t in self.staged):
+            raise OutputError(f"refusing to write {path} twice in one run (two outputs have the same name)")
+
+    # -- staging ----------------------------------------------------------------------------------------------
+    def _makedirs(self, folder: str, target: str) -> None:
+        missing = []
+        f = os.path.abspath(folder)
+        while not os.path.isdir(f):
+            if os.path.lexists(f):
+                raise OutputError(f"cannot write {target}: {f} is a file, not a folder; choose another output "
+                                  "folder")
+            missing.append(f)
+            parent = os.path.dirname(f)
+            if parent == f:
+                break
+            f = parent
+        for d in reversed(missing):
+            try:
+                os.mkdir(d)
+            except FileExistsError:
+                continue
+            except OSError as e:
+                raise output_error(target, e) from None
+            self.created.append(d)
+
+    def stage(self, path: str, data: bytes) -> None:
+        path = os.fspath(path)
+        self.check(path)
+        target = os.path.realpath(path)
+        self._makedirs(os.path.dirname(target), path)
+        if os.path.isdir(target):
+            raise OutputError(f"cannot write {path}: a folder has that name; choose another output name")
+        if fail_hook is not None:
+            fail_hook(path)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)[:60]}.skinbridge-", suffix=".part",
+                                       dir=os.path.dirname(target))
+        except OSError as e:
+            raise output_error(path, e) from None
+        self.staged.append((tmp, target))
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            _chmod_default(tmp)
+        except OSError as e:
+            raise output_error(path, e) from None
+
+    def commit(self) -> list[str]:
+        """Rename every staged file into place, in the order written."""
+        done = []
+        try:
+            for tmp, target in self.staged:
+                try:
+                    os.replace(tmp, target)
+                except OSError as e:
+                    raise output_error(target, e) from None
+                done.append(target)
+        finally:
+            self.staged = [(tmp, t) for tmp, t in self.staged if t not in done]
+            self.written += done
+        return done
+
+    def abort(self) -> None:
+        """Remove every staged file and every folder this session created (when empty)."""
+        for tmp, _ in self.staged:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        self.staged = []
+        for d in reversed(self.created):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+        self.created = []
+        for d in self._missing_root:  # made by a writer of its own (os.makedirs) and left empty
+            try:
+                os.rmdir(d)
+            except OSError:
+                break
+
+
+@contextlib.contextmanager
+def output_session(root: str | None = None, inputs=()):
+    """Guard and stage every `write_atomic` of the block; commit when it ends, roll back when it raises.
+    Sessions do not nest: an inner block joins the outer session (its files commit with the outer ones)."""
+    outer = _SESSION.get()
+    if outer is not None:
+        for p in inputs:
+            outer.protect(p)
+        yield outer
+        return
+    session = OutputSession(root, inputs)
+    token = _SESSION.set(session)
+    try:
+        yield session
+    except BaseException:
+        session.abort()
+        raise
+    finally:
+        _SESSION.reset(token)
+    try:
+        session.commit()
+    except BaseException:
+        session.abort()
+        raise
+
+
+def current_session() -> OutputSession | None:
+    return _SESSION.get()
+
+
+def protect(path: str | os.PathLike) -> None:
+    """Mark `path` as an input of the running session (no-op outside a session)."""
+    session = _SESSION.get()
+    if session is not None:
+        session.protect(path)
+
+
+def _chmod_default(path: str) -> None:
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
+
+
 def write_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """Write to a temporary file beside `path` and rename it into place; no partial file is ever left."""
+    """Write `data` to `path`: staged and guarded inside an output session, else to a temporary file beside
+    `path` renamed into place; no partial file is ever left."""
     path = os.fspath(path)
+    session = _SESSION.get()
+    if session is not None:
+        session.stage(path, data)
+        return
+    if fail_hook is not None:
+        fail_hook(path)
     folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".skinbridge-", suffix=".part", dir=folder)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise output_error(path, e) from None
+    if os.path.isdir(path):
+        raise OutputError(f"cannot write {path}: a folder has that name; choose another output name")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".skinbridge-", suffix=".part", dir=folder)
+    except OSError as e:
+        raise output_error(path, e) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        _chmod_default(tmp)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError):
+            raise output_error(path, e) from None
         raise

@@ -1,5 +1,6 @@
 """Neverwinter Nights 2 models (.mdb): codec (`mdb`), summary (`info`), findings (`check`), mapping (`convert`),
-bone order (`bones`) and, inside Blender only, import/export (`blender_io`) with File menu entries (`ops`).
+SKIN bone order (`bones`) and, inside Blender only, import/export (`blender_io`), the demo row (`blender_demo`)
+and File menu entries (`ops`).
 
 No bpy here: `import skinbridge.io_mdb.mdb` works in a Python without Blender.
 """

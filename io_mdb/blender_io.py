@@ -26,8 +26,10 @@ from ..blender import mesh as bmesh_
 from ..blender import scene as bscene
 from ..core import model as cm
 from ..core.errors import ExportError
+from ..core.skinning import merge_repeated_bones
 from ..core.fileio import read_bytes, write_atomic
 from . import bones as mdb_bones
+from . import check as mdb_check
 from . import convert, mdb
 
 PROP = "nwn2_mdb"  # JSON of the raw fields of the packet an object (or a model collection) came from
@@ -56,7 +58,7 @@ def _positions_digest(positions: np.ndarray) -> int:
 
 def _get(attr, prop: str, n: int, width: int, dtype) -> np.ndarray:
     out = np.empty(n * width, dtype)
-    if n:
+    if n:  # a mesh without vertices has no position attribute at all
         attr.data.foreach_get(prop, out)
     return out.reshape(n, width) if width > 1 else out
 
@@ -64,6 +66,15 @@ def _get(attr, prop: str, n: int, width: int, dtype) -> np.ndarray:
 def _put(me, name: str, data_type: str, domain: str, prop: str, values) -> None:
     attr = me.attributes.new(name, data_type, domain)
     attr.data.foreach_set(prop, np.ascontiguousarray(values).reshape(-1))
+
+
+def _same_floats(a, b, tolerance: float = 0.0) -> bool:
+    """Equal within `tolerance`, NaN matching NaN and an infinity itself."""
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    with np.errstate(invalid="ignore"):
+        close = (a == b) | (np.abs(a - b) <= tolerance) | (np.isnan(a) & np.isnan(b))
+    return bool(np.all(close))
 
 
 def _point_matrix(position, orientation) -> np.ndarray:
@@ -149,16 +160,20 @@ def _walk_materials(names: list[str], created: list) -> list:
 
 
 def _skin_groups(packet: mdb.MeshPacket, cmesh: cm.Mesh, arm_ob) -> list[str]:
-    """Vertex group names of a SKIN mesh; rewrites `cmesh.joints` to group positions."""
-    if arm_ob is not None:
-        return [b.name for b in arm_ob.data.bones]
-    raw = packet.vertices["bones"].astype(np.int32)
+    """Vertex group names of a SKIN mesh, one per bone that carries weight (armature bones in `armature.bones`
+    order, else `bone_<n>` by u8 index); rewrites `cmesh.joints` to group positions."""
     live = packet.vertices["weights"] > 0
-    used = np.unique(raw[live])
-    lut = np.full(256, -1, np.int32)
+    if arm_ob is not None:
+        names = [b.name for b in arm_ob.data.bones]
+        index = np.asarray(cmesh.joints, np.int32)  # skeleton indices (convert.skin_joints)
+    else:
+        names = [f"bone_{n}" for n in range(256)]
+        index = packet.vertices["bones"].astype(np.int32)
+    used = np.unique(index[live & (index >= 0)])
+    lut = np.full(len(names), -1, np.int32)
     lut[used] = np.arange(len(used))
-    cmesh.joints = np.where(live, lut[raw], -1).astype(np.int32)
-    return [f"bone_{int(n)}" for n in used]
+    cmesh.joints = np.where(live & (index >= 0), lut[np.clip(index, 0, len(names) - 1)], -1).astype(np.int32)
+    return [names[int(n)] for n in used]
 
 
 def _mesh_object(packet, cmesh: cm.Mesh, arm_ob, base_dir: str, created: list, warnings: list[str]):
@@ -172,7 +187,11 @@ def _mesh_object(packet, cmesh: cm.Mesh, arm_ob, base_dir: str, created: list, w
         positions = cmesh.positions.copy()
         positions[positions[:, 2] == np.float32(convert.WALK_SENTINEL_Z), 2] = convert.WALK_SENTINEL_SHOWN_Z
         shown = cm.Mesh(cmesh.name, positions, cmesh.triangles, material_indices=cmesh.material_indices)
-    me = bmesh_.build_mesh(shown, packet.name_text or packet.type, created, warnings, len(groups))
+    if len(shown.positions):
+        me = bmesh_.build_mesh(shown, packet.name_text or packet.type, created, warnings, len(groups))
+    else:  # nothing for the bridge to build; the packet's other fields still ride on the object
+        me = bpy.data.meshes.new(packet.name_text or packet.type)
+        created.append(me)
     nv = len(cmesh.positions)
     if len(me.polygons) != len(cmesh.triangles):
         warnings.append(f"{packet.name_text}: degenerate faces dropped; this packet will not export identically")
@@ -207,7 +226,7 @@ def _mesh_object(packet, cmesh: cm.Mesh, arm_ob, base_dir: str, created: list, w
     return ob
 
 
-def _point_object(d: dict, arm_ob, created: list):
+def _point_object(d: dict, created: list):
     t = d["type"]
     ob = bpy.data.objects.new(mdb.text_of(bytes.fromhex(d["name"])) or t, None)
     created.append(ob)
@@ -233,7 +252,8 @@ def _cols_objects(d: dict, arm_ob, created: list):
         ob.empty_display_type = "SPHERE"
         ob.empty_display_size = float(radius) if np.isfinite(radius) and radius > 0 else 0.01
         ob[PROP] = json.dumps({"type": "COLS", "packet": d["packet"], "sphere": k, "bone": int(bone),
-                               "radius": float(radius), "extra": d.get("extra", "") if k == 0 else ""})
+                               "radius": float(radius), "shown": float(ob.empty_display_size),
+                               "extra": d.get("extra", "") if k == 0 else ""})
         if arm_ob is not None and bone < len(names):
             ob.parent = arm_ob
             ob.parent_type = "BONE"
@@ -274,7 +294,9 @@ def import_mdb(context, path: str, armature=None) -> bscene.ImportResult:
         coll = bpy.data.collections.new(stem)
         created.append(coll)
         parent.children.link(coll)
-        raw = [d for d in scene.extras["mdb"]["points"] if d["type"] not in ("COLS",) + mdb.POINT_TYPES]
+        # packets no object stands for (TRRN, unknown types, COLS without spheres) ride on the collection
+        raw = [d for d in scene.extras["mdb"]["points"]
+               if d["type"] not in ("COLS",) + mdb.POINT_TYPES or (d["type"] == "COLS" and not d["bones"])]
         coll[PROP] = json.dumps({k: v for k, v in scene.extras["mdb"].items() if k != "points"} | {"raw": raw})
         lods = None
         meshes = iter(scene.meshes)
@@ -293,7 +315,7 @@ def import_mdb(context, path: str, armature=None) -> bscene.ImportResult:
                 if d["type"] == "COLS":
                     obs = _cols_objects(d, arm_ob, created)
                 elif d["type"] in mdb.POINT_TYPES:
-                    obs = _point_object(d, arm_ob, created)
+                    obs = _point_object(d, created)
                 else:
                     continue
                 level = 0
@@ -390,18 +412,55 @@ def _packet_type(ob, kept: dict | None) -> str | None:
     return None
 
 
-def _mesh_material(ob, kept: dict | None) -> mdb.Material:
-    base = convert.material_from_extras(kept["material"]) if kept and "material" in kept else mdb.Material()
+def _map_name(text: str, ob, warnings: list[str]) -> bytes:
+    raw = text.encode("utf-8")
+    if len(raw) > mdb.NAME_SIZE - 1:  # fbx2nw's rule: 31 characters
+        cut = raw[:mdb.NAME_SIZE - 1].decode("utf-8", "ignore")
+        warnings.append(f"{ob.name}: texture name {text!r} cut to {cut!r} (31 bytes)")
+        text = cut
+    return mdb.raw_name(text)
+
+
+def _plain_material(mat, ob, warnings: list[str]) -> mdb.Material:
+    """An MDB material from a Blender material SkinBridge did not import: base colour and the diffuse and
+    normal images' names (file stems, as the game looks maps up by name)."""
+    out = mdb.Material()
+    if mat is None or mat.node_tree is None:
+        return out
+    bsdf = next((n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED"), None)
+    if bsdf is None:
+        return out
+    base = bsdf.inputs["Base Color"]
+    out.diffuse_color = np.asarray(base.default_value[:3], "<f4")
+    for socket, which in ((base, "diffuse_map"), (bsdf.inputs["Normal"], "normal_map")):
+        node = socket.links[0].from_node if socket.is_linked else None
+        if node is not None and node.type == "NORMAL_MAP" and node.inputs["Color"].is_linked:
+            node = node.inputs["Color"].links[0].from_node
+        if node is not None and node.type == "TEX_IMAGE" and node.image is not None:
+            image = node.image
+            stem = os.path.splitext(os.path.basename(bpy.path.abspath(image.filepath) or image.name))[0] \
+                or os.path.splitext(image.name)[0]
+            setattr(out, which, _map_name(stem, ob, warnings))
+    return out
+
+
+def _mesh_material(ob, kept: dict | None, warnings: list[str] | None = None) -> mdb.Material:
     mat = ob.active_material if ob.type == "MESH" else None
+    if not (kept and "material" in kept) and (mat is None or "nwn2_flags" not in mat):
+        return _plain_material(mat, ob, warnings if warnings is not None else [])
+    base = convert.material_from_extras(kept["material"]) if kept and "material" in kept else mdb.Material()
     if mat is None or "nwn2_flags" not in mat:
         return base
     out = mdb.Material(base.diffuse_map, base.normal_map, base.tint_map, base.glow_map)
     kd = np.asarray(mat["nwn2_diffuse_color"], "<f4")
     ks = np.asarray(mat["nwn2_specular_color"], "<f4")
-    out.diffuse_color = base.diffuse_color if np.array_equal(kd, base.diffuse_color) else kd
-    out.specular_color = base.specular_color if np.array_equal(ks, base.specular_color) else ks
-    out.specular_level = np.float32(mat["nwn2_specular_level"])
-    out.specular_power = np.float32(mat["nwn2_specular_power"])
+    level = np.float32(mat["nwn2_specular_level"])
+    power = np.float32(mat["nwn2_specular_power"])
+    # the file's values (NaN payloads included) while the properties still say the same
+    out.diffuse_color = base.diffuse_color if _same_floats(kd, base.diffuse_color) else kd
+    out.specular_color = base.specular_color if _same_floats(ks, base.specular_color) else ks
+    out.specular_level = base.specular_level if _same_floats(level, base.specular_level) else level
+    out.specular_power = base.specular_power if _same_floats(power, base.specular_power) else power
     out.flags = int(mat["nwn2_flags"])
     for which in mdb.Material.MAPS:
         text = str(mat.get(f"nwn2_{which}", ""))
@@ -487,7 +546,7 @@ def _skin_slots(ob, me, opts: _Options, head: bool, warnings: list[str]):
 
 def _first_corner(me) -> np.ndarray:
     nl = len(me.loops)
-    corner_vert = _get(me.attributes[".corner_vert"], "value", nl, 1, np.int32)
+    corner_vert = _get(me.attributes.get(".corner_vert"), "value", nl, 1, np.int32)
     first = np.full(len(me.vertices), -1, np.int64)
     first[corner_vert[::-1]] = np.arange(nl)[::-1]
     return first
@@ -499,8 +558,10 @@ def _kept_mesh_packet(ob, kept: dict, ptype: str, opts: _Options, warnings: list
     nv, nf, nl = len(me.vertices), len(me.polygons), len(me.loops)
     if nl != 3 * nf or (ptype != "WALK" and A_UVW_Z not in me.attributes):
         return None
-    pos = _get(me.attributes["position"], "vector", nv, 3, np.float32)
-    faces = _get(me.attributes[".corner_vert"], "value", nl, 1, np.int32).reshape(-1, 3)
+    if not np.array_equal(np.array(ob.matrix_world), np.eye(4)):
+        return None  # a moved object: its world-space mesh goes the new-object way
+    pos = _get(me.attributes.get("position"), "vector", nv, 3, np.float32)
+    faces = _get(me.attributes.get(".corner_vert"), "value", nl, 1, np.int32).reshape(-1, 3)
     if nv > MAX_VERTICES:
         raise ExportError(f"{ob.name}: {nv} vertices in one packet; u16 faces reach 65,536")
     name = _packet_name(ob, kept, warnings)
@@ -508,7 +569,8 @@ def _kept_mesh_packet(ob, kept: dict, ptype: str, opts: _Options, warnings: list
     if ptype == "WALK":
         if A_WALK_Z in me.attributes:
             kept_z = _get(me.attributes[A_WALK_Z], "value", nv, 1, np.float32)
-            at_shown = pos[:, 2] == np.float32(convert.WALK_SENTINEL_SHOWN_Z)
+            at_shown = (pos[:, 2] == np.float32(convert.WALK_SENTINEL_SHOWN_Z)) & \
+                (kept_z == np.float32(convert.WALK_SENTINEL_Z))
             pos[at_shown, 2] = kept_z[at_shown]
         flags = _walk_flags(ob, me, nf)
         wf = np.zeros(nf, mdb.WALK_FACE)
@@ -518,18 +580,25 @@ def _kept_mesh_packet(ob, kept: dict, ptype: str, opts: _Options, warnings: list
     first = _first_corner(me)
     if (first < 0).any():
         return None  # loose vertices carry no corner data
+    corner_vert = faces.reshape(-1)
     nrm_attr = me.attributes.get("custom_normal")
     if nrm_attr is not None and nrm_attr.data_type == "FLOAT_VECTOR" and nrm_attr.domain == "CORNER":
-        normals = _get(nrm_attr, "vector", nl, 3, np.float32)[first]
+        corner_normals = _get(nrm_attr, "vector", nl, 3, np.float32)
     else:
-        normals = np.empty(nl * 3, np.float32)
-        me.corner_normals.foreach_get("vector", normals)
-        normals = normals.reshape(nl, 3)[first]
-    uv = None
+        corner_normals = np.empty(nl * 3, np.float32)
+        me.corner_normals.foreach_get("vector", corner_normals)
+        corner_normals = corner_normals.reshape(nl, 3)
+    corner_uv = None
     if me.uv_layers:
-        uv = np.empty(nl * 2, np.float32)
-        me.uv_layers[0].uv.foreach_get("vector", uv)
-        uv = uv.reshape(nl, 2)[first]
+        corner_uv = np.empty(nl * 2, np.float32)
+        me.uv_layers[0].uv.foreach_get("vector", corner_uv)
+        corner_uv = corner_uv.reshape(nl, 2)
+    for corner_data in (corner_normals, corner_uv):
+        if corner_data is not None and not np.array_equal(corner_data.view(np.uint32),
+                                                          corner_data[first[corner_vert]].view(np.uint32)):
+            return None  # a vertex whose corners now differ (a new seam): split the new-object way
+    normals = corner_normals[first]
+    uv = None if corner_uv is None else corner_uv[first]
     moved = _positions_digest(pos) != kept.get("digest")
     tangents = binormals = uvw_z = None
     if ptype in ("RIGD", "SKIN"):
@@ -548,7 +617,7 @@ def _kept_mesh_packet(ob, kept: dict, ptype: str, opts: _Options, warnings: list
             uvw_z = _get(me.attributes[A_UVW_Z], "value", nv, 1, np.float32)
     else:
         uvw_z = _get(me.attributes[A_UVW_Z], "value", nv, 1, np.float32)
-    material = _mesh_material(ob, kept)
+    material = _mesh_material(ob, kept, warnings)
     skeleton = bytes(mdb.NAME_SIZE)
     weights = bones = count = None
     if ptype == "SKIN":
@@ -568,6 +637,7 @@ def _kept_mesh_packet(ob, kept: dict, ptype: str, opts: _Options, warnings: list
 def _same_influences(kb, kw, b, w) -> np.ndarray:
     """Per vertex: do the kept slots describe the same (bone, weight) set as the groups (zero slots ignored)?"""
     def canon(bones, weights):
+        weights = merge_repeated_bones(bones.astype(np.int64), np.where(weights > 0, weights, np.float32(0)))
         key = np.where(weights > 0, bones.astype(np.int64), 1 << 20)
         order = np.argsort(key, axis=1, kind="stable")
         rows = np.arange(len(bones))[:, None]
@@ -619,8 +689,27 @@ def _walk_flags(ob, me, nf: int) -> np.ndarray:
     return flags
 
 
-def _new_mesh_packet(context, ob, ptype: str, opts: _Options, warnings: list[str]):
-    """The packet of a mesh object without kept data: split per corner, tangents by MikkTSpace."""
+def _new_walk_flags(ob, material_indices, n: int) -> np.ndarray:
+    """Face flags of a new walk mesh from its materials' names (the walk table) or their `nwn2_walk_flags`;
+    a face with neither gets w_Stone (0x21), the flag the format notes give as the usual default."""
+    values = []
+    for mat in ob.data.materials:
+        name = "" if mat is None else mat.name
+        base = name.rsplit(".", 1)[0] if name.rsplit(".", 1)[-1].isdigit() else name
+        value = convert.WALK_SURFACES.get(base)
+        if value is None and mat is not None and "nwn2_walk_flags" in mat:
+            value = int(mat["nwn2_walk_flags"])
+        values.append(convert.WALK_SURFACES["w_Stone"] if value is None else value)
+    if not values:
+        return np.full(n, convert.WALK_SURFACES["w_Stone"], np.uint32)
+    idx = np.clip(np.asarray(material_indices if material_indices is not None else np.zeros(n), np.int64), 0,
+                  len(values) - 1)
+    return np.asarray(values, np.uint32)[idx]
+
+
+def _new_mesh_packet(context, ob, ptype: str, opts: _Options, warnings: list[str], kept: dict | None = None):
+    """The packet of a mesh object without kept vertex data (new, moved, or with new seams): its world-space
+    evaluated mesh split per corner, tangents by MikkTSpace; the kept name, material and skeleton still apply."""
     depsgraph = context.evaluated_depsgraph_get()
     matrix = np.array(ob.matrix_world, np.float64)
     cmesh = bmesh_.read_mesh(ob, depsgraph, matrix, {}, 4, warnings, tangents=ptype in ("RIGD", "SKIN"))
@@ -629,28 +718,27 @@ def _new_mesh_packet(context, ob, ptype: str, opts: _Options, warnings: list[str
     nv = cmesh.vertex_count
     if nv > MAX_VERTICES:
         raise ExportError(f"{ob.name}: {nv} vertices in one packet; u16 faces reach 65,536")
-    name = _packet_name(ob, None, warnings)
+    name = _packet_name(ob, kept, warnings)
     faces = cmesh.triangles.astype(np.uint16)
     if ptype == "WALK":
-        me = ob.data
-        flags = _walk_flags(ob, me, len(me.polygons)) if len(me.loops) == 3 * len(me.polygons) else \
-            np.full(len(faces), convert.WALK_SURFACES["w_Stone"], np.uint32)
-        if len(flags) != len(faces):
-            flags = np.resize(flags, len(faces))
+        flags = _new_walk_flags(ob, cmesh.material_indices, len(faces))
         wf = np.zeros(len(faces), mdb.WALK_FACE)
         wf["v"] = faces
         wf["flags"] = flags
-        return mdb.WalkPacket(name, 0, cmesh.positions, wf)
+        return mdb.WalkPacket(name, int(kept.get("ui_flags", 0)) if kept else 0, cmesh.positions, wf)
     uv = cmesh.uvs[0][1] if cmesh.uvs else None
     tangents = binormals = uvw_z = None
     if cmesh.tangents is not None:
         tangents, binormals, uvw_z = convert.tangent_frame(cmesh.normals, cmesh.tangents)
-    material = _mesh_material(ob, None)
+    material = _mesh_material(ob, kept, warnings)
     skeleton = bytes(mdb.NAME_SIZE)
     weights = bones = None
     if ptype == "SKIN":
-        skeleton = _skeleton(ob, None, opts)
+        skeleton = _skeleton(ob, kept, opts)
         me = ob.data
+        if cmesh.extras["source_vertex_count"] != len(me.vertices):
+            raise ExportError(f"{ob.name}: its modifiers change the vertex count; apply them before an MDB export "
+                              "(weights are read from the mesh's own vertices)")
         w, b = _skin_slots(ob, me, opts, mdb_bones.uses_head_bones(material.flags), warnings)
         source = cmesh.extras["source_vertex"]
         weights, bones = w[source], b[source]
@@ -665,7 +753,7 @@ def _point_packet(ob, ptype: str, kept: dict | None, warnings: list[str]):
     m = np.array(ob.matrix_world, np.float64)
     if kept and kept.get("type") == ptype:
         built = _point_matrix(kept["position"], kept["orientation"])
-        if np.abs(built - m).max() <= MATRIX_TOLERANCE:
+        if _same_floats(built, m, MATRIX_TOLERANCE):
             d = dict(kept)
             if mdb.text_of(bytes.fromhex(d["name"])) != ob.name:
                 d["name"] = _packet_name(ob, None, warnings).hex()
@@ -751,7 +839,8 @@ def gather(context, collection=None, skeleton: str | None = None, limit_weights:
             packet = _kept_mesh_packet(ob, kept, ptype, opts, warnings) if kept and kept.get("type") == ptype \
                 else None
             if packet is None:
-                packet = _new_mesh_packet(context, ob, ptype, opts, warnings)
+                packet = _new_mesh_packet(context, ob, ptype, opts, warnings,
+                                          kept if kept and kept.get("type") == ptype else None)
             if packet is not None:
                 entries.append((order, packet))
     finally:
@@ -761,22 +850,27 @@ def gather(context, collection=None, skeleton: str | None = None, limit_weights:
         items.sort(key=lambda x: (x[0], x[1].name))
         spheres = np.zeros(len(items), mdb.COLS_SPHERE)
         extra = b""
+        names = [b.name for b in opts.armature.data.bones] if opts.armature is not None else []
         for k, (_, ob, kept, _) in enumerate(items):
-            bone = kept.get("bone") if kept else None
-            if bone is None:
-                label = ob.name[5:]
-                arm = opts.armature
-                names = [b.name for b in arm.data.bones] if arm is not None else []
-                if ob.parent_type == "BONE" and ob.parent_bone in names:
-                    bone = names.index(ob.parent_bone)
-                elif label in names:
-                    bone = names.index(label)
-                elif label.isdigit():
-                    bone = int(label)
-                else:
-                    raise ExportError(f"{ob.name}: COLS empty names no bone index or bone")
-            spheres[k] = (bone, ob.empty_display_size if not kept or
-                          abs(ob.empty_display_size - kept["radius"]) > 1e-7 else kept["radius"])
+            label = ob.name[5:] if ob.name.upper().startswith("COLS_") else ob.name
+            parent_names = [b.name for b in ob.parent.data.bones] if ob.parent is not None and \
+                ob.parent.type == "ARMATURE" else names
+            if ob.parent_type == "BONE" and ob.parent_bone in parent_names:
+                bone = parent_names.index(ob.parent_bone)  # COLS indexes the unfiltered skeleton
+            elif kept and "bone" in kept:
+                bone = int(kept["bone"])
+            elif label in names:
+                bone = names.index(label)
+            elif label.isdigit():
+                bone = int(label)
+            else:
+                raise ExportError(f"{ob.name}: a COLS empty needs a bone index or bone name after COLS_, or a "
+                                  "bone parent")
+            if not 0 <= bone <= 0xFFFFFFFF:
+                raise ExportError(f"{ob.name}: COLS bone index {bone} does not fit a u32")
+            shown = np.float32(ob.empty_display_size)
+            radius = kept["radius"] if kept and np.float32(kept.get("shown", kept["radius"])) == shown else shown
+            spheres[k] = (bone, radius)
             if kept and kept.get("extra"):
                 extra = bytes.fromhex(kept["extra"])
         entries.append((items[0][3], mdb.ColsPacket(spheres, extra)))
@@ -793,8 +887,12 @@ def gather(context, collection=None, skeleton: str | None = None, limit_weights:
 def export_mdb(context, path: str, collection=None, skeleton: str | None = None, limit_weights: bool = False,
                armature=None) -> list[str]:
     m, warnings = gather(context, collection, skeleton, limit_weights, armature)
-    if not m.packets:
+    if not m.packets and (collection is None or PROP not in collection):
         raise ExportError("nothing to export: no mesh or MDB empty is visible")
+    errors = [f for f in mdb_check.validate(m) if f.severity == "error"]
+    if errors:  # NaN/Inf and indices out of range: refused, never written (DESIGN, invariants)
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise ExportError(f"{errors[0].element}: {errors[0].field}: {errors[0].message}{more}")
     data = mdb.write(m)
     write_atomic(path, data)
     return warnings

@@ -16,7 +16,7 @@ import os
 import numpy as np
 
 from ..core import model as cm
-from ..core.errors import FormatError, quiet_float_errors
+from ..core.errors import ExportError, FormatError, quiet_float_errors
 from . import bones as mdb_bones
 from . import check as mdb_check
 from . import mdb
@@ -28,15 +28,22 @@ WALK_SURFACES = {  # walk material name → face flags (bit 0 walkable, bits 3�
 WALK_FLAG_BITS = 0x3FF9  # bits 0 and 3–13: what a walk material sets
 WALK_SENTINEL_Z = -1_000_000.0  # link vertices
 WALK_SENTINEL_SHOWN_Z = -20.0  # where they show in Blender, as nw2fbx puts them
+RECORDS = "mdb_vertices"  # Mesh.extras key of the packet's vertex records (numpy; not for custom properties)
 
 
 def walk_material_name(flags: int) -> str:
-    """The walk material of a face: the table's name for its material bits, `w_Nonwalk` when not walkable."""
+    """The walk material of a face from its material bit (bits 3–13): the table's name for the exact value,
+    else the name of its lowest material bit; `w_Nonwalk` when it has none. (Unchanged faces keep their exact
+    flags on export; the name only decides what a face changed to.)"""
     bits = int(flags) & WALK_FLAG_BITS
     for name, value in WALK_SURFACES.items():
         if value == bits:
             return name
-    return f"w_0x{bits:x}"
+    material = bits & 0x3FF8
+    if material:
+        lowest = material & -material
+        return next(n for n, v in WALK_SURFACES.items() if v & 0x3FF8 == lowest)
+    return "w_Nonwalk"
 
 
 def lod_level(name: str) -> int:
@@ -145,6 +152,7 @@ def _mesh(p, index: int, skeleton_names) -> cm.Mesh:
     if p.type == "SKIN":
         mesh.joints = skin_joints(p, label, skeleton_names)
         mesh.weights = v["weights"].astype(np.float32)
+    mesh.extras[RECORDS] = v  # the file's vertex records, reused by `from_scene` where the mesh still says the same
     mesh.extras["mdb"] = {"type": p.type, "packet": index, "name": p.name.hex(), "skeleton": p.skeleton.hex(),
                           "material": material_extras(p.material), "lod": lod_level(p.name_text),
                           "extra": p.extra.hex()}
@@ -242,3 +250,142 @@ def mesh_vertices(ptype: str, positions, normals, uv, tangents=None, binormals=N
         v["bones"] = bones
         v["bone_count"] = 4.0 if bone_count is None else bone_count
     return v
+
+
+# -- scene → file ------------------------------------------------------------------------------------------
+
+def _packet_type(mesh: cm.Mesh) -> str:
+    kept = mesh.extras.get("mdb", {}).get("type")
+    if kept in mdb.MESH_TYPES + ("WALK",):
+        return kept
+    upper = mesh.name.upper()
+    for suffix, ptype in (("_C2", "COL2"), ("_C3", "COL3"), ("_W", "WALK")):
+        if upper.endswith(suffix):
+            return ptype
+    return "SKIN" if mesh.weights is not None and mesh.joints is not None else "RIGD"
+
+
+def _raw(extras: dict, key: str, text: str) -> bytes:
+    raw = bytes.fromhex(extras[key]) if extras.get(key) else None
+    if raw is not None and mdb.text_of(raw) == text:
+        return raw
+    return mdb.raw_name(text)
+
+
+def _walk_packet(mesh: cm.Mesh, extras: dict) -> mdb.WalkPacket:
+    n = len(mesh.triangles)
+    kept = np.asarray(extras.get("walk_flags", []), np.uint32)
+    names = extras.get("walk_materials", [])
+    idx = np.asarray(mesh.material_indices if mesh.material_indices is not None else np.zeros(n), np.int64)
+    flags = kept.copy() if len(kept) == n else np.full(n, WALK_SURFACES["w_Stone"], np.uint32)
+    for slot, name in enumerate(names):
+        value = WALK_SURFACES.get(name)
+        if value is None:
+            continue
+        rows = np.flatnonzero(idx == slot)
+        if len(kept) == n:
+            rows = rows[np.array([walk_material_name(f) != name for f in kept[rows]], bool)] if len(rows) else rows
+        flags[rows] = (flags[rows] & ~np.uint32(WALK_FLAG_BITS)) | np.uint32(value)
+    faces = np.zeros(n, mdb.WALK_FACE)
+    faces["v"] = mesh.triangles
+    faces["flags"] = flags
+    return mdb.WalkPacket(_raw(extras, "name", mesh.name), int(extras.get("ui_flags", 0)),
+                          np.asarray(mesh.positions, np.float32), faces, bytes.fromhex(extras.get("extra", "")))
+
+
+def _skin_bones(mesh: cm.Mesh, skeleton_names: list[str] | None, head: bool) -> np.ndarray:
+    """u8 SKIN indices of the mesh's joints: skeleton indices through the filtered order, or raw indices."""
+    joints = np.asarray(mesh.joints, np.int64)
+    live = np.asarray(mesh.weights) > 0
+    if skeleton_names is not None:
+        order = mdb_bones.skin_bone_order(skeleton_names, head)
+        lut = np.full(max(len(skeleton_names), 1), -1, np.int64)
+        lut[order] = np.arange(len(order))
+        joints = np.where((joints >= 0) & (joints < len(lut)), lut[np.clip(joints, 0, len(lut) - 1)], -1)
+    bad = np.flatnonzero((live & ((joints < 0) | (joints > 255))).any(axis=1))
+    if len(bad):
+        v = int(bad[0])
+        raise ExportError(f"{mesh.name}: vertex {v} uses a bone with no MDB index (u8, filtered skeleton order)")
+    return np.where(live, joints, 0).astype(np.uint8)
+
+
+def _mesh_packet(mesh: cm.Mesh, ptype: str, scene: cm.Scene, skeleton: str | None) -> mdb.MeshPacket:
+    extras = mesh.extras.get("mdb", {})
+    material = material_from_extras(extras["material"]) if "material" in extras else mdb.Material()
+    if "material" not in extras and mesh.materials and mesh.materials[0] < len(scene.materials):
+        source = scene.materials[mesh.materials[0]]
+        material.diffuse_color = np.asarray(source.base_color[:3], "<f4")
+        if source.base_color_texture is not None:
+            stem = os.path.splitext(os.path.basename(source.base_color_texture.path or source.base_color_texture.name))[0]
+            material.diffuse_map = mdb.raw_name(stem.encode("utf-8")[:31].decode("utf-8", "ignore"))
+    n = mesh.vertex_count
+    normals = np.asarray(mesh.normals if mesh.normals is not None else np.tile(np.float32([0, 0, 1]), (n, 1)),
+                         np.float32)
+    uv = np.asarray(mesh.uvs[0][1], np.float32) if mesh.uvs else None
+    tangents = binormals = sign = None
+    if mesh.tangents is not None:
+        tangents, binormals, sign = tangent_frame(normals, np.asarray(mesh.tangents, np.float32))
+    weights = bones = None
+    skeleton_raw = bytes(mdb.NAME_SIZE)
+    if ptype == "SKIN":
+        names = scene.skeleton.names if scene.skeleton is not None else None
+        bones = _skin_bones(mesh, names, mdb_bones.uses_head_bones(material.flags))
+        weights = np.asarray(mesh.weights, np.float32)
+        if weights.shape[1] < 4:
+            pad = 4 - weights.shape[1]
+            weights = np.pad(weights, ((0, 0), (0, pad)))
+            bones = np.pad(bones, ((0, 0), (0, pad)))
+        if weights.shape[1] > 4:
+            raise ExportError(f"{mesh.name}: {weights.shape[1]} weights per vertex, an MDB holds 4")
+        text = skeleton or (mdb.text_of(bytes.fromhex(extras["skeleton"])) if extras.get("skeleton") else "")
+        if not text:
+            raise ExportError(f"{mesh.name}: SKIN needs the GR2 skeleton name (--skeleton NAME)")
+        skeleton_raw = _raw(extras, "skeleton", text)
+    if ptype in ("COL2", "COL3") and sign is None:
+        sign = np.zeros(n, np.float32)
+    vertices = mesh_vertices(ptype, np.asarray(mesh.positions, np.float32), normals, uv, tangents, binormals, sign,
+                             weights, bones)
+    kept = mesh.extras.get(RECORDS)
+    if kept is not None and len(kept) == n and kept.dtype == vertices.dtype:
+        # the file's bytes for every vertex whose fields, as the mesh holds them, are unchanged
+        same = np.ones(n, bool)
+        for name in ("position", "normal", "weights", "bones"):
+            if name in vertices.dtype.names:
+                same &= (vertices[name].reshape(n, -1).view(np.uint8) ==
+                         kept[name].reshape(n, -1).view(np.uint8)).all(axis=1)
+        same &= (vertices["uvw"][:, :2] == kept["uvw"][:, :2]).all(axis=1) | \
+            (np.isnan(vertices["uvw"][:, :2]) & np.isnan(kept["uvw"][:, :2])).all(axis=1)
+        if "tangent" in vertices.dtype.names:
+            same &= (vertices["tangent"].view(np.uint32) == kept["tangent"].view(np.uint32)).all(axis=1)
+            same &= vertices["uvw"][:, 2].view(np.uint32) == kept["uvw"][:, 2].view(np.uint32)
+        vertices[same] = kept[same]
+    return mdb.MeshPacket(ptype, _raw(extras, "name", mesh.name), material, vertices,
+                          np.asarray(mesh.triangles).astype(np.uint16), skeleton_raw,
+                          bytes.fromhex(extras.get("extra", "")))
+
+
+@quiet_float_errors
+def from_scene(scene: cm.Scene, skeleton: str | None = None) -> tuple[mdb.MdbFile, list[str]]:
+    """The core Scene as MDB records: a mesh's kept packet type (else RIGD/SKIN/COL2/COL3/WALK by weights and
+    name), kept names and materials, and the file's vertex records wherever the mesh still holds the same."""
+    warnings: list[str] = []
+    entries = []
+    for n, mesh in enumerate(scene.meshes):
+        if mesh.vertex_count > 65536:
+            raise ExportError(f"{mesh.name}: {mesh.vertex_count} vertices in one packet; u16 faces reach 65,536")
+        if len(mesh.name.encode("utf-8")) > mdb.NAME_SIZE and "name" not in mesh.extras.get("mdb", {}):
+            raise ExportError(f"{mesh.name}: name over 32 bytes")
+        ptype = _packet_type(mesh)
+        packet = _walk_packet(mesh, mesh.extras.get("mdb", {})) if ptype == "WALK" else \
+            _mesh_packet(mesh, ptype, scene, skeleton)
+        kept = mesh.extras.get("mdb", {}).get("packet")
+        entries.append(((0, kept) if kept is not None else (1, n), packet))
+    model = scene.extras.get("mdb", {})
+    for d in model.get("points", []):
+        entries.append(((0, d["packet"]), record_from_extras(d)))
+    entries.sort(key=lambda e: e[0])
+    out = mdb.MdbFile([p for _, p in entries], int(model.get("major", 1)), int(model.get("minor", 12)))
+    if model.get("packets") == len(out.packets):
+        out.gaps = [bytes.fromhex(g) for g in model.get("gaps", [])]
+        out.tail = bytes.fromhex(model.get("tail", ""))
+    return out, warnings

@@ -9,36 +9,10 @@ from ..core.formatspec import FormatSpec
 VMD_SIGNATURE = b"Vocaloid Motion Data"
 
 
-def _pmx_info(data: bytes, path: str) -> dict:
-    from .info import info
-
-    return info(data)
-
-
-def _vmd_info(data: bytes, path: str) -> dict:
-    from .vmd_info import info
-
-    return info(data)
-
-
-def _pmx_check(path: str, data: bytes, out) -> int:
-    from .validate import check_command
-
-    return check_command(path, out=out)
-
-
 def _pmx_semantic(model) -> list[str]:
     from .validate import validate
 
     return [str(f) for f in validate(model, for_export=False)]
-
-
-def _pmx_load(path: str, data: bytes, with_animations: bool, motions=()):
-    import os
-
-    from . import convert, pmx
-
-    return convert.to_scene(pmx.read(data), os.path.splitext(os.path.basename(path))[0])
 
 
 def _pmx_blender_import(context, path: str, options) -> list[str]:
@@ -56,8 +30,8 @@ FORMATS = (
         export_operator="export_scene.skinbridge_pmx",
         capabilities={
             "read": "io_pmx.pmx:read", "write": "io_pmx.pmx:write",
-            "info": _pmx_info, "check": _pmx_check, "semantic": _pmx_semantic,
-            "load": _pmx_load,
+            "info": "io_pmx.info:info", "check": "io_pmx.validate:check", "semantic": _pmx_semantic,
+            "load": "io_pmx.convert:load", "write_scene": "io_pmx.scene_files:write_scene",
             "blender_import": _pmx_blender_import,
             "export_target": "io_pmx.blender_io:export_target",
             "demo": "io_pmx.blender_demo:demo_rows",
@@ -68,9 +42,9 @@ FORMATS = (
         import_operator="import_anim.skinbridge_vmd", export_operator="export_anim.skinbridge_vmd",
         capabilities={
             "read": "io_pmx.vmd:read", "write": "io_pmx.vmd:write",
-            "info": _vmd_info, "check": "io_pmx.vmd_check:check",
+            "info": "io_pmx.vmd_info:info", "check": "io_pmx.vmd_check:check",
             "load": "io_pmx.vmd_core:load_vmd",
-            "motion_loader": "io_pmx.blender_vmd:load_motion",
+            "motion_loader": "io_pmx.blender_vmd_import:load_motion",
         }),
 )
 

@@ -5,11 +5,12 @@ import os
 
 import bpy
 from bpy.props import BoolProperty, CollectionProperty, FloatProperty, StringProperty
-from bpy_extras.io_utils import ExportHelper, ImportHelper, poll_file_object_drop
+from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ..blender.ops_common import export_reporting, import_each, registrar
-from ..blender.selection import find_armature
-from ..core.errors import ExportError, FormatError
+from ..blender.ops_common import export_reporting, import_each, import_motions, protect_scene_files, registrar
+from ..blender.selection import NoTarget, armatures, find_armature
+from ..core.errors import ExportError
+from ..core.fileio import output_session
 from . import convert
 
 
@@ -85,18 +86,15 @@ class IMPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ImportHelper):
     directory: StringProperty(subtype="DIR_PATH", options={"HIDDEN", "SKIP_SAVE"})
     camera: BoolProperty(name="Camera", default=True, description="Make an animated camera from camera keys")
 
+    @classmethod
+    def poll(cls, context):
+        return bool(armatures(context))  # which one: decided (or refused, naming them) when it runs
+
     def execute(self, context):
         from . import blender_vmd_import
 
-        paths = [os.path.join(self.directory, f.name) for f in self.files if f.name] or [self.filepath]
-        try:
-            _, warnings = blender_vmd_import.import_vmd(context, paths, find_armature(context), self.camera)
-        except (FormatError, ExportError, OSError) as e:
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
-        for w in warnings:
-            self.report({"WARNING"}, w)
-        return {"FINISHED"}
+        return import_motions(self, context, lambda path, arm: blender_vmd_import.import_vmd(
+            context, [path], arm, self.camera))
 
 
 class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
@@ -112,13 +110,19 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
     def execute(self, context):
         from . import blender_vmd_export
 
-        arm = find_armature(context)
-        act = arm.animation_data.action if arm is not None and arm.animation_data else None
+        try:
+            arm = find_armature(context, required=True)
+        except NoTarget as e:
+            self.report({"ERROR"}, f"no motion exported: {e}")
+            return {"CANCELLED"}
+        act = arm.animation_data.action if arm.animation_data else None
         if act is None:
-            self.report({"ERROR"}, "the active armature has no action to export")
+            self.report({"ERROR"}, f"{arm.name} has no action to export: assign one")
             return {"CANCELLED"}
         try:
-            warnings = blender_vmd_export.export_vmd(context, self.filepath, arm, act, self.bake)
+            with output_session() as session:
+                protect_scene_files(session)
+                warnings = blender_vmd_export.export_vmd(context, self.filepath, arm, act, self.bake)
         except (ExportError, OSError) as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}

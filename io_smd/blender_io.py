@@ -28,11 +28,9 @@ from ..blender import action as bact
 from ..blender import scene as bscene
 from ..blender.selection import NoTarget, armatures, find_armature
 from ..core import model as cm
-from ..core import skinning
 from ..core.errors import ExportError, FormatError
 from ..core.fileio import read_bytes, write_atomic
 from ..core.naming import NameAllocator, safe_file_name
-from ..core.transforms import trs_to_matrix
 from . import convert, smd
 
 STEM_PROP = "smd_stem"
@@ -110,7 +108,7 @@ def target_armature(context):
 
 
 def import_motion(context, f: smd.SmdFile, name: str, armature=None) -> list[str]:
-    scene, warnings = convert.to_scene(f, name)
+    _, warnings = convert.to_scene(f, name, with_animation=False)  # refuses bad ids and cycles naming the line
     arm_ob = armature if armature is not None else target_armature(context)
     created = []
     if arm_ob is None:  # nothing to put it on: a skeleton of frame 0
@@ -180,9 +178,12 @@ def blender_import(context, path: str, options) -> list[str]:
 
 
 def motion_loader(context, path: str, armature, options) -> list[str]:
+    """An animation SMD onto `armature`, or a VTA's shapes onto the model's mesh."""
     f = smd.read(read_bytes(path))
+    if f.kind == "flex":
+        return import_flex(context, f, stem_of(path))
     if f.kind != "motion":
-        raise FormatError(f"{os.path.basename(path)} is a {f.kind} SMD, not an animation", None, "triangles")
+        raise FormatError(f"{os.path.basename(path)} is a reference SMD, not an animation", None, "triangles")
     return import_motion(context, f, stem_of(path), armature)
 
 
@@ -195,6 +196,26 @@ def _corner_ints(me, name: str) -> np.ndarray | None:
     out = np.empty(len(me.loops), np.int32)
     attr.data.foreach_get("value", out)
     return out
+
+
+def _file_normals(ob, cmesh: cm.Mesh) -> np.ndarray | None:
+    """The `custom_normal` values as imported (a file's normals need not be unit length; Blender's corner
+    normals are), while they still point where the mesh's normals do and the object is not rotated or scaled."""
+    me = ob.data
+    attr = me.attributes.get("custom_normal")
+    if attr is None or attr.domain != "CORNER" or attr.data_type != "FLOAT_VECTOR" or cmesh.normals is None:
+        return None
+    if not np.allclose(np.array(ob.matrix_world)[:3, :3], np.eye(3), atol=1e-7):
+        return None
+    raw = np.empty(len(me.loops) * 3, np.float32)
+    attr.data.foreach_get("vector", raw)
+    raw = raw.reshape(-1, 3).astype(np.float64)
+    split = np.asarray(cmesh.normals, np.float64)[cmesh.triangles.reshape(-1)]
+    length = np.linalg.norm(raw, axis=1, keepdims=True)
+    unit = raw / np.where(length > 0, length, 1)
+    if len(unit) != len(split) or np.abs(unit - split).max(initial=0) > 1e-4:
+        return None
+    return raw
 
 
 def gather_reference(context) -> tuple[cm.Scene, list[str], str, bool]:
@@ -210,48 +231,38 @@ def gather_reference(context) -> tuple[cm.Scene, list[str], str, bool]:
         me = ob.data
         if len(me.loops) != 3 * len(cmesh.triangles):
             continue
+        saved = {}
         parents, links = _corner_ints(me, "smd_parent"), _corner_ints(me, "smd_links")
         if parents is not None and links is not None:
-            cmesh.extras["smd"] = {"corner_parents": parents, "corner_link_counts": links}
+            saved.update(corner_parents=parents, corner_link_counts=links)
+        normals = _file_normals(ob, cmesh)
+        if normals is not None:
+            saved["corner_normals"] = normals
+        if saved:
+            cmesh.extras["smd"] = saved
     return scene, warnings, newline, goldsrc
 
 
-def export_reference(context, path: str) -> list[str]:
+def export_reference(context, path: str, vta_path: str | None = None) -> list[str]:
+    """The reference SMD at `path` (and, with `vta_path`, the shape keys as a VTA when there are any)."""
     scene, warnings, newline, goldsrc = gather_reference(context)
     if not scene.meshes:
         raise ExportError("nothing to export: no visible mesh")
     ref = convert.reference_of(scene, warnings, newline, goldsrc)
     write_atomic(path, smd.write(ref))
+    if vta_path is not None:
+        export_vta(context, vta_path, scene, ref)
     return warnings
 
 
-def _local_frames(skel: cm.Skeleton, anim: cm.Animation, count: int, fps: float) -> np.ndarray:
-    """(count, N, 4, 4) parent-relative matrices at frames 0..count-1 of the animation."""
-    binds = skel.binds()
-    n = len(skel.bones)
-    rest = np.empty((n, 4, 4))
-    for i, b in enumerate(skel.bones):
-        rest[i] = binds[i] if b.parent < 0 else np.linalg.inv(binds[b.parent]) @ binds[i]
-    out = np.repeat(rest[None], count, axis=0)
-    index = {b.name: i for i, b in enumerate(skel.bones)}
-    for tr in anim.tracks:
-        i = index.get(tr.bone)
-        if i is None:
-            continue
-        for k in range(count):
-            t = k / fps
-            cur = rest[i]
-            tt = cur[:3, 3]
-            from ..core.transforms import matrix_to_trs
-            _, rr, ss = matrix_to_trs(cur)
-            if tr.translations is not None and len(tr.translations):
-                tt = skinning.sample_linear(tr.translation_times, tr.translations, t)
-            if tr.rotations is not None and len(tr.rotations):
-                rr = skinning.sample_slerp(tr.rotation_times, tr.rotations, t)
-            if tr.scales is not None and len(tr.scales):
-                ss = skinning.sample_linear(tr.scale_times, tr.scales, t)
-            out[k, i] = trs_to_matrix(tt, rr, ss)
-    return out
+def export_flex_only(context, path: str) -> list[str]:
+    scene, warnings, newline, goldsrc = gather_reference(context)
+    if not scene.meshes:
+        raise ExportError("nothing to export: no visible mesh")
+    ref = convert.reference_of(scene, warnings, newline, goldsrc)
+    if not export_vta(context, path, scene, ref):
+        raise ExportError("no shape keys to write as a VTA")
+    return warnings
 
 
 def export_animations(context, folder: str, arm_ob, names: NameAllocator | None = None,
@@ -265,18 +276,24 @@ def export_animations(context, folder: str, arm_ob, names: NameAllocator | None 
         anim, more = bact.read_action(context, arm_ob, act)
         warnings += more
         count = int(round(anim.length * fps)) + 1
-        locals_ = _local_frames(skel, anim, count, fps)
+        locals_ = convert.animation_locals(skel, anim, np.arange(count) / fps)
         f = convert.animation_smd(skel, locals_, np.arange(count), warnings)
-        path = os.path.join(folder, names.take(safe_file_name(act.name), ".smd"))
+        path = os.path.join(folder, names.take(act.name, ".smd") + ".smd")
         write_atomic(path, smd.write(f))
         written.append(path)
     return written, warnings
 
 
 def scene_skeleton(arm_ob) -> cm.Skeleton:
+    """The armature's skeleton in the bone order a reference export gives it (the first skinned mesh's vertex
+    groups first, as `gather_scene` orders it), so that node ids agree between reference and animations."""
     from ..blender import armature as barm
 
-    return barm.read_skeleton(arm_ob)
+    meshes, _ = bscene.exportable_objects(bpy.context)
+    skinned = [ob for ob in meshes if any(m.type == "ARMATURE" and m.object == arm_ob for m in ob.modifiers)
+               or ob.parent == arm_ob]
+    order = [g.name for g in skinned[0].vertex_groups] if skinned else []
+    return barm.read_skeleton(arm_ob, order)
 
 
 def export_vta(context, path: str, scene: cm.Scene, ref: smd.SmdFile) -> bool:
@@ -318,10 +335,10 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
         raise ExportError("nothing to export: no visible mesh")
     ref = convert.reference_of(scene, warnings, newline, goldsrc)
     stem = safe_file_name(name)
-    ref_path = os.path.join(outdir, names.take(stem, ".smd"))
+    ref_path = os.path.join(outdir, names.take(stem, ".smd") + ".smd")
     write_atomic(ref_path, smd.write(ref))
     written = [ref_path]
-    vta_path = os.path.join(outdir, names.take(stem, ".vta"))
+    vta_path = os.path.join(outdir, names.take(stem, ".vta") + ".vta")
     if export_vta(context, vta_path, scene, ref):
         written.append(vta_path)
     _, arm_ob = bscene.exportable_objects(context)

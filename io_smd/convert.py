@@ -16,11 +16,14 @@ import os
 import numpy as np
 
 from ..core import model as cm
-from ..core.errors import FormatError
-from ..core.transforms import matrix3_to_quat, quat_to_matrix3
+from ..core.errors import FormatError, quiet_float_errors
+from ..core.transforms import affine_inverse, matrix3_to_quat, matrix_to_trs, slerp, trs_to_matrix
 from . import smd
 
-FPS = 30.0  # studiomdl's default frame rate; the Blender side passes the scene's so that frame = time
+# An SMD holds frame numbers, no rate (a .qc's `fps` gives it; studiomdl's default is 30). Without Blender,
+# frames are read and written at Blender's default scene rate, the rate our exports are sampled at; inside
+# Blender the scene's rate is used, so that a key's frame equals its SMD time.
+FPS = 24.0
 
 
 # -- rotations -------------------------------------------------------------------------------------------
@@ -64,10 +67,11 @@ def local_matrices(positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
 
 def _short_way(q: np.ndarray) -> np.ndarray:
     """Quaternion keys (F, 4) flipped so that each lies in the hemisphere of the one before."""
-    q = q.copy()
-    for i in range(1, len(q)):
-        if np.dot(q[i], q[i - 1]) < 0:
-            q[i] = -q[i]
+    q = np.array(q, np.float64)
+    if len(q) > 1:
+        d = np.sum(q[1:] * q[:-1], axis=-1)
+        flips = np.concatenate([np.ones((1,) + d.shape[1:]), np.cumprod(np.where(d < 0, -1.0, 1.0), axis=0)])
+        q *= flips[..., None]
     return q
 
 
@@ -166,10 +170,11 @@ def corner_links(t: smd.Triangles, index: dict[int, int]) -> tuple[np.ndarray, n
     return np.where(used, mapped, -1), np.where(used, weights, 0.0)
 
 
-def merge_corners(positions: np.ndarray, bones: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(first corner of each vertex, vertex of each corner): one vertex per distinct (position, link list),
-    in order of first appearance. -0.0 equals 0.0, as in a tuple comparison."""
-    key = np.hstack([positions + 0.0, bones.astype(np.float64), weights + 0.0])
+def merge_corners(positions: np.ndarray, bones: np.ndarray, weights: np.ndarray, *more: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(first corner of each vertex, vertex of each corner): one vertex per distinct (position, link list,
+    `more` columns), in order of first appearance. -0.0 equals 0.0, as in a tuple comparison."""
+    key = np.hstack([positions + 0.0, bones.astype(np.float64), weights + 0.0] + [m + 0.0 for m in more])
     key = np.ascontiguousarray(key)
     rows = key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).reshape(-1)
     _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
@@ -179,11 +184,14 @@ def merge_corners(positions: np.ndarray, bones: np.ndarray, weights: np.ndarray)
     return first[order], rank[inverse.reshape(-1)]
 
 
-def mesh_of(f: smd.SmdFile, name: str, skinned: bool, scene: cm.Scene) -> cm.Mesh:
+def mesh_of(f: smd.SmdFile, name: str, skinned: bool, scene: cm.Scene, split: bool = False) -> cm.Mesh:
+    """The triangles as one mesh. Corners merge on position and links (Blender's vertices, with normals and UVs
+    per corner in `extras["smd"]`), or with `split` also on normal and UV (a core mesh whose vertices carry
+    one normal and one UV each, as other formats' meshes do)."""
     t = f.triangles
     index = node_index(f)
     bones, weights = corner_links(t, index)
-    first, corner_vertex = merge_corners(t.positions, bones, weights)
+    first, corner_vertex = merge_corners(t.positions, bones, weights, *((t.normals, t.uvs) if split else ()))
     names, first_use, inv = np.unique(np.array(t.materials, dtype=str), return_index=True, return_inverse=True)
     rank = np.empty(len(names), np.int64)
     rank[np.argsort(first_use, kind="stable")] = np.arange(len(names))
@@ -224,26 +232,46 @@ def is_plain(f: smd.SmdFile) -> bool:
     return len(f.nodes) <= 1 and (t is None or not (t.link_counts > 0).any())
 
 
-def to_scene(f: smd.SmdFile, name: str) -> tuple[cm.Scene, list[str]]:
+@quiet_float_errors
+def to_scene(f: smd.SmdFile, name: str, with_animation: bool = True, split: bool = False
+             ) -> tuple[cm.Scene, list[str]]:
     """A reference SMD as a Scene (skeleton + one mesh), or an animation SMD as a Scene with one animation and
-    no skeleton. FormatError naming the line for ids that name no node and parent cycles."""
+    no skeleton. FormatError naming the line for ids that name no node and parent cycles; a warning naming
+    the line for numbers that are not finite or do not fit a float32."""
     smd.validate(f)
-    warnings = list(f.warnings)
+    warnings = list(f.warnings) + _number_warnings(f)
     scene = cm.Scene(name=name)
     if f.kind == "flex":
         raise FormatError("a VTA holds shapes of a reference mesh: import it onto that mesh", None, "vertexanimation")
     if f.triangles is None:
-        scene.animations.append(animation_of(f, name, warnings))
+        if with_animation:
+            scene.animations.append(animation_of(f, name, warnings))
         scene.extras["smd"] = {"nodes": [(n.id, n.name, n.parent) for n in f.nodes]}
         return scene, warnings
     plain = is_plain(f)
     if not plain:
         scene.skeleton = skeleton_of(f, warnings)
-    scene.meshes.append(mesh_of(f, name, not plain, scene))
+    scene.meshes.append(mesh_of(f, name, not plain, scene, split))
     scene.extras["smd"] = {"nodes": [(n.id, n.name, n.parent) for n in f.nodes]}
     if len(f.skeleton) > 1:
         warnings.append(f"{len(f.skeleton)} skeleton frames in a reference: the first is the rest pose")
     return scene, warnings
+
+
+def _number_warnings(f: smd.SmdFile) -> list[str]:
+    out = []
+    blocks = [(fr.row_lines, np.hstack([fr.positions, fr.rotations]), "bone row") for fr in f.skeleton]
+    if f.triangles is not None:
+        t = f.triangles
+        blocks.append((t.lines, np.hstack([t.positions, t.normals, t.uvs, t.link_weights]), "vertex line"))
+    for lines, values, what in blocks:
+        bad = ~(np.abs(values) <= np.finfo(np.float32).max).all(1) if values.size else np.zeros(0, bool)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            line = int(lines[k]) if lines is not None else k
+            out.append(f"line {line}: {what} has a number that is not finite or too large for a float32 "
+                       f"({int(bad.sum())} such lines)")
+    return out
 
 
 def animation_of(f: smd.SmdFile, name: str, warnings: list[str], fps: float = FPS) -> cm.Animation:
@@ -254,19 +282,32 @@ def animation_of(f: smd.SmdFile, name: str, warnings: list[str], fps: float = FP
     seconds = times / fps
     quats = matrix3_to_quat(euler_to_matrix3(rot))  # (F, N, 4)
     anim = cm.Animation(name=name, length=float(seconds.max() - min(seconds.min(), 0)) if len(seconds) else 0.0)
+    quats = _short_way(quats)
     for i, n in enumerate(f.nodes):
-        anim.tracks.append(cm.Track(n.name, seconds.copy(), pos[:, i].copy(), seconds.copy(),
-                                    _short_way(quats[:, i]), interpolation="LINEAR"))
+        anim.tracks.append(cm.Track(n.name, seconds.copy(), pos[:, i].copy(), seconds.copy(), quats[:, i].copy(),
+                                    interpolation="LINEAR"))
     anim.extras["smd"] = {"times": times.tolist()}
     return anim
 
 
-def load(path: str, data: bytes, with_animations: bool = True) -> tuple[cm.Scene, list[str]]:
-    """The `load` capability: a reference → Scene with skeleton and mesh; an animation → Scene with its
-    animation; a VTA → FormatError (its shapes need the reference)."""
+def load(path: str, data: bytes, with_animations: bool = True, motions=()) -> tuple[cm.Scene, list[str]]:
+    """The `load` capability: a reference → Scene with skeleton and mesh (plus the animation SMDs `motions`,
+    and the shapes of a VTA among them); an animation → Scene with its animation; a VTA alone →
+    FormatError (its shapes need the reference)."""
+    from ..core.fileio import read_bytes
+
     name = os.path.splitext(os.path.basename(path))[0] if path else "smd"
     f = smd.read(data)
-    scene, warnings = to_scene(f, name)
+    scene, warnings = to_scene(f, name, with_animations, split=True)
+    for motion in motions:
+        other = smd.read(read_bytes(motion))
+        stem = os.path.splitext(os.path.basename(motion))[0]
+        if other.kind == "flex" and scene.meshes:
+            m = scene.meshes[0]
+            m.shape_keys = flex_shapes(other, m.positions.astype(np.float64), m.extras["smd"]["corner_vertex"])
+        elif other.kind == "motion" and with_animations:
+            smd.validate(other)
+            scene.animations.append(animation_of(other, stem, warnings))
     if not with_animations:
         scene.animations = []
     return scene, warnings
@@ -493,3 +534,96 @@ def vta_of(ref: smd.SmdFile, shapes: list[tuple[str, np.ndarray]], newline: str 
         skeleton.append(smd.Frame(k, np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3)), name))
         frames.append(smd.FlexFrame(k, moved, pos[moved], t.normals[moved], name))
     return smd.SmdFile(nodes=[smd.Node(0, "root", -1)], skeleton=skeleton, vertex_animation=frames, newline=newline)
+
+
+# -- sampling an animation at whole frames ---------------------------------------------------------------
+
+def _sample(times, values, t: np.ndarray, rotation: bool, step: bool) -> np.ndarray:
+    times = np.asarray(times, np.float64)
+    values = np.asarray(values, np.float64)
+    if len(times) == 1:
+        return np.repeat(values[:1], len(t), axis=0)
+    i = np.clip(np.searchsorted(times, t, "right") - 1, 0, len(times) - 1)
+    if step:
+        return values[i]
+    i = np.minimum(i, len(times) - 2)
+    span = times[i + 1] - times[i]
+    f = np.clip((t - times[i]) / np.where(span > 0, span, 1.0), 0.0, 1.0)
+    if rotation:
+        return slerp(values[i], values[i + 1], f)
+    return values[i] + (values[i + 1] - values[i]) * f[:, None]
+
+
+def rest_locals(skel: cm.Skeleton) -> np.ndarray:
+    binds = skel.binds()
+    out = np.empty_like(binds)
+    for i, b in enumerate(skel.bones):
+        out[i] = binds[i] if b.parent < 0 else affine_inverse(binds[b.parent]) @ binds[i]
+    return out
+
+
+def animation_locals(skel: cm.Skeleton, anim: cm.Animation, seconds: np.ndarray) -> np.ndarray:
+    """(F, N, 4, 4) parent-relative matrices of every bone at `seconds`; a bone or channel without keys keeps
+    its bind-pose value. Translation and scale interpolate linearly, rotation by slerp."""
+    rest = rest_locals(skel)
+    out = np.repeat(rest[None], len(seconds), axis=0)
+    index = {b.name: i for i, b in enumerate(skel.bones)}
+    F = len(seconds)
+    for tr in anim.tracks:
+        i = index.get(tr.bone)
+        if i is None:
+            continue
+        t0, r0, s0 = matrix_to_trs(rest[i])
+        step = tr.interpolation == "STEP"
+        t = (_sample(tr.translation_times, tr.translations, seconds, False, step)
+             if tr.translations is not None and len(tr.translations) else np.repeat(t0[None], F, 0))
+        r = (_sample(tr.rotation_times, tr.rotations, seconds, True, step)
+             if tr.rotations is not None and len(tr.rotations) else np.repeat(r0[None], F, 0))
+        sc = (_sample(tr.scale_times, tr.scales, seconds, False, step)
+              if tr.scales is not None and len(tr.scales) else np.repeat(s0[None], F, 0))
+        out[:, i] = trs_to_matrix(t, r, sc)
+    return out
+
+
+def write_scene(scene: cm.Scene, folder: str, name: str, fps: float = 24.0) -> list[str]:
+    """The core Scene as files without Blender (benchmarks, tests): NAME.smd (reference) and one animation SMD
+    per animation, sampled at every whole frame of `fps` (Blender's default scene rate)."""
+    from ..core.fileio import write_atomic
+    from ..core.naming import NameAllocator
+
+    os.makedirs(folder, exist_ok=True)
+    warnings: list[str] = []
+    names = NameAllocator()
+    paths = [os.path.join(folder, names.take(name, ".smd") + ".smd")]
+    write_atomic(paths[0], smd.write(reference_of(scene, warnings)))
+    for anim in scene.animations:
+        count = int(round(anim.length * fps)) + 1
+        locals_ = animation_locals(scene.skeleton, anim, np.arange(count) / fps)
+        paths.append(os.path.join(folder, names.take(anim.name, ".smd") + ".smd"))
+        write_atomic(paths[-1], smd.write(animation_smd(scene.skeleton, locals_, np.arange(count), warnings)))
+    return paths
+
+
+def skinned_corners(ref: smd.SmdFile, anim: smd.SmdFile | None, frame: int) -> np.ndarray:
+    """Corner positions of a reference posed by frame `frame` (an index) of an animation SMD, by linear blend
+    skinning (core/skinning.py); the rest positions without an animation. Bones match by node id."""
+    from ..core import skinning
+
+    t = ref.triangles
+    if anim is None:
+        return t.positions.copy()
+    skel = skeleton_of(ref, [])
+    bones, weights = corner_links(t, node_index(ref))
+    _, pos, rot = frame_table(anim)
+    rest_pos = np.array([b.rest_translation for b in skel.bones]).reshape(-1, 3)
+    rest_rot = np.array(ref_rows_rotation(ref, skel))
+    at = node_index(anim)
+    cols = np.array([at.get(n.id, -1) for n in ref.nodes], np.int64)
+    p = np.where((cols >= 0)[:, None], pos[frame][np.maximum(cols, 0)], rest_pos)
+    r = np.where((cols >= 0)[:, None], rot[frame][np.maximum(cols, 0)], rest_rot)
+    world = skinning.world_matrices(skel.parents, local_matrices(p, r))
+    return skinning.skin(t.positions, np.maximum(bones, 0), weights, skinning.skin_matrices(world, skel.binds()))
+
+
+def ref_rows_rotation(ref: smd.SmdFile, skel: cm.Skeleton) -> list:
+    return [b.extras["smd"]["rotation"] for b in skel.bones]

@@ -270,7 +270,11 @@ def _parse_tokens(buf: np.ndarray, ts: np.ndarray, te: np.ndarray) -> tuple[np.n
     bad = np.zeros(n, bool)
     if n == 0 or len(buf) < 16:
         return _general_tokens(buf, ts, te) if n else (np.empty(0), bad)
-    out, fixed = _fixed_tokens(buf, ts, te)
+    out = np.empty(n, np.float64)
+    fixed = np.empty(n, bool)
+    step = 1 << 15  # tokens per pass: the temporaries stay in cache
+    for a in range(0, n, step):
+        out[a:a + step], fixed[a:a + step] = _fixed_tokens(buf, ts[a:a + step], te[a:a + step])
     rest = np.flatnonzero(~fixed)
     if rest.size:
         out[rest], bad[rest] = _general_tokens(buf, ts[rest], te[rest])
@@ -818,7 +822,7 @@ def _vertex_block(t: Triangles, lo: int, hi: int, nl: bytes, material_cells: np.
     return tri[tri != 0].tobytes()
 
 
-def write(smd: SmdFile, chunk: int = 1 << 16) -> bytes:
+def write(smd: SmdFile, chunk: int = 1 << 12) -> bytes:
     """The records as SMD/VTA text: numbers as '{:.6f}', ids as integers, blocks in the order nodes, skeleton,
     triangles, vertexanimation; each vertex line keeps its own link columns (none, count 0, or links)."""
     validate(smd)

@@ -66,6 +66,11 @@ def import_ani(context, paths, arm_ob, profile: str = "urhox", assign: bool = Tr
         raise ExportError("select an armature to import animations onto")
     roots = root_bones(arm_ob)
     parsed = [read_ani(p, roots, profile) for p in paths]
+    bones = set(arm_ob.data.bones.keys())
+    for path, (anim, _) in zip(paths, parsed):
+        if anim.tracks and not any(t.bone in bones for t in anim.tracks):
+            raise ExportError(f"{os.path.basename(path)}: none of its {len(anim.tracks)} tracks names a bone of "
+                              f"{arm_ob.name}: {', '.join(t.bone for t in anim.tracks)}")
     fps = bact.fps_of(context.scene)
     created, warnings = [], []
     ad = arm_ob.animation_data

@@ -7,8 +7,8 @@ writer refuses or what would index out of range or loop on import; warnings are 
 probably not meant (weights that do not sum to 1, a quaternion that is not unit length, a key after the end).
 
 After the findings, the records are written back with the codec and compared with the file:
-`roundtrip: identical`, `roundtrip: differs at offset N (field F)`, or `roundtrip: n/a (read-only variant)`
-for UMDL, UMD3 and UAN2 (the variants we read but do not write as outputs).
+`roundtrip: identical` or `roundtrip: differs at offset N (field F)`, for every variant (the codec writes UMD2,
+UMDL, UMD3, classic UANI, UrhoX UANI and UAN2 alike).
 """
 from __future__ import annotations
 
@@ -30,7 +30,6 @@ TIME_TOLERANCE = 1e-4  # seconds a key may lie past the animation's length befor
 
 MODEL_MAGICS = (b"UMD2", b"UMDL", b"UMD3")
 ANIMATION_MAGICS = (b"UANI", b"UAN2")
-READ_ONLY_MODELS = ("UMDL", "UMD3")
 
 _FLOAT_TYPES = {umd2.TYPE["FLOAT"], umd2.TYPE["VECTOR2"], umd2.TYPE["VECTOR3"], umd2.TYPE["VECTOR4"]}
 
@@ -456,8 +455,6 @@ def check_data(data: bytes) -> tuple[list[Finding], str]:
         except FormatError as e:
             return [_read_error(e)], "roundtrip: not attempted (unreadable)"
         findings = validate_model(m)
-        if m.magic in READ_ONLY_MODELS:
-            return findings, "roundtrip: n/a (read-only variant)"
         try:
             written = umd2.write(m)
         except (ValueError, OverflowError) as e:
@@ -472,8 +469,6 @@ def check_data(data: bytes) -> tuple[list[Finding], str]:
         except FormatError as e:
             return [_read_error(e)], "roundtrip: not attempted (unreadable)"
         findings = validate_animation(anim)
-        if anim.variant == uani.VARIANT_RBFX:
-            return findings, "roundtrip: n/a (read-only variant)"
         try:
             written = uani.write(anim)
         except (ValueError, OverflowError) as e:

@@ -1,15 +1,15 @@
 """File › Import / Export entries and drag-and-drop for UrhoX / Urho3D models (.mdl)."""
 from __future__ import annotations
 
-import os
 
 import bpy
 from bpy.props import BoolProperty, CollectionProperty, EnumProperty, IntProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper, poll_file_object_drop
 
-from ..blender.ops_common import export_reporting, import_each, registrar
-from ..blender.selection import find_armature
-from ..core.errors import ExportError, FormatError
+from ..blender.ops_common import export_reporting, import_each, import_motions, protect_scene_files, registrar
+from ..blender.selection import NoTarget, armatures, find_armature
+from ..core.errors import ExportError
+from ..core.fileio import output_session
 
 _PROFILES = [
     ("urhox", "UrhoX", "glTF axes (right-handed, Y up), every geometry maps all bones, no morphs (UrhoX glb2mdl rules)"),
@@ -105,24 +105,13 @@ class IMPORT_SCENE_OT_urhox_ani(bpy.types.Operator, ImportHelper):
 
     @classmethod
     def poll(cls, context):
-        from . import blender_ani
-
-        return find_armature(context) is not None
+        return bool(armatures(context))  # which one: decided (or refused, naming them) when it runs
 
     def execute(self, context):
         from . import blender_ani
 
-        paths = [os.path.join(self.directory, f.name) for f in self.files if f.name] or [self.filepath]
-        arm = find_armature(context)
-        try:
-            actions, warnings = blender_ani.import_ani(context, paths, arm, _axes_of(arm, self.profile))
-        except (FormatError, ExportError, ValueError, OSError) as e:
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
-        for w in warnings:
-            self.report({"WARNING"}, w)
-        self.report({"INFO"}, f"{len(actions)} action(s) imported onto {arm.name}")
-        return {"FINISHED"}
+        return import_motions(self, context, lambda path, arm: blender_ani.import_ani(
+            context, [path], arm, _axes_of(arm, self.profile)), "animation")
 
     def invoke(self, context, event):
         return self.invoke_popup(context)
@@ -144,14 +133,16 @@ class EXPORT_SCENE_OT_urhox_ani(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        from . import blender_ani
-
-        return find_armature(context) is not None
+        return bool(armatures(context))
 
     def execute(self, context):
         from . import blender_ani
 
-        arm = find_armature(context)
+        try:
+            arm = find_armature(context, required=True)
+        except NoTarget as e:
+            self.report({"ERROR"}, f"no animation exported: {e}")
+            return {"CANCELLED"}
         actions = None
         if self.which == "ACTIVE":
             act = arm.animation_data.action if arm.animation_data else None
@@ -160,8 +151,10 @@ class EXPORT_SCENE_OT_urhox_ani(bpy.types.Operator):
                 return {"CANCELLED"}
             actions = [act]
         try:
-            written, warnings = blender_ani.export_actions(context, self.directory, arm, self.ani_format,
-                                                           _axes_of(arm, self.profile), actions)
+            with output_session() as session:
+                protect_scene_files(session)
+                written, warnings = blender_ani.export_actions(context, self.directory, arm, self.ani_format,
+                                                               _axes_of(arm, self.profile), actions)
         except (ExportError, ValueError, OSError) as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}

@@ -23,13 +23,14 @@ FORMATS = (
                       "load": "io_wepuppet.convert:load", "semantic": "io_wepuppet.convert:semantic",
                       "blender_import": "io_wepuppet.blender_io:blender_import",
                       "export_target": "io_wepuppet.blender_io:export_target",
-                      "demo": "io_wepuppet.demo:demo"}),
+                      "demo": "io_wepuppet.blender_demo:demo"}),
     FormatSpec(
         name="wetex", label="Wallpaper Engine texture", kind="texture", extensions=(".tex",),
         sniff=_sniff_tex, head=16, operators="io_wepuppet.ops",
         import_operator="import_scene.skinbridge_wetex", export_operator="export_scene.skinbridge_wetex",
         capabilities={"read": "io_wepuppet.tex:read", "write": "io_wepuppet.tex:write",
                       "info": "io_wepuppet.info:info_tex", "check": "io_wepuppet.check:check_tex",
+                      "semantic": "io_wepuppet.check:texture_semantic",
                       "blender_import": "io_wepuppet.blender_io:blender_import_tex"}),
 )
 

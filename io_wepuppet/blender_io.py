@@ -119,7 +119,7 @@ def import_wepuppet(context, path: str, scale: float = convert.DEFAULT_SCALE,
             if first is not None:
                 baction.assign(arm_ob, first)
                 context.scene.frame_start = 0
-                context.scene.frame_end = max(int(np.ceil(first.frame_end)), 1)
+                context.scene.frame_end = min(max(int(np.ceil(first.frame_end)), 1), 1048574)
     except BaseException:
         _remove_new(before)
         raise
@@ -218,11 +218,14 @@ def _undeformed_positions(ob, cmesh: cm.Mesh) -> None:
 def gather_model(context, wide: bool = False, scale: float | None = None, selected_only: bool = False,
                  keep: bool = True) -> tuple[mdl.Model, list[str]]:
     meshes, arm_ob = bscene.exportable_objects(context, selected_only)
+    holder = arm_ob if arm_ob is not None else (meshes[0] if meshes else None)
+    kept_format = ((_json_prop(holder, MODEL_PROP).get("mesh_extras") or [{}])[0].get("format")
+                   if keep and holder is not None else None)
+    tangents = wide or (arm_ob is None if kept_format is None else bool(int(kept_format) & 0x4))
     core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only, max_influences=4,
-                                               tangents=wide)
+                                               tangents=tangents)
     if not core_scene.meshes:
         raise ExportError("nothing to export: no visible mesh with faces")
-    holder = arm_ob if arm_ob is not None else (meshes[0] if meshes else None)
     if keep and holder is not None:
         core_scene.extras[convert.KEY] = _json_prop(holder, MODEL_PROP)
     by_name = {ob.name: ob for ob in meshes}

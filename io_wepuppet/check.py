@@ -206,3 +206,8 @@ def check(path: str, data: bytes, out=print) -> int:
 
 
 check_tex = check
+
+
+def texture_semantic(t: tex.Texture) -> list[str]:
+    """What an import runs after reading a texture (hostile suite): every mip decoded; faults as warnings."""
+    return [str(f) for f in validate_texture(t)]

@@ -29,9 +29,9 @@ import os
 import numpy as np
 
 from ..core import model as cm
-from ..core.errors import ExportError, FormatError, Warnings
+from ..core.errors import ExportError, FormatError, Warnings, quiet_float_errors
 from ..core.fileio import read_bytes
-from ..core.transforms import matrix3_to_quat, matrix_to_trs, quat_multiply, quat_to_matrix3
+from ..core.transforms import matrix3_to_quat, quat_multiply, quat_to_matrix3
 from . import mdl, tex
 
 DEFAULT_SCALE = 0.01
@@ -203,7 +203,7 @@ def _mesh_to_core(mesh: mdl.Mesh, k: int, scale: float, n_bones: int, name: str,
             if field in names:
                 uv = np.asarray(v[field][:, :2], np.float32).copy()
                 uv[:, 1] = np.float32(1) - uv[:, 1]
-                out.uvs.append((f"UVMap" if j == 0 else f"UVMap.{j:03d}", uv))
+                out.uvs.append(("UVMap" if j == 0 else f"UVMap.{j:03d}", uv))
     if "color" in names:
         out.colors.append(("Color", np.asarray(v["color"], np.float32)))
     if "joints" in names:
@@ -234,6 +234,9 @@ def _skeleton_to_core(sk: mdl.Skeleton, scale: float) -> tuple[cm.Skeleton, np.n
     world = world_binds(sk)
     binds = axis_matrix(scale) @ world @ np.linalg.inv(_unscale(scale))
     skel = cm.Skeleton(name="Armature")
+    if not np.isfinite(binds).all():
+        i = int(np.flatnonzero(~np.isfinite(binds).reshape(len(binds), -1).all(axis=1))[0])
+        raise FormatError(f"bone {i} ({sk.bones[i].name!r}): bind matrix is not finite", None, f"bone {i} matrix")
     used: dict[str, int] = {}
     for i, b in enumerate(sk.bones):
         # Blender renames '' and duplicates: the file's own name travels in the extras
@@ -278,12 +281,15 @@ def _clip_to_core(clip: mdl.Clip, skel: cm.Skeleton | None, scale: float, w: War
               + ("; the extra tracks were ignored" if len(clip.track_flags) > n_bones else ""))
     if skel is not None:
         anim.tracks = clip_tracks(clip, skel, scale)
+    bad = ~np.isfinite(np.asarray(clip.samples, np.float64)).reshape(len(clip.track_flags), -1).all(axis=1) \
+        if len(clip.track_flags) else np.zeros(0, bool)
+    if bad.any():
+        w.add(f"clip {clip.name!r}: non-finite samples in track(s) {np.flatnonzero(bad)[:5].tolist()}")
     for frame, text in clip.events:
         anim.markers.append((float(frame) / fps, text))
     anim.extras[KEY] = {
         "id": clip.id, "reserved": clip.reserved, "mode": clip.mode, "fps": float(clip.fps), "length": clip.length,
         "flags": clip.flags, "track_flags": [int(x) for x in clip.track_flags],
-        "euler": _f32_list(np.asarray(clip.samples, np.float32)[..., 3:6]),
         "samples": _b64(np.asarray(clip.samples, "<f4").tobytes()),
         "blocks": _b64(clip.blocks), "reference": list(clip.reference) if clip.reference else None,
         "events": [[float(f), t] for f, t in clip.events],
@@ -291,9 +297,12 @@ def _clip_to_core(clip: mdl.Clip, skel: cm.Skeleton | None, scale: float, w: War
     return anim
 
 
+@quiet_float_errors
 def to_scene(model: mdl.Model, name: str = "puppet", scale: float = DEFAULT_SCALE, path: str | None = None,
              with_animations: bool = True, textures: bool = True) -> tuple[cm.Scene, list[str]]:
-    """Map records to a core Scene. `path`: the `.mdl`'s path, to find its texture."""
+    """Map records to a core Scene. `path`: the `.mdl`'s path, to find its texture. Values the layout allows
+    but the meaning forbids import with a warning naming the element (non-finite values), or raise FormatError
+    where they would index out of range or loop (bone, vertex and attachment indices, parents)."""
     w = Warnings()
     w.extend(model.warnings)
     scene = cm.Scene(name=name)
@@ -340,6 +349,8 @@ def to_scene(model: mdl.Model, name: str = "puppet", scale: float = DEFAULT_SCAL
         "attachments": [{"bone": a.bone, "name": a.name, "matrix": _f32_list(a.matrix)} for a in model.attachments],
         "mesh_extras": [{"materials": list(m.materials), "flags": m.flags, "flags_extra": m.flags_extra,
                          "format": m.format} for m in model.meshes],
+        "bones": len(sk.bones) if sk is not None else 0,
+        "vertex_counts": [len(m.vertices) for m in model.meshes],
     }
     return scene, list(w)
 
@@ -366,7 +377,7 @@ def attachment_matrices(model_or_extras, skel: cm.Skeleton, scale: float) -> lis
     return out
 
 
-def load(path: str, data: bytes, with_animations: bool = True) -> tuple[cm.Scene, list[str]]:
+def load(path: str, data: bytes, with_animations: bool = True, motions=()) -> tuple[cm.Scene, list[str]]:
     name = os.path.splitext(os.path.basename(path))[0]
     return to_scene(mdl.read(data), name, path=path, with_animations=with_animations)
 
@@ -382,6 +393,7 @@ def semantic(model: mdl.Model) -> list[str]:
 
 NARROW_TAG, WIDE_TAG = "MDLV0013", "MDLV0023"
 KEEP_TOLERANCE = 1e-4  # file units / radians: a kept exact value is reused while the scene still matches it
+WEIGHT_SUM_TOLERANCE = 1e-3
 
 
 def _interp(times, key_times, values) -> np.ndarray:
@@ -540,6 +552,13 @@ def _mesh_from_core(cmesh: cm.Mesh, fmt: int, scale: float, version: int, n_bone
         if (j >= n_bones).any() or (j < 0).any():
             i = int(np.flatnonzero(((j >= n_bones) | (j < 0)).any(axis=1))[0])
             raise ExportError(f"mesh {cmesh.name!r} vertex {i}: bone index outside 0..{n_bones - 1}")
+        total = w.astype(np.float64).sum(axis=1)
+        off = np.abs(total - 1.0) > WEIGHT_SUM_TOLERANCE  # Wallpaper Engine blends the weights as stored
+        if off.any():
+            i = int(np.flatnonzero(off)[0])
+            raise ExportError(f"mesh {cmesh.name!r} vertex {i}: bone weights sum to {total[i]:.6g}, not 1"
+                              + (f" ({int(off.sum())} vertices in all)" if off.sum() > 1 else "")
+                              + "; normalize the weights (Weights › Normalize All)")
         v["joints"][:, :kk] = j
         v["weights"][:, :kk] = w
     elif "weights" in dt.names:
@@ -598,34 +617,53 @@ def from_scene(scene: cm.Scene, wide: bool = False, scale: float | None = None, 
         if skinned:
             w.add(f"{tag} files have no skeleton: bones and clips not written")
         return model, list(w)
-    kept_sections = {s["tag"][:4]: s for s in x.get("sections", [])} if not wide else {}
+    kept_list = list(x.get("sections", [])) if not wide else []
+    kept_sections = {s["tag"][:4]: s for s in kept_list}
+    n_bones = len(skel.bones) if skel else 0
+    same_bones = int(x.get("bones", -1)) == n_bones
+    same_vertices = list(x.get("vertex_counts", [])) == [len(m.vertices) for m in model.meshes]
+    built: dict[str, mdl.Section] = {}
+    links = constraints = 0
     if skinned:
         s = kept_sections.get("MDLS", {})
         sk_version = int(s.get("version", 1))
         tables = base64.b64decode(s["tables"]) if sk_version >= 2 and "tables" in s else b""
-        if sk_version >= 2 and not tables:
-            sk_version = 1
-        model.sections.append(mdl.Section(f"MDLS{sk_version:04d}",
-                                          mdl.Skeleton(sk_version, _bones_from_core(skel, scale), tables,
-                                                       int(s.get("links", 0)), int(s.get("constraints", 0)))))
+        if sk_version >= 2 and not (tables and same_bones):  # the tables are sized by the bone count
+            sk_version, tables = 1, b""
+        if tables:
+            links, constraints = int(s.get("links", 0)), int(s.get("constraints", 0))
+        built["MDLS"] = mdl.Section(f"MDLS{sk_version:04d}", mdl.Skeleton(
+            sk_version, _bones_from_core(skel, scale), tables, links, constraints))
         if attachments is None:
             attachments = attachment_matrices(x.get("attachments", []), skel, scale)
         if attachments:
-            model.sections.append(mdl.Section("MDAT0001", [
+            built["MDAT"] = mdl.Section("MDAT0001", [
                 mdl.Attachment(int(bone), str(name), to_column_major(from_core_matrix(m, scale, False)).astype("<f4"))
-                for name, bone, m in attachments]))
+                for name, bone, m in attachments])
         if scene.animations:
             a = kept_sections.get("MDLA", {})
             a_version = int(a.get("version", 1))
             clips = [_clip_from_core(anim, skel, scale, fps, w) for anim in scene.animations]
-            if a_version > 1 and any(not c.blocks for c in clips):
+            # the v2+ blocks hold one track per link and constraint of MDLS v2+, sized by the clip length
+            if a_version > 1 and (not tables or any(not c.blocks for c in clips)):
                 a_version = 1
+            if a_version == 1:
                 for c in clips:
                     c.blocks = b""
-            model.sections.append(mdl.Section(f"MDLA{a_version:04d}", mdl.Animations(a_version, clips)))
-    for s in x.get("sections", []):
-        if "raw" in s and s["tag"][:4] not in ("MDLS", "MDLA", "MDAT"):
-            model.sections.append(mdl.Section(s["tag"], base64.b64decode(s["raw"])))
+            built["MDLA"] = mdl.Section(f"MDLA{a_version:04d}", mdl.Animations(a_version, clips))
+    for s in kept_list:
+        kind = s["tag"][:4]
+        if kind in ("MDLS", "MDLA", "MDAT"):
+            continue
+        if s["tag"] == "MDLE0002" and same_bones and "matrices" in s:
+            built.setdefault(s["tag"], mdl.Section(s["tag"], np.asarray(s["matrices"], "<f4").reshape(-1, 16)))
+        elif "raw" in s and (kind != "MDMP" or same_vertices):  # morph targets are sized by the vertex counts
+            built.setdefault(s["tag"], mdl.Section(s["tag"], base64.b64decode(s["raw"])))
+        else:
+            w.add(f"section {s['tag']} of the imported file not written: the model no longer matches it")
+    order = [s["tag"][:4] if s["tag"][:4] in ("MDLS", "MDLA", "MDAT") else s["tag"] for s in kept_list]
+    order += [k for k in ("MDLS", "MDAT", "MDLA") if k not in order]
+    model.sections = [built[k] for k in order if k in built]
     return model, list(w)
 
 

@@ -296,7 +296,6 @@ def _read_mesh(r: Reader, m: Model, k: int) -> Mesh:
                 raise FormatError(f"vector4 block of {len(mesh.vector4_blob)} bytes is not a multiple of 16", at,
                                   f"{p} vector4 block length")
     if v >= MESH_GROUPS_VERSION:
-        at = r.pos
         n = r.count(f"{p} group count", 8 + 1 + 12)
         for g in range(n):
             q = f"{p} group {g}"
@@ -334,7 +333,6 @@ def _walk_skeleton_tables(r: Reader, version: int, n_bones: int) -> tuple[int, i
         n = (n_bones + n_links) * 64
         r.need(n, "rest matrices")
         r.pos += n
-    at = r.pos
     n_constraints = r.count("constraints count", 12)
     for i in range(n_constraints):
         r.need(12, f"constraint {i}")
@@ -343,7 +341,6 @@ def _walk_skeleton_tables(r: Reader, version: int, n_bones: int) -> tuple[int, i
         if flags & 2:
             r.need(8, f"constraint {i} limits")
             r.pos += 8
-    del at
     n4 = r.u16("map ids count")
     r.need(4 * n4, "map ids")
     r.pos += 4 * n4
@@ -408,9 +405,7 @@ def _walk_clip_blocks(r: Reader, version: int, clip: Clip, m: Model, sk: Skeleto
         _scalar_tracks(r, sk.link_count if sk else 0, clip.length, 36, f"{p} link track")
         _scalar_tracks(r, sk.constraint_count if sk else 0, clip.length, 4, f"{p} constraint track")
     if version >= 3:
-        at = r.pos
         k = r.count(f"{p} scalar tracks count", 8)
-        del at
         _scalar_tracks(r, k, clip.length, 4, f"{p} scalar track")
         if r.u8(f"{p} bone scalar tracks flag"):
             _scalar_tracks(r, tracks, clip.length, 4, f"{p} bone scalar track")

@@ -3,15 +3,12 @@ Thin: options map to `blender_io` arguments; errors become reports. Drag and dro
 registry (the application builds them), not from here."""
 from __future__ import annotations
 
-import os
-
-import bpy
 from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatProperty, StringProperty
 from bpy.types import Operator, OperatorFileListElement
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..blender.ops_common import export_reporting, import_each, registrar
-from ..core.errors import ExportError, FormatError
+from ..core.errors import ExportError
 from . import blender_io, convert
 
 

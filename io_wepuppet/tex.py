@@ -34,7 +34,8 @@ CONTAINERS = ("TEXB0001", "TEXB0002", "TEXB0003", "TEXB0004")
 SPRITE_TAGS = ("TEXS0001", "TEXS0002", "TEXS0003")
 LZ4_MAX_RATIO = 255  # one LZ4 input byte yields at most 255 output bytes (a run-length byte)
 MIN_AUTO_MIP = 8  # make_mips stops above this side unless told a level count
-MAX_SIDE = 1 << 15  # a mip side above this is not a texture: refused before anything is sized from it
+MAX_SIDE = 1 << 15
+DXT_CHUNK = 1 << 14  # blocks decoded per pass  # a mip side above this is not a texture: refused before anything is sized from it
 
 
 @dataclass
@@ -132,11 +133,9 @@ def read(data: bytes) -> Texture:
             if cv >= 2:
                 lz4 = r.i32(f"{p} lz4 flag")
                 size = r.i32(f"{p} decompressed size")
-            at = r.pos
             n = r.count(f"{p} data size", 1, signed=True)
             t.offsets[f"{p} data"] = r.pos
             mips.append(Mip(w, h, r.bytes(n, f"{p} data"), lz4, size))
-            del at
         t.images.append(mips)
     if t.flags & FLAG_SPRITE:
         at = r.pos
@@ -326,22 +325,23 @@ def _rgb565(c: np.ndarray) -> np.ndarray:
     return np.stack([(r * 255 + 15) // 31, (g * 255 + 31) // 63, (b * 255 + 15) // 31], axis=-1)
 
 
-def _colour_blocks(blocks: np.ndarray, four_colour_always: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Colour part of BC1/2/3 blocks (N, 8 bytes) → (N, 16, 3) RGB and (N, 16) BC1 transparency."""
+def _colour_blocks(blocks: np.ndarray, four_colour_always: bool) -> np.ndarray:
+    """Colour part of BC1/2/3 blocks (N, 8 bytes) → (N, 16) RGBA packed little-endian in uint32, alpha 255
+    except BC1's transparent entry (black, alpha 0)."""
     c0 = blocks[:, 0].astype(np.uint16) | blocks[:, 1].astype(np.uint16) << 8
     c1 = blocks[:, 2].astype(np.uint16) | blocks[:, 3].astype(np.uint16) << 8
     p0, p1 = _rgb565(c0), _rgb565(c1)
-    four = (c0 > c1) | four_colour_always
-    palette = np.empty((len(blocks), 4, 3), np.int32)
-    palette[:, 0], palette[:, 1] = p0, p1
-    palette[:, 2] = np.where(four[:, None], (2 * p0 + p1 + 1) // 3, (p0 + p1 + 1) // 2)
-    palette[:, 3] = np.where(four[:, None], (p0 + 2 * p1 + 1) // 3, 0)
-    bits = blocks[:, 4:8].astype(np.uint32)
-    word = bits[:, 0] | bits[:, 1] << 8 | bits[:, 2] << 16 | bits[:, 3] << 24
-    idx = (word[:, None] >> (2 * np.arange(16, dtype=np.uint32))) & 3
-    rgb = np.take_along_axis(palette, idx[:, :, None].astype(np.int64).repeat(3, 2), axis=1)
-    transparent = (~four[:, None]) & (idx == 3)
-    return rgb, transparent
+    four = ((c0 > c1) | four_colour_always)[:, None]
+    rgb = np.empty((len(blocks), 4, 3), np.int32)
+    rgb[:, 0], rgb[:, 1] = p0, p1
+    rgb[:, 2] = np.where(four, (2 * p0 + p1 + 1) // 3, (p0 + p1 + 1) // 2)
+    rgb[:, 3] = np.where(four, (p0 + 2 * p1 + 1) // 3, 0)
+    packed = (rgb[..., 0] | rgb[..., 1] << 8 | rgb[..., 2] << 16).astype(np.uint32)
+    packed[:, :3] |= np.uint32(0xFF000000)
+    packed[:, 3] |= np.where(four[:, 0], np.uint32(0xFF000000), np.uint32(0))
+    word = np.ascontiguousarray(blocks[:, 4:8]).view("<u4").reshape(-1)
+    idx = (word[:, None] >> (2 * np.arange(16, dtype=np.uint32))) & np.uint32(3)
+    return np.take_along_axis(packed, idx.astype(np.intp), axis=1)
 
 
 def _bc3_alpha(blocks: np.ndarray) -> np.ndarray:
@@ -371,16 +371,16 @@ def decode_dxt(data: bytes, width: int, height: int, fmt: int) -> np.ndarray:
         raise FormatError(f"{len(data)} bytes of {FORMAT_NAMES[fmt]} data, a {width}×{height} image needs {need}",
                           None, "mip data")
     blocks = np.frombuffer(data, np.uint8, need).reshape(-1, size)
-    colour = blocks[:, -8:]
-    rgb, transparent = _colour_blocks(colour, fmt != FORMAT_DXT1)
-    if fmt == FORMAT_DXT1:
-        alpha = np.where(transparent, 0, 255)
-    elif fmt == FORMAT_DXT3:
-        nib = blocks[:, :8]
-        alpha = np.stack([nib & 15, nib >> 4], axis=-1).reshape(-1, 16).astype(np.int32) * 17
-    else:
-        alpha = _bc3_alpha(blocks[:, :8])
-    px = np.concatenate([rgb, alpha[:, :, None]], axis=2).astype(np.uint8)  # (N, 16, 4)
+    px = np.empty((len(blocks), 16, 4), np.uint8)  # (N, 16 pixels, RGBA)
+    for a in range(0, len(blocks), DXT_CHUNK):  # chunks keep every temporary in cache
+        part = blocks[a:a + DXT_CHUNK]
+        out = px[a:a + DXT_CHUNK]
+        out[:] = _colour_blocks(part[:, -8:], fmt != FORMAT_DXT1).view(np.uint8).reshape(-1, 16, 4)
+        if fmt == FORMAT_DXT3:
+            nib = part[:, :8]
+            out[:, :, 3] = np.stack([nib & 15, nib >> 4], axis=-1).reshape(-1, 16) * 17
+        elif fmt == FORMAT_DXT5:
+            out[:, :, 3] = _bc3_alpha(part[:, :8])
     img = px.reshape(bh, bw, 4, 4, 4).transpose(0, 2, 1, 3, 4).reshape(bh * 4, bw * 4, 4)
     return np.ascontiguousarray(img[:height, :width])
 

@@ -83,7 +83,9 @@ def test_real_files_have_no_error(testdata):
         assert error_lines(lines) == [] and lines[-2].startswith("0 error(s)"), (path, lines)
     rt = {p.rsplit("/", 1)[-1]: lines[-1] for p, lines in blocks.items()}
     assert rt["MaterialPreview.mdl"] == rt["Ninja_Walk.ani"] == rt["Ninja_Idle1.ani"] == "roundtrip: identical"
-    assert rt["Ninja.mdl"] == rt["Box.mdl"] == "roundtrip: n/a (read-only variant)"  # UMDL
+    # every variant the codec writes is written back: UMDL models and rbfx UAN2 animations too
+    assert rt["Ninja.mdl"] == rt["Box.mdl"] == rt["Kachujin.mdl"] == "roundtrip: identical"
+    assert rt["Kachujin_Walk.ani"] == "roundtrip: identical"
     assert rt["mmdtools_megurine_luka.pmx"] == "roundtrip: identical"
 
 

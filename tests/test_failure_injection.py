@@ -120,24 +120,24 @@ def _luka():
 
 
 def _luka_with_motion():
-    from skinbridge.io_pmx import blender_vmd
+    from skinbridge.io_pmx import blender_vmd_import
 
     arm = _luka()
-    blender_vmd.import_vmd(bpy.context, [str(VMD)], arm)
+    blender_vmd_import.import_vmd(bpy.context, [str(VMD)], arm)
     return arm
 
 
 def _import_vmd(arm, out):
-    from skinbridge.io_pmx import blender_vmd
+    from skinbridge.io_pmx import blender_vmd_import
 
-    blender_vmd.import_vmd(bpy.context, [str(VMD)], arm)
+    blender_vmd_import.import_vmd(bpy.context, [str(VMD)], arm)
 
 
 def _export_vmd(arm, out):
-    from skinbridge.io_pmx import blender_vmd
+    from skinbridge.io_pmx import blender_vmd_export
 
     out.mkdir(parents=True, exist_ok=True)
-    blender_vmd.export_vmd(bpy.context, str(out / "motion.vmd"), arm)
+    blender_vmd_export.export_vmd(bpy.context, str(out / "motion.vmd"), arm)
 
 
 def _read_with(module: str):
@@ -164,12 +164,12 @@ BRIDGES = [
            reader=_read_with("skinbridge.io_urhox.uani")),
     Bridge("PMX export", ("skinbridge.io_pmx.blender_io",), _pmx_model, _export_pmx, EXPORT_STAGES,
            patches=(("skinbridge.core.fileio", "os.replace", 1),), reader=_read_with("skinbridge.io_pmx.pmx")),
-    Bridge("VMD import", ("skinbridge.io_pmx.blender_vmd",), _luka, _import_vmd,
-           patches=(("skinbridge.io_pmx.blender_vmd", "_fill_action", 1),
-                    ("skinbridge.io_pmx.blender_vmd", "_plan", 1))),
-    Bridge("VMD export", ("skinbridge.io_pmx.blender_vmd",), _luka_with_motion, _export_vmd,
-           patches=(("skinbridge.io_pmx.blender_vmd", "_export_bones", 1),
-                    ("skinbridge.io_pmx.blender_vmd", "_export_morphs", 1),
+    Bridge("VMD import", ("skinbridge.io_pmx.blender_vmd_import",), _luka, _import_vmd,
+           patches=(("skinbridge.io_pmx.blender_vmd_import", "_fill_action", 1),
+                    ("skinbridge.io_pmx.blender_vmd_import", "_plan", 1))),
+    Bridge("VMD export", ("skinbridge.io_pmx.blender_vmd_export",), _luka_with_motion, _export_vmd,
+           patches=(("skinbridge.io_pmx.blender_vmd_export", "_export_bones", 1),
+                    ("skinbridge.io_pmx.blender_vmd_export", "export_morphs", 1),
                     ("skinbridge.core.fileio", "os.replace", 1)),
            reader=_read_with("skinbridge.io_pmx.vmd")),
 ]

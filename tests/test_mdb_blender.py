@@ -201,6 +201,8 @@ def test_skin_indices_map_through_the_filtered_armature_bones_and_back(clean_sce
         got = [ob.vertex_groups[v.groups[0].group].name for v in ob.data.vertices]
         assert got == expected
         assert ob.parent == rig and ob.modifiers[0].object == rig
+    assert [g.name for g in body.vertex_groups] == ["Root", "Pelvis", "Ribcage", "Neck", "Head", "Spine1"]
+    assert [g.name for g in face.vertex_groups] == ["f_jaw", "f_brow_l"]
     assert not result.warnings
     out = tmp_path / "back.mdb"
     blender_io.export_mdb(bpy.context, str(out), collection=bpy.data.collections["rigged"])
@@ -485,3 +487,112 @@ def test_trrn_and_unknown_packets_survive_blender(clean_scene, tmp_path):
     written, result = _roundtrip(src, tmp_path)
     assert written == data
     assert any("ZZZZ" in w for w in result.warnings)
+
+
+def test_moved_object_writes_world_positions_and_keeps_name_and_material(clean_scene, tmp_path):
+    path = MDB_DIR / "kaedrin_plc_cus_cliffcc_01.MDB"
+    blender_io.import_mdb(bpy.context, str(path))
+    ob = bpy.data.objects["PLC_CUS_CLIFFCC_01"]
+    ob.location = (0, 0, 2)
+    out = tmp_path / "moved.mdb"
+    blender_io.export_mdb(bpy.context, str(out), collection=bpy.data.collections[path.stem])
+    before = mdb.read(path.read_bytes()).of_type("RIGD")[0]
+    after = mdb.read(out.read_bytes()).of_type("RIGD")[0]
+    assert after.name == before.name and mdb.write(mdb.MdbFile([after])).count(before.material.diffuse_map) == 1
+    assert after.material.diffuse_map == before.material.diffuse_map and after.material.flags == 0x8
+    lifted = before.vertices["position"] + np.float32([0, 0, 2])
+    assert np.allclose(np.unique(after.vertices["position"], axis=0), np.unique(lifted, axis=0), atol=1e-5)
+
+
+def test_new_walk_mesh_flags_from_material_names(clean_scene, tmp_path):
+    ob = _triangle_object("floor_W")
+    ob.data.materials.append(bpy.data.materials.new("w_Grass"))
+    _triangle_object("bare_W")
+    _export(tmp_path)
+    packets = {p.name_text: p for p in mdb.read((tmp_path / "x.mdb").read_bytes()).packets}
+    assert packets["floor_W"].faces["flags"].tolist() == [0x11]
+    assert packets["bare_W"].faces["flags"].tolist() == [0x21]
+
+
+def test_packet_type_wins_over_the_naming_convention(clean_scene, tmp_path):
+    verts = [((0, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (0, 0, 1)),
+             ((1, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (1, 0, 1)),
+             ((0, 1, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (0, -1, 1))]
+    data = mdb_file(rigd("wall_C2", verts, [(0, 1, 2)]), rigd("floor_W", verts, [(0, 1, 2)]))
+    src = tmp_path / "named.mdb"
+    src.write_bytes(data)
+    written, result = _roundtrip(src, tmp_path)
+    assert written == data
+    assert all(o.active_material is not None for o in result.objects)
+
+
+def test_non_finite_values_import_with_a_warning_and_export_is_refused(clean_scene, tmp_path):
+    nan = float("nan")
+    verts = [((0, 0, 0), (0, 0, nan), (1, 0, 0), (0, -1, 0), (0, 0, 1)),
+             ((1, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (1, 0, 1)),
+             ((0, 1, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (0, -1, 1))]
+    src = tmp_path / "nan.mdb"
+    src.write_bytes(mdb_file(rigd("bad", verts, [(0, 1, 2)])))
+    result = blender_io.import_mdb(bpy.context, str(src))
+    assert any("vertex 0" in w and "normal" in w for w in result.warnings)
+    with pytest.raises(ExportError, match=r"RIGD \(bad\) vertex 0: normal: not a finite number"):
+        blender_io.export_mdb(bpy.context, str(tmp_path / "out.mdb"), collection=bpy.data.collections["nan"])
+    assert not (tmp_path / "out.mdb").exists()
+
+
+def test_face_index_out_of_range_refuses_the_import(clean_scene, tmp_path):
+    verts = [((0, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (0, 0, 1))] * 3
+    src = tmp_path / "bad.mdb"
+    src.write_bytes(mdb_file(rigd("bad", verts, [(0, 1, 5)])))
+    with pytest.raises(FormatError, match="face 0 uses vertex 5"):
+        blender_io.import_mdb(bpy.context, str(src))
+    assert not bpy.data.objects and not bpy.data.meshes and not bpy.data.collections
+
+
+def test_empty_packets_through_blender(clean_scene, tmp_path):
+    from test_mdb_layout import walk
+
+    data = mdb_file(rigd("nothing", [], []), walk("nowhere_W", [], []), cols([]))
+    src = tmp_path / "empty.mdb"
+    src.write_bytes(data)
+    written, _ = _roundtrip(src, tmp_path)
+    assert written == data
+
+
+def test_map_fields_keep_bytes_after_the_nul_and_full_length(clean_scene, tmp_path):
+    from test_mdb_layout import material
+
+    verts = [((0, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (0, 0, 1)),
+             ((1, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (1, 0, 1)),
+             ((0, 1, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (0, -1, 1))]
+    data = mdb_file(rigd("crate", verts, [(0, 1, 2)], material(b"crate_d\0old_name_tail", b"N" * 32)))
+    src = tmp_path / "maps.mdb"
+    src.write_bytes(data)
+    written, _ = _roundtrip(src, tmp_path)
+    assert written == data
+    mat = bpy.data.objects["crate"].active_material
+    assert (mat["nwn2_diffuse_map"], mat["nwn2_normal_map"]) == ("crate_d", "N" * 32)
+    mat["nwn2_diffuse_map"] = "crate_e"
+    blender_io.export_mdb(bpy.context, str(tmp_path / "e.mdb"), collection=bpy.data.collections["maps"])
+    got = mdb.read((tmp_path / "e.mdb").read_bytes()).packets[0].material
+    assert got.diffuse_map == b"crate_e".ljust(32, b"\0") and got.normal_map == b"N" * 32
+
+
+def test_new_mesh_material_from_its_principled_node_tree(clean_scene, tmp_path):
+    ob = _triangle_object("barrel")
+    mat = bpy.data.materials.new("wood")
+    if mat.node_tree is None:
+        mat.use_nodes = True
+    bsdf = next(n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
+    bsdf.inputs["Base Color"].default_value = (0.5, 0.25, 0.125, 1)
+    image = bpy.data.images.new("PLC_barrel_with_a_very_long_texture_name", 2, 2)
+    image.filepath = "//textures/PLC_barrel_with_a_very_long_texture_name.dds"
+    node = mat.node_tree.nodes.new("ShaderNodeTexImage")
+    node.image = image
+    mat.node_tree.links.new(node.outputs["Color"], bsdf.inputs["Base Color"])
+    ob.data.materials.append(mat)
+    warnings = _export(tmp_path)
+    got = mdb.read((tmp_path / "x.mdb").read_bytes()).packets[0].material
+    assert got.diffuse_color.tolist() == [0.5, 0.25, 0.125]
+    assert got.diffuse_map == b"PLC_barrel_with_a_very_long_tex\0"
+    assert any("31 bytes" in w for w in warnings)

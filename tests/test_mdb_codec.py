@@ -303,3 +303,98 @@ def test_registry_finds_the_mdb_spec():
                        "demo"):
         assert spec.has(capability)
     assert spec.get("read") is mdb.read and spec.get("info") is info.info
+
+
+# -- mapping ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_scene_and_back_is_byte_identical(path):
+    from skinbridge.io_mdb import convert
+
+    data = path.read_bytes()
+    scene, _ = convert.load(str(path), data)
+    m, _ = convert.from_scene(scene)
+    assert mdb.write(m) == data
+
+
+def test_mapping_conventions():
+    from skinbridge.io_mdb import convert
+
+    data = (MDB_DIR / "kaedrin_plc_cus_cliffcc_01.MDB").read_bytes()
+    m = mdb.read(data)
+    scene, warnings = convert.to_scene(m)
+    assert warnings == []
+    rigd_packet = m.of_type("RIGD")[0]
+    mesh = next(x for x in scene.meshes if x.extras["mdb"]["type"] == "RIGD")
+    assert np.array_equal(mesh.uvs[0][1][:, 1], -rigd_packet.vertices["uvw"][:, 1])  # V = −stored V
+    assert np.array_equal(mesh.positions, rigd_packet.vertices["position"])  # Z-up metres, unchanged
+    assert np.array_equal(mesh.tangents[:, 3], rigd_packet.vertices["uvw"][:, 2])
+    assert convert.lod_level("P_HFM_Hair89_L02") == 2 and convert.lod_level("Hair") == 0
+    assert convert.walk_material_name(0x41) == "w_Wood" and convert.walk_material_name(0) == "w_Nonwalk"
+    # off-table values are named by their lowest material bit; no material bit is w_Nonwalk
+    assert [convert.walk_material_name(f) for f in (0x40, 0x49, 0x1, 0x8000_0011)] == \
+        ["w_Wood", "w_Dirt", "w_Nonwalk", "w_Grass"]
+
+
+def test_changed_vertex_gets_a_new_frame_and_the_others_keep_their_bytes():
+    from skinbridge.io_mdb import convert
+
+    data = (MDB_DIR / "kaedrin_fx_skydome_black.mdb").read_bytes()
+    scene, _ = convert.to_scene(mdb.read(data))
+    mesh = scene.meshes[0]
+    mesh.positions = mesh.positions.copy()
+    mesh.positions[7, 0] += 1
+    mesh.tangents = mesh.tangents.copy()
+    mesh.tangents[7, :3] = (0.0, 1.0, 0.0)
+    out = mdb.read(mdb.write(convert.from_scene(scene)[0])).packets[0].vertices
+    before = mdb.read(data).packets[0].vertices
+    rows_out = out.view(np.uint8).reshape(len(out), -1)
+    rows_before = before.view(np.uint8).reshape(len(before), -1)
+    changed = np.flatnonzero((rows_out != rows_before).any(axis=1))
+    assert changed.tolist() == [7]
+    n, t = out["normal"][7].astype(float), out["tangent"][7].astype(float)
+    assert np.allclose(out["binormal"][7], -np.cross(n, t), atol=1e-6)
+
+
+def test_skin_indices_through_a_skeleton_and_back():
+    from skinbridge.core import model as cm
+    from skinbridge.io_mdb import convert
+
+    verts = [((k * 0.1, 0, 0), (0, 0, 1), (0.5, 0.5, 0, 0), (k, 5, 0, 0), (1, 0, 0), (0, -1, 0), (0, 0, 1), 2.0)
+             for k in range(6)]
+    data = mdb_file(skin("body", "P_HHM_skel", verts, [(0, 1, 2), (3, 4, 5)]))
+    scene, _ = convert.to_scene(mdb.read(data), skeleton_names=SKELETON)
+    joints = scene.meshes[0].joints
+    assert [SKELETON[j] for j in joints[:, 0]] == ["Root", "Pelvis", "Neck", "Head", "Spine1", "Ribcage"]
+    assert {SKELETON[j] for j in joints[:, 1]} == {"Ribcage"}
+    scene.skeleton = cm.Skeleton("P_HHM_skel", [cm.Bone(n, -1, np.eye(4), np.zeros(3), np.array([1.0, 0, 0, 0]),
+                                                        np.ones(3)) for n in SKELETON])
+    assert mdb.write(convert.from_scene(scene)[0]) == data
+    with pytest.raises(FormatError, match="vertex 0 uses bone index 5"):
+        convert.to_scene(mdb.read(data), skeleton_names=["a", "b", "c"])
+
+
+def test_new_core_meshes_become_packets_by_weights_and_name():
+    from skinbridge.core import model as cm
+    from skinbridge.core.errors import ExportError
+    from skinbridge.io_mdb import convert
+
+    tri = np.array([[0, 1, 2]], np.int32)
+    pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32)
+    nrm = np.tile(np.float32([0, 0, 1]), (3, 1))
+    tan = np.tile(np.float32([1, 0, 0, 1]), (3, 1))
+    uv = pos[:, :2].copy()
+    scene = cm.Scene("new", meshes=[cm.Mesh("crate", pos, tri, nrm, tan, [("UVMap", uv)]),
+                                    cm.Mesh("crate_C3", pos, tri, nrm), cm.Mesh("crate_W", pos, tri)])
+    m, _ = convert.from_scene(scene)
+    assert [p.type for p in m.packets] == ["RIGD", "COL3", "WALK"]
+    rigd_v = m.packets[0].vertices
+    assert np.allclose(rigd_v["binormal"], -np.cross(nrm, tan[:, :3]))
+    assert rigd_v["uvw"][:, 1].tolist() == [0, 0, -1] and rigd_v["uvw"][:, 2].tolist() == [1, 1, 1]
+    assert m.packets[2].faces["flags"].tolist() == [0x21]
+    skinned = cm.Mesh("body", pos, tri, nrm, tan, [("UVMap", uv)], joints=np.zeros((3, 4), np.int32),
+                      weights=np.tile(np.float32([1, 0, 0, 0]), (3, 1)))
+    with pytest.raises(ExportError, match="skeleton"):
+        convert.from_scene(cm.Scene("s", meshes=[skinned]))
+    packet = convert.from_scene(cm.Scene("s", meshes=[skinned]), skeleton="P_HHM_skel")[0].packets[0]
+    assert packet.type == "SKIN" and mdb.text_of(packet.skeleton) == "P_HHM_skel"

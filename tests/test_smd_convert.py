@@ -20,9 +20,13 @@ def _load(name):
     return convert.load(str(path), path.read_bytes())
 
 
+def _mapped(name):
+    return convert.to_scene(smd.read((SMD_DIR / name).read_bytes()), name)
+
+
 @pytest.mark.parametrize("name,vertices", zip(REFS, [8, 8, 8, 26, 6]))
 def test_corners_merge_on_position_and_links(name, vertices):
-    scene, warnings = _load(name)
+    scene, warnings = _mapped(name)
     assert warnings == []
     m = scene.meshes[0]
     assert m.vertex_count == vertices
@@ -31,10 +35,20 @@ def test_corners_merge_on_position_and_links(name, vertices):
     assert np.array_equal(m.positions[corner_vertex], f.triangles.positions.astype(np.float32))
 
 
-def test_plain_mesh_has_no_armature():
-    scene, _ = _load("bst_Cube_NoArmature_ref.smd")
-    assert scene.skeleton is None and scene.meshes[0].weights is None
+def test_load_splits_vertices_per_normal_and_uv():
     scene, _ = _load("bst_Cube_Armature_ref.smd")
+    m = scene.meshes[0]
+    assert m.vertex_count == 24  # four corners per face of the cube, one normal each
+    f = smd.read((SMD_DIR / "bst_Cube_Armature_ref.smd").read_bytes())
+    corners = m.triangles.reshape(-1)
+    assert np.array_equal(m.normals[corners], f.triangles.normals.astype(np.float32))
+    assert np.array_equal(m.uvs[0][1][corners], f.triangles.uvs.astype(np.float32))
+
+
+def test_plain_mesh_has_no_armature():
+    scene, _ = _mapped("bst_Cube_NoArmature_ref.smd")
+    assert scene.skeleton is None and scene.meshes[0].weights is None
+    scene, _ = _mapped("bst_Cube_Armature_ref.smd")
     assert scene.skeleton.names == ["blender_implicit", "Bone"]
     assert np.allclose(scene.skeleton.bones[1].bind[:3, :3], [[1, 0, 0], [0, 0, -1], [0, 1, 0]], atol=1e-6)
 

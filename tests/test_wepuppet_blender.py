@@ -7,7 +7,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.io_wepuppet import blender_io, convert, mdl  # noqa: E402
+from skinbridge.io_wepuppet import blender_io, convert, mdl, tex  # noqa: E402
 
 import wepuppet_support as ws  # noqa: E402
 
@@ -172,3 +172,77 @@ def test_attachments_become_bone_parented_empties_and_the_wide_export_walks(clea
     assert walked["attachments"][0]["name"] == "Hand" and walked["attachments"][0]["bone"] == 1
     assert np.allclose(walked["attachments"][0]["matrix"], written.attachments[0].matrix, atol=1e-5)
     ws.assert_same_records(written, mdl.read(data))
+
+
+def test_operators_import_export_and_texture(clean_scene, testdata, tmp_path):
+    path = testdata / "wepuppet" / "blacryu_goose_t_puppet.mdl"
+    assert bpy.ops.import_scene.skinbridge_wepuppet(filepath=str(path)) == {"FINISHED"}
+    assert len([o for o in bpy.data.objects if o.type == "ARMATURE"]) == 1
+    out = tmp_path / "goose_puppet.mdl"
+    assert bpy.ops.export_scene.skinbridge_wepuppet(filepath=str(out), project_files=True) == {"FINISHED"}
+    assert mdl.read(out.read_bytes()).meshes[0].materials == ["materials/goose.json"]
+    written = tex.read((tmp_path / "materials" / "goose.tex").read_bytes())
+    assert (written.image_width, written.image_height) == (150, 150)
+    assert bpy.ops.import_scene.skinbridge_wetex(filepath=str(testdata / "wepuppet" / "blacryu_goose_t.tex")) == \
+        {"FINISHED"}
+    img = bpy.data.images["blacryu_goose_t"]
+    assert tuple(img.size) == (150, 150) and img.packed_file is not None
+    px = np.empty(150 * 150 * 4, np.float32)
+    img.pixels.foreach_get(px)
+    ours = tex.mip_pixels(tex.read((testdata / "wepuppet" / "blacryu_goose_t.tex").read_bytes()))
+    assert np.array_equal(np.round(px.reshape(150, 150, 4)[::-1] * 255).astype(np.uint8), ours)
+
+
+def test_static_model_exports_back_with_its_meshes_materials_and_normals(clean_scene, testdata, tmp_path):
+    path = testdata / "wepuppet" / "blacryu_Arwing_static.mdl"
+    m = mdl.read(path.read_bytes())
+    blender_io.import_wepuppet(bpy.context, str(path))
+    out = tmp_path / "arwing.mdl"
+    blender_io.export_wepuppet(bpy.context, str(out))
+    back = mdl.read(out.read_bytes())
+    assert back.tag == "MDLV0013" and len(back.meshes) == 15 and len(out.read_bytes()) == 1 << 20
+    by_material = {tuple(x.materials): x for x in back.meshes}
+    for rec in m.meshes:
+        got = by_material[tuple(rec.materials)]
+        assert got.format == mdl.FORMAT_STATIC and len(got.vertices) == len(rec.vertices)
+        assert np.array_equal(np.asarray(got.indices, np.int64), np.asarray(rec.indices, np.int64))
+        assert ws.close(got.vertices["position"], rec.vertices["position"])
+        n = np.asarray(rec.vertices["normal"], np.float64)
+        assert np.abs(got.vertices["normal"] - n / np.linalg.norm(n, axis=1, keepdims=True)).max() < 1e-5
+
+
+def test_texture_whose_mips_are_image_files_loads_as_a_packed_image(clean_scene, tmp_path):
+    from skinbridge.core.png import encode_png
+
+    rgba = np.zeros((6, 10, 4), np.uint8)
+    rgba[..., 0] = np.arange(10) * 25
+    rgba[..., 3] = 255
+    png = encode_png(rgba)
+    t = tex.Texture(tex.FORMAT_RGBA8888, 0, 16, 8, 10, 6, 0, "TEXB0003", 13,  # FreeImage's PNG
+                    images=[[tex.Mip(10, 6, png, 0, len(png))]])
+    path = tmp_path / "as_png.tex"
+    path.write_bytes(tex.write(t))
+    img, warnings = blender_io.import_texture(bpy.context, str(path))
+    assert not warnings and tuple(img.size) == (10, 6) and img.packed_file is not None
+    px = np.empty(10 * 6 * 4, np.float32)
+    img.pixels.foreach_get(px)
+    assert np.array_equal(np.round(px.reshape(6, 10, 4)[::-1] * 255).astype(np.uint8), rgba)
+
+
+def test_code_built_wave_puppet_project_imports_with_its_texture_and_deforms_right(clean_scene, tmp_path):
+    import json
+
+    from skinbridge.io_wepuppet import sample
+
+    model, texture = sample.wave_puppet()
+    (tmp_path / "models").mkdir()
+    (tmp_path / "materials").mkdir()
+    (tmp_path / "models" / "wave_puppet.mdl").write_bytes(convert.write_model(model))
+    (tmp_path / "materials" / "wave.tex").write_bytes(tex.write(texture))
+    (tmp_path / "materials" / "wave.json").write_text(json.dumps({"passes": [{"textures": ["wave"]}]}))
+    result = blender_io.import_wepuppet(bpy.context, str(tmp_path / "models" / "wave_puppet.mdl"))
+    assert not result.warnings
+    ob = next(o for o in result.objects if o.type == "MESH")
+    images = [n.image for n in ob.data.materials[0].node_tree.nodes if n.type == "TEX_IMAGE"]
+    assert tuple(images[0].size) == (256, 128)
+    _check_deformation(result, mdl.read((tmp_path / "models" / "wave_puppet.mdl").read_bytes()), every=4)

@@ -76,3 +76,42 @@ def test_built_puppet_written_and_read_back_deforms_like_independent_matrices():
         ours = skin_mesh(mesh, again.skeleton, evaluate_animation(again.skeleton, again.animations[0],
                                                                   k / float(clip.fps)))
         assert np.abs(ours - to_blender(reference_deform(built, built.animations.clips[0], k))).max() <= 1e-4 * diag
+
+
+def test_hostile_shaped_v23_model_keeps_its_versions_and_tables_through_the_core_scene():
+    """A model with MDLS0002 tables, MDLA0003 blocks, MDMP, MDLE and an unknown tag (the hostile suite's base)
+    mapped and written back: same tags in the same order, the same raw tables and blocks."""
+    import sys
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent / "hostile"))
+    import hostile_wepuppet
+
+    data = hostile_wepuppet.build_model().bytes()
+    m = mdl.read(data)
+    scene, _ = convert.to_scene(m, "x", textures=False)
+    out, warnings = convert.from_scene(scene)
+    back = mdl.read(convert.write_model(out))
+    assert [s.tag for s in back.sections] == [s.tag for s in m.sections]
+    assert back.skeleton.tables == m.skeleton.tables and back.skeleton.version == 2
+    assert back.animations.clips[0].blocks == m.animations.clips[0].blocks
+    assert back.animations.clips[0].reference == m.animations.clips[0].reference
+    assert back.section("ZZZZ0001") == m.section("ZZZZ0001")
+    assert back.section("MDLE0002").tobytes() == m.section("MDLE0002").tobytes()
+    ws.assert_same_records(m, back)
+
+
+def test_export_refuses_what_wallpaper_engine_would_misread():
+    from skinbridge.core.errors import ExportError
+
+    scene, _, _ = ws.built_puppet()
+    scene.meshes[0].weights[5] = (0.5, 0.2, 0, 0)
+    with pytest.raises(ExportError, match="vertex 5: bone weights sum to 0.7"):
+        convert.from_scene(scene)
+    scene, _, _ = ws.built_puppet()
+    scene.meshes[0].positions[3, 1] = np.nan
+    with pytest.raises(ExportError, match="vertex 3: position is not finite"):
+        convert.from_scene(scene)
+    scene, _, _ = ws.built_puppet()
+    scene.meshes[0].joints[2, 0] = 7
+    with pytest.raises(ExportError, match="vertex 2: bone index"):
+        convert.from_scene(scene)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
 
 from skinbridge.core.skinning import evaluate_animation, skin_mesh
 from skinbridge.io_wepuppet import convert, mdl
@@ -112,3 +111,35 @@ def test_static_and_unskinned_models_map_positions_uvs_and_normals(testdata):
             if "normal" in v.dtype.names:
                 assert np.allclose(cmesh.normals, to_blender(v["normal"], 1.0), atol=1e-7)
             assert cmesh.extras["we"]["materials"] == rec.materials
+
+
+def test_texture_found_through_the_material_json_then_beside_the_file(testdata, tmp_path):
+    goose_tex = (testdata / "wepuppet" / "blacryu_goose_t.tex").read_bytes()
+    mdl_bytes = (testdata / "wepuppet" / GOOSE).read_bytes()
+    (tmp_path / "models").mkdir()
+    (tmp_path / "materials").mkdir()
+    (tmp_path / "models" / "goose_t_puppet.mdl").write_bytes(mdl_bytes)
+    (tmp_path / "materials" / "goose_t.json").write_text('{"passes":[{"textures":["deep/goose_t", "mask"]}]}')
+    (tmp_path / "materials" / "deep").mkdir()
+    (tmp_path / "materials" / "deep" / "goose_t.tex").write_bytes(goose_tex)
+    found, why = convert.find_texture(str(tmp_path / "models" / "goose_t_puppet.mdl"), "materials/goose_t.json")
+    assert found == str(tmp_path / "materials" / "deep" / "goose_t.tex") and why is None
+    (tmp_path / "materials" / "goose_t.json").unlink()
+    (tmp_path / "models" / "goose_t.tex").write_bytes(goose_tex)
+    found, _ = convert.find_texture(str(tmp_path / "models" / "goose_t_puppet.mdl"), "materials/goose_t.json")
+    assert found == str(tmp_path / "models" / "goose_t.tex")
+    (tmp_path / "models" / "goose_t.tex").unlink()
+    scene, warnings = convert.load(str(tmp_path / "models" / "goose_t_puppet.mdl"), mdl_bytes)
+    assert scene.materials[0].base_color_texture is None and any("no texture found" in w for w in warnings)
+
+
+def test_registry_names_both_specs_and_the_content_decides():
+    from skinbridge import formats
+
+    spec = formats.identify(b"MDLV0013\0" + bytes(60), "x.mdl")
+    assert spec.name == "wepuppet" and spec.target == "wepuppet" and spec.folder_suffix == "_WE"
+    assert formats.identify(b"TEXV0005\0TEXI0001\0", "x.tex").name == "wetex"
+    for s in (formats.get("wepuppet"), formats.get("wetex")):
+        for capability in s.capabilities:
+            if capability not in ("blender_import", "export_target", "demo"):
+                assert callable(s.get(capability))

@@ -166,3 +166,21 @@ def cases() -> list[Case]:
 
 def seeds() -> list[tuple[str, bytes]]:
     return [("generated MDB (every packet type)", build().bytes())]
+
+
+def shrink(data: bytes, keep: int = 48) -> bytes:
+    """The same file with at most `keep` vertices and faces per mesh packet (indices folded into range), so that
+    the fuzzer's mutations reach every packet of a large real file."""
+    from skinbridge.io_mdb import mdb
+
+    m = mdb.read(data)
+    for p in m.packets:
+        if isinstance(p, (mdb.MeshPacket, mdb.WalkPacket)):
+            n = min(len(p.vertices), keep)
+            p.vertices = p.vertices[:n]
+            p.faces = p.faces[:keep].copy()
+            if isinstance(p, mdb.WalkPacket):
+                p.faces["v"] %= max(n, 1)
+            else:
+                p.faces %= max(n, 1)
+    return mdb.write(m)
