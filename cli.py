@@ -124,7 +124,7 @@ def cmd_convert(args) -> int:
         print("error: -n/--name applies to one input only", file=sys.stderr)
         return 2
     only = {"mmd_rig": ("--mmd-rig", "pmx"), "bone_map": ("--bone-map", "pmx"), "arm_angle": ("--arm-angle", "pmx"),
-            "skeleton": ("--skeleton", "mdb")}
+            "skeleton": ("--skeleton", "mdb"), "limit_weights": ("--limit-weights", "mdb")}
     for attr, (flag, target) in only.items():
         if getattr(args, attr) and args.to != target:
             print(f"error: {flag} applies to --to {target} only, not --to {args.to}", file=sys.stderr)
@@ -135,7 +135,7 @@ def cmd_convert(args) -> int:
                              deform_only=args.deform_only, ani_format=args.ani_format, motions=args.motion or [],
                              protected={os.path.realpath(p) for p in args.inputs},
                              mmd_rig=args.mmd_rig, bone_map=args.bone_map, arm_angle=args.arm_angle,
-                             scale=args.scale, skeleton=args.skeleton)
+                             scale=args.scale, skeleton=args.skeleton, limit_weights=args.limit_weights)
     plan = _plan(args)
     total = len(plan)
     failed = 0
@@ -438,6 +438,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pmx: units per metre of the written model (default 12.5, MMD's 8 cm unit)")
     c.add_argument("--skeleton", metavar="NAME",
                    help="mdb: the GR2 skeleton a skinned model's SKIN packets name (required for skinned meshes)")
+    c.add_argument("--limit-weights", action="store_true",
+                   help="mdb: keep each vertex's 4 largest weights and renormalise them (otherwise refused)")
     c.set_defaults(func=cmd_convert)
     i = sub.add_parser("info", help="print a JSON summary of model or animation files")
     i.add_argument("files", nargs="+", metavar="FILE")

@@ -21,3 +21,4 @@ class ConvertOptions:
     import_profile: str | None = None  # axes of an imported UrhoX model (None: as the file implies)
     scale: float | None = None  # --scale: units per metre of the written file, where the target has units
     skeleton: str | None = None  # --skeleton NAME: the skeleton a skinned target file names (NWN2 MDB)
+    limit_weights: bool = False  # --limit-weights: keep 4 weights a vertex, renormalised (NWN2 MDB)

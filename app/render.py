@@ -264,6 +264,30 @@ def _capture(context, arm_ob, meshes, frames: list[int] | None, action: str | No
     return snapshots
 
 
+_POSE_CHANNELS = (("location", 3), ("rotation_quaternion", 4), ("rotation_euler", 3), ("rotation_axis_angle", 4),
+                  ("scale", 3))
+
+
+def _pose_values(arm_ob) -> dict[str, np.ndarray]:
+    """Every pose bone's local transform channels, as the user left them (keyed or not)."""
+    bones = arm_ob.pose.bones
+    out = {}
+    for prop, width in _POSE_CHANNELS:
+        buf = np.empty(len(bones) * width, np.float32)
+        bones.foreach_get(prop, buf)
+        out[prop] = buf
+    return out
+
+
+def _set_pose_values(arm_ob, saved: dict[str, np.ndarray]) -> None:
+    bones = arm_ob.pose.bones
+    for prop, _ in _POSE_CHANNELS:
+        current = np.empty_like(saved[prop])
+        bones.foreach_get(prop, current)
+        if not np.array_equal(current, saved[prop]):
+            bones.foreach_set(prop, saved[prop])
+
+
 # ---------------------------------------------------------------------------------------------------
 # layout and render of the temporary scene
 
@@ -591,6 +615,7 @@ def render_sheet(context, arm_ob=None, meshes=None, *, frames: list[int] | None 
     weighted = weighted_bones(meshes, arm_ob) if arm_ob is not None else set()
     created: list = []
     had_result = "Render Result" in bpy.data.images
+    saved_pose = _pose_values(arm_ob) if arm_ob is not None else None
     try:
         with tempfile.TemporaryDirectory(prefix="skinbridge-render-") as tmpdir:
             snapshots = _capture(context, arm_ob, meshes, frames, action, created, weighted)
@@ -599,6 +624,9 @@ def render_sheet(context, arm_ob=None, meshes=None, *, frames: list[int] | None 
         bscene.remove_created(created)
         if not had_result and "Render Result" in bpy.data.images:
             bpy.data.images.remove(bpy.data.images["Render Result"])
+        if saved_pose is not None:  # the user's unkeyed pose edits, which evaluating the action replaced
+            context.view_layer.update()
+            _set_pose_values(arm_ob, saved_pose)
     grid = _composite(mesh_pass, bone_pass)
     n_bones = len(arm_ob.data.bones) if arm_ob is not None else 0
     counts = {

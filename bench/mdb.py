@@ -99,7 +99,15 @@ def _timed(fn) -> float:
 
 
 def worker(spec: dict) -> dict:
-    """One measurement in this (fresh) process."""
+    """One measurement in this (fresh) process, with the process's peak resident memory (MiB)."""
+    import resource
+
+    got = _measure(spec)
+    got["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return got
+
+
+def _measure(spec: dict) -> dict:
     bpy = _blender()
     context = bpy.context
     task, files = spec["task"], spec["files"]

@@ -139,7 +139,7 @@ def read_mesh(ob, depsgraph, matrix: np.ndarray, bone_index: dict[str, int], max
 def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings, want_tangents=True) -> cm.Mesh:
     nv, nl, nf = len(me.vertices), len(me.loops), len(me.polygons)
     if bone_index:  # first, while little else is in memory
-        vertex_joints, vertex_weights = _read_weights(ob, me, bone_index, max_influences, warnings)
+        vertex_joints, vertex_weights = read_weights(ob, me, bone_index, max_influences, warnings)
     pos = _foreach(me.attributes["position"].data, "vector", nv, 3, np.float32)
     corner_vert = _foreach(me.attributes[".corner_vert"].data, "value", nl, 1, np.int32) if nl else \
         np.zeros(0, np.int32)
@@ -261,7 +261,7 @@ def _loose_edges(me, source: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first_out[loose].astype(np.int32), extra
 
 
-def _read_weights(ob, me, bone_index, max_influences, warnings):
+def read_weights(ob, me, bone_index, max_influences, warnings):
     """Per-vertex (joints, weights), influences in Blender's stored order; over `max_influences` keeps the
     largest and renormalises them, with a warning.
 

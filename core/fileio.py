@@ -55,7 +55,8 @@ def _advice(e: OSError) -> str:
         return "the name is too long: choose a shorter output path"
     if code == errno.ENOENT:
         return "the folder does not exist or cannot be created: choose another output folder"
-    return (e.strerror or type(e).__name__).lower() + ": choose another output folder"
+    text = e.strerror or (str(e) if str(e) else type(e).__name__)
+    return f"{text[:1].lower()}{text[1:]}: choose another output folder"
 
 
 def output_error(target: str, e: OSError) -> OutputError:

@@ -9,8 +9,9 @@ flags (face attribute) and link-vertex z (point attribute), the stored 3×3 of p
 
 Export writes every MDB object of the chosen collection (its `LODs` child included although hidden), or of the
 view layer: packets in their kept order first, then new objects by type and name (`*_C2` COL2, `*_C3` COL3,
-`*_W` WALK, armature-deformed SKIN, other meshes RIGD; empties `HP_*` HOOK, `COLS_*` COLS, HAIR/HELM by kept
-type or name).
+`*_W` WALK, armature-deformed SKIN, other meshes RIGD, one packet per material slot in use; empties `HP_*` HOOK,
+`COLS_*` COLS, HAIR/HELM by kept type or name). Before writing, the records go through `check.validate`: NaN/Inf
+and indices out of range are refused naming the packet and vertex.
 """
 from __future__ import annotations
 
@@ -444,8 +445,8 @@ def _plain_material(mat, ob, warnings: list[str]) -> mdb.Material:
     return out
 
 
-def _mesh_material(ob, kept: dict | None, warnings: list[str] | None = None) -> mdb.Material:
-    mat = ob.active_material if ob.type == "MESH" else None
+def _mesh_material(ob, kept: dict | None, warnings: list[str] | None = None, mat=None) -> mdb.Material:
+    mat = mat if mat is not None else ob.active_material if ob.type == "MESH" else None
     if not (kept and "material" in kept) and (mat is None or "nwn2_flags" not in mat):
         return _plain_material(mat, ob, warnings if warnings is not None else [])
     base = convert.material_from_extras(kept["material"]) if kept and "material" in kept else mdb.Material()
@@ -508,7 +509,7 @@ def _skin_slots(ob, me, opts: _Options, head: bool, warnings: list[str]):
     nv = len(me.vertices)
     # every group is read; one that maps to no MDB index reads as UNMAPPED, refused below if it carries weight
     by_group = {g.name: index.get(g.name, UNMAPPED) for g in ob.vertex_groups}
-    joints, weights = bmesh_._read_weights(ob, me, by_group, MAX_READ_INFLUENCES, [])
+    joints, weights = bmesh_.read_weights(ob, me, by_group, MAX_READ_INFLUENCES, [])
     unmapped = np.flatnonzero(((joints == UNMAPPED) & (weights > 0)).any(axis=1))
     if len(unmapped):
         v = int(unmapped[0])
@@ -707,46 +708,80 @@ def _new_walk_flags(ob, material_indices, n: int) -> np.ndarray:
     return np.asarray(values, np.uint32)[idx]
 
 
-def _new_mesh_packet(context, ob, ptype: str, opts: _Options, warnings: list[str], kept: dict | None = None):
-    """The packet of a mesh object without kept vertex data (new, moved, or with new seams): its world-space
-    evaluated mesh split per corner, tangents by MikkTSpace; the kept name, material and skeleton still apply."""
+def _slot_name(ob, slot: int, warnings: list[str]) -> bytes:
+    """`<object>_<slot>`: the packet of one material slot of a mesh split by material (one material a packet)."""
+    tail = f"_{slot}"
+    base = ob.name
+    while len((base + tail).encode("utf-8")) > mdb.NAME_SIZE - 1:
+        base = base[:-1]
+    if base != ob.name:
+        warnings.append(f"{ob.name}: packet of material slot {slot} named {base + tail!r} (31 bytes)")
+    return mdb.raw_name(base + tail)
+
+
+def _new_mesh_packets(context, ob, ptype: str, opts: _Options, warnings: list[str], kept: dict | None = None) -> list:
+    """The packets of a mesh object without kept vertex data (new, moved, or with new seams): its world-space
+    evaluated mesh split per corner, tangents by MikkTSpace, one packet per material slot in use (an MDB packet
+    has one material); the kept name, material and skeleton still apply."""
     depsgraph = context.evaluated_depsgraph_get()
     matrix = np.array(ob.matrix_world, np.float64)
     cmesh = bmesh_.read_mesh(ob, depsgraph, matrix, {}, 4, warnings, tangents=ptype in ("RIGD", "SKIN"))
     if cmesh is None:
-        return None
+        return []
     nv = cmesh.vertex_count
-    if nv > MAX_VERTICES:
+    faces = cmesh.triangles.astype(np.int64)
+    mat_idx = np.asarray(cmesh.material_indices if cmesh.material_indices is not None else np.zeros(len(faces)),
+                         np.int64)
+    slots = np.unique(mat_idx).tolist() if ptype != "WALK" and len(faces) else [None]
+    single = len(slots) == 1
+    if single and nv > MAX_VERTICES:
         raise ExportError(f"{ob.name}: {nv} vertices in one packet; u16 faces reach 65,536")
-    name = _packet_name(ob, kept, warnings)
-    faces = cmesh.triangles.astype(np.uint16)
     if ptype == "WALK":
-        flags = _new_walk_flags(ob, cmesh.material_indices, len(faces))
         wf = np.zeros(len(faces), mdb.WALK_FACE)
         wf["v"] = faces
-        wf["flags"] = flags
-        return mdb.WalkPacket(name, int(kept.get("ui_flags", 0)) if kept else 0, cmesh.positions, wf)
+        wf["flags"] = _new_walk_flags(ob, cmesh.material_indices, len(faces))
+        return [mdb.WalkPacket(_packet_name(ob, kept, warnings), int(kept.get("ui_flags", 0)) if kept else 0,
+                               cmesh.positions, wf)]
     uv = cmesh.uvs[0][1] if cmesh.uvs else None
     tangents = binormals = uvw_z = None
     if cmesh.tangents is not None:
         tangents, binormals, uvw_z = convert.tangent_frame(cmesh.normals, cmesh.tangents)
-    material = _mesh_material(ob, kept, warnings)
-    skeleton = bytes(mdb.NAME_SIZE)
-    weights = bones = None
-    if ptype == "SKIN":
-        skeleton = _skeleton(ob, kept, opts)
-        me = ob.data
-        if cmesh.extras["source_vertex_count"] != len(me.vertices):
-            raise ExportError(f"{ob.name}: its modifiers change the vertex count; apply them before an MDB export "
-                              "(weights are read from the mesh's own vertices)")
-        w, b = _skin_slots(ob, me, opts, mdb_bones.uses_head_bones(material.flags), warnings)
-        source = cmesh.extras["source_vertex"]
-        weights, bones = w[source], b[source]
     if ptype in ("COL2", "COL3"):
         uvw_z = np.zeros(nv, np.float32)
-    vertices = convert.mesh_vertices(ptype, cmesh.positions, cmesh.normals, uv, tangents, binormals, uvw_z,
-                                     weights, bones)
-    return mdb.MeshPacket(ptype, name, material, vertices, faces, skeleton)
+    skeleton = bytes(mdb.NAME_SIZE)
+    slot_weights: dict[bool, tuple] = {}
+    if ptype == "SKIN":
+        skeleton = _skeleton(ob, kept, opts)
+        if cmesh.extras["source_vertex_count"] != len(ob.data.vertices):
+            raise ExportError(f"{ob.name}: its modifiers change the vertex count; apply them before an MDB export "
+                              "(weights are read from the mesh's own vertices)")
+    out = []
+    for slot in slots:
+        if single:
+            used, tris = np.arange(nv), faces
+        else:
+            rows = faces[mat_idx == slot]
+            used, inverse = np.unique(rows, return_inverse=True)
+            tris = inverse.reshape(-1, 3)
+            if len(used) > MAX_VERTICES:
+                raise ExportError(f"{ob.name}: material slot {slot} has {len(used)} vertices in one packet; u16 "
+                                  "faces reach 65,536")
+        mat = ob.material_slots[slot].material if slot is not None and 0 <= slot < len(ob.material_slots) else None
+        material = _mesh_material(ob, kept, warnings, mat)
+        weights = bones = None
+        if ptype == "SKIN":
+            head = mdb_bones.uses_head_bones(material.flags)
+            if head not in slot_weights:
+                slot_weights[head] = _skin_slots(ob, ob.data, opts, head, warnings)
+            w, b = slot_weights[head]
+            source = cmesh.extras["source_vertex"][used]
+            weights, bones = w[source], b[source]
+        pick = (lambda a: None if a is None else a[used])
+        vertices = convert.mesh_vertices(ptype, cmesh.positions[used], cmesh.normals[used], pick(uv), pick(tangents),
+                                         pick(binormals), pick(uvw_z), weights, bones)
+        name = _packet_name(ob, kept, warnings) if single else _slot_name(ob, slot, warnings)
+        out.append(mdb.MeshPacket(ptype, name, material, vertices, tris.astype(np.uint16), skeleton))
+    return out
 
 
 def _point_packet(ob, ptype: str, kept: dict | None, warnings: list[str]):
@@ -838,11 +873,10 @@ def gather(context, collection=None, skeleton: str | None = None, limit_weights:
                 continue
             packet = _kept_mesh_packet(ob, kept, ptype, opts, warnings) if kept and kept.get("type") == ptype \
                 else None
-            if packet is None:
-                packet = _new_mesh_packet(context, ob, ptype, opts, warnings,
-                                          kept if kept and kept.get("type") == ptype else None)
-            if packet is not None:
-                entries.append((order, packet))
+            packets = [packet] if packet is not None else \
+                _new_mesh_packets(context, ob, ptype, opts, warnings, kept if kept and kept.get("type") == ptype else None)
+            for k, packet in enumerate(packets):
+                entries.append(((*order, k), packet))
     finally:
         for arm in arm_poses:
             arm.data.pose_position = "POSE"

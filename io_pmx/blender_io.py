@@ -17,8 +17,10 @@ import bpy
 from ..blender import scene as bscene
 from ..core.errors import ExportError, FormatError
 from ..core.fileio import read_bytes, write_atomic
+from ..core.naming import safe_file_name
 from . import blender_mmd, convert, pmx
 from .validate import raise_for_errors, validate
+from .vmd_names import shorten_bone_names
 
 # Faults that would index out of range or loop when building: import refuses them (DESIGN, "Bad input").
 _FATAL = re.compile(r"index|is not a bone|cycle|own parent|consume")
@@ -86,38 +88,113 @@ def gather_model(context, scale: float | None = None, selected_only: bool = Fals
     return model, warnings + more
 
 
-def export_pmx(context, path: str, scale: float | None = None, selected_only: bool = False,
-               mmd_rig: bool = False, bone_map=None, arm_angle: float = 0.0) -> list[str]:
-    """Write the visible model to `path`. `scale` is the import scale the model uses (None: the one stored
-    with the model, else 0.08); positions are divided by it (× 12.5 by default). `mmd_rig`, `bone_map` (a JSON
-    file path or dict) and `arm_angle` (degrees): see mmd_rig.py, mmd_bone_map.py and mmd_arm_angle.py."""
+GENERIC_NAMES = {"armature", "root", "skeleton", "rig", "scene", ""}  # say nothing of the model: the file's name
+MODEL_HEIGHT = (2.0, 200.0)  # MMD units a model is expected to span (a character is about 20: 1.6 m)
+
+
+def model_height(model: pmx.PmxModel) -> float:
+    """Height of the model in MMD units (the span of its vertices along Y)."""
+    if not len(model.vertices):
+        return 0.0
+    y = model.vertices["position"][:, 1]
+    return float(y.max() - y.min())
+
+
+def height_warning(model: pmx.PmxModel, scale: float | None) -> str | None:
+    """A warning when the model's height is outside `MODEL_HEIGHT`, with the `--scale` that makes it 20 units
+    (a 1.6 m character) tall."""
+    h = model_height(model)
+    lo, hi = MODEL_HEIGHT
+    if h <= 0 or lo <= h <= hi:
+        return None
+    per_metre = 1.0 / (scale if scale else convert.DEFAULT_SCALE)
+    return (f"the model is {h:.4g} MMD units tall, outside the {lo:g}–{hi:g} MMD models are made at (a 1.6 m "
+            f"character is 20): written at {per_metre:.4g} units per metre; --scale {per_metre * 20 / h:.4g} "
+            "would make it 20 units tall")
+
+
+def export_model(context, path: str, scale: float | None = None, selected_only: bool = False,
+                 mmd_rig: bool = False, bone_map=None, arm_angle: float = 0.0, model_name: str | None = None,
+                 textures: bool = False, protected=()) -> tuple[list[str], list[str], dict[str, str], pmx.PmxModel]:
+    """`export_pmx` returning (written paths, the model first; warnings; Blender bone → the shorter name
+    PMX and VMD call it; the records written). `model_name`: the model name written (Japanese and English; None: the file's own
+    for a model imported from PMX, else the armature's, else the output file's stem); `textures`: write the
+    images the materials use next to the PMX (`blender_textures`)."""
     model, warnings = gather_model(context, scale, selected_only)
+    _, arm_ob = bscene.exportable_objects(context, selected_only)
+    from_pmx = arm_ob is not None and bool((blender_mmd.stored_extras(arm_ob, []) or {}).get("name"))
+    if model_name or not from_pmx:
+        name = model_name
+        if not name and arm_ob is not None and arm_ob.name.lower().rstrip(".0123456789") not in GENERIC_NAMES:
+            name = arm_ob.name
+        model.name = model.name_e = name or os.path.splitext(os.path.basename(path))[0]
     # --- MMD control rig and arm angle: on the gathered records, before validation ---
     if mmd_rig or arm_angle:
         from . import mmd_rig as rig
 
         warnings += rig.apply(model, rig=mmd_rig, bone_map=bone_map, arm_angle=arm_angle)
     # --- end MMD control rig ---
+    renamed, more = shorten_bone_names(model)
+    warnings += more
+    written: list[str] = []
+    if textures:
+        from .blender_textures import write_textures
+
+        written, more = write_textures(context, model, os.path.dirname(os.path.abspath(path)), protected,
+                                       selected_only)
+        warnings += more
     findings = validate(model, for_export=True)
     raise_for_errors(findings)
     warnings += [str(f) for f in findings]
+    tall = height_warning(model, scale if scale is not None else
+                          (blender_mmd.stored_extras(arm_ob, []) or {}).get("scale") if arm_ob is not None else None)
+    if tall:
+        warnings.append(tall)
     data = pmx.write(model)
     bscene._stage("write")
     write_atomic(path, data)
-    return warnings
+    names = {}
+    if arm_ob is not None:
+        sources = {b.name for b in arm_ob.data.bones}
+        names = {b.name_e: b.name for b in model.bones if b.name_e in sources and renamed.get(b.name_e) == b.name}
+    return [path] + written, warnings, names, model
+
+
+def export_pmx(context, path: str, scale: float | None = None, selected_only: bool = False,
+               mmd_rig: bool = False, bone_map=None, arm_angle: float = 0.0, model_name: str | None = None
+               ) -> list[str]:
+    """Write the visible model to `path`. `scale` is the import scale the model uses (None: the one stored
+    with the model, else 0.08); positions are divided by it (× 12.5 by default). `mmd_rig`, `bone_map` (a JSON
+    file path or dict) and `arm_angle` (degrees): see mmd_rig.py, mmd_bone_map.py and mmd_arm_angle.py."""
+    return export_model(context, path, scale, selected_only, mmd_rig, bone_map, arm_angle, model_name)[1]
+
+
+def _given_name(name: str, options) -> str | None:
+    """The `-n` name of `convert`, None when `name` is the input's own stem."""
+    given = getattr(options, "name", None)
+    if given is not None:
+        return given or None
+    stems = {safe_file_name(os.path.splitext(os.path.basename(p))[0]) for p in getattr(options, "protected", ())}
+    return None if name in stems else name
 
 
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
-    """`convert --to pmx`: OUTDIR/NAME.pmx (texture paths written as the model holds them)."""
+    """`convert --to pmx`: OUTDIR/NAME.pmx, the images its materials use beside it, and a .vmd per action
+    (retargeted onto this PMX when rigged). `--scale S` (units per metre, default the model's own, else 12.5)
+    reaches `options.scale`; `-n` names the model in PMX and VMD."""
     path = os.path.join(outdir, name + ".pmx")
     if os.path.realpath(path) in set(getattr(options, "protected", ()) or ()):
         raise ExportError(f"refusing to overwrite the input {path}")
     os.makedirs(outdir, exist_ok=True)
-    warnings = export_pmx(context, path, mmd_rig=getattr(options, "mmd_rig", False),
-                          bone_map=getattr(options, "bone_map", None),
-                          arm_angle=getattr(options, "arm_angle", 0.0))
-    # A .vmd per action next to the model (retargeted onto this PMX when rigged).
+    per_metre = getattr(options, "scale", None)
+    scale = 1.0 / per_metre if per_metre else None
+    model_name = _given_name(name, options)
+    written, warnings, names, model = export_model(
+        context, path, scale, mmd_rig=getattr(options, "mmd_rig", False),
+        bone_map=getattr(options, "bone_map", None), arm_angle=getattr(options, "arm_angle", 0.0),
+        model_name=model_name, textures=True, protected=getattr(options, "protected", ()))
     from . import blender_vmd_retarget
 
-    written, more = blender_vmd_retarget.export_target_motions(context, outdir, name, options)
-    return [path] + written, warnings + more
+    motions, more = blender_vmd_retarget.export_target_motions(context, outdir, name, options, scale=scale,
+                                                               model_name=model.name, names=names, model=model)
+    return written + motions, warnings + more

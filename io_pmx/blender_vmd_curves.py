@@ -110,6 +110,52 @@ class Curve:
         return vc.split_bezier(p, ua, ub)
 
 
+    SEGMENT, KEY_INSIDE, UNHELD = 0, 1, 2  # `segments` status: Bézier, None, 'constant' / 'other'
+
+    def segments(self, xa: np.ndarray, xb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`segment` for many spans at once: control points (N, 4, 2) and a status per span (SEGMENT,
+        KEY_INSIDE for None, UNHELD for 'constant' and 'other')."""
+        xa, xb = np.asarray(xa, np.float64), np.asarray(xb, np.float64)
+        count = len(xa)
+        out = np.zeros((count, 4, 2))
+        status = np.full(count, self.SEGMENT, np.int8)
+        x, y, nk = self.x, self.y, len(self.x)
+        if nk < 2:
+            status[:] = self.KEY_INSIDE
+            return out, status
+        inside = np.searchsorted(x, xb - 1e-6, "left") - np.searchsorted(x, xa + 1e-6, "right") > 0
+        outside = (xa < x[0] - 1e-6) | (xb > x[-1] + 1e-6)
+        i = np.clip(np.searchsorted(x, xa + 1e-6) - 1, 0, nk - 2)
+        kind = self.interp[i]
+        p0 = np.stack([x[i], y[i]], 1)
+        p3 = np.stack([x[i + 1], y[i + 1]], 1)
+        d = p3 - p0
+        out[:, 0], out[:, 3] = p0, p3
+        out[:, 1], out[:, 2] = p0 + d / 3, p0 + 2 * d / 3  # LINEAR
+        bez = kind == INTERP["BEZIER"]
+        out[bez, 1], out[bez, 2] = self.hr[i[bez]], self.hl[i[bez] + 1]
+        const = kind == INTERP["CONSTANT"]
+        out[const, 1], out[const, 2] = p0[const], p3[const]
+        status[const & (y[i] != y[i + 1])] = self.UNHELD
+        status[~(bez | const | (kind == INTERP["LINEAR"]))] = self.UNHELD
+        cut = (status == self.SEGMENT) & ((np.abs(xa - p0[:, 0]) > 1e-6) | (np.abs(xb - p3[:, 0]) > 1e-6))
+        cut &= ~outside & ~inside
+        if cut.any():
+            pc = out[cut]
+            ua = np.where(xa[cut] > pc[:, 0, 0] + 1e-6, vc.solve_many(pc, 0, xa[cut]), 0.0)
+            ub = np.where(xb[cut] < pc[:, 3, 0] - 1e-6, vc.solve_many(pc, 0, xb[cut]), 1.0)
+            out[cut] = vc.split_many(pc, ua, ub)
+        far = outside & ~inside
+        if far.any():
+            ya, yb = self.values(xa[far]), self.values(xb[far])
+            dx = xb[far] - xa[far]
+            out[far] = np.stack([np.stack([xa[far], ya], 1), np.stack([xa[far] + dx / 3, ya], 1),
+                                 np.stack([xb[far] - dx / 3, yb], 1), np.stack([xb[far], yb], 1)], 1)
+            status[far] = self.SEGMENT
+        status[inside] = self.KEY_INSIDE
+        return out, status
+
+
 def close(a, b, scale=1.0) -> bool:
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return a.shape == b.shape and bool(np.all(np.abs(a - b) <= 2e-5 * np.maximum(scale, np.abs(b)) + 1e-6))

@@ -23,7 +23,9 @@ from ..core.naming import NameAllocator
 from ..core.transforms import quat_normalize
 from . import blender_mmd, convert, vmd
 from . import vmd_convert as vc
-from .blender_vmd_curves import WHOLE, Curve, channelbags, close, unchanged, unchanged_channel, vmd_frames, whole_frames
+from .blender_vmd_curves import (
+    WHOLE, Curve, channelbags, close, unchanged, unchanged_channel, vmd_frames, whole_frames,
+)
 from .blender_vmd_model import (
     BONE_PATH, IK_PATH, MORPH_PATH, RAW, bone_key_map, bone_names, ik_constraints, model_scale, morph_names,
     non_finite, split_keys, unescape,
@@ -49,11 +51,15 @@ def load_raw(act) -> dict | None:
 
 
 def export_motion(context, act, arm_ob, bake: bool = False, rest: dict | None = None,
-                  names: dict | None = None) -> tuple[vmd.Motion, list[str]]:
+                  names: dict | None = None, scale: float | None = None, model_name: str | None = None
+                  ) -> tuple[vmd.Motion, list[str]]:
     """The VMD of one action (read-only). `rest`: per Blender bone {"head", "change"} when the PMX's rest
-    differs from Blender's (an MMD rig export); `names`: Blender bone → VMD name overrides."""
+    differs from Blender's (an MMD rig export); `names`: Blender bone → VMD name overrides; `scale`: metres
+    per MMD unit of the PMX it goes with (None: the model's own); `model_name`: the PMX's model name (None:
+    the file's, else the armature's)."""
     fps = bact.fps_of(context.scene)
-    scale = model_scale(arm_ob) if arm_ob is not None else convert.DEFAULT_SCALE
+    if scale is None:
+        scale = model_scale(arm_ob) if arm_ob is not None else convert.DEFAULT_SCALE
     raw = load_raw(act)
     warnings: list[str] = []
     m = vmd.Motion()
@@ -64,7 +70,7 @@ def export_motion(context, act, arm_ob, bake: bool = False, rest: dict | None = 
         m.light_keys, m.shadow_keys = raw["light_keys"], raw["shadow_keys"]
     else:
         extras = blender_mmd.stored_extras(arm_ob, []) if arm_ob is not None else None
-        m.model_name = (extras or {}).get("name") or (arm_ob.name if arm_ob is not None else act.name)
+        m.model_name = model_name or (extras or {}).get("name") or (arm_ob.name if arm_ob is not None else act.name)
         if vmd.name_problem(m.model_name, vmd.MODEL_NAME_SIZE):
             warnings.append(f"model name {m.model_name!r} {vmd.name_problem(m.model_name, vmd.MODEL_NAME_SIZE)}")
     bone_parts, morph_parts, props = [], [], None
@@ -222,6 +228,8 @@ def _export_bones(act, slot, arm_ob, raw, fps, scale, bake, rest, names):
             kept = tr.index[k_at[reuse]].astype(np.int64)
             parts.append((kept, raw["bone_keys"][kept]))
         new_keys = vmd.new_bone_keys(len(frames))
+        if not bake and len(frames) > 1:
+            seg_curves, seg_has, seg_bad = _segment_curves_many(chans, x[:-1], x[1:], perm, euler)
         for m_ in np.flatnonzero(~reuse).tolist():  # new and edited keys: their curves are derived one by one
             f = frames[m_]
             hitk = (int(k_at[m_]), int(tr.index[k_at[m_]])) if k_at[m_] >= 0 else None
@@ -238,7 +246,8 @@ def _export_bones(act, slot, arm_ob, raw, fps, scale, bake, rest, names):
                         abs(x[m_ - 1] - (xk[hitk[0] - 1] if hitk[0] else -1e30)) <= 1e-6 * max(1, abs(x[m_])):
                     keep[:3] = [same_ch[("location", int(perm[i]))][hitk[0]] for i in range(3)]
                     keep[3] = all(same_ch[("rotation_quaternion", c)][hitk[0]] for c in range(4))
-                derived, bad = _segment_curves(chans, x[m_ - 1], x[m_], perm, cv, euler)
+                derived = np.where(seg_has[m_ - 1][:, None], seg_curves[m_ - 1], cv)
+                bad = bool(seg_bad[m_ - 1])
                 cv = np.where(keep[:, None], cv, derived)
                 if bad and not keep.all():
                     unrepresentable.append(f"{name}@{int(f)}")
@@ -261,48 +270,58 @@ def _export_bones(act, slot, arm_ob, raw, fps, scale, bake, rest, names):
     return parts, warnings, props
 
 
-def _segment_curves(chans, xa, xb, perm, fallback, euler) -> tuple[np.ndarray, bool]:
-    """X/Y/Z/R curve bytes of the segment [xa, xb] from the handles; `fallback` (4, 4) where a channel does
-    not move. Returns (curves, whether a curve had to be approximated)."""
-    out = np.array(fallback, np.uint8).copy()
-    bad = False
+def _segment_curves_many(chans, xa, xb, perm, euler) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`_segment_curves` for every segment [xa[k], xb[k]] at once: curve bytes (N, 4, 4), which channels
+    have one (N, 4; elsewhere the key's own curve stays) and which segments had to be approximated (N,)."""
+    count = len(xa)
+    out = np.zeros((count, 4, 4), np.uint8)
+    has = np.zeros((count, 4), bool)
+    bad = np.zeros(count, bool)
+    linear = np.array(vmd.LINEAR_CURVE, np.uint8)
 
     def derive(keys):
-        best, best_dy, shapes = None, 0.0, []
-        for key in keys:
-            c = chans.get(key)
-            if c is None:
-                continue
-            seg = c.segment(xa, xb)
-            if seg is None:
-                return vmd.LINEAR_CURVE, False, True
-            if isinstance(seg, str):
-                return vmd.LINEAR_CURVE, True, True
-            b, off = vc.bytes_of(seg)
-            if b is None:
-                continue
-            dy = abs(seg[3, 1] - seg[0, 1])
-            shapes.append((b, off))
-            if dy > best_dy:
-                best, best_dy = (b, off), dy
-        if best is None:
-            return None, False, False
-        differs = any(np.abs(b.astype(int) - best[0].astype(int)).max() > 1 for b, _ in shapes)
-        return best[0], best[1] > 0.5 or differs, True
+        present = [chans[key] for key in keys if key in chans]
+        b = np.zeros((count, 4), np.uint8)
+        got = np.zeros(count, bool)
+        worse = np.zeros(count, bool)
+        if not present:
+            return b, got, worse
+        parts = [c.segments(xa, xb) for c in present]
+        status = np.stack([st for _, st in parts])                       # (C, N)
+        special = status != Curve.SEGMENT
+        first = np.argmax(special, axis=0)
+        decided = special.any(axis=0)
+        byte_rows, offs, valid, dys = [], [], [], []
+        for seg, st in parts:
+            bb, off, ok = vc.bytes_many(seg)
+            byte_rows.append(bb)
+            offs.append(off)
+            valid.append(ok & (st == Curve.SEGMENT))
+            dys.append(np.abs(seg[:, 3, 1] - seg[:, 0, 1]))
+        byte_rows, offs, valid = np.stack(byte_rows), np.stack(offs), np.stack(valid)
+        dy = np.where(valid, np.stack(dys), -1.0)
+        best = np.argmax(dy, axis=0)
+        cols = np.arange(count)
+        best_bytes = byte_rows[best, cols]
+        some = valid.any(axis=0)
+        differs = (valid & (np.abs(byte_rows.astype(int) - best_bytes[None].astype(int)).max(axis=2) > 1)).any(0)
+        b[some] = best_bytes[some]
+        got[some] = True
+        worse[some] = (offs[best, cols] > 0.5)[some] | differs[some]
+        b[decided] = linear
+        got[decided] = True
+        worse[decided] = status[first, cols][decided] == Curve.UNHELD
+        return b, got, worse
 
     for i in range(3):
-        b, worse, _ = derive([("location", int(perm[i]))])
-        if b is not None:
-            out[i] = b
+        out[:, i], has[:, i], worse = derive([("location", int(perm[i]))])
         bad |= worse
     if euler:
-        out[3] = vmd.LINEAR_CURVE
+        out[:, 3], has[:, 3] = linear, True
     else:
-        b, worse, _ = derive([("rotation_quaternion", c) for c in range(4)])
-        if b is not None:
-            out[3] = b
+        out[:, 3], has[:, 3], worse = derive([("rotation_quaternion", c) for c in range(4)])
         bad |= worse
-    return out, bad
+    return out, has, bad
 
 
 def _export_ik(act, arm_ob, ik_curves, raw, fps):
@@ -421,14 +440,14 @@ def motion_actions(arm_ob) -> list:
 
 
 def export_actions(context, outdir: str, arm_ob, actions=None, bake: bool = False, rest: dict | None = None,
-                   names: dict | None = None, allocator: NameAllocator | None = None, protected=()
-                   ) -> tuple[list[str], list[str]]:
+                   names: dict | None = None, allocator: NameAllocator | None = None, protected=(),
+                   scale: float | None = None, model_name: str | None = None) -> tuple[list[str], list[str]]:
     """One OUTDIR/<action>.vmd per action; all made in memory before the first is written."""
     actions = motion_actions(arm_ob) if actions is None else list(actions)
     allocator = allocator or NameAllocator()
     pending, warnings = [], []
     for act in actions:
-        motion, more = export_motion(context, act, arm_ob, bake, rest, names)
+        motion, more = export_motion(context, act, arm_ob, bake, rest, names, scale, model_name)
         warnings += more
         pending.append((allocator.take(act.name, ".vmd"), vmd.write(motion)))
     protected = set(protected or ())

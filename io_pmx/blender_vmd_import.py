@@ -115,17 +115,40 @@ def _raw_of(motion: vmd.Motion, plan: dict, data: bytes) -> dict:
     }
 
 
-def import_vmd(context, paths, arm_ob, camera: bool = True, assign: bool = True) -> tuple[list, list[str]]:
+def import_vmd(context, paths, arm_ob, camera: bool = True, assign: bool = True, mmd_time: bool = True
+               ) -> tuple[list, list[str]]:
     """Import `.vmd` files as actions onto ``arm_ob`` (an armature imported from PMX); returns
-    (actions, warnings). Atomic: on failure every action, object and curve made is removed."""
+    (actions, warnings). `mmd_time`: set the scene to MMD's 30 fps first (every key then lands on a whole
+    frame) and its frame range to cover the motions. Atomic: on failure every action, object and curve made
+    is removed and the scene's frame rate and range are put back."""
     if arm_ob is None or arm_ob.type != "ARMATURE":
         raise ExportError("select an armature (imported from PMX) to import motions onto")
-    parsed = []
+    motions = []
     for path in paths:
         data = read_bytes(path)
-        motion = vmd.read(data)
-        label = os.path.basename(path)
-        parsed.append((os.path.splitext(label)[0], motion, _plan(context, motion, arm_ob, label), data))
+        motions.append((path, vmd.read(data), data))
+    scene = context.scene
+    saved_time = (scene.render.fps, scene.render.fps_base, scene.frame_start, scene.frame_end)
+    if mmd_time:
+        scene.render.fps, scene.render.fps_base = vmd.FPS, 1.0
+    try:
+        parsed = []
+        for path, motion, data in motions:
+            label = os.path.basename(path)
+            parsed.append((os.path.splitext(label)[0], motion, _plan(context, motion, arm_ob, label), data))
+        created, warnings = _create(context, parsed, arm_ob, camera, assign)
+    except BaseException:
+        scene.render.fps, scene.render.fps_base, scene.frame_start, scene.frame_end = saved_time
+        raise
+    if mmd_time:
+        frames = np.concatenate([vmd.all_frames(m) for _, m, _ in motions] + [np.zeros(0, np.int64)])
+        first, last = (int(frames.min()), int(frames.max())) if len(frames) else (0, 0)
+        scene.frame_start = first
+        scene.frame_end = max(last, first + 1)
+    return created, warnings
+
+
+def _create(context, parsed, arm_ob, camera: bool, assign: bool) -> tuple[list, list[str]]:
     created, objects, warnings = [], [], []
     ad = arm_ob.animation_data
     saved = (ad.action, ad.action_slot) if ad is not None else None
@@ -263,6 +286,7 @@ def _camera(context, act, motion, plan, objects) -> None:
 
 
 def load_motion(context, path, arm_ob, options) -> list[str]:
-    """`--motion FILE.vmd` for `convert`: the motion as an action on the model's armature."""
+    """`--motion FILE.vmd` for `convert`: the motion as an action on the model's armature (the scene at 30 fps,
+    as MMD plays it)."""
     _, warnings = import_vmd(context, [path], arm_ob)
     return warnings

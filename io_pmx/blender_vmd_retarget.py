@@ -53,6 +53,7 @@ from .mmd_arm_angle import arm_angle_rest_transforms, skeleton_arm_angle_rest
 from .mmd_bone_map import depths, load_bone_map, map_bones
 from .mmd_names import ROOT, SIDES
 from .mmd_rig import apply as apply_rig
+from .vmd_names import shorten_bone_names
 from .vmd_retarget import rigged_keys
 
 
@@ -86,7 +87,9 @@ def rig_rest(arm_ob, mmd_rig: bool = False, arm_angle: float = 0.0, bone_map=Non
     return rest, names, warnings
 
 
-def export_target_motions(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
+def export_target_motions(context, outdir: str, name: str, options, scale: float | None = None,
+                          model_name: str | None = None, names: dict | None = None, model=None
+                          ) -> tuple[list[str], list[str]]:
     """`convert --to pmx`: OUTDIR/<action>.vmd for every action of the model's armature. With `--mmd-rig` or
     `--arm-angle` the motions are retargeted onto the very PMX just written (OUTDIR/NAME.pmx, read back; its
     bones, parents and rest positions are the ones `mmd_rig.apply` made), see `export_rigged_motion`."""
@@ -97,22 +100,26 @@ def export_target_motions(context, outdir: str, name: str, options) -> tuple[lis
     if not actions:
         return [], []
     if not (getattr(options, "mmd_rig", False) or getattr(options, "arm_angle", 0.0)):
-        return export_actions(context, outdir, arm_ob, actions, protected=getattr(options, "protected", ()))
+        return export_actions(context, outdir, arm_ob, actions, names=names, protected=getattr(options, "protected", ()),
+                              scale=scale, model_name=model_name)
     path = os.path.join(outdir, name + ".pmx")
-    if os.path.isfile(path):
+    if model is not None:  # the records export_target just wrote (staged: not yet at `path`)
+        pass
+    elif os.path.isfile(path):
         model = pmx.read(read_bytes(path))
     else:  # not written by export_target: the same records, built the same way
         from . import blender_io  # (imports this module: not at the top)
 
-        model, _ = blender_io.gather_model(context, None, False)
+        model, _ = blender_io.gather_model(context, scale, False)
         apply_rig(model, rig=getattr(options, "mmd_rig", False), bone_map=getattr(options, "bone_map", None),
                   arm_angle=getattr(options, "arm_angle", 0.0))
+        shorten_bone_names(model)
     allocator = NameAllocator()
     pending, warnings = [], []
     for act in actions:
         motion, more = export_rigged_motion(context, act, arm_ob, model, getattr(options, "arm_angle", 0.0),
                                             getattr(options, "bone_map", None),
-                                            mmd_rig=bool(getattr(options, "mmd_rig", False)))
+                                            mmd_rig=bool(getattr(options, "mmd_rig", False)), scale=scale)
         warnings += more
         pending.append((allocator.take(act.name, ".vmd"), vmd.write(motion)))
     protected = set(getattr(options, "protected", ()) or ())
@@ -147,7 +154,8 @@ def _rig_sources(model, arm_ob, bone_map, mmd_rig: bool = True) -> tuple:
     if mmd_rig and merged:  # the root motion: the deepest bone merged into 全ての親
         depth = depths(parents)
         by_name.setdefault(ROOT, max(merged, key=lambda i: (depth[i], i)))
-    src = [by_name.get(b.name) for b in model.bones]
+    # a name too long for a VMD was shortened in the PMX (vmd_names), the full one kept as English name
+    src = [by_name.get(b.name, by_name.get(b.name_e) if vmd.name_problem(b.name_e) else None) for b in model.bones]
     return skel, mapping, src
 
 
@@ -187,11 +195,13 @@ def _posed_world(context, arm_ob, act, xs: np.ndarray, names: list[str]) -> np.n
 
 
 def export_rigged_motion(context, act, arm_ob, model, arm_angle: float = 0.0, bone_map=None,
-                         bake: bool = False, mmd_rig: bool = True) -> tuple[vmd.Motion, list[str]]:
-    """The VMD of one action for `model`, the rigged PMX exported from `arm_ob` (read-only; see above)."""
+                         bake: bool = False, mmd_rig: bool = True, scale: float | None = None
+                         ) -> tuple[vmd.Motion, list[str]]:
+    """The VMD of one action for `model`, the rigged PMX exported from `arm_ob` (read-only; see above).
+    `scale`: metres per MMD unit the PMX was written with (None: the model's own)."""
 
     fps = bact.fps_of(context.scene)
-    scale = model_scale(arm_ob)
+    scale = model_scale(arm_ob) if scale is None else scale
     warnings: list[str] = []
     skel, mapping, src = _rig_sources(model, arm_ob, bone_map, mmd_rig)
     m = vmd.Motion()

@@ -1,8 +1,6 @@
 """File › Import / Export "MikuMikuDance model (.pmx)" and "motion (.vmd)"."""
 from __future__ import annotations
 
-import os
-
 import bpy
 from bpy.props import BoolProperty, CollectionProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
@@ -85,6 +83,9 @@ class IMPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ImportHelper):
     files: CollectionProperty(type=bpy.types.OperatorFileListElement, options={"HIDDEN", "SKIP_SAVE"})
     directory: StringProperty(subtype="DIR_PATH", options={"HIDDEN", "SKIP_SAVE"})
     camera: BoolProperty(name="Camera", default=True, description="Make an animated camera from camera keys")
+    mmd_time: BoolProperty(name="MMD Frame Rate", default=True,
+                           description="Set the scene to 30 fps (keys on whole frames) and its frame range to "
+                                       "cover the motion, as MMD plays it")
 
     @classmethod
     def poll(cls, context):
@@ -94,7 +95,7 @@ class IMPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ImportHelper):
         from . import blender_vmd_import
 
         return import_motions(self, context, lambda path, arm: blender_vmd_import.import_vmd(
-            context, [path], arm, self.camera))
+            context, [path], arm, self.camera, mmd_time=self.mmd_time))
 
 
 class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):

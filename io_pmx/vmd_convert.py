@@ -218,14 +218,67 @@ def split_bezier(p: np.ndarray, ua: float, ub: float) -> np.ndarray:
 
 def _solve(p: np.ndarray, axis: int, target) -> np.ndarray:
     """Parameters u where coordinate `axis` of the monotone Bézier `p` equals `target`."""
+    return solve_many(p, axis, target)
+
+
+def _power_basis(p: np.ndarray, axis: int) -> tuple[np.ndarray, ...]:
+    """Coefficients (a, b, c, d) of coordinate `axis` of Béziers `p` (..., 4, 2) as a·u³ + b·u² + c·u + d."""
+    p0, p1, p2, p3 = (p[..., k, axis] for k in range(4))
+    return p3 - p0 + 3 * (p1 - p2), 3 * (p0 - 2 * p1 + p2), 3 * (p1 - p0), p0
+
+
+def solve_many(p: np.ndarray, axis: int, target) -> np.ndarray:
+    """`_solve` on arrays: Béziers `p` (4, 2) or (N, 4, 2), monotone in `axis`, and targets broadcast against
+    them; bisection on every element at once (56 halvings: the float64 resolution of [0, 1])."""
+    p = np.asarray(p, np.float64)
     target = np.asarray(target, np.float64)
-    lo, hi = np.zeros_like(target), np.ones_like(target)
+    a, b, c, d = _power_basis(p, axis)
+    if p.ndim == 2:
+        shape = target.shape
+    else:
+        shape = np.broadcast_shapes(target.shape, a.shape)
+    a, b, c, d, target = (np.broadcast_to(v, shape) for v in (a, b, c, d, target))
+    lo, hi = np.zeros(shape), np.ones(shape)
     for _ in range(56):
         u = 0.5 * (lo + hi)
-        below = bezier_point(p, u)[..., axis] < target
+        below = ((a * u + b) * u + c) * u + d < target
         lo = np.where(below, u, lo)
         hi = np.where(below, hi, u)
     return 0.5 * (lo + hi)
+
+
+def split_many(p: np.ndarray, ua, ub) -> np.ndarray:
+    """`split_bezier` on arrays: the parts of Béziers `p` (N, 4, 2) between parameters ua < ub (N,)."""
+    p = np.asarray(p, np.float64)
+    ua = np.asarray(ua, np.float64)[:, None]
+    ub = np.asarray(ub, np.float64)[:, None]
+
+    def left(q, u):
+        a, b, c = q[:, 0] + (q[:, 1] - q[:, 0]) * u, q[:, 1] + (q[:, 2] - q[:, 1]) * u, q[:, 2] + (q[:, 3] - q[:, 2]) * u
+        d, e = a + (b - a) * u, b + (c - b) * u
+        return np.stack([q[:, 0], a, d, d + (e - d) * u], axis=1)
+
+    q = np.where((ub < 1)[:, :, None], left(p, ub), p)
+    ratio = np.where(ua > 0, ua / np.where(ub > 0, ub, 1.0), 0.0)
+    r = left(q[:, ::-1], 1 - ratio)[:, ::-1]
+    return np.where((ua > 0)[:, :, None], r, q)
+
+
+def bytes_many(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`bytes_of` on arrays: for Béziers `p` (N, 4, 2) the curve bytes (N, 4), how far each lies outside what
+    a block holds (N,), and which segments have timing at all (N,; False where `bytes_of` gives None)."""
+    p = np.asarray(p, np.float64)
+    dx = p[:, 3, 0] - p[:, 0, 0]
+    dy = p[:, 3, 1] - p[:, 0, 1]
+    scale = np.maximum(1.0, np.maximum(np.abs(p[:, 0, 1]), np.abs(p[:, 3, 1])))
+    valid = (dx > 0) & (np.abs(dy) > 1e-7 * scale)
+    sdx = np.where(valid, dx, 1.0)
+    sdy = np.where(valid, dy, 1.0)
+    n = np.stack([(p[:, 1, 0] - p[:, 0, 0]) / sdx, (p[:, 1, 1] - p[:, 0, 1]) / sdy,
+                  (p[:, 2, 0] - p[:, 0, 0]) / sdx, (p[:, 2, 1] - p[:, 0, 1]) / sdy], axis=1) * 127.0
+    r = np.round(n)
+    off = np.maximum(np.maximum(-r, r - 127), 0).max(axis=1)
+    return np.clip(r, 0, 127).astype(np.uint8), np.where(valid, off, 0.0), valid
 
 
 def bytes_of(p: np.ndarray) -> tuple[np.ndarray | None, float]:

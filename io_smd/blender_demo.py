@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import time
 
-import bpy
 import numpy as np
 
 from ..blender import action as bact

@@ -86,6 +86,8 @@ def frame_table(f: smd.SmdFile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     its value of the frame before, and a bone missing from the first frames takes its first written value."""
     index = node_index(f)
     F, N = len(f.skeleton), len(f.nodes)
+    if F == 0 or N == 0:
+        return np.array([fr.time for fr in f.skeleton], np.float64), np.zeros((F, N, 3)), np.zeros((F, N, 3))
     vals = np.zeros((F, N, 6))
     seen = np.zeros((F, N), bool)
     for k, fr in enumerate(f.skeleton):
@@ -174,10 +176,25 @@ def merge_corners(positions: np.ndarray, bones: np.ndarray, weights: np.ndarray,
                   ) -> tuple[np.ndarray, np.ndarray]:
     """(first corner of each vertex, vertex of each corner): one vertex per distinct (position, link list,
     `more` columns), in order of first appearance. -0.0 equals 0.0, as in a tuple comparison."""
-    key = np.hstack([positions + 0.0, bones.astype(np.float64), weights + 0.0] + [m + 0.0 for m in more])
-    key = np.ascontiguousarray(key)
-    rows = key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).reshape(-1)
-    _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+    columns = [positions, bones, weights, *more]
+    key = np.empty((len(positions), sum(c.shape[1] for c in columns)))
+    at = 0
+    for c in columns:
+        key[:, at:at + c.shape[1]] = c
+        at += c.shape[1]
+    key += 0.0  # -0.0 → 0.0
+    bits = key.view(np.uint64)
+    # one 64-bit hash per row, sorted; the rows are compared in full afterwards, so a collision only costs time
+    h = np.zeros(len(key), np.uint64)
+    for j in range(bits.shape[1]):
+        h ^= bits[:, j]
+        h *= np.uint64(0x9E3779B97F4A7C15)
+        h ^= h >> np.uint64(29)
+    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if not np.array_equal(bits[first[inverse]], bits):
+        rows = key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).reshape(-1)
+        _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))

@@ -240,48 +240,67 @@ def _all_digits(words: np.ndarray) -> np.ndarray:
 
 def _fixed_tokens(buf: np.ndarray, ts: np.ndarray, te: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Values of the tokens written as `[sign]d{1,8}` or `[sign]d{1,8}.dddddd` (what '{:.6f}' writes), eight
-    digits at a time from unaligned 64-bit loads; second result: which tokens had that shape."""
+    digits at a time from unaligned 64-bit loads; second result: which tokens had that shape.
+
+    The word of the last eight bytes holds an integer's digits, or the six decimals of a number (its two lower
+    bytes set to '0'), or, with one integer digit, the whole number once the dot is dropped ('d.dddddd' →
+    '0ddddddd'). Only numbers with more integer digits load a second word."""
     words = np.ndarray((len(buf) - 7,), "<u8", buf, 0, (1,))
     first = buf[ts]
     signed = (first == 45) | (first == 43)
     dot = buf[np.maximum(te - 7, 0)] == 46
     k = te - ts - signed - np.where(dot, 7, 0)  # integer digits
     ok = (k >= 1) & (k <= 8) & (ts >= 16)
-    fraction = (words[np.maximum(te - 8, 0)] & _U(0xFFFFFFFFFFFF0000)) | _U(0x3030)
+    last = words[np.maximum(te - 8, 0)]
+    one = dot & (k == 1)
     keep = ~_U(0) << (_U(8) * (_U(8) - np.clip(k, 1, 8).astype(np.uint64)))
-    whole = words[np.maximum(np.where(dot, te - 15, te - 8), 0)]
-    whole = (whole & keep) | (_ASCII_ZEROS & ~keep)
-    ok &= _all_digits(whole) & (_all_digits(fraction) | ~dot)
-    ip = _eight_digits(whole).astype(np.int64)
-    fp = _eight_digits(fraction).astype(np.int64)
-    values = np.where(dot, (ip * 1000000 + fp) / 1e6, ip.astype(np.float64))
+    low = np.where(dot, (last & _U(0xFFFFFFFFFFFF0000)) | _U(0x3030), (last & keep) | (_ASCII_ZEROS & ~keep))
+    digit = last & _U(0xFF)
+    low = np.where(one, low | (digit << _U(8)), low)  # '0' 'd' + the decimals
+    ok &= _all_digits(low) & (~one | (digit - _U(48) < _U(10)))  # OR-ing could make a digit of '!'..')'
+    values = _eight_digits(low).astype(np.float64)
+    more = np.flatnonzero(dot & (k > 1))
+    if more.size:
+        whole = words[np.maximum(te[more] - 15, 0)]
+        kk = keep[more]
+        whole = (whole & kk) | (_ASCII_ZEROS & ~kk)
+        ok[more] &= _all_digits(whole)
+        values[more] += _eight_digits(whole).astype(np.float64) * 1e6  # exact: below 2^53
+    np.divide(values, 1e6, out=values, where=dot)
     np.negative(values, out=values, where=first == 45)
     return values, ok
 
 
 def _parse_tokens(buf: np.ndarray, ts: np.ndarray, te: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """float64 values of the tokens buf[ts:te]; second result: tokens that are not numbers (value NaN).
-
-    Fast path for `[sign] digits [. digits]` with at most 15 digits: the digits right-aligned in a byte
-    window, weighted by powers of ten (one matrix product per dot position) and divided by 10^fraction
-    digits: both integers are exact, so the quotient is correctly rounded, as Python's float() is. Other
-    tokens (exponents, nan, inf, long mantissas) go through float() one by one."""
-    n = len(ts)
-    bad = np.zeros(n, bool)
-    if n == 0 or len(buf) < 16:
-        return _general_tokens(buf, ts, te) if n else (np.empty(0), bad)
-    out = np.empty(n, np.float64)
-    fixed = np.empty(n, bool)
-    step = 1 << 15  # tokens per pass: the temporaries stay in cache
-    for a in range(0, n, step):
-        out[a:a + step], fixed[a:a + step] = _fixed_tokens(buf, ts[a:a + step], te[a:a + step])
+    """float64 values of the tokens buf[ts:te], equal to Python's float() of each; second result: tokens that
+    are not numbers (value NaN). Tokens shaped as '{:.6f}' writes them go through `_fixed_tokens`, the rest
+    through `_general_tokens`."""
+    out, fixed = _fixed_pass(buf, ts, te)
+    bad = np.zeros(len(ts), bool)
     rest = np.flatnonzero(~fixed)
     if rest.size:
         out[rest], bad[rest] = _general_tokens(buf, ts[rest], te[rest])
     return out, bad
 
 
+def _fixed_pass(buf: np.ndarray, ts: np.ndarray, te: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_fixed_tokens` over all tokens, a cache-sized slice at a time."""
+    n = len(ts)
+    out = np.empty(n, np.float64)
+    fixed = np.zeros(n, bool)
+    if len(buf) < 16:
+        return out, fixed
+    step = 1 << 15  # tokens per pass: the temporaries stay in cache
+    for a in range(0, n, step):
+        out[a:a + step], fixed[a:a + step] = _fixed_tokens(buf, ts[a:a + step], te[a:a + step])
+    return out, fixed
+
+
 def _general_tokens(buf: np.ndarray, ts: np.ndarray, te: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`[sign] digits [. digits]` with at most 15 digits: the digits right-aligned in a byte window, weighted
+    by powers of ten (one matrix product per dot position) and divided by 10^fraction digits; both integers
+    are exact, so the quotient is correctly rounded, as float() is. Other tokens (exponents, nan, inf, long
+    mantissas) go through float() one by one."""
     n = len(ts)
     out = np.empty(n, np.float64)
     bad = np.zeros(n, bool)
@@ -347,7 +366,7 @@ class _Rows:
     lines: np.ndarray
     values: np.ndarray
     counts: np.ndarray
-    offsets: np.ndarray
+    offsets: np.ndarray  # index in `values` of each line's first number
 
 
 def _parse_rows(lines: _Lines, rows: np.ndarray, fields: tuple[str, ...], what: str) -> _Rows:
@@ -361,18 +380,23 @@ def _parse_rows(lines: _Lines, rows: np.ndarray, fields: tuple[str, ...], what: 
     first = np.searchsorted(ts, lines.s[rows])
     last = np.searchsorted(ts, lines.e[rows])
     counts = last - first
-    offsets = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
-    total = int(counts.sum())
-    take = np.arange(total, dtype=np.int64) + np.repeat(first - offsets, counts)
-    values, bad = _parse_tokens(buf, ts[take], te[take])
-    if bad.any():
-        k = int(np.flatnonzero(bad)[0])
-        r = int(np.searchsorted(offsets, k, "right") - 1)
-        col = k - int(offsets[r])
-        name = fields[col] if col < len(fields) else f"field {col + 1}"
-        token = bytes(buf[ts[take[k]]:te[take[k]]]).decode("utf-8", "replace")[:40]
-        raise _fail(lines, int(rows[r]), f"{what}: {name} is {token!r}, not a number", name)
-    return _Rows(rows, values, counts, offsets)
+    # every token of the span is parsed (material names and time lines fail the fixed path and are left out
+    # below): cheaper than gathering the row tokens first
+    values, fixed = _fixed_pass(buf, ts, te)
+    rest = np.flatnonzero(~fixed)
+    if rest.size:
+        row = np.searchsorted(first, rest, "right") - 1
+        rest = rest[(row >= 0) & (rest < last[np.maximum(row, 0)])]
+    if rest.size:
+        values[rest], bad = _general_tokens(buf, ts[rest], te[rest])
+        if bad.any():
+            k = int(rest[np.flatnonzero(bad)[0]])
+            r = int(np.searchsorted(first, k, "right") - 1)
+            col = k - int(first[r])
+            name = fields[col] if col < len(fields) else f"field {col + 1}"
+            token = bytes(buf[ts[k]:te[k]]).decode("utf-8", "replace")[:40]
+            raise _fail(lines, int(rows[r]), f"{what}: {name} is {token!r}, not a number", name)
+    return _Rows(rows, values, counts, first)
 
 
 def _column(r: _Rows, j: int) -> np.ndarray:
@@ -398,7 +422,7 @@ def _exact_fields(lines: _Lines, r: _Rows, n: int, fields: tuple[str, ...], what
         c = int(r.counts[k])
         name = fields[c] if c < n else "row"
         raise _fail(lines, int(r.lines[k]), f"{what} has {c} fields, expected {n}", name)
-    return r.values.reshape(-1, n) if len(r.values) else np.zeros((0, n))
+    return r.values[r.offsets[:, None] + np.arange(n)] if len(r.offsets) else np.zeros((0, n))
 
 
 # -- reading ---------------------------------------------------------------------------------------------
@@ -611,15 +635,23 @@ def read(data: bytes) -> SmdFile:
     return _Reader(data).read()
 
 
-_KIND_TRIANGLES = re.compile(rb"^[ \t]*triangles[ \t\r]*$", re.M)
-_KIND_FLEX = re.compile(rb"^[ \t]*vertexanimation[ \t\r]*$", re.M)
+def _has_keyword_line(data: bytes, word: bytes) -> bool:
+    """A line whose stripped text is `word` (bytes.find, then a look at the line around each hit)."""
+    at = data.find(word)
+    while at >= 0:
+        start = data.rfind(b"\n", 0, at) + 1
+        end = data.find(b"\n", at)
+        if data[start:end if end >= 0 else len(data)].strip() == word:
+            return True
+        at = data.find(word, at + len(word))
+    return False
 
 
 def kind_of(data: bytes) -> str:
     """"model" (a triangles block), "flex" (a vertexanimation block) or "motion" (skeleton frames only)."""
-    if _KIND_FLEX.search(data):
+    if _has_keyword_line(data, b"vertexanimation"):
         return "flex"
-    if _KIND_TRIANGLES.search(data):
+    if _has_keyword_line(data, b"triangles"):
         return "model"
     return "motion"
 

@@ -1,7 +1,6 @@
 """File › Import / Export entries and drag-and-drop for UrhoX / Urho3D models (.mdl)."""
 from __future__ import annotations
 
-
 import bpy
 from bpy.props import BoolProperty, CollectionProperty, EnumProperty, IntProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper, poll_file_object_drop

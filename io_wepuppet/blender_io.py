@@ -142,7 +142,7 @@ def import_texture(context, path: str) -> tuple[object, list[str]]:
     else:
         from ..core.png import encode_png
 
-        data = encode_png(tex.mip_pixels(t, 0, 0))
+        data = encode_png(tex.mip_pixels(t, 0, 0), level=1)
     img = bpy.data.images.load_from_memory(data) if hasattr(bpy.data.images, "load_from_memory") else None
     if img is None:
         import tempfile

@@ -173,7 +173,7 @@ def texture_png(path: str) -> bytes:
         raise FormatError("texture holds no image", None, "image count")
     if t.image_format != -1:
         return tex.mip_bytes(t, 0, 0)
-    return encode_png(tex.mip_pixels(t, 0, 0))
+    return encode_png(tex.mip_pixels(t, 0, 0), level=1)  # a 4096² image: speed over size
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -217,7 +217,7 @@ def tag_version(tag: str) -> int:
     """atoi of the digits after the four-letter prefix (as the engine dispatches sections)."""
     digits = ""
     for ch in tag[4:]:
-        if not ch.isdigit():
+        if ch not in "0123456789":  # str.isdigit also takes superscripts
             break
         digits += ch
     return int(digits) if digits else 0

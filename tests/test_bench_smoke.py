@@ -25,7 +25,7 @@ def test_smoke_bench_rows(tmp_path):
     from skinbridge import formats
 
     benched = [f for f in formats.with_capability("write_scene") if f.has("blender_import")]
-    labels = {r["format"] for r in rows if r["size"] == "S"} - set(STAGES)
+    labels = {r["format"] for r in rows if r["size"] == "S" and r["stage"] == "codec read"}
     assert len(labels) == len(benched) >= 2, labels  # one row group per format of the registry
     for fmt, stages in [*STAGES.items(), *((label, FORMAT_STAGES) for label in labels)]:
         for stage in stages:
@@ -36,7 +36,7 @@ def test_smoke_bench_rows(tmp_path):
             assert r["seconds"] > 0 and r["peak_mib"] > 0, r
     for r in rows:
         assert r["status"] == "ok", r
-        if r["stage"] in ("import", "export") and r["format"] not in ("glTF (Blender)", "floor") \
+        if r["stage"] in ("import", "export") and not r["format"].startswith("glTF (") and r["format"] != "floor" \
                 and r["size"] != "Luka":
             assert r["x_gltf"] > 0, r
     codec = [r for r in rows if r["size"] == "S" and r["stage"] == "codec read"]

@@ -596,3 +596,24 @@ def test_new_mesh_material_from_its_principled_node_tree(clean_scene, tmp_path):
     assert got.diffuse_color.tolist() == [0.5, 0.25, 0.125]
     assert got.diffuse_map == b"PLC_barrel_with_a_very_long_tex\0"
     assert any("31 bytes" in w for w in warnings)
+
+
+def test_a_mesh_with_two_materials_becomes_two_packets(clean_scene, tmp_path):
+    me = bpy.data.meshes.new("two")
+    me.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0)], [], [(0, 1, 2), (1, 3, 2)])
+    me.uv_layers.new(name="UVMap")
+    for name, colour in (("red", (1, 0, 0, 1)), ("blue", (0, 0, 1, 1))):
+        mat = bpy.data.materials.new(name)
+        if mat.node_tree is None:
+            mat.use_nodes = True
+        next(n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED").inputs["Base Color"].default_value = colour
+        me.materials.append(mat)
+    me.polygons[1].material_index = 1
+    ob = bpy.data.objects.new("two", me)
+    bpy.context.scene.collection.objects.link(ob)
+    _export(tmp_path)
+    packets = mdb.read((tmp_path / "x.mdb").read_bytes()).packets
+    assert [(p.name_text, len(p.vertices), len(p.faces)) for p in packets] == [("two_0", 3, 1), ("two_1", 3, 1)]
+    assert packets[0].material.diffuse_color.tolist() == [1, 0, 0]
+    assert packets[1].material.diffuse_color.tolist() == [0, 0, 1]
+    assert packets[1].vertices["position"].tolist() == [[1, 0, 0], [0, 1, 0], [1, 1, 0]]

@@ -1,5 +1,5 @@
 """Skin weights through Blender, both ways: import writes them through a BMesh deform layer before the mesh
-has faces (blender/mesh.py `_write_weights`), export reads them per influence count (`_read_weights`).
+has faces (blender/mesh.py `_write_weights`), export reads them per influence count (`read_weights`).
 
 Expected values come from a plain Python walk over the file's slots, and Blender's stored weights are read
 back one vertex at a time through `MeshVertex.groups`, not through the code under test."""
@@ -121,7 +121,7 @@ def test_export_reads_what_blender_stores_in_stored_order(clean_scene):
     assert len(stored[10]) >= 5
     warnings: list[str] = []
     bone_index = {f"b{i}": i for i in range(N_BONES)}
-    j, w = bmesh_._read_weights(ob, ob.data, bone_index, 4, warnings)
+    j, w = bmesh_.read_weights(ob, ob.data, bone_index, 4, warnings)
     for v, row in enumerate(stored):
         live = [(b, x) for b, x in row if b is not None and x > 0]
         if len(live) > 4:

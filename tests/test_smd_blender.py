@@ -11,7 +11,7 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from skinbridge.core.errors import FormatError  # noqa: E402
-from skinbridge.io_smd import convert, smd  # noqa: E402
+from skinbridge.io_smd import check, convert, smd  # noqa: E402
 
 SMD_DIR = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "testdata" / "smd"
 REFS = ["bst_Cube_Armature_ref.smd", "bst_Cube_Armature_GoldSource_ref.smd", "bst_Cube_NoArmature_ref.smd",
@@ -59,6 +59,8 @@ def test_reference_round_trip(clean_scene, tmp_path, name):
     la, lb = _links(t), _links(o)
     assert [[b for b, _ in x] for x in la] == [[b for b, _ in x] for x in lb]
     assert max((abs(x[1] - y[1]) for u, v in zip(la, lb) for x, y in zip(u, v)), default=0) <= 1e-6
+    # these files come from Blender Source Tools: the whole file comes back token by token
+    assert check.token_difference(path.read_bytes(), data) is None
 
 
 def test_animation_onto_the_cube_armature(clean_scene, tmp_path):
@@ -161,3 +163,17 @@ def test_export_target_writes_reference_vta_and_actions(clean_scene, tmp_path):
     written, _ = spec.get("export_target")(bpy.context, str(tmp_path), "cube", ConvertOptions(target="smd"))
     assert [pathlib.Path(p).name for p in written] == ["cube.smd", "cube.vta"]
     assert (tmp_path / "cube.vta").read_bytes() == (SMD_DIR / "bst_Cube_NoArmature_flex.vta").read_bytes()
+
+
+def test_import_refuses_a_cycle_and_creates_nothing(clean_scene, tmp_path):
+    from skinbridge.io_smd import blender_io
+
+    bad = tmp_path / "cycle.smd"
+    bad.write_bytes(b'version 1\nnodes\n0 "a" 1\n1 "b" 0\nend\nskeleton\ntime 0\n0 0 0 0 0 0 0\nend\ntriangles\nm\n'
+                    b'0 0 0 0 0 0 1 0 0\n0 1 0 0 0 0 1 1 0\n0 0 1 0 0 0 1 0 1\nend\n')
+    before = (len(bpy.data.objects), len(bpy.data.meshes), len(bpy.data.armatures))
+    with pytest.raises(FormatError, match=r"line [34]: .*cycle"):
+        blender_io.import_file(bpy.context, str(bad))
+    assert (len(bpy.data.objects), len(bpy.data.meshes), len(bpy.data.armatures)) == before
+    with pytest.raises(RuntimeError, match=r"cycle.smd: .*line 3: .*cycle"):  # the operator's ERROR report
+        bpy.ops.import_scene.skinbridge_smd(filepath=str(bad))

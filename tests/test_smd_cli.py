@@ -12,7 +12,8 @@ SMD_DIR = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "testd
 
 
 def test_info_and_check():
-    r = run_cli("info", SMD_DIR / "bst_Curve_Armature_BezierCurve_ref.smd", SMD_DIR / "bst_ActionFilter_X_Axis_anim.smd")
+    r = run_cli("info", SMD_DIR / "bst_Curve_Armature_BezierCurve_ref.smd",
+                SMD_DIR / "bst_ActionFilter_X_Axis_anim.smd")
     assert r.returncode == 0, r.stderr
     text = r.stdout
     assert '"triangles": 24' in text and '"frames": 3' in text

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pathlib
-import re
 
 import numpy as np
 import pytest
@@ -139,6 +138,13 @@ def test_parser_numbers_equal_float():
     expected = np.array([float(w) for w in words])
     assert np.array_equal(values, expected, equal_nan=True)
     assert np.array_equal(np.signbit(values), np.signbit(expected))
+    # near misses of the fast path's shape are not numbers
+    words = [b"!.123456", b"(.123456", b"1.12345x", b"12-45678", b"1.2.3456", b"--1.000000", b"+-1", b"1e", b"."]
+    data = b"                " + b" ".join(words)
+    buf = np.frombuffer(data, np.uint8)
+    ts, te = smd._tokens(buf, 0, len(buf))
+    _, bad = smd._parse_tokens(buf, ts, te)
+    assert bad.tolist() == [True] * len(words)
 
 
 def test_tolerant_reading():

@@ -118,10 +118,10 @@ def generated_motion(seed: int = 9) -> tuple[vmd.Motion, dict]:
     return m, {"physics": 2}
 
 
-def _import(tmp_path, arm, motion: vmd.Motion, name="gen.vmd"):
+def _import(tmp_path, arm, motion: vmd.Motion, name="gen.vmd", **options):
     path = tmp_path / name
     path.write_bytes(vmd.write(motion))
-    acts, warnings = blender_vmd_import.import_vmd(bpy.context, [str(path)], arm)
+    acts, warnings = blender_vmd_import.import_vmd(bpy.context, [str(path)], arm, **options)
     return acts[0], warnings, path
 
 
@@ -291,7 +291,7 @@ def test_blender_evaluates_the_samples_as_mmd(luka, testdata, name):
 def test_time_maps_with_the_scene_frame_rate(luka, tmp_path):
     bpy.context.scene.render.fps = 60
     motion, _ = generated_motion()
-    act, _, path = _import(tmp_path, luka, motion)
+    act, _, path = _import(tmp_path, luka, motion, mmd_time=False)
     fc = _fcurve(act, 'pose.bones["首"].rotation_quaternion', 0)
     real = sorted(p.co[0] for p in fc.keyframe_points if p.type == "KEYFRAME")
     frames = sorted(int(k["frame"]) for k in motion.bone_keys if vmd.decode_name(bytes(k["name"])) == "首")

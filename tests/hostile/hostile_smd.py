@@ -67,7 +67,8 @@ def cases() -> list[Case]:
              "vertex line with fewer than 9 fields"),
         Case("smd: link count past the line", text(_with(base, linked, VERTS[3].replace(" 2 0 0.5", " 3 0 0.5"))),
              REJECT, "link count above what the line holds"),
-        Case("smd: link count 33", text(_with(base, linked, VERTS[3].replace(" 2 0 0.500000 1 0.500000", " 33" + " 1 0.030000" * 33))),
+        Case("smd: link count 33", text(_with(base, linked, VERTS[3].replace(" 2 0 0.500000 1 0.500000",
+                                                                            " 33" + " 1 0.030000" * 33))),
              REJECT, "link count above 32"),
         Case("smd: link count -1", text(_with(base, linked, VERTS[3].replace(" 2 0 0.5", " -1 0 0.5"))), REJECT,
              "negative link count"),
@@ -108,6 +109,8 @@ def cases() -> list[Case]:
         Case("smd: huge id", text(_with(base, vertex0, "99999999999999999999" + VERTS[0][1:])), ANY, "id past int64"),
         Case("smd: vta row past frame 0", text(vta_lines()[:-1] + ["9 0 0 0 0 0 1", "end"]), ANY,
              "shape row of a corner that frame 0 lacks"),
+        Case("smd: motion without frames", text(["version 1", "nodes", '0 "r" -1', "end", "skeleton", "end"]),
+             VALID, "an empty skeleton block"),
         Case("smd: vta 6 fields", text(_with(vta_lines(), 10, "0 0 0 0 0 1")), REJECT, "flex row fields"),
     ]
     return c

@@ -1,0 +1,106 @@
+"""The images a PMX's materials use, written next to it (`convert --to pmx`, and the export operator on
+request): embedded images byte for byte, images read from files copied when they are PNG, others encoded as
+PNG; file names through `core.naming` (DESIGN "Names from file content"), de-duplicated per folder; the
+texture table then holds the paths relative to the PMX.
+
+Texture table entries are matched to Blender images the way `blender.material.read_material` names them
+(the image's absolute file path, else its name). Entries no image gives (the relative paths of a PMX imported
+from a file) are left as they are.
+"""
+from __future__ import annotations
+
+import os
+
+import bpy
+import numpy as np
+
+from ..blender import material as bmat
+from ..blender import scene as bscene
+from ..core.errors import ExportError
+from ..core.fileio import write_atomic
+from ..core.naming import NameAllocator
+from ..core.png import encode_png
+from . import pmx
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+JPEG_MAGIC = b"\xff\xd8\xff"
+_SOCKETS = ("Base Color", "Alpha", "Normal", "Emission Color")
+
+
+def _image_file(img) -> tuple[bytes, str]:
+    """(bytes, extension) of an image as written: packed PNG/JPEG bytes as they are, a PNG file's bytes,
+    else its pixels encoded as PNG."""
+    if img.packed_file is not None:
+        data = bytes(img.packed_file.data)
+        if data.startswith(PNG_MAGIC):
+            return data, ".png"
+        if data.startswith(JPEG_MAGIC):
+            return data, ".jpg"
+    elif img.filepath and img.source == "FILE":
+        path = bpy.path.abspath(img.filepath)
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                data = f.read()
+            if data.startswith(PNG_MAGIC):
+                return data, ".png"
+    w, h = img.size
+    if w == 0 or h == 0:
+        raise ExportError(f"image {img.name} has no pixels (missing file?)")
+    px = np.empty(w * h * img.channels, dtype=np.float32)
+    img.pixels.foreach_get(px)
+    px = px.reshape(h, w, img.channels)[::-1]  # Blender stores the bottom row first
+    if img.channels == 1:
+        px = np.repeat(px, 3, axis=2)
+    elif img.channels == 2:
+        px = np.concatenate([np.repeat(px[:, :, :1], 3, axis=2), px[:, :, 1:]], axis=2)
+    return encode_png(np.clip(np.rint(px * 255.0), 0, 255).astype(np.uint8)), ".png"
+
+
+def material_images(context, selected_only: bool = False) -> dict[str, object]:
+    """Texture table key (absolute file path, else name) → Blender image, for the images the exported
+    meshes' materials link into their shader (every image texture node of their node trees)."""
+    meshes, _ = bscene.exportable_objects(context, selected_only)
+    out: dict[str, object] = {}
+    for ob in meshes:
+        for slot in ob.material_slots:
+            mat = slot.material
+            if mat is None or mat.node_tree is None:
+                continue
+            for node in mat.node_tree.nodes:
+                img = getattr(node, "image", None) if node.type == "TEX_IMAGE" else None
+                if img is None:
+                    continue
+                tex = bmat._texture(img)
+                out.setdefault(tex.path or tex.name, img)
+    return out
+
+
+def write_textures(context, model: pmx.PmxModel, outdir: str, protected=(), selected_only: bool = False
+                   ) -> tuple[list[str], list[str]]:
+    """Write every image the model's texture table names into `outdir` and point the table at the files
+    (in place). Returns (written paths, warnings)."""
+    images = material_images(context, selected_only)
+    names = NameAllocator()
+    protected = set(protected or ())
+    written, warnings = [], []
+    root = os.path.realpath(outdir)
+    for i, entry in enumerate(model.textures):
+        img = images.get(entry)
+        if img is None:
+            continue
+        try:
+            data, ext = _image_file(img)
+        except ExportError as e:
+            warnings.append(f"texture {entry}: {e}; the path is written as it is")
+            continue
+        rel = names.take(os.path.splitext(img.name)[0] if img.name.lower().endswith(ext) else img.name, ext) + ext
+        path = os.path.join(outdir, rel)
+        real = os.path.realpath(path)
+        if os.path.dirname(real) != root:
+            raise ExportError(f"refusing to write outside the output folder: {path}")
+        if real in protected:
+            raise ExportError(f"refusing to overwrite the input {path}")
+        write_atomic(path, data)
+        written.append(path)
+        model.textures[i] = rel
+    return written, warnings
