@@ -103,8 +103,10 @@ def _plan(args) -> list[tuple[str, str, str]]:
 def _convert_worker(src: str, outdir: str, name: str, options) -> tuple[list[str], list[str], str | None]:
     """One conversion; in a worker process it gets its own Blender user folder before bpy is imported, and
     the third-party logs of its imports go to stderr."""
-    if _OUT is None and sys.stdout is not sys.stderr:  # a worker process: its stdout is no result stream
-        sys.stdout.flush()
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None and sys.stdout is not sys.stderr:
+        sys.stdout.flush()  # a worker process of -j: its stdout is no result stream, logs go to stderr
         os.dup2(2, 1)
         sys.stdout = sys.stderr
     _bpy()
@@ -352,6 +354,13 @@ DEMO_FOLDER = "skinbridge-demo"
 def cmd_demo(args) -> int:
     outdir = os.path.abspath(args.output or DEMO_FOLDER)
     problem = _unwritable_folder(outdir)
+    if problem is None:
+        try:
+            os.makedirs(outdir, exist_ok=True)
+        except OSError as e:
+            from .core.fileio import output_error
+
+            problem = str(output_error(outdir, e)).replace(f"cannot write {outdir}: ", "", 1)
     if problem:
         print(f"error: {args.output or DEMO_FOLDER}: {problem}", file=sys.stderr)
         return 2

@@ -130,3 +130,14 @@ def identify_file(path: str | os.PathLike) -> FormatSpec:
     with open(path, "rb") as f:
         head = f.read(head_size())
     return identify(head, path)
+
+
+def file_kind(path: str | os.PathLike, spec: FormatSpec | None = None) -> str:
+    """"model", "motion", "texture" or, for a spec whose files are of several kinds, what its codec says this
+    file is (an SMD: "model", "motion" or "flex")."""
+    spec = spec or identify_file(path)
+    if not spec.has("kind_of"):
+        return spec.kind
+    from .core.fileio import read_bytes
+
+    return spec.get("kind_of")(read_bytes(path))

@@ -122,7 +122,9 @@ def add_walk(arm_ob, frames: int = 24) -> bpy.types.Action:
         name = PREFIX + bone
         half = np.radians(amp) * np.sin(phase + ph) / 2
         if bone.endswith("Leg") and not bone.endswith("UpLeg"):
-            half = np.radians(amp) * (1 + np.sin(phase + ph)) / 4  # knees bend one way only
+            # knees bend one way only, the way human knees do: the shin swings back (+Y, the model faces −Y),
+            # i.e. about the knee's local X (world −X) by a negative angle; never quite straight (2° at least)
+            half = -np.radians(2 + amp * (1 + np.sin(phase + ph)) / 2) / 2
         q = np.zeros((len(steps), 4))
         q[:, 0] = np.cos(half)
         q[:, 1 + axis] = np.sin(half)

@@ -75,15 +75,16 @@ def _folder_scene(folder: str, with_animations: bool):
     """A folder of outputs: its one model file, and the motions beside it or in Animations/ mapped onto the
     model's skeleton."""
     files = _identified(folder)
-    models = [p for p, s in files if s.kind == "model"]
+    kinds = {p: formats.file_kind(p, s) for p, s in files}
+    models = [p for p, _ in files if kinds[p] == "model"]
     if len(models) != 1:
         names = ", ".join(os.path.basename(p) for p in models)
         raise FormatError(f"{folder}: expected one model file, found {len(models)}{': ' + names if names else ''}",
                           None, "folder")
-    motions = [p for p, s in files if s.kind == "motion"]
+    motions = [p for p, _ in files if kinds[p] in ("motion", "flex")]
     anim_dir = os.path.join(folder, "Animations")
     if os.path.isdir(anim_dir):
-        motions += [p for p, s in _identified(anim_dir) if s.kind == "motion"]
+        motions += [p for p, s in _identified(anim_dir) if formats.file_kind(p, s) in ("motion", "flex")]
     return _file_scene(models[0], with_animations, motions)
 
 

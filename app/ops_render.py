@@ -67,10 +67,15 @@ class SKINBRIDGE_OT_render_sheet(bpy.types.Operator, ExportHelper):
                 return {"CANCELLED"}
         views = [v.strip() for v in self.views.split(",") if v.strip()]
         title = os.path.basename(bpy.data.filepath) or arm.name
+        from ..blender.ops_common import protect_scene_files
+        from ..core.fileio import output_session
+
         try:
             sheet = render.render_sheet(context, arm, frames=frames, action=self.action or None, views=views,
                                         title=f"{title}: {arm.name}")
-            render.write_sheet(sheet, self.filepath)
+            with output_session() as session:  # never onto the .blend or a texture the scene uses
+                protect_scene_files(session)
+                render.write_sheet(sheet, self.filepath)
         except (ValueError, OSError, RuntimeError) as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}

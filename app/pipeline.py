@@ -11,6 +11,7 @@ import os
 import bpy
 
 from .. import formats
+from ..blender.ops_common import bone_curves
 from ..blender.ops_common import protect_scene_files  # noqa: F401  (also used by the render command)
 from ..blender.selection import NoTarget, find_armature
 from ..core import fileio
@@ -44,16 +45,22 @@ def load_motion(context, path: str, options) -> list[str]:
     spec = formats.identify_file(path)
     if not spec.has("motion_loader"):
         raise FormatError(f"--motion {path}: {spec.label} files are not motions; give a motion file", None)
-    try:
-        arm = find_armature(context, required=True)
+    try:  # shape-key animation (an SMD's VTA flex) goes onto the mesh: no armature needed
+        arm = None if formats.file_kind(path, spec) == "flex" else find_armature(context, required=True)
     except NoTarget as e:
         raise ExportError(f"--motion {path}: {e}") from None
+    before = {a.as_pointer() for a in bpy.data.actions}
     try:
-        return spec.get("motion_loader")(context, path, arm, options)
+        warnings = spec.get("motion_loader")(context, path, arm, options)
     except (FormatError, ExportError) as e:
         if path in str(e):
             raise
         raise type(e)(f"--motion {path}: {e}") from None
+    new = [a for a in bpy.data.actions if a.as_pointer() not in before]
+    if new and not sum(bone_curves(arm, a) for a in new):
+        raise ExportError(f"--motion {path}: none of its tracks matches a bone of the model ({arm.name}): give "
+                          "a motion made for this model")
+    return warnings
 
 
 def convert_file(src: str, outdir: str, name: str, options: ConvertOptions) -> tuple[list[str], list[str]]:

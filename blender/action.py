@@ -45,8 +45,7 @@ import numpy as np
 
 from ..core import model as cm
 from ..core.transforms import (
-    affine_inverse, matrix3_to_quat, matrix_to_trs, quat_multiply, quat_normalize, quat_to_matrix3, slerp,
-    trs_to_matrix,
+    affine_inverse, matrix3_to_quat, matrix_to_trs, quat_multiply, quat_normalize, slerp, trs_to_matrix,
 )
 from . import armature as barm
 from . import compat
@@ -181,10 +180,11 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
     try:
         slot = act.slots.new(id_type="OBJECT", name=arm_ob.name)
         cb = compat.channelbag_for_slot(act, slot)
+        fitted = _fitted_bones(arm_ob, animation, frames)
         for done, track in enumerate(animation.tracks):
             progress.update(done)
             bf = frames.get(track.bone)
-            if bf is None:
+            if bf is None or track.bone in fitted:
                 continue
             curves = written.setdefault(track.bone, {})
             interp = "CONSTANT" if track.interpolation == "STEP" else "LINEAR"
@@ -210,6 +210,8 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
                 for i in range(3):
                     _add_curve(cb, track.bone, "scale", i, f, v[:, i], interp)
                 curves["s"] = (f, v, interp)
+        if fitted:
+            _add_fitted_curves(cb, arm_ob, animation, frames, written, fitted, fps, tolerance)
         progress.end()
         for time, text in animation.markers:
             marker = act.pose_markers.new(str(text)[:63])
@@ -218,7 +220,7 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
         act.frame_start = 0.0
         act.frame_end = max(float(animation.length) * fps, 0.0)
         act.use_fake_user = True
-        _keep_keys(act, cb, animation, frames)
+        _keep_keys(act, cb, animation, frames, fitted)
     except BaseException:
         progress.end()
         bpy.data.actions.remove(act)
@@ -280,10 +282,39 @@ def _bone_fcurves(cb) -> dict[str, list]:
     return out
 
 
-def _keep_keys(act, cb, animation: cm.Animation, frames: dict[str, BoneFrame]) -> None:
-    """The file's keys of the bones whose frame is not exact (the F-curves cannot give them back), with a
-    fingerprint of their F-curves, the tracks that name no bone, and the file's track order."""
-    inexact = [t for t in animation.tracks if t.bone in frames and not frames[t.bone].exact]
+def _fitted_bones(arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame]) -> list[str]:
+    """Tracked bones (linear, parents first) whose frame is not exact or who hang below one: their keys are
+    fitted against the engine through their parents' poses as Blender plays them (`fitted_keys`)."""
+    tracked = {t.bone for t in animation.tracks if t.bone in frames and t.interpolation != "STEP"}
+    out = []
+    for bone in sorted(arm_ob.data.bones, key=lambda b: len(b.parent_recursive)):
+        if bone.name in tracked and any(not frames[b.name].exact for b in (bone, *bone.parent_recursive)):
+            out.append(bone.name)
+    return out
+
+
+def _add_fitted_curves(cb, arm_ob, animation, frames, written, fitted: list[str], fps: float, tolerance: float):
+    """Curves of the fitted bones, parents first, keyed at every key time of the animation's tracks."""
+    chain = _Chain(arm_ob, animation, frames, written, _key_times(animation, frames), fps)
+    times = chain.times
+    for name in fitted:
+        keys = fitted_keys(chain, name)
+        f = times * fps
+        t, q, gen = slerp_keys(times, keys["q"], tolerance)
+        for i in range(3):
+            _add_curve(cb, name, "location", i, f, keys["t"][:, i], "LINEAR")
+        for i in range(4):
+            _add_curve(cb, name, "rotation_quaternion", i, t * fps, q[:, i], "LINEAR", gen)
+        for i in range(3):
+            _add_curve(cb, name, "scale", i, f, keys["s"][:, i], "LINEAR")
+        written[name] = {"t": (f, keys["t"], "LINEAR"), "q": (t * fps, q, "LINEAR"), "s": (f, keys["s"], "LINEAR")}
+
+
+def _keep_keys(act, cb, animation: cm.Animation, frames: dict[str, BoneFrame], fitted=()) -> None:
+    """The file's keys of the bones whose frame is not exact or whose keys were fitted (the F-curves cannot
+    give them back), with a fingerprint of their F-curves, the tracks that name no bone, and the file's track
+    order."""
+    inexact = [t for t in animation.tracks if t.bone in frames and (not frames[t.bone].exact or t.bone in fitted)]
     unmatched = [t for t in animation.tracks if t.bone not in frames]
     if not inexact and not unmatched:
         return
@@ -369,56 +400,109 @@ def _deformed_points(arm_ob) -> tuple[dict[str, np.ndarray], np.ndarray]:
     return {k: np.concatenate(v) for k, v in rows.items()}, np.concatenate(everything)
 
 
+class _Chain:
+    """Per bone, at fixed times: the engine's world (armature space: the armature's inverse world matrix ·
+    the chain of local TRS, each channel sampled as the engine samples it, channels without keys at the pose
+    bone's own value mapped back) and Blender's pose matrix from the curves in ``written`` (per bone: channel
+    → (frames, basis values, interpolation); other channels at the pose bone's value). Parents first; a
+    bone's matrices are computed on first use, so its curves (and its ancestors') must be final by then."""
+
+    def __init__(self, arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame],
+                 written: dict[str, dict[str, tuple]], times: np.ndarray, fps: float):
+        self.arm_ob = arm_ob
+        self.frames = frames
+        self.written = written
+        self.times = np.asarray(times, np.float64)
+        self.at_frames = self.times * fps
+        self.world_inv = np.linalg.inv(np.array(arm_ob.matrix_world, dtype=np.float64))
+        self.binds = bind_matrices(arm_ob)
+        self.bones = {b.name: b for b in arm_ob.data.bones}
+        self.rest = {n: np.array(b.matrix_local, dtype=np.float64) for n, b in self.bones.items()}
+        self.tracks = {t.bone: t for t in animation.tracks if t.bone in frames}
+        self._engine: dict[str, np.ndarray] = {}
+        self._posed: dict[str, np.ndarray] = {}
+
+    def static(self, name: str) -> dict[str, np.ndarray]:
+        pb = self.arm_ob.pose.bones[name]
+        return {"t": np.array(pb.location, np.float64), "q": _static_rotation(pb), "s": np.array(pb.scale, np.float64)}
+
+    def engine(self, name: str) -> np.ndarray:
+        if name not in self._engine:
+            bone = self.bones[name]
+            bf = self.frames[name]
+            static = self.static(name)
+            track = self.tracks.get(name)
+            step = track is not None and track.interpolation == "STEP"
+            n = len(self.times)
+            local = []
+            for ch, bch, attr, kind in (("t", "t", "translation", "linear"), ("q", "r", "rotation", "slerp"),
+                                        ("s", "s", "scale", "linear")):
+                values = getattr(track, attr + "s") if track is not None else None
+                if values is not None and len(values):
+                    local.append(_engine_sample(getattr(track, attr + "_times"), values, self.times,
+                                                "step" if step else kind))
+                else:
+                    local.append(np.tile(bf.from_basis(bch, static[ch][None])[0], (n, 1)))
+            parent = self.world_inv if bone.parent is None else self.engine(bone.parent.name)
+            self._engine[name] = parent @ trs_to_matrix(*local)
+        return self._engine[name]
+
+    def parent_frame(self, name: str) -> np.ndarray:
+        """What Blender puts before a bone's basis: its rest, through its parent's pose."""
+        bone = self.bones[name]
+        if bone.parent is None:
+            return np.broadcast_to(self.rest[name], (len(self.times), 4, 4))
+        p = bone.parent.name
+        return self.posed(p) @ (np.linalg.inv(self.rest[p]) @ self.rest[name])
+
+    def posed(self, name: str) -> np.ndarray:
+        if name not in self._posed:
+            static = self.static(name)
+            cur = self.written.get(name, {})
+            f = self.at_frames
+            basis = trs_to_matrix(_curve_sample(cur.get("t"), f, static["t"]),
+                                  quat_normalize(_curve_sample(cur.get("q"), f, static["q"])),
+                                  _curve_sample(cur.get("s"), f, static["s"]))
+            self._posed[name] = self.parent_frame(name) @ basis
+        return self._posed[name]
+
+    def skin_difference(self, name: str) -> np.ndarray:
+        return self.posed(name) @ np.linalg.inv(self.rest[name]) - self.engine(name) @ np.linalg.inv(self.binds[name])
+
+
+def _key_times(animation: cm.Animation, names) -> np.ndarray:
+    parts = [np.zeros(1), np.array([max(float(animation.length), 0.0)])]
+    for t in animation.tracks:
+        if t.bone in names:
+            parts += [np.asarray(x, np.float64) for x in (t.translation_times, t.rotation_times, t.scale_times)
+                      if x is not None]
+    return np.unique(np.concatenate(parts))
+
+
+def fitted_keys(chain: _Chain, name: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Basis keys (frames, values) per channel that bring a bone's skin matrix nearest the engine's at the
+    chain's times, given its parent's pose as Blender will play it: the translation exactly, the rotation
+    and scale of the polar decomposition of what remains (a shear is all Blender cannot take)."""
+    target = chain.engine(name) @ np.linalg.inv(chain.binds[name]) @ chain.rest[name]
+    basis = np.linalg.inv(chain.parent_frame(name)) @ target
+    m = basis[:, :3, :3]
+    u, _, vt = np.linalg.svd(m)
+    flip = np.linalg.det(u @ vt) < 0
+    u[flip, :, -1] *= -1
+    r = u @ vt
+    scale = np.einsum("tjk,tjk->tk", r, m)
+    return {"t": basis[:, :3, 3].copy(), "q": short_way(matrix3_to_quat(r)), "s": scale}
+
+
 def deformation_error(arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame],
                       written: dict[str, dict[str, tuple]], fps: float) -> tuple[float, dict[str, float]]:
     """(the bounding-box diagonal, the largest vertex difference per bone) between Blender's deformation
-    with the curves in ``written`` (per bone: channel → (frames, basis values, interpolation)) and the
-    engine's evaluation of ``animation``, over every key time and three points inside every gap."""
-    world = np.array(arm_ob.matrix_world, dtype=np.float64)
-    binds = bind_matrices(arm_ob)
-    bones = sorted(arm_ob.data.bones, key=lambda b: len(b.parent_recursive))
-    rest = {b.name: np.array(b.matrix_local, dtype=np.float64) for b in bones}
-    tracks = {t.bone: t for t in animation.tracks if t.bone in frames}
-    parts = [np.zeros(1), np.array([max(float(animation.length), 0.0)])]
-    for t in tracks.values():
-        parts += [np.asarray(x, np.float64) for x in (t.translation_times, t.rotation_times, t.scale_times)
-                  if x is not None]
-    keys = np.unique(np.concatenate(parts))
+    with the curves in ``written`` and the engine's evaluation of ``animation``, over every key time and three
+    points inside every gap."""
+    keys = _key_times(animation, frames)
     gaps = [keys[:-1] + (keys[1:] - keys[:-1]) * k / 4 for k in (1, 2, 3)]
-    times = np.unique(np.concatenate([keys, *gaps]))
-    at_frames = times * fps
-    n = len(times)
-    engine, posed, skin_diff = {}, {}, {}
-    for bone in bones:
-        name = bone.name
-        bf = frames[name]
-        pb = arm_ob.pose.bones[name]
-        static = {"t": np.array(pb.location, np.float64), "q": _static_rotation(pb),
-                  "s": np.array(pb.scale, np.float64)}
-        track = tracks.get(name)
-        step = track is not None and track.interpolation == "STEP"
-        local = []
-        for ch, bch, attr, kind in (("t", "t", "translation", "linear"), ("q", "r", "rotation", "slerp"),
-                                    ("s", "s", "scale", "linear")):
-            values = getattr(track, attr + "s") if track is not None else None
-            if values is not None and len(values):
-                local.append(_engine_sample(getattr(track, attr + "_times"), values, times,
-                                            "step" if step else kind))
-            else:
-                local.append(np.tile(bf.from_basis(bch, static[ch][None])[0], (n, 1)))
-        e = trs_to_matrix(*local)
-        e = (np.linalg.inv(world) if bone.parent is None else engine[bone.parent.name]) @ e
-        engine[name] = e
-        cur = written.get(name, {})
-        basis = trs_to_matrix(_curve_sample(cur.get("t"), at_frames, static["t"]),
-                              quat_normalize(_curve_sample(cur.get("q"), at_frames, static["q"])),
-                              _curve_sample(cur.get("s"), at_frames, static["s"]))
-        if bone.parent is None:
-            p = rest[name] @ basis
-        else:
-            p = posed[bone.parent.name] @ (np.linalg.inv(rest[bone.parent.name]) @ rest[name]) @ basis
-        posed[name] = p
-        skin_diff[name] = p @ np.linalg.inv(rest[name]) - e @ np.linalg.inv(binds[name])
+    chain = _Chain(arm_ob, animation, frames, written, np.unique(np.concatenate([keys, *gaps])), fps)
+    skin_diff = {name: chain.skin_difference(name) for name in chain.bones}
     points, everything = _deformed_points(arm_ob)
     diagonal = float(np.linalg.norm(np.ptp(everything, axis=0))) if len(everything) else 0.0
     errors = {}
@@ -712,7 +796,15 @@ def read_action(context, arm_ob, act, slot=None, step_tracks: bool = True, fill_
     order = [b for b in curves if b in tracks]
     kept = kept_keys(act)
     if kept:
-        order = _use_kept_keys(act, slot, kept, tracks, baked, order, start / fps)
+        def fill_of(bone):  # a channel the file's track lacks: left out, or the pose bone's own value
+            if not fill_missing:
+                return None
+            pb, bf = arm_ob.pose.bones[bone], frames_of[bone]
+            return {"translation": bf.from_basis("t", np.array(pb.location, np.float64)[None])[0],
+                    "rotation": bf.from_basis("r", _static_rotation(pb)[None])[0],
+                    "scale": bf.from_basis("s", np.array(pb.scale, np.float64)[None])[0]}
+
+        order = _use_kept_keys(act, slot, kept, tracks, baked, order, start / fps, fill_of)
     anim.tracks = [tracks[b] for b in order]
     if held:
         warnings.append(f"{act.name}: CONSTANT segments written as hold keys {HOLD_GAP:g} s before the next key "
@@ -724,7 +816,7 @@ def read_action(context, arm_ob, act, slot=None, step_tracks: bool = True, fill_
 
 
 def _use_kept_keys(act, slot, kept: dict, tracks: dict[str, cm.Track], baked: set[str], order: list[str],
-                   shift: float) -> list[str]:
+                   shift: float, fill_of) -> list[str]:
     """Put the file's keys back for the bones whose F-curves still hold what import made of them, add the
     tracks that name no bone, and give the file's track order; returns the new order."""
     by_bone: dict[str, list] = {}
@@ -741,7 +833,7 @@ def _use_kept_keys(act, slot, kept: dict, tracks: dict[str, cm.Track], baked: se
             stored = _shifted(_track_from_json(data), shift)
         except (KeyError, TypeError, ValueError):
             continue
-        tracks[bone] = _merge_stored(tracks[bone], stored)
+        tracks[bone] = _filled(stored, fill_of(bone))
     for data in kept.get("unmatched") or []:
         try:
             stored = _shifted(_track_from_json(data), shift)
@@ -762,21 +854,17 @@ def _shifted(track: cm.Track, shift: float) -> cm.Track:
     return track
 
 
-def _merge_stored(evaluated: cm.Track, stored: cm.Track) -> cm.Track:
-    """The stored channels as they are; a channel only the evaluated track has (filled from the pose bone's
-    own value) is constant and takes the stored key times, so no near-duplicate times are added."""
+def _filled(stored: cm.Track, fill: dict | None) -> cm.Track:
+    """The stored channels as they are; a channel the file's track lacks stays out (``fill`` None) or holds
+    ``fill``'s value at the stored key times (the curves of such a channel may have been fitted, not read)."""
     times = next((getattr(stored, a + "_times") for a in ("translation", "rotation", "scale")
                   if getattr(stored, a + "s") is not None), None)
+    if fill is None or times is None:
+        return stored
     for attr in ("translation", "rotation", "scale"):
-        if getattr(stored, attr + "s") is not None or times is None:
-            continue
-        values = getattr(evaluated, attr + "s")
-        if values is not None and len(values) and np.ptp(values, axis=0).max() == 0:
+        if getattr(stored, attr + "s") is None:
             setattr(stored, attr + "_times", times.copy())
-            setattr(stored, attr + "s", np.tile(values[0], (len(times), 1)))
-        elif values is not None:
-            setattr(stored, attr + "_times", getattr(evaluated, attr + "_times"))
-            setattr(stored, attr + "s", values)
+            setattr(stored, attr + "s", np.tile(np.asarray(fill[attr], np.float64), (len(times), 1)))
     return stored
 
 

@@ -65,6 +65,29 @@ def exit_process(code: int | None = 0) -> None:
     sys.exit(code)
 
 
+def guard_worker_exit() -> None:
+    """In a worker process (multiprocessing, spawn) that loaded the bpy 4.5 wheel: leave with `os._exit(0)`
+    once the worker's loop ends, before the teardown that hangs there (the pool's shutdown would wait on it
+    forever). Call it after bpy was imported; results travel through the pool's pipe, not the exit code. Does
+    nothing in the main process or on other versions."""
+    import multiprocessing
+
+    if not needs_hard_exit() or multiprocessing.parent_process() is None or _worker_guarded:
+        return
+    import atexit
+
+    atexit.register(_leave_worker)  # registered after bpy's own handlers, so it runs before them
+    globals()["_worker_guarded"] = True
+
+
+_worker_guarded = False
+
+
+def _leave_worker() -> None:
+    flush_std_streams()
+    os._exit(0)
+
+
 # -- actions -------------------------------------------------------------------------------------------
 
 def channelbag_for_slot(action, slot):

@@ -95,8 +95,9 @@ def import_each(op, import_one) -> set[str]:
     return {"FINISHED"} if done else {"CANCELLED"}
 
 
-def _bone_curves(arm_ob, act) -> int:
-    """How many F-curves of `act` animate a bone of `arm_ob`."""
+def bone_curves(arm_ob, act) -> int:
+    """How many F-curves of `act` animate something that exists: a bone of `arm_ob`, or anything other than a
+    pose bone (shape keys, a camera)."""
     from . import action as bact
     from . import compat
 
@@ -105,7 +106,7 @@ def _bone_curves(arm_ob, act) -> int:
     for cb in compat.channelbags(act):
         for fc in cb.fcurves:
             m = bact._PATH.match(fc.data_path)
-            n += bool(m and bact._unescape(m.group(1)) in names)
+            n += bool(m is None or bact._unescape(m.group(1)) in names)
     return n
 
 
@@ -139,7 +140,7 @@ def import_motions(op, context, import_one, what: str = "motion") -> set[str]:
             text = str(e)
             op.report({"ERROR"}, text if text.startswith(name) else f"{name}: {text}")
             continue
-        matched = sum(_bone_curves(arm, a) for a in actions)
+        matched = sum(bone_curves(arm, a) for a in actions)
         if actions and not matched:
             _undo_motion(arm, saved, actions_before, objects_before)
             op.report({"ERROR"}, f"{name}: none of its tracks matches a bone of {arm.name}: nothing imported "

@@ -76,7 +76,8 @@ def read_bytes(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES) -> bytes:
         raise FileNotFoundError(f"no such file: {path}")
     size = os.path.getsize(path)
     if size > limit:
-        raise FormatError(f"file is {size} bytes, above the {limit}-byte limit", 0, "file size")
+        raise FormatError(f"{path} is {size} bytes, above the {limit}-byte limit for this kind of file", 0,
+                          "file size")
     session = _SESSION.get()
     if session is not None:
         session.protect(path)
@@ -185,18 +186,43 @@ class OutputSession:
             raise output_error(path, e) from None
 
     def commit(self) -> list[str]:
-        """Rename every staged file into place, in the order written."""
-        done = []
+        """Rename every staged file into place, in the order written. A file it replaces is kept as a hard
+        link until all are in place, so a rename failing half-way puts the replaced files back."""
+        backups: list[tuple[str, str | None]] = []  # (target, its previous content's link or None)
+        done: list[str] = []
         try:
             for tmp, target in self.staged:
+                backup = None
+                if os.path.lexists(target):
+                    backup = tmp[:-len(".part")] + ".old"
+                    try:
+                        os.link(target, backup)
+                    except OSError:  # no hard links here: the old file cannot be kept
+                        backup = None
+                backups.append((target, backup))
                 try:
                     os.replace(tmp, target)
                 except OSError as e:
                     raise output_error(target, e) from None
                 done.append(target)
-        finally:
-            self.staged = [(tmp, t) for tmp, t in self.staged if t not in done]
-            self.written += done
+        except BaseException:
+            for target, backup in reversed(backups):
+                try:
+                    if backup is not None:
+                        os.replace(backup, target)
+                    elif target in done:
+                        os.unlink(target)
+                except OSError:
+                    pass
+            raise
+        for _, backup in backups:
+            if backup is not None:
+                try:
+                    os.unlink(backup)
+                except OSError:
+                    pass
+        self.staged = []
+        self.written += done
         return done
 
     def abort(self) -> None:

@@ -115,11 +115,14 @@ def height_warning(model: pmx.PmxModel, scale: float | None) -> str | None:
 
 def export_model(context, path: str, scale: float | None = None, selected_only: bool = False,
                  mmd_rig: bool = False, bone_map=None, arm_angle: float = 0.0, model_name: str | None = None,
-                 textures: bool = False, protected=()) -> tuple[list[str], list[str], dict[str, str], pmx.PmxModel]:
+                 textures: bool = False, protected=(), before_write=None
+                 ) -> tuple[list[str], list[str], dict[str, str], pmx.PmxModel]:
     """`export_pmx` returning (written paths, the model first; warnings; Blender bone → the shorter name
     PMX and VMD call it; the records written). `model_name`: the model name written (Japanese and English; None: the file's own
     for a model imported from PMX, else the armature's, else the output file's stem); `textures`: write the
-    images the materials use next to the PMX (`blender_textures`)."""
+    images the materials use next to the PMX (`blender_textures`); `before_write(model, names)`: called with
+    the records and the name map before they are validated and written (it may change them), returns
+    warnings."""
     model, warnings = gather_model(context, scale, selected_only)
     _, arm_ob = bscene.exportable_objects(context, selected_only)
     from_pmx = arm_ob is not None and bool((blender_mmd.stored_extras(arm_ob, []) or {}).get("name"))
@@ -143,6 +146,12 @@ def export_model(context, path: str, scale: float | None = None, selected_only: 
         written, more = write_textures(context, model, os.path.dirname(os.path.abspath(path)), protected,
                                        selected_only)
         warnings += more
+    names = {}
+    if arm_ob is not None:
+        sources = {b.name for b in arm_ob.data.bones}
+        names = {b.name_e: b.name for b in model.bones if b.name_e in sources and renamed.get(b.name_e) == b.name}
+    if before_write is not None:
+        warnings += before_write(model, names)
     findings = validate(model, for_export=True)
     raise_for_errors(findings)
     warnings += [str(f) for f in findings]
@@ -153,10 +162,6 @@ def export_model(context, path: str, scale: float | None = None, selected_only: 
     data = pmx.write(model)
     bscene._stage("write")
     write_atomic(path, data)
-    names = {}
-    if arm_ob is not None:
-        sources = {b.name for b in arm_ob.data.bones}
-        names = {b.name_e: b.name for b in model.bones if b.name_e in sources and renamed.get(b.name_e) == b.name}
     return [path] + written, warnings, names, model
 
 
@@ -169,11 +174,15 @@ def export_pmx(context, path: str, scale: float | None = None, selected_only: bo
     return export_model(context, path, scale, selected_only, mmd_rig, bone_map, arm_angle, model_name)[1]
 
 
-def _given_name(name: str, options) -> str | None:
-    """The `-n` name of `convert`, None when `name` is the input's own stem."""
-    given = getattr(options, "name", None)
-    if given is not None:
-        return given or None
+def _given_name(context, name: str, options) -> str | None:
+    """The `-n` name of `convert` (`options.name`), None without one. Where the options do not carry it, `name`
+    counts as given when it is not an input's own stem, except for a model imported from PMX, which keeps its
+    file's model name (so that PMX → PMX stays byte-identical)."""
+    if hasattr(options, "name"):
+        return getattr(options, "name") or None
+    arm_ob = next((o for o in context.view_layer.objects if o.type == "ARMATURE"), None)
+    if arm_ob is not None and (blender_mmd.stored_extras(arm_ob, []) or {}).get("name"):
+        return None
     stems = {safe_file_name(os.path.splitext(os.path.basename(p))[0]) for p in getattr(options, "protected", ())}
     return None if name in stems else name
 
@@ -188,13 +197,19 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     os.makedirs(outdir, exist_ok=True)
     per_metre = getattr(options, "scale", None)
     scale = 1.0 / per_metre if per_metre else None
-    model_name = _given_name(name, options)
-    written, warnings, names, model = export_model(
-        context, path, scale, mmd_rig=getattr(options, "mmd_rig", False),
-        bone_map=getattr(options, "bone_map", None), arm_angle=getattr(options, "arm_angle", 0.0),
-        model_name=model_name, textures=True, protected=getattr(options, "protected", ()))
+    model_name = _given_name(context, name, options)
     from . import blender_vmd_retarget
 
-    motions, more = blender_vmd_retarget.export_target_motions(context, outdir, name, options, scale=scale,
-                                                               model_name=model.name, names=names, model=model)
-    return written + motions, warnings + more
+    pending: list = []
+
+    def motions(model, names) -> list[str]:  # made before the PMX is written: they fit its knee limits
+        built, more = blender_vmd_retarget.build_target_motions(context, options, scale, model, names)
+        pending.extend(built)
+        return more
+
+    written, warnings, _, _ = export_model(
+        context, path, scale, mmd_rig=getattr(options, "mmd_rig", False),
+        bone_map=getattr(options, "bone_map", None), arm_angle=getattr(options, "arm_angle", 0.0),
+        model_name=model_name, textures=True, protected=getattr(options, "protected", ()), before_write=motions)
+    written += blender_vmd_retarget.write_motions(outdir, pending, getattr(options, "protected", ()))
+    return written, warnings

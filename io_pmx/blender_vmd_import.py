@@ -144,7 +144,7 @@ def import_vmd(context, paths, arm_ob, camera: bool = True, assign: bool = True,
         frames = np.concatenate([vmd.all_frames(m) for _, m, _ in motions] + [np.zeros(0, np.int64)])
         first, last = (int(frames.min()), int(frames.max())) if len(frames) else (0, 0)
         scene.frame_start = first
-        scene.frame_end = max(last, first + 1)
+        scene.frame_end = last
     return created, warnings
 
 

@@ -47,14 +47,17 @@ from ..core.naming import NameAllocator
 from . import pmx, vmd
 from . import vmd_convert as vc
 from .blender_vmd_curves import INTERP, WHOLE, Curve, channelbags, vmd_frames, whole_frames
-from .blender_vmd_export import assemble, export_actions, export_morphs, motion_actions
+from .blender_vmd_export import assemble, export_morphs, export_motion, motion_actions
 from .blender_vmd_model import BONE_PATH, bone_names, model_scale, unescape
 from .mmd_arm_angle import arm_angle_rest_transforms, skeleton_arm_angle_rest
 from .mmd_bone_map import depths, load_bone_map, map_bones
+from .mmd_knees import fit_knees
 from .mmd_names import ROOT, SIDES
 from .mmd_rig import apply as apply_rig
 from .vmd_names import shorten_bone_names
-from .vmd_retarget import rigged_keys
+from .vmd_retarget import midpoint_curves, path_keys, rigged_keys
+
+PATH_TOLERANCE = 1e-4  # of the model's height: how far an IK bone's path may leave the line between two keys
 
 
 def rig_rest(arm_ob, mmd_rig: bool = False, arm_angle: float = 0.0, bone_map=None
@@ -87,51 +90,68 @@ def rig_rest(arm_ob, mmd_rig: bool = False, arm_angle: float = 0.0, bone_map=Non
     return rest, names, warnings
 
 
-def export_target_motions(context, outdir: str, name: str, options, scale: float | None = None,
-                          model_name: str | None = None, names: dict | None = None, model=None
-                          ) -> tuple[list[str], list[str]]:
-    """`convert --to pmx`: OUTDIR/<action>.vmd for every action of the model's armature. With `--mmd-rig` or
-    `--arm-angle` the motions are retargeted onto the very PMX just written (OUTDIR/NAME.pmx, read back; its
-    bones, parents and rest positions are the ones `mmd_rig.apply` made), see `export_rigged_motion`."""
+def build_target_motions(context, options, scale: float | None, model, names: dict | None = None
+                         ) -> tuple[list[tuple[str, vmd.Motion]], list[str]]:
+    """`convert --to pmx`'s motions for `model`, the PMX records about to be written: one (file stem, motion)
+    per action of the model's armature, made in memory. Plain: each action's keys (`export_motion`), bone
+    names through `names` (Blender bone → the shortened name the PMX uses). With `--mmd-rig` or `--arm-angle`:
+    retargeted onto `model` (its bones, parents and rest positions are the ones `mmd_rig.apply` made, see
+    `export_rigged_motion`), and with the rig the knee limits of `model` are fitted to the knee keys
+    (`mmd_knees.fit_knees`)."""
     arm_ob = next((o for o in context.view_layer.objects if o.type == "ARMATURE"), None)
     if arm_ob is None:
         return [], []
     actions = motion_actions(arm_ob)
     if not actions:
         return [], []
-    if not (getattr(options, "mmd_rig", False) or getattr(options, "arm_angle", 0.0)):
-        return export_actions(context, outdir, arm_ob, actions, names=names, protected=getattr(options, "protected", ()),
-                              scale=scale, model_name=model_name)
+    allocator = NameAllocator()
+    pending, warnings = [], []
+    rigged = bool(getattr(options, "mmd_rig", False) or getattr(options, "arm_angle", 0.0))
+    for act in actions:
+        if rigged:
+            motion, more = export_rigged_motion(context, act, arm_ob, model, getattr(options, "arm_angle", 0.0),
+                                                getattr(options, "bone_map", None),
+                                                mmd_rig=bool(getattr(options, "mmd_rig", False)), scale=scale)
+        else:
+            motion, more = export_motion(context, act, arm_ob, names=names, scale=scale, model_name=model.name)
+        warnings += more
+        pending.append((allocator.take(act.name, ".vmd"), motion))
+    if getattr(options, "mmd_rig", False):
+        warnings += fit_knees(model, pending)
+    return pending, warnings
+
+
+def write_motions(outdir: str, pending: list[tuple[str, vmd.Motion]], protected=()) -> list[str]:
+    """OUTDIR/<stem>.vmd for each (stem, motion); none is written if any would overwrite an input."""
+    protected = set(protected or ())
+    for stem, _ in pending:
+        if os.path.realpath(os.path.join(outdir, stem + ".vmd")) in protected:
+            raise ExportError(f"refusing to overwrite the input {os.path.join(outdir, stem + '.vmd')}")
+    data = [(stem, vmd.write(motion)) for stem, motion in pending]
+    written = []
+    for stem, raw in data:
+        out = os.path.join(outdir, stem + ".vmd")
+        write_atomic(out, raw)
+        written.append(out)
+    return written
+
+
+def export_target_motions(context, outdir: str, name: str, options, scale: float | None = None,
+                          names: dict | None = None) -> tuple[list[str], list[str]]:
+    """The motions of `build_target_motions` for the PMX OUTDIR/NAME.pmx as it is on disk (or, when there is
+    none, the records the export would write), written; returns (paths, warnings)."""
     path = os.path.join(outdir, name + ".pmx")
-    if model is not None:  # the records export_target just wrote (staged: not yet at `path`)
-        pass
-    elif os.path.isfile(path):
+    if os.path.isfile(path):
         model = pmx.read(read_bytes(path))
-    else:  # not written by export_target: the same records, built the same way
+    else:
         from . import blender_io  # (imports this module: not at the top)
 
         model, _ = blender_io.gather_model(context, scale, False)
         apply_rig(model, rig=getattr(options, "mmd_rig", False), bone_map=getattr(options, "bone_map", None),
                   arm_angle=getattr(options, "arm_angle", 0.0))
         shorten_bone_names(model)
-    allocator = NameAllocator()
-    pending, warnings = [], []
-    for act in actions:
-        motion, more = export_rigged_motion(context, act, arm_ob, model, getattr(options, "arm_angle", 0.0),
-                                            getattr(options, "bone_map", None),
-                                            mmd_rig=bool(getattr(options, "mmd_rig", False)), scale=scale)
-        warnings += more
-        pending.append((allocator.take(act.name, ".vmd"), vmd.write(motion)))
-    protected = set(getattr(options, "protected", ()) or ())
-    for stem, _ in pending:
-        if os.path.realpath(os.path.join(outdir, stem + ".vmd")) in protected:
-            raise ExportError(f"refusing to overwrite the input {os.path.join(outdir, stem + '.vmd')}")
-    written = []
-    for stem, data in pending:
-        out = os.path.join(outdir, stem + ".vmd")
-        write_atomic(out, data)
-        written.append(out)
-    return written, warnings
+    pending, warnings = build_target_motions(context, options, scale, model, names)
+    return write_motions(outdir, pending, getattr(options, "protected", ())), warnings
 
 
 def _rig_sources(model, arm_ob, bone_map, mmd_rig: bool = True) -> tuple:
@@ -194,6 +214,33 @@ def _posed_world(context, arm_ob, act, xs: np.ndarray, names: list[str]) -> np.n
     return out
 
 
+def _key_samples(model, deform: np.ndarray, base: np.ndarray, moving: list[int]) -> dict[int, np.ndarray]:
+    """Which evaluated frames (indices into `deform`) each moving bone is keyed on: the frames of the action
+    (`base`); for IK bones, and the bones they hang from, also every frame where an IK bone's world path
+    leaves the straight line between two keys by more than `PATH_TOLERANCE` of the model's height (a linear
+    block moves the IK target along that line while the source's ankle curves)."""
+    n = len(model.bones)
+    heads = np.array([b.position for b in model.bones], np.float64).reshape(-1, 3)
+    ys = model.vertices["position"][:, 1] if len(model.vertices) else heads[:, 1]
+    height = float(ys.max() - ys.min()) if len(ys) else 1.0
+    ik = [k for k, b in enumerate(model.bones) if b.ik is not None and np.isfinite(deform[:, k]).all()]
+    out = {k: base for k in moving}
+    if not ik or len(deform) < 3:
+        return out
+    d = deform[:, ik]
+    world = np.einsum("fkij,kj->fki", d[..., :3, :3], heads[ik]) + d[..., :3, 3]
+    extended = path_keys(world, base, PATH_TOLERANCE * max(height, 1e-9))
+    chain = set()
+    for k in ik:
+        while 0 <= k < n and k not in chain:
+            chain.add(k)
+            k = int(model.bones[k].parent)
+    for k in moving:
+        if k in chain:
+            out[k] = extended
+    return out
+
+
 def export_rigged_motion(context, act, arm_ob, model, arm_angle: float = 0.0, bone_map=None,
                          bake: bool = False, mmd_rig: bool = True, scale: float | None = None
                          ) -> tuple[vmd.Motion, list[str]]:
@@ -236,7 +283,12 @@ def export_rigged_motion(context, act, arm_ob, model, arm_angle: float = 0.0, bo
                 frames = frames[frames >= 0]
         used = sorted({s for s in src if s is not None})
         binds = skel.binds()
-        posed = _posed_world(context, arm_ob, act, frames * fps / vmd.FPS, [skel.names[i] for i in used])
+        # every whole frame in the range is evaluated: IK bones get keys where their world path bends
+        dense = np.arange(frames[0], frames[-1] + 1) if len(frames) else frames
+        base = frames - (frames[0] if len(frames) else 0)
+        # and every half frame: each segment's curves pass through the source at its middle
+        halves = np.arange(2 * dense[0], 2 * dense[-1] + 1) / 2.0 if len(dense) else dense.astype(np.float64)
+        posed = _posed_world(context, arm_ob, act, halves * fps / vmd.FPS, [skel.names[i] for i in used])
         heads = binds[:, :3, 3]
         arms = {i: side for side, prefix in SIDES.items() if (i := mapping.index(prefix + "腕")) is not None}
         d = arm_angle_rest_transforms([int(p) for p in skel.parents], heads, arms, float(arm_angle or 0.0))
@@ -244,7 +296,7 @@ def export_rigged_motion(context, act, arm_ob, model, arm_angle: float = 0.0, bo
         k4[:3, :3] = vc._SWAP / scale
         k4_inv = np.linalg.inv(k4)
         n = len(model.bones)
-        deform = np.full((len(frames), n, 4, 4), np.nan)
+        deform = np.full((len(halves), n, 4, 4), np.nan)
         col = {s: c for c, s in enumerate(used)}
         for k, s in enumerate(src):
             if s is None:
@@ -254,24 +306,34 @@ def export_rigged_motion(context, act, arm_ob, model, arm_angle: float = 0.0, bo
         for k, b in enumerate(model.bones):  # IK bones follow their targets
             if src[k] is None and b.ik is not None and 0 <= b.ik.target < n and src[b.ik.target] is not None:
                 deform[:, k] = deform[:, b.ik.target]
-        pos, rot, worst = rigged_keys(model, deform)
+        pos_h, rot_h, worst = rigged_keys(model, deform)
+        pos_h[np.abs(pos_h) < 1e-6] = 0.0
+        pos, rot = pos_h[::2], rot_h[::2]
         if worst > 1e-4:
             warnings.append(f"{act.name}: the pose scales bones (by up to {worst:.3g}), which a VMD cannot hold; "
                             "scale dropped")
-        pos[np.abs(pos) < 1e-6] = 0.0
         moving = [k for k in range(n) if np.abs(pos[:, k]).max() > 0 or
                   np.abs(np.abs(rot[:, k, 3]) - 1).max() > 1e-12]
         fields, more = vmd.encode_names([model.bones[k].name for k in moving])
         warnings += more
-        keys = vmd.new_bone_keys(len(moving) * len(frames))
+        which = _key_samples(model, deform[::2], base, moving)
+        keys = vmd.new_bone_keys(sum(len(which[k]) for k in moving))
         block = vmd.build_interpolation(vmd.linear_curves())
-        for j, (k, field) in enumerate(zip(moving, fields)):
-            sl = slice(j * len(frames), (j + 1) * len(frames))
+        at = 0
+        for k, field in zip(moving, fields):
+            idx = which[k]
+            sl = slice(at, at + len(idx))
+            at += len(idx)
             keys["name"][sl] = field
-            keys["frame"][sl] = frames
-            keys["position"][sl] = pos[:, k]
-            keys["rotation"][sl] = rot[:, k]
+            keys["frame"][sl] = dense[idx]
+            keys["position"][sl] = pos[idx, k]
+            keys["rotation"][sl] = rot[idx, k]
             keys["interpolation"][sl] = block
+            if len(idx) > 1:  # half-grid samples: start 2a, middle a + b, end 2b of each segment [a, b]
+                a_, b_ = idx[:-1], idx[1:]
+                samples = np.stack([2 * a_, a_ + b_, 2 * b_], axis=1)
+                curves = midpoint_curves(pos_h[samples, k], rot_h[samples, k])
+                keys["interpolation"][sl][1:] = vmd.build_interpolation(curves)
         m.bone_keys = keys
         dropped = [skel.names[i] for i in range(len(skel.names)) if mapping.dropped(i)]
         if dropped:

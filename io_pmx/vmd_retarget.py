@@ -7,6 +7,7 @@ import numpy as np
 
 from ..core.skinning import _mul_xyzw, _slerp_xyzw
 from ..core.transforms import matrix3_to_quat
+from . import vmd
 from . import vmd_convert as vc
 
 
@@ -97,3 +98,66 @@ def rigged_keys(model, deform: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
             if np.dot(rot[f, k], rot[f - 1, k]) < 0:
                 rot[f, k] = -rot[f, k]
     return pos, rot, worst
+
+
+def path_keys(points: np.ndarray, keep: np.ndarray, tolerance: float) -> np.ndarray:
+    """Which of the evenly timed samples `points` (F, P, 3) to key so that a straight line between two keys
+    (a linear VMD block) stays within `tolerance` of every sample between them: the samples `keep` (sorted
+    indices, the first and last among them) and, per segment that leaves the line, its farthest sample, until
+    none does. Returns sorted indices."""
+    points = np.asarray(points, np.float64)
+    chosen = set(int(i) for i in keep)
+    todo = sorted(chosen)
+    segments = list(zip(todo[:-1], todo[1:]))
+    while segments:
+        nxt = []
+        for a, b in segments:
+            if b - a < 2:
+                continue
+            t = (np.arange(a + 1, b) - a) / (b - a)
+            line = points[a][None] + t[:, None, None] * (points[b] - points[a])[None]
+            dev = np.linalg.norm(points[a + 1:b] - line, axis=2).max(axis=1)
+            j = int(np.argmax(dev))
+            if dev[j] > tolerance:
+                m = a + 1 + j
+                chosen.add(m)
+                nxt += [(a, m), (m, b)]
+        segments = nxt
+    return np.array(sorted(chosen), np.int64)
+
+
+_THIRD = 42  # x1 = 42/127, x2 = 85/127: symmetric about 1/2, so the curve is at x = 1/2 when u = 1/2
+
+
+def midpoint_curves(pos: np.ndarray, rot: np.ndarray) -> np.ndarray:
+    """VMD curves (N, 4 channels X/Y/Z/R, x1/y1/x2/y2) for segments whose start, middle and end are given:
+    `pos` (N, 3 samples, 3) and `rot` (N, 3, 4; x, y, z, w). Each channel's curve passes through the
+    middle sample at the middle of the segment, as far as it lies between the ends (a linear block puts it
+    half-way): with x1 = 42, x2 = 85 and y1 = y2 = c/127 the curve is at (6c + 1) / 8 there, for any
+    fraction in [1/8, 7/8]; a channel that does not move keeps the linear curve."""
+    pos = np.asarray(pos, np.float64)
+    rot = np.asarray(rot, np.float64)
+    n = len(pos)
+    frac = np.full((n, 4), 0.5)
+    dp = pos[:, 2] - pos[:, 0]
+    moving = np.abs(dp) > 1e-9 * np.maximum(1.0, np.abs(pos[:, 0]))
+    frac[:, :3] = np.where(moving, (pos[:, 1] - pos[:, 0]) / np.where(moving, dp, 1.0), 0.5)
+    qa, qb, qm = (rot[:, i] / np.linalg.norm(rot[:, i], axis=1, keepdims=True) for i in range(3))
+    qb = qb * np.where(np.sum(qa * qb, axis=1) < 0, -1.0, 1.0)[:, None]
+    cos = np.clip(np.sum(qa * qb, axis=1), -1.0, 1.0)
+    theta = np.arccos(cos)
+    turns = theta > 1e-7
+    ortho = qb - cos[:, None] * qa
+    ortho /= np.where(turns, np.linalg.norm(ortho, axis=1), 1.0)[:, None]
+    qm = qm * np.where(np.sum(qa * qm, axis=1) < 0, -1.0, 1.0)[:, None]
+    angle = np.arctan2(np.sum(qm * ortho, axis=1), np.sum(qm * qa, axis=1))
+    frac[:, 3] = np.where(turns, angle / np.where(turns, theta, 1.0), 0.5)
+    c = np.clip(np.rint((8 * np.clip(frac, 0.125, 0.875) - 1) / 6 * 127), 0, 127)
+    out = np.empty((n, 4, 4), np.uint8)
+    out[:, :, 0] = _THIRD
+    out[:, :, 1] = c
+    out[:, :, 2] = 127 - _THIRD
+    out[:, :, 3] = c
+    still = np.concatenate([~moving, ~turns[:, None]], axis=1) | (np.abs(frac - 0.5) < 0.004)
+    out[still] = vmd.LINEAR_CURVE
+    return out

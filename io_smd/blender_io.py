@@ -9,10 +9,12 @@ Import: the whole file is read and mapped before the first datablock is made (at
   them), matched by bone name, keys at frame = time, LINEAR, quaternion rotations (GENERATED keys where
   Blender's interpolation leaves the slerp path). Only when the scene has no armature is one built from
   frame 0.
-* A VTA becomes shape keys of the active mesh, or of the mesh imported from the reference of the same stem,
-  through that mesh's corner map (VTA vertex ids are corners of the reference's triangle list), falling back
+* A VTA becomes shape keys of the active mesh, or of the mesh imported from the reference of the same stem
+  (equal once a `_ref` / `_flex` suffix is dropped: `cube_ref.smd`, `cube_flex.vta`), through that mesh's
+  corner map (VTA vertex ids are corners of the reference's triangle list), falling back
   to frame-0 positions within 1e-5.
-Export: the visible meshes and their armature as a reference SMD (in the flavour it was read in), each
+Export: the visible meshes and their armature as a reference SMD (in the flavour it was read in, or the one
+asked for), each
 action of the armature as an animation SMD, shape keys as a VTA in the reference's corner order. Export only
 reads the scene.
 """
@@ -72,16 +74,27 @@ def _corner_attr(me, name: str, kind: str, values: np.ndarray) -> None:
 
 def import_reference(context, f: smd.SmdFile, name: str) -> list[str]:
     scene, warnings = convert.to_scene(f, name)
-    extra = scene.meshes[0].extras["smd"]
+    mesh = scene.meshes[0]
+    extra = mesh.extras["smd"]
+    mesh.normals, mesh.uvs = None, []  # per corner below, not per vertex
+    tris = mesh.triangles
+    # the bridge skips triangles with a repeated vertex: their corners leave the corner data too
+    kept = np.repeat(~((tris[:, 0] == tris[:, 1]) | (tris[:, 1] == tris[:, 2]) | (tris[:, 0] == tris[:, 2])), 3)
     result = bscene.build_scene(context, scene, name)
     try:
         ob = next(o for o in result.objects if o.type == "MESH")
         me = ob.data
-        _corner_attr(me, "custom_normal", "FLOAT_VECTOR", extra["corner_normals"])
-        uv = me.uv_layers[0] if len(me.uv_layers) else me.uv_layers.new(name="UVMap")
-        uv.uv.foreach_set("vector", np.ascontiguousarray(extra["corner_uvs"], np.float32).reshape(-1))
-        _corner_attr(me, "smd_parent", "INT", extra["corner_parents"])
-        _corner_attr(me, "smd_links", "INT", extra["corner_link_counts"])
+        _corner_attr(me, "custom_normal", "FLOAT_VECTOR", extra["corner_normals"][kept])
+        uv = me.uv_layers.new(name="UVMap", do_init=False)
+        uv.uv.foreach_set("vector", np.ascontiguousarray(extra["corner_uvs"][kept], np.float32).reshape(-1))
+        _corner_attr(me, "smd_parent", "INT", extra["corner_parents"][kept])
+        _corner_attr(me, "smd_links", "INT", extra["corner_link_counts"][kept])
+        if result.armature is not None:
+            names = [n.name for n in f.nodes]
+            changed = sorted({n for n in names if names.count(n) > 1 or n not in result.armature.data.bones})
+            if changed:
+                warnings.append(f"node names that Blender cannot keep as bone names (empty, repeated or too long) "
+                                f"were changed: {', '.join(repr(n) for n in changed[:10])}")
         ob[STEM_PROP] = name
         if f.goldsrc:
             ob[FLAVOUR_PROP] = "GoldSrc"
@@ -243,9 +256,18 @@ def gather_reference(context) -> tuple[cm.Scene, list[str], str, bool]:
     return scene, warnings, newline, goldsrc
 
 
-def export_reference(context, path: str, vta_path: str | None = None) -> list[str]:
-    """The reference SMD at `path` (and, with `vta_path`, the shape keys as a VTA when there are any)."""
+def export_reference(context, path: str, vta_path: str | None = None, flavour: str = "AUTO") -> list[str]:
+    """The reference SMD at `path` (and, with `vta_path`, the shape keys as a VTA when there are any).
+    `flavour`: AUTO (as the mesh was read: GoldSrc with CRLF, else Source with LF), SOURCE or GOLDSRC."""
     scene, warnings, newline, goldsrc = gather_reference(context)
+    if flavour != "AUTO":
+        goldsrc = flavour == "GOLDSRC"
+        newline = "\r\n" if goldsrc else "\n"
+        for cmesh in scene.meshes:  # a GoldSrc mesh written as Source: links on every line
+            saved = cmesh.extras.get("smd", {})
+            if not goldsrc and (np.asarray(saved.get("corner_link_counts", [0])) < 0).any():
+                saved.pop("corner_parents", None)
+                saved.pop("corner_link_counts", None)
     if not scene.meshes:
         raise ExportError("nothing to export: no visible mesh")
     ref = convert.reference_of(scene, warnings, newline, goldsrc)

@@ -515,10 +515,12 @@ def _triangles_of(m: cm.Mesh, scene: cm.Scene, ids: np.ndarray, warnings: list[s
             # a corner written without links (or with count 0) keeps that form while it weighs 1.0 on its parent
             plain = (sc <= 0) & (count == 1) & (j[:, 0] == sp) & (np.abs(w[:, 0] - 1.0) <= 1e-6) if K else sc <= 0
             link_counts = np.where(plain, sc, link_counts)
-    if goldsrc:
+    if goldsrc:  # the parent column is all there is: the heaviest bone
         if (count > 1).any():
             warnings.append(f"GoldSrc SMD: {int((count > 1).sum())} corners weigh on several bones; each is written "
                             f"on its heaviest bone")
+        if K:
+            parents = np.where(count > 0, j[:, 0], parents)
         link_counts = np.full(C, -1, np.int64)
     bones = np.where(np.arange(K) < np.maximum(link_counts, 0)[:, None], j, -1)
     weights = np.where(bones >= 0, w, 0.0)

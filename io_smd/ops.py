@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 import bpy
-from bpy.props import BoolProperty, CollectionProperty, StringProperty
+from bpy.props import BoolProperty, CollectionProperty, EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..blender.ops_common import export_reporting, import_each, registrar
@@ -54,6 +54,10 @@ class EXPORT_SCENE_OT_skinbridge_smd(bpy.types.Operator, ExportHelper):
                              description="Write each action of the armature as <action>.smd in the same folder")
     flex: BoolProperty(name="Shape Keys (VTA)", default=True,
                        description="Write the shape keys as <name>.vta beside the reference")
+    flavour: EnumProperty(name="Flavour", default="AUTO", items=(
+        ("AUTO", "As Read", "The flavour the mesh was imported in (Source for new meshes)"),
+        ("SOURCE", "Source", "Link columns on every vertex line, LF line ends"),
+        ("GOLDSRC", "GoldSrc", "No link columns (each corner on its heaviest bone), CRLF line ends")))
 
     def execute(self, context):
         from . import blender_io
@@ -64,7 +68,7 @@ class EXPORT_SCENE_OT_skinbridge_smd(bpy.types.Operator, ExportHelper):
             if path.lower().endswith(".vta"):
                 return blender_io.export_flex_only(context, path)
             warnings = blender_io.export_reference(context, path, os.path.join(folder, stem + ".vta")
-                                                   if self.flex else None)
+                                                   if self.flex else None, self.flavour)
             if self.animations:
                 from ..blender.scene import exportable_objects
 

@@ -12,9 +12,13 @@ kinds) is computed with numpy over the whole buffer; every token of every numeri
 (`_parse_tokens`, exact: integer mantissa over a power of ten), and the writer lays out all digits of a block
 in one byte matrix (`_float_cells`), equal to Python's `'{:.6f}'` for every value.
 
+Write-back: records are always formatted (the canonical layout: equal to the original token by token for
+Blender Source Tools' files, numbers within 1e-6, the file's own line ends and per-line link columns); text
+files are not promised back byte for byte.
+
 Structural faults raise `FormatError(message, offset, field)` with the byte offset of the line and "line N" in
 the message. Values that the layout allows but the meaning forbids (bone ids out of range, parent cycles,
-weights) are kept; `check` lists them and `write` refuses ids out of range and cycles.
+weights) are kept; `check` lists them, and `write` refuses ids out of range and cycles in anything it formats.
 """
 from __future__ import annotations
 
@@ -620,7 +624,8 @@ class _Reader:
             bones[on, k] = _integers(L, sub, r.values[at], None, "link bone", "vertex line")
             weights[on, k] = r.values[at + 1]
         materials = _line_texts(L, mat_lines)
-        self.out.triangles = Triangles(materials, parents, base[:, 1:4], base[:, 4:7], base[:, 7:9],
+        base = np.ascontiguousarray(base.T)  # one contiguous row per column
+        self.out.triangles = Triangles(materials, parents, base[1:4].T, base[4:7].T, base[7:9].T,
                                        np.where(has_links, count, -1), bones, weights, vert_lines + 1)
         return nxt
 
@@ -855,8 +860,10 @@ def _vertex_block(t: Triangles, lo: int, hi: int, nl: bytes, material_cells: np.
 
 
 def write(smd: SmdFile, chunk: int = 1 << 12) -> bytes:
-    """The records as SMD/VTA text: numbers as '{:.6f}', ids as integers, blocks in the order nodes, skeleton,
-    triangles, vertexanimation; each vertex line keeps its own link columns (none, count 0, or links)."""
+    """The records as SMD/VTA text, refused with FormatError naming the line where `validate` finds a fault,
+    else written: numbers as '{:.6f}', ids as integers, blocks in the order nodes, skeleton,
+    triangles, vertexanimation, each vertex line with its own link columns (none, count 0, or links), and
+    the file's line ends."""
     validate(smd)
     nl = smd.newline.encode()
     out = [b"version 1", nl, b"nodes", nl]

@@ -5,7 +5,11 @@ datablock is created; export writes to a temporary file and renames it into plac
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+
+import numpy as np
 
 from ..blender import scene as bscene
 from ..core.errors import ExportError
@@ -13,6 +17,25 @@ from ..core.fileio import read_bytes, write_atomic
 from . import convert, umd2
 
 AXES_PROP = "skinbridge_axes"  # on an imported armature: the profile whose axes its file used
+MESH_PROP = "skinbridge_urho"  # on an imported mesh: the file's vertex elements, geometry centres and magic
+
+
+def mesh_fingerprint(ob) -> str:
+    """What decides that an imported mesh is unchanged: its vertices, faces, material slots, UV and colour
+    layers, shape keys, transform and modifiers other than the armature's."""
+    me = ob.data
+    h = hashlib.sha1()
+    for coll, prop, dtype, width in ((me.vertices, "co", np.float32, 3), (me.loops, "vertex_index", np.int32, 1),
+                                     (me.polygons, "loop_total", np.int32, 1),
+                                     (me.polygons, "material_index", np.int32, 1)):
+        buf = np.empty(len(coll) * width, dtype)
+        coll.foreach_get(prop, buf)
+        h.update(buf.tobytes())
+    h.update(np.array(ob.matrix_world, np.float32).tobytes())
+    keys = me.shape_keys.key_blocks if me.shape_keys is not None else ()
+    h.update(json.dumps([len(me.uv_layers), len(me.color_attributes), len(ob.material_slots), len(keys),
+                         [m.type for m in ob.modifiers if m.type != "ARMATURE"]]).encode())
+    return h.hexdigest()
 
 
 def import_mdl(context, path: str, profile: str = "auto", all_lods: bool = False) -> bscene.ImportResult:
@@ -23,6 +46,10 @@ def import_mdl(context, path: str, profile: str = "auto", all_lods: bool = False
     name = os.path.splitext(os.path.basename(path))[0]
     core_scene, warnings = convert.to_scene(model, name, profile, all_lods=all_lods)
     result = bscene.build_scene(context, core_scene, name, os.path.dirname(path))
+    objects = [o for o in result.objects if o.type == "MESH"]
+    for ob, cmesh in zip(objects, core_scene.meshes):  # build_scene makes one object per core mesh, in order
+        kept = {k: cmesh.extras.get("urho", {}).get(k) for k in ("elements", "centers", "magic")}
+        ob.data[MESH_PROP] = json.dumps({**kept, "fingerprint": mesh_fingerprint(ob)})
     if result.armature is not None:  # motions loaded onto this armature later read with the same axes
         result.armature[AXES_PROP] = convert.resolve_profile(model, profile)
     result.warnings[:0] = warnings
@@ -34,11 +61,33 @@ def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool =
     core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only, deform_only=deform_only)
     if not core_scene.meshes:
         raise ExportError("nothing to export: no visible mesh with faces")
+    _file_values_of_unchanged_meshes(context, core_scene)
     model, more = convert.from_scene(core_scene, profile, max_bones=max_bones)
     data = umd2.write(model)
     bscene._stage("write")
     write_atomic(path, data)
     return warnings + more
+
+
+def _file_values_of_unchanged_meshes(context, core_scene) -> None:
+    """Give each gathered mesh the file's vertex elements and geometry centres while its object still
+    matches what import made (`mesh_fingerprint`); a changed mesh gets computed ones."""
+    objects = {o.name: o for o in context.view_layer.objects if o.type == "MESH"}
+    for cmesh in core_scene.meshes:
+        ob = objects.get(cmesh.name)
+        raw = ob.data.get(MESH_PROP) if ob is not None else None
+        if not raw:
+            continue
+        try:
+            kept = json.loads(raw)
+        except (TypeError, ValueError):
+            continue
+        if not isinstance(kept, dict) or kept.get("fingerprint") != mesh_fingerprint(ob):
+            continue
+        urho = cmesh.extras.setdefault("urho", {})
+        for key in ("elements", "centers", "magic"):
+            if kept.get(key) is not None:
+                urho[key] = kept[key]
 
 
 def export_package(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:

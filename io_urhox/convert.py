@@ -27,8 +27,12 @@ splits a geometry that uses more than `max_bones` bones into geometries whose ma
 use (when every deforming bone fits, each mapping lists all bones, or all deforming bones), and gives each
 bone with weighted vertices collision mask 3 with a radius and bone-local box.
 
-The file's exact values are kept in `extras["urho"]` (initial pose, offset matrix) and written again while the
-skeleton still matches them, so import → export keeps the bytes of the bones.
+The file's exact values are kept in `extras["urho"]` and written again while what they describe is unchanged:
+a bone's offset matrix and its initial position, rotation and scale (the initial pose is the file's own data,
+not derived from the bind) while the bone's bind still matches; a mesh's vertex elements, geometry centres
+(per material slot) and UMDL magic (under urho3d, while the elements have a legacy mask: in a model without
+bones the magic is what tells Urho3D's axes from UrhoX's) while the mesh is unchanged (the Blender side
+decides that and leaves them out otherwise). So import → export keeps the bytes of the bones.
 """
 from __future__ import annotations
 
@@ -261,6 +265,11 @@ def to_scene(model: umd2.Model, name: str = "Model", profile: str = "urhox",
                 lod0 = [model.geometries[gi].lods[k] for gi, _ in parts]
                 mesh.extras["urho"]["lod"] = {"level": k, "distance": float(max(l.distance for l in lod0))}
             _add_morphs(model, mesh, vb_index, rows, ax, warnings)
+            if k == 0:  # the file's geometry centres, per material slot, written again while the mesh is unchanged
+                mesh.extras["urho"]["magic"] = model.magic
+                mesh.extras["urho"]["centers"] = [
+                    [float(x) for x in model.centers[gi]] if gi < len(model.centers) else None
+                    for gi in mesh.materials]
             scene.meshes.append(mesh)
     return scene, warnings
 
@@ -451,7 +460,12 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
     skel = scene.skeleton
     n_bones = len(skel.bones) if skel else 0
     if profile == "urhox" and n_bones > URHOX_MAX_BONES:
-        n_deform = sum(1 for b in skel.bones if b.deform)
+        weighted = np.zeros(n_bones, bool)  # a bone deforms when vertices are weighted to it, whatever its flag
+        for m in scene.meshes:
+            if m.weights is not None:
+                live = m.joints[m.weights > 0]
+                weighted[live[(live >= 0) & (live < n_bones)]] = True
+        n_deform = int(weighted.sum())
         raise ExportError(f"{n_bones} bones ({n_deform} deforming): UrhoX allows at most {URHOX_MAX_BONES} bones per "
                           "model; use --deform-only to drop bones that deform nothing, or --profile urho3d to "
                           "split geometries at --max-bones")
@@ -463,8 +477,10 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
     for m in meshes:
         _check_mesh(m, n_bones)
     skinned = skel is not None and any(m.weights is not None for m in meshes)
-    elements = _elements_for(meshes, skinned)
+    elements = _file_elements(meshes, skinned) or _elements_for(meshes, skinned)
     full, joints, weights, parts = _gather_vertices(meshes, elements, skinned, ax)
+    file_centers = [_file_center(meshes, origin) for *_, origin in parts]
+    parts = [part[:3] for part in parts]
     model = umd2.Model(magic="UMD2")
     if skel:
         model.bones = _bones_to_file(skel, ax)
@@ -519,19 +535,25 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
             verts["BLENDINDICES0"] = np.where(weights > 0, lookup[joints], 0).astype(np.uint8)
         mapping = np.asarray(shared, np.uint32)
         geoms = [(material, kind, tris, mapping) for material, kind, tris in parts]
+        geom_centers = file_centers
+    if mode == "split":
+        geom_centers = [None] * len(geoms)
 
     index_parts, centers = [], []
     model.geometry_materials = []
     index_start = 0
-    for material, kind, prims, mapping in geoms:
+    for (material, kind, prims, mapping), kept in zip(geoms, geom_centers):
         prims = np.asarray(prims, np.int64)
         flat = (ax.winding(prims) if kind == 0 else prims).reshape(-1)
         index_parts.append(flat)
         model.geometries.append(umd2.Geometry(mapping, [umd2.LodLevel(0.0, kind, 0, 0, index_start, len(flat))]))
         model.geometry_materials.append(material)
-        touched = np.zeros(len(verts), bool)
-        touched[flat] = True
-        centers.append(verts["POSITION0"][touched].astype(np.float64).mean(axis=0))
+        if kept is not None:
+            centers.append(kept)
+        else:
+            touched = np.zeros(len(verts), bool)
+            touched[flat] = True
+            centers.append(verts["POSITION0"][touched].astype(np.float64).mean(axis=0))
         index_start += len(flat)
     indices = np.concatenate(index_parts)
     size = 2 if len(verts) <= 65535 else 4
@@ -544,6 +566,14 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
             warnings.append("shape keys not written (the urhox profile writes morph count 0; use --profile urho3d "
                             "to write morphs): " + "; ".join(dropped))
     model.vertex_buffers = [vb]
+    if profile == "urho3d" and all(m.extras.get("urho", {}).get("magic") == "UMDL" for m in meshes):
+        # a legacy file stays legacy while its elements allow it: its magic is what tells Urho3D's axes apart
+        # from UrhoX's in a model without bones
+        try:
+            vb.legacy_mask = umd2.legacy_mask_of(elements)
+            model.magic = "UMDL"
+        except ValueError:
+            pass
     model.index_buffers = [umd2.IndexBuffer(size, indices.astype(np.uint16 if size == 2 else np.uint32))]
     pos = verts["POSITION0"]
     model.bbox_min = pos.min(axis=0).astype(np.float32)
@@ -554,8 +584,9 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
 
 def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
     """All meshes' vertices in one structured array (file axes), with global joints/weights (V, 4) and the
-    primitives of every (mesh, material slot) as (material index, primitive type, (N, 3|2) global rows): triangle
-    lists (core winding) per slot, then the mesh's loose edges as one line list drawn with its first slot."""
+    primitives of every (mesh, material slot) as (material index, primitive type, (N, 3|2) global rows,
+    (mesh, slot, primitive type)): triangle lists (core winding) per slot, then the mesh's loose edges as one
+    line list drawn with its first slot."""
     dt = umd2.vertex_dtype(elements)
     total = sum(m.vertex_count for m in meshes)
     verts = np.zeros(total, dtype=dt)
@@ -563,20 +594,21 @@ def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
     weights = np.zeros((total, 4), np.float32)
     parts = []
     base = 0
-    for m in meshes:
+    for mi, m in enumerate(meshes):
         sl = slice(base, base + m.vertex_count)
         verts["POSITION0"][sl] = ax.vectors_to_file(m.positions)
-        if m.normals is not None:
+        if m.normals is not None and "NORMAL0" in dt.names:
             verts["NORMAL0"][sl] = ax.vectors_to_file(m.normals)
-        verts["COLOR0"][sl] = 255
-        if m.colors:
-            verts["COLOR0"][sl] = np.clip(np.rint(m.colors[0][1] * 255.0), 0, 255).astype(np.uint8)
         for e in elements:
             if e.semantic == SEM["TEXCOORD"] and e.index < len(m.uvs):
                 uv = m.uvs[e.index][1].astype(np.float32).copy()
                 uv[:, 1] = 1.0 - uv[:, 1]
                 verts[e.field_name][sl] = uv
-        if m.tangents is not None:
+            elif e.semantic == SEM["COLOR"]:
+                verts[e.field_name][sl] = 255
+                if e.index < len(m.colors):
+                    verts[e.field_name][sl] = np.clip(np.rint(m.colors[e.index][1] * 255.0), 0, 255).astype(np.uint8)
+        if m.tangents is not None and "TANGENT0" in dt.names:
             verts["TANGENT0"][sl] = ax.tangents_to_file(m.tangents)
         if skinned and m.weights is not None:
             k = min(4, m.weights.shape[1])
@@ -589,9 +621,9 @@ def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
         for slot in (mat_idx[:1] if one_slot else np.unique(mat_idx)):
             material = m.materials[slot] if slot < len(m.materials) else None
             tris = m.triangles if one_slot else m.triangles[mat_idx == slot]
-            parts.append((material, 0, tris.astype(np.int64) + base))
+            parts.append((material, 0, tris.astype(np.int64) + base, (mi, int(slot), 0)))
         if m.edges is not None and len(m.edges):
-            parts.append((m.materials[0] if m.materials else None, 1, m.edges.astype(np.int64) + base))
+            parts.append((m.materials[0] if m.materials else None, 1, m.edges.astype(np.int64) + base, (mi, 0, 1)))
         base += m.vertex_count
     return verts, joints, weights, parts
 
@@ -752,6 +784,57 @@ def _morphs_to_file(meshes: list[cm.Mesh], src: np.ndarray, ax: _Axes, vb: umd2.
     return morphs
 
 
+def _file_elements(meshes: list[cm.Mesh], skinned: bool) -> list[VertexElement] | None:
+    """The file's own vertex elements (`extras["urho"]["elements"]`), when every mesh came from one element
+    list and the export can fill every element of it from the meshes' data; else None (computed ones)."""
+    stored = [m.extras.get("urho", {}).get("elements") for m in meshes]
+    if not stored or stored[0] is None or any(x != stored[0] for x in stored):
+        return None
+    try:
+        els = [VertexElement(int(d) & 0xFF, (int(d) >> 8) & 0xFF, (int(d) >> 16) & 0xFF) for d in stored[0]]
+    except (TypeError, ValueError):
+        return None
+    names = [e.field_name for e in els]
+    if len(set(names)) != len(names) or names[:1] != ["POSITION0"] or els[0].type != TYPE["VECTOR3"]:
+        return None
+    fits = {
+        "NORMAL0": (TYPE["VECTOR3"], all(m.normals is not None for m in meshes)),
+        "TANGENT0": (TYPE["VECTOR4"], all(m.tangents is not None for m in meshes)),
+        "BLENDWEIGHTS0": (TYPE["VECTOR4"], skinned),
+        "BLENDINDICES0": (TYPE["UBYTE4"], skinned),
+    }
+    for e in els[1:]:
+        if e.field_name in fits:
+            kind, ok = fits[e.field_name]
+            if e.type != kind or not ok:
+                return None
+        elif e.semantic == SEM["TEXCOORD"]:
+            if e.type != TYPE["VECTOR2"] or any(e.index >= len(m.uvs) for m in meshes):
+                return None
+        elif e.semantic == SEM["COLOR"]:
+            if e.type != TYPE["UBYTE4_NORM"] or any(e.index >= len(m.colors) for m in meshes):
+                return None
+        else:
+            return None
+    # nothing the meshes hold may be left out
+    if skinned and "BLENDWEIGHTS0" not in names:
+        return None
+    if any(len(m.uvs) > sum(e.semantic == SEM["TEXCOORD"] for e in els) for m in meshes):
+        return None
+    if any(len(m.colors) > sum(e.semantic == SEM["COLOR"] for e in els) for m in meshes):
+        return None
+    return els
+
+
+def _file_center(meshes: list[cm.Mesh], origin) -> np.ndarray | None:
+    """The file's centre of the geometry a (mesh, slot, primitive type) part came from, if kept."""
+    mi, slot, kind = origin
+    centers = meshes[mi].extras.get("urho", {}).get("centers")
+    if kind != 0 or not isinstance(centers, list) or slot >= len(centers) or centers[slot] is None:
+        return None
+    return np.asarray(centers[slot], np.float64)
+
+
 def _elements_for(meshes: list[cm.Mesh], skinned: bool) -> list[VertexElement]:
     """The seed's element order: position, normal, colour, texcoords, tangent, weights, indices."""
     n_uv = max(1, max(len(m.uvs) for m in meshes))
@@ -800,9 +883,11 @@ def _bones_to_file(skel: cm.Skeleton, ax: _Axes) -> list[umd2.BoneRecord]:
         rec = umd2.BoneRecord(name=b.name, parent=i if b.parent < 0 else b.parent,
                               position=t.astype(np.float32), rotation=r.astype(np.float32),
                               scale=s.astype(np.float32), offset=offset.astype(np.float32))
-        if "offset" in raw and _bind_matches(bind_file, raw["offset"]):
+        unchanged = "offset" in raw and _bind_matches(bind_file, raw["offset"])
+        if unchanged:
             rec.offset = np.array(raw["offset"], dtype=np.float32)
-        if "initial" in raw and _initial_matches(t, r, s, raw["initial"]):
+        # the initial pose is the file's own data, not derived from the bind: it stays while the bone does
+        if "initial" in raw and (unchanged or _initial_matches(t, r, s, raw["initial"])):
             ini = np.array(raw["initial"], dtype=np.float32)
             rec.position, rec.rotation, rec.scale = ini[:3], ini[3:7], ini[7:10]
         out.append(rec)

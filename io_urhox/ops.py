@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import bpy
 from bpy.props import BoolProperty, CollectionProperty, EnumProperty, IntProperty, StringProperty
-from bpy_extras.io_utils import ExportHelper, ImportHelper, poll_file_object_drop
+from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..blender.ops_common import export_reporting, import_each, import_motions, protect_scene_files, registrar
 from ..blender.selection import NoTarget, armatures, find_armature

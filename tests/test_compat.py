@@ -284,3 +284,57 @@ def test_a_pytest_session_on_each_blender_ends_with_its_exit_status(version, tmp
     r = _run([str(py), "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", "-q", "-k", "nothing",
               str(tmp_path / "test_passes.py")], timeout=90, env=env, cwd=tmp_path)
     assert r.returncode == 5, r.stdout[-2000:]
+
+
+POOL = """
+import multiprocessing
+import sys
+from concurrent.futures import ProcessPoolExecutor
+
+
+def work(x):
+    import bpy
+    import skinbridge
+    from skinbridge.blender import compat
+
+    skinbridge.register()  # what a `convert -j` worker does; on 4.5 its teardown then hangs
+    compat.guard_worker_exit()
+    return x * 2
+
+
+if __name__ == "__main__":
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        print(pool.submit(work, 21).result())
+    print("shut down")
+"""
+
+
+@pytest.mark.parametrize("version", ["4.5", "5.2"])
+def test_a_worker_pool_that_loaded_blender_shuts_down(version, tmp_path):
+    """`convert -j`: the pool waits for its workers to end, which on 4.5 needs the worker guard."""
+    py = _venv_python(version)
+    if py is None:
+        pytest.skip(f"{VENVS[version].name} is not set up (bash tools/run test --blender {version})")
+    (tmp_path / "pool.py").write_text(POOL)
+    env = {**os.environ, "BLENDER_USER_RESOURCES": str(tmp_path / "user"), "PYTHONPATH": str(_pkg_parent(tmp_path))}
+    r = _run([str(py), str(tmp_path / "pool.py")], timeout=90, env=env, cwd=tmp_path)
+    assert (r.returncode, r.stdout.split()) == (0, ["42", "shut", "down"]), r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("version", ["4.5", "5.0", "5.2"])
+def test_fox_converts_to_the_same_bytes_on_each_blender(version, fox_mdl, testdata, tmp_path):
+    """Fox.glb → Fox.mdl through Blender's glTF importer and our exporter, in that version's environment:
+    130698 bytes, the same as this session's."""
+    py = _venv_python(version)
+    if py is None:
+        pytest.skip(f"{VENVS[version].name} is not set up (bash tools/run test --blender {version})")
+    env = {**os.environ, "BLENDER_USER_RESOURCES": str(tmp_path / "user")}
+    env.pop("PYTHONPATH", None)
+    start = time.monotonic()
+    r = _run([str(py), str(ROOT / "cli.py"), "convert", str(testdata / "gltf" / "Fox.glb"), "--to", "urhox",
+              "-o", str(tmp_path / "out")], timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert time.monotonic() - start < 120
+    got = (tmp_path / "out" / "Fox.mdl").read_bytes()
+    assert len(got) == 130698
+    assert got == fox_mdl.read_bytes()

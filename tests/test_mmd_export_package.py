@@ -94,8 +94,9 @@ def test_short_names_are_unique_and_fit():
     assert len(set(got.values()) | {"b_LeftFoot01_0", "short"}) == 5
     for short in got.values():
         assert vmd.name_problem(short) is None
-    assert got["b_LeftFoot01_017"] == "b_LeftFoot01_~2"  # its 15-byte cut is another bone's name
-    assert got["左足首ＩＫ親ボーン長い"] == "左足首ＩＫ親ボー"  # whole characters, 14 bytes
+    assert got["b_LeftFoot01_017"] == "b_LeftFoot01_01"
+    assert got["b_LeftFoot01_018"] == "b_LeftFoot01_~2"  # its 15-byte cut is the previous one's
+    assert got["左足首ＩＫ親ボーン長い"] == "左足首ＩＫ親ボ"  # whole characters: 14 bytes
 
 
 def test_fox_without_rig_every_key_lands_on_a_bone(testdata, tmp_path, addon):
@@ -125,19 +126,22 @@ def test_fox_without_rig_every_key_lands_on_a_bone(testdata, tmp_path, addon):
 
 # -- VMD import on MMD's clock ----------------------------------------------------------------------------------
 
-def test_vmd_import_sets_30_fps_and_the_frame_range(testdata, addon):
+def test_vmd_import_sets_30_fps_and_the_frame_range(testdata, addon, tmp_path):
     from skinbridge.io_pmx import blender_io, blender_vmd_import
+    from test_vmd_blender import generated_motion
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
     assert (scene.render.fps, scene.frame_start, scene.frame_end) == (24, 1, 250)
     luka = blender_io.import_pmx(bpy.context, str(testdata / "pmx" / "mmdtools_megurine_luka.pmx")).armature
-    path = testdata / "pmx" / "mlibgo_shagamu.vmd"
-    motion = vmd.read_file(path)
+    motion, _ = generated_motion()  # keys of Luka's bones on frames up to about 100, Bézier blocks
+    path = tmp_path / "gen.vmd"
+    path.write_bytes(vmd.write(motion))
     acts, _ = blender_vmd_import.import_vmd(bpy.context, [str(path)], luka)
     assert scene.render.fps / scene.render.fps_base == 30
     frames = vmd.all_frames(motion)
     assert (scene.frame_start, scene.frame_end) == (int(frames.min()), int(frames.max()))
+    assert frames.max() > 30
     file_frames = set(motion.bone_keys["frame"].tolist())
     keyed = set()
     for fc in bact_fcurves(acts[0]):
@@ -145,7 +149,16 @@ def test_vmd_import_sets_30_fps_and_the_frame_range(testdata, addon):
             if kp.type == "KEYFRAME":
                 assert kp.co[0] == round(kp.co[0]), fc.data_path
                 keyed.add(int(kp.co[0]))
-    assert file_frames <= keyed
+    assert file_frames <= keyed <= set(frames.tolist())  # (and the morph keys' frames)
+    # off: the scene keeps its 24 fps and range, and keys land on 24/30 of their frame
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    luka = blender_io.import_pmx(bpy.context, str(testdata / "pmx" / "mmdtools_megurine_luka.pmx")).armature
+    acts, _ = blender_vmd_import.import_vmd(bpy.context, [str(path)], luka, mmd_time=False)
+    scene = bpy.context.scene
+    assert (scene.render.fps, scene.frame_start, scene.frame_end) == (24, 1, 250)
+    keyed = {round(float(kp.co[0]), 3) for fc in bact_fcurves(acts[0]) for kp in fc.keyframe_points
+             if kp.type == "KEYFRAME"}
+    assert {round(f * 0.8, 3) for f in file_frames} <= keyed
 
 
 def bact_fcurves(act):

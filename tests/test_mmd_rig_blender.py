@@ -134,8 +134,9 @@ def test_fox_with_mmd_rig_maps_validates_and_parses_in_babylon(testdata, tmp_pat
     _check_control_layer(m)
     # weights: the same vertices, each bone's weight moved with it (the roots had none)
     assert len(m.vertices) == len(before.vertices)
-    old_index = {b.name: i for i, b in enumerate(before.bones)}
-    remap = np.array([k.get(FOX_MAPPING.get(b.name, b.name), 0) for b in before.bones])
+    old_index = {b.name_e or b.name: i for i, b in enumerate(before.bones)}
+    # (a name too long for a VMD is shortened in the plain PMX, the full one kept as its English name)
+    remap = np.array([k.get(FOX_MAPPING.get(b.name_e or b.name, b.name), 0) for b in before.bones])
     np.testing.assert_array_equal(np.where(before.vertices["bones"] >= 0, remap[before.vertices["bones"]], -1),
                                   m.vertices["bones"])
     np.testing.assert_array_equal(before.vertices["weights"], m.vertices["weights"])

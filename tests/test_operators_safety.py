@@ -284,3 +284,17 @@ def test_contact_sheet_keeps_unkeyed_pose_edits(clean_scene, testdata, tmp_path)
     got = (tuple(pb.location), tuple(pb.rotation_quaternion))
     np.testing.assert_allclose(np.concatenate(got[0:1] + got[1:]), np.concatenate(want[0:1] + want[1:]),
                                atol=1e-6)
+
+
+def test_export_never_overwrites_a_file_the_scene_uses(clean_scene, testdata, tmp_path):
+    from skinbridge.core.png import encode_png
+
+    _import(testdata / URHO / "Ninja.mdl")
+    texture = tmp_path / "skin.mdl"  # a texture file the user named like the export target
+    texture.write_bytes(encode_png(np.full((2, 2, 4), 90, np.uint8)))
+    before = texture.read_bytes()
+    img = bpy.data.images.load(str(texture))
+    img.filepath = str(texture)
+    with pytest.raises(RuntimeError, match="it is the input"):
+        bpy.ops.export_scene.urhox_mdl(filepath=str(texture))
+    assert texture.read_bytes() == before and sorted(os.listdir(tmp_path)) == ["skin.mdl"]

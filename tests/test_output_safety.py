@@ -101,10 +101,15 @@ def _convert(src, outdir, name, options):
 
 CASES = {
     # Fox.glb (testdata README): one model, one embedded texture, one material, three animations
-    "fox": ("gltf/Fox.glb", False, ["Fox.mdl", "Textures/Image_0.png", "Materials/fox_material.xml",
-                                    "Animations/Run.ani", "Animations/Survey.ani", "Animations/Walk.ani"]),
+    "fox": ("gltf/Fox.glb", False, "urhox", ["Fox.mdl", "Textures/Image_0.png", "Materials/fox_material.xml",
+                                             "Animations/Run.ani", "Animations/Survey.ani", "Animations/Walk.ani"]),
     # Ninja.mdl with a classic .ani and its trigger sidecar: model, materials, the animation and its sidecar
-    "ninja": ("urho3d/Ninja.mdl", True, None),
+    "ninja": ("urho3d/Ninja.mdl", True, "urhox", None),
+    # every other target: the same staging, whatever files the format lays out
+    "fox-pmx": ("gltf/Fox.glb", False, "pmx", ["Fox.pmx", "Image_0.png", "Run.vmd", "Survey.vmd", "Walk.vmd"]),
+    "fox-smd": ("gltf/Fox.glb", False, "smd", ["Fox.smd", "Run.smd", "Survey.smd", "Walk.smd"]),
+    "fox-wepuppet": ("gltf/Fox.glb", False, "wepuppet", None),
+    "fox-mdb": ("gltf/Fox.glb", False, "mdb", ["Fox.mdb"]),
 }
 
 
@@ -113,19 +118,20 @@ def test_failure_at_every_write_of_convert_leaves_the_output_folder_as_it_was(ca
                                                                                  monkeypatch):
     from skinbridge.app.options import ConvertOptions
 
-    rel, with_motion, expected = CASES[case]
+    rel, with_motion, target, expected = CASES[case]
     src = testdata / rel
     motions = [str(_motion_with_sidecar(testdata, tmp_path))] if with_motion else []
     out = tmp_path / "out"
     out.mkdir()
     (out / "notes.txt").write_bytes(b"the user's own file")
     stem = src.stem
-    (out / f"{stem}.mdl").write_bytes(b"an older conversion")
+    model_ext = {"urhox": ".mdl", "wepuppet": ".mdl"}.get(target, "." + target)
+    (out / (stem + model_ext)).write_bytes(b"an older conversion")  # replaced only by a complete run
     (out / "Animations").mkdir()
     (out / "Animations" / "Old.ani").write_bytes(b"kept")
 
     def options():
-        return ConvertOptions(target="urhox", ani_format="urho3d", motions=list(motions))
+        return ConvertOptions(target=target, ani_format="urho3d", motions=list(motions), skeleton="P_HHM_skel")
 
     # a clean run into a scratch folder names every write
     calls: list[str] = []
@@ -135,7 +141,9 @@ def test_failure_at_every_write_of_convert_leaves_the_output_folder_as_it_was(ca
     rel_written = [os.path.relpath(p, scratch) for p in written]
     assert [os.path.relpath(p, scratch) for p in calls] == rel_written
     if expected is not None:
-        assert rel_written == expected
+        assert sorted(rel_written) == sorted(expected)
+    elif target == "wepuppet":
+        assert len(rel_written) >= 2 and any(p.endswith(".mdl") for p in rel_written)
     else:
         assert rel_written[0] == "Ninja.mdl" and "Animations/Ninja_Walk.ani" in rel_written
         assert "Animations/Ninja_Walk.xml" in rel_written  # the trigger sidecar
@@ -235,6 +243,10 @@ WRONG = {
     "compare tol nan": (["compare", "{d}/Ninja.mdl", "{d}/Ninja.mdl", "--tol", "nan"], "--tol"),
     "compare missing": (["compare", "{d}/Ninja.mdl", "{d}/nothing.mdl"], "nothing.mdl"),
     "info folder": (["info", "{d}/Animations"], "is a folder"),
+    "info missing": (["info", "{d}/gone.mdl"], "gone.mdl"),
+    "check missing": (["check", "{d}/gone.mdl"], "gone.mdl"),
+    "render missing": (["render", "{d}/gone.mdl", "-o", "{d}/out/x.png"], "gone.mdl"),
+    "render views": (["render", "{d}/Ninja.mdl", "--views", "left", "-o", "{d}/out/x.png"], "left"),
     "check folder": (["check", "{d}/Animations"], "is a folder"),
     "demo under a file": (["demo", "-o", "{d}/Ninja.mdl/demo"], "Ninja.mdl"),
 }
@@ -268,6 +280,12 @@ def test_convert_stdout_lists_exactly_the_files_written_and_logs_go_to_stderr(te
     on_disk = sorted(str(p) for p in out.rglob("*") if p.is_file())
     assert sorted(listed) == on_disk and len(listed) == 6
     assert "glTF import finished" in r.stderr  # Blender's glTF importer logs, kept off stdout
+    # the same from -j worker processes
+    r = run_cli("convert", testdata / "gltf" / "Fox.glb", testdata / "urho3d" / "Box.mdl", "--to", "urhox", "-j", "2",
+                "-o", tmp_path / "jobs")
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.splitlines()) == sorted(str(p) for p in (tmp_path / "jobs").rglob("*") if p.is_file())
+    assert "glTF import finished" in r.stderr
 
 
 def test_failed_motion_leaves_no_partial_package_and_lists_nothing(testdata, tmp_path):
@@ -307,3 +325,51 @@ def test_no_temporary_folder_is_left_behind(testdata, tmp_path):
     assert codes[:3] == [0, 0, 1] and codes[3] in (0, 1)
     assert sorted(os.listdir(tmp)) == []
     assert len(list((tmp_path / "b").rglob("*.mdl"))) == 2 and not (tmp_path / "c").exists()
+
+
+def test_sidecar_errors_name_the_sidecar(testdata, tmp_path):
+    motion = tmp_path / "Walk.ani"
+    shutil.copyfile(testdata / "urho3d" / "Ninja_Walk.ani", motion)
+    side = tmp_path / "Walk.xml"
+    side.write_bytes(b"<animation>" + b" " * (5 << 20) + b"</animation>")  # above the sidecar limit
+    r = run_cli("convert", testdata / "urho3d" / "Ninja.mdl", "--motion", motion, "--to", "urhox",
+                "-o", tmp_path / "out")
+    line = _one_error_line(r)
+    assert "Walk.xml" in line and str(side.stat().st_size) in line
+    assert str(motion.stat().st_size) not in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_demo_help_names_its_default_folder():
+    r = run_cli("demo", "--help")
+    assert r.returncode == 0 and "skinbridge-demo" in r.stdout and "temporary" not in r.stdout
+
+
+def test_a_rename_failing_half_way_puts_the_replaced_files_back(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a.mdl").write_bytes(b"old a")
+    (out / "b.png").write_bytes(b"old b")
+    before = snapshot(out)
+    real_replace = os.replace
+
+    def replace(src, dst):
+        if str(dst).endswith("c.xml") and str(src).endswith(".part"):
+            raise OSError(5, "Input/output error")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(fileio.os, "replace", replace)
+    with pytest.raises(OutputError, match="c.xml"):
+        with output_session(str(out)):
+            write_atomic(out / "a.mdl", b"new a")
+            write_atomic(out / "b.png", b"new b")
+            write_atomic(out / "c.xml", b"new c")
+    assert snapshot(out) == before  # the same contents and the same inodes: the user's files themselves
+
+
+def test_convert_refuses_a_motion_that_matches_no_bone(testdata, tmp_path):
+    r = run_cli("convert", testdata / "urho3d" / "Ninja.mdl", "--motion", testdata / "pmx" / "mlibgo_shagamu.vmd",
+                "--to", "urhox", "-o", tmp_path / "out")
+    line = _one_error_line(r)
+    assert "mlibgo_shagamu.vmd" in line and "none of its tracks" in line
+    assert r.stdout == "" and not (tmp_path / "out").exists()

@@ -177,3 +177,42 @@ def test_import_refuses_a_cycle_and_creates_nothing(clean_scene, tmp_path):
     assert (len(bpy.data.objects), len(bpy.data.meshes), len(bpy.data.armatures)) == before
     with pytest.raises(RuntimeError, match=r"cycle.smd: .*line 3: .*cycle"):  # the operator's ERROR report
         bpy.ops.import_scene.skinbridge_smd(filepath=str(bad))
+
+
+def test_degenerate_triangle_is_skipped_with_its_corners(clean_scene, tmp_path):
+    path = tmp_path / "degenerate.smd"
+    path.write_bytes(b'version 1\nnodes\n0 "root" -1\nend\nskeleton\ntime 0\n0 0 0 0 0 0 0\nend\ntriangles\nm\n'
+                     b'0 0 0 0 0 0 1 0 0 0\n0 1 0 0 0 0 1 1 0 0\n0 0 1 0 0 0 1 0 1 0\nm\n'
+                     b'0 0 0 0 0 0 1 0 0 0\n0 0 0 0 0 0 1 0 0 0\n0 0 1 0 0 0 1 0 1 0\nm\n'
+                     b'0 0 1 0 0 0 1 0.5 0.5 0\n0 1 0 0 0 0 1 0.25 0.75 0\n0 1 1 0 0 0 1 1 1 0\nend\n')
+    from skinbridge.io_smd import blender_io
+
+    warnings = blender_io.import_file(bpy.context, str(path))
+    assert any("degenerate" in w for w in warnings)
+    me = next(o for o in bpy.data.objects if o.type == "MESH").data
+    assert len(me.polygons) == 2
+    uv = np.empty(len(me.loops) * 2, np.float32)
+    me.uv_layers[0].uv.foreach_get("vector", uv)
+    assert uv.reshape(-1, 2)[3:].tolist() == [[0.5, 0.5], [0.25, 0.75], [1.0, 1.0]]
+
+
+def test_export_in_the_other_flavour(clean_scene, tmp_path):
+    assert bpy.ops.import_scene.skinbridge_smd(filepath=str(SMD_DIR / "bst_Cube_Armature_ref.smd")) == {"FINISHED"}
+    out = tmp_path / "gold.smd"
+    assert bpy.ops.export_scene.skinbridge_smd(filepath=str(out), flavour="GOLDSRC") == {"FINISHED"}
+    data = out.read_bytes()
+    gold = (SMD_DIR / "bst_Cube_Armature_GoldSource_ref.smd").read_bytes()
+    assert data.count(b"\r\n") == data.count(b"\n")
+    # the GoldSrc file of the same cube: each corner on its one bone in the parent column
+    assert check.token_difference(gold, data) is None
+
+
+def test_goldsrc_written_as_source_has_links(clean_scene, tmp_path):
+    assert bpy.ops.import_scene.skinbridge_smd(filepath=str(SMD_DIR / "bst_Cube_Armature_GoldSource_ref.smd")) == \
+        {"FINISHED"}
+    out = tmp_path / "source.smd"
+    assert bpy.ops.export_scene.skinbridge_smd(filepath=str(out), flavour="SOURCE") == {"FINISHED"}
+    t = smd.read(out.read_bytes()).triangles
+    assert b"\r\n" not in out.read_bytes()
+    assert set(t.link_counts.tolist()) == {1} and set(t.link_bones[:, 0].tolist()) == {1}
+    assert set(t.link_weights[:, 0].tolist()) == {1.0}

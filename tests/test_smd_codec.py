@@ -242,9 +242,19 @@ def test_bad_ids_and_cycles_are_kept_listed_and_refused():
     lines: list[str] = []
     assert check.check("x.smd", text.encode(), lines.append) == 1
     assert lines[-1].startswith("roundtrip: write refused")
-    f.nodes[0].parent = -1
+    f.nodes[0].parent = -1  # changed records are written, and refused while a fault is left
     with pytest.raises(FormatError, match=r"line 10: bone id 7"):
         smd.write(f)
+
+
+def test_changed_records_are_written_anew():
+    data = CUBE.read_bytes()
+    f = smd.read(data)
+    f.triangles.positions[0, 2] = 1.5
+    written = smd.write(f)
+    assert written != data and smd.read(written).triangles.positions[0, 2] == 1.5
+    f.triangles.positions[0, 2] = 1.0
+    _same_tokens(data, smd.write(f))
 
 
 def test_check_warns_about_small_links_and_sums():
@@ -270,6 +280,6 @@ def test_errors_are_format_errors_only():
             b[at] = int(rng.integers(0, 256))
         try:
             f = smd.read(bytes(b))
-            smd.write(f)
+            smd.read(smd.write(f))  # what reads writes back as text that reads again
         except FormatError:
             pass

@@ -5,7 +5,8 @@ Every registered format with a codec (`read`) is attacked: its `write` for the b
 content the registry identifies as that format (read in place, never copied into the repository), and, where
 `hostile_<format>.py` exists beside this file, that module's targeted `cases()`, extra `seeds()`, `shrink(data)`
 (seeds above the fuzzing size cap made smaller with the codec itself, so the fuzzer mutates every section of
-them) and the settings `BINARY`, `MAX_LEN` and `KNOWN_CRASHES`.
+them) and the settings `BINARY`, `BYTE_EXACT` (False for a text format whose writer formats), `MAX_LEN` and
+`KNOWN_CRASHES`.
 
 The UANI trigger sidecars are no format of the registry (they travel with a `.ani`) and are added here by name.
 """
@@ -62,7 +63,8 @@ def codec_for(spec) -> Codec:
     def late(capability: str):  # resolved on first use: collecting the suite imports no codec
         return (lambda *args: spec.get(capability)(*args)) if spec.has(capability) else None
 
-    codec = Codec(spec.name, late("read"), late("write"), late("semantic"), seeds,
+    exact = getattr(module, "BYTE_EXACT", True)  # text formats write canonical text, not the same bytes
+    codec = Codec(spec.name, late("read"), late("write") if exact else None, late("semantic"), seeds,
                   module.cases if module is not None else (lambda: []),
                   binary=getattr(module, "BINARY", True), max_len=getattr(module, "MAX_LEN", 1 << 16))
     codec.known_crashes = dict(getattr(module, "KNOWN_CRASHES", {}))
