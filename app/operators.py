@@ -90,7 +90,8 @@ def _plain_export(spec):
         "__doc__": f"Export the scene's model as {spec.label}",
         "bl_idname": export_idname(spec), "bl_label": f"Export {spec.label}", "bl_options": {"PRESET"},
         "filename_ext": spec.extensions[0],
-        "__annotations__": {"filter_glob": StringProperty(default=f"*{spec.extensions[0]}", options={"HIDDEN"})},
+        "__annotations__": {"filter_glob": StringProperty(default=f"*{spec.extensions[0]}", options={"HIDDEN"}),
+                            "collection": StringProperty(options={"HIDDEN"})},
         "execute": execute,
     })
 
@@ -143,10 +144,10 @@ def _file_handler(label: str, idname_suffix: str, import_op: str | None, export_
     def poll_drop(cls, context):
         if not poll_file_object_drop(context):
             return False
-        if motion:
-            from ..blender.selection import find_armature
+        if motion:  # with several armatures the import runs and names them (nothing chosen silently)
+            from ..blender.selection import armatures
 
-            return find_armature(context) is not None
+            return bool(armatures(context))
         return True
 
     attrs = {"bl_idname": f"IO_FH_skinbridge_{idname_suffix}", "bl_label": label,
@@ -184,6 +185,13 @@ def _classes_and_menus():
     if shared:
         classes.append(_file_handler("SkinBridge (format by content)", "by_content", DROP_OPERATOR, None,
                                      sorted(shared), False))
+        for spec in specs:  # Collection Exporters of a format whose extensions are all shared
+            own = [e for e in spec.extensions if e not in shared]
+            if own or spec.foreign_operators or export_idname(spec) is None or \
+                    (spec.operators and spec.operators not in _modules):
+                continue
+            classes.append(_file_handler(f"{spec.label} (export)", f"{spec.name}_export", None, export_idname(spec),
+                                         [spec.extensions[0]], False))
     return classes, imports, exports
 
 

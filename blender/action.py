@@ -220,7 +220,7 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
         act.frame_start = 0.0
         act.frame_end = max(float(animation.length) * fps, 0.0)
         act.use_fake_user = True
-        _keep_keys(act, cb, animation, frames, fitted)
+        _keep_keys(act, cb, arm_ob, animation, frames, fitted)
     except BaseException:
         progress.end()
         bpy.data.actions.remove(act)
@@ -310,18 +310,25 @@ def _add_fitted_curves(cb, arm_ob, animation, frames, written, fitted: list[str]
         written[name] = {"t": (f, keys["t"], "LINEAR"), "q": (t * fps, q, "LINEAR"), "s": (f, keys["s"], "LINEAR")}
 
 
-def _keep_keys(act, cb, animation: cm.Animation, frames: dict[str, BoneFrame], fitted=()) -> None:
+def _keep_keys(act, cb, arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame], fitted=()) -> None:
     """The file's keys of the bones whose frame is not exact or whose keys were fitted (the F-curves cannot
-    give them back), with a fingerprint of their F-curves, the tracks that name no bone, and the file's track
-    order."""
+    give them back), with a fingerprint of their F-curves and the default-pose value of each channel the track
+    lacks (once the action plays, the pose bone holds the fitted curves' value there), the tracks that name no
+    bone, and the file's track order."""
     inexact = [t for t in animation.tracks if t.bone in frames and (not frames[t.bone].exact or t.bone in fitted)]
     unmatched = [t for t in animation.tracks if t.bone not in frames]
     if not inexact and not unmatched:
         return
     by_bone = _bone_fcurves(cb)
+    def fill(track):
+        pb, bf = arm_ob.pose.bones[track.bone], frames[track.bone]
+        return {"translation": bf.from_basis("t", np.array(pb.location, np.float64)[None])[0].tolist(),
+                "rotation": bf.from_basis("r", _static_rotation(pb)[None])[0].tolist(),
+                "scale": bf.from_basis("s", np.array(pb.scale, np.float64)[None])[0].tolist()}
+
     data = {"order": [t.bone for t in animation.tracks],
-            "tracks": {t.bone: {"fingerprint": _curves_fingerprint(by_bone.get(t.bone, [])), **_track_to_json(t)}
-                       for t in inexact},
+            "tracks": {t.bone: {"fingerprint": _curves_fingerprint(by_bone.get(t.bone, [])), "fill": fill(t),
+                                **_track_to_json(t)} for t in inexact},
             "unmatched": [_track_to_json(t) for t in unmatched]}
     act[KEYS_PROP] = json.dumps(data)
 
@@ -833,7 +840,10 @@ def _use_kept_keys(act, slot, kept: dict, tracks: dict[str, cm.Track], baked: se
             stored = _shifted(_track_from_json(data), shift)
         except (KeyError, TypeError, ValueError):
             continue
-        tracks[bone] = _filled(stored, fill_of(bone))
+        fill = fill_of(bone)
+        if fill is not None and isinstance(data.get("fill"), dict):
+            fill.update(data["fill"])
+        tracks[bone] = _filled(stored, fill)
     for data in kept.get("unmatched") or []:
         try:
             stored = _shifted(_track_from_json(data), shift)

@@ -9,7 +9,7 @@ import bpy
 from ..core import model as cm
 
 
-def _image(tex: cm.Texture, created: list, base_dir: str | None):
+def _image(tex: cm.Texture, created: list, base_dir: str | None, warnings: list[str] | None = None):
     if tex.data is not None:
         # Packed from memory: write to a temporary file, load, pack, then remove the file.
         suffix = ".png" if "png" in tex.mime else ".jpg"
@@ -22,8 +22,14 @@ def _image(tex: cm.Texture, created: list, base_dir: str | None):
         finally:
             os.unlink(path)
         img.name = tex.name
-    elif tex.path:
-        path = tex.path if os.path.isabs(tex.path) or not base_dir else os.path.join(base_dir, tex.path)
+    elif tex.path:  # a path from the file: opened only inside the model's folder tree
+        from ..core.paths import texture_to_open
+
+        path, warning = texture_to_open(tex.path, base_dir or os.getcwd())
+        if path is None:
+            if warnings is not None and warning:
+                warnings.append(warning)
+            return None
         img = bpy.data.images.load(path, check_existing=True)
     else:
         return None
@@ -31,7 +37,8 @@ def _image(tex: cm.Texture, created: list, base_dir: str | None):
     return img
 
 
-def build_material(mat: cm.Material, created: list, base_dir: str | None = None) -> bpy.types.Material:
+def build_material(mat: cm.Material, created: list, base_dir: str | None = None,
+                   warnings: list[str] | None = None) -> bpy.types.Material:
     m = bpy.data.materials.new(mat.name)
     created.append(m)
     if m.node_tree is None:  # Blender 5 gives every new material a node tree
@@ -42,7 +49,7 @@ def build_material(mat: cm.Material, created: list, base_dir: str | None = None)
     bsdf.inputs["Metallic"].default_value = mat.metallic
     bsdf.inputs["Roughness"].default_value = mat.roughness
     if mat.base_color_texture is not None:
-        img = _image(mat.base_color_texture, created, base_dir)
+        img = _image(mat.base_color_texture, created, base_dir, warnings)
         if img is not None:
             node = nt.nodes.new("ShaderNodeTexImage")
             node.image = img

@@ -77,7 +77,7 @@ def build_scene(context, scene: cm.Scene, name: str, base_dir: str | None = None
         progress.update(1)
         materials = []
         for mat in scene.materials:
-            materials.append(bmat.build_material(mat, created, base_dir))
+            materials.append(bmat.build_material(mat, created, base_dir, result.warnings))
         _stage("materials")
         lod_collection = None
         hidden = []

@@ -825,6 +825,10 @@ def _export_objects(context, collection) -> tuple[list, list]:
         in_lods = any(c.name.split(".")[0] == LODS for c in ob.users_collection)
         if ob.visible_get() or in_lods:
             obs.append(ob)
+    meshes, _ = bscene.exportable_objects(context)  # with several models, the one the user chose
+    chosen = set(meshes)
+    obs = [ob for ob in obs if ob.type != "MESH" or ob in chosen
+           or any(c.name.split(".")[0] == LODS for c in ob.users_collection)]
     for c in bpy.data.collections:
         if PROP in c and any(o in obs for o in c.objects):
             models.append(c)

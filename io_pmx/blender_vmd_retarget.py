@@ -55,7 +55,7 @@ from .mmd_knees import fit_knees
 from .mmd_names import ROOT, SIDES
 from .mmd_rig import apply as apply_rig
 from .vmd_names import shorten_bone_names
-from .vmd_retarget import midpoint_curves, path_keys, rigged_keys
+from .vmd_retarget import fit_chain_fractions, fraction_curves, midpoint_fractions, path_keys, rigged_keys
 
 PATH_TOLERANCE = 1e-4  # of the model's height: how far an IK bone's path may leave the line between two keys
 
@@ -317,6 +317,9 @@ def export_rigged_motion(context, act, arm_ob, model, arm_angle: float = 0.0, bo
         fields, more = vmd.encode_names([model.bones[k].name for k in moving])
         warnings += more
         which = _key_samples(model, deform[::2], base, moving)
+        heads_mmd = np.array([bb.position for bb in model.bones], np.float64).reshape(-1, 3)
+        target = np.einsum("hkij,kj->hki", deform[..., :3, :3], heads_mmd) + deform[..., :3, 3]
+        chain = fit_chain_fractions(model, pos_h, rot_h, target, {k: which[k] for k in moving})
         keys = vmd.new_bone_keys(sum(len(which[k]) for k in moving))
         block = vmd.build_interpolation(vmd.linear_curves())
         at = 0
@@ -332,7 +335,10 @@ def export_rigged_motion(context, act, arm_ob, model, arm_angle: float = 0.0, bo
             if len(idx) > 1:  # half-grid samples: start 2a, middle a + b, end 2b of each segment [a, b]
                 a_, b_ = idx[:-1], idx[1:]
                 samples = np.stack([2 * a_, a_ + b_, 2 * b_], axis=1)
-                curves = midpoint_curves(pos_h[samples, k], rot_h[samples, k])
+                frac, live = midpoint_fractions(pos_h[samples, k], rot_h[samples, k])
+                fitted = chain.get(k, np.full(len(idx), np.nan))[1:]
+                frac[:, 3] = np.where(np.isnan(fitted), frac[:, 3], fitted)
+                curves = fraction_curves(frac, live)
                 keys["interpolation"][sl][1:] = vmd.build_interpolation(curves)
         m.bone_keys = keys
         dropped = [skel.names[i] for i in range(len(skel.names)) if mapping.dropped(i)]

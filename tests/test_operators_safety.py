@@ -89,12 +89,7 @@ def _call(idname: str, path: str, **props):
 
 
 # NWN2 MDB gathers its objects itself (io_mdb.blender_io._export_objects), not through scene.exportable_objects
-OWN_GATHER = {"export_scene.nwn2_mdb"}
-
-
-@pytest.mark.parametrize("idname,ext", [
-    pytest.param(i, e, marks=pytest.mark.xfail(strict=True, reason="gathers its objects itself"))
-    if i in OWN_GATHER else (i, e) for i, e in _export_operators()])
+@pytest.mark.parametrize("idname,ext", _export_operators())
 def test_every_export_operator_refuses_two_models_with_nothing_selected(idname, ext, two_models, tmp_path):
     ninja, kachujin = two_models
     _deselect_all()

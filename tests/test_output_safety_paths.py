@@ -82,7 +82,6 @@ def _pmx_with_texture(tmp_path, texture: str):
     return path
 
 
-@pytest.mark.xfail(strict=True, reason="needs core.paths.texture_to_open in blender/material.py _image")
 def test_pmx_import_does_not_open_a_texture_outside_the_model_folder(clean_scene, tmp_path):
     import bpy
 

@@ -122,11 +122,12 @@ def test_lines_round_trip_as_a_line_list(clean_scene, testdata, tmp_path):
 
 
 def test_file_handler_imports_dropped_files(clean_scene, testdata):
-    fh = bpy.types.FileHandler.bl_rna_get_subclass_py("IO_FH_urhox_mdl")
-    assert fh.bl_import_operator == "import_scene.urhox_mdl" and ".mdl" in fh.bl_file_extensions
+    # `.mdl` is shared with Wallpaper Engine: the drop handler reads each file's content and calls its importer
+    fh = bpy.types.FileHandler.bl_rna_get_subclass_py("IO_FH_skinbridge_by_content")
+    assert fh.bl_import_operator == "wm.skinbridge_drop_import" and ".mdl" in fh.bl_file_extensions.split(";")
     # a drop passes the folder and the file names
     folder = str(testdata / "urho3d")
-    assert bpy.ops.import_scene.urhox_mdl(directory=folder, files=[{"name": "Box.mdl"}, {"name": "Ninja.mdl"}]) \
+    assert bpy.ops.wm.skinbridge_drop_import(directory=folder, files=[{"name": "Box.mdl"}, {"name": "Ninja.mdl"}]) \
         == {"FINISHED"}
     assert sorted(o.name for o in _meshes()) == ["Box", "Ninja"]
 
