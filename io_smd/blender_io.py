@@ -133,6 +133,7 @@ def import_motion(context, f: smd.SmdFile, name: str, armature=None) -> list[str
     anim = convert.animation_of(f, name, warnings, fps)
     try:
         act, more = bact.build_action(arm_ob, anim, fps, name)
+        created.append(act)
         act.frame_start = float(min(fr.time for fr in f.skeleton)) if f.skeleton else 0.0
         act.frame_end = float(max(fr.time for fr in f.skeleton)) if f.skeleton else 0.0
         bact.assign(arm_ob, act)

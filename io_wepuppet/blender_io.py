@@ -153,7 +153,12 @@ def import_texture(context, path: str) -> tuple[object, list[str]]:
                 f.write(data)
             img = bpy.data.images.load(p)
             img.pack()
-    img.name = name
+    try:
+        img.name = name
+        bscene._stage("done")
+    except BaseException:  # atomic: a failure after the image exists takes it away again
+        bpy.data.images.remove(img)
+        raise
     return img, list(t.warnings)
 
 

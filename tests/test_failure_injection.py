@@ -187,19 +187,52 @@ def _identified(path: pathlib.Path):
         return None
 
 
-def _samples(spec) -> list[pathlib.Path]:
-    """Real files of ../shared/testdata whose content is this format, smallest first."""
-    files = [p for p in TESTDATA.rglob("*") if p.is_file() and _identified(p) is spec]
+def _kind(path: pathlib.Path) -> str | None:
+    from skinbridge import formats
+
+    spec = _identified(path)
+    return formats.file_kind(path, spec) if spec is not None else None
+
+
+def _samples(spec, kind: str | None = None) -> list[pathlib.Path]:
+    """Real files of ../shared/testdata whose content is this format (and of this kind), smallest first."""
+    files = [p for p in TESTDATA.rglob("*") if p.is_file() and _identified(p) is spec
+             and (kind is None or _kind(p) == kind)]
     return sorted(files, key=lambda p: (p.stat().st_size, p.name))
 
 
-def _model_for(motion: pathlib.Path) -> pathlib.Path | None:
-    """The model a sample motion belongs to: the one in its folder whose name starts its name, else the largest."""
-    models = [p for p in motion.parent.iterdir() if p.is_file() and (s := _identified(p)) is not None
-              and s.kind == "model" and s.has("blender_import")]
-    named = [p for p in models if motion.stem.startswith(p.stem)]
-    pool = named or models
-    return max(pool, key=lambda p: (len(p.stem) if named else p.stat().st_size, p.name)) if pool else None
+def _models_for(motion: pathlib.Path) -> list[pathlib.Path]:
+    """The models a sample motion may belong to, likeliest first: those in its folder whose name starts its
+    name (longest first), then the others, largest first."""
+    models = [p for p in motion.parent.iterdir() if p.is_file() and _kind(p) == "model"
+              and _identified(p).has("blender_import")]
+    named = sorted((p for p in models if motion.stem.startswith(p.stem)), key=lambda p: -len(p.stem))
+    rest = sorted((p for p in models if p not in named), key=lambda p: (-p.stat().st_size, p.name))
+    return named + rest
+
+
+_MOTION_MODEL: dict[pathlib.Path, pathlib.Path] = {}
+
+
+def _model_taking(motion: pathlib.Path, loader) -> pathlib.Path:
+    """The first candidate model onto which the motion loads (found once, each try in a fresh scene)."""
+    from skinbridge.app.options import ConvertOptions
+    from skinbridge.blender.selection import find_armature
+
+    if motion not in _MOTION_MODEL:
+        for model in _models_for(motion):
+            bpy.ops.wm.read_factory_settings(use_empty=True)
+            try:
+                _identified(model).get("blender_import")(bpy.context, str(model), ConvertOptions())
+                loader(bpy.context, str(motion), find_armature(bpy.context, required=True), ConvertOptions())
+            except Exception:
+                continue
+            _MOTION_MODEL[motion] = model
+            break
+        else:
+            raise AssertionError(f"no model of {motion.parent} takes {motion.name}")
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+    return _MOTION_MODEL[motion]
 
 
 def _written_reader(data: bytes, path: str):
@@ -216,6 +249,9 @@ def _registry_bridges() -> list[Bridge]:
     from skinbridge import formats
     from skinbridge.app.options import ConvertOptions
 
+    def options(spec):  # every option a target may require (NWN2 skinned meshes name their GR2 skeleton)
+        return ConvertOptions(target=spec.target or spec.name, skeleton="test_skel")
+
     rows = []
     for spec in formats.all_specs():
         if spec.foreign_operators:
@@ -225,25 +261,25 @@ def _registry_bridges() -> list[Bridge]:
             sample = samples[0]
             rows.append(Bridge(f"{spec.label} import ({sample.name})", (), lambda: None,
                                lambda _, out, spec=spec, sample=sample: spec.get("blender_import")(
-                                   bpy.context, str(sample), ConvertOptions()), IMPORT_STAGES))
+                                   bpy.context, str(sample), ConvertOptions()), ("done",)))
         if spec.has("export_target"):
             rows.append(Bridge(f"{spec.label} convert target", (), _posed,
                                lambda _, out, spec=spec: spec.get("export_target")(
-                                   bpy.context, str(out), "posed", ConvertOptions(target=spec.target)),
+                                   bpy.context, str(out), "posed", options(spec)),
                                patches=(("skinbridge.core.fileio", "os.replace", 1),), reader=_written_reader))
         if spec.has("motion_loader"):
-            for motion in samples:
-                model = _model_for(motion)
-                if model is None:
+            for motion in _samples(spec, "motion"):
+                if not _models_for(motion):
                     continue
 
-                def setup(model=model):
+                def setup(motion=motion, spec=spec):
                     from skinbridge.blender.selection import find_armature
 
+                    model = _model_taking(motion, spec.get("motion_loader"))
                     _identified(model).get("blender_import")(bpy.context, str(model), ConvertOptions())
                     return find_armature(bpy.context, required=True)
 
-                rows.append(Bridge(f"{spec.label} motion ({motion.name} on {model.name})", (), setup,
+                rows.append(Bridge(f"{spec.label} motion ({motion.name})", (), setup,
                                    lambda arm, out, spec=spec, motion=motion: spec.get("motion_loader")(
                                        bpy.context, str(motion), arm, ConvertOptions()),
                                    patches=(("skinbridge.blender.action", "assign", 1),)))
