@@ -56,6 +56,7 @@ HOLD_GAP = 1e-4  # seconds
 PROP = "skinbridge_ani"
 KEYS_PROP = "skinbridge_keys"  # on an action: the file's keys Blender cannot hold exactly, and unmatched tracks
 DEFORM_TOLERANCE = 1e-5  # of the bounding-box diagonal: a larger vertex difference from the engine is reported
+MAX_MEASURED_TIMES = 2048  # samples of the animation at which that difference is measured
 
 _CHANNELS = {"location": "t", "rotation_quaternion": "q", "rotation_euler": "e", "rotation_axis_angle": "a",
              "scale": "s"}
@@ -221,6 +222,7 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
         act.frame_end = max(float(animation.length) * fps, 0.0)
         act.use_fake_user = True
         _keep_keys(act, cb, arm_ob, animation, frames, fitted)
+        warnings += deformation_warning(arm_ob, animation, frames, written, fps)
     except BaseException:
         progress.end()
         bpy.data.actions.remove(act)
@@ -228,7 +230,6 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
     for track in animation.tracks:
         if track.bone in frames and track.rotations is not None and len(track.rotations):
             arm_ob.pose.bones[track.bone].rotation_mode = "QUATERNION"
-    warnings += deformation_warning(arm_ob, animation, frames, written, fps)
     return act, warnings
 
 
@@ -322,9 +323,10 @@ def _keep_keys(act, cb, arm_ob, animation: cm.Animation, frames: dict[str, BoneF
     by_bone = _bone_fcurves(cb)
     def fill(track):
         pb, bf = arm_ob.pose.bones[track.bone], frames[track.bone]
-        return {"translation": bf.from_basis("t", np.array(pb.location, np.float64)[None])[0].tolist(),
-                "rotation": bf.from_basis("r", _static_rotation(pb)[None])[0].tolist(),
-                "scale": bf.from_basis("s", np.array(pb.scale, np.float64)[None])[0].tolist()}
+        pose = default_pose(pb)
+        return {"translation": bf.from_basis("t", pose["t"][None])[0].tolist(),
+                "rotation": bf.from_basis("r", pose["q"][None])[0].tolist(),
+                "scale": bf.from_basis("s", pose["s"][None])[0].tolist()}
 
     data = {"order": [t.bone for t in animation.tracks],
             "tracks": {t.bone: {"fingerprint": _curves_fingerprint(by_bone.get(t.bone, [])), "fill": fill(t),
@@ -430,8 +432,7 @@ class _Chain:
         self._posed: dict[str, np.ndarray] = {}
 
     def static(self, name: str) -> dict[str, np.ndarray]:
-        pb = self.arm_ob.pose.bones[name]
-        return {"t": np.array(pb.location, np.float64), "q": _static_rotation(pb), "s": np.array(pb.scale, np.float64)}
+        return default_pose(self.arm_ob.pose.bones[name])
 
     def engine(self, name: str) -> np.ndarray:
         if name not in self._engine:
@@ -508,7 +509,10 @@ def deformation_error(arm_ob, animation: cm.Animation, frames: dict[str, BoneFra
     points inside every gap."""
     keys = _key_times(animation, frames)
     gaps = [keys[:-1] + (keys[1:] - keys[:-1]) * k / 4 for k in (1, 2, 3)]
-    chain = _Chain(arm_ob, animation, frames, written, np.unique(np.concatenate([keys, *gaps])), fps)
+    times = np.unique(np.concatenate([keys, *gaps]))
+    if len(times) > MAX_MEASURED_TIMES:  # a long animation: evenly spread samples bound the memory
+        times = times[np.unique(np.linspace(0, len(times) - 1, MAX_MEASURED_TIMES).round().astype(np.int64))]
+    chain = _Chain(arm_ob, animation, frames, written, times, fps)
     skin_diff = {name: chain.skin_difference(name) for name in chain.bones}
     points, everything = _deformed_points(arm_ob)
     diagonal = float(np.linalg.norm(np.ptp(everything, axis=0))) if len(everything) else 0.0
@@ -516,8 +520,8 @@ def deformation_error(arm_ob, animation: cm.Animation, frames: dict[str, BoneFra
     for name, pts in points.items():
         d = skin_diff[name]
         worst = 0.0
-        for a in range(0, len(pts), 4096):
-            chunk = pts[a:a + 4096]
+        for a in range(0, len(pts), 1024):
+            chunk = pts[a:a + 1024]
             moved = np.einsum("tij,nj->tni", d[:, :3, :3], chunk) + d[:, None, :3, 3]
             worst = max(worst, float(np.sqrt((moved * moved).sum(axis=2)).max()))
         errors[name] = worst
@@ -807,9 +811,10 @@ def read_action(context, arm_ob, act, slot=None, step_tracks: bool = True, fill_
             if not fill_missing:
                 return None
             pb, bf = arm_ob.pose.bones[bone], frames_of[bone]
-            return {"translation": bf.from_basis("t", np.array(pb.location, np.float64)[None])[0],
-                    "rotation": bf.from_basis("r", _static_rotation(pb)[None])[0],
-                    "scale": bf.from_basis("s", np.array(pb.scale, np.float64)[None])[0]}
+            pose = default_pose(pb)
+            return {"translation": bf.from_basis("t", pose["t"][None])[0],
+                    "rotation": bf.from_basis("r", pose["q"][None])[0],
+                    "scale": bf.from_basis("s", pose["s"][None])[0]}
 
         order = _use_kept_keys(act, slot, kept, tracks, baked, order, start / fps, fill_of)
     anim.tracks = [tracks[b] for b in order]
@@ -938,6 +943,16 @@ def _track_from_curves(arm_ob, bone, chans, bf: BoneFrame, start, fps, step_trac
         track.scale_times = times
         track.scales = bf.from_basis("s", channel("s", 3, pb.scale))
     return track, hold
+
+
+def default_pose(pb) -> dict[str, np.ndarray]:
+    """A pose bone's default basis (t, q, s): the one the armature bridge set at import (kept on the pose
+    bone, since playing an action overwrites the keyed channels), else its current values."""
+    raw = pb.get(barm.POSE_PROP)
+    if raw is not None and len(raw) == 10:
+        v = np.array(raw, np.float64)
+        return {"t": v[:3], "q": v[3:7], "s": v[7:10]}
+    return {"t": np.array(pb.location, np.float64), "q": _static_rotation(pb), "s": np.array(pb.scale, np.float64)}
 
 
 def _static_rotation(pb) -> np.ndarray:

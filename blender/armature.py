@@ -3,6 +3,10 @@
 Edit bones are built from bind matrices in one EDIT pass (bones may come in any file order). Blender keeps
 only head, tail and roll, so the file's exact values travel in the bone's `skinbridge` custom property
 (JSON of the core bone's `extras`) and the mappings reuse them on export while the bone still matches.
+
+`BoneFrame` is the constant change of frame between a file's parent-relative bone transforms and Blender's
+pose basis of one bone (through the file's exact bind matrices); the default pose and the actions
+(`blender.action`) both map through it.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from ..core.transforms import (
 )
 
 PROP = "skinbridge"
+POSE_PROP = "skinbridge_pose"  # on a pose bone: its default basis (location, quaternion, scale) set at import
 EXACT_FRAME = 1e-6  # a frame whose residue is below this maps keys as exactly as float32 keys are stored
 
 
@@ -199,9 +204,10 @@ def set_pose(ob, skel: cm.Skeleton, names: list[str], rest: np.ndarray | None = 
         bf = frames[name]
         pb = ob.pose.bones[name]
         pb.rotation_mode = "QUATERNION"
-        pb.location = bf.to_basis("t", b.rest_translation[None])[0].tolist()
-        pb.rotation_quaternion = bf.to_basis("r", b.rest_rotation[None])[0].tolist()
-        pb.scale = bf.to_basis("s", b.rest_scale[None])[0].tolist()
+        pose = [bf.to_basis("t", b.rest_translation[None])[0], bf.to_basis("r", b.rest_rotation[None])[0],
+                bf.to_basis("s", b.rest_scale[None])[0]]
+        pb.location, pb.rotation_quaternion, pb.scale = (x.tolist() for x in pose)
+        pb[POSE_PROP] = [float(x) for x in np.concatenate(pose)]
 
 
 def bone_extras(bone) -> dict:

@@ -12,8 +12,9 @@ and 5.2.3:
 - Custom normals: a FLOAT_VECTOR ``custom_normal`` corner attribute is read back exactly by
   ``mesh.corner_normals`` on all three; ``normals_domain`` and ``corner_normals`` exist on all three.
 - Pose bone ``select`` and ``hide`` live on ``PoseBone`` from 5.0 on, on its ``Bone`` in 4.5.
-- The 4.5 wheel hangs in the interpreter's teardown once any class was registered and not unregistered: on
-  that version `exit_process` flushes and leaves without teardown.
+- The 4.5 wheel hangs at process exit (a C++ static destructor waits on Blender's delayed-close thread) once
+  the add-on was registered: on that version `exit_process` (and `guard_worker_exit` in pool workers) removes
+  Blender's session temporary folder, flushes and leaves with ``os._exit``, skipping the teardown.
 
 This module imports bpy only inside functions that need Blender, so `exit_process` costs nothing in a process
 that never loaded Blender.
@@ -60,9 +61,28 @@ def exit_process(code: int | None = 0) -> None:
         print(code, file=sys.stderr)
         code = 1
     if needs_hard_exit():
-        flush_std_streams()
-        os._exit(code & 0xFF if code >= 0 else 1)
+        _leave(code & 0xFF if code >= 0 else 1)
     sys.exit(code)
+
+
+def _leave(code: int) -> None:
+    """Do what Blender's own exit would still have to do for us, then end the process at once."""
+    _purge_session_tempdir()
+    flush_std_streams()
+    os._exit(code)
+
+
+def _purge_session_tempdir() -> None:
+    """Remove Blender's session temporary folder (``<TMPDIR>/blender_XXXXXX``), which its exit removes."""
+    import re
+    import shutil
+
+    try:
+        path = os.path.normpath(sys.modules["bpy"].app.tempdir)
+    except (KeyError, AttributeError, TypeError):
+        return
+    if re.fullmatch(r"blender_\w{6}", os.path.basename(path)) and os.path.isdir(path):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def guard_worker_exit() -> None:
@@ -84,8 +104,7 @@ _worker_guarded = False
 
 
 def _leave_worker() -> None:
-    flush_std_streams()
-    os._exit(0)
+    _leave(0)
 
 
 # -- actions -------------------------------------------------------------------------------------------

@@ -70,6 +70,12 @@ def import_pmx(context, path: str, scale: float = convert.DEFAULT_SCALE) -> bsce
     try:
         result = bscene.build_scene(context, core_scene, name, base_dir)
         blender_mmd.build_extras(context, result, core_scene, textures, base_dir, warnings)
+        if result.armature is not None and (model.rigid_bodies or model.joints):
+            from . import blender_physics
+
+            arm_ob = result.armature
+            names = bscene.barm_names(arm_ob) or [b.name for b in arm_ob.data.bones]
+            blender_physics.build_physics(context, arm_ob, core_scene.extras["pmx"], scale, names, [])
     except BaseException:
         _remove_new(before)
         raise
@@ -85,7 +91,29 @@ def gather_model(context, scale: float | None = None, selected_only: bool = Fals
         raise ExportError("nothing to export: no visible mesh with faces")
     blender_mmd.read_extras(core_scene, arm_ob, meshes)
     model, more = convert.from_scene(core_scene, scale)
+    if arm_ob is not None:
+        _physics_from_blender(model, arm_ob, scale, core_scene.extras.get("pmx") or {})
     return model, warnings + more
+
+
+def _physics_from_blender(model: pmx.PmxModel, arm_ob, scale: float | None, extras: dict) -> None:
+    """Rigid bodies and joints from the model's Physics collection (`blender_physics`), when it has one."""
+    from . import blender_physics
+
+    if scale is None:
+        scale = float(extras.get("scale", convert.DEFAULT_SCALE))
+    pmx_index: dict[str, int] = {}
+    for i, b in enumerate(model.bones):
+        pmx_index.setdefault(b.name, i)
+    bone_index = {}
+    for bone in arm_ob.data.bones:
+        names = blender_mmd.pmx_names(bone)
+        k = pmx_index.get(names[0] if names and names[0] else bone.name)
+        if k is not None:
+            bone_index[bone.name] = k
+    read = blender_physics.read_physics(arm_ob, scale, bone_index)
+    if read is not None:
+        model.rigid_bodies, model.joints = read
 
 
 GENERIC_NAMES = {"armature", "root", "skeleton", "rig", "scene", ""}  # say nothing of the model: the file's name

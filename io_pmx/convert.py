@@ -377,6 +377,19 @@ def to_scene(model: pmx.PmxModel, name: str, scale: float = DEFAULT_SCALE) -> tu
     return scene, warnings
 
 
+# What `compare` can ask of a PMX: bone heads, parents, vertices and weights. A PMX bone has no rest
+# orientation (only a head and a tail, which `to_scene` turns into one), so orientations are not compared.
+PMX_SKIPS = ("rest orientation", "default pose orientation")
+
+
+def compare_view(model: pmx.PmxModel) -> dict:
+    """How `compare` should read a PMX's skeleton: `match` gives, per bone, the names it may be matched by,
+    the English name first (where the export kept the source's full name, or the rig the source bone's),
+    then the name; `skipped` lists the skeleton fields a PMX does not hold."""
+    return {"match": [[b.name_e, b.name] if b.name_e and b.name_e != b.name else [b.name] for b in model.bones],
+            "skipped": list(PMX_SKIPS)}
+
+
 def load(path: str, data: bytes | None = None, with_animations: bool = True, motions=()) -> tuple[cm.Scene, list[str]]:
     """A `.pmx` file as a core Scene through `to_scene` (the registry's `load`, for `compare`). A PMX holds no
     animation; `motions` beside it (VMD files) are not posed onto the model here: each is named in a warning."""
@@ -386,7 +399,9 @@ def load(path: str, data: bytes | None = None, with_animations: bool = True, mot
 
     if data is None:
         data = read_bytes(path)
-    scene, warnings = to_scene(pmx.read(data), os.path.splitext(os.path.basename(os.fspath(path)))[0])
+    model = pmx.read(data)
+    scene, warnings = to_scene(model, os.path.splitext(os.path.basename(os.fspath(path)))[0])
+    scene.extras["compare"] = compare_view(model)
     for motion in motions:
         warnings.append(f"{os.path.basename(os.fspath(motion))}: a VMD is compared on its own (compare it with "
                         "another .vmd), not posed onto the model")

@@ -10,6 +10,7 @@ from ..blender.selection import NoTarget, armatures, find_armature
 from ..core.errors import ExportError
 from ..core.fileio import output_session
 from . import convert
+from .ops_physics import POSE_OT_skinbridge_mmd_physics_chain
 
 
 class IMPORT_SCENE_OT_skinbridge_pmx(bpy.types.Operator, ImportHelper):
@@ -134,7 +135,7 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
 
 register, unregister = registrar(
     (IMPORT_SCENE_OT_skinbridge_pmx, EXPORT_SCENE_OT_skinbridge_pmx,
-     IMPORT_ANIM_OT_skinbridge_vmd, EXPORT_ANIM_OT_skinbridge_vmd),
+     IMPORT_ANIM_OT_skinbridge_vmd, EXPORT_ANIM_OT_skinbridge_vmd, POSE_OT_skinbridge_mmd_physics_chain),
     imports=[(IMPORT_SCENE_OT_skinbridge_pmx, "MikuMikuDance model (.pmx)"),
              (IMPORT_ANIM_OT_skinbridge_vmd, "MikuMikuDance motion (.vmd)")],
     exports=[(EXPORT_SCENE_OT_skinbridge_pmx, "MikuMikuDance model (.pmx)"),

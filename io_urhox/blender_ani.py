@@ -61,7 +61,9 @@ def _marker_text(value) -> str:
 
 
 def import_ani(context, paths, arm_ob, profile: str = "urhox", assign: bool = True) -> tuple[list, list[str]]:
-    """Import `.ani` files as actions onto ``arm_ob``; returns (actions, warnings). Atomic."""
+    """Import `.ani` files as actions onto ``arm_ob``; returns (actions, warnings). Atomic. A file none of
+    whose tracks names a bone of the armature is refused (ExportError naming the file and its tracks) before
+    anything is created."""
     if arm_ob is None or arm_ob.type != "ARMATURE":
         raise ExportError("select an armature to import animations onto")
     roots = root_bones(arm_ob)

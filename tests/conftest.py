@@ -175,7 +175,7 @@ def pytest_unconfigure(config):
 
     if _session is None or not compat.needs_hard_exit():
         return
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter._tw.flush()
+    writer = getattr(config.pluginmanager.get_plugin("terminalreporter"), "_tw", None)
+    if writer is not None:
+        writer.flush()
     compat.exit_process(int(_session.exitstatus))

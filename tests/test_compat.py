@@ -236,12 +236,16 @@ def test_a_process_with_a_registered_class_ends_quickly_with_its_code(version, t
     py = _venv_python(version)
     if py is None:
         pytest.skip(f"{VENVS[version].name} is not set up (bash tools/run test --blender {version})")
-    env = {**os.environ, "BLENDER_USER_RESOURCES": str(tmp_path / "user"), "PYTHONPATH": str(_pkg_parent(tmp_path))}
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "BLENDER_USER_RESOURCES": str(tmp_path / "user"), "PYTHONPATH": str(_pkg_parent(tmp_path)),
+           "TMPDIR": str(tmp)}
     for code in (0, 3):
         start = time.monotonic()
         r = _run([str(py), "-c", HANG, str(code)], timeout=60, env=env)
         assert (r.returncode, r.stdout) == (code, "last line"), r.stderr[-2000:]
         assert time.monotonic() - start < 30
+    assert list(tmp.iterdir()) == []  # Blender's session folder goes, as on a normal exit
 
 
 def _pkg_parent(tmp_path) -> pathlib.Path:

@@ -38,8 +38,9 @@ def _parent_names(m: pmx.PmxModel) -> dict[str, str | None]:
     return {b.name: (m.bones[b.parent].name if b.parent >= 0 else None) for b in m.bones}
 
 
-def _check_control_layer(m: pmx.PmxModel) -> None:
-    """Seed §4 and reference/pmx.md §1.10, exactly."""
+def _check_control_layer(m: pmx.PmxModel, fitted: bool = False) -> None:
+    """Seed §4 and reference/pmx.md §1.10, exactly. `fitted`: written with motions whose knee keys bend
+    both ways, the knee limit's inner edge is widened past them (io_pmx/mmd_knees.py)."""
     k = _names(m)
     parent = _parent_names(m)
     assert m.bones[0].name == "全ての親"
@@ -60,7 +61,11 @@ def _check_control_layer(m: pmx.PmxModel) -> None:
         knee, leg = b.ik.links
         assert (knee.bone, leg.bone, leg.lower, leg.upper) == (k[side + "ひざ"], k[side + "足"], None, None)
         assert knee.lower.view(np.uint32).tolist() == KNEE_LOWER_BITS
-        assert knee.upper.view(np.uint32).tolist() == KNEE_UPPER_BITS
+        if fitted:
+            assert 0 < knee.upper[0] < np.radians(30)  # Fox's shins swing forward by up to about 17°
+            assert knee.upper.view(np.uint32).tolist()[1:] == [0, 0]
+        else:
+            assert knee.upper.view(np.uint32).tolist() == KNEE_UPPER_BITS
         assert (c.ik.target, c.ik.loop, float(c.ik.limit_angle)) == (k[side + "つま先"], 3, 4.0)
         assert [(x.bone, x.lower, x.upper) for x in c.ik.links] == [(k[side + "足首"], None, None)]
         assert (m.bones[k[side + "つま先"]].flags, m.bones[k[side + "つま先"]].layer) == (0x12, 2)
@@ -85,7 +90,7 @@ def _check_babylon(path, m: pmx.PmxModel) -> None:
         assert (leg_ik["target"], leg_ik["iteration"]) == (_names(m)[side + "足首"], 40)
         knee = leg_ik["links"][0]
         assert np.float32(knee["lower"]).view(np.uint32).tolist() == KNEE_LOWER_BITS
-        assert np.float32(knee["upper"]).view(np.uint32).tolist() == KNEE_UPPER_BITS
+        assert np.float32(knee["upper"]).tolist() == m.bones[_names(m)[side + "足ＩＫ"]].ik.links[0].upper.tolist()
         assert leg_ik["links"][1]["lower"] is None
         assert got[side + "つま先ＩＫ"]["iteration"] == 3
 
@@ -131,7 +136,7 @@ def test_fox_with_mmd_rig_maps_validates_and_parses_in_babylon(testdata, tmp_pat
             side + "腕", side + "ひじ", side + "足", side + "ひざ", side + "足首"]
         assert parent[side + "腕"] == "上半身2"
     assert (parent["首"], parent["頭"]) == ("上半身2", "首")
-    _check_control_layer(m)
+    _check_control_layer(m, fitted=True)
     # weights: the same vertices, each bone's weight moved with it (the roots had none)
     assert len(m.vertices) == len(before.vertices)
     old_index = {b.name_e or b.name: i for i, b in enumerate(before.bones)}

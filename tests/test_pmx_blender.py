@@ -281,6 +281,7 @@ def test_invalid_ik_limits_are_refused_naming_the_bone(luka, tmp_path, how):
         knee.constraints[blender_mmd.LIMIT_NAME].max_x = float("nan")
     else:
         arm.pose.bones["右ひざ"].ik_min_y = float("nan")
+    bpy.context.view_layer.update()  # the edited limits re-pose the knee (and the rigid body on it) first
     before = scene_fingerprint()
     with pytest.raises(RuntimeError) as e:
         bpy.ops.export_scene.skinbridge_pmx(filepath=str(tmp_path / "x.pmx"))

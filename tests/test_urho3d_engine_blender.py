@@ -147,3 +147,22 @@ def test_kept_keys_are_written_only_while_the_curves_hold_them(kachujin, tmp_pat
     edited = np.abs(after["RightUpLeg"].positions[3] - original["RightUpLeg"].positions[3]).max()
     assert edited > 0.1
     assert np.array_equal(after["RightHandRing1"].rotations, original["RightHandRing1"].rotations)
+
+
+def test_a_second_import_while_the_first_plays_maps_alike(kachujin, testdata):
+    """Playing an action overwrites the pose bones' keyed channels; a walk imported again then must still
+    take the channels its tracks lack from the file's default pose."""
+    import bpy
+    from skinbridge.blender import action as bact
+    from skinbridge.io_urhox import blender_ani
+
+    arm, _, _, _, warnings = kachujin
+    first = arm.animation_data.action
+    bpy.context.scene.frame_set(13)
+    acts, again = blender_ani.import_ani(bpy.context, [str(testdata / "urho3d" / "Kachujin_Walk.ani")], arm,
+                                         "urho3d")
+    a, b = bact.kept_keys(first)["tracks"], bact.kept_keys(acts[0])["tracks"]
+    assert a.keys() == b.keys()
+    for name in a:
+        assert a[name]["fill"] == b[name]["fill"], name
+    assert _warned_figure(again) == _warned_figure(warnings)

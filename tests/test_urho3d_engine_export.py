@@ -143,3 +143,19 @@ def test_a_bind_with_residue_maps_its_animation_without_a_warning(clean_scene, t
         got = evaluated_positions(mesh, float(t), fps)
         worst = max(worst, float(np.abs(got - urho3d_to_blender(engine.skin(walk, t))).max()) / diag)
     assert worst <= 1e-5, worst
+
+
+def test_the_default_pose_is_the_files_initial_pose(clean_scene, testdata, tmp_path):
+    """Without an animation Blender shows the file's initial pose (scale 0.01, a turn, a move) as the engine
+    does: skin = initial world · offset."""
+    import bpy
+    from skinbridge.io_urhox import blender_io, umd2
+
+    path, _ = _ninja_with_moved_initials(testdata, tmp_path)
+    result = blender_io.import_mdl(bpy.context, str(path), "auto")
+    mesh = next(o for o in result.objects if o.type == "MESH")
+    engine = Engine(umd2.read(path.read_bytes()))
+    expected = urho3d_to_blender(engine.skin(None, 0.0))
+    assert np.abs(expected - urho3d_to_blender(engine.positions)).max() > 0.01  # the pose is not the bind
+    got = evaluated_positions(mesh, 0.0, bpy.context.scene.render.fps)
+    assert np.abs(got - expected).max() <= 1e-5 * diagonal(engine.positions)

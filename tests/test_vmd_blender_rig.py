@@ -4,14 +4,13 @@ The VMD of a rigged export is retargeted through world transforms (`blender_vmd_
 
 * Fox.glb's Walk, exported with `--mmd-rig` (arm angle 0) through the command line: at every VMD key frame the
   MMD evaluation (`core.skinning`, IK off) of the exported PMX + VMD equals Blender's evaluation of the original
-  Fox within 1e-4 of the diagonal; at 0.25, 0.5 and 0.75 of every interval between keys it equals Blender's
-  evaluation of a copy whose action is baked onto whole 30-fps frames (Fox is keyed at 24 fps), rotations
-  turning between the baked keys by slerp as MMD turns them (`_baked_copy`); the largest error against the
-  unbaked original is printed.
+  Fox within 1e-4 of the diagonal; at 0.25, 0.5 and 0.75 of every interval between keys it stays within 1 %
+  of the diagonal of the original (Fox is keyed at 24 fps; each segment's VMD curves pass through the
+  source at the segment's middle); the error against a copy baked onto whole 30-fps frames is printed.
 * The demo humanoid and its walk with `--mmd-rig --arm-angle 30` (`--arm-angle` alone would keep the Mixamo
   names, which collide once cut to the 15 bytes a VMD holds, a limit the export reports): the same for bone heads
   and for every vertex weighted entirely on or entirely off the arm chains; the largest error among blended
-  shoulder vertices (against the baked copy) is printed and must stay under 1 % of the diagonal.
+  shoulder vertices is printed and must stay under 1 % of the diagonal.
 """
 from __future__ import annotations
 
@@ -28,6 +27,7 @@ from skinbridge.io_pmx import pmx, vmd  # noqa: E402
 from skinbridge.io_pmx import vmd_convert as vc  # noqa: E402
 
 TOL = 1e-4  # of the bounding-box diagonal
+BETWEEN = 1e-2  # between keys, where a VMD curve follows the source through the middle of each segment
 
 
 # -- MMD side ---------------------------------------------------------------------------------------------------
@@ -223,7 +223,9 @@ def test_fox_walk_with_mmd_rig(testdata, tmp_path, addon):
           f"({vs_baked / diag:.3g}) against the baked copy, {vs_original:.3g} ({vs_original / diag:.3g}) against "
           "the unbaked original")
     assert at_keys <= TOL * diag
-    assert vs_baked <= TOL * diag
+    # between keys each segment's curves pass through the source at its middle (not the straight slerp of a
+    # baked copy): within BETWEEN of the unbaked original
+    assert vs_original <= BETWEEN * diag
 
 
 # -- item 5: the demo humanoid with --arm-angle 30 ------------------------------------------------------------------
@@ -297,14 +299,13 @@ def test_humanoid_walk_with_arm_angle(clean_scene, tmp_path):
         return float(dv[entirely].max()), dh, float(dv[blended].max())
 
     at_keys = np.array([errors(f) for f in keys]).max(axis=0)
-    _assign(arm, _baked_copy(act, int(keys[-1])))
     at_between = np.array([errors(f) for f in between]).max(axis=0)
     label = "--mmd-rig --arm-angle 30" if mmd_rig else "--arm-angle 30"
     print(f"\nhumanoid walk with {label} (diagonal {diag:.4g}): vertices entirely on/off the arms "
           f"{max(at_keys[0], at_between[0]) / diag:.3g}, bone heads {max(at_keys[1], at_between[1]) / diag:.3g}, "
           f"blended shoulder vertices {max(at_keys[2], at_between[2]) / diag:.3g} of the diagonal "
-          f"({int(blended.sum())} blended vertices; between keys against the baked copy)")
+          f"({int(blended.sum())} blended vertices; between keys against the original)")
     assert at_keys[0] <= TOL * diag and at_keys[1] <= TOL * diag
-    assert at_between[0] <= TOL * diag and at_between[1] <= TOL * diag
+    assert at_between[0] <= BETWEEN * diag and at_between[1] <= BETWEEN * diag
     assert max(at_keys[2], at_between[2]) < 0.01 * diag
 
