@@ -137,7 +137,8 @@ def cmd_convert(args) -> int:
                              deform_only=args.deform_only, ani_format=args.ani_format, motions=args.motion or [],
                              protected={os.path.realpath(p) for p in args.inputs},
                              mmd_rig=args.mmd_rig, bone_map=args.bone_map, arm_angle=args.arm_angle,
-                             scale=args.scale, skeleton=args.skeleton, limit_weights=args.limit_weights)
+                             scale=args.scale, skeleton=args.skeleton, limit_weights=args.limit_weights,
+                             name=args.name)
     plan = _plan(args)
     total = len(plan)
     failed = 0

@@ -18,6 +18,7 @@ class ConvertOptions:
     bone_map: str | None = None  # --bone-map FILE.json: {"source bone": "MMD name" or null}
     arm_angle: float = 0.0  # --arm-angle θ: degrees the upper arms turn down about +Y before export
     # --- end PMX MMD control rig ---
+    name: str | None = None  # -n/--name: the model's name as the user gave it (written into files that name it)
     import_profile: str | None = None  # axes of an imported UrhoX model (None: as the file implies)
     scale: float | None = None  # --scale: units per metre of the written file, where the target has units
     skeleton: str | None = None  # --skeleton NAME: the skeleton a skinned target file names (NWN2 MDB)

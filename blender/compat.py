@@ -14,7 +14,8 @@ and 5.2.3:
 - Pose bone ``select`` and ``hide`` live on ``PoseBone`` from 5.0 on, on its ``Bone`` in 4.5.
 - The 4.5 wheel hangs at process exit (a C++ static destructor waits on Blender's delayed-close thread) once
   the add-on was registered: on that version `exit_process` (and `guard_worker_exit` in pool workers) removes
-  Blender's session temporary folder, flushes and leaves with ``os._exit``, skipping the teardown.
+  Blender's session temporary folder, runs the exit handlers, flushes and leaves with ``os._exit``, skipping
+  the C++ teardown.
 
 This module imports bpy only inside functions that need Blender, so `exit_process` costs nothing in a process
 that never loaded Blender.
@@ -66,10 +67,17 @@ def exit_process(code: int | None = 0) -> None:
 
 
 def _leave(code: int) -> None:
-    """Do what Blender's own exit would still have to do for us, then end the process at once."""
-    _purge_session_tempdir()
-    flush_std_streams()
-    os._exit(code)
+    """Run the process's exit handlers (ours remove temporary folders), remove Blender's session folder as its
+    own exit would, flush, and end the process at once (the hang is after the exit handlers)."""
+    import atexit
+
+    atexit.unregister(_leave_worker)  # when called from it: not again
+    try:
+        atexit._run_exitfuncs()  # prints a failing handler's traceback itself and goes on
+    finally:
+        _purge_session_tempdir()
+        flush_std_streams()
+        os._exit(code)
 
 
 def _purge_session_tempdir() -> None:

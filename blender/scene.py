@@ -200,6 +200,11 @@ def _names(obs) -> str:
     return ", ".join(sorted(o.name for o in obs))
 
 
+def _physics_shape(ob) -> bool:
+    """A rigid body's collision shape (MMD physics): model data of its own, never a mesh to export."""
+    return ob.rigid_body is not None or bool(ob.get("mmd_physics"))
+
+
 def exportable_objects(context, selected_only: bool = False) -> tuple[list, object]:
     """(meshes, armature) an export takes. In a Collection Exporter's scope: the meshes of that collection
     (and its children) and the armature deforming them. Otherwise the visible meshes, never objects in
@@ -216,7 +221,8 @@ def exportable_objects(context, selected_only: bool = False) -> tuple[list, obje
         if coll is None:
             raise NoTarget(f"the collection {collection!r} does not exist")
         pool = list(coll.all_objects)
-        meshes = [ob for ob in pool if ob.type == "MESH" and (not selected_only or ob.select_get())]
+        meshes = [ob for ob in pool if ob.type == "MESH" and not _physics_shape(ob)
+                  and (not selected_only or ob.select_get())]
         arms = []
         for ob in meshes + [ob for ob in pool if ob.type == "ARMATURE"]:
             arm = armature_of(ob)
@@ -228,7 +234,7 @@ def exportable_objects(context, selected_only: bool = False) -> tuple[list, obje
         return meshes, (arms[0] if arms else None)
     meshes, armatures = [], []
     for ob in view_layer.objects:
-        if ob.type != "MESH" or not _collections_visible(ob, view_layer):
+        if ob.type != "MESH" or _physics_shape(ob) or not _collections_visible(ob, view_layer):
             continue
         if selected_only and not ob.select_get():
             continue

@@ -112,7 +112,21 @@ def _worst(values: np.ndarray) -> int:
 # ------------------------------------------------------------------------------------------------------------
 # skeleton
 
-def compare_skeletons(a: cm.Skeleton | None, b: cm.Skeleton | None, pos: float, rot: float, out: Comparison) -> None:
+def _matched_names(s: cm.Skeleton, view: dict | None, other: cm.Skeleton) -> list[str]:
+    """The names `s`'s bones are matched by: a format's own view (`scene.extras["compare"]["match"]`, a list
+    of names per bone, e.g. a PMX's English name then its name) picks the first the other skeleton has."""
+    names = list(s.names)
+    match = (view or {}).get("match")
+    if not match or len(match) != len(names):
+        return names
+    known = set(other.names)
+    return [next((n for n in alias if n in known), names[i]) for i, alias in enumerate(match)]
+
+
+def compare_skeletons(a: cm.Skeleton | None, b: cm.Skeleton | None, pos: float, rot: float, out: Comparison,
+                      views: tuple = (None, None)) -> None:
+    """`views`: each side's `scene.extras.get("compare")`: how its bones are matched (`match`) and which
+    skeleton fields its format does not hold (`skipped`: "rest orientation", "default pose orientation")."""
     if a is None or b is None or not len(a) or not len(b):
         na, nb = (0 if s is None else len(s) for s in (a, b))
         if na or nb:
@@ -120,25 +134,30 @@ def compare_skeletons(a: cm.Skeleton | None, b: cm.Skeleton | None, pos: float, 
         else:
             out.notes.append("skeleton: none in either")
         return
-    ia = {x.name: i for i, x in enumerate(a.bones)}
-    ib = {x.name: i for i, x in enumerate(b.bones)}
-    for name in a.names:
+    names_a = _matched_names(a, views[0], b)
+    names_b = _matched_names(b, views[1], a)
+    ia = {n: i for i, n in enumerate(names_a)}
+    ib = {n: i for i, n in enumerate(names_b)}
+    for name in names_a:
         if name not in ib:
             out.differences.append(Difference("skeleton", f"bone {name}", "presence", "in A only"))
-    for name in b.names:
+    for name in names_b:
         if name not in ia:
             out.differences.append(Difference("skeleton", f"bone {name}", "presence", "in B only"))
-    common = [n for n in a.names if n in ib]
+    common = [n for n in names_a if n in ib]
+    skipped = sorted({f for v in views if v for f in v.get("skipped", ())})
+    if skipped:
+        out.notes.append(f"skeleton: {', '.join(skipped)} not compared (not held by the file)")
     out.notes.append(f"skeleton: {len(a)} bones in A, {len(b)} in B, {len(common)} by the same name")
     if not common:
         return
 
-    def parent_name(s: cm.Skeleton, i: int) -> str:
+    def parent_name(s: cm.Skeleton, names: list[str], i: int) -> str:
         p = s.bones[i].parent
-        return "(root)" if p < 0 else s.bones[p].name
+        return "(root)" if p < 0 else names[p]
 
     for n in common:
-        pa, pb = parent_name(a, ia[n]), parent_name(b, ib[n])
+        pa, pb = parent_name(a, names_a, ia[n]), parent_name(b, names_b, ib[n])
         if pa != pb:
             out.differences.append(Difference("skeleton", f"bone {n}", "parent", f"{pa} in A, {pb} in B"))
     sel_a = np.array([ia[n] for n in common])
@@ -158,7 +177,7 @@ def compare_skeletons(a: cm.Skeleton | None, b: cm.Skeleton | None, pos: float, 
                 "skeleton", f"bone {common[i]}", f"{label} head",
                 f"moved by {_fmt(dist[i])} (limit {_fmt(pos)}): A {np.round(wa[i, :3, 3], 6).tolist()}, "
                 f"B {np.round(wb[i, :3, 3], 6).tolist()}", float(dist[i]), pos))
-        for i in np.flatnonzero(~(ang <= rot)):
+        for i in np.flatnonzero(~(ang <= rot)) if f"{label} orientation" not in skipped else ():
             out.differences.append(Difference(
                 "skeleton", f"bone {common[i]}", f"{label} orientation",
                 f"turned by {_fmt(ang[i])} rad (limit {_fmt(rot)})", float(ang[i]), rot))
@@ -394,7 +413,8 @@ def compare_scenes(a: cm.Scene, b: cm.Scene, tol: float = DEFAULT_TOL, rot_tol: 
     out.rotation_limit = rot_tol
     out.notes.append(f"tolerances: positions {_fmt(out.position_limit)} ({tol:g} × diagonal {_fmt(out.diagonal)}), "
                      f"rotations {rot_tol:g} rad")
-    compare_skeletons(a.skeleton, b.skeleton, out.position_limit, rot_tol, out)
+    compare_skeletons(a.skeleton, b.skeleton, out.position_limit, rot_tol, out,
+                      (a.extras.get("compare"), b.extras.get("compare")))
     compare_meshes(a, b, out.position_limit, out)
     if rest:
         out.notes.append("animations: not compared (--rest)")

@@ -17,7 +17,6 @@ import bpy
 from ..blender import scene as bscene
 from ..core.errors import ExportError, FormatError
 from ..core.fileio import read_bytes, write_atomic
-from ..core.naming import safe_file_name
 from . import blender_mmd, convert, pmx
 from .validate import raise_for_errors, validate
 from .vmd_names import shorten_bone_names
@@ -203,16 +202,8 @@ def export_pmx(context, path: str, scale: float | None = None, selected_only: bo
 
 
 def _given_name(context, name: str, options) -> str | None:
-    """The `-n` name of `convert` (`options.name`), None without one. Where the options do not carry it, `name`
-    counts as given when it is not an input's own stem, except for a model imported from PMX, which keeps its
-    file's model name (so that PMX → PMX stays byte-identical)."""
-    if hasattr(options, "name"):
-        return getattr(options, "name") or None
-    arm_ob = next((o for o in context.view_layer.objects if o.type == "ARMATURE"), None)
-    if arm_ob is not None and (blender_mmd.stored_extras(arm_ob, []) or {}).get("name"):
-        return None
-    stems = {safe_file_name(os.path.splitext(os.path.basename(p))[0]) for p in getattr(options, "protected", ())}
-    return None if name in stems else name
+    """The `-n` name of `convert` (`options.name`), None without one."""
+    return getattr(options, "name", None) or None
 
 
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:

@@ -258,15 +258,18 @@ def _material(mat, cmat: cm.Material, tex: cm.Texture | None, base_dir: str, war
         mat.surface_render_method = "BLENDED"
     if tex is None or not tex.path:
         return
-    path = tex.path.replace("\\", os.sep)
-    full = path if os.path.isabs(path) else os.path.join(base_dir or "", path)
-    if os.path.isfile(full):
+    from ..core.paths import texture_to_open
+
+    full, unsafe = texture_to_open(tex.path, base_dir or os.getcwd())  # only inside the model's folder tree
+    if full is not None and os.path.isfile(full):
         img = bpy.data.images.load(full, check_existing=True)
-    else:
-        warnings.append(f"material {mat.name}: texture {tex.path} not found; a placeholder image keeps its path")
-        img = bpy.data.images.new(os.path.basename(path) or "texture", 1, 1)
-        img.source = "FILE"
-        img.filepath = full
+    else:  # a placeholder keeps the path as data (img[IMAGE_PROP]) and points nowhere it could be fetched from
+        warnings.append(f"material {mat.name}: {unsafe}" if unsafe else
+                        f"material {mat.name}: texture {tex.path} not found; a placeholder image keeps its path")
+        img = bpy.data.images.new(tex.path.replace("\\", "/").rsplit("/", 1)[-1] or "texture", 1, 1)
+        if full is not None:
+            img.source = "FILE"
+            img.filepath = full
     img[IMAGE_PROP] = tex.path
     node = mat.node_tree.nodes.new("ShaderNodeTexImage")
     node.image = img

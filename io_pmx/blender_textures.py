@@ -4,8 +4,9 @@ PNG; file names through `core.naming` (DESIGN "Names from file content"), de-dup
 texture table then holds the paths relative to the PMX.
 
 Texture table entries are matched to Blender images the way `blender.material.read_material` names them
-(the image's absolute file path, else its name). Entries no image gives (the relative paths of a PMX imported
-from a file) are left as they are.
+(the image's absolute file path, else its name). The relative paths of a PMX imported from a file stay as
+they are: the file each base texture was loaded from is copied to that path beside the new PMX. (Sphere and
+toon textures of such a PMX have no Blender image, so they are not copied.)
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ..core.fileio import write_atomic
 from ..core.naming import NameAllocator
 from ..core.png import encode_png
 from . import pmx
+from .blender_mmd import IMAGE_PROP
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 JPEG_MAGIC = b"\xff\xd8\xff"
@@ -75,6 +77,29 @@ def material_images(context, selected_only: bool = False) -> dict[str, object]:
     return out
 
 
+def _copy_file_texture(context, images: dict, entry: str, outdir: str, root: str, protected: set) -> str | None:
+    """A texture of a PMX read from a file (its table holds the path relative to that file): the file the
+    Blender image was loaded from, copied to the same relative path beside the new PMX when that path stays
+    inside the output folder. Returns the path written, or None."""
+    img = next((im for im in images.values() if im.get(IMAGE_PROP) == entry), None)
+    if img is None or img.packed_file is not None:
+        return None
+    src = bpy.path.abspath(img.filepath) if img.filepath else ""
+    if not os.path.isfile(src):
+        return None
+    rel = entry.replace("\\", "/")
+    path = os.path.normpath(os.path.join(outdir, rel))
+    real = os.path.realpath(path)
+    if not real.startswith(root + os.sep) or os.path.isabs(rel) or real in protected:
+        return None
+    if os.path.realpath(src) == real:
+        return None
+    with open(src, "rb") as f:
+        data = f.read()
+    write_atomic(path, data)
+    return path
+
+
 def write_textures(context, model: pmx.PmxModel, outdir: str, protected=(), selected_only: bool = False
                    ) -> tuple[list[str], list[str]]:
     """Write every image the model's texture table names into `outdir` and point the table at the files
@@ -87,6 +112,9 @@ def write_textures(context, model: pmx.PmxModel, outdir: str, protected=(), sele
     for i, entry in enumerate(model.textures):
         img = images.get(entry)
         if img is None:
+            copied = _copy_file_texture(context, images, entry, outdir, root, protected)
+            if copied:
+                written.append(copied)
             continue
         try:
             data, ext = _image_file(img)

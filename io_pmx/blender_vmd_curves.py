@@ -115,6 +115,11 @@ class Curve:
     def segments(self, xa: np.ndarray, xb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """`segment` for many spans at once: control points (N, 4, 2) and a status per span (SEGMENT,
         KEY_INSIDE for None, UNHELD for 'constant' and 'other')."""
+        return segments_of([self], xa, xb)[0]
+
+    def _segments_uncut(self, xa: np.ndarray, xb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`segments` before the spans that start or end inside a key segment are cut out of it: (control
+        points, status, which spans still need the cut)."""
         xa, xb = np.asarray(xa, np.float64), np.asarray(xb, np.float64)
         count = len(xa)
         out = np.zeros((count, 4, 2))
@@ -140,11 +145,6 @@ class Curve:
         status[~(bez | const | (kind == INTERP["LINEAR"]))] = self.UNHELD
         cut = (status == self.SEGMENT) & ((np.abs(xa - p0[:, 0]) > 1e-6) | (np.abs(xb - p3[:, 0]) > 1e-6))
         cut &= ~outside & ~inside
-        if cut.any():
-            pc = out[cut]
-            ua = np.where(xa[cut] > pc[:, 0, 0] + 1e-6, vc.solve_many(pc, 0, xa[cut]), 0.0)
-            ub = np.where(xb[cut] < pc[:, 3, 0] - 1e-6, vc.solve_many(pc, 0, xb[cut]), 1.0)
-            out[cut] = vc.split_many(pc, ua, ub)
         far = outside & ~inside
         if far.any():
             ya, yb = self.values(xa[far]), self.values(xb[far])
@@ -153,7 +153,29 @@ class Curve:
                                  np.stack([xb[far] - dx / 3, yb], 1), np.stack([xb[far], yb], 1)], 1)
             status[far] = self.SEGMENT
         status[inside] = self.KEY_INSIDE
-        return out, status
+        return out, status, cut
+
+
+def segments_of(curves: list[Curve], xa: np.ndarray, xb: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """`Curve.segments` of several curves over the same spans, the Bézier cuts of all of them solved in one
+    array pass."""
+    xa, xb = np.asarray(xa, np.float64), np.asarray(xb, np.float64)
+    parts = [c._segments_uncut(xa, xb) for c in curves]
+    pcs = [out[cut] for out, _, cut in parts]
+    if sum(len(p) for p in pcs):
+        pc = np.concatenate(pcs)
+        a_ = np.concatenate([xa[cut] for _, _, cut in parts])
+        b_ = np.concatenate([xb[cut] for _, _, cut in parts])
+        both = vc.solve_many(np.concatenate([pc, pc]), 0, np.concatenate([a_, b_]))
+        ua = np.where(a_ > pc[:, 0, 0] + 1e-6, both[:len(pc)], 0.0)
+        ub = np.where(b_ < pc[:, 3, 0] - 1e-6, both[len(pc):], 1.0)
+        split = vc.split_many(pc, ua, ub)
+        at = 0
+        for out, _, cut in parts:
+            n = int(cut.sum())
+            out[cut] = split[at:at + n]
+            at += n
+    return [(out, status) for out, status, _ in parts]
 
 
 def close(a, b, scale=1.0) -> bool:

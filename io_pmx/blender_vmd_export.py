@@ -24,7 +24,7 @@ from ..core.transforms import quat_normalize
 from . import blender_mmd, convert, vmd
 from . import vmd_convert as vc
 from .blender_vmd_curves import (
-    WHOLE, Curve, channelbags, close, unchanged, unchanged_channel, vmd_frames, whole_frames,
+    WHOLE, Curve, channelbags, close, segments_of, unchanged, unchanged_channel, vmd_frames, whole_frames,
 )
 from .blender_vmd_model import (
     BONE_PATH, IK_PATH, MORPH_PATH, RAW, bone_key_map, bone_names, ik_constraints, model_scale, morph_names,
@@ -230,7 +230,23 @@ def _export_bones(act, slot, arm_ob, raw, fps, scale, bake, rest, names):
         new_keys = vmd.new_bone_keys(len(frames))
         if not bake and len(frames) > 1:
             seg_curves, seg_has, seg_bad = _segment_curves_many(chans, x[:-1], x[1:], perm, euler)
-        for m_ in np.flatnonzero(~reuse).tolist():  # new and edited keys: their curves are derived one by one
+        bulk = np.flatnonzero(~reuse & (k_at < 0))  # new keys (no record of the file on their frame), at once
+        if len(bulk):
+            cvs = vmd.linear_curves(len(bulk))
+            if not bake:
+                inner = bulk > 0
+                prev = bulk[inner] - 1
+                cvs[inner] = np.where(seg_has[prev][:, :, None], seg_curves[prev], cvs[inner])
+                unrepresentable += [f"{name}@{int(frames[m])}" for m in bulk[inner][seg_bad[prev]]]
+            recs = new_keys[bulk]
+            recs["name"] = field
+            recs["frame"] = frames[bulk]
+            recs["position"] = pos_mmd[bulk]
+            recs["rotation"] = rot_mmd[bulk]
+            recs["interpolation"] = vmd.build_interpolation(cvs)
+            parts.append((big + counter + np.arange(len(bulk)), recs))
+            counter += len(bulk)
+        for m_ in np.flatnonzero(~reuse & (k_at >= 0)).tolist():  # edited keys of the file: one by one
             f = frames[m_]
             hitk = (int(k_at[m_]), int(tr.index[k_at[m_]])) if k_at[m_] >= 0 else None
             rec = new_keys[m_]
@@ -286,7 +302,7 @@ def _segment_curves_many(chans, xa, xb, perm, euler) -> tuple[np.ndarray, np.nda
         worse = np.zeros(count, bool)
         if not present:
             return b, got, worse
-        parts = [c.segments(xa, xb) for c in present]
+        parts = segments_of(present, xa, xb)
         status = np.stack([st for _, st in parts])                       # (C, N)
         special = status != Curve.SEGMENT
         first = np.argmax(special, axis=0)

@@ -22,12 +22,18 @@ pose. Local keys can therefore not be carried over bone by bone. Instead, at eve
 Frames: every whole 30-fps frame that is a key of the action, and for keys between whole frames the whole
 frames on both sides (`whole_frames`; a 24-fps action gets nearly every frame); every whole frame inside a
 segment of a bone curve that is not a straight line (Bézier, easing): a PMX-local key composes several source
-curves (上半身 = hips · spine), which one 4-channel VMD block cannot follow; `bake`: every whole frame.
-Blocks are linear: between two keys MMD slerps each PMX-local rotation, which equals Blender's evaluation of
-the action baked onto whole 30-fps frames (rotations turning by slerp) up to second order in the per-frame
-motion of bones whose PMX parent is not their Blender parent. IK state keys are not
-written (MMD's default, IK on). Bones that never leave their rest get no keys. Scale in the pose cannot be
-held by a VMD: it is dropped with a warning.
+curves (上半身 = hips · spine), which one 4-channel VMD block cannot follow; `bake`: every whole frame. The
+action is evaluated on every whole and half frame of its range. IK bones (and the bones they hang from) are
+also keyed wherever an IK bone's world path leaves the straight line between two keys by more than
+`PATH_TOLERANCE` of the model's height (`vmd_retarget.path_keys`): a linear block moves the IK target along
+that line while the source's ankle curves.
+
+Curves: each segment's block passes every channel through the source at the segment's middle (the half
+frame; `vmd_retarget.midpoint_fractions`, `fraction_curves`); for rotations over one-frame segments the point
+on the slerp arc is chosen along the chain, parents first, to put each bone's farthest child where the source
+has it (`vmd_retarget.fit_chain_fractions`). IK state keys are not written (MMD's default, IK on). Bones that
+never leave their rest get no keys. Scale in the pose cannot be held by a VMD: it is dropped with a warning.
+With the rig the knee limits follow the knee keys (`mmd_knees.fit_knees`, in `build_target_motions`).
 
 The pure part (world matrices → MMD keys) is `vmd_retarget.rigged_keys`.
 """

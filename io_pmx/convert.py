@@ -590,7 +590,7 @@ def from_scene(scene: cm.Scene, scale: float | None = None) -> tuple[pmx.PmxMode
     model = _header_from_scene(scene, extras)
     skel = scene.skeleton
     skel_to_new, file_to_new = _skeleton_from_scene(model, skel, scale, warnings)
-    materials = _materials_from_scene(model, scene, extras)
+    materials = _materials_from_scene(model, scene, extras, warnings)
     vertex_base = _geometry_from_scene(model, scene, materials, scale, skel_to_new, file_to_new, warnings)
     morph_to_new = _morphs_from_scene(model, scene, extras, vertex_base, scale, file_to_new, warnings)
     _display_frames_from_scene(model, extras, skel, skel_to_new, file_to_new, morph_to_new)
@@ -623,8 +623,10 @@ def _skeleton_from_scene(model: pmx.PmxModel, skel: cm.Skeleton | None, scale: f
     return np.zeros(1, np.int64), {}
 
 
-def _materials_from_scene(model: pmx.PmxModel, scene: cm.Scene, extras: dict) -> list[pmx.PmxMaterial]:
-    """`model.textures` (the file's table first, so indices stay, then new paths) and the materials (their
+def _materials_from_scene(model: pmx.PmxModel, scene: cm.Scene, extras: dict,
+                          warnings: list[str]) -> list[pmx.PmxMaterial]:
+    """`model.textures` (the file's table first, so indices stay, then new paths; each a safe relative path:
+    absolute, UNC and escaping paths become the file's name alone, with a warning) and the materials (their
     index counts are set with the geometry)."""
     textures = list(extras.get("textures", []))
     tex_index = {p: i for i, p in enumerate(textures)}
@@ -658,7 +660,14 @@ def _materials_from_scene(model: pmx.PmxModel, scene: cm.Scene, extras: dict) ->
             if v >= len(textures):
                 setattr(out, name, -1)
         materials.append(out)
-    model.textures = textures
+    from ..core.paths import texture_to_write
+
+    model.textures = []
+    for path in textures:
+        safe, warning = texture_to_write(path, "\\")
+        if warning:
+            warnings.append(warning)
+        model.textures.append(safe)
     return materials
 
 

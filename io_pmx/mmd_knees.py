@@ -33,6 +33,11 @@ def twist_x(rot_xyzw: np.ndarray) -> np.ndarray:
     return _wrap(2 * np.arctan2(q[:, 0], q[:, 3]))
 
 
+def _negated(v: np.ndarray) -> np.ndarray:
+    """−v in float32, with +0 where v is 0 (not −0: the rig writes +0 bits for Y and Z)."""
+    return (-np.asarray(v, np.float32) + np.float32(0)).astype(np.float32)
+
+
 def _wrap(a: np.ndarray) -> np.ndarray:
     return (a + np.pi) % (2 * np.pi) - np.pi
 
@@ -83,9 +88,9 @@ def fit_knees(model: pmx.PmxModel, motions: list[tuple[str, vmd.Motion]]) -> lis
             lo = np.asarray(link.lower, np.float32).copy()
             hi = np.asarray(link.upper, np.float32).copy()
             if bends_forward and hi[0] <= 0:  # the rig's [−180°, −0.5°] mirrored: [+0.5°, +180°]
-                link.lower, link.upper = (-hi).astype(np.float32), (-lo).astype(np.float32)
+                link.lower, link.upper = _negated(hi), _negated(lo)
             elif not bends_forward and lo[0] >= 0:
-                link.lower, link.upper = (-hi).astype(np.float32), (-lo).astype(np.float32)
+                link.lower, link.upper = _negated(hi), _negated(lo)
         # keys bending the other way widen the limit just past them (reported below): MMD's IK starts from
         # the keyed knee and stays on that side, where the source is
         if bends_forward and (every < -MARGIN).any():

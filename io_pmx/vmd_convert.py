@@ -136,7 +136,7 @@ def bone_map(rest_world: np.ndarray, scale: float, pmx_head=None, change=None, p
     th[:3, 3] = h
     tih[:3, 3] = -h
     a = tih @ cp @ wr
-    b = np.linalg.inv(wr) @ np.linalg.inv(c) @ th
+    b = np.linalg.inv(c @ wr) @ th
     qa, alpha, at = _similarity(a)
     qb, beta, bt = _similarity(b)
     return BoneMap(qa, alpha, at, qb, bt, float(scale))
@@ -229,7 +229,7 @@ def _power_basis(p: np.ndarray, axis: int) -> tuple[np.ndarray, ...]:
 
 def solve_many(p: np.ndarray, axis: int, target) -> np.ndarray:
     """`_solve` on arrays: Béziers `p` (4, 2) or (N, 4, 2), monotone in `axis`, and targets broadcast against
-    them; bisection on every element at once (56 halvings: the float64 resolution of [0, 1])."""
+    them; on every element at once: 12 halvings, then Newton steps inside that bracket."""
     p = np.asarray(p, np.float64)
     target = np.asarray(target, np.float64)
     a, b, c, d = _power_basis(p, axis)
@@ -239,12 +239,18 @@ def solve_many(p: np.ndarray, axis: int, target) -> np.ndarray:
         shape = np.broadcast_shapes(target.shape, a.shape)
     a, b, c, d, target = (np.broadcast_to(v, shape) for v in (a, b, c, d, target))
     lo, hi = np.zeros(shape), np.ones(shape)
-    for _ in range(56):
+    for _ in range(12):  # bracket to 2.4e-4, then Newton steps kept inside the bracket
         u = 0.5 * (lo + hi)
         below = ((a * u + b) * u + c) * u + d < target
         lo = np.where(below, u, lo)
         hi = np.where(below, hi, u)
-    return 0.5 * (lo + hi)
+    u = 0.5 * (lo + hi)
+    for _ in range(4):
+        f = ((a * u + b) * u + c) * u + d - target
+        df = (3 * a * u + 2 * b) * u + c
+        step = np.where(np.abs(df) > 1e-12, f / np.where(np.abs(df) > 1e-12, df, 1.0), 0.0)
+        u = np.clip(u - step, lo, hi)
+    return u
 
 
 def split_many(p: np.ndarray, ua, ub) -> np.ndarray:

@@ -7,6 +7,8 @@ does not fit, one short unique name used in both files; the full name stays as t
 """
 from __future__ import annotations
 
+import re
+
 from . import pmx, vmd
 
 
@@ -21,10 +23,11 @@ def _cut(text: str, size: int) -> str:
 
 
 def short_names(names: list[str], taken: set[str] = frozenset(), size: int = vmd.NAME_SIZE) -> dict[str, str]:
-    """Full name → short name for every name of `names` that `vmd.name_problem` finds too long: its longest
-    prefix that fits, or, where that is already used (by `taken`, by a name that fits or by an earlier short
-    name), a shorter prefix with `~2`, `~3`, ... Names cp932 cannot encode are left to `name_problem`'s
-    warning (they fit once MMD's replacement is applied)."""
+    """Full name → short name for every name of `names` that `vmd.name_problem` finds too long: the longest
+    prefix that fits of the name without its namespace (the text after the last ':' or '|'), or, where that is
+    already used (by `taken`, by a name that fits or by an earlier short name), a shorter prefix with `~2`,
+    `~3`, ... Names cp932 cannot encode are left to `name_problem`'s warning (they fit once MMD's replacement
+    is applied)."""
     used = set(taken) | {n for n in names if vmd.name_problem(n, size) is None}
     out: dict[str, str] = {}
     for name in names:
@@ -35,11 +38,12 @@ def short_names(names: list[str], taken: set[str] = frozenset(), size: int = vmd
                 continue
         except UnicodeEncodeError:
             continue
-        short = _cut(name, size)
+        stem = re.split(r"[:|]", name)[-1] or name  # a namespace ("mixamorig:") says least
+        short = _cut(stem, size)
         k = 2
         while short in used:
             suffix = f"~{k}"
-            short = _cut(name, size - len(suffix)) + suffix
+            short = _cut(stem, size - len(suffix)) + suffix
             k += 1
         used.add(short)
         out[name] = short

@@ -217,8 +217,10 @@ def test_pose_bone_flags(clean_scene):
 
 
 HANG = """
-import sys, time, bpy
+import atexit, os, sys, tempfile, bpy
 from skinbridge.blender import compat
+ours = tempfile.mkdtemp(prefix="ours-")
+atexit.register(os.rmdir, ours)  # our own exit handlers still run
 class SKINBRIDGE_OT_probe(bpy.types.Operator):
     bl_idname = "wm.skinbridge_probe"
     bl_label = "probe"
@@ -245,7 +247,7 @@ def test_a_process_with_a_registered_class_ends_quickly_with_its_code(version, t
         r = _run([str(py), "-c", HANG, str(code)], timeout=60, env=env)
         assert (r.returncode, r.stdout) == (code, "last line"), r.stderr[-2000:]
         assert time.monotonic() - start < 30
-    assert list(tmp.iterdir()) == []  # Blender's session folder goes, as on a normal exit
+    assert list(tmp.iterdir()) == []  # Blender's session folder goes, as on a normal exit, and ours
 
 
 def _pkg_parent(tmp_path) -> pathlib.Path:

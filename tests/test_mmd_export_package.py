@@ -97,6 +97,9 @@ def test_short_names_are_unique_and_fit():
     assert got["b_LeftFoot01_017"] == "b_LeftFoot01_01"
     assert got["b_LeftFoot01_018"] == "b_LeftFoot01_~2"  # its 15-byte cut is the previous one's
     assert got["左足首ＩＫ親ボーン長い"] == "左足首ＩＫ親ボ"  # whole characters: 14 bytes
+    # a namespace goes first; a name already taken gets a numbered cut
+    assert short_names(["mixamorig:RightUpLeg", "mixamorig:LeftForeArm"], {"LeftForeArm"}) == {
+        "mixamorig:RightUpLeg": "RightUpLeg", "mixamorig:LeftForeArm": "LeftForeArm~2"}
 
 
 def test_fox_without_rig_every_key_lands_on_a_bone(testdata, tmp_path, addon):
@@ -122,6 +125,12 @@ def test_fox_without_rig_every_key_lands_on_a_bone(testdata, tmp_path, addon):
         assert not [w for w in warnings if "not in" in w], warnings
         total += len(motion.bone_keys)
     assert total > 0
+    # compare through what PMX holds: bones matched by English name, then name; rest orientations skipped
+    from conftest import run_cli
+
+    r = run_cli("compare", testdata / "gltf" / "Fox.glb", out / "Fox.pmx", "--rest")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "not compared (not held by the file)" in r.stdout and "24 by the same name" in r.stdout, r.stdout
 
 
 # -- VMD import on MMD's clock ----------------------------------------------------------------------------------

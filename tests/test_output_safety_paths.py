@@ -95,3 +95,22 @@ def test_pmx_import_does_not_open_a_texture_outside_the_model_folder(clean_scene
     bpy.ops.import_scene.skinbridge_pmx(filepath=str(path))
     opened = [bpy.path.abspath(i.filepath) for i in bpy.data.images if i.filepath]
     assert not any("up.png" in p for p in opened), opened
+
+
+@pytest.mark.parametrize("texture", ["\\\\server\\share\\tex.png", "C:\\Users\\x\\tex.png", "/etc/tex.png",
+                                     "..\\..\\tex.png"])
+def test_pmx_texture_paths_from_a_file_are_written_as_safe_relative_names(texture, clean_scene, tmp_path):
+    """A PMX whose texture table names a UNC, absolute or escaping path: imported (nothing opened, a warning)
+    and exported, the written table holds the file's name alone, and the export warns naming the original."""
+    import bpy
+
+    from skinbridge.io_pmx import blender_io, pmx
+
+    path = _pmx_with_texture(tmp_path, texture)
+    result = blender_io.import_pmx(bpy.context, str(path))
+    assert any("not opened" in w for w in result.warnings), result.warnings
+    assert not [i for i in bpy.data.images if i.filepath and "tex.png" in i.filepath]
+    out = tmp_path / "out.pmx"
+    warnings = blender_io.export_pmx(bpy.context, str(out))
+    assert pmx.read(out.read_bytes()).textures == ["tex.png"]
+    assert any(repr(texture) in w for w in warnings), warnings

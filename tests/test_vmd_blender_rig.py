@@ -239,7 +239,7 @@ def test_humanoid_walk_with_arm_angle(clean_scene, tmp_path):
     from skinbridge.io_pmx.mmd_names import SIDES
 
     arm = bscene.build_scene(bpy.context, demo.humanoid_scene(), "Humanoid").armature
-    act = demo.add_walk(arm)
+    demo.add_walk(arm)
     arm.animation_data.use_nla = False
     mmd_rig = True  # without the rig the Mixamo names (mixamorig:LeftFoot, ...) collide when cut to a VMD's 15 bytes
     options = types.SimpleNamespace(mmd_rig=mmd_rig, arm_angle=30.0, bone_map=None, protected=())
