@@ -10,7 +10,7 @@ from ..blender.selection import NoTarget, armatures, find_armature
 from ..core.errors import ExportError
 from ..core.fileio import output_session
 from . import convert
-from .ops_physics import POSE_OT_skinbridge_mmd_physics_chain
+from .blender_physics_chain import POSE_OT_skinbridge_mmd_physics_chain
 
 
 class IMPORT_SCENE_OT_skinbridge_pmx(bpy.types.Operator, ImportHelper):

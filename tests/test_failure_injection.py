@@ -296,7 +296,9 @@ def _params():
 
 def _reset(bridge: Bridge):
     bpy.ops.wm.read_factory_settings(use_empty=True)
-    return bridge.setup()
+    ctx = bridge.setup()
+    bpy.context.view_layer.update()  # the matrices of objects the setup made, as the export will see them
+    return ctx
 
 
 def _files(folder: pathlib.Path) -> list[pathlib.Path]:
