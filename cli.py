@@ -1,6 +1,6 @@
 """The `skinbridge` command: the same pipelines as the add-on, without the UI.
 
-    skinbridge convert INPUT --to urhox [-o OUTDIR] [-n NAME]
+    skinbridge convert INPUT... --to TARGET [-o OUTDIR] [-n NAME] [options]   (TARGET: see --help)
     skinbridge info FILE
     skinbridge check FILE...
     skinbridge render FILE [--rest | --frame N | --frames A:B:STEP] [--action NAME] [--views front,side,top] -o OUT.png
@@ -125,11 +125,16 @@ def cmd_convert(args) -> int:
     if len(args.inputs) > 1 and args.name:
         print("error: -n/--name applies to one input only", file=sys.stderr)
         return 2
-    only = {"mmd_rig": ("--mmd-rig", "pmx"), "bone_map": ("--bone-map", "pmx"), "arm_angle": ("--arm-angle", "pmx"),
-            "skeleton": ("--skeleton", "mdb"), "limit_weights": ("--limit-weights", "mdb")}
-    for attr, (flag, target) in only.items():
-        if getattr(args, attr) and args.to != target:
-            print(f"error: {flag} applies to --to {target} only, not --to {args.to}", file=sys.stderr)
+    from . import formats
+
+    takers: dict[str, list[str]] = {}  # an option of some targets only: refused with the others
+    for target, spec in formats.targets().items():
+        for attr in spec.convert_options:
+            takers.setdefault(attr, []).append(target)
+    for attr, targets in takers.items():
+        if getattr(args, attr, None) and args.to not in targets:
+            flag = "--" + attr.replace("_", "-")
+            print(f"error: {flag} applies to --to {' or '.join(targets)} only, not --to {args.to}", file=sys.stderr)
             return 2
     from .app.options import ConvertOptions
 
@@ -454,8 +459,9 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("info", help="print a JSON summary of model or animation files")
     i.add_argument("files", nargs="+", metavar="FILE")
     i.set_defaults(func=cmd_info)
-    k = sub.add_parser("check", help="list invariant violations with offset and field, and test the write-back "
-                       "(UMD2/UMDL/UMD3, UANI/UAN2, PMX); exit 1 on any error, 2 for a format without a codec")
+    k = sub.add_parser("check", help="list invariant violations with offset and field, and test the write-back, "
+                       "for every format with a checker (" + ", ".join(s.label for s in formats.with_capability("check"))
+                       + "); exit 1 on any error, 2 for a format without a checker")
     k.add_argument("files", nargs="+", metavar="FILE")
     k.set_defaults(func=cmd_check)
     r = sub.add_parser("render", help="a PNG contact sheet of a model: mesh and bones, front/side/top views, "

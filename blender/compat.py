@@ -40,8 +40,10 @@ def blender_version() -> tuple[int, int, int] | None:
 def needs_hard_exit() -> bool:
     """True when this process loaded the bpy 4.5 wheel, whose interpreter teardown can hang."""
     version = blender_version()
+    if version is None or version >= _CLEAN_EXIT_FROM:
+        return False
     # bpy.app.module: the wheel; Blender's own executable (`blender -b -P cli.py`) ends cleanly
-    return version is not None and version < _CLEAN_EXIT_FROM and bool(getattr(sys.modules["bpy"].app, "module", False))
+    return bool(getattr(sys.modules["bpy"].app, "module", False))
 
 
 def flush_std_streams() -> None:
@@ -54,8 +56,9 @@ def flush_std_streams() -> None:
 
 
 def exit_process(code: int | None = 0) -> None:
-    """End the process with `code` (as `sys.exit` would). On Blender 4.5: flush the standard streams and
-    leave with `os._exit`, skipping the interpreter teardown that hangs there; elsewhere `sys.exit`."""
+    """End the process with `code` (as `sys.exit` would). With the bpy 4.5 wheel loaded: run the exit handlers,
+    remove Blender's session folder, flush and leave with `os._exit`, skipping the teardown that hangs there;
+    elsewhere `sys.exit`. For the `__main__` blocks of our scripts (cli.py, bench)."""
     if code is None:
         code = 0
     elif not isinstance(code, int):  # sys.exit("message") prints it and exits 1

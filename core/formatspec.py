@@ -67,6 +67,8 @@ class FormatSpec:
     #                                   of another spec wins, and the extension breaks ties among weak ones
     target: str | None = None         # `convert --to` name, when the format is written by convert
     folder_suffix: str = "_out"       # `convert` output folder <stem><suffix> when -o is not given
+    convert_options: tuple[str, ...] = ()  # ConvertOptions fields only this target uses (`convert` refuses them
+    #                                   with a target that does not list them)
     operators: str | None = None      # module with register()/unregister() of its File › Import/Export entries
     import_operator: str | None = None  # bl_idname of its import operator (drag and drop calls it)
     export_operator: str | None = None

@@ -19,7 +19,7 @@ FORMATS = (
         extensions=(".mdb",),
         sniff=_sniff,
         head=16,
-        target="mdb",
+        target="mdb", convert_options=("skeleton", "limit_weights"),
         folder_suffix="_MDB",
         operators="io_mdb.ops",
         import_operator="import_scene.nwn2_mdb",

@@ -25,7 +25,7 @@ FORMATS = (
     FormatSpec(
         name="pmx", label="MikuMikuDance model (PMX)", kind="model", extensions=(".pmx",),
         sniff=lambda head: head[:4] == b"PMX ", head=4,
-        target="pmx", folder_suffix="_PMX",
+        target="pmx", folder_suffix="_PMX", convert_options=("mmd_rig", "bone_map", "arm_angle", "scale"),
         operators="io_pmx.ops", import_operator="import_scene.skinbridge_pmx",
         export_operator="export_scene.skinbridge_pmx",
         capabilities={

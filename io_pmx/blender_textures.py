@@ -1,5 +1,5 @@
-"""The images a PMX's materials use, written next to it (`convert --to pmx`, and the export operator on
-request): embedded images byte for byte, images read from files copied when they are PNG, others encoded as
+"""The images a PMX's materials use, written next to it (`convert --to pmx`):
+embedded images byte for byte, images read from files copied when they are PNG, others encoded as
 PNG; file names through `core.naming` (DESIGN "Names from file content"), de-duplicated per folder; the
 texture table then holds the paths relative to the PMX.
 

@@ -133,7 +133,7 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
         return {"FINISHED"}
 
 
-register, unregister = registrar(
+_register, _unregister = registrar(
     (IMPORT_SCENE_OT_skinbridge_pmx, EXPORT_SCENE_OT_skinbridge_pmx,
      IMPORT_ANIM_OT_skinbridge_vmd, EXPORT_ANIM_OT_skinbridge_vmd, POSE_OT_skinbridge_mmd_physics_chain),
     imports=[(IMPORT_SCENE_OT_skinbridge_pmx, "MikuMikuDance model (.pmx)"),
@@ -141,3 +141,17 @@ register, unregister = registrar(
     exports=[(EXPORT_SCENE_OT_skinbridge_pmx, "MikuMikuDance model (.pmx)"),
              (EXPORT_ANIM_OT_skinbridge_vmd, "MikuMikuDance motion (.vmd)")],
 )
+
+
+def register():
+    from .blender_physics_chain import menu_entry
+
+    _register()
+    bpy.types.VIEW3D_MT_pose.append(menu_entry)  # Pose › Add MMD Physics to Chain
+
+
+def unregister():
+    from .blender_physics_chain import menu_entry
+
+    bpy.types.VIEW3D_MT_pose.remove(menu_entry)
+    _unregister()

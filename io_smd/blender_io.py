@@ -80,6 +80,7 @@ def import_reference(context, f: smd.SmdFile, name: str) -> list[str]:
     tris = mesh.triangles
     # the bridge skips triangles with a repeated vertex: their corners leave the corner data too
     kept = np.repeat(~((tris[:, 0] == tris[:, 1]) | (tris[:, 1] == tris[:, 2]) | (tris[:, 0] == tris[:, 2])), 3)
+    kept = slice(None) if kept.all() else kept
     result = bscene.build_scene(context, scene, name)
     try:
         ob = next(o for o in result.objects if o.type == "MESH")
@@ -223,11 +224,18 @@ def _file_normals(ob, cmesh: cm.Mesh) -> np.ndarray | None:
         return None
     raw = np.empty(len(me.loops) * 3, np.float32)
     attr.data.foreach_get("vector", raw)
-    raw = raw.reshape(-1, 3).astype(np.float64)
-    split = np.asarray(cmesh.normals, np.float64)[cmesh.triangles.reshape(-1)]
-    length = np.linalg.norm(raw, axis=1, keepdims=True)
-    unit = raw / np.where(length > 0, length, 1)
-    if len(unit) != len(split) or np.abs(unit - split).max(initial=0) > 1e-4:
+    raw = raw.reshape(-1, 3)
+    corners = cmesh.triangles.reshape(-1)
+    if len(raw) != len(corners):
+        return None
+    # float32 is ample for a 1e-4 test, and halves the traffic of a million-corner mesh
+    split = np.asarray(cmesh.normals, np.float32)[corners]
+    length = np.sqrt(np.einsum("ij,ij->i", raw, raw))[:, None]
+    split *= np.where(length > 0, length, np.float32(1))  # unit - split, scaled by the length
+    np.subtract(raw, split, out=split)
+    np.abs(split, out=split)
+    split /= np.where(length > 0, length, np.float32(1))
+    if split.max(initial=0) > 1e-4:
         return None
     return raw
 

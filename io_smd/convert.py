@@ -108,6 +108,12 @@ def frame_table(f: smd.SmdFile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _map_ids(index: dict[int, int], ids: np.ndarray) -> np.ndarray:
     keys = np.array(sorted(index), np.int64)
     vals = np.array([index[k] for k in keys], np.int64)
+    if len(keys) and keys[-1] - keys[0] < 1 << 16:  # ids in a small range: a lookup table
+        table = np.full(int(keys[-1] - keys[0]) + 1, -1, np.int64)
+        table[keys - keys[0]] = vals
+        at = np.asarray(ids, np.int64) - keys[0]
+        inside = (at >= 0) & (at < len(table))
+        return np.where(inside, table[np.where(inside, at, 0)], -1)
     pos = np.clip(np.searchsorted(keys, ids), 0, max(len(keys) - 1, 0))
     return np.where(len(keys) and keys[pos] == ids, vals[pos], -1) if len(keys) else np.full(len(ids), -1)
 
@@ -177,28 +183,54 @@ def merge_corners(positions: np.ndarray, bones: np.ndarray, weights: np.ndarray,
     """(first corner of each vertex, vertex of each corner): one vertex per distinct (position, link list,
     `more` columns), in order of first appearance. -0.0 equals 0.0, as in a tuple comparison."""
     columns = [positions, bones, weights, *more]
-    key = np.empty((len(positions), sum(c.shape[1] for c in columns)))
+    C = len(positions)
+    # column-major: every pass below runs over one contiguous column
+    key = np.empty((sum(c.shape[1] for c in columns), C))
     at = 0
     for c in columns:
-        key[:, at:at + c.shape[1]] = c
+        key[at:at + c.shape[1]] = c.T
         at += c.shape[1]
     key += 0.0  # -0.0 → 0.0
+    if not C:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     bits = key.view(np.uint64)
     # one 64-bit hash per row, sorted; the rows are compared in full afterwards, so a collision only costs time
-    h = np.zeros(len(key), np.uint64)
-    for j in range(bits.shape[1]):
-        h ^= bits[:, j]
+    h = np.zeros(C, np.uint64)
+    for col in bits:
+        h ^= col
         h *= np.uint64(0x9E3779B97F4A7C15)
         h ^= h >> np.uint64(29)
-    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    if not np.array_equal(bits[first[inverse]], bits):
-        rows = key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).reshape(-1)
+    order = np.argsort(h)
+    hs = h[order]
+    new_group = np.empty(C, bool)
+    new_group[0] = True
+    np.not_equal(hs[1:], hs[:-1], out=new_group[1:])
+    starts = np.flatnonzero(new_group)
+    group_first = np.minimum.reduceat(order, starts)  # first corner of each hash
+    group = np.cumsum(new_group) - 1
+    src = np.empty(C, np.int64)
+    src[order] = group_first[group]  # first corner with the same hash, per corner
+    if not all(np.array_equal(col[src], col) for col in bits):
+        rows = np.ascontiguousarray(key.T)
+        rows = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(-1)
         _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return first[order], rank[inverse.reshape(-1)]
+        src = first[inverse.reshape(-1)]
+    # vertices numbered in order of first appearance: a corner that is its own first corner opens one
+    opens = src == np.arange(C)
+    number = np.cumsum(opens) - 1
+    return np.flatnonzero(opens), number[src]
+
+
+def _material_slots(names: list[str]) -> tuple[list[str], np.ndarray]:
+    """(distinct material names in order of first use, slot of each triangle)."""
+    distinct = list(dict.fromkeys(names))
+    if any("\0" in n for n in distinct):  # as a numpy string array sees them: trailing NULs dropped
+        distinct = list(dict.fromkeys(n.rstrip("\0") for n in names))
+        names = [n.rstrip("\0") for n in names]
+    if len(distinct) <= 1:
+        return distinct, np.zeros(len(names), np.int32)
+    slot = {n: i for i, n in enumerate(distinct)}
+    return distinct, np.fromiter(map(slot.__getitem__, names), np.int32, count=len(names))
 
 
 def mesh_of(f: smd.SmdFile, name: str, skinned: bool, scene: cm.Scene, split: bool = False) -> cm.Mesh:
@@ -209,12 +241,7 @@ def mesh_of(f: smd.SmdFile, name: str, skinned: bool, scene: cm.Scene, split: bo
     index = node_index(f)
     bones, weights = corner_links(t, index)
     first, corner_vertex = merge_corners(t.positions, bones, weights, *((t.normals, t.uvs) if split else ()))
-    names, first_use, inv = np.unique(np.array(t.materials, dtype=str), return_index=True, return_inverse=True)
-    rank = np.empty(len(names), np.int64)
-    rank[np.argsort(first_use, kind="stable")] = np.arange(len(names))
-    per_tri = rank[inv.reshape(-1)].astype(np.int32)
-    mat_index = {str(names[i]): int(rank[i]) for i in range(len(names))}
-    materials = sorted(mat_index, key=mat_index.get)
+    materials, per_tri = _material_slots(t.materials)
     base = len(scene.materials)
     scene.materials += [cm.Material(m) for m in materials]
     mesh = cm.Mesh(
@@ -277,12 +304,16 @@ def to_scene(f: smd.SmdFile, name: str, with_animation: bool = True, split: bool
 
 def _number_warnings(f: smd.SmdFile) -> list[str]:
     out = []
-    blocks = [(fr.row_lines, np.hstack([fr.positions, fr.rotations]), "bone row") for fr in f.skeleton]
+    blocks = [(fr.row_lines, [fr.positions, fr.rotations], "bone row") for fr in f.skeleton]
     if f.triangles is not None:
         t = f.triangles
-        blocks.append((t.lines, np.hstack([t.positions, t.normals, t.uvs, t.link_weights]), "vertex line"))
-    for lines, values, what in blocks:
-        bad = ~(np.abs(values) <= np.finfo(np.float32).max).all(1) if values.size else np.zeros(0, bool)
+        blocks.append((t.lines, [t.positions, t.normals, t.uvs, t.link_weights], "vertex line"))
+    limit = np.finfo(np.float32).max
+    for lines, parts, what in blocks:
+        if all(not p.size or (abs(p.max()) <= limit and abs(p.min()) <= limit) for p in parts):  # NaN fails
+            continue
+        values = np.hstack(parts)
+        bad = ~(np.abs(values) <= limit).all(1)
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
             line = int(lines[k]) if lines is not None else k
@@ -458,6 +489,8 @@ def reference_of(scene: cm.Scene, warnings: list[str], newline: str = "\n",
 
 
 def _concat(parts: list[smd.Triangles]) -> smd.Triangles:
+    if len(parts) == 1:
+        return parts[0]
     K = max(p.link_bones.shape[1] for p in parts)
 
     def pad(a, fill):
@@ -484,37 +517,39 @@ def _triangles_of(m: cm.Mesh, scene: cm.Scene, ids: np.ndarray, warnings: list[s
     uv = (m.uvs[0][1].astype(np.float64)[corners] if m.uvs else np.zeros((C, 2)))
     saved = {k: np.asarray(v) for k, v in m.extras.get("smd", {}).items() if np.ndim(v) and len(v) == C}
     if "corner_normals" in saved:  # a mesh mapped from an SMD keeps its corner data until it is split
-        nrm = saved["corner_normals"].astype(np.float64)
+        nrm = np.asarray(saved["corner_normals"], np.float64)
     if "corner_uvs" in saved:
-        uv = saved["corner_uvs"].astype(np.float64)
+        uv = np.asarray(saved["corner_uvs"], np.float64)
     tri_mat = m.material_indices if m.material_indices is not None else np.zeros(len(m.triangles), np.int64)
     names = [scene.materials[m.materials[int(i)]].name if m.materials else "no_material" for i in
              range(len(m.materials) or 1)]
     names = [n or "no_material" for n in names]
-    materials = [names[int(i)] for i in tri_mat] if len(names) > 1 else [names[0]] * len(m.triangles)
+    materials = (np.array(names, object)[np.asarray(tri_mat, np.int64)].tolist() if len(names) > 1
+                 else [names[0]] * len(m.triangles))
     if not skinned or m.weights is None:
         return smd.Triangles(materials, np.zeros(C, np.int64) + (ids[0] if len(ids) else 0), pos, nrm, uv,
                              np.full(C, -1 if goldsrc else 0, np.int64), np.zeros((C, 0), np.int64),
                              np.zeros((C, 0)))
-    w = m.weights.astype(np.float64)[corners]
-    j = m.joints.astype(np.int64)[corners]
-    # links in decreasing weight (stable), zero weights dropped
-    order = np.argsort(-w, axis=1, kind="stable")
-    w = np.take_along_axis(w, order, 1)
-    j = np.take_along_axis(j, order, 1)
-    count = (w > 0).sum(1)
+    # links in decreasing weight (stable), zero weights dropped: worked out once per vertex, then per corner
+    vw = m.weights.astype(np.float64)
+    order = np.argsort(-vw, axis=1, kind="stable")
+    vw = np.take_along_axis(vw, order, 1)
+    vj = np.take_along_axis(m.joints.astype(np.int64), order, 1)
+    vcount = (vw > 0).sum(1)
+    count = vcount[corners]
     K = int(count.max()) if C else 0
-    w, j = w[:, :K], np.where(w[:, :K] > 0, ids[np.clip(j[:, :K], 0, len(ids) - 1)], -1)
-    w = np.where(j >= 0, w, 0.0)
+    vw = vw[:, :K]
+    vj = np.where(vw > 0, ids[np.clip(vj[:, :K], 0, len(ids) - 1)], -1)
+    vw = np.where(vj >= 0, vw, 0.0)
+    w, j = vw[corners], vj[corners]  # past its count, a corner's links are -1 with weight 0
     parents = np.where(count > 0, j[:, 0] if K else ids[0], ids[0])
     link_counts = count.astype(np.int64)
     if "corner_parents" in saved and "corner_link_counts" in saved:  # the file's columns, while they apply
         sp, sc = saved["corner_parents"].astype(np.int64), saved["corner_link_counts"].astype(np.int64)
-        if True:
-            parents = sp
-            # a corner written without links (or with count 0) keeps that form while it weighs 1.0 on its parent
-            plain = (sc <= 0) & (count == 1) & (j[:, 0] == sp) & (np.abs(w[:, 0] - 1.0) <= 1e-6) if K else sc <= 0
-            link_counts = np.where(plain, sc, link_counts)
+        parents = sp
+        # a corner written without links (or with count 0) keeps that form while it weighs 1.0 on its parent
+        plain = (sc <= 0) & (count == 1) & (j[:, 0] == sp) & (np.abs(w[:, 0] - 1.0) <= 1e-6) if K else sc <= 0
+        link_counts = np.where(plain, sc, link_counts)
     if goldsrc:  # the parent column is all there is: the heaviest bone
         if (count > 1).any():
             warnings.append(f"GoldSrc SMD: {int((count > 1).sum())} corners weigh on several bones; each is written "
@@ -522,9 +557,10 @@ def _triangles_of(m: cm.Mesh, scene: cm.Scene, ids: np.ndarray, warnings: list[s
         if K:
             parents = np.where(count > 0, j[:, 0], parents)
         link_counts = np.full(C, -1, np.int64)
-    bones = np.where(np.arange(K) < np.maximum(link_counts, 0)[:, None], j, -1)
-    weights = np.where(bones >= 0, w, 0.0)
-    return smd.Triangles(materials, parents, pos, nrm, uv, link_counts, bones, weights)
+    if not np.array_equal(link_counts, count):  # fewer links written than the corner has
+        j = np.where(np.arange(K) < np.maximum(link_counts, 0)[:, None], j, -1)
+        w = np.where(j >= 0, w, 0.0)
+    return smd.Triangles(materials, parents, pos, nrm, uv, link_counts, j, w)
 
 
 def animation_smd(skel: cm.Skeleton, locals_: np.ndarray, times: np.ndarray, warnings: list[str],

@@ -50,6 +50,7 @@ class EXPORT_SCENE_OT_skinbridge_smd(bpy.types.Operator, ExportHelper):
     bl_options = {"PRESET"}
     filename_ext = ".smd"
     filter_glob: StringProperty(default="*.smd;*.vta", options={"HIDDEN"})
+    collection: StringProperty(options={"HIDDEN"})  # a Collection Exporter: exactly that collection
     animations: BoolProperty(name="Animations", default=False,
                              description="Write each action of the armature as <action>.smd in the same folder")
     flex: BoolProperty(name="Shape Keys (VTA)", default=True,

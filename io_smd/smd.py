@@ -775,7 +775,7 @@ def validate(smd: SmdFile) -> None:
         if k is not None:
             raise FormatError(f"line {_line(t.lines, k)}: parent bone {int(t.parents[k])} names no node", None,
                               "parent bone")
-        bad = ~np.isin(t.link_bones, known) & (np.arange(t.link_bones.shape[1]) < t.link_counts[:, None])
+        bad = ~_isin(t.link_bones, known) & (np.arange(t.link_bones.shape[1]) < t.link_counts[:, None])
         if bad.any():
             k = int(np.flatnonzero(bad.any(1))[0])
             b = int(t.link_bones[k][bad[k]][0])
@@ -786,8 +786,19 @@ def _line(lines, k) -> str:
     return str(int(lines[k])) if lines is not None and k < len(lines) else f"(row {k})"
 
 
+def _isin(ids: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """np.isin(ids, known) for sorted int64 `known`; a lookup table when they span a small range."""
+    if not len(known) or known[-1] - known[0] >= 1 << 16:
+        return np.isin(ids, known)
+    table = np.zeros(int(known[-1] - known[0]) + 1, bool)
+    table[known - known[0]] = True
+    at = np.asarray(ids, np.int64) - known[0]
+    inside = (at >= 0) & (at < len(table))
+    return inside & table[np.where(inside, at, 0)]
+
+
 def _unknown(known: np.ndarray, ids: np.ndarray) -> int | None:
-    bad = ~np.isin(ids, known)
+    bad = ~_isin(ids, known)
     return int(np.flatnonzero(bad)[0]) if bad.any() else None
 
 

@@ -128,7 +128,8 @@ def import_wepuppet(context, path: str, scale: float = convert.DEFAULT_SCALE,
 
 
 def blender_import(context, path: str, options=None) -> list[str]:
-    return import_wepuppet(context, path, float(_option(options, "scale", None) or convert.DEFAULT_SCALE)).warnings
+    # convert's --scale is the PMX target's units per metre: puppets come in at their own default scale
+    return import_wepuppet(context, path, convert.DEFAULT_SCALE).warnings
 
 
 def import_texture(context, path: str) -> tuple[object, list[str]]:
@@ -336,7 +337,7 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     path = os.path.join(outdir, "models", stem + "_puppet.mdl")
     if os.path.realpath(path) in set(getattr(options, "protected", ()) or ()):
         raise ExportError(f"refusing to overwrite the input {path}")
-    warnings = export_wepuppet(context, path, scale=_option(options, "scale", None), project_files=True)
+    warnings = export_wepuppet(context, path, project_files=True)
     written = [path, os.path.join(outdir, "models", stem + ".json"),
                os.path.join(outdir, "materials", stem + ".json")]
     tex_path = os.path.join(outdir, "materials", stem + ".tex")

@@ -141,15 +141,19 @@ def find_texture(mdl_path: str, material: str) -> tuple[str | None, str | None]:
         parts = folder.replace("\\", "/").split("/")
         if "models" in parts:
             root = "/".join(parts[:len(parts) - parts[::-1].index("models") - 1]) or "/"
-        json_path = os.path.join(root, *material.replace("\\", "/").split("/"))
-        if os.path.isfile(json_path):
+        from ..core.paths import texture_to_open
+
+        json_path, unsafe = texture_to_open(material, root)  # names from the file stay inside the project
+        if json_path is None:
+            tried.append(unsafe)
+        elif os.path.isfile(json_path):
             try:
                 doc = json.loads(read_bytes(json_path, 1 << 24).decode("utf-8", "replace"))
                 name = doc["passes"][0]["textures"][0]
-                path = os.path.join(root, "materials", *str(name).replace("\\", "/").split("/")) + ".tex"
-                if os.path.isfile(path):
+                path, unsafe = texture_to_open(f"materials/{name}.tex", root)
+                if path is not None and os.path.isfile(path):
                     return path, None
-                tried.append(path)
+                tried.append(path or unsafe)
             except (ValueError, KeyError, IndexError, TypeError, OSError, FormatError):
                 tried.append(f"{json_path} (no passes[0].textures[0])")
         else:

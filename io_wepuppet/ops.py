@@ -37,6 +37,7 @@ class ExportWEPuppet(Operator, ExportHelper):
 
     filename_ext = ".mdl"
     filter_glob: StringProperty(default="*.mdl", options={"HIDDEN"})
+    collection: StringProperty(options={"HIDDEN"})  # a Collection Exporter: exactly that collection
     layout_format: EnumProperty(
         name="Format",
         items=[("KEEP", "As imported / narrow MDLV0013",

@@ -114,3 +114,16 @@ def test_pmx_texture_paths_from_a_file_are_written_as_safe_relative_names(textur
     warnings = blender_io.export_pmx(bpy.context, str(out))
     assert pmx.read(out.read_bytes()).textures == ["tex.png"]
     assert any(repr(texture) in w for w in warnings), warnings
+
+
+def test_wallpaper_engine_material_path_never_leaves_the_project(tmp_path):
+    """A puppet's material path (file content) that climbs out of the project folder is not opened."""
+    from skinbridge.io_wepuppet.convert import find_texture
+
+    project = tmp_path / "project"
+    (project / "models").mkdir(parents=True)
+    (tmp_path / "outside.json").write_text('{"passes": [{"textures": ["x"]}]}')
+    (tmp_path / "materials").mkdir()
+    (tmp_path / "materials" / "x.tex").write_bytes(b"TEXV0005")
+    path, why = find_texture(str(project / "models" / "p_puppet.mdl"), "../outside.json")
+    assert path is None and "not opened" in why
