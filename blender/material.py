@@ -129,3 +129,41 @@ def read_material(m) -> cm.Material:
     if alpha.is_linked or alpha.default_value < 1.0:
         out.alpha_mode = "BLEND" if blend == "BLENDED" else "CLIP"
     return out
+
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+JPEG_MAGIC = b"\xff\xd8\xff"
+
+
+def image_file_bytes(img, keep_jpeg: bool = False) -> tuple[bytes, str]:
+    """(bytes, extension) of an image as an exporter writes it: a packed PNG (or, with `keep_jpeg`, JPEG) or
+    a PNG file as its own bytes, else its pixels encoded as PNG. ExportError for an image with no pixels."""
+    import numpy as np
+
+    from ..core.errors import ExportError
+    from ..core.png import encode_png
+
+    if img.packed_file is not None:
+        data = bytes(img.packed_file.data)
+        if data.startswith(PNG_MAGIC):
+            return data, ".png"
+        if keep_jpeg and data.startswith(JPEG_MAGIC):
+            return data, ".jpg"
+    elif img.filepath and img.source == "FILE":
+        path = bpy.path.abspath(img.filepath)
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                data = f.read()
+            if data.startswith(PNG_MAGIC):
+                return data, ".png"
+    w, h = img.size
+    if w == 0 or h == 0:
+        raise ExportError(f"image {img.name} has no pixels (missing file?)")
+    px = np.empty(w * h * img.channels, dtype=np.float32)
+    img.pixels.foreach_get(px)
+    px = px.reshape(h, w, img.channels)[::-1]  # Blender stores the bottom row first
+    if img.channels == 1:
+        px = np.repeat(px, 3, axis=2)
+    elif img.channels == 2:
+        px = np.concatenate([np.repeat(px[:, :, :1], 3, axis=2), px[:, :, 1:]], axis=2)
+    return encode_png(np.clip(np.rint(px * 255.0), 0, 255).astype(np.uint8)), ".png"

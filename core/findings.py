@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 
 @dataclass
@@ -20,3 +21,14 @@ class Finding:
 def first_difference(original: bytes, written: bytes) -> int:
     """Offset of the first byte where a write-back differs from the file (the shorter length when one is a prefix)."""
     return next((i for i, (x, y) in enumerate(zip(original, written)) if x != y), min(len(original), len(written)))
+
+
+def report(findings: list[Finding], roundtrip: str, out: Callable[[str], None]) -> int:
+    """What `skinbridge check FILE` prints for every format: each finding, a count line and the write-back line;
+    the exit status (1 on any error finding)."""
+    for f in findings:
+        out(str(f))
+    errors = sum(f.severity == "error" for f in findings)
+    out(f"{errors} error(s), {len(findings) - errors} warning(s)")
+    out(roundtrip)
+    return 1 if errors else 0

@@ -10,7 +10,7 @@ from typing import Callable
 import numpy as np
 
 from ..core.errors import FormatError, quiet_float_errors
-from ..core.findings import Finding, first_difference
+from ..core.findings import Finding, first_difference, report
 from . import mdb
 
 MAX_PER_CHECK = 10
@@ -175,9 +175,4 @@ def check_file(data: bytes) -> tuple[list[Finding], str]:
 
 def check(path: str, data: bytes, out: Callable[[str], None] = print) -> int:
     findings, roundtrip = check_file(data)
-    for f in findings:
-        out(str(f))
-    errors = sum(f.severity == "error" for f in findings)
-    out(f"{errors} error(s), {len(findings) - errors} warning(s)")
-    out(roundtrip)
-    return 1 if errors else 0
+    return report(findings, roundtrip, out)

@@ -13,49 +13,16 @@ from __future__ import annotations
 import os
 
 import bpy
-import numpy as np
 
 from ..blender import material as bmat
 from ..blender import scene as bscene
 from ..core.errors import ExportError
 from ..core.fileio import write_atomic
 from ..core.naming import NameAllocator
-from ..core.png import encode_png
 from . import pmx
 from .blender_mmd import IMAGE_PROP
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-JPEG_MAGIC = b"\xff\xd8\xff"
 _SOCKETS = ("Base Color", "Alpha", "Normal", "Emission Color")
-
-
-def _image_file(img) -> tuple[bytes, str]:
-    """(bytes, extension) of an image as written: packed PNG/JPEG bytes as they are, a PNG file's bytes,
-    else its pixels encoded as PNG."""
-    if img.packed_file is not None:
-        data = bytes(img.packed_file.data)
-        if data.startswith(PNG_MAGIC):
-            return data, ".png"
-        if data.startswith(JPEG_MAGIC):
-            return data, ".jpg"
-    elif img.filepath and img.source == "FILE":
-        path = bpy.path.abspath(img.filepath)
-        if os.path.isfile(path):
-            with open(path, "rb") as f:
-                data = f.read()
-            if data.startswith(PNG_MAGIC):
-                return data, ".png"
-    w, h = img.size
-    if w == 0 or h == 0:
-        raise ExportError(f"image {img.name} has no pixels (missing file?)")
-    px = np.empty(w * h * img.channels, dtype=np.float32)
-    img.pixels.foreach_get(px)
-    px = px.reshape(h, w, img.channels)[::-1]  # Blender stores the bottom row first
-    if img.channels == 1:
-        px = np.repeat(px, 3, axis=2)
-    elif img.channels == 2:
-        px = np.concatenate([np.repeat(px[:, :, :1], 3, axis=2), px[:, :, 1:]], axis=2)
-    return encode_png(np.clip(np.rint(px * 255.0), 0, 255).astype(np.uint8)), ".png"
 
 
 def material_images(context, selected_only: bool = False) -> dict[str, object]:
@@ -117,7 +84,7 @@ def write_textures(context, model: pmx.PmxModel, outdir: str, protected=(), sele
                 written.append(copied)
             continue
         try:
-            data, ext = _image_file(img)
+            data, ext = bmat.image_file_bytes(img, keep_jpeg=True)
         except ExportError as e:
             warnings.append(f"texture {entry}: {e}; the path is written as it is")
             continue

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..core.errors import ExportError, FormatError, quiet_float_errors
 from ..core.fileio import read_bytes
-from ..core.findings import Finding  # noqa: F401  (re-exported)
+from ..core.findings import Finding, report  # noqa: F401  (Finding re-exported)
 from . import pmx
 from .pmx import BoneFlag, PmxModel
 
@@ -466,10 +466,4 @@ def check(path: str, data: bytes, out: Callable[[str], None] = print) -> int:
 def check_command(path, out: Callable[[str], None] = print, data: bytes | None = None) -> int:
     """`skinbridge check FILE` for PMX: print findings and the roundtrip line; exit status 1 on any error."""
     findings, roundtrip = check_file(path, data)
-    for f in findings:
-        out(str(f))
-    errors = sum(f.severity == "error" for f in findings)
-    warnings = len(findings) - errors
-    out(f"{errors} error(s), {warnings} warning(s)")
-    out(roundtrip)
-    return 1 if errors else 0
+    return report(findings, roundtrip, out)

@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 
 from ..core.errors import FormatError
-from ..core.findings import Finding
+from ..core.findings import Finding, report
 from . import smd
 
 MAX_PER_CHECK = 10
@@ -136,9 +136,4 @@ def check_data(data: bytes) -> tuple[list[Finding], str]:
 
 def check(path: str, data: bytes, out: Callable[[str], None] = print) -> int:
     findings, roundtrip = check_data(data)
-    for f in findings:
-        out(str(f))
-    errors = sum(f.severity == "error" for f in findings)
-    out(f"{errors} error(s), {len(findings) - errors} warning(s)")
-    out(roundtrip)
-    return 1 if errors else 0
+    return report(findings, roundtrip, out)

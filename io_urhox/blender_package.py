@@ -7,45 +7,15 @@ from __future__ import annotations
 
 import os
 
-import bpy
-import numpy as np
 
 from ..blender import material as bmat
 from ..blender import scene as bscene
 from ..core.errors import ExportError
 from ..core.fileio import write_atomic
 from ..core.naming import NameAllocator
-from ..core.png import encode_png
 from .material_xml import material_xml
 
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 UNITS = (("diffuse", "Base Color"), ("normal", "Normal"), ("specular", "Roughness"), ("emissive", "Emission Color"))
-
-
-def image_png_bytes(img) -> bytes:
-    """The image as PNG: its own bytes when it is a packed PNG, else its pixels encoded."""
-    if img.packed_file is not None:
-        data = bytes(img.packed_file.data)
-        if data.startswith(PNG_MAGIC):
-            return data
-    elif img.filepath and img.source == "FILE":
-        path = bpy.path.abspath(img.filepath)
-        if os.path.isfile(path):
-            with open(path, "rb") as f:
-                data = f.read()
-            if data.startswith(PNG_MAGIC):
-                return data
-    w, h = img.size
-    if w == 0 or h == 0:
-        raise ExportError(f"image {img.name} has no pixels (missing file?)")
-    px = np.empty(w * h * img.channels, dtype=np.float32)
-    img.pixels.foreach_get(px)
-    px = px.reshape(h, w, img.channels)[::-1]  # Blender stores the bottom row first
-    if img.channels == 1:
-        px = np.repeat(px, 3, axis=2)
-    elif img.channels == 2:
-        px = np.concatenate([np.repeat(px[:, :, :1], 3, axis=2), px[:, :, 1:]], axis=2)
-    return encode_png(np.clip(np.rint(px * 255.0), 0, 255).astype(np.uint8))
 
 
 def exported_materials(context, selected_only: bool = False) -> list:
@@ -86,7 +56,7 @@ def write_textures_and_materials(context, outdir: str, protected: set[str] | Non
                 continue
             if img.name not in texture_paths:
                 try:
-                    data = image_png_bytes(img)
+                    data, _ = bmat.image_file_bytes(img)
                 except ExportError as e:
                     warnings.append(str(e))
                     continue

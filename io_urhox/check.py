@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.errors import FormatError
 from ..core.fileio import read_bytes
-from ..core.findings import Finding
+from ..core.findings import Finding, report
 from . import uani, umd2
 
 MAX_PER_CHECK = 10
@@ -488,9 +488,4 @@ def check_command(path, out: Callable[[str], None] = print) -> int:
     """`skinbridge check FILE` for Urho3D-family files: findings, a count line and the roundtrip line; exit
     status 1 on any error."""
     findings, roundtrip = check_file(path)
-    for f in findings:
-        out(str(f))
-    errors = sum(f.severity == "error" for f in findings)
-    out(f"{errors} error(s), {len(findings) - errors} warning(s)")
-    out(roundtrip)
-    return 1 if errors else 0
+    return report(findings, roundtrip, out)

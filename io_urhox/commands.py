@@ -5,6 +5,7 @@ import os
 from typing import Callable, Iterable
 
 from ..core.fileio import read_bytes
+from ..core.findings import report
 from . import check as _check
 
 
@@ -29,12 +30,7 @@ def animation_info(data: bytes, path: str) -> dict:
 
 def check(path: str, data: bytes, out: Callable[[str], None]) -> int:
     findings, roundtrip = _check.check_data(data)
-    for f in findings:
-        out(str(f))
-    errors = sum(f.severity == "error" for f in findings)
-    out(f"{errors} error(s), {len(findings) - errors} warning(s)")
-    out(roundtrip)
-    return 1 if errors else 0
+    return report(findings, roundtrip, out)
 
 
 def load_model(path: str, data: bytes, with_animations: bool, motions: Iterable[str] = ()):

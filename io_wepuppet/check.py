@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 from ..core.errors import FormatError
-from ..core.findings import Finding, first_difference
+from ..core.findings import Finding, first_difference, report
 from . import mdl, tex
 
 MAX_PER_CHECK = 10
@@ -161,13 +161,7 @@ def validate_texture(t: tex.Texture) -> list[Finding]:
     return out.items
 
 
-def _report(findings: list[Finding], roundtrip: str, out) -> int:
-    for f in findings:
-        out(str(f))
-    errors = sum(f.severity == "error" for f in findings)
-    out(f"{errors} error(s), {len(findings) - errors} warning(s)")
-    out(roundtrip)
-    return 1 if errors else 0
+
 
 
 def _read_error(e: FormatError) -> Finding:
@@ -202,7 +196,7 @@ def check_data(data: bytes) -> tuple[list[Finding], str]:
 
 def check(path: str, data: bytes, out=print) -> int:
     """`skinbridge check FILE` for a `.mdl` or `.tex`: findings, a count line and the roundtrip line."""
-    return _report(*check_data(data), out)
+    return report(*check_data(data), out)
 
 
 check_tex = check
