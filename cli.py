@@ -111,6 +111,9 @@ def _convert_worker(src: str, outdir: str, name: str, options) -> tuple[list[str
         sys.stdout = sys.stderr
     _bpy()
     from .app.pipeline import convert_file
+    from .blender import compat
+
+    compat.guard_worker_exit()  # a -j worker that loaded Blender 4.5's wheel must not hang the pool's shutdown
 
     try:
         written, warnings = convert_file(src, outdir, name, options)
@@ -551,4 +554,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .blender.compat import exit_process  # Blender 4.5's wheel hangs in the interpreter's teardown
+
+    exit_process(main())

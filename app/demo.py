@@ -8,9 +8,9 @@ import time
 
 import bpy
 import numpy as np
-from bpy_extras import anim_utils
 
 from ..core import model as cm
+from ..blender import compat
 from ..blender import scene as bscene
 from ..core.formatspec import DemoRow
 
@@ -115,7 +115,7 @@ def add_walk(arm_ob, frames: int = 24) -> bpy.types.Action:
     """A looping walk: legs, knees and arms swing, hips bob; keyed on quaternion F-curves (channelbags)."""
     action = bpy.data.actions.new("Walk")
     slot = action.slots.new(id_type="OBJECT", name=arm_ob.name)
-    bag = anim_utils.action_ensure_channelbag_for_slot(action, slot)
+    bag = compat.channelbag_for_slot(action, slot)
     steps = np.arange(0, frames + 1, 3, dtype=np.float64)
     phase = 2 * np.pi * steps / frames
     for bone, (axis, amp, ph) in WALK.items():
@@ -129,11 +129,11 @@ def add_walk(arm_ob, frames: int = 24) -> bpy.types.Action:
         q[:, 0] = np.cos(half)
         q[:, 1 + axis] = np.sin(half)
         for c in range(4):
-            fc = bag.fcurves.new(f'pose.bones["{name}"].rotation_quaternion', index=c, group_name=name)
+            fc = compat.new_fcurve(bag, f'pose.bones["{name}"].rotation_quaternion', index=c, group_name=name)
             fc.keyframe_points.add(len(steps))
             fc.keyframe_points.foreach_set("co", np.stack([steps + 1, q[:, c]], 1).reshape(-1).astype(np.float32))
             fc.update()
-    fc = bag.fcurves.new(f'pose.bones["{PREFIX}Hips"].location', index=1, group_name=PREFIX + "Hips")
+    fc = compat.new_fcurve(bag, f'pose.bones["{PREFIX}Hips"].location', index=1, group_name=PREFIX + "Hips")
     bob = 0.03 * np.cos(2 * phase)
     fc.keyframe_points.add(len(steps))
     fc.keyframe_points.foreach_set("co", np.stack([steps + 1, bob], 1).reshape(-1).astype(np.float32))

@@ -78,3 +78,6 @@ def main(argv=None) -> None:
 
 if __name__ == "__main__":
     main()
+    from skinbridge.blender.compat import exit_process  # Blender 4.5's wheel hangs in teardown
+
+    exit_process(0)

@@ -149,4 +149,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from skinbridge.blender.compat import exit_process  # Blender 4.5's wheel hangs in teardown
+
+    exit_process(main())

@@ -537,10 +537,12 @@ def _skin_slots(ob, me, opts: _Options, head: bool, warnings: list[str]):
         joints, weights = joints[rows, order], weights[rows, order]
         weights = (weights / weights.astype(np.float64).sum(axis=1, keepdims=True)).astype(np.float32)
         warnings.append(f"{ob.name}: {int((over | off).sum())} vertices limited to 4 weights and renormalised")
-    else:
+    elif live[:, 4:].any() or (~live[:, :-1] & live[:, 1:]).any():  # live slots not all first
         order = np.argsort(~live, axis=1, kind="stable")[:, :4]
         rows = np.arange(nv)[:, None]
         joints, weights = joints[rows, order], weights[rows, order]
+    else:  # the live slots come first (as read_weights gives them): the first four hold them all
+        joints, weights = joints[:, :4], weights[:, :4]
     joints = np.where(weights > 0, joints, 0)
     return weights[:, :4].astype(np.float32), joints[:, :4].astype(np.uint8)
 
@@ -643,9 +645,14 @@ def _same_influences(kb, kw, b, w) -> np.ndarray:
         order = np.argsort(key, axis=1, kind="stable")
         rows = np.arange(len(bones))[:, None]
         return key[rows, order], np.where(weights > 0, weights, 0)[rows, order]
-    k1, w1 = canon(kb, kw)
-    k2, w2 = canon(b, w)
-    return (k1 == k2).all(axis=1) & (w1 == w2).all(axis=1)
+    # slot for slot equal (an unchanged import) is the same set; only the other rows are put in canonical form
+    same = (kb == b).all(axis=1) & (kw == w).all(axis=1)
+    rest = np.flatnonzero(~same)
+    if len(rest):
+        k1, w1 = canon(kb[rest], kw[rest])
+        k2, w2 = canon(b[rest], w[rest])
+        same[rest] = (k1 == k2).all(axis=1) & (w1 == w2).all(axis=1)
+    return same
 
 
 def _skeleton(ob, kept: dict | None, opts: _Options) -> bytes:

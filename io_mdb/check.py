@@ -57,6 +57,8 @@ def _finite(out: _Findings, i: int, p, vertices: np.ndarray, names: tuple[str, .
     for name in names:
         width = int(np.prod(dtype.fields[name][0].shape, dtype=np.int64))
         values = vertices[name].reshape(len(vertices), width)
+        if np.isfinite(values.sum(dtype=np.float64)):  # a NaN or an infinity makes the sum non-finite
+            continue
         bad = ~np.isfinite(values).all(axis=1)
         rel = dtype.fields[name][1]
         out.rows("error", bad, lambda v: f"{_label(i, p)} vertex {v}",

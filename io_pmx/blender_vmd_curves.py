@@ -7,6 +7,7 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
+from ..blender import compat
 from . import vmd
 from . import vmd_convert as vc
 
@@ -18,7 +19,7 @@ WHOLE = 1e-3  # VMD frames: a Blender key this close to a whole 30-fps frame is 
 
 
 def new_fcurve(cb, path: str, index: int, group: str, ck: vc.ChannelKeys, interpolation: str = "BEZIER"):
-    fc = cb.fcurves.new(path, index=index, group_name=group)
+    fc = compat.new_fcurve(cb, path, index=index, group_name=group)
     n = len(ck.x)
     kp = fc.keyframe_points
     kp.add(n)

@@ -19,9 +19,9 @@ import os
 
 import bpy
 import numpy as np
-from bpy_extras import anim_utils
 
 from ..blender import action as bact
+from ..blender import compat
 from ..core.errors import ExportError
 from ..core.fileio import read_bytes
 from . import vmd
@@ -199,7 +199,7 @@ def _create(context, parsed, arm_ob, camera: bool, assign: bool) -> tuple[list, 
 
 def _fill_action(context, act, arm_ob, motion, plan, objects, assign: bool) -> None:
     slot = act.slots.new(id_type="OBJECT", name=arm_ob.name)
-    cb = anim_utils.action_ensure_channelbag_for_slot(act, slot)
+    cb = compat.channelbag_for_slot(act, slot)
     for bone, channels in plan["bones"].items():
         for (prop, index), ck in channels.items():
             new_fcurve(cb, f'pose.bones["{escape(bone)}"].{prop}', index, bone, ck)
@@ -215,7 +215,7 @@ def _fill_action(context, act, arm_ob, motion, plan, objects, assign: bool) -> N
     for ob_name, keys in plan["morphs"].items():
         shape = bpy.data.objects[ob_name].data.shape_keys
         kslot = act.slots.new(id_type="KEY", name=shape.name)
-        kcb = anim_utils.action_ensure_channelbag_for_slot(act, kslot)
+        kcb = compat.channelbag_for_slot(act, kslot)
         for key_name, ck in keys.items():
             new_fcurve(kcb, f'key_blocks["{escape(key_name)}"].value', 0, "Shape Keys", ck, "LINEAR")
         if assign:
@@ -254,11 +254,11 @@ def _camera(context, act, motion, plan, objects) -> None:
     data.sensor_fit = "VERTICAL"  # MMD's view angle is the vertical field of view
     vals["lens"] = data.sensor_height / (2 * np.tan(vals["angle"] / 2))
     slot = act.slots.new(id_type="OBJECT", name=rig.name)
-    cb = anim_utils.action_ensure_channelbag_for_slot(act, slot)
+    cb = compat.channelbag_for_slot(act, slot)
     cslot = act.slots.new(id_type="OBJECT", name=cam.name)
-    ccb = anim_utils.action_ensure_channelbag_for_slot(act, cslot)
+    ccb = compat.channelbag_for_slot(act, cslot)
     dslot = act.slots.new(id_type="CAMERA", name=data.name)
-    dcb = anim_utils.action_ensure_channelbag_for_slot(act, dslot)
+    dcb = compat.channelbag_for_slot(act, dslot)
     channels = {("location", 0): (cb, "location", vals["location"][:, 0]),
                 ("location", 1): (cb, "location", vals["location"][:, 1]),
                 ("location", 2): (cb, "location", vals["location"][:, 2]),

@@ -163,16 +163,19 @@ def corner_links(t: smd.Triangles, index: dict[int, int]) -> tuple[np.ndarray, n
     """(bones (C, K) skeleton indices, weights (C, K)) of every corner: its links, or its parent bone at 1.0."""
     C = len(t.parents)
     K = max(t.link_bones.shape[1], 1)
-    bones = np.full((C, K), -1, np.int64)
-    weights = np.zeros((C, K))
-    if t.link_bones.shape[1]:
-        bones[:, :t.link_bones.shape[1]] = t.link_bones
-        weights[:, :t.link_bones.shape[1]] = t.link_weights
     plain = t.link_counts <= 0
-    bones[plain] = -1
-    weights[plain] = 0
-    bones[plain, 0] = t.parents[plain]
-    weights[plain, 0] = 1.0
+    if t.link_bones.shape[1] and not plain.any():  # every line has its links: nothing to fill in
+        bones, weights = t.link_bones, t.link_weights
+    else:
+        bones = np.full((C, K), -1, np.int64)
+        weights = np.zeros((C, K))
+        if t.link_bones.shape[1]:
+            bones[:, :t.link_bones.shape[1]] = t.link_bones
+            weights[:, :t.link_bones.shape[1]] = t.link_weights
+        bones[plain] = -1
+        weights[plain] = 0
+        bones[plain, 0] = t.parents[plain]
+        weights[plain, 0] = 1.0
     used = bones >= 0
     mapped = _map_ids(index, bones.reshape(-1)).reshape(C, K)
     return np.where(used, mapped, -1), np.where(used, weights, 0.0)
@@ -194,31 +197,30 @@ def merge_corners(positions: np.ndarray, bones: np.ndarray, weights: np.ndarray,
     if not C:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     bits = key.view(np.uint64)
-    # one 64-bit hash per row, sorted; the rows are compared in full afterwards, so a collision only costs time
+    # one 64-bit hash per row; the rows are compared in full afterwards, so a collision only costs time
     h = np.zeros(C, np.uint64)
     for col in bits:
         h ^= col
         h *= np.uint64(0x9E3779B97F4A7C15)
         h ^= h >> np.uint64(29)
-    # the corner index in the low bits, the hash above it: one plain sort (twice as fast as an argsort) puts
-    # equal hashes together with their corners in increasing order
-    shift = np.uint64(max(int(C - 1).bit_length(), 1))
-    packed = (h << shift) | np.arange(C, dtype=np.uint64)
-    packed.sort()
-    order = (packed & np.uint64((1 << int(shift)) - 1)).astype(np.int64)
-    packed >>= shift
-    new_group = np.empty(C, bool)
-    new_group[0] = True
-    np.not_equal(packed[1:], packed[:-1], out=new_group[1:])
-    group_first = order[new_group]  # first corner of each hash
-    group = np.cumsum(new_group) - 1
-    src = np.empty(C, np.int64)
-    src[order] = group_first[group]  # first corner with the same hash, per corner
-    if not all(np.array_equal(col[src], col) for col in bits):
-        rows = np.ascontiguousarray(key.T)
+    # the hash's top bits pick a bucket in a table four to eight times the corner count; the table holds each
+    # bucket's first corner (no sort). A corner equal to its bucket's first corner has found its vertex; the
+    # few that are not (two distinct rows in one bucket) are sorted out among themselves
+    k = int(C).bit_length() + 2
+    bucket = (h >> np.uint64(64 - k)).astype(np.intp)
+    index_type = np.int32 if C < 2 ** 31 else np.int64
+    first_of = np.full(1 << k, C, index_type)
+    np.minimum.at(first_of, bucket, np.arange(C, dtype=index_type))
+    src = first_of[bucket].astype(np.int64)
+    differ = np.zeros(C, bool)
+    for col in bits:
+        differ |= col[src] != col
+    if differ.any():
+        sub = np.flatnonzero(differ)
+        rows = np.ascontiguousarray(key[:, sub].T)
         rows = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(-1)
         _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
-        src = first[inverse.reshape(-1)]
+        src[sub] = sub[first[inverse.reshape(-1)]]
     # vertices numbered in order of first appearance: a corner that is its own first corner opens one
     opens = src == np.arange(C)
     number = np.cumsum(opens) - 1

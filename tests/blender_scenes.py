@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bpy
 import numpy as np
-from bpy_extras import anim_utils
+from skinbridge.blender import compat
 
 BONES = (  # name, parent, head, tail
     ("root", None, (0.0, 0.0, 0.0), (0.0, 0.0, 1.0)),
@@ -54,10 +54,10 @@ def _column_mesh(name: str) -> bpy.types.Mesh:
 def _keyed_action(name: str, arm_ob: bpy.types.Object, keys: dict[tuple[str, int], list[tuple[float, float]]]):
     action = bpy.data.actions.new(name)
     slot = action.slots.new(id_type="OBJECT", name=arm_ob.name)
-    bag = anim_utils.action_ensure_channelbag_for_slot(action, slot)
+    bag = compat.channelbag_for_slot(action, slot)
     for (data_path, index), points in keys.items():
         bone = data_path.split('"')[1]
-        fc = bag.fcurves.new(data_path, index=index, group_name=bone)
+        fc = compat.new_fcurve(bag, data_path, index=index, group_name=bone)
         fc.keyframe_points.add(len(points))
         fc.keyframe_points.foreach_set("co", [v for point in points for v in point])
         fc.update()
@@ -130,7 +130,7 @@ def build_posed_scene() -> dict:
     view_layer.objects.active = arm_ob
     bpy.ops.object.mode_set(mode="POSE")
     for pb in arm_ob.pose.bones:
-        pb.select = pb.name == "spine"
+        compat.set_pose_bone_flag(pb, "select", pb.name == "spine")
     view_layer.update()
     return {
         "armature": arm_ob,

@@ -32,7 +32,7 @@ def _bpy_dir() -> pathlib.Path:
 
 
 def _blender_ext(*args: str) -> subprocess.CompletedProcess:
-    scripts = _bpy_dir() / "5.0" / "scripts"
+    scripts = next(_bpy_dir().glob("[0-9]*.[0-9]*/scripts"))  # the wheel holds one version folder
     cmd = [sys.executable, str(scripts / "addons_core" / "bl_pkg" / "cli" / "blender_ext.py"), args[0],
            "--valid-tags", str(scripts / "modules" / "_bpy_internal" / "extensions" / "tags.py"), *args[1:]]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)

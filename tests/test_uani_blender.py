@@ -205,13 +205,13 @@ def _armature(name="Rig", bones=("root", "child")):
 def _action(ob, name, curves):
     """An action for ``ob``: curves = [(bone, prop, index, [(frame, value), ...], interpolation)]."""
     import bpy
-    from bpy_extras import anim_utils
+    from skinbridge.blender import compat
 
     act = bpy.data.actions.new(name)
     slot = act.slots.new(id_type="OBJECT", name=ob.name)
-    cb = anim_utils.action_ensure_channelbag_for_slot(act, slot)
+    cb = compat.channelbag_for_slot(act, slot)
     for bone, prop, index, keys, interp in curves:
-        fc = cb.fcurves.new(f'pose.bones["{bone}"].{prop}', index=index, group_name=bone)
+        fc = compat.new_fcurve(cb, f'pose.bones["{bone}"].{prop}', index=index, group_name=bone)
         for f, v in keys:
             k = fc.keyframe_points.insert(f, v)
             k.interpolation = interp

@@ -19,6 +19,8 @@ from typing import Any
 import bpy
 import numpy as np
 
+from skinbridge.blender import compat
+
 DECIMALS = 7
 
 # Modifier properties that are UI or runtime state rather than settings.
@@ -144,8 +146,8 @@ def _pose(ob) -> dict[str, Any] | None:
         pb.name: {
             "matrix_basis": _matrix(pb.matrix_basis),
             "rotation_mode": pb.rotation_mode,
-            "select": pb.select,
-            "hide": pb.hide,
+            "select": compat.pose_bone_flag(pb, "select"),
+            "hide": compat.pose_bone_flag(pb, "hide"),
             "constraints": [[c.name, c.type, c.mute] for c in pb.constraints],
         }
         for pb in ob.pose.bones
