@@ -310,14 +310,19 @@ def read_weights(ob, me, bone_index, max_influences, warnings):
     rest_v, rest_g, rest_w = [], [], []  # rows that need the general path, flattened
     for n in np.unique(counts[counts > 0]).tolist():
         rows = np.flatnonzero(counts == n)
-        at = starts[rows][:, None] + np.arange(n)
-        block_w = flat_w[at]
-        block_g = flat_g[at]
+        if len(rows) == nv:  # one influence count for every vertex: the flat lists are the block
+            block_w, block_g = flat_w.reshape(nv, n), flat_g.reshape(nv, n)
+        else:
+            at = starts[rows][:, None] + np.arange(n)
+            block_w, block_g = flat_w[at], flat_g[at]
         bone = group_to_bone[np.clip(block_g, 0, n_groups - 1)]
         bone[(block_g < 0) | (block_g >= n_groups)] = -1
         # rows whose every influence is live, within the limit: copied as they are stored
         plain = ((block_w > 0) & (bone >= 0)).all(axis=1) if n <= max_influences else np.zeros(len(rows), bool)
-        if plain.any():
+        if len(rows) == nv and plain.all():
+            joints[:, :n] = bone
+            weights[:, :n] = block_w
+        elif plain.any():
             joints[rows[plain], :n] = bone[plain]
             weights[rows[plain], :n] = block_w[plain]
         if not plain.all():

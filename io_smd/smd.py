@@ -130,7 +130,9 @@ class _Lines:
         self.data = data
         buf = self.buf = np.frombuffer(data, np.uint8)
         n = len(buf)
-        nl = np.flatnonzero(buf == 10)
+        step = 1 << 22  # a piece at a time: no temporary the size of the file
+        nl = np.concatenate([np.flatnonzero(buf[a:a + step] == 10) + a for a in range(0, n, step)] or
+                            [np.zeros(0, np.int64)])
         start = np.concatenate(([0], nl + 1)).astype(np.int64)
         end = np.concatenate((nl, [n])).astype(np.int64)
         if len(start) > 1 and start[-1] == n:  # the newline after the last line
@@ -393,11 +395,33 @@ class _Rows:
     offsets: np.ndarray  # index in `values` of each line's first number
 
 
-def _parse_rows(lines: _Lines, rows: np.ndarray, fields: tuple[str, ...], what: str) -> _Rows:
+def _parse_rows(lines: _Lines, rows: np.ndarray, fields: tuple[str, ...], what: str, step: int = 1 << 15
+                ) -> _Rows:
+    """The numbers of `rows`, parsed `step` rows at a time: the token tables of one piece stay small (the
+    whole file's would cost fresh memory several times its size), and the values go into one array that is
+    only as large as the pieces fill (untouched pages of it cost nothing)."""
     rows = np.asarray(rows, np.int64)
     if rows.size == 0:
         z = np.zeros(0, np.int64)
         return _Rows(rows, np.zeros(0), z, z)
+    lo, hi = int(lines.s[rows[0]]), int(lines.e[rows[-1]])
+    values = np.empty((hi - lo + 2) // 2)  # at most one token per two bytes
+    counts = np.empty(len(rows), np.int64)
+    first = np.empty(len(rows), np.int64)
+    n = 0
+    for a in range(0, len(rows), step):
+        part = rows[a:a + step]
+        v, counts[a:a + step], f = _parse_piece(lines, part, fields, what)
+        values[n:n + len(v)] = v
+        first[a:a + step] = f + n
+        n += len(v)
+    return _Rows(rows, values[:n], counts, first)
+
+
+def _parse_piece(lines: _Lines, rows: np.ndarray, fields: tuple[str, ...], what: str
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values of every token from the first row's start to the last row's end, tokens per row, index of each
+    row's first token)."""
     buf = lines.buf
     lo, hi = int(lines.s[rows[0]]), int(lines.e[rows[-1]])
     ts, te = _tokens(buf, lo, hi)
@@ -420,7 +444,7 @@ def _parse_rows(lines: _Lines, rows: np.ndarray, fields: tuple[str, ...], what: 
             name = fields[col] if col < len(fields) else f"field {col + 1}"
             token = bytes(buf[ts[k]:te[k]]).decode("utf-8", "replace")[:40]
             raise _fail(lines, int(rows[r]), f"{what}: {name} is {token!r}, not a number", name)
-    return _Rows(rows, values, counts, first)
+    return values, counts, first
 
 
 def _column(r: _Rows, j: int) -> np.ndarray:
@@ -488,7 +512,7 @@ class _Reader:
             if self.blank[ln] or self.is_end[ln]:
                 i += 1
                 continue
-            words = L.text(ln).split()
+            words = L.text(ln).split() or [L.text(ln)]  # str.split also splits at \x1c-\x1f, which are no blank
             word = words[0].lower()
             if not version_seen:
                 if word != "version":
@@ -535,6 +559,8 @@ class _Reader:
                 nid, parent = int(head[0]), int(tail[0])
             except ValueError:
                 raise _fail(L, ln, f"node id or parent of {text[:40]!r} is not an integer", "node id") from None
+            if not (-2 ** 63 <= nid < 2 ** 63 and -2 ** 63 <= parent < 2 ** 63):  # ids are kept as int64
+                raise _fail(L, ln, f"node id or parent of {text[:40]!r} does not fit 64 bits", "node id")
             self.out.nodes.append(Node(nid, name, parent, ln + 1))
         return nxt
 
@@ -557,6 +583,8 @@ class _Reader:
                 t = int(m.group(1)) if m else None
             except ValueError:
                 t = None
+            if t is not None and not -2 ** 63 <= t < 2 ** 63:
+                raise _fail(L, int(ln), f"time {m.group(1)[:20]}… does not fit 64 bits", "time")
             if t is None:
                 raise _fail(L, int(ln), f"'{L.text(int(ln))[:40]}' is not 'time <integer>'", "time")
             frames.append((t, m.group(2)[1:].strip() if m.group(2) is not None else None, int(ln) + 1))
@@ -615,10 +643,12 @@ class _Reader:
             raise _fail(L, int(vert_lines[k]), f"vertex line has {int(r.counts[k])} fields, fewer than 9",
                         VERTEX_FIELDS[int(r.counts[k])])
         V = len(vert_lines)
-        base = r.values[r.offsets[:, None] + np.arange(9)]
+        base = np.empty((9, V))  # one contiguous row per column, gathered column by column
+        for j in range(9):
+            base[j] = r.values[r.offsets + j]
         has_links = r.counts >= 10
         raw_count = np.where(has_links, r.values[np.minimum(r.offsets + 9, len(r.values) - 1)], -1)
-        parents = _integers(L, r, base[:, 0], None, "parent bone", "vertex line")
+        parents = _integers(L, r, base[0], None, "parent bone", "vertex line")
         count = _integers(L, r, raw_count, has_links, "link count", "vertex line")
         over = np.flatnonzero(has_links & ((count > MAX_LINKS) | (count < 0)))
         if over.size:
@@ -644,7 +674,6 @@ class _Reader:
             bones[on, k] = _integers(L, sub, r.values[at], None, "link bone", "vertex line")
             weights[on, k] = r.values[at + 1]
         materials = _line_texts(L, mat_lines)
-        base = np.ascontiguousarray(base.T)  # one contiguous row per column
         self.out.triangles = Triangles(materials, parents, base[1:4].T, base[4:7].T, base[7:9].T,
                                        np.where(has_links, count, -1), bones, weights, vert_lines + 1)
         return nxt
@@ -795,7 +824,12 @@ def validate(smd: SmdFile) -> None:
         if k is not None:
             raise FormatError(f"line {_line(t.lines, k)}: parent bone {int(t.parents[k])} names no node", None,
                               "parent bone")
-        bad = ~_isin(t.link_bones, known) & (np.arange(t.link_bones.shape[1]) < t.link_counts[:, None])
+        K = t.link_bones.shape[1]
+        if K and len(known) and known[-1] - known[0] + 1 == len(known) and (t.link_counts >= K).all() and \
+                t.link_bones.min() >= known[0] and t.link_bones.max() <= known[-1]:
+            bad = np.zeros((0, K), bool)  # every slot used, every id within the nodes' unbroken range
+        else:
+            bad = ~_isin(t.link_bones, known) & (np.arange(K) < t.link_counts[:, None])
         if bad.any():
             k = int(np.flatnonzero(bad.any(1))[0])
             b = int(t.link_bones[k][bad[k]][0])

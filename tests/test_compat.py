@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+from support.tools import missing
 
 from conftest import ROOT
 from skinbridge.blender import compat
@@ -237,7 +238,7 @@ def test_a_process_with_a_registered_class_ends_quickly_with_its_code(version, t
     """The 4.5 wheel hangs in interpreter teardown after register_class; exit_process must not."""
     py = _venv_python(version)
     if py is None:
-        pytest.skip(f"{VENVS[version].name} is not set up (bash tools/run test --blender {version})")
+        missing(f"{VENVS[version].name} is not set up (bash tools/run setup --blender {version})")
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = {**os.environ, "BLENDER_USER_RESOURCES": str(tmp_path / "user"), "PYTHONPATH": str(_pkg_parent(tmp_path)),
@@ -277,7 +278,7 @@ def test_a_pytest_session_on_each_blender_ends_with_its_exit_status(version, tmp
     """Our conftest's end-of-session hook: the status stays pytest's (1 failed, 5 nothing collected)."""
     py = _venv_python(version)
     if py is None:
-        pytest.skip(f"{VENVS[version].name} is not set up (bash tools/run test --blender {version})")
+        missing(f"{VENVS[version].name} is not set up (bash tools/run setup --blender {version})")
     env = {**os.environ, "BLENDER_USER_RESOURCES": str(tmp_path / "user"),
            "PYTHONPATH": f"{ROOT / 'tests'}:{_pkg_parent(tmp_path)}"}
     cases = {"passes": ("True", 0), "fails": ("False", 1)}
@@ -320,7 +321,7 @@ def test_a_worker_pool_that_loaded_blender_shuts_down(version, tmp_path):
     """`convert -j`: the pool waits for its workers to end, which on 4.5 needs the worker guard."""
     py = _venv_python(version)
     if py is None:
-        pytest.skip(f"{VENVS[version].name} is not set up (bash tools/run test --blender {version})")
+        missing(f"{VENVS[version].name} is not set up (bash tools/run setup --blender {version})")
     (tmp_path / "pool.py").write_text(POOL)
     env = {**os.environ, "BLENDER_USER_RESOURCES": str(tmp_path / "user"), "PYTHONPATH": str(_pkg_parent(tmp_path))}
     r = _run([str(py), str(tmp_path / "pool.py")], timeout=90, env=env, cwd=tmp_path)
@@ -333,7 +334,7 @@ def test_fox_converts_to_the_same_bytes_on_each_blender(version, fox_mdl, testda
     130698 bytes, the same as this session's."""
     py = _venv_python(version)
     if py is None:
-        pytest.skip(f"{VENVS[version].name} is not set up (bash tools/run test --blender {version})")
+        missing(f"{VENVS[version].name} is not set up (bash tools/run setup --blender {version})")
     env = {**os.environ, "BLENDER_USER_RESOURCES": str(tmp_path / "user")}
     env.pop("PYTHONPATH", None)
     start = time.monotonic()
