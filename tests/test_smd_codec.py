@@ -283,3 +283,11 @@ def test_errors_are_format_errors_only():
             smd.read(smd.write(f))  # what reads writes back as text that reads again
         except FormatError:
             pass
+
+
+@pytest.mark.parametrize("data", [b"\x1e", b'version 1\nnodes\n99999999999999999999999 "a" -1\nend\n',
+                                  b'version 1\nnodes\n0 "a" -1\nend\nskeleton\ntime 999999999999999999999999\nend\n'])
+def test_unreadable_lines_raise_format_error(data):
+    """A line of a control byte alone, a node id or a time beyond 64 bits (found by fuzzing)."""
+    with pytest.raises(FormatError):
+        smd.read(data)
