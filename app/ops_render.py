@@ -13,15 +13,9 @@ from bpy_extras.io_utils import ExportHelper
 
 
 def _armature(context):
-    ob = context.active_object
-    if ob is None:
-        return None
-    if ob.type == "ARMATURE":
-        return ob
-    for mod in getattr(ob, "modifiers", ()):
-        if mod.type == "ARMATURE" and mod.object is not None:
-            return mod.object
-    return ob.parent if ob.parent is not None and ob.parent.type == "ARMATURE" else None
+    from ..blender.selection import armature_of
+
+    return armature_of(context.active_object)
 
 
 class SKINBRIDGE_OT_render_sheet(bpy.types.Operator, ExportHelper):

@@ -336,14 +336,9 @@ def _keep_keys(act, cb, arm_ob, animation: cm.Animation, frames: dict[str, BoneF
 
 
 def kept_keys(act) -> dict:
-    raw = act.get(KEYS_PROP)
-    if not raw:
-        return {}
-    try:
-        data = json.loads(raw)
-    except (TypeError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    from .scene import json_prop
+
+    return json_prop(act, KEYS_PROP)
 
 
 # -- how near Blender's deformation comes to the engine's ----------------------------------------------------

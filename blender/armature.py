@@ -211,14 +211,9 @@ def set_pose(ob, skel: cm.Skeleton, names: list[str], rest: np.ndarray | None = 
 
 
 def bone_extras(bone) -> dict:
-    raw = bone.get(PROP)
-    if not raw:
-        return {}
-    try:
-        data = json.loads(raw)
-    except (TypeError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    from .scene import json_prop
+
+    return json_prop(bone, PROP)
 
 
 def read_skeleton(arm_ob, order: list[str] | None = None) -> cm.Skeleton:

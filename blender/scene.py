@@ -37,6 +37,36 @@ class ImportResult:
     warnings: list[str] = field(default_factory=list)
 
 
+ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "node_groups", "actions")
+
+
+def snapshot_ids(collections=ID_COLLECTIONS) -> dict[str, set[int]]:
+    """The datablocks that exist now, per `bpy.data` collection: what `remove_new` keeps."""
+    return {name: {x.as_pointer() for x in getattr(bpy.data, name)} for name in collections}
+
+
+def remove_new(before: dict[str, set[int]]) -> None:
+    """Remove every datablock created since `before` (objects first): the rollback of a failed import."""
+    for name in before:
+        new = [x for x in getattr(bpy.data, name) if x.as_pointer() not in before[name]]
+        if new:
+            bpy.data.batch_remove(new)
+
+
+def json_prop(idblock, prop: str) -> dict:
+    """A JSON object kept in a custom property ({} when absent, unreadable or not an object)."""
+    import json
+
+    raw = idblock.get(prop) if idblock is not None else None
+    if not raw:
+        return {}
+    try:
+        data = json.loads(raw)
+    except (TypeError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def remove_created(created: list) -> None:
     """Remove every datablock of `created` that still exists (objects first)."""
     ids = [x for x in created if isinstance(x, bpy.types.ID)]

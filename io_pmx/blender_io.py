@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 
-import bpy
 
 from ..blender import scene as bscene
 from ..core.errors import ExportError, FormatError
@@ -25,18 +24,6 @@ from .vmd_names import shorten_bone_names
 _FATAL = re.compile(r"index|is not a bone|cycle|own parent|consume")
 _ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "node_groups",
                    "actions", "textures")
-
-
-def _ids() -> dict[str, set[int]]:
-    return {name: {x.as_pointer() for x in getattr(bpy.data, name)} for name in _ID_COLLECTIONS}
-
-
-def _remove_new(before: dict[str, set[int]]) -> None:
-    """Remove every datablock created since `before` (objects first)."""
-    for name in _ID_COLLECTIONS:
-        new = [x for x in getattr(bpy.data, name) if x.as_pointer() not in before[name]]
-        if new:
-            bpy.data.batch_remove(new)
 
 
 def load(path: str) -> tuple[pmx.PmxModel, list[str]]:
@@ -65,7 +52,7 @@ def import_pmx(context, path: str, scale: float = convert.DEFAULT_SCALE) -> bsce
     for m in core_scene.materials:
         m.base_color_texture = None
     base_dir = os.path.dirname(os.path.abspath(path))
-    before = _ids()
+    before = bscene.snapshot_ids(_ID_COLLECTIONS)
     try:
         result = bscene.build_scene(context, core_scene, name, base_dir)
         blender_mmd.build_extras(context, result, core_scene, textures, base_dir, warnings)
@@ -76,7 +63,7 @@ def import_pmx(context, path: str, scale: float = convert.DEFAULT_SCALE) -> bsce
             names = bscene.barm_names(arm_ob) or [b.name for b in arm_ob.data.bones]
             blender_physics.build_physics(context, arm_ob, core_scene.extras["pmx"], scale, names, [])
     except BaseException:
-        _remove_new(before)
+        bscene.remove_new(before)
         raise
     result.warnings[:0] = warnings
     return result

@@ -33,17 +33,6 @@ MODEL_PROP = "skinbridge_we_model"  # the file-level extras, on the armature (or
 _ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "actions")
 
 
-def _ids() -> dict[str, set[int]]:
-    return {name: {x.as_pointer() for x in getattr(bpy.data, name)} for name in _ID_COLLECTIONS}
-
-
-def _remove_new(before: dict[str, set[int]]) -> None:
-    for name in _ID_COLLECTIONS:
-        new = [x for x in getattr(bpy.data, name) if x.as_pointer() not in before[name]]
-        if new:
-            bpy.data.batch_remove(new)
-
-
 def _option(options, name, default):
     if options is None:
         return default
@@ -92,7 +81,7 @@ def import_wepuppet(context, path: str, scale: float = convert.DEFAULT_SCALE,
     model = mdl.read(read_bytes(path))
     name = os.path.splitext(os.path.basename(path))[0]
     core_scene, warnings = convert.to_scene(model, name, scale, path=path, with_animations=with_animations)
-    before = _ids()
+    before = bscene.snapshot_ids(_ID_COLLECTIONS)
     try:
         result = bscene.build_scene(context, core_scene, name, os.path.dirname(os.path.abspath(path)))
         arm_ob = result.armature
@@ -121,7 +110,7 @@ def import_wepuppet(context, path: str, scale: float = convert.DEFAULT_SCALE,
                 context.scene.frame_start = 0
                 context.scene.frame_end = min(max(int(np.ceil(first.frame_end)), 1), 1048574)
     except BaseException:
-        _remove_new(before)
+        bscene.remove_new(before)
         raise
     result.warnings[:0] = warnings
     return result
@@ -171,11 +160,7 @@ def blender_import_tex(context, path: str, options=None) -> list[str]:
 # export
 
 def _json_prop(idblock, prop: str = PROP) -> dict:
-    try:
-        value = json.loads(idblock.get(prop, "{}"))
-    except (TypeError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
+    return bscene.json_prop(idblock, prop)
 
 
 def _attachments(arm_ob, skel: cm.Skeleton, scale: float) -> list:
