@@ -32,19 +32,22 @@ except ImportError:  # run outside tools/run: expose the checkout as `skinbridge
     (_link / "skinbridge").symlink_to(ROOT, target_is_directory=True)
     sys.path.insert(0, str(_link))
 
-PARTS = 4
+PARTS = 4  # at size L (200,000 vertices): four meshes of at most 65,536 vertices; larger models get more
+MAX_VERTICES = 65536  # MDB faces are u16
 LIMITS = {"import": 0.5, "export": 0.3}  # × glTF
 SKELETON = "bench_skel"
 
 
 def split_mesh(cmesh, parts: int = PARTS):
-    """The mesh cut into `parts` runs of whole vertex ranges; a triangle goes to the part holding all three
-    of its vertices (the few that straddle a cut are dropped). Each part keeps its vertices in order."""
+    """The mesh cut into `parts` (or more, so that none exceeds 65,536 vertices) runs of whole vertex ranges;
+    a triangle goes to the part holding all three of its vertices (the few that straddle a cut are dropped).
+    Each part keeps its vertices in order."""
     import numpy as np
 
     from skinbridge.core import model as cm
 
     nv = cmesh.vertex_count
+    parts = max(parts, -(-nv // MAX_VERTICES))
     bounds = np.linspace(0, nv, parts + 1).astype(np.int64)
     out = []
     for k in range(parts):
