@@ -33,6 +33,7 @@ Export only reads: frame, action assignment and pose are put back in ``finally``
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -539,6 +540,34 @@ def deformation_warning(arm_ob, animation: cm.Animation, frames: dict[str, BoneF
     return [f"{animation.name}: Blender cannot hold the binds of these bones exactly (shear or non-uniform "
             f"scale; its rest is rigid and a pose holds no shear); their vertices differ from the engine by up "
             f"to {worst:.3g} of the diagonal: {names}"]
+
+
+@contextlib.contextmanager
+def rollback_on_failure(arm_ob, created: list):
+    """Around an import of actions onto `arm_ob`: if it fails, the armature's action, slot and its bones'
+    rotation modes are put back as they were and every action in `created` (filled by the caller) is removed."""
+    ad = arm_ob.animation_data
+    saved = (ad.action, ad.action_slot) if ad is not None else None
+    modes = {pb.name: pb.rotation_mode for pb in arm_ob.pose.bones}
+    try:
+        yield
+    except BaseException:
+        if saved is None and arm_ob.animation_data is not None:
+            arm_ob.animation_data_clear()
+        elif saved is not None:
+            if arm_ob.animation_data.action != saved[0]:
+                arm_ob.animation_data.action = saved[0]
+            if saved[1] is not None and arm_ob.animation_data.action_slot != saved[1]:
+                arm_ob.animation_data.action_slot = saved[1]
+        for act in created:
+            try:
+                bpy.data.actions.remove(act)
+            except ReferenceError:
+                pass
+        for name, mode in modes.items():
+            if arm_ob.pose.bones[name].rotation_mode != mode:
+                arm_ob.pose.bones[name].rotation_mode = mode
+        raise
 
 
 def assign(arm_ob, action) -> None:

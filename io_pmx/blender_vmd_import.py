@@ -150,50 +150,33 @@ def import_vmd(context, paths, arm_ob, camera: bool = True, assign: bool = True,
 
 def _create(context, parsed, arm_ob, camera: bool, assign: bool) -> tuple[list, list[str]]:
     created, objects, warnings = [], [], []
-    ad = arm_ob.animation_data
-    saved = (ad.action, ad.action_slot) if ad is not None else None
-    had_ad = ad is not None
-    modes = {pb.name: pb.rotation_mode for pb in arm_ob.pose.bones}
     key_ads = {ob.name: (ob.data.shape_keys.animation_data is not None) for ob in skinned_meshes(arm_ob)
                if ob.data.shape_keys is not None}
-    try:
-        for name, motion, plan, data in parsed:
-            warnings += plan["warnings"]
-            act = bpy.data.actions.new(name)
-            created.append(act)
-            _fill_action(context, act, arm_ob, motion, plan, objects if camera else None, assign)
-            act[RAW] = _raw_of(motion, plan, data)
-            act.use_fake_user = True
-            if len(motion.camera_keys) and not camera:
-                warnings.append(f"{name}: {len(motion.camera_keys)} camera key(s) kept unchanged for export "
-                                "(no camera made)")
-        if assign and created:
-            bact.assign(arm_ob, created[-1])
-    except BaseException:
-        for ob in objects:
-            data = ob.data
-            bpy.data.objects.remove(ob)
-            if data is not None and data.users == 0:
-                bpy.data.cameras.remove(data)
-        if not had_ad and arm_ob.animation_data is not None:
-            arm_ob.animation_data_clear()
-        elif saved is not None:
-            arm_ob.animation_data.action = saved[0]
-            if saved[1] is not None:
-                arm_ob.animation_data.action_slot = saved[1]
-        for ob in skinned_meshes(arm_ob):
-            keys = ob.data.shape_keys
-            if keys is not None and keys.animation_data is not None and not key_ads.get(ob.name, True):
-                keys.animation_data_clear()
-        for act in created:
-            try:
-                bpy.data.actions.remove(act)
-            except ReferenceError:
-                pass
-        for bone, mode in modes.items():
-            if arm_ob.pose.bones[bone].rotation_mode != mode:
-                arm_ob.pose.bones[bone].rotation_mode = mode
-        raise
+    with bact.rollback_on_failure(arm_ob, created):
+        try:
+            for name, motion, plan, data in parsed:
+                warnings += plan["warnings"]
+                act = bpy.data.actions.new(name)
+                created.append(act)
+                _fill_action(context, act, arm_ob, motion, plan, objects if camera else None, assign)
+                act[RAW] = _raw_of(motion, plan, data)
+                act.use_fake_user = True
+                if len(motion.camera_keys) and not camera:
+                    warnings.append(f"{name}: {len(motion.camera_keys)} camera key(s) kept unchanged for export "
+                                    "(no camera made)")
+            if assign and created:
+                bact.assign(arm_ob, created[-1])
+        except BaseException:  # what only a VMD makes: cameras and shape-key animation
+            for ob in objects:
+                data = ob.data
+                bpy.data.objects.remove(ob)
+                if data is not None and data.users == 0:
+                    bpy.data.cameras.remove(data)
+            for ob in skinned_meshes(arm_ob):
+                keys = ob.data.shape_keys
+                if keys is not None and keys.animation_data is not None and not key_ads.get(ob.name, True):
+                    keys.animation_data_clear()
+            raise
     return created, warnings
 
 

@@ -12,7 +12,6 @@ import json
 import os
 import pathlib
 
-import bpy
 
 from ..blender import action as bact
 from ..core import model as cm
@@ -75,10 +74,7 @@ def import_ani(context, paths, arm_ob, profile: str = "urhox", assign: bool = Tr
                               f"{arm_ob.name}: {', '.join(t.bone for t in anim.tracks)}")
     fps = bact.fps_of(context.scene)
     created, warnings = [], []
-    ad = arm_ob.animation_data
-    saved = (ad.action, ad.action_slot) if ad is not None else None
-    modes = {pb.name: pb.rotation_mode for pb in arm_ob.pose.bones}
-    try:
+    with bact.rollback_on_failure(arm_ob, created):
         for anim, more in parsed:
             warnings += more
             act, more = bact.build_action(arm_ob, anim, fps)
@@ -87,23 +83,6 @@ def import_ani(context, paths, arm_ob, profile: str = "urhox", assign: bool = Tr
             warnings += more
         if assign and created:
             bact.assign(arm_ob, created[-1])
-    except BaseException:
-        if ad is None and arm_ob.animation_data is not None:
-            arm_ob.animation_data_clear()
-        elif saved is not None:
-            if arm_ob.animation_data.action != saved[0]:
-                arm_ob.animation_data.action = saved[0]
-            if saved[1] is not None and arm_ob.animation_data.action_slot != saved[1]:
-                arm_ob.animation_data.action_slot = saved[1]
-        for act in created:
-            try:
-                bpy.data.actions.remove(act)
-            except ReferenceError:
-                pass
-        for name, mode in modes.items():
-            if arm_ob.pose.bones[name].rotation_mode != mode:
-                arm_ob.pose.bones[name].rotation_mode = mode
-        raise
     return created, warnings
 
 
