@@ -288,9 +288,10 @@ def _deform_items(me) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         bm.free()
 
 
-def read_weights(ob, me, bone_index, max_influences, warnings):
+def read_weights(ob, me, bone_index, max_influences, warnings, trim: bool = False):
     """Per-vertex (joints, weights), influences in Blender's stored order; over `max_influences` keeps the
-    largest and renormalises them, with a warning.
+    largest and renormalises them, with a warning. The arrays have `max_influences` columns, or with `trim`
+    only as many as the vertex with the most stored influences needs (at least one).
 
     The influences come flattened from `_deform_items`, and are cut into one (vertices, n) block per
     influence count n. Rows whose n influences are all live and within the limit are copied as they are;
@@ -300,11 +301,13 @@ def read_weights(ob, me, bone_index, max_influences, warnings):
     for g in ob.vertex_groups:
         group_to_bone[g.index] = bone_index.get(g.name, -1)
     nv = len(me.vertices)
+    counts, flat_g, flat_w = _deform_items(me) if nv else (np.zeros(0, np.int64), None, None)
+    if trim:
+        max_influences = max(1, min(max_influences, int(counts.max(initial=0))))
     joints = np.zeros((nv, max_influences), dtype=np.int32)
     weights = np.zeros((nv, max_influences), dtype=np.float32)
     if not nv:
         return joints, weights
-    counts, flat_g, flat_w = _deform_items(me)
     starts = np.cumsum(counts) - counts
     n_groups = len(group_to_bone)
     rest_v, rest_g, rest_w = [], [], []  # rows that need the general path, flattened

@@ -509,7 +509,10 @@ def _skin_slots(ob, me, opts: _Options, head: bool, warnings: list[str]):
     nv = len(me.vertices)
     # every group is read; one that maps to no MDB index reads as UNMAPPED, refused below if it carries weight
     by_group = {g.name: index.get(g.name, UNMAPPED) for g in ob.vertex_groups}
-    joints, weights = bmesh_.read_weights(ob, me, by_group, MAX_READ_INFLUENCES, [])
+    joints, weights = bmesh_.read_weights(ob, me, by_group, MAX_READ_INFLUENCES, [], trim=True)
+    if joints.shape[1] < 4:  # the columns the file has
+        pad = ((0, 0), (0, 4 - joints.shape[1]))
+        joints, weights = np.pad(joints, pad), np.pad(weights, pad)
     unmapped = np.flatnonzero(((joints == UNMAPPED) & (weights > 0)).any(axis=1))
     if len(unmapped):
         v = int(unmapped[0])
@@ -596,9 +599,13 @@ def _kept_mesh_packet(ob, kept: dict, ptype: str, opts: _Options, warnings: list
         corner_uv = np.empty(nl * 2, np.float32)
         me.uv_layers[0].uv.foreach_get("vector", corner_uv)
         corner_uv = corner_uv.reshape(nl, 2)
+    first_of_corner = first[corner_vert]
     for corner_data in (corner_normals, corner_uv):
-        if corner_data is not None and not np.array_equal(corner_data.view(np.uint32),
-                                                          corner_data[first[corner_vert]].view(np.uint32)):
+        if corner_data is None:
+            continue
+        rows = np.ascontiguousarray(corner_data).view(np.dtype((np.void, corner_data.itemsize * corner_data.shape[1])))
+        rows = rows.reshape(-1)  # one opaque value per corner: compared bit for bit
+        if not (rows == np.take(rows, first_of_corner)).all():
             return None  # a vertex whose corners now differ (a new seam): split the new-object way
     normals = corner_normals[first]
     uv = None if corner_uv is None else corner_uv[first]

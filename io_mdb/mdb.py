@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import struct
+
 import numpy as np
 
 from ..core.binary import Reader, Writer
@@ -307,8 +309,10 @@ def _write_material(w: Writer, m: Material) -> None:
     w.u32(m.flags)
 
 
-def _packet_body(p: Packet) -> bytes:
+def _packet_parts(p: Packet) -> list:
+    """A packet's body as a list of byte strings (the large arrays are not copied into a header buffer)."""
     w = Writer()
+    arrays: list = []
     if isinstance(p, MeshPacket):
         w.bytes(_fixed(p.name, "name"))
         if p.type == "SKIN":
@@ -320,19 +324,17 @@ def _packet_body(p: Packet) -> bytes:
         faces = np.asarray(p.faces).reshape(-1, 3)
         w.u32(len(vertices))
         w.u32(len(faces))
-        w.array(vertices)
-        w.array(faces, "<u2")
+        arrays = [vertices, faces.astype("<u2", copy=False)]
     elif isinstance(p, WalkPacket):
         w.bytes(_fixed(p.name, "name"))
         w.u32(p.ui_flags)
         vertices = np.asarray(p.vertices, "<f4").reshape(-1, 3)
         w.u32(len(vertices))
         w.u32(len(p.faces))
-        w.array(vertices)
-        w.array(np.asarray(p.faces, WALK_FACE))
+        arrays = [vertices, np.asarray(p.faces, WALK_FACE)]
     elif isinstance(p, ColsPacket):
         w.u32(len(p.spheres))
-        w.array(np.asarray(p.spheres, COLS_SPHERE))
+        arrays = [np.asarray(p.spheres, COLS_SPHERE)]
     elif isinstance(p, PointPacket):
         w.bytes(_fixed(p.name, "name"))
         if p.type == "HOOK":
@@ -343,13 +345,14 @@ def _packet_body(p: Packet) -> bytes:
         w.f32s(np.asarray(p.position, "<f4").reshape(3))
         w.f32s(np.asarray(p.orientation, "<f4").reshape(9))
     else:
-        return bytes(p.body)
-    w.bytes(p.extra)
-    return w.getvalue()
+        return [bytes(p.body)]
+    # every dtype above is little-endian: the arrays' memory is the file's bytes
+    return [bytes(w.buf), *(np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays), bytes(p.extra)]
 
 
 def write(m: MdbFile) -> bytes:
-    bodies = [_packet_body(p) for p in m.packets]
+    bodies = [_packet_parts(p) for p in m.packets]
+    sizes = [sum(len(part) for part in parts) for parts in bodies]
     types = [p.type.encode("latin-1") for p in m.packets]
     bad = [t for t in types if len(t) != 4]
     if bad:
@@ -361,18 +364,16 @@ def write(m: MdbFile) -> bytes:
     w.u16(m.minor)
     w.u32(len(m.packets))
     at = HEADER_SIZE + KEY_SIZE * len(m.packets)
-    for t, body, gap in zip(types, bodies, gaps):
+    for t, size, gap in zip(types, sizes, gaps):
         at += len(gap)
         w.bytes(t)
         w.u32(at)
-        at += 8 + len(body)
-    for t, body, gap in zip(types, bodies, gaps):
-        w.bytes(gap)
-        w.bytes(t)
-        w.u32(len(body))
-        w.bytes(body)
-    w.bytes(m.tail)
-    return w.getvalue()
+        at += 8 + size
+    out = [bytes(w.buf)]
+    for t, parts, size, gap in zip(types, bodies, sizes, gaps):
+        out += [bytes(gap), t, struct.pack("<I", size), *parts]
+    out.append(bytes(m.tail))
+    return b"".join(out)
 
 
 def sniff(head: bytes) -> bool:

@@ -138,6 +138,22 @@ def test_export_reads_what_blender_stores_in_stored_order(clean_scene):
     assert len(warnings) == 1 and "more than 4 influences" in warnings[0]
 
 
+def test_trimmed_read_has_the_columns_the_fullest_vertex_needs(clean_scene):
+    """`trim`: as many columns as the vertex with the most stored influences (at least one), else the same."""
+    joints, weights = _hostile_weights(np.random.default_rng(10), 500)
+    ob = _build(bpy.context, _scene(joints, weights))
+    bone_index = {f"b{i}": i for i in range(N_BONES)}
+    widest = max(len(row) for row in _stored_raw(ob))
+    full_j, full_w = bmesh_.read_weights(ob, ob.data, bone_index, 16, [])
+    j, w = bmesh_.read_weights(ob, ob.data, bone_index, 16, [], trim=True)
+    assert 1 <= widest < 16 and j.shape == w.shape == (500, widest)
+    assert np.array_equal(j, full_j[:, :widest]) and np.array_equal(w, full_w[:, :widest])
+    assert not full_w[:, widest:].any()
+    ob.vertex_groups.clear()  # no influence anywhere: one empty column
+    j, w = bmesh_.read_weights(ob, ob.data, bone_index, 16, [], trim=True)
+    assert j.shape == w.shape == (500, 1) and not w.any()
+
+
 def test_failed_weight_write_leaves_nothing(clean_scene, monkeypatch):
     """A failure while the BMesh holds the weights: no mesh, object or BMesh survives the import."""
     from support.fingerprint import data_lengths
