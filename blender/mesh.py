@@ -139,7 +139,10 @@ def read_mesh(ob, depsgraph, matrix: np.ndarray, bone_index: dict[str, int], max
 def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings, want_tangents=True) -> cm.Mesh:
     nv, nl, nf = len(me.vertices), len(me.loops), len(me.polygons)
     if bone_index:  # first, while little else is in memory
-        vertex_joints, vertex_weights = read_weights(ob, me, bone_index, max_influences, warnings)
+        # as many columns as the widest vertex needs (a format allowing 32 links pays for the links there are),
+        # never fewer than 4 or max_influences
+        vertex_joints, vertex_weights = read_weights(ob, me, bone_index, max_influences, warnings,
+                                                     min_columns=min(max_influences, 4))
     pos = _foreach(me.attributes["position"].data, "vector", nv, 3, np.float32)
     corner_vert = _foreach(me.attributes[".corner_vert"].data, "value", nl, 1, np.int32) if nl else \
         np.zeros(0, np.int32)
@@ -288,10 +291,10 @@ def _deform_items(me) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         bm.free()
 
 
-def read_weights(ob, me, bone_index, max_influences, warnings, trim: bool = False):
+def read_weights(ob, me, bone_index, max_influences, warnings, min_columns: int | None = None):
     """Per-vertex (joints, weights), influences in Blender's stored order; over `max_influences` keeps the
-    largest and renormalises them, with a warning. The arrays have `max_influences` columns, or with `trim`
-    only as many as the vertex with the most stored influences needs (at least one).
+    largest and renormalises them, with a warning. The arrays have `max_influences` columns, or, given
+    `min_columns`, only as many as the vertex with the most stored influences needs (at least `min_columns`).
 
     The influences come flattened from `_deform_items`, and are cut into one (vertices, n) block per
     influence count n. Rows whose n influences are all live and within the limit are copied as they are;
@@ -302,8 +305,8 @@ def read_weights(ob, me, bone_index, max_influences, warnings, trim: bool = Fals
         group_to_bone[g.index] = bone_index.get(g.name, -1)
     nv = len(me.vertices)
     counts, flat_g, flat_w = _deform_items(me) if nv else (np.zeros(0, np.int64), None, None)
-    if trim:
-        max_influences = max(1, min(max_influences, int(counts.max(initial=0))))
+    if min_columns is not None:
+        max_influences = max(min_columns, min(max_influences, int(counts.max(initial=0))), 1)
     joints = np.zeros((nv, max_influences), dtype=np.int32)
     weights = np.zeros((nv, max_influences), dtype=np.float32)
     if not nv:

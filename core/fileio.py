@@ -23,6 +23,7 @@ import contextvars
 import errno
 import os
 import tempfile
+from collections.abc import Iterable
 
 from .errors import FormatError
 
@@ -163,7 +164,7 @@ class OutputSession:
                 raise output_error(target, e) from None
             self.created.append(d)
 
-    def stage(self, path: str, data: bytes) -> None:
+    def stage(self, path: str, data: bytes | Iterable[bytes]) -> None:
         path = os.fspath(path)
         self.check(path)
         target = os.path.realpath(path)
@@ -180,7 +181,7 @@ class OutputSession:
         self.staged.append((tmp, target))
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(data)
+                _write_all(f, data)
             _chmod_default(tmp)
         except OSError as e:
             raise output_error(path, e) from None
@@ -289,9 +290,20 @@ def _chmod_default(path: str) -> None:
     os.chmod(path, 0o666 & ~umask)
 
 
-def write_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """Write `data` to `path`: staged and guarded inside an output session, else to a temporary file beside
-    `path` renamed into place; no partial file is ever left."""
+def _write_all(f, data) -> None:
+    """`data` into the open file `f`: bytes at once, or an iterable of byte pieces as they come (a writer that
+    makes a large file in pieces never holds all of it)."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        f.write(data)
+    else:
+        for piece in data:
+            f.write(piece)
+
+
+def write_atomic(path: str | os.PathLike, data: bytes | Iterable[bytes]) -> None:
+    """Write `data` (bytes, or byte pieces) to `path`: staged and guarded inside an output session, else to a
+    temporary file beside `path` renamed into place; no partial file is ever left, also when making a piece
+    fails."""
     path = os.fspath(path)
     session = _SESSION.get()
     if session is not None:
@@ -312,7 +324,7 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
         raise output_error(path, e) from None
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            _write_all(f, data)
         _chmod_default(tmp)
         os.replace(tmp, path)
     except BaseException as e:

@@ -509,10 +509,7 @@ def _skin_slots(ob, me, opts: _Options, head: bool, warnings: list[str]):
     nv = len(me.vertices)
     # every group is read; one that maps to no MDB index reads as UNMAPPED, refused below if it carries weight
     by_group = {g.name: index.get(g.name, UNMAPPED) for g in ob.vertex_groups}
-    joints, weights = bmesh_.read_weights(ob, me, by_group, MAX_READ_INFLUENCES, [], trim=True)
-    if joints.shape[1] < 4:  # the columns the file has
-        pad = ((0, 0), (0, 4 - joints.shape[1]))
-        joints, weights = np.pad(joints, pad), np.pad(weights, pad)
+    joints, weights = bmesh_.read_weights(ob, me, by_group, MAX_READ_INFLUENCES, [], min_columns=4)
     unmapped = np.flatnonzero(((joints == UNMAPPED) & (weights > 0)).any(axis=1))
     if len(unmapped):
         v = int(unmapped[0])
@@ -945,8 +942,7 @@ def export_mdb(context, path: str, collection=None, skeleton: str | None = None,
     if errors:  # NaN/Inf and indices out of range: refused, never written (DESIGN, invariants)
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise ExportError(f"{errors[0].element}: {errors[0].field}: {errors[0].message}{more}")
-    data = mdb.write(m)
-    write_atomic(path, data)
+    write_atomic(path, mdb.write_pieces(m))
     return warnings
 
 

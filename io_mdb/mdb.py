@@ -351,6 +351,11 @@ def _packet_parts(p: Packet) -> list:
 
 
 def write(m: MdbFile) -> bytes:
+    return b"".join(write_pieces(m))
+
+
+def write_pieces(m: MdbFile) -> list:
+    """The file as a list of byte strings and arrays' bytes (for a file written without joining them)."""
     bodies = [_packet_parts(p) for p in m.packets]
     sizes = [sum(len(part) for part in parts) for parts in bodies]
     types = [p.type.encode("latin-1") for p in m.packets]
@@ -373,7 +378,7 @@ def write(m: MdbFile) -> bytes:
     for t, parts, size, gap in zip(types, bodies, sizes, gaps):
         out += [bytes(gap), t, struct.pack("<I", size), *parts]
     out.append(bytes(m.tail))
-    return b"".join(out)
+    return out
 
 
 def sniff(head: bytes) -> bool:

@@ -52,8 +52,7 @@ def _base_stem(stem: str) -> str:
 
 def import_file(context, path: str, options=None, armature=None) -> list[str]:
     """Import one .smd / .vta; returns warnings. FormatError / ExportError on what cannot be imported."""
-    data = read_bytes(path)
-    f = smd.read(data)
+    f = smd.read(read_bytes(path))  # the file's bytes are freed here: the import reuses their memory
     name = stem_of(path)
     if f.kind == "model":
         return import_reference(context, f, name)
@@ -280,7 +279,7 @@ def export_reference(context, path: str, vta_path: str | None = None, flavour: s
     if not scene.meshes:
         raise ExportError("nothing to export: no visible mesh")
     ref = convert.reference_of(scene, warnings, newline, goldsrc)
-    write_atomic(path, smd.write(ref))
+    write_atomic(path, smd.write_pieces(ref))
     if vta_path is not None:
         export_vta(context, vta_path, scene, ref)
     return warnings
@@ -310,7 +309,7 @@ def export_animations(context, folder: str, arm_ob, names: NameAllocator | None 
         locals_ = convert.animation_locals(skel, anim, np.arange(count) / fps)
         f = convert.animation_smd(skel, locals_, np.arange(count), warnings)
         path = os.path.join(folder, names.take(act.name, ".smd") + ".smd")
-        write_atomic(path, smd.write(f))
+        write_atomic(path, smd.write_pieces(f))
         written.append(path)
     return written, warnings
 
@@ -352,7 +351,7 @@ def export_vta(context, path: str, scene: cm.Scene, ref: smd.SmdFile) -> bool:
                 pos[at:at + len(corners)] = np.asarray(s.positions, np.float64)[corners]
         shapes[name] = pos
     del corners_total
-    write_atomic(path, smd.write(convert.vta_of(ref, list(shapes.items()), ref.newline)))
+    write_atomic(path, smd.write_pieces(convert.vta_of(ref, list(shapes.items()), ref.newline)))
     return True
 
 
@@ -367,7 +366,7 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     ref = convert.reference_of(scene, warnings, newline, goldsrc)
     stem = safe_file_name(name)
     ref_path = os.path.join(outdir, names.take(stem, ".smd") + ".smd")
-    write_atomic(ref_path, smd.write(ref))
+    write_atomic(ref_path, smd.write_pieces(ref))
     written = [ref_path]
     vta_path = os.path.join(outdir, names.take(stem, ".vta") + ".vta")
     if export_vta(context, vta_path, scene, ref):

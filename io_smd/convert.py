@@ -24,6 +24,7 @@ from . import smd
 # frames are read and written at Blender's default scene rate, the rate our exports are sampled at; inside
 # Blender the scene's rate is used, so that a key's frame equals its SMD time.
 FPS = 24.0
+PIECE = 1 << 16  # rows per piece where whole-array temporaries would cost fresh memory
 
 
 # -- rotations -------------------------------------------------------------------------------------------
@@ -109,11 +110,12 @@ def _map_ids(index: dict[int, int], ids: np.ndarray) -> np.ndarray:
     keys = np.array(sorted(index), np.int64)
     vals = np.array([index[k] for k in keys], np.int64)
     if len(keys) and keys[-1] - keys[0] < 1 << 16:  # ids in a small range: a lookup table
-        table = np.full(int(keys[-1] - keys[0]) + 1, -1, np.int64)
+        span = int(keys[-1] - keys[0]) + 1
+        table = np.full(span + 1, -1, np.int64)  # table[span]: every id outside the range
         table[keys - keys[0]] = vals
-        at = np.asarray(ids, np.int64) - keys[0]
-        inside = (at >= 0) & (at < len(table))
-        return np.where(inside, table[np.where(inside, at, 0)], -1)
+        at = np.asarray(ids, np.int64) - keys[0]  # a new array: changed in place below
+        at[(at < 0) | (at >= span)] = span
+        return table[at]
     pos = np.clip(np.searchsorted(keys, ids), 0, max(len(keys) - 1, 0))
     return np.where(len(keys) and keys[pos] == ids, vals[pos], -1) if len(keys) else np.full(len(ids), -1)
 
@@ -160,7 +162,8 @@ def skeleton_of(f: smd.SmdFile, warnings: list[str]) -> cm.Skeleton:
 # -- mesh ------------------------------------------------------------------------------------------------
 
 def corner_links(t: smd.Triangles, index: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """(bones (C, K) skeleton indices, weights (C, K)) of every corner: its links, or its parent bone at 1.0."""
+    """(bones (C, K) int32 skeleton indices, -1 past the links; weights (C, K)) of every corner: its links, or its
+    parent bone at 1.0."""
     C = len(t.parents)
     K = max(t.link_bones.shape[1], 1)
     plain = t.link_counts <= 0
@@ -176,48 +179,87 @@ def corner_links(t: smd.Triangles, index: dict[int, int]) -> tuple[np.ndarray, n
         weights[plain] = 0
         bones[plain, 0] = t.parents[plain]
         weights[plain, 0] = 1.0
-    used = bones >= 0
-    mapped = _map_ids(index, bones.reshape(-1)).reshape(C, K)
-    return np.where(used, mapped, -1), np.where(used, weights, 0.0)
+    # a piece of rows at a time: the temporaries stay small and are reused (fresh memory costs more than the
+    # arithmetic here)
+    mapped = np.empty((C, K), np.int32)  # half of int64's fresh memory; indices of at most 2^20 nodes
+    loose = False  # a link written with a negative bone, carrying weight
+    for a in range(0, C, PIECE):
+        part = bones[a:a + PIECE]
+        unused = part < 0
+        m = _map_ids(index, part.reshape(-1)).reshape(part.shape)
+        m[unused] = -1
+        mapped[a:a + PIECE] = m
+        loose = loose or bool((weights[a:a + PIECE][unused] != 0).any())
+    if loose:
+        weights = np.where(bones < 0, 0.0, weights)
+    return mapped, weights
+
+
+def _key_columns(arrays) -> list:
+    """The columns of `arrays` (each (C,) or (C, n)) as functions giving one column each (of the rows `at`,
+    when given): integer columns as they are, others as float64 with -0.0 made 0.0 (so that it equals 0.0, as
+    in a tuple comparison); made when asked, one at a time."""
+    out = []
+    for a in arrays:
+        a2 = a.reshape(len(a), -1)
+        for j in range(a2.shape[1]):
+            if a2.dtype.kind in "iu":  # integers compare as they are (no -0.0): the column itself, uncopied
+                out.append(lambda at=None, col=a2[:, j]: col if at is None else col[at])
+            else:
+                out.append(lambda at=None, col=a2[:, j]: np.add(col if at is None else col[at], 0.0,
+                                                                 dtype=np.float64))
+    return out
 
 
 def merge_corners(positions: np.ndarray, bones: np.ndarray, weights: np.ndarray, *more: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray]:
     """(first corner of each vertex, vertex of each corner): one vertex per distinct (position, link list,
-    `more` columns), in order of first appearance. -0.0 equals 0.0, as in a tuple comparison."""
-    columns = [positions, bones, weights, *more]
+    `more` columns), in order of first appearance. -0.0 equals 0.0, as in a tuple comparison.
+
+    The key is never laid out as one matrix: each pass takes one column at a time from the corner arrays
+    (a table of C rows × 11 columns would be fresh memory the size of the whole import's data)."""
+    columns = _key_columns([positions, bones, weights, *more])
     C = len(positions)
-    # column-major: every pass below runs over one contiguous column
-    key = np.empty((sum(c.shape[1] for c in columns), C))
-    at = 0
-    for c in columns:
-        key[at:at + c.shape[1]] = c.T
-        at += c.shape[1]
-    key += 0.0  # -0.0 → 0.0
     if not C:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    bits = key.view(np.uint64)
-    # one 64-bit hash per row; the rows are compared in full afterwards, so a collision only costs time
+    # one 64-bit hash per row, of its position alone (corners at one position but with other links are few);
+    # the rows are compared in full afterwards, so a collision only costs time
     h = np.zeros(C, np.uint64)
-    for col in bits:
-        h ^= col
+    for column in columns[:3]:
+        h ^= column().view(np.uint64)
         h *= np.uint64(0x9E3779B97F4A7C15)
         h ^= h >> np.uint64(29)
-    # the hash's top bits pick a bucket in a table four to eight times the corner count; the table holds each
+    # the hash's top bits pick a bucket in a table two to four times the corner count; the table holds each
     # bucket's first corner (no sort). A corner equal to its bucket's first corner has found its vertex; the
     # few that are not (two distinct rows in one bucket) are sorted out among themselves
-    k = int(C).bit_length() + 2
+    k = int(C).bit_length() + 1
     bucket = (h >> np.uint64(64 - k)).astype(np.intp)
+    del h
     index_type = np.int32 if C < 2 ** 31 else np.int64
     first_of = np.full(1 << k, C, index_type)
     np.minimum.at(first_of, bucket, np.arange(C, dtype=index_type))
-    src = first_of[bucket].astype(np.int64)
+    src = first_of[bucket].astype(np.intp)
+    del first_of, bucket
+    # compared by value (-0.0 equals 0.0; a NaN differs even from itself and goes to the exact comparison
+    # below, which compares bits): row by row where the array is stored by rows, else column by column
     differ = np.zeros(C, bool)
-    for col in bits:
-        differ |= col[src] != col
+    for a in (positions, bones, weights, *more):
+        a2 = a.reshape(C, -1)
+        if a2.flags.c_contiguous:  # whole rows gathered (cheaper than one strided column at a time), by pieces
+            for lo in range(0, C, PIECE):
+                hi = min(lo + PIECE, C)
+                ne = np.take(a2, src[lo:hi], axis=0) != a2[lo:hi]
+                if ne.shape[1] in (1, 2, 4, 8):  # a row of flags is one integer
+                    ne = ne.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[ne.shape[1]])[:, 0] != 0
+                    differ[lo:hi] |= ne
+                else:
+                    differ[lo:hi] |= ne.any(axis=1)
+        else:
+            for j in range(a2.shape[1]):
+                differ |= np.take(a2[:, j], src) != a2[:, j]
     if differ.any():
         sub = np.flatnonzero(differ)
-        rows = np.ascontiguousarray(key[:, sub].T)
+        rows = np.stack([column(sub).astype(np.float64) for column in columns], axis=1)
         rows = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(-1)
         _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
         src[sub] = sub[first[inverse.reshape(-1)]]
@@ -657,12 +699,13 @@ def write_scene(scene: cm.Scene, folder: str, name: str, fps: float = 24.0) -> l
     warnings: list[str] = []
     names = NameAllocator()
     paths = [os.path.join(folder, names.take(name, ".smd") + ".smd")]
-    write_atomic(paths[0], smd.write(reference_of(scene, warnings)))
+    write_atomic(paths[0], smd.write_pieces(reference_of(scene, warnings)))
     for anim in scene.animations:
         count = int(round(anim.length * fps)) + 1
         locals_ = animation_locals(scene.skeleton, anim, np.arange(count) / fps)
         paths.append(os.path.join(folder, names.take(anim.name, ".smd") + ".smd"))
-        write_atomic(paths[-1], smd.write(animation_smd(scene.skeleton, locals_, np.arange(count), warnings)))
+        motion = animation_smd(scene.skeleton, locals_, np.arange(count), warnings)
+        write_atomic(paths[-1], smd.write_pieces(motion))
     return paths
 
 

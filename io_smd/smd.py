@@ -23,6 +23,7 @@ weights) are kept; `check` lists them, and `write` refuses ids out of range and 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -133,8 +134,8 @@ class _Lines:
         step = 1 << 22  # a piece at a time: no temporary the size of the file
         nl = np.concatenate([np.flatnonzero(buf[a:a + step] == 10) + a for a in range(0, n, step)] or
                             [np.zeros(0, np.int64)])
-        start = np.concatenate(([0], nl + 1)).astype(np.int64)
-        end = np.concatenate((nl, [n])).astype(np.int64)
+        start = np.concatenate((np.zeros(1, np.int64), nl + 1))
+        end = np.concatenate((nl, np.full(1, n, np.int64)))
         if len(start) > 1 and start[-1] == n:  # the newline after the last line
             start, end = start[:-1], end[:-1]
         long_ = np.flatnonzero(end - start > MAX_LINE)
@@ -143,13 +144,20 @@ class _Lines:
             raise FormatError(f"line {i + 1}: {int(end[i] - start[i])} bytes long, above the {MAX_LINE}-byte "
                               f"limit", int(start[i]), "line length")
         self.start, self.end = start, end
-        self.s = self._strip(start.copy(), end, forward=True)
-        self.e = self._strip(end.copy(), self.s, forward=False)
+        self.s = self._strip(start, end, forward=True)  # the same array as `start` when no line is indented
+        self.e = self._strip(end, self.s, forward=False)
         self.crlf = bool(len(nl) and nl[0] > 0 and buf[nl[0] - 1] == 13)
 
     def _strip(self, pos: np.ndarray, limit: np.ndarray, forward: bool) -> np.ndarray:
+        """`pos` moved past the whitespace at each line's start (end, not `forward`); `pos` itself when no line
+        has any, else a copy."""
         buf = self.buf
         active = np.flatnonzero(pos < limit) if forward else np.flatnonzero(pos > limit)
+        at = pos[active] if forward else pos[active] - 1
+        active = active[_WS[buf[at]]]
+        if not active.size:
+            return pos
+        pos = pos.copy()
         for _ in range(8):
             if not active.size:
                 return pos
@@ -175,12 +183,16 @@ class _Lines:
         """Lines whose stripped text starts with `word` followed by whitespace or the line end."""
         buf, s, e = self.buf, self.s, self.e
         k = len(word)
-        ok = e - s >= k
         last = len(buf) - 1
-        for j, ch in enumerate(word):
-            ok &= buf[np.minimum(s + j, last)] == ch
-        after = np.minimum(s + k, last)
-        return ok & ((e - s == k) | _WS[buf[after]])
+        # lines long enough whose first byte matches; the other bytes are compared on those lines only
+        at = np.flatnonzero((e - s >= k) & (buf[np.minimum(s, last)] == word[0]))
+        for j, ch in enumerate(word[1:], 1):
+            at = at[buf[s[at] + j] == ch]
+        length = e[at] - s[at]
+        at = at[(length == k) | _WS[buf[np.minimum(s[at] + k, last)]]]
+        ok = np.zeros(len(s), bool)
+        ok[at] = True
+        return ok
 
     def equals(self, word: bytes) -> np.ndarray:
         return self.prefix(word) & (self.e - self.s == len(word))
@@ -395,11 +407,22 @@ class _Rows:
     offsets: np.ndarray  # index in `values` of each line's first number
 
 
+def _pieces(lines: _Lines, rows: np.ndarray, fields: tuple[str, ...], what: str, step: int = 1 << 15):
+    """The numbers of `rows`, `step` rows at a time, in file order: yields (index of the piece's first row,
+    its rows, values of every token of the piece, tokens per row, index in the values of each row's first
+    token). The token tables and values of one piece stay small and are reused from piece to piece: the
+    whole file's would cost fresh memory several times its size."""
+    rows = np.asarray(rows, np.int64)
+    for a in range(0, len(rows), step):
+        part = rows[a:a + step]
+        values, counts, first = _parse_piece(lines, part, fields, what)
+        yield a, part, values, counts, first
+
+
 def _parse_rows(lines: _Lines, rows: np.ndarray, fields: tuple[str, ...], what: str, step: int = 1 << 15
                 ) -> _Rows:
-    """The numbers of `rows`, parsed `step` rows at a time: the token tables of one piece stay small (the
-    whole file's would cost fresh memory several times its size), and the values go into one array that is
-    only as large as the pieces fill (untouched pages of it cost nothing)."""
+    """The numbers of `rows` in one array (parsed by `_pieces`), only as large as the pieces fill it
+    (untouched pages of it cost nothing)."""
     rows = np.asarray(rows, np.int64)
     if rows.size == 0:
         z = np.zeros(0, np.int64)
@@ -409,11 +432,10 @@ def _parse_rows(lines: _Lines, rows: np.ndarray, fields: tuple[str, ...], what: 
     counts = np.empty(len(rows), np.int64)
     first = np.empty(len(rows), np.int64)
     n = 0
-    for a in range(0, len(rows), step):
-        part = rows[a:a + step]
-        v, counts[a:a + step], f = _parse_piece(lines, part, fields, what)
+    for a, part, v, c, f in _pieces(lines, rows, fields, what, step):
         values[n:n + len(v)] = v
-        first[a:a + step] = f + n
+        counts[a:a + len(part)] = c
+        first[a:a + len(part)] = f + n
         n += len(v)
     return _Rows(rows, values[:n], counts, first)
 
@@ -623,10 +645,12 @@ class _Reader:
         block = self.sig[i:j]
         n = len(block)
         # a material line where a vertex line belongs: the triangle before it was short
-        vertex_pos = np.flatnonzero(np.arange(n) % 4 != 0)
-        starts_numeric = _NUMERIC_START[L.buf[np.minimum(L.s[block[vertex_pos]], len(L.buf) - 1)]]
+        whole = n - n % 4
+        vertex_lines = np.concatenate((block[:whole].reshape(-1, 4)[:, 1:].reshape(-1), block[whole + 1:]))
+        starts_numeric = _NUMERIC_START[L.buf[np.minimum(L.s[vertex_lines], len(L.buf) - 1)]]
         if not starts_numeric.all():
-            k = int(vertex_pos[np.flatnonzero(~starts_numeric)[0]])
+            bad = int(np.flatnonzero(~starts_numeric)[0])  # vertex line `bad`: position 4·(bad//3) + bad%3 + 1
+            k = 4 * (bad // 3) + bad % 3 + 1
             ln = int(block[k])
             raise _fail(L, ln, f"{L.text(ln)[:40]!r} where vertex line {k % 4} of a triangle belongs: the "
                                f"triangle has fewer than 3 vertex lines", "vertex line")
@@ -635,47 +659,70 @@ class _Reader:
             raise _fail(L, start, f"the triangle of material line {start + 1} has {n % 4 - 1} vertex lines, "
                                   f"fewer than 3", "vertex line")
         mat_lines = block[0::4]
-        vert_lines = block.reshape(-1, 4)[:, 1:].reshape(-1)
-        r = _parse_rows(L, vert_lines, VERTEX_FIELDS, "vertex line")
-        few = np.flatnonzero(r.counts < 9)
-        if few.size:
-            k = int(few[0])
-            raise _fail(L, int(vert_lines[k]), f"vertex line has {int(r.counts[k])} fields, fewer than 9",
-                        VERTEX_FIELDS[int(r.counts[k])])
+        vert_lines = vertex_lines
+        del starts_numeric
         V = len(vert_lines)
-        base = np.empty((9, V))  # one contiguous row per column, gathered column by column
-        for j in range(9):
-            base[j] = r.values[r.offsets + j]
-        has_links = r.counts >= 10
-        raw_count = np.where(has_links, r.values[np.minimum(r.offsets + 9, len(r.values) - 1)], -1)
-        parents = _integers(L, r, base[0], None, "parent bone", "vertex line")
-        count = _integers(L, r, raw_count, has_links, "link count", "vertex line")
-        over = np.flatnonzero(has_links & ((count > MAX_LINKS) | (count < 0)))
-        if over.size:
-            k = int(over[0])
-            raise _fail(L, int(vert_lines[k]), f"link count {int(count[k])} outside 0..{MAX_LINKS}", "link count")
-        short = np.flatnonzero(has_links & (10 + 2 * count > r.counts))
-        if short.size:
-            k = int(short[0])
-            raise _fail(L, int(vert_lines[k]), f"link count {int(count[k])} needs {10 + 2 * int(count[k])} fields, "
-                                               f"the line has {int(r.counts[k])}", "link count")
-        extra = np.flatnonzero(np.where(has_links, 10 + 2 * count, 9) < r.counts)
-        if extra.size:
-            self.out.warnings.append(f"line {int(vert_lines[extra[0]]) + 1}: {len(extra)} vertex lines have fields "
-                                     f"after their links (ignored)")
-        K = int(count.max()) if V else 0
-        K = max(K, 0)
-        bones = np.full((V, K), -1, np.int64)
-        weights = np.zeros((V, K), np.float64)
-        for k in range(K):
-            on = count > k
-            at = r.offsets[on] + 10 + 2 * k
-            sub = _Rows(r.lines[on], r.values, r.counts[on], r.offsets[on])
-            bones[on, k] = _integers(L, sub, r.values[at], None, "link bone", "vertex line")
-            weights[on, k] = r.values[at + 1]
+        parents = np.empty(V, np.int64)
+        # positions, normals, uvs: one contiguous row per column
+        columns = [np.empty((3, V)), np.empty((3, V)), np.empty((2, V))]
+        count = np.full(V, -1, np.int64)  # -1: no link columns
+        # links go straight into (V, K) arrays, K the most links of a line so far (widened when a piece has more)
+        bones = np.full((V, 0), -1, np.int64)
+        weights = np.zeros((V, 0), np.float64)
+        extra_first, extra_n = None, 0
+        for a, part, values, counts, first in _pieces(L, vert_lines, VERTEX_FIELDS, "vertex line"):
+            # each piece is checked as it is parsed: the first fault of the file is the one named
+            r = _Rows(part, values, counts, first)
+            few = np.flatnonzero(counts < 9)
+            if few.size:
+                k = int(few[0])
+                raise _fail(L, int(part[k]), f"vertex line has {int(counts[k])} fields, fewer than 9",
+                            VERTEX_FIELDS[int(counts[k])])
+            b = a + len(part)
+            parents[a:b] = _integers(L, r, values[first], None, "parent bone", "vertex line")
+            j = 1
+            for rows in columns:
+                for row in rows:
+                    row[a:b] = values[first + j]
+                    j += 1
+            has_links = counts >= 10
+            raw_count = np.where(has_links, values[np.minimum(first + 9, len(values) - 1)], -1)
+            c = _integers(L, r, raw_count, has_links, "link count", "vertex line")
+            over = np.flatnonzero(has_links & ((c > MAX_LINKS) | (c < 0)))
+            if over.size:
+                k = int(over[0])
+                raise _fail(L, int(part[k]), f"link count {int(c[k])} outside 0..{MAX_LINKS}", "link count")
+            short = np.flatnonzero(has_links & (10 + 2 * c > counts))
+            if short.size:
+                k = int(short[0])
+                raise _fail(L, int(part[k]), f"link count {int(c[k])} needs {10 + 2 * int(c[k])} fields, "
+                                             f"the line has {int(counts[k])}", "link count")
+            c = np.where(has_links, c, -1)
+            count[a:b] = c
+            extra = np.flatnonzero(np.where(has_links, 10 + 2 * c, 9) < counts)
+            if extra.size:
+                extra_first = int(part[extra[0]]) if extra_first is None else extra_first
+                extra_n += len(extra)
+            K = max(int(c.max()), 0)
+            if K > bones.shape[1]:
+                wider = np.full((V, K), -1, np.int64)
+                wider[:, :bones.shape[1]] = bones
+                bones = wider
+                wider = np.zeros((V, K), np.float64)
+                wider[:, :weights.shape[1]] = weights
+                weights = wider
+            for k in range(K):
+                on = np.flatnonzero(c > k)
+                at = first[on] + 10 + 2 * k
+                sub = _Rows(part[on], values, counts[on], first[on])
+                bones[a + on, k] = _integers(L, sub, values[at], None, "link bone", "vertex line")
+                weights[a + on, k] = values[at + 1]
+        if extra_n:
+            self.out.warnings.append(f"line {extra_first + 1}: {extra_n} vertex lines have fields after their "
+                                     f"links (ignored)")
         materials = _line_texts(L, mat_lines)
-        self.out.triangles = Triangles(materials, parents, base[1:4].T, base[4:7].T, base[7:9].T,
-                                       np.where(has_links, count, -1), bones, weights, vert_lines + 1)
+        self.out.triangles = Triangles(materials, parents, columns[0].T, columns[1].T, columns[2].T, count, bones,
+                                       weights, vert_lines + 1)
         return nxt
 
 
@@ -790,12 +837,19 @@ def _emit(parts: list[np.ndarray]) -> bytes:
     return m[m != 0].tobytes()
 
 
-def _check_finite(values: np.ndarray, lines: np.ndarray | None, what: str) -> None:
-    bad = ~np.isfinite(values)
-    if bad.any():
-        k = int(np.flatnonzero(bad.reshape(len(values), -1).any(1))[0])
-        where = f" (line {int(lines[k])})" if lines is not None and k < len(lines) else ""
-        raise FormatError(f"{what} {k}{where} has a value that is not finite", None, what)
+def _check_finite(arrays: list[np.ndarray], lines: np.ndarray | None, what: str) -> None:
+    """FormatError naming the first row (over arrays of the same rows) holding a value that is not finite."""
+    first = None
+    for a in arrays:
+        if not a.size:
+            continue
+        a = a.reshape(len(a), -1)
+        if not np.isfinite(a).all():
+            k = int(np.flatnonzero(~np.isfinite(a).all(axis=1))[0])
+            first = k if first is None else min(first, k)
+    if first is not None:
+        where = f" (line {int(lines[first])})" if lines is not None and first < len(lines) else ""
+        raise FormatError(f"{what} {first}{where} has a value that is not finite", None, what)
 
 
 def validate(smd: SmdFile) -> None:
@@ -925,10 +979,15 @@ def _vertex_block(t: Triangles, lo: int, hi: int, nl: bytes, material_cells: np.
 
 
 def write(smd: SmdFile, chunk: int = 1 << 12) -> bytes:
-    """The records as SMD/VTA text, refused with FormatError naming the line where `validate` finds a fault,
-    else written: numbers as '{:.6f}', ids as integers, blocks in the order nodes, skeleton,
-    triangles, vertexanimation, each vertex line with its own link columns (none, count 0, or links), and
-    the file's line ends."""
+    """The records as SMD/VTA text (`write_pieces` joined)."""
+    return b"".join(write_pieces(smd, chunk))
+
+
+def write_pieces(smd: SmdFile, chunk: int = 1 << 12) -> Iterator[bytes]:
+    """The records as SMD/VTA text, in pieces of `chunk` triangles or one frame (for a file written as they
+    are made), refused with FormatError naming the line where `validate` finds a fault, else written: numbers
+    as '{:.6f}', ids as integers, blocks in the order nodes, skeleton, triangles, vertexanimation, each vertex
+    line with its own link columns (none, count 0, or links), and the file's line ends."""
     validate(smd)
     nl = smd.newline.encode()
     out = [b"version 1", nl, b"nodes", nl]
@@ -939,14 +998,14 @@ def write(smd: SmdFile, chunk: int = 1 << 12) -> bytes:
         out += [f"{n.id} \"".encode(), name, f"\" {n.parent}".encode(), nl]
     out += [b"end", nl, b"skeleton", nl]
     for f in smd.skeleton:
-        _check_finite(np.hstack([f.positions, f.rotations]), f.row_lines, "bone row")
+        _check_finite([f.positions, f.rotations], f.row_lines, "bone row")
         out += [_time_line(f.time, f.comment).encode("utf-8", "surrogateescape"), nl,
                 _frame_rows(f.bones, f.positions, f.rotations, b"  ", nl)]
     out += [b"end", nl]
     t = smd.triangles
     if t is not None:
         out += [b"triangles", nl]
-        _check_finite(np.hstack([t.positions, t.normals, t.uvs, t.link_weights]), t.lines, "vertex")
+        _check_finite([t.positions, t.normals, t.uvs, t.link_weights], t.lines, "vertex")
         names = sorted(set(t.materials))
         index = {m: i for i, m in enumerate(names)}
         encoded = [m.encode("utf-8", "surrogateescape") for m in names]
@@ -958,14 +1017,18 @@ def write(smd: SmdFile, chunk: int = 1 << 12) -> bytes:
         for i, e in enumerate(encoded):
             cells[i, :len(e)] = np.frombuffer(e, np.uint8)
         material_index = np.array([index[m] for m in t.materials], np.int64)
+        yield b"".join(out)
+        out = []
         for lo in range(0, len(t), chunk):
-            out.append(_vertex_block(t, lo, min(lo + chunk, len(t)), nl, cells, material_index))
+            yield _vertex_block(t, lo, min(lo + chunk, len(t)), nl, cells, material_index)
         out += [b"end", nl]
     if smd.vertex_animation is not None:
         out += [b"vertexanimation", nl]
         for f in smd.vertex_animation:
-            _check_finite(np.hstack([f.positions, f.normals]), f.row_lines, "vertex animation row")
+            _check_finite([f.positions, f.normals], f.row_lines, "vertex animation row")
             out += [_time_line(f.time, f.comment).encode("utf-8", "surrogateescape"), nl,
                     _frame_rows(f.vertices, f.positions, f.normals, b" ", nl)]
+            yield b"".join(out)
+            out = []
         out += [b"end", nl]
-    return b"".join(out)
+    yield b"".join(out)

@@ -139,18 +139,21 @@ def test_export_reads_what_blender_stores_in_stored_order(clean_scene):
 
 
 def test_trimmed_read_has_the_columns_the_fullest_vertex_needs(clean_scene):
-    """`trim`: as many columns as the vertex with the most stored influences (at least one), else the same."""
+    """`min_columns`: as many columns as the vertex with the most stored influences (at least min_columns),
+    else the same."""
     joints, weights = _hostile_weights(np.random.default_rng(10), 500)
     ob = _build(bpy.context, _scene(joints, weights))
     bone_index = {f"b{i}": i for i in range(N_BONES)}
     widest = max(len(row) for row in _stored_raw(ob))
     full_j, full_w = bmesh_.read_weights(ob, ob.data, bone_index, 16, [])
-    j, w = bmesh_.read_weights(ob, ob.data, bone_index, 16, [], trim=True)
+    j, w = bmesh_.read_weights(ob, ob.data, bone_index, 16, [], min_columns=1)
     assert 1 <= widest < 16 and j.shape == w.shape == (500, widest)
     assert np.array_equal(j, full_j[:, :widest]) and np.array_equal(w, full_w[:, :widest])
     assert not full_w[:, widest:].any()
+    j, w = bmesh_.read_weights(ob, ob.data, bone_index, 16, [], min_columns=widest + 2)
+    assert j.shape == (500, widest + 2) and np.array_equal(w, full_w[:, :widest + 2])
     ob.vertex_groups.clear()  # no influence anywhere: one empty column
-    j, w = bmesh_.read_weights(ob, ob.data, bone_index, 16, [], trim=True)
+    j, w = bmesh_.read_weights(ob, ob.data, bone_index, 16, [], min_columns=0)
     assert j.shape == w.shape == (500, 1) and not w.any()
 
 

@@ -48,6 +48,36 @@ def test_session_commits_only_when_complete_and_touches_nothing_else(tmp_path):
     assert sorted(p.name for p in out.rglob("*")) == ["a.bin", "b.bin", "keep.txt", "sub"]
 
 
+def test_a_writer_failing_half_way_through_its_pieces_leaves_nothing(tmp_path):
+    """A file written as pieces (a generator): the pieces before the failure reach no target, alone or in a
+    session; when all pieces come, the file is their concatenation."""
+    from skinbridge.core.errors import FormatError
+
+    def pieces(fail: bool):
+        yield b"version 1\n"
+        yield b"nodes\n"
+        if fail:
+            raise FormatError("material name cannot be written as a line", None, "material")
+        yield b"end\n"
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a.smd").write_bytes(b"old")
+    before = snapshot(out)
+    with pytest.raises(FormatError):
+        write_atomic(out / "a.smd", pieces(True))
+    assert snapshot(out) == before
+    with pytest.raises(FormatError):
+        with output_session(str(out)):
+            write_atomic(out / "b.smd", pieces(True))
+    assert snapshot(out) == before
+    write_atomic(out / "a.smd", pieces(False))
+    with output_session(str(out)):
+        write_atomic(out / "b.smd", pieces(False))
+    assert (out / "a.smd").read_bytes() == (out / "b.smd").read_bytes() == b"version 1\nnodes\nend\n"
+    assert sorted(p.name for p in out.iterdir()) == ["a.smd", "b.smd"]
+
+
 def test_guard_refuses_inputs_by_path_link_and_inode_and_paths_outside(tmp_path):
     model = tmp_path / "m.bin"
     model.write_bytes(b"model")

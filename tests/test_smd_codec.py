@@ -195,6 +195,23 @@ def test_triangle_with_fewer_than_3_vertex_lines():
     _raises(_tri(V, V, "mat", V, V, V), 13, "vertex line")  # a material line where the third belongs
 
 
+def test_pieces_of_different_link_widths_and_faults_in_later_pieces(monkeypatch):
+    """Vertex lines are parsed a piece at a time (here one triangle per piece): a later piece with more links
+    widens the link table, earlier rows keep theirs; a fault in a later piece names its own line."""
+    monkeypatch.setattr(smd._pieces, "__defaults__", (3,))
+    lines = [V + " 1 0 1", V, V,  # one link; then none (count column absent); then
+             V + " 0", V + " 2 0 0.25 0 0.75", V + " 3 0 0.5 0 0.25 0 0.25"]  # count 0, two and three links
+    f = smd.read((HEAD + "triangles\nmat\n" + "\n".join(lines[:3]) + "\nmat\n" + "\n".join(lines[3:])
+                  + "\nend\n").encode())
+    t = f.triangles
+    assert t.link_counts.tolist() == [1, -1, -1, 0, 2, 3] and t.link_bones.shape == (6, 3)
+    assert t.link_bones.tolist() == [[0, -1, -1], [-1] * 3, [-1] * 3, [-1] * 3, [0, 0, -1], [0, 0, 0]]
+    assert t.link_weights.tolist() == [[1, 0, 0], [0] * 3, [0] * 3, [0] * 3, [0.25, 0.75, 0], [0.5, 0.25, 0.25]]
+    assert t.lines.tolist() == [11, 12, 13, 15, 16, 17]
+    _raises(HEAD + "triangles\nmat\n" + "\n".join([V] * 3) + "\nmat\n" + "\n".join([V, V + " 2 0 1", V]) +
+            "\nend\n", 16, "link count")
+
+
 def test_version_other_than_1():
     _raises(HEAD.replace("version 1", "version 2"), 1, "version")
 

@@ -35,6 +35,26 @@ def test_corners_merge_on_position_and_links(name, vertices):
     assert np.array_equal(m.positions[corner_vertex], f.triangles.positions.astype(np.float32))
 
 
+def test_merge_corners_equals_a_dictionary_of_rows():
+    """Many corners over few distinct rows (a small table: buckets shared by different rows), -0.0 beside 0.0:
+    the same vertices, numbered in order of first appearance, as a dictionary keyed by each row's tuple."""
+    rng = np.random.default_rng(3)
+    pool_pos = rng.integers(-2, 3, (300, 3)).astype(np.float64) * 0.5  # many zeros, to be signed below
+    pool_bones = rng.integers(-1, 4, (300, 2))
+    pool_weights = rng.integers(0, 3, (300, 2)) / 2
+    pick = rng.integers(0, 300, 5000)
+    positions, bones, weights = pool_pos[pick].copy(), pool_bones[pick], pool_weights[pick].copy()
+    negative_zero = (positions == 0) & (rng.random(positions.shape) < 0.5)
+    positions[negative_zero] = -0.0
+    first, vertex_of = convert.merge_corners(positions, bones, weights)
+    seen: dict = {}
+    want_vertex = [seen.setdefault((*positions[c].tolist(), *bones[c].tolist(), *weights[c].tolist()), len(seen))
+                   for c in range(5000)]  # -0.0 == 0.0 in a tuple comparison and hash
+    assert vertex_of.tolist() == want_vertex
+    assert first.tolist() == [want_vertex.index(v) for v in range(len(seen))]
+    assert len(seen) < 300 and np.signbit(positions).any()
+
+
 def test_load_splits_vertices_per_normal_and_uv():
     scene, _ = _load("bst_Cube_Armature_ref.smd")
     m = scene.meshes[0]
