@@ -77,7 +77,7 @@ class Triangles:
     normals: np.ndarray  # (3T, 3)
     uvs: np.ndarray  # (3T, 2)
     link_counts: np.ndarray  # (3T,) int64; -1: the line has no link columns (GoldSrc)
-    link_bones: np.ndarray  # (3T, K) int64, -1 past the line's count
+    link_bones: np.ndarray  # (3T, K) integer node ids (int32 as read, int64 when one needs it), -1 past the count
     link_weights: np.ndarray  # (3T, K) float64, 0 past the line's count
     lines: np.ndarray | None = None  # (3T,) int64 line of each vertex
 
@@ -644,30 +644,31 @@ class _Reader:
         j, nxt = self.block_end(i, "triangles")
         block = self.sig[i:j]
         n = len(block)
-        # a material line where a vertex line belongs: the triangle before it was short
-        whole = n - n % 4
-        vertex_lines = np.concatenate((block[:whole].reshape(-1, 4)[:, 1:].reshape(-1), block[whole + 1:]))
-        starts_numeric = _NUMERIC_START[L.buf[np.minimum(L.s[vertex_lines], len(L.buf) - 1)]]
-        if not starts_numeric.all():
-            bad = int(np.flatnonzero(~starts_numeric)[0])  # vertex line `bad`: position 4·(bad//3) + bad%3 + 1
-            k = 4 * (bad // 3) + bad % 3 + 1
-            ln = int(block[k])
-            raise _fail(L, ln, f"{L.text(ln)[:40]!r} where vertex line {k % 4} of a triangle belongs: the "
-                               f"triangle has fewer than 3 vertex lines", "vertex line")
+        # a material line where a vertex line belongs: the triangle before it was short (looked for a piece of
+        # the block at a time: no temporaries the size of the block)
+        last = len(L.buf) - 1
+        for lo in range(0, n, 1 << 16):
+            piece = np.arange(lo, min(lo + (1 << 16), n))
+            piece = piece[piece % 4 != 0]
+            numeric = _NUMERIC_START[L.buf[np.minimum(L.s[block[piece]], last)]]
+            if not numeric.all():
+                k = int(piece[np.flatnonzero(~numeric)[0]])
+                ln = int(block[k])
+                raise _fail(L, ln, f"{L.text(ln)[:40]!r} where vertex line {k % 4} of a triangle belongs: the "
+                                   f"triangle has fewer than 3 vertex lines", "vertex line")
         if n % 4:
             start = int(block[n - n % 4])
             raise _fail(L, start, f"the triangle of material line {start + 1} has {n % 4 - 1} vertex lines, "
                                   f"fewer than 3", "vertex line")
         mat_lines = block[0::4]
-        vert_lines = vertex_lines
-        del starts_numeric
+        vert_lines = block.reshape(-1, 4)[:, 1:].reshape(-1)
         V = len(vert_lines)
         parents = np.empty(V, np.int64)
         # positions, normals, uvs: one contiguous row per column
         columns = [np.empty((3, V)), np.empty((3, V)), np.empty((2, V))]
         count = np.full(V, -1, np.int64)  # -1: no link columns
         # links go straight into (V, K) arrays, K the most links of a line so far (widened when a piece has more)
-        bones = np.full((V, 0), -1, np.int64)
+        bones = np.full((V, 0), -1, np.int32)  # int64 once an id needs it
         weights = np.zeros((V, 0), np.float64)
         extra_first, extra_n = None, 0
         for a, part, values, counts, first in _pieces(L, vert_lines, VERTEX_FIELDS, "vertex line"):
@@ -705,7 +706,7 @@ class _Reader:
                 extra_n += len(extra)
             K = max(int(c.max()), 0)
             if K > bones.shape[1]:
-                wider = np.full((V, K), -1, np.int64)
+                wider = np.full((V, K), -1, bones.dtype)
                 wider[:, :bones.shape[1]] = bones
                 bones = wider
                 wider = np.zeros((V, K), np.float64)
@@ -715,14 +716,18 @@ class _Reader:
                 on = np.flatnonzero(c > k)
                 at = first[on] + 10 + 2 * k
                 sub = _Rows(part[on], values, counts[on], first[on])
-                bones[a + on, k] = _integers(L, sub, values[at], None, "link bone", "vertex line")
+                ids = _integers(L, sub, values[at], None, "link bone", "vertex line")
+                if bones.dtype != np.int64 and len(ids) and (ids.min() < -2 ** 31 or ids.max() >= 2 ** 31):
+                    bones = bones.astype(np.int64)
+                bones[a + on, k] = ids
                 weights[a + on, k] = values[at + 1]
         if extra_n:
             self.out.warnings.append(f"line {extra_first + 1}: {extra_n} vertex lines have fields after their "
                                      f"links (ignored)")
         materials = _line_texts(L, mat_lines)
+        vert_lines += 1  # 1-based line numbers, in the array parsed from (no longer needed as indices)
         self.out.triangles = Triangles(materials, parents, columns[0].T, columns[1].T, columns[2].T, count, bones,
-                                       weights, vert_lines + 1)
+                                       weights, vert_lines)
         return nxt
 
 

@@ -210,6 +210,13 @@ def test_pieces_of_different_link_widths_and_faults_in_later_pieces(monkeypatch)
     assert t.lines.tolist() == [11, 12, 13, 15, 16, 17]
     _raises(HEAD + "triangles\nmat\n" + "\n".join([V] * 3) + "\nmat\n" + "\n".join([V, V + " 2 0 1", V]) +
             "\nend\n", 16, "link count")
+    # an id beyond 32 bits in a later piece: the ids read before it are kept, it is kept exactly
+    big = 2 ** 40 + 3
+    f = smd.read((HEAD + "triangles\nmat\n" + "\n".join([V + " 1 0 1"] * 3) + "\nmat\n" +
+                  "\n".join([V + " 1 0 1", V + f" 1 {big} 1", V + " 1 -7 1"]) + "\nend\n").encode())
+    assert f.triangles.link_bones[:, 0].tolist() == [0, 0, 0, 0, big, -7]
+    with pytest.raises(FormatError, match=f"line 16: link bone {big} names no node"):
+        smd.write(f)  # kept by the reader, refused by the writer
 
 
 def test_version_other_than_1():
