@@ -380,18 +380,25 @@ def _same_matrix(a: Matrix, b: Matrix, scale: float) -> bool:
                 np.abs(a[:3, 3] - b[:3, 3]).max() <= 2e-5 * max(1.0, float(np.abs(b[:3, 3]).max())))
 
 
-def read_rigid_body(ob, arm_ob, scale: float, bone_index: dict[str, int]) -> pmx.PmxRigidBody:
-    """The PMX record of a rigid body object: each field the file's own while what import made of it is
-    unchanged in Blender, else converted back."""
+def _kept_record(ob, arm_ob, scale: float, cls, layout):
+    """(the record kept at import or None, the PMX record of `ob`): the kept fields, with the object's own
+    placement once it no longer matches the kept one."""
     raw = json.loads(ob[RAW_PROP]) if ob.get(RAW_PROP) else None
-    rec = convert.fixed_from_dict(pmx.PmxRigidBody, {k: v for k, v in raw.items() if k != "index"},
-                                  pmx.RIGID_BODY) if raw else pmx.PmxRigidBody(name=ob.name)
-    rb = ob.rigid_body
+    rec = convert.fixed_from_dict(cls, {k: v for k, v in raw.items() if k != "index"}, layout) if raw \
+        else cls(name=ob.name)
     local = _local_rest(ob, arm_ob)
     if raw is None or not _same_matrix(local, _placement(rec, scale), scale):
         loc, rot, _ = local.decompose()
         rec.position = _f32(convert.positions_to_pmx(np.array(loc)[None], scale)[0])
         rec.rotation = _f32(euler_to_pmx(rot.to_matrix()))
+    return raw, rec
+
+
+def read_rigid_body(ob, arm_ob, scale: float, bone_index: dict[str, int]) -> pmx.PmxRigidBody:
+    """The PMX record of a rigid body object: each field the file's own while what import made of it is
+    unchanged in Blender, else converted back."""
+    raw, rec = _kept_record(ob, arm_ob, scale, pmx.PmxRigidBody, pmx.RIGID_BODY)
+    rb = ob.rigid_body
     shape = SHAPES.index(rb.collision_shape) if rb.collision_shape in SHAPES else 1
     dims = np.array(ob.dimensions)
     same_shape = raw is not None and shape == int(rec.shape) and _same(
@@ -437,15 +444,8 @@ def _joint_settings(rec: pmx.PmxJoint, scale: float) -> dict:
 
 def read_joint(ob, arm_ob, scale: float, body_index: dict) -> pmx.PmxJoint:
     """The PMX record of a joint object, field by field as `read_rigid_body`."""
-    raw = json.loads(ob[RAW_PROP]) if ob.get(RAW_PROP) else None
-    rec = convert.fixed_from_dict(pmx.PmxJoint, {k: v for k, v in raw.items() if k != "index"}, pmx.JOINT) \
-        if raw else pmx.PmxJoint(name=ob.name)
+    raw, rec = _kept_record(ob, arm_ob, scale, pmx.PmxJoint, pmx.JOINT)
     c = ob.rigid_body_constraint
-    local = _local_rest(ob, arm_ob)
-    if raw is None or not _same_matrix(local, _placement(rec, scale), scale):
-        loc, rot, _ = local.decompose()
-        rec.position = _f32(convert.positions_to_pmx(np.array(loc)[None], scale)[0])
-        rec.rotation = _f32(euler_to_pmx(rot.to_matrix()))
 
     def axes(prefix):
         return np.array([getattr(c, prefix.format(a)) for a in _AXES], np.float64)

@@ -195,38 +195,22 @@ def corner_links(t: smd.Triangles, index: dict[int, int]) -> tuple[np.ndarray, n
     return mapped, weights
 
 
-def _key_columns(arrays) -> list:
-    """The columns of `arrays` (each (C,) or (C, n)) as functions giving one column each (of the rows `at`,
-    when given): integer columns as they are, others as float64 with -0.0 made 0.0 (so that it equals 0.0, as
-    in a tuple comparison); made when asked, one at a time."""
-    out = []
-    for a in arrays:
-        a2 = a.reshape(len(a), -1)
-        for j in range(a2.shape[1]):
-            if a2.dtype.kind in "iu":  # integers compare as they are (no -0.0): the column itself, uncopied
-                out.append(lambda at=None, col=a2[:, j]: col if at is None else col[at])
-            else:
-                out.append(lambda at=None, col=a2[:, j]: np.add(col if at is None else col[at], 0.0,
-                                                                 dtype=np.float64))
-    return out
-
-
 def merge_corners(positions: np.ndarray, bones: np.ndarray, weights: np.ndarray, *more: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray]:
     """(first corner of each vertex, vertex of each corner): one vertex per distinct (position, link list,
     `more` columns), in order of first appearance. -0.0 equals 0.0, as in a tuple comparison.
 
-    The key is never laid out as one matrix: each pass takes one column at a time from the corner arrays
-    (a table of C rows × 11 columns would be fresh memory the size of the whole import's data)."""
-    columns = _key_columns([positions, bones, weights, *more])
+    The key is never laid out as one matrix: the passes below read the corner arrays as they are (a table of
+    C rows × 11 columns would be fresh memory the size of the whole import's data)."""
+    arrays = [positions, bones, weights, *more]
     C = len(positions)
     if not C:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     # one 64-bit hash per row, of its position alone (corners at one position but with other links are few);
     # the rows are compared in full afterwards, so a collision only costs time
     h = np.zeros(C, np.uint64)
-    for column in columns[:3]:
-        h ^= column().view(np.uint64)
+    for j in range(3):
+        h ^= np.add(positions[:, j], 0.0, dtype=np.float64).view(np.uint64)  # + 0.0: -0.0 hashes as 0.0
         h *= np.uint64(0x9E3779B97F4A7C15)
         h ^= h >> np.uint64(29)
     # the hash's top bits pick a bucket in a table two to four times the corner count; the table holds each
@@ -243,7 +227,7 @@ def merge_corners(positions: np.ndarray, bones: np.ndarray, weights: np.ndarray,
     # compared by value (-0.0 equals 0.0; a NaN differs even from itself and goes to the exact comparison
     # below, which compares bits): row by row where the array is stored by rows, else column by column
     differ = np.zeros(C, bool)
-    for a in (positions, bones, weights, *more):
+    for a in arrays:
         a2 = a.reshape(C, -1)
         if a2.flags.c_contiguous:  # whole rows gathered (cheaper than one strided column at a time), by pieces
             for lo in range(0, C, PIECE):
@@ -259,7 +243,7 @@ def merge_corners(positions: np.ndarray, bones: np.ndarray, weights: np.ndarray,
                 differ |= np.take(a2[:, j], src) != a2[:, j]
     if differ.any():
         sub = np.flatnonzero(differ)
-        rows = np.stack([column(sub).astype(np.float64) for column in columns], axis=1)
+        rows = np.concatenate([a.reshape(C, -1)[sub] for a in arrays], axis=1).astype(np.float64) + 0.0
         rows = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(-1)
         _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
         src[sub] = sub[first[inverse.reshape(-1)]]

@@ -6,26 +6,13 @@ import numpy as np
 import pytest
 
 from support.gltf_numpy import Glb
+from support.quaternion import slerp
 
 CLIPS = ("Survey", "Walk", "Run")
 TOL = 1e-4  # of the bounding-box diagonal
 
 
 # -- an independent glTF animation evaluator -------------------------------------------------------------
-
-def _slerp_xyzw(a, b, f):
-    a = a / np.linalg.norm(a)
-    b = b / np.linalg.norm(b)
-    d = float(np.dot(a, b))
-    if d < 0:
-        b, d = -b, -d
-    if d > 1 - 1e-12:
-        out = a + (b - a) * f
-    else:
-        th = np.arccos(d)
-        out = (np.sin((1 - f) * th) * a + np.sin(f * th) * b) / np.sin(th)
-    return out / np.linalg.norm(out)
-
 
 def _sample(times, values, t, rotation):
     if t <= times[0]:
@@ -35,7 +22,7 @@ def _sample(times, values, t, rotation):
     i = int(np.searchsorted(times, t, side="right")) - 1
     f = (t - times[i]) / (times[i + 1] - times[i])
     if rotation:
-        return _slerp_xyzw(values[i], values[i + 1], f)
+        return slerp(values[i], values[i + 1], f)
     return values[i] + (values[i + 1] - values[i]) * f
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from support.quaternion import slerp
+
 
 def urho3d_to_blender(p: np.ndarray) -> np.ndarray:
     p = np.asarray(p, np.float64)
@@ -20,20 +22,6 @@ def _quat_matrix(q: np.ndarray) -> np.ndarray:
     return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
                      [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
                      [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-
-
-def _slerp(a: np.ndarray, b: np.ndarray, f: float) -> np.ndarray:
-    a = a / np.linalg.norm(a)
-    b = b / np.linalg.norm(b)
-    d = float(np.dot(a, b))
-    if d < 0:
-        b, d = -b, -d
-    if d > 1 - 1e-9:
-        q = a + (b - a) * f
-    else:
-        theta = np.arccos(d)
-        q = (np.sin((1 - f) * theta) * a + np.sin(f * theta) * b) / np.sin(theta)
-    return q / np.linalg.norm(q)
 
 
 def _at(times: np.ndarray, t: float) -> tuple[int, int, float]:
@@ -96,7 +84,7 @@ class Engine:
                 pa, pb = track.positions[a].astype(np.float64), track.positions[b].astype(np.float64)
                 pos = pa + (pb - pa) * f
             if track.rotations is not None:
-                rot = _slerp(track.rotations[a].astype(np.float64), track.rotations[b].astype(np.float64), f)
+                rot = slerp(track.rotations[a].astype(np.float64), track.rotations[b].astype(np.float64), f)
             if track.scales is not None:
                 sa, sb = track.scales[a].astype(np.float64), track.scales[b].astype(np.float64)
                 scale = sa + (sb - sa) * f
