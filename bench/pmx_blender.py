@@ -36,7 +36,7 @@ def main() -> int:
     _import_package()
     import bpy
 
-    from skinbridge.io_pmx import blender_io
+    from skinbridge.io_pmx.blender_side import blender_io
 
     src = os.path.abspath(args.file)
     out = os.path.join(tempfile.mkdtemp(prefix="skinbridge-bench-"), "out.pmx")

@@ -20,7 +20,8 @@ except ImportError:  # run outside tools/run: expose the checkout as `skinbridge
     (link_dir / "skinbridge").symlink_to(ROOT, target_is_directory=True)
     sys.path.insert(0, str(link_dir))
 
-from skinbridge.io_pmx import pmx, validate  # noqa: E402
+from skinbridge.io_pmx.model import pmx
+from skinbridge.io_pmx.model import validate  # noqa: E402
 
 
 def best_of(repeat: int, fn) -> tuple[float, object]:

@@ -11,7 +11,7 @@ import numpy as np
 
 
 def make_motion(bones: int, frames: int, step: int = 1):
-    from skinbridge.io_pmx import vmd
+    from skinbridge.io_pmx.motion import vmd
 
     f = np.arange(0, frames, step, dtype=np.uint32)
     n = bones * len(f)
@@ -39,7 +39,8 @@ def main(argv=None) -> None:
 
     import bpy
     import skinbridge
-    from skinbridge.io_pmx import blender_vmd_import, vmd
+    from skinbridge.io_pmx.blender_side import motion_import as blender_vmd_import
+    from skinbridge.io_pmx.motion import vmd
 
     data = vmd.write(make_motion(a.bones, a.frames, a.step))
     path = os.path.join(tempfile.mkdtemp(), "bench.vmd")

@@ -8,7 +8,10 @@ import os
 from ..core import model as cm
 from ..core.fileio import write_atomic
 from ..core.naming import NameAllocator
-from . import convert, pmx, vmd, vmd_core
+from .model import convert
+from .model import pmx
+from .motion import vmd
+from .motion import convert as vmd_core
 
 
 def write_scene(scene: cm.Scene, folder: str, name: str) -> list[str]:

@@ -1,7 +1,7 @@
 """`skinbridge check` for Urho3D-family files: models (UMD2, UMDL, UMD3) and animations (UANI, UAN2).
 
 The codecs keep values that the layout allows but the meaning forbids (so that read → write stays
-byte-identical); this module lists them as findings (`io_pmx.validate.Finding`: severity, element, byte offset,
+byte-identical); this module lists them as findings (`io_pmx.model.validate.Finding`: severity, element, byte offset,
 field, message), one per offending record up to `MAX_PER_CHECK`, then a count of the rest. Errors are what a
 writer refuses or what would index out of range or loop on import; warnings are what Urho3D accepts but is
 probably not meant (weights that do not sum to 1, a quaternion that is not unit length, a key after the end).

@@ -104,3 +104,102 @@ def test_the_checker_sees_a_climbing_import(tmp_path):
     (fake / "up.py").write_text("from ..app import pipeline\nfrom ..io_urhox import umd2\nfrom ..core import model\n")
     bad = _violations(tmp_path)
     assert len(bad) == 2 and "layer above" in bad[0] and "another format package" in bad[1], bad
+
+
+# -- inside a format package: parts import only downward, and bpy stays in the Blender parts -----------------
+
+_BLENDER_MODULES = {"bpy", "bpy_extras", "mathutils", "bmesh", "gpu", "blf"}
+
+
+def _parts_order(root: pathlib.Path, package: str) -> tuple[str, ...]:
+    """The `PARTS` tuple a format package declares in its __init__.py (bottom part first), read without importing."""
+    tree = ast.parse((root / package / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "PARTS" for t in node.targets):
+            return tuple(ast.literal_eval(node.value))
+    return ()
+
+
+def _part_level(parts: tuple[str, ...], rel: pathlib.PurePath) -> float:
+    """A module's level inside its format package: the index of its part; a module directly in the package sits
+    above every part but the Blender ones (it may use them all, and the Blender parts may use it)."""
+    if len(rel.parts) > 2 and rel.parts[1] in parts:
+        return parts.index(rel.parts[1])
+    blender_parts = [i for i, p in enumerate(parts) if p.startswith("blender_")]
+    return (min(blender_parts) if blender_parts else len(parts)) - 0.5
+
+
+def _module_of_import(rel: pathlib.PurePath, node: ast.ImportFrom) -> list[str]:
+    """The package-relative dotted targets of a relative import (a `from . import a, b` names modules a and b)."""
+    base = _package_parts(rel)
+    base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+    target = base + (node.module.split(".") if node.module else [])
+    if node.module:
+        return [".".join(target)]
+    return [".".join(target + [alias.name]) for alias in node.names]
+
+
+def _bpy_allowed(rel: pathlib.PurePath) -> bool:
+    """bpy may be imported by the bridge, the application and the entry points; inside a format package only by
+    its operators (`ops.py`) and its Blender parts (`blender_*` modules or sub-packages)."""
+    if rel.parts[0] in ("blender", "app") or rel.parts[0] in ("cli.py", "__init__.py"):
+        return True
+    if not rel.parts[0].startswith("io_"):
+        return False
+    inner = list(rel.with_suffix("").parts[1:])
+    return rel.name == "ops.py" or any(p.startswith("blender_") for p in inner)
+
+
+def _part_violations(root: pathlib.Path = ROOT) -> list[str]:
+    bad = []
+    for rel in _modules(root):
+        tree = ast.parse((root / rel).read_text(encoding="utf-8"), str(rel))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            if any(n.split(".")[0] in _BLENDER_MODULES for n in names) and not _bpy_allowed(rel):
+                bad.append(f"{rel}:{node.lineno}: imports {names[0]} outside the Blender parts")
+        package = rel.parts[0]
+        if not package.startswith("io_") or rel.name == "__init__.py" and len(rel.parts) == 2:
+            continue
+        parts = _parts_order(root, package)
+        if not parts:
+            continue
+        own = _part_level(parts, rel)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.ImportFrom) and node.level):
+                continue
+            for target in _module_of_import(rel, node):
+                pieces = target.split(".")
+                if pieces[0] != package or len(pieces) < 2:
+                    continue
+                level = _part_level(parts, pathlib.PurePath(*pieces[:2], "x.py") if pieces[1] in parts
+                                    else pathlib.PurePath(package, pieces[1] + ".py"))
+                if level > own:
+                    bad.append(f"{rel}:{node.lineno}: imports {target}, a part above its own")
+    return bad
+
+
+def test_parts_of_a_format_package_import_only_downward():
+    assert _parts_order(ROOT, "io_pmx"), "io_pmx declares its PARTS"
+    bad = _part_violations()
+    assert not bad, "\n".join(bad)
+
+
+def test_the_checker_sees_a_part_importing_upward(tmp_path):
+    """A bpy-free part importing a Blender part, a lower part importing a higher one, and bpy in a codec."""
+    pkg = tmp_path / "io_fake"
+    for part in ("model", "motion", "blender_side"):
+        (pkg / part).mkdir(parents=True)
+        (pkg / part / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text('PARTS = ("model", "motion", "blender_side")\n')
+    (pkg / "model" / "codec.py").write_text("from ..blender_side import ops\nfrom ..motion import keys\nimport bpy\n")
+    (pkg / "motion" / "keys.py").write_text("from ..model import codec\n")
+    (pkg / "blender_side" / "ops.py").write_text("import bpy\nfrom ..model import codec\n")
+    bad = _part_violations(tmp_path)
+    assert len(bad) == 3, bad
+    assert any("imports bpy outside" in b for b in bad)
+    assert sum("a part above its own" in b for b in bad) == 2

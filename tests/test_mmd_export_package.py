@@ -12,9 +12,10 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.io_pmx import pmx, vmd  # noqa: E402
-from skinbridge.io_pmx import vmd_convert as vc  # noqa: E402
-from skinbridge.io_pmx.vmd_names import short_names  # noqa: E402
+from skinbridge.io_pmx.model import pmx
+from skinbridge.io_pmx.motion import vmd  # noqa: E402
+from skinbridge.io_pmx.motion import channels as vc  # noqa: E402
+from skinbridge.io_pmx.motion.names import short_names  # noqa: E402
 
 FOX_LONG = ["b_RightUpperArm_06", "b_RightForeArm_07", "b_LeftUpperArm_09", "b_LeftForeArm_010", "b_LeftFoot01_017",
             "b_LeftFoot02_018", "b_RightLeg01_019", "b_RightLeg02_020", "b_RightFoot01_021", "b_RightFoot02_022"]
@@ -103,7 +104,8 @@ def test_short_names_are_unique_and_fit():
 
 
 def test_fox_without_rig_every_key_lands_on_a_bone(testdata, tmp_path, addon):
-    from skinbridge.io_pmx import blender_io, blender_vmd_import
+    from skinbridge.io_pmx.blender_side import blender_io
+    from skinbridge.io_pmx.blender_side import motion_import as blender_vmd_import
 
     out = tmp_path / "plain"
     r = _convert(testdata, out)
@@ -136,7 +138,8 @@ def test_fox_without_rig_every_key_lands_on_a_bone(testdata, tmp_path, addon):
 # -- VMD import on MMD's clock ----------------------------------------------------------------------------------
 
 def test_vmd_import_sets_30_fps_and_the_frame_range(testdata, addon, tmp_path):
-    from skinbridge.io_pmx import blender_io, blender_vmd_import
+    from skinbridge.io_pmx.blender_side import blender_io
+    from skinbridge.io_pmx.blender_side import motion_import as blender_vmd_import
     from test_vmd_blender import generated_motion
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
@@ -217,7 +220,7 @@ def test_array_solving_equals_one_at_a_time():
 
 
 def test_curve_segments_equal_segment(addon):
-    from skinbridge.io_pmx.blender_vmd_curves import Curve
+    from skinbridge.io_pmx.blender_side.motion_curves import Curve
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     ob = bpy.data.objects.new("o", None)

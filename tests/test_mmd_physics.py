@@ -11,8 +11,10 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.io_pmx import blender_io, blender_physics, pmx  # noqa: E402
-from skinbridge.io_pmx import convert  # noqa: E402
+from skinbridge.io_pmx.blender_side import blender_io
+from skinbridge.io_pmx.blender_side import physics as blender_physics
+from skinbridge.io_pmx.model import pmx  # noqa: E402
+from skinbridge.io_pmx.model import convert  # noqa: E402
 
 LUKA = "mmdtools_megurine_luka.pmx"
 RIGID_FIELDS = ("name", "bone", "group", "no_collision_mask", "shape", "size", "position", "rotation", "mass",

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from skinbridge.core.skinning import _slerp_xyzw
-from skinbridge.io_pmx import pmx, vmd
-from skinbridge.io_pmx import vmd_convert as vc
-from skinbridge.io_pmx.mmd_knees import fit_knees, twist_x
-from skinbridge.io_pmx.vmd_retarget import fraction_curves, midpoint_fractions, path_keys
+from skinbridge.io_pmx.model import pmx
+from skinbridge.io_pmx.motion import vmd
+from skinbridge.io_pmx.motion import channels as vc
+from skinbridge.io_pmx.rig.knees import fit_knees, twist_x
+from skinbridge.io_pmx.motion.retarget import fraction_curves, midpoint_fractions, path_keys
 
 
 def _curve_at_half(curve) -> float:

@@ -11,8 +11,12 @@ import numpy as np
 import pytest
 
 from skinbridge.core.errors import ExportError
-from skinbridge.io_pmx import mmd_arm_angle, mmd_bone_map, mmd_names, mmd_rig, pmx
-from skinbridge.io_pmx.validate import validate
+from skinbridge.io_pmx.rig import arm_angle as mmd_arm_angle
+from skinbridge.io_pmx.rig import bone_map as mmd_bone_map
+from skinbridge.io_pmx.rig import names as mmd_names
+from skinbridge.io_pmx.rig import rig as mmd_rig
+from skinbridge.io_pmx.model import pmx
+from skinbridge.io_pmx.model.validate import validate
 
 FOX = ["_rootJoint", "b_Root_00", "b_Hip_01", "b_Spine01_02", "b_Spine02_03", "b_Neck_04", "b_Head_05",
        "b_RightUpperArm_06", "b_RightForeArm_07", "b_RightHand_08", "b_LeftUpperArm_09", "b_LeftForeArm_010",

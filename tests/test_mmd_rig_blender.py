@@ -22,8 +22,11 @@ from skinbridge.app import demo  # noqa: E402
 from skinbridge.blender import scene as bscene  # noqa: E402
 from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
 from skinbridge.core import skinning  # noqa: E402
-from skinbridge.io_pmx import blender_io, convert, mmd_arm_angle, pmx  # noqa: E402
-from skinbridge.io_pmx.validate import validate  # noqa: E402
+from skinbridge.io_pmx.blender_side import blender_io
+from skinbridge.io_pmx.model import convert
+from skinbridge.io_pmx.rig import arm_angle as mmd_arm_angle
+from skinbridge.io_pmx.model import pmx  # noqa: E402
+from skinbridge.io_pmx.model.validate import validate  # noqa: E402
 from test_pmx_babylon import babylon_parse  # noqa: E402
 
 KNEE_LOWER_BITS = [0xC0490FDB, 0, 0]

@@ -15,9 +15,10 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.io_pmx import pmx, vmd  # noqa: E402
-from skinbridge.io_pmx import vmd_convert as vc  # noqa: E402
-from skinbridge.io_pmx.mmd_knees import knee_links, twist_x  # noqa: E402
+from skinbridge.io_pmx.model import pmx
+from skinbridge.io_pmx.motion import vmd  # noqa: E402
+from skinbridge.io_pmx.motion import channels as vc  # noqa: E402
+from skinbridge.io_pmx.rig.knees import knee_links, twist_x  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SCRIPT = pathlib.Path(__file__).resolve().parent / "js" / "mmd_runtime_pose.mjs"
@@ -125,7 +126,7 @@ def test_fox_rigged_plays_like_the_source(testdata, tmp_path, addon, action):
 def test_demo_walk_plays_like_the_source_and_bends_knees_backward(clean_scene, tmp_path):
     from skinbridge.app import demo
     from skinbridge.blender import scene as bscene
-    from skinbridge.io_pmx import blender_io
+    from skinbridge.io_pmx.blender_side import blender_io
 
     arm = bscene.build_scene(bpy.context, demo.humanoid_scene(), "Humanoid").armature
     act = demo.add_walk(arm)

@@ -67,7 +67,7 @@ def test_a_link_out_of_the_model_folder_is_not_followed(tmp_path):
 # -- the PMX importer and exporter through Blender -----------------------------------------------------------
 
 def _pmx_with_texture(tmp_path, texture: str):
-    from skinbridge.io_pmx import pmx
+    from skinbridge.io_pmx.model import pmx
 
     from conftest import TESTDATA
 
@@ -104,7 +104,8 @@ def test_pmx_texture_paths_from_a_file_are_written_as_safe_relative_names(textur
     and exported, the written table holds the file's name alone, and the export warns naming the original."""
     import bpy
 
-    from skinbridge.io_pmx import blender_io, pmx
+    from skinbridge.io_pmx.blender_side import blender_io
+    from skinbridge.io_pmx.model import pmx
 
     path = _pmx_with_texture(tmp_path, texture)
     result = blender_io.import_pmx(bpy.context, str(path))

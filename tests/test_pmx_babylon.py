@@ -11,7 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from skinbridge.io_pmx import pmx
+from skinbridge.io_pmx.model import pmx
 from test_pmx_codec import SAMPLES, build_full_model
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from skinbridge.io_pmx import convert, pmx
+from skinbridge.io_pmx.model import convert
+from skinbridge.io_pmx.model import pmx
 from test_pmx_codec import SAMPLES, build_full_model
 
 KNEE_LOWER = np.array([0xC0490FDB, 0, 0], np.uint32).view(np.float32)  # (-π, 0, 0)

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from skinbridge.core.errors import ExportError, FormatError
-from skinbridge.io_pmx import info as pmx_info
-from skinbridge.io_pmx import pmx
-from skinbridge.io_pmx.pmx import BoneFlag
+from skinbridge.io_pmx.model import info as pmx_info
+from skinbridge.io_pmx.model import pmx
+from skinbridge.io_pmx.model.pmx import BoneFlag
 
 SAMPLES = ("mmdtools_megurine_luka.pmx", "babylonmmd_constraint_test.pmx", "babylonmmd_bone_flag_test.pmx",
            "mlibgo_sample_pmx21_utf8.pmx")
@@ -373,7 +373,7 @@ def test_truncations_read_or_raise_format_error(testdata, name):
 
 @pytest.mark.parametrize("name", SAMPLES)
 def test_byte_flips_read_or_raise_format_error(testdata, name):
-    from skinbridge.io_pmx.validate import validate
+    from skinbridge.io_pmx.model.validate import validate
 
     data = sample_bytes(testdata, name)
     rnd = random.Random(f"pmx-flips-{name}")

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from skinbridge.core.errors import ExportError, FormatError
-from skinbridge.io_pmx import pmx, validate
-from skinbridge.io_pmx.validate import Finding
+from skinbridge.io_pmx.model import pmx
+from skinbridge.io_pmx.model import validate
+from skinbridge.io_pmx.model.validate import Finding
 from test_pmx_codec import LUKA, SAMPLES, build_full_model
 
 LUKA_BONES = 188  # testdata README: "2-byte bone indices (188 bones)"

@@ -75,7 +75,7 @@ def test_luka_converts_with_its_motion(tmp_path, testdata):
 def test_a_motion_naming_no_bone_is_refused_with_the_scene_unchanged(clean_scene, testdata):
     import bpy
     from skinbridge.core.errors import ExportError
-    from skinbridge.io_pmx import blender_io as pmx_io
+    from skinbridge.io_pmx.blender_side import blender_io as pmx_io
     from skinbridge.io_urhox import blender_ani, uani
 
     result = pmx_io.import_pmx(bpy.context, str(testdata / "pmx" / "mmdtools_megurine_luka.pmx"))

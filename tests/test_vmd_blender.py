@@ -17,8 +17,12 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge.core.errors import FormatError  # noqa: E402
 from skinbridge.core.transforms import quat_multiply  # noqa: E402
-from skinbridge.io_pmx import blender_io, blender_vmd_export, blender_vmd_import, pmx, vmd  # noqa: E402
-from skinbridge.io_pmx import vmd_convert as vc  # noqa: E402
+from skinbridge.io_pmx.blender_side import blender_io
+from skinbridge.io_pmx.blender_side import motion_export as blender_vmd_export
+from skinbridge.io_pmx.blender_side import motion_import as blender_vmd_import
+from skinbridge.io_pmx.model import pmx
+from skinbridge.io_pmx.motion import vmd  # noqa: E402
+from skinbridge.io_pmx.motion import channels as vc  # noqa: E402
 
 LUKA = "mmdtools_megurine_luka.pmx"
 SAMPLES = ("babylonmmd_physics_toggle_test_yyb10th.vmd", "mlibgo_shagamu.vmd")

@@ -23,8 +23,9 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from skinbridge.core.skinning import mmd_skin_matrices  # noqa: E402
-from skinbridge.io_pmx import pmx, vmd  # noqa: E402
-from skinbridge.io_pmx import vmd_convert as vc  # noqa: E402
+from skinbridge.io_pmx.model import pmx
+from skinbridge.io_pmx.motion import vmd  # noqa: E402
+from skinbridge.io_pmx.motion import channels as vc  # noqa: E402
 
 TOL = 1e-4  # of the bounding-box diagonal
 BETWEEN = 1e-2  # between keys, where a VMD curve follows the source through the middle of each segment
@@ -233,10 +234,10 @@ def test_fox_walk_with_mmd_rig(testdata, tmp_path, addon):
 def test_humanoid_walk_with_arm_angle(clean_scene, tmp_path):
     from skinbridge.app import demo
     from skinbridge.blender import scene as bscene
-    from skinbridge.io_pmx import blender_io
-    from skinbridge.io_pmx.mmd_arm_angle import arm_angle_rest_transforms
-    from skinbridge.io_pmx.mmd_bone_map import map_bones
-    from skinbridge.io_pmx.mmd_names import SIDES
+    from skinbridge.io_pmx.blender_side import blender_io
+    from skinbridge.io_pmx.rig.arm_angle import arm_angle_rest_transforms
+    from skinbridge.io_pmx.rig.bone_map import map_bones
+    from skinbridge.io_pmx.rig.names import SIDES
 
     arm = bscene.build_scene(bpy.context, demo.humanoid_scene(), "Humanoid").armature
     demo.add_walk(arm)

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from skinbridge.core.errors import FormatError
-from skinbridge.io_pmx import vmd, vmd_info
+from skinbridge.io_pmx.motion import vmd
+from skinbridge.io_pmx.motion import info as vmd_info
 
 SAMPLES = ("babylonmmd_physics_toggle_test_yyb10th.vmd", "mlibgo_shagamu.vmd")
 PHYSICS = "babylonmmd_physics_toggle_test_yyb10th.vmd"

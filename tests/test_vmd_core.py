@@ -1,5 +1,5 @@
-"""VMD through the core model without Blender: the mapping (`io_pmx.vmd_core`), the motion compare
-(`core.compare.compare_motions`) and the VMD checker (`io_pmx.vmd_check`)."""
+"""VMD through the core model without Blender: the mapping (`io_pmx.motion.convert`), the motion compare
+(`core.compare.compare_motions`) and the VMD checker (`io_pmx.motion.check`)."""
 from __future__ import annotations
 
 import math
@@ -10,7 +10,9 @@ import pytest
 from skinbridge.core import model as cm
 from skinbridge.core.compare import compare_motions, is_motion, rotation_angles
 from skinbridge.core.transforms import quat_multiply
-from skinbridge.io_pmx import vmd, vmd_check, vmd_core
+from skinbridge.io_pmx.motion import vmd
+from skinbridge.io_pmx.motion import check as vmd_check
+from skinbridge.io_pmx.motion import convert as vmd_core
 
 SHAGAMU = "mlibgo_shagamu.vmd"
 PHYSICS = "babylonmmd_physics_toggle_test_yyb10th.vmd"
@@ -226,7 +228,8 @@ def test_check_reports_a_non_finite_key_at_its_offset(testdata):
 
 def test_write_scene_gives_a_pmx_and_a_vmd_with_the_skeleton_offsets(tmp_path):
     from skinbridge.bench import models
-    from skinbridge.io_pmx import pmx, scene_files
+    from skinbridge.io_pmx import scene_files
+    from skinbridge.io_pmx.model import pmx
 
     scene = models.build("S")
     anim = scene.animations[0]

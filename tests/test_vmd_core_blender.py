@@ -12,7 +12,11 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge.core.compare import compare_motions  # noqa: E402
 from skinbridge.core.transforms import quat_multiply  # noqa: E402
-from skinbridge.io_pmx import blender_io, blender_vmd_export, blender_vmd_import, vmd, vmd_core  # noqa: E402
+from skinbridge.io_pmx.blender_side import blender_io
+from skinbridge.io_pmx.blender_side import motion_export as blender_vmd_export
+from skinbridge.io_pmx.blender_side import motion_import as blender_vmd_import
+from skinbridge.io_pmx.motion import vmd
+from skinbridge.io_pmx.motion import convert as vmd_core  # noqa: E402
 
 LUKA = "mmdtools_megurine_luka.pmx"
 SHAGAMU = "mlibgo_shagamu.vmd"

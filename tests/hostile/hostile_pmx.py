@@ -331,7 +331,7 @@ def seeds() -> list[tuple[str, bytes]]:
 
 # Seeds above the fuzzing size cap are shrunk with the codec itself (fewer vertices, same structure).
 def shrink(data: bytes, keep: int = 48) -> bytes:
-    from skinbridge.io_pmx import pmx
+    from skinbridge.io_pmx.model import pmx
 
     m = pmx.read(data)
     m.vertices = m.vertices[:keep]

@@ -1,5 +1,5 @@
 """VMD export onto a rigged PMX (`--mmd-rig` / `--arm-angle`): retargeting through world transforms; and
-`convert --to pmx`'s motions (`export_target_motions`), plain or retargeted.
+`convert --to pmx`'s motions (`build_target_motions`), plain or retargeted.
 
 The rigged PMX has another hierarchy than the Blender armature (上半身 hangs on 腰, not on the hips; control
 bones are inserted; helpers are dropped; roots merge into 全ての親) and, with `--arm-angle`, another rest
@@ -45,55 +45,23 @@ import re
 
 import numpy as np
 
-from ..blender import action as bact
-from ..blender import armature as barm
-from ..core.errors import ExportError
-from ..core.fileio import read_bytes, write_atomic
-from ..core.naming import NameAllocator
-from . import pmx, vmd
-from . import vmd_convert as vc
-from .blender_vmd_curves import INTERP, WHOLE, Curve, channelbags, vmd_frames, whole_frames
-from .blender_vmd_export import assemble, export_morphs, export_motion, motion_actions
-from .blender_vmd_model import BONE_PATH, bone_names, model_scale, unescape
-from .mmd_arm_angle import arm_angle_rest_transforms, skeleton_arm_angle_rest
-from .mmd_bone_map import depths, load_bone_map, map_bones
-from .mmd_knees import fit_knees
-from .mmd_names import ROOT, SIDES
-from .mmd_rig import apply as apply_rig
-from .vmd_names import shorten_bone_names
-from .vmd_retarget import fit_chain_fractions, fraction_curves, midpoint_fractions, path_keys, rigged_keys
+from ...blender import action as bact
+from ...blender import armature as barm
+from ...core.errors import ExportError
+from ...core.fileio import write_atomic
+from ...core.naming import NameAllocator
+from ..motion import vmd
+from ..motion import channels as vc
+from .motion_curves import INTERP, WHOLE, Curve, channelbags, vmd_frames, whole_frames
+from .motion_export import assemble, export_morphs, export_motion, motion_actions
+from .motion_model import BONE_PATH, bone_names, model_scale, unescape
+from ..rig.arm_angle import arm_angle_rest_transforms
+from ..rig.bone_map import depths, load_bone_map, map_bones
+from ..rig.knees import fit_knees
+from ..rig.names import ROOT, SIDES
+from ..motion.retarget import fit_chain_fractions, fraction_curves, midpoint_fractions, path_keys, rigged_keys
 
 PATH_TOLERANCE = 1e-4  # of the model's height: how far an IK bone's path may leave the line between two keys
-
-
-def rig_rest(arm_ob, mmd_rig: bool = False, arm_angle: float = 0.0, bone_map=None
-             ) -> tuple[dict | None, dict | None, list[str]]:
-    """For a model exported with `--mmd-rig` / `--arm-angle`: the PMX rest of every bone, from the function
-    the PMX export uses (`mmd_skeleton_arm_angle_rest`), and the MMD name each bone gets. Bones merged
-    into 全ての親 or dropped as helpers get no keys (with a warning). Per-bone local mapping, right only where
-    the PMX keeps Blender's hierarchy; `convert` uses `export_rigged_motion` (world retargeting) instead."""
-
-    if isinstance(bone_map, (str, os.PathLike)):
-        bone_map = load_bone_map(os.fspath(bone_map))
-    skel = barm.read_skeleton(arm_ob)
-    warnings: list[str] = []
-    change = skeleton_arm_angle_rest(skel, float(arm_angle or 0.0), bone_map)
-    heads = skel.binds()[:, :3, 3]
-    rest = {}
-    for i, b in enumerate(skel.bones):
-        rest[b.name] = {"change": change[i], "head": change[i][:3, :3] @ heads[i] + change[i][:3, 3]}
-    names = None
-    if mmd_rig:
-        mapping = map_bones(skel.names, [int(p) for p in skel.parents], None, bone_map)
-        names = {}
-        skipped = []
-        for i, b in enumerate(skel.bones):
-            if mapping.dropped(i) or mapping.merged(i):
-                skipped.append(b.name)
-            names[b.name] = mapping.exported_name(i)
-        if skipped:
-            warnings.append(f"bones merged or dropped by the MMD rig keep no keys: {', '.join(skipped)}")
-    return rest, names, warnings
 
 
 def build_target_motions(context, options, scale: float | None, model, names: dict | None = None
@@ -140,24 +108,6 @@ def write_motions(outdir: str, pending: list[tuple[str, vmd.Motion]], protected=
         write_atomic(out, raw)
         written.append(out)
     return written
-
-
-def export_target_motions(context, outdir: str, name: str, options, scale: float | None = None,
-                          names: dict | None = None) -> tuple[list[str], list[str]]:
-    """The motions of `build_target_motions` for the PMX OUTDIR/NAME.pmx as it is on disk (or, when there is
-    none, the records the export would write), written; returns (paths, warnings)."""
-    path = os.path.join(outdir, name + ".pmx")
-    if os.path.isfile(path):
-        model = pmx.read(read_bytes(path))
-    else:
-        from . import blender_io  # (imports this module: not at the top)
-
-        model, _ = blender_io.gather_model(context, scale, False)
-        apply_rig(model, rig=getattr(options, "mmd_rig", False), bone_map=getattr(options, "bone_map", None),
-                  arm_angle=getattr(options, "arm_angle", 0.0))
-        shorten_bone_names(model)
-    pending, warnings = build_target_motions(context, options, scale, model, names)
-    return write_motions(outdir, pending, getattr(options, "protected", ())), warnings
 
 
 def _rig_sources(model, arm_ob, bone_map, mmd_rig: bool = True) -> tuple:

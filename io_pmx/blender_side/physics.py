@@ -33,7 +33,8 @@ import bpy
 import numpy as np
 from mathutils import Euler, Matrix
 
-from . import convert, pmx
+from ..model import convert
+from ..model import pmx
 
 COLLECTION = "Physics"
 RAW_PROP = "skinbridge_pmx_physics"
@@ -499,7 +500,7 @@ def add_chain(context, arm_ob, bone_names: list[str], scale: float | None = None
     rotation limited to ±30° (±10° of twist about the bone) with light springs. `radius`: the capsules'
     radius as a fraction of each bone's length. Returns (bodies, joints)."""
     if scale is None:
-        from .blender_vmd_model import model_scale
+        from .motion_model import model_scale
 
         scale = model_scale(arm_ob)
     _ensure_world(context)

@@ -34,9 +34,9 @@ from dataclasses import fields as dc_fields
 
 import numpy as np
 
-from ..core import model as cm
-from ..core.errors import ExportError
-from ..core.skinning import merge_repeated_bones
+from ...core import model as cm
+from ...core.errors import ExportError
+from ...core.skinning import merge_repeated_bones
 from . import pmx
 from .pmx import BoneFlag
 
@@ -395,7 +395,7 @@ def load(path: str, data: bytes | None = None, with_animations: bool = True, mot
     animation; `motions` beside it (VMD files) are not posed onto the model here: each is named in a warning."""
     import os
 
-    from ..core.fileio import read_bytes
+    from ...core.fileio import read_bytes
 
     if data is None:
         data = read_bytes(path)
@@ -660,7 +660,7 @@ def _materials_from_scene(model: pmx.PmxModel, scene: cm.Scene, extras: dict,
             if v >= len(textures):
                 setattr(out, name, -1)
         materials.append(out)
-    from ..core.paths import texture_to_write
+    from ...core.paths import texture_to_write
 
     model.textures = []
     for path in textures:

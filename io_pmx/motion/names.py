@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 
-from . import pmx, vmd
+from ..model import pmx
+from . import vmd
 
 
 def _cut(text: str, size: int) -> str:

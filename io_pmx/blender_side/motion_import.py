@@ -20,14 +20,14 @@ import os
 import bpy
 import numpy as np
 
-from ..blender import action as bact
-from ..blender import compat
-from ..core.errors import ExportError
-from ..core.fileio import read_bytes
-from . import vmd
-from . import vmd_convert as vc
-from .blender_vmd_curves import new_fcurve, simple_keys
-from .blender_vmd_model import (
+from ...blender import action as bact
+from ...blender import compat
+from ...core.errors import ExportError
+from ...core.fileio import read_bytes
+from ..motion import vmd
+from ..motion import channels as vc
+from .motion_curves import new_fcurve, simple_keys
+from .motion_model import (
     CAMERA_PROP, RAW, bone_key_map, bone_names, escape, ik_constraints, model_scale, morph_names, non_finite,
     skinned_meshes, split_keys,
 )

@@ -6,8 +6,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..core.errors import FormatError
-from ..core.findings import Finding, first_difference
+from ...core.errors import FormatError
+from ...core.findings import Finding, first_difference
 from . import vmd
 
 MAX_PER_FIELD = 10  # faulty keys listed one by one per group and field before a summary line

@@ -7,9 +7,9 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
-from ..blender import compat
-from . import vmd
-from . import vmd_convert as vc
+from ...blender import compat
+from ..motion import vmd
+from ..motion import channels as vc
 
 KEY = bpy.types.Keyframe.bl_rna.properties
 INTERP = {k: v.value for k, v in KEY["interpolation"].enum_items.items()}

@@ -26,9 +26,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..core.binary import Reader, Writer
-from ..core.errors import ExportError, FormatError
-from ..core.fileio import read_bytes
+from ...core.binary import Reader, Writer
+from ...core.errors import ExportError, FormatError
+from ...core.fileio import read_bytes
 
 SIGNATURE = b"Vocaloid Motion Data 0002"
 SIGNATURE_SIZE = 30
@@ -379,7 +379,7 @@ def write(m: Motion) -> bytes:
 
 
 def write_file(path, m: Motion) -> None:
-    from ..core.fileio import write_atomic
+    from ...core.fileio import write_atomic
 
     write_atomic(path, write(m))
 

@@ -16,17 +16,19 @@ import os
 import bpy
 import numpy as np
 
-from ..blender import action as bact
-from ..core.errors import ExportError
-from ..core.fileio import write_atomic
-from ..core.naming import NameAllocator
-from ..core.transforms import quat_normalize
-from . import blender_mmd, convert, vmd
-from . import vmd_convert as vc
-from .blender_vmd_curves import (
+from ...blender import action as bact
+from ...core.errors import ExportError
+from ...core.fileio import write_atomic
+from ...core.naming import NameAllocator
+from ...core.transforms import quat_normalize
+from . import mmd as blender_mmd
+from ..model import convert
+from ..motion import vmd
+from ..motion import channels as vc
+from .motion_curves import (
     WHOLE, Curve, channelbags, close, segments_of, unchanged, unchanged_channel, vmd_frames, whole_frames,
 )
-from .blender_vmd_model import (
+from .motion_model import (
     BONE_PATH, IK_PATH, MORPH_PATH, RAW, bone_key_map, bone_names, ik_constraints, model_scale, morph_names,
     non_finite, split_keys, unescape,
 )

@@ -16,9 +16,9 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ..core.errors import ExportError, FormatError, quiet_float_errors
-from ..core.fileio import read_bytes
-from ..core.findings import Finding, report  # noqa: F401  (Finding re-exported)
+from ...core.errors import ExportError, FormatError, quiet_float_errors
+from ...core.fileio import read_bytes
+from ...core.findings import Finding, report  # noqa: F401  (Finding re-exported)
 from . import pmx
 from .pmx import BoneFlag, PmxModel
 

@@ -14,13 +14,13 @@ import os
 
 import bpy
 
-from ..blender import material as bmat
-from ..blender import scene as bscene
-from ..core.errors import ExportError
-from ..core.fileio import write_atomic
-from ..core.naming import NameAllocator
-from . import pmx
-from .blender_mmd import IMAGE_PROP
+from ...blender import material as bmat
+from ...blender import scene as bscene
+from ...core.errors import ExportError
+from ...core.fileio import write_atomic
+from ...core.naming import NameAllocator
+from ..model import pmx
+from .mmd import IMAGE_PROP
 
 _SOCKETS = ("Base Color", "Alpha", "Normal", "Emission Color")
 

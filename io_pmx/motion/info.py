@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from ..core.fileio import read_bytes
+from ...core.fileio import read_bytes
 from . import vmd
 
 

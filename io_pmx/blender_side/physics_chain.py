@@ -5,7 +5,7 @@ from __future__ import annotations
 import bpy
 from bpy.props import FloatProperty, IntProperty
 
-from ..core.errors import ExportError
+from ...core.errors import ExportError
 
 
 def selected_chain(arm_ob, names) -> list[str]:
@@ -49,7 +49,7 @@ class POSE_OT_skinbridge_mmd_physics_chain(bpy.types.Operator):
         return ob is not None and ob.type == "ARMATURE" and context.mode == "POSE"
 
     def execute(self, context):
-        from . import blender_physics
+        from . import physics as blender_physics
 
         arm = context.object
         try:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from ..core.fileio import read_bytes
+from ...core.fileio import read_bytes
 from . import pmx
 
 

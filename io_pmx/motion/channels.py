@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.skinning import mmd_bezier, mmd_world_matrices
-from ..core.transforms import (
+from ...core.skinning import mmd_bezier, mmd_world_matrices
+from ...core.transforms import (
     matrix_to_trs, quat_multiply, quat_normalize, quat_to_matrix3, slerp,
 )
 from . import vmd
@@ -532,7 +532,7 @@ class MmdRig:
 def mmd_rig(model) -> MmdRig:
     """Arrays of a `pmx.PmxModel`'s bones for `core.skinning.mmd_world_matrices` (transform order: after-
     physics flag, then layer, then index)."""
-    from .pmx import BoneFlag
+    from ..model.pmx import BoneFlag
 
     bones = model.bones
     n = len(bones)
@@ -567,7 +567,7 @@ def match_tracks(rig: MmdRig, motion: vmd.Motion) -> dict[int, BoneTrack]:
 
 def evaluate_mmd(rig: MmdRig, tracks: dict[int, BoneTrack], frame: float, append: bool = True) -> np.ndarray:
     """World matrices (MMD axes and units) of every bone at VMD `frame` (IK off)."""
-    from ..core.skinning import mmd_sample_bone
+    from ...core.skinning import mmd_sample_bone
 
     n = len(rig.names)
     pos = np.zeros((n, 3))

@@ -7,15 +7,15 @@ import time
 
 import numpy as np
 
-from ..blender.mesh import evaluated_world_positions
-from ..core.formatspec import DemoRow
+from ...blender.mesh import evaluated_world_positions
+from ...core.formatspec import DemoRow
 
 
 def _check_pmx(path: str, mesh_ob) -> dict:
     """Read the PMX back: byte-identical rewrite, no validator error, and its vertices (MMD axes, 12.5 units a
     metre) equal to Blender's rest mesh."""
-    from . import pmx
-    from .validate import validate
+    from ..model import pmx
+    from ..model.validate import validate
 
     data = open(path, "rb").read()
     m = pmx.read(data)
@@ -36,7 +36,8 @@ def _check_pmx(path: str, mesh_ob) -> dict:
 
 
 def _check_vmd(path: str, pmx_path: str) -> dict:
-    from . import pmx, vmd
+    from ..model import pmx
+    from ..motion import vmd
 
     data = open(path, "rb").read()
     motion = vmd.read(data)

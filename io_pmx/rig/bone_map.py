@@ -26,8 +26,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from ..core.errors import ExportError
-from .mmd_names import (
+from ...core.errors import ExportError
+from .names import (
     ANKLE, CONTROL_NAMES, FINGERS, GROUPS, HELPER_WORDS, KEYWORDS, KNEE, LEG, LEG_IK, LOWER, PRIORITY, ROOT,
     ROOT_WORDS, SIDED_GROUPS, SIDES, TABLE, TIP_WORDS, TWIST_WORDS, UPPER, normalised_name, side_of, words,
 )

@@ -8,9 +8,9 @@ import math
 
 import numpy as np
 
-from . import pmx
-from .mmd_bone_map import map_bones
-from .mmd_names import SIDES
+from ..model import pmx
+from .bone_map import map_bones
+from .names import SIDES
 
 _SWAP4 = np.array([[1, 0, 0, 0], [0, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, 1]], np.float64)  # MMD ⇄ Blender axes
 

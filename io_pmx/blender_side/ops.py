@@ -5,12 +5,12 @@ import bpy
 from bpy.props import BoolProperty, CollectionProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ..blender.ops_common import export_reporting, import_each, import_motions, protect_scene_files, registrar
-from ..blender.selection import NoTarget, armatures, find_armature
-from ..core.errors import ExportError
-from ..core.fileio import output_session
-from . import convert
-from .blender_physics_chain import POSE_OT_skinbridge_mmd_physics_chain
+from ...blender.ops_common import export_reporting, import_each, import_motions, protect_scene_files, registrar
+from ...blender.selection import NoTarget, armatures, find_armature
+from ...core.errors import ExportError
+from ...core.fileio import output_session
+from ..model import convert
+from .physics_chain import POSE_OT_skinbridge_mmd_physics_chain
 
 
 class IMPORT_SCENE_OT_skinbridge_pmx(bpy.types.Operator, ImportHelper):
@@ -93,7 +93,7 @@ class IMPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ImportHelper):
         return bool(armatures(context))  # which one: decided (or refused, naming them) when it runs
 
     def execute(self, context):
-        from . import blender_vmd_import
+        from . import motion_import as blender_vmd_import
 
         return import_motions(self, context, lambda path, arm: blender_vmd_import.import_vmd(
             context, [path], arm, self.camera, mmd_time=self.mmd_time))
@@ -110,7 +110,7 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
                        description="Write a key on every whole 30-fps frame instead of at the keyframes")
 
     def execute(self, context):
-        from . import blender_vmd_export
+        from . import motion_export as blender_vmd_export
 
         try:
             arm = find_armature(context, required=True)
@@ -144,14 +144,14 @@ _register, _unregister = registrar(
 
 
 def register():
-    from .blender_physics_chain import menu_entry
+    from .physics_chain import menu_entry
 
     _register()
     bpy.types.VIEW3D_MT_pose.append(menu_entry)  # Pose › Add MMD Physics to Chain
 
 
 def unregister():
-    from .blender_physics_chain import menu_entry
+    from .physics_chain import menu_entry
 
     bpy.types.VIEW3D_MT_pose.remove(menu_entry)
     _unregister()

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import pmx, vmd
-from .mmd_names import KNEE, SIDES
+from ..model import pmx
+from ..motion import vmd
+from .names import KNEE, SIDES
 
 MARGIN = np.radians(0.5)
 

@@ -12,8 +12,10 @@ import re
 import bpy
 import numpy as np
 
-from . import blender_mmd, convert, vmd
-from . import vmd_convert as vc
+from . import mmd as blender_mmd
+from ..model import convert
+from ..motion import vmd
+from ..motion import channels as vc
 
 RAW = "skinbridge_vmd"
 CAMERA_PROP = "skinbridge_vmd_camera"

@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from ..core.binary import Reader, Writer
-from ..core.errors import ExportError, FormatError
-from ..core.fileio import read_bytes
+from ...core.binary import Reader, Writer
+from ...core.errors import ExportError, FormatError
+from ...core.fileio import read_bytes
 
 MAGIC = b"PMX "
 ENCODING_UTF16 = 0
@@ -1043,7 +1043,7 @@ def write(m: PmxModel) -> bytes:
 
 
 def write_file(path, m: PmxModel) -> None:
-    from ..core.fileio import write_atomic
+    from ...core.fileio import write_atomic
 
     write_atomic(path, write(m))
 

@@ -25,15 +25,15 @@ import os
 
 import numpy as np
 
-from ..core.errors import ExportError
-from . import pmx
-from .mmd_arm_angle import turn_arms
-from .mmd_bone_map import BoneMapping, ancestors, check_bone_map, leg_chain_ok, load_bone_map, map_bones
-from .mmd_names import (
+from ...core.errors import ExportError
+from ..model import pmx
+from .arm_angle import turn_arms
+from .bone_map import BoneMapping, ancestors, check_bone_map, leg_chain_ok, load_bone_map, map_bones
+from .names import (
     ANKLE, CENTER, GROOVE, IK_PARENT, KNEE, LEG, LEG_IK, LOWER, ROOT, SIDES, TOE, TOE_IK, UPPER, UPPER2, UPPER3,
     WAIST,
 )
-from .pmx import BoneFlag
+from ..model.pmx import BoneFlag
 
 # PMX space knee limit (reference/pmx.md §0): exactly these float32 bits
 KNEE_LOWER = np.array([0xC0490FDB, 0, 0], np.uint32).view(np.float32)  # (−π, 0, 0)

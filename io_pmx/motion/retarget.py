@@ -7,10 +7,10 @@ import functools
 
 import numpy as np
 
-from ..core.skinning import _mul_xyzw, _slerp_xyzw
-from ..core.transforms import matrix3_to_quat, quat_to_matrix3
+from ...core.skinning import _mul_xyzw, _slerp_xyzw
+from ...core.transforms import matrix3_to_quat, quat_to_matrix3
 from . import vmd
-from . import vmd_convert as vc
+from . import channels as vc
 
 
 def rotation_part(m: np.ndarray) -> tuple[np.ndarray, float]:
