@@ -51,6 +51,7 @@ from ..core.transforms import (
 from . import armature as barm
 from . import compat
 from .progress import Progress
+from .props import json_prop
 
 ANGLE_TOLERANCE = 1e-5  # radians: nlerp may part from slerp by this much before a GENERATED key is added
 HOLD_GAP = 1e-4  # seconds
@@ -337,8 +338,6 @@ def _keep_keys(act, cb, arm_ob, animation: cm.Animation, frames: dict[str, BoneF
 
 
 def kept_keys(act) -> dict:
-    from .scene import json_prop
-
     return json_prop(act, KEYS_PROP)
 
 
@@ -800,12 +799,7 @@ def read_action(context, arm_ob, act, slot=None, step_tracks: bool = True, fill_
     else:
         start, end = 0.0, 0.0
     anim = cm.Animation(name=act.name, length=max(end - start, 0.0) / fps)
-    raw = act.get(PROP)
-    if raw:
-        try:
-            anim.extras["urho"] = json.loads(raw)
-        except ValueError:
-            pass
+    anim.extras.update(json_prop(act, PROP))  # format data, under the keys its format package chose
     baked = _moved_elsewhere(arm_ob, act) & set(curves)
     held = []
     tracks: dict[str, cm.Track] = {}

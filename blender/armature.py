@@ -19,6 +19,7 @@ import numpy as np
 from mathutils import Matrix
 
 from ..core import model as cm
+from .props import json_prop
 from ..core.transforms import (
     affine_inverse, matrix3_to_quat, matrix_to_trs, quat_angle, quat_multiply, quat_to_matrix3, trs_to_matrix,
 )
@@ -211,8 +212,6 @@ def set_pose(ob, skel: cm.Skeleton, names: list[str], rest: np.ndarray | None = 
 
 
 def bone_extras(bone) -> dict:
-    from .scene import json_prop
-
     return json_prop(bone, PROP)
 
 

@@ -18,6 +18,7 @@ from . import armature as barm
 from . import material as bmat
 from . import mesh as bmesh_
 from .progress import Progress
+from .props import MODEL_DATA_PROP, json_prop  # noqa: F401  (json_prop re-exported for the format packages)
 
 # Failure injection for tests: set to a callable(stage: str) that may raise.
 fail_hook = None
@@ -51,20 +52,6 @@ def remove_new(before: dict[str, set[int]]) -> None:
         new = [x for x in getattr(bpy.data, name) if x.as_pointer() not in before[name]]
         if new:
             bpy.data.batch_remove(new)
-
-
-def json_prop(idblock, prop: str) -> dict:
-    """A JSON object kept in a custom property ({} when absent, unreadable or not an object)."""
-    import json
-
-    raw = idblock.get(prop) if idblock is not None else None
-    if not raw:
-        return {}
-    try:
-        data = json.loads(raw)
-    except (TypeError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def remove_created(created: list) -> None:
@@ -118,15 +105,14 @@ def build_scene(context, scene: cm.Scene, name: str, base_dir: str | None = None
                 me.materials.append(materials[slot])
             ob = bpy.data.objects.new(cmesh.name, me)
             created.append(ob)
-            lod = cmesh.extras.get("urho", {}).get("lod")
-            if lod is not None:  # every LOD level in one collection; levels above 0 hidden
+            if cmesh.lod_level is not None:  # every LOD level in one collection; levels above 0 hidden
                 if lod_collection is None:
                     lod_collection = bpy.data.collections.new(f"{name}_LODs")
                     created.append(lod_collection)
                     collection.children.link(lod_collection)
                 lod_collection.objects.link(ob)
-                ob[LOD_PROP] = int(lod["level"])
-                ob[LOD_PROP + "_distance"] = float(lod["distance"])
+                ob[LOD_PROP] = int(cmesh.lod_level)
+                ob[LOD_PROP + "_distance"] = float(cmesh.lod_distance)
             else:
                 collection.objects.link(ob)
             if arm_ob is not None and cmesh.weights is not None:
@@ -138,7 +124,7 @@ def build_scene(context, scene: cm.Scene, name: str, base_dir: str | None = None
                 ob.parent = arm_ob
             if cmesh.shape_keys:
                 _add_shape_keys(ob, cmesh)
-            if lod is not None and lod["level"] > 0:
+            if cmesh.lod_level is not None and cmesh.lod_level > 0:
                 hidden.append(ob)
             result.objects.append(ob)
             progress.update(len(result.objects) + (arm_ob is None))
@@ -159,12 +145,8 @@ def build_scene(context, scene: cm.Scene, name: str, base_dir: str | None = None
 
 
 def barm_names(arm_ob) -> list[str]:
-    import json
-
-    try:
-        return list(json.loads(arm_ob.data.get(barm.PROP, "{}")).get("names", []))
-    except ValueError:
-        return []
+    names = json_prop(arm_ob.data, barm.PROP).get("names", [])
+    return list(names) if isinstance(names, list) else []
 
 
 def _add_shape_keys(ob, cmesh: cm.Mesh) -> None:
@@ -232,7 +214,7 @@ def _names(obs) -> str:
 
 def _physics_shape(ob) -> bool:
     """A rigid body's collision shape (MMD physics): model data of its own, never a mesh to export."""
-    return ob.rigid_body is not None or bool(ob.get("mmd_physics"))
+    return ob.rigid_body is not None or bool(ob.get(MODEL_DATA_PROP))
 
 
 def exportable_objects(context, selected_only: bool = False) -> tuple[list, object]:

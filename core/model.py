@@ -112,6 +112,8 @@ class Mesh:
     materials: list[int] = field(default_factory=list)  # slot → index into Scene.materials
     shape_keys: list[ShapeKey] = field(default_factory=list)
     edges: np.ndarray | None = None  # (E, 2) loose edges (line primitives)
+    lod_level: int | None = None  # where a format keeps levels of detail as meshes: this mesh's level (0: full)
+    lod_distance: float = 0.0  # the view distance from which that level is shown
     extras: dict = field(default_factory=dict)
 
     @property

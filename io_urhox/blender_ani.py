@@ -20,6 +20,8 @@ from ..core.fileio import read_bytes, write_atomic
 from ..core.naming import NameAllocator
 from . import ani_convert, triggers, uani
 
+AXES_PROP = "skinbridge_axes"  # on an imported armature: the profile whose axes its file used
+
 ANIMATIONS_DIR = "Animations"
 
 
@@ -79,7 +81,7 @@ def import_ani(context, paths, arm_ob, profile: str = "urhox", assign: bool = Tr
             warnings += more
             act, more = bact.build_action(arm_ob, anim, fps)
             created.append(act)
-            act[bact.PROP] = json.dumps(anim.extras.get("urho", {}))
+            act[bact.PROP] = json.dumps({"urho": anim.extras.get("urho", {})})
             warnings += more
         if assign and created:
             bact.assign(arm_ob, created[-1])
@@ -152,8 +154,6 @@ def export_actions(context, outdir: str, arm_ob, fmt: str = "urhox", profile: st
 
 def load_motion(context, path, arm_ob, options) -> list[str]:
     """`--motion FILE.ani` for `convert`: the file as an action on the model's armature."""
-    from .blender_io import AXES_PROP
-
     profile = arm_ob.get(AXES_PROP) or getattr(options, "profile", "urhox")
     _, warnings = import_ani(context, [path], arm_ob, profile)
     return warnings

@@ -15,8 +15,7 @@ from ..blender import scene as bscene
 from ..core.errors import ExportError
 from ..core.fileio import read_bytes, write_atomic
 from . import convert, umd2
-
-AXES_PROP = "skinbridge_axes"  # on an imported armature: the profile whose axes its file used
+from .blender_ani import AXES_PROP
 MESH_PROP = "skinbridge_urho"  # on an imported mesh: the file's vertex elements, geometry centres and magic
 
 

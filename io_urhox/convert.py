@@ -17,7 +17,7 @@ Both profiles store UV v flipped (v → 1 − v) in the core model (the files pu
 Both signed permutations are exact on float32.
 
 Import (`to_scene`): LOD 0 of every geometry becomes one mesh per vertex buffer (file vertex i = mesh vertex i),
-a geometry per material slot; on request every LOD level becomes its own mesh (`extras["urho"]["lod"]`).
+a geometry per material slot; on request every LOD level becomes its own mesh (`Mesh.lod_level`, `Mesh.lod_distance`).
 Blend indices go through each geometry's bone mapping (empty = identity). Line lists and strips become loose
 edges, strips and fans triangles. Morphs (absolute vertex indices, deltas added) become shape keys.
 
@@ -263,7 +263,7 @@ def to_scene(model: umd2.Model, name: str = "Model", profile: str = "urhox",
             _add_primitives(model, mesh, parts, remap, n_bones, scene, warnings)
             if all_lods and max_levels > 1:
                 lod0 = [model.geometries[gi].lods[k] for gi, _ in parts]
-                mesh.extras["urho"]["lod"] = {"level": k, "distance": float(max(l.distance for l in lod0))}
+                mesh.lod_level, mesh.lod_distance = k, float(max(l.distance for l in lod0))
             _add_morphs(model, mesh, vb_index, rows, ax, warnings)
             if k == 0:  # the file's geometry centres, per material slot, written again while the mesh is unchanged
                 mesh.extras["urho"]["magic"] = model.magic

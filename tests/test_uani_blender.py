@@ -454,4 +454,4 @@ def test_operators(ninja, testdata, tmp_path):
     for c in NINJA_CLIPS:
         _compare_records(uani.read((tmp_path / "Animations" / f"{c}.ani").read_bytes()),
                          uani.read((d / f"{c}.ani").read_bytes()))
-    assert json.loads(bpy.data.actions["Ninja_Walk"]["skinbridge_ani"])["name"] == "Walk"
+    assert json.loads(bpy.data.actions["Ninja_Walk"]["skinbridge_ani"])["urho"]["name"] == "Walk"

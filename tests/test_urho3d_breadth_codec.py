@@ -299,7 +299,7 @@ def test_all_lods_are_separate_meshes(testdata):
     assert len(scene.meshes) == 1 and any("LOD 0 of 5" in w for w in warnings)
     scene, warnings = convert.to_scene(m, "Mushroom", "auto", all_lods=True)
     assert [len(x.triangles) * 3 for x in scene.meshes] == [4182, 2937, 2067, 1449, 1029]
-    assert [x.extras["urho"]["lod"]["level"] for x in scene.meshes] == [0, 1, 2, 3, 4]
+    assert [x.lod_level for x in scene.meshes] == [0, 1, 2, 3, 4]
     assert scene.meshes[0].vertex_count == 1055
     ib = m.index_buffers[0].indices
     for mesh, lod in zip(scene.meshes[1:], m.geometries[0].lods[1:]):  # LOD meshes keep only their vertices

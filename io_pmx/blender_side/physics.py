@@ -33,6 +33,7 @@ import bpy
 import numpy as np
 from mathutils import Euler, Matrix
 
+from ...blender.props import MODEL_DATA_PROP
 from ..model import convert
 from ..model import pmx
 
@@ -174,6 +175,7 @@ def add_rigid_body(context, coll, arm_ob, rec: pmx.PmxRigidBody, bone_name: str 
     ob = bpy.data.objects.new(rec.name or "rigid", _box_mesh(rec.name or "rigid", np.maximum(dims, 1e-6)))
     coll.objects.link(ob)
     ob[KIND_PROP] = "rigid"
+    ob[MODEL_DATA_PROP] = True
     ob[MASK_PROP] = int(rec.no_collision_mask)
     ob["mmd_name_e"] = rec.name_e
     if raw is not None:
@@ -221,6 +223,7 @@ def add_joint(context, coll, arm_ob, rec: pmx.PmxJoint, a, b, scale: float, raw:
     ob = bpy.data.objects.new(rec.name or "joint", None)
     coll.objects.link(ob)
     ob[KIND_PROP] = "joint"
+    ob[MODEL_DATA_PROP] = True
     ob["mmd_name_e"] = rec.name_e
     ob["mmd_kind"] = int(rec.kind)
     if raw is not None:
@@ -272,6 +275,7 @@ def add_non_collision(context, coll, bodies: list, records: list[pmx.PmxRigidBod
             ob = bpy.data.objects.new(f"ncc {bodies[i].name} {bodies[j].name}", None)
             coll.objects.link(ob)
             ob[KIND_PROP] = "ncc"
+            ob[MODEL_DATA_PROP] = True
             ob.hide_viewport = True
             _constraint_of(context, ob, "GENERIC")
             ob.rigid_body_constraint.object1, ob.rigid_body_constraint.object2 = bodies[i], bodies[j]
