@@ -9,10 +9,12 @@ import time
 import bpy
 import numpy as np
 
+from .. import formats
 from ..core import model as cm
 from ..blender import compat
 from ..blender import scene as bscene
 from ..core.formatspec import DemoRow
+from .options import ConvertOptions
 
 # name, parent, head (Blender axes: Z up, the character faces −Y, metres)
 HUMANOID = [
@@ -149,19 +151,10 @@ def add_walk(arm_ob, frames: int = 24) -> bpy.types.Action:
 
 def run_demo(output: str | None) -> int:
     """Build the humanoid, hand it to every format with a demo (the registry's `demo` capability), print the
-    table; 0 when every row is ok."""
-    from .. import formats
-    from .options import ConvertOptions
-
+    table; 0 when every row is ok. The caller (cli.py's `_bpy`) has registered the add-on."""
     outdir = os.path.abspath(output or "skinbridge-demo")
     os.makedirs(outdir, exist_ok=True)
     bpy.ops.wm.read_factory_settings(use_empty=True)
-    from .operators import register
-
-    try:
-        register()
-    except ValueError:
-        pass
     t0 = time.perf_counter()
     result = bscene.build_scene(bpy.context, humanoid_scene(), "Humanoid")
     arm_ob = result.armature

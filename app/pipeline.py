@@ -20,13 +20,9 @@ from .options import ConvertOptions  # noqa: F401  (re-exported)
 
 
 def reset_scene() -> None:
+    """An empty scene. The add-on's registration is the entry point's job (cli.py's `_bpy`, the add-on's own
+    register, the tests' `addon` fixture); a factory reset keeps the classes registered."""
     bpy.ops.wm.read_factory_settings(use_empty=True)
-    from .operators import register
-
-    try:
-        register()
-    except ValueError:  # already registered
-        pass
 
 
 def importable(path: str) -> formats.FormatSpec:

@@ -12,7 +12,9 @@ view turned so that one orthographic camera looking down sees the front, side an
 (flat colours, no anti-aliasing); numpy composites the two passes, bones over meshes, and writes the file
 name, frame and counts with a small bitmap font (Workbench draws no text). The sheet's pixels are exact
 classes: background `BACKGROUND`, mesh pixels grey (r = g = b), bone pixels one of `PALETTE`, text only in
-the header and label strips. `Sheet.panels` gives each panel's rectangle.
+the header and label strips. `Sheet.panels` gives each panel's rectangle. This module holds what needs
+Blender (capture and the two Workbench passes); the layout, the compositing and the font work on numpy arrays
+alone in core/contact_sheet.py and core/bitmap_font.py.
 
 Read-only for the user: the temporary scene and everything in it are removed in `finally`; the armature's
 pose position, action, NLA switch and the scene frame are put back; a "Render Result" image that did not
@@ -22,65 +24,26 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import tempfile
 import time
 from dataclasses import dataclass
 
 import bpy
 import numpy as np
+from mathutils import Matrix
 
-from ..core.fileio import write_atomic
-from ..core.png import encode_png
 from ..blender import scene as bscene
-
-VIEWS = ("front", "side", "top")
-# Rows: the world axes seen as (screen right, screen up, toward the viewer) by a camera looking down -Z.
-# front: Blender's Front view (from -Y); side: its Right view (from +X); top: from +Z.
-_VIEW_ROTATION = {
-    "front": np.array([[1.0, 0, 0], [0, 0, 1], [0, -1, 0]]),
-    "side": np.array([[0.0, 1, 0], [0, 0, 1], [1, 0, 0]]),
-    "top": np.eye(3),
-}
-
-BACKGROUND = (38, 42, 56)
-HEADER_COLOR = (22, 24, 32)
-TEXT_COLOR = (235, 235, 225)
-# (side, weighted) -> colour of the bone overlay
-PALETTE = {
-    ("left", True): (225, 50, 50),
-    ("right", True): (40, 110, 245),
-    ("centre", True): (40, 190, 70),
-    ("left", False): (250, 175, 195),
-    ("right", False): (165, 215, 250),
-    ("centre", False): (190, 240, 150),
-}
-MESH_GREY = (70, 235)  # darkest and lightest grey of the shaded mesh
-
-HEADER_HEIGHT = 48
-LABEL_HEIGHT = 20
-DEFAULT_PANEL = (400, 560)
-MIN_SHEET = (800, 600)
-MAX_FRAMES = 32
-MARGIN = 0.06  # of each panel, around the model
+from ..core.bitmap_font import text_mask  # noqa: F401  (re-exported for the tests)
+from ..core.contact_sheet import (
+    DEFAULT_PANEL, PALETTE, TRIANGLES_PER_BONE, VIEW_ROTATION, VIEWS, Sheet, bone_prisms, bone_side, compose_sheet,
+    composite, panel_size, sheet_info, srgb_to_linear, translation, view_scale,
+)
+from ..core.contact_sheet import (  # noqa: F401  (re-exported for the CLI, the operator and the tests)
+    HEADER_HEIGHT, LABEL_HEIGHT, MAX_FRAMES, TEXT_COLOR, Panel, parse_frames, write_sheet,
+)
 
 BONE_HALF_WIDTH_PX = 1.0  # half width of a bone's prism, in pixels
 JOINT_HALF_WIDTH_PX = 2.0  # half size of the marker at each bone's head
-
-
-@dataclass
-class Panel:
-    view: str
-    frame: int | None  # None at rest
-    box: tuple[int, int, int, int]  # x0, y0, x1, y1 in sheet pixels (x1, y1 exclusive), rendered area only
-
-
-@dataclass
-class Sheet:
-    pixels: np.ndarray  # (H, W, 3) uint8, first row at the top
-    panels: list[Panel]
-    counts: dict
-    seconds: float = 0.0  # wall time of capture + render + compositing
 
 
 @dataclass
@@ -93,24 +56,7 @@ class _Snapshot:
 
 
 # ---------------------------------------------------------------------------------------------------
-# bones: side, weights, segments
-
-_LEFT_WORDS = re.compile(r"left|左")
-_RIGHT_WORDS = re.compile(r"right|右")
-
-
-def bone_side(name: str) -> str:
-    """'left', 'right' or 'centre' from a bone name: the words Left/Right (any case, also inside CamelCase),
-    左/右, or a separate L/R token (`arm.L`, `L_arm`, `arm_r`)."""
-    low = name.lower()
-    left, right = bool(_LEFT_WORDS.search(low)), bool(_RIGHT_WORDS.search(low))
-    if left != right:
-        return "left" if left else "right"
-    tokens = set(re.split(r"[\s._\-:|]+", low))
-    if ("l" in tokens) != ("r" in tokens):
-        return "left" if "l" in tokens else "right"
-    return "centre"
-
+# bones: weights, segments
 
 def weighted_bones(meshes, arm_ob) -> set[str]:
     """Names of the bones that weigh on at least one vertex of the meshes deformed by `arm_ob`."""
@@ -152,32 +98,6 @@ def _segments(arm_ob, depsgraph) -> tuple[list[str], np.ndarray, np.ndarray]:
         return p @ world[:3, :3].T + world[:3, 3]
 
     return names, to_world(heads), to_world(ends)
-
-
-def _prisms(heads: np.ndarray, ends: np.ndarray, half: float, joint: float) -> tuple[np.ndarray, np.ndarray]:
-    """A square prism of half width `half` along every segment plus an octahedron of size `joint` at every
-    head: (vertices (N, 3), triangles (T, 3)) with 8 + 6 vertices per segment."""
-    n = len(heads)
-    d = ends - heads
-    length = np.linalg.norm(d, axis=1)
-    ok = length > 0
-    d = np.where(ok[:, None], d / np.where(ok, length, 1)[:, None], np.array([0.0, 0.0, 1.0]))
-    helper = np.where((np.abs(d[:, 2]) < 0.9)[:, None], np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0]))
-    u = np.cross(d, helper)
-    u /= np.linalg.norm(u, axis=1)[:, None]
-    v = np.cross(d, u)
-    corners = np.array([[1, 1], [-1, 1], [-1, -1], [1, -1]], dtype=np.float64)
-    ring = half * (corners[None, :, 0, None] * u[:, None, :] + corners[None, :, 1, None] * v[:, None, :])
-    prism = np.concatenate([heads[:, None, :] + ring, ends[:, None, :] + ring], axis=1)  # (n, 8, 3)
-    axes = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], dtype=np.float64)
-    octa = heads[:, None, :] + joint * axes[None, :, :]  # (n, 6, 3)
-    verts = np.concatenate([prism, octa], axis=1).reshape(-1, 3)
-    side = [[0, 1, 5], [0, 5, 4], [1, 2, 6], [1, 6, 5], [2, 3, 7], [2, 7, 6], [3, 0, 4], [3, 4, 7],
-            [0, 3, 2], [0, 2, 1], [4, 5, 6], [4, 6, 7]]
-    octa_tris = [[0, 2, 4], [2, 1, 4], [1, 3, 4], [3, 0, 4], [2, 0, 5], [1, 2, 5], [3, 1, 5], [0, 3, 5]]
-    local = np.array(side + [[a + 8, b + 8, c + 8] for a, b, c in octa_tris], dtype=np.int64)
-    tris = (np.arange(n)[:, None, None] * 14 + local[None]).reshape(-1, 3)
-    return verts, tris
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -297,18 +217,10 @@ def _mesh_points(me) -> np.ndarray:
     return co.reshape(-1, 3).astype(np.float64)
 
 
-def _linear(c) -> tuple[float, float, float, float]:
-    def one(x):
-        x /= 255.0
-        return x / 12.92 if x <= 0.04045 else ((x + 0.055) / 1.055) ** 2.4
-
-    return (one(c[0]), one(c[1]), one(c[2]), 1.0)
-
-
 def _bone_mesh(snap: _Snapshot, offset: np.ndarray, half: float, joint: float, class_index: dict, created: list):
     """The bone overlay of a snapshot as one mesh, a material slot per colour class; `offset` moves the overlay
     alone (a control knob for tests and diagnosis: the mesh stays)."""
-    verts, tris = _prisms(snap.heads + offset, snap.ends + offset, half, joint)
+    verts, tris = bone_prisms(snap.heads + offset, snap.ends + offset, half, joint)
     me = bpy.data.meshes.new("skinbridge_render_bones")
     created.append(me)
     me.vertices.add(len(verts))
@@ -318,7 +230,7 @@ def _bone_mesh(snap: _Snapshot, offset: np.ndarray, half: float, joint: float, c
     me.polygons.add(len(tris))
     me.polygons.foreach_set("loop_start", np.arange(0, tris.size, 3, dtype=np.int32))
     per_bone = np.array([class_index[c] for c in snap.classes], dtype=np.int32)
-    me.polygons.foreach_set("material_index", np.repeat(per_bone, 20))
+    me.polygons.foreach_set("material_index", np.repeat(per_bone, TRIANGLES_PER_BONE))
     me.update()
     return me
 
@@ -369,22 +281,7 @@ def _layout(snapshots, views, panel, bone_offset) -> tuple[float, dict]:
             points.append(_mesh_points(me))
         if len(s.heads):
             points += [s.heads + bone_offset, s.ends + bone_offset]
-    pts = np.concatenate(points) if points else np.zeros((1, 3))
-    pts = pts[np.isfinite(pts).all(axis=1)]
-    if not len(pts):
-        pts = np.zeros((1, 3))
-    scale = 0.0
-    centres = {}
-    pw, ph = panel
-    for v in views:
-        q = pts @ _VIEW_ROTATION[v].T
-        lo, hi = q.min(axis=0), q.max(axis=0)
-        centres[v] = (lo + hi) / 2
-        ext = hi - lo
-        scale = max(scale, ext[0] / (pw * (1 - 2 * MARGIN)), ext[1] / (ph * (1 - 2 * MARGIN)))
-    if scale <= 0:
-        scale = 1.0 / min(pw, ph)
-    return scale, centres
+    return view_scale(np.concatenate(points) if points else np.zeros((0, 3)), views, panel)
 
 
 def _render_grid(snapshots, views, panel, bone_offset, created, tmpdir) -> tuple[np.ndarray, np.ndarray]:
@@ -400,7 +297,7 @@ def _render_grid(snapshots, views, panel, bone_offset, created, tmpdir) -> tuple
     for c in classes:
         mat = bpy.data.materials.new(f"skinbridge_render_{c[0]}_{int(c[1])}")
         created.append(mat)
-        mat.diffuse_color = _linear(PALETTE[c])
+        mat.diffuse_color = srgb_to_linear(PALETTE[c])
         mats.append(mat)
     mesh_objects, bone_objects = [], []
     zmin, zmax = math.inf, -math.inf
@@ -413,16 +310,16 @@ def _render_grid(snapshots, views, panel, bone_offset, created, tmpdir) -> tuple
                 bones.materials.append(mat)
         for c, view in enumerate(views):
             rot = np.eye(4)
-            rot[:3, :3] = _VIEW_ROTATION[view]
+            rot[:3, :3] = VIEW_ROTATION[view]
             cell = np.array([(c + 0.5) * pw * s, -(r + 0.5) * ph * s, 0.0])
-            place = _translation(cell - np.array([*centres[view][:2], 0.0])) @ rot
+            place = translation(cell - np.array([*centres[view][:2], 0.0])) @ rot
             for me in snap.meshes:
                 ob = bpy.data.objects.new("skinbridge_render_mesh", me)
                 created.append(ob)
                 scene.collection.objects.link(ob)
                 ob.matrix_world = _blender_matrix(place)
                 mesh_objects.append(ob)
-                z = _mesh_points(me) @ _VIEW_ROTATION[view][2]
+                z = _mesh_points(me) @ VIEW_ROTATION[view][2]
                 if len(z):
                     zmin, zmax = min(zmin, z.min()), max(zmax, z.max())
             if bones is not None:
@@ -431,7 +328,7 @@ def _render_grid(snapshots, views, panel, bone_offset, created, tmpdir) -> tuple
                 scene.collection.objects.link(ob)
                 ob.matrix_world = _blender_matrix(place)
                 bone_objects.append(ob)
-                z = _mesh_points(bones) @ _VIEW_ROTATION[view][2]
+                z = _mesh_points(bones) @ VIEW_ROTATION[view][2]
                 zmin, zmax = min(zmin, z.min()), max(zmax, z.max())
     if not math.isfinite(zmin):
         zmin, zmax = -1.0, 1.0
@@ -471,117 +368,18 @@ def _render_grid(snapshots, views, panel, bone_offset, created, tmpdir) -> tuple
     return mesh_pass, bone_pass
 
 
-def _translation(t) -> np.ndarray:
-    m = np.eye(4)
-    m[:3, 3] = t
-    return m
-
-
 def _blender_matrix(m: np.ndarray):
-    from mathutils import Matrix
-
     return Matrix(np.asarray(m, dtype=np.float64).tolist())
-
-
-# ---------------------------------------------------------------------------------------------------
-# compositing
-
-def _composite(mesh_pass: np.ndarray, bone_pass: np.ndarray) -> np.ndarray:
-    h, w = mesh_pass.shape[:2]
-    out = np.empty((h, w, 3), np.uint8)
-    out[:] = BACKGROUND
-    mesh = mesh_pass[..., 3] >= 128
-    lum = mesh_pass[..., :3].astype(np.float64) @ np.array([0.2126, 0.7152, 0.0722]) / 255.0
-    lo, hi = MESH_GREY
-    grey = np.clip(np.round(lo + (hi - lo) * lum), lo, hi).astype(np.uint8)
-    out[mesh] = grey[mesh][:, None]
-    bone = bone_pass[..., 3] >= 128
-    if bone.any():
-        palette = np.array(list(PALETTE.values()), dtype=np.float64)
-        px = bone_pass[bone][:, :3].astype(np.float64)
-        nearest = np.argmin(((px[:, None, :] - palette[None]) ** 2).sum(axis=2), axis=1)
-        out[bone] = palette[nearest].astype(np.uint8)
-    return out
-
-
-def _fit(text: str, width_px: int, scale: int) -> str:
-    room = max(1, width_px // (FONT_ADVANCE * scale))
-    return text if len(text) <= room else text[: max(room - 3, 0)] + "..."
-
-
-def _sheet(grid: np.ndarray, snapshots, views, panel, title: str, info: str) -> tuple[np.ndarray, list[Panel]]:
-    pw, ph = panel
-    rows, cols = len(snapshots), len(views)
-    width = cols * pw
-    height = HEADER_HEIGHT + rows * (LABEL_HEIGHT + ph)
-    img = np.empty((height, width, 3), np.uint8)
-    img[:] = HEADER_COLOR
-    draw_text(img, 8, 6, _fit(title, width - 16, 2), TEXT_COLOR, 2)
-    legend = [("left", (True, False)), ("right", (True, False)), ("centre", (True, False))]
-    legend_width = 3 * (FONT_ADVANCE * 6 + 28) + FONT_ADVANCE * 16
-    x = width - legend_width
-    info_room = x - 16 if x > width // 2 else width - 16
-    draw_text(img, 8, 28, _fit(info, info_room, 1), TEXT_COLOR, 1)
-    if x > width // 2:
-        for side, flags in legend:
-            for k, weighted in enumerate(flags):
-                img[29 + 8 * k:35 + 8 * k, x:x + 10] = PALETTE[(side, weighted)]
-            draw_text(img, x + 14, 32, side, TEXT_COLOR, 1)
-            x += FONT_ADVANCE * 6 + 28
-        draw_text(img, x, 28, "top: weighted", TEXT_COLOR, 1)
-        draw_text(img, x, 38, "pale: no weights", TEXT_COLOR, 1)
-    panels = []
-    for r, snap in enumerate(snapshots):
-        y0 = HEADER_HEIGHT + r * (LABEL_HEIGHT + ph)
-        for c, view in enumerate(views):
-            x0 = c * pw
-            label = view if snap.frame is None else f"{view}  frame {snap.frame}"
-            draw_text(img, x0 + 6, y0 + 3, _fit(label, pw - 12, 2), TEXT_COLOR, 2)
-            top = y0 + LABEL_HEIGHT
-            img[top:top + ph, x0:x0 + pw] = grid[r * ph:(r + 1) * ph, c * pw:(c + 1) * pw]
-            if c:  # a one-pixel separator between panels, in the header colour
-                img[top:top + ph, x0] = HEADER_COLOR
-            panels.append(Panel(view, snap.frame, (x0 + (1 if c else 0), top, x0 + pw, top + ph)))
-    return img, panels
 
 
 # ---------------------------------------------------------------------------------------------------
 # entry points
 
-def parse_frames(text: str) -> list[int]:
-    """'a:b:step' (b included) or 'a:b' or a comma list '1,5,9' → frame numbers."""
-    text = text.strip()
-    if ":" in text:
-        parts = [int(p) for p in text.split(":")]
-        if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] <= 0):
-            raise ValueError(f"--frames {text!r}: expected a:b or a:b:step with step > 0")
-        a, b = parts[0], parts[1]
-        step = parts[2] if len(parts) == 3 else 1
-        frames = list(range(a, b + 1, step))
-    else:
-        frames = [int(p) for p in text.split(",") if p.strip()]
-    if not frames:
-        raise ValueError(f"--frames {text!r} selects no frame")
-    if len(frames) > MAX_FRAMES:
-        raise ValueError(f"--frames {text!r} selects {len(frames)} frames; at most {MAX_FRAMES} per sheet")
-    return frames
-
-
-def panel_size(n_views: int, n_rows: int, panel: tuple[int, int] = DEFAULT_PANEL) -> tuple[int, int]:
-    """The panel size, grown so that the sheet is at least MIN_SHEET."""
-    pw = max(panel[0], -(-MIN_SHEET[0] // max(n_views, 1)))
-    rows_height = MIN_SHEET[1] - HEADER_HEIGHT
-    ph = max(panel[1], -(-rows_height // max(n_rows, 1)) - LABEL_HEIGHT)
-    return pw, ph
-
-
 def scene_objects(context, arm_ob=None) -> tuple[object, list]:
     """(armature, meshes) to draw: with `arm_ob`, the visible meshes it deforms or parents; otherwise what an
     export would take (`scene.exportable_objects`)."""
-    from ..blender.scene import exportable_objects
-
     if arm_ob is None:
-        meshes, arm_ob = exportable_objects(context)
+        meshes, arm_ob = bscene.exportable_objects(context)
         return arm_ob, meshes
     meshes = []
     for ob in context.view_layer.objects:
@@ -602,7 +400,7 @@ def render_sheet(context, arm_ob=None, meshes=None, *, frames: list[int] | None 
     start = time.perf_counter()
     views = tuple(views)
     for v in views:
-        if v not in _VIEW_ROTATION:
+        if v not in VIEW_ROTATION:
             raise ValueError(f"unknown view {v!r}; expected some of {', '.join(VIEWS)}")
     if not views:
         raise ValueError("no view to render")
@@ -627,7 +425,7 @@ def render_sheet(context, arm_ob=None, meshes=None, *, frames: list[int] | None 
         if saved_pose is not None:  # the user's unkeyed pose edits, which evaluating the action replaced
             context.view_layer.update()
             _set_pose_values(arm_ob, saved_pose)
-    grid = _composite(mesh_pass, bone_pass)
+    grid = composite(mesh_pass, bone_pass)
     n_bones = len(arm_ob.data.bones) if arm_ob is not None else 0
     counts = {
         "vertices": sum(len(ob.data.vertices) for ob in meshes),
@@ -635,13 +433,8 @@ def render_sheet(context, arm_ob=None, meshes=None, *, frames: list[int] | None 
         "bones": n_bones,
         "weighted_bones": len(weighted),
     }
-    when = "rest position" if frames is None else (
-        f"frame {frames[0]}" if len(frames) == 1 else f"frames {frames[0]}..{frames[-1]} ({len(frames)})")
-    if frames is not None and action:
-        when += f", action {action}"
-    info = (f"{when} | {counts['vertices']} vertices, {counts['triangles']} triangles, {counts['bones']} bones "
-            f"({counts['weighted_bones']} weighted)")
-    pixels, panels = _sheet(grid, snapshots, views, panel, title, info)
+    info = sheet_info(counts, frames, action)
+    pixels, panels = compose_sheet(grid, [s.frame for s in snapshots], views, panel, title, info)
     return Sheet(pixels, panels, counts, time.perf_counter() - start)
 
 
@@ -649,146 +442,3 @@ def _triangle_count(me) -> int:
     sizes = np.empty(len(me.polygons), np.int32)
     me.polygons.foreach_get("loop_total", sizes)
     return int((sizes - 2).sum())
-
-
-def write_sheet(sheet: Sheet, path: str) -> None:
-    write_atomic(path, encode_png(sheet.pixels))
-
-
-# ---------------------------------------------------------------------------------------------------
-# a 5×7 bitmap font (printable ASCII; anything else is drawn as an open box)
-
-FONT_WIDTH, FONT_HEIGHT, FONT_ADVANCE = 5, 7, 6
-
-_GLYPHS = {
-    " ": ".....|.....|.....|.....|.....|.....|.....",
-    "!": "..#..|..#..|..#..|..#..|..#..|.....|..#..",
-    '"': ".#.#.|.#.#.|.....|.....|.....|.....|.....",
-    "#": ".#.#.|#####|.#.#.|.#.#.|.#.#.|#####|.#.#.",
-    "$": "..#..|.####|#.#..|.###.|..#.#|####.|..#..",
-    "%": "##..#|##.#.|...#.|..#..|.#...|.#.##|#..##",
-    "&": ".##..|#..#.|#.#..|.#...|#.#.#|#..#.|.##.#",
-    "'": "..#..|..#..|.....|.....|.....|.....|.....",
-    "(": "...#.|..#..|.#...|.#...|.#...|..#..|...#.",
-    ")": ".#...|..#..|...#.|...#.|...#.|..#..|.#...",
-    "*": ".....|..#..|#.#.#|.###.|#.#.#|..#..|.....",
-    "+": ".....|..#..|..#..|#####|..#..|..#..|.....",
-    ",": ".....|.....|.....|.....|..##.|...#.|..#..",
-    "-": ".....|.....|.....|#####|.....|.....|.....",
-    ".": ".....|.....|.....|.....|.....|.##..|.##..",
-    "/": "....#|....#|...#.|..#..|.#...|#....|#....",
-    "0": ".###.|#...#|#..##|#.#.#|##..#|#...#|.###.",
-    "1": "..#..|.##..|..#..|..#..|..#..|..#..|.###.",
-    "2": ".###.|#...#|....#|...#.|..#..|.#...|#####",
-    "3": "####.|....#|....#|.###.|....#|....#|####.",
-    "4": "...#.|..##.|.#.#.|#..#.|#####|...#.|...#.",
-    "5": "#####|#....|####.|....#|....#|#...#|.###.",
-    "6": "..##.|.#...|#....|####.|#...#|#...#|.###.",
-    "7": "#####|....#|...#.|..#..|.#...|.#...|.#...",
-    "8": ".###.|#...#|#...#|.###.|#...#|#...#|.###.",
-    "9": ".###.|#...#|#...#|.####|....#|...#.|.##..",
-    ":": ".....|.##..|.##..|.....|.##..|.##..|.....",
-    ";": ".....|.##..|.##..|.....|.##..|..#..|.#...",
-    "<": "...#.|..#..|.#...|#....|.#...|..#..|...#.",
-    "=": ".....|.....|#####|.....|#####|.....|.....",
-    ">": ".#...|..#..|...#.|....#|...#.|..#..|.#...",
-    "?": ".###.|#...#|....#|...#.|..#..|.....|..#..",
-    "@": ".###.|#...#|#.###|#.#.#|#.###|#....|.###.",
-    "A": ".###.|#...#|#...#|#####|#...#|#...#|#...#",
-    "B": "####.|#...#|#...#|####.|#...#|#...#|####.",
-    "C": ".###.|#...#|#....|#....|#....|#...#|.###.",
-    "D": "###..|#..#.|#...#|#...#|#...#|#..#.|###..",
-    "E": "#####|#....|#....|####.|#....|#....|#####",
-    "F": "#####|#....|#....|####.|#....|#....|#....",
-    "G": ".###.|#...#|#....|#.###|#...#|#...#|.####",
-    "H": "#...#|#...#|#...#|#####|#...#|#...#|#...#",
-    "I": ".###.|..#..|..#..|..#..|..#..|..#..|.###.",
-    "J": "..###|...#.|...#.|...#.|...#.|#..#.|.##..",
-    "K": "#...#|#..#.|#.#..|##...|#.#..|#..#.|#...#",
-    "L": "#....|#....|#....|#....|#....|#....|#####",
-    "M": "#...#|##.##|#.#.#|#.#.#|#...#|#...#|#...#",
-    "N": "#...#|#...#|##..#|#.#.#|#..##|#...#|#...#",
-    "O": ".###.|#...#|#...#|#...#|#...#|#...#|.###.",
-    "P": "####.|#...#|#...#|####.|#....|#....|#....",
-    "Q": ".###.|#...#|#...#|#...#|#.#.#|#..#.|.##.#",
-    "R": "####.|#...#|#...#|####.|#.#..|#..#.|#...#",
-    "S": ".####|#....|#....|.###.|....#|....#|####.",
-    "T": "#####|..#..|..#..|..#..|..#..|..#..|..#..",
-    "U": "#...#|#...#|#...#|#...#|#...#|#...#|.###.",
-    "V": "#...#|#...#|#...#|#...#|#...#|.#.#.|..#..",
-    "W": "#...#|#...#|#...#|#.#.#|#.#.#|#.#.#|.#.#.",
-    "X": "#...#|#...#|.#.#.|..#..|.#.#.|#...#|#...#",
-    "Y": "#...#|#...#|.#.#.|..#..|..#..|..#..|..#..",
-    "Z": "#####|....#|...#.|..#..|.#...|#....|#####",
-    "[": ".###.|.#...|.#...|.#...|.#...|.#...|.###.",
-    "\\": "#....|#....|.#...|..#..|...#.|....#|....#",
-    "]": ".###.|...#.|...#.|...#.|...#.|...#.|.###.",
-    "^": "..#..|.#.#.|#...#|.....|.....|.....|.....",
-    "_": ".....|.....|.....|.....|.....|.....|#####",
-    "`": ".#...|..#..|.....|.....|.....|.....|.....",
-    "a": ".....|.....|.###.|....#|.####|#...#|.####",
-    "b": "#....|#....|#.##.|##..#|#...#|#...#|####.",
-    "c": ".....|.....|.###.|#....|#....|#...#|.###.",
-    "d": "....#|....#|.##.#|#..##|#...#|#...#|.####",
-    "e": ".....|.....|.###.|#...#|#####|#....|.###.",
-    "f": "..##.|.#..#|.#...|###..|.#...|.#...|.#...",
-    "g": ".....|.####|#...#|#...#|.####|....#|.###.",
-    "h": "#....|#....|#.##.|##..#|#...#|#...#|#...#",
-    "i": "..#..|.....|.##..|..#..|..#..|..#..|.###.",
-    "j": "...#.|.....|..##.|...#.|...#.|#..#.|.##..",
-    "k": "#....|#....|#..#.|#.#..|##...|#.#..|#..#.",
-    "l": ".##..|..#..|..#..|..#..|..#..|..#..|.###.",
-    "m": ".....|.....|##.#.|#.#.#|#.#.#|#...#|#...#",
-    "n": ".....|.....|#.##.|##..#|#...#|#...#|#...#",
-    "o": ".....|.....|.###.|#...#|#...#|#...#|.###.",
-    "p": ".....|.....|####.|#...#|####.|#....|#....",
-    "q": ".....|.....|.##.#|#..##|.####|....#|....#",
-    "r": ".....|.....|#.##.|##..#|#....|#....|#....",
-    "s": ".....|.....|.###.|#....|.###.|....#|####.",
-    "t": ".#...|.#...|###..|.#...|.#...|.#..#|..##.",
-    "u": ".....|.....|#...#|#...#|#...#|#..##|.##.#",
-    "v": ".....|.....|#...#|#...#|#...#|.#.#.|..#..",
-    "w": ".....|.....|#...#|#...#|#.#.#|#.#.#|.#.#.",
-    "x": ".....|.....|#...#|.#.#.|..#..|.#.#.|#...#",
-    "y": ".....|.....|#...#|#...#|.####|....#|.###.",
-    "z": ".....|.....|#####|...#.|..#..|.#...|#####",
-    "{": "...#.|..#..|..#..|.#...|..#..|..#..|...#.",
-    "|": "..#..|..#..|..#..|..#..|..#..|..#..|..#..",
-    "}": ".#...|..#..|..#..|...#.|..#..|..#..|.#...",
-    "~": ".....|.....|.#...|#.#.#|...#.|.....|.....",
-}
-_UNKNOWN = "#####|#...#|#...#|#...#|#...#|#...#|#####"
-
-
-def _glyph_bits(pattern: str) -> np.ndarray:
-    return np.array([[ch == "#" for ch in row] for row in pattern.split("|")], dtype=bool)
-
-
-_BITMAPS = {ch: _glyph_bits(p) for ch, p in _GLYPHS.items()}
-_UNKNOWN_BITS = _glyph_bits(_UNKNOWN)
-
-
-def text_mask(text: str, scale: int = 1) -> np.ndarray:
-    """Boolean pixels of `text` in the 5×7 font, (7·scale, 6·len·scale)."""
-    if not text:
-        return np.zeros((FONT_HEIGHT * scale, 0), bool)
-    cells = []
-    for ch in text:
-        bits = _BITMAPS.get(ch, _UNKNOWN_BITS)
-        cells.append(np.pad(bits, ((0, 0), (0, FONT_ADVANCE - FONT_WIDTH))))
-    mask = np.concatenate(cells, axis=1)
-    return np.kron(mask, np.ones((scale, scale), bool)) if scale > 1 else mask
-
-
-def draw_text(img: np.ndarray, x: int, y: int, text: str, color, scale: int = 1) -> None:
-    """Draw `text` with its top-left corner at (x, y), clipped to the image."""
-    mask = text_mask(text, scale)
-    h, w = mask.shape
-    H, W = img.shape[:2]
-    x0, y0 = max(x, 0), max(y, 0)
-    x1, y1 = min(x + w, W), min(y + h, H)
-    if x1 <= x0 or y1 <= y0:
-        return
-    sub = mask[y0 - y:y1 - y, x0 - x:x1 - x]
-    region = img[y0:y1, x0:x1]
-    region[sub] = color
