@@ -81,7 +81,7 @@ def _bpy():
 
 
 def _plan(args) -> list[tuple[str, str, str]]:
-    """(input, output folder, model name) per input, names through DESIGN's naming rule."""
+    """(input, output folder, model name) per input, names through the naming rule of docs/architecture.md §7.2."""
     from .core.naming import NameAllocator, safe_file_name
 
     folders = NameAllocator()

@@ -1,4 +1,4 @@
-"""The one way a name taken from file content becomes a file name (DESIGN, "Names from file content")."""
+"""The one way a name taken from file content becomes a file name (docs/architecture.md §7.2)."""
 from __future__ import annotations
 
 import re

@@ -1,4 +1,4 @@
-"""Texture paths from files are untrusted (DESIGN, "Bad input"): which ones may be opened on import, and which
+"""Texture paths from files are untrusted (docs/architecture.md §7.1): which ones may be opened on import, and which
 may be written into an exported file.
 
 A model file names its textures with paths of its own (PMX: `tex\\skin.png`, Urho3D material XML, glTF URIs).

@@ -152,7 +152,7 @@ def skin_mesh(mesh, skeleton, world) -> np.ndarray:
 
 
 # -- the MMD evaluation rule ----------------------------------------------------------------------------
-# MMD (reference/pmx.md §2, §3.2): a bone key holds a position offset and a rotation in model-aligned axes;
+# MMD (docs/mmd.md §3, §4.4): a bone key holds a position offset and a rotation in model-aligned axes;
 # between two keys each position channel X, Y, Z follows its own Bézier timing curve and the rotation is
 # slerp(q0, q1, bezier_R(t)). A curve is (x1, y1, x2, y2) in 0..127: control points (x1/127, y1/127) and
 # (x2/127, y2/127) from (0, 0) to (1, 1); the timing is y at the curve parameter u where x(u) = t. Append

@@ -939,7 +939,7 @@ def export_mdb(context, path: str, collection=None, skeleton: str | None = None,
     if not m.packets and (collection is None or PROP not in collection):
         raise ExportError("nothing to export: no mesh or MDB empty is visible")
     errors = [f for f in mdb_check.validate(m) if f.severity == "error"]
-    if errors:  # NaN/Inf and indices out of range: refused, never written (DESIGN, invariants)
+    if errors:  # NaN/Inf and indices out of range: refused, never written (docs/architecture.md §7.4)
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise ExportError(f"{errors[0].element}: {errors[0].field}: {errors[0].message}{more}")
     write_atomic(path, mdb.write_pieces(m))

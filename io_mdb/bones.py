@@ -1,4 +1,4 @@
-"""The bone order SKIN indices point into (../shared/reference/we_mdb_smd.md §2.1, nw2fbx's filtering).
+"""The bone order SKIN indices point into (docs/nwn2.md §3.2, nw2fbx's filtering).
 
 A SKIN vertex's u8 bone indices do not index the GR2 skeleton directly but a filtered list of it: attachment
 bones (`ap_*`) and face bones (`f_*`) are dropped and `Ribcage` moves to the end. A mesh whose material has

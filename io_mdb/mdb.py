@@ -1,4 +1,4 @@
-"""Neverwinter Nights 2 `.mdb` models: bytes ⇄ records that mirror the file (../shared/reference/we_mdb_smd.md §2.1).
+"""Neverwinter Nights 2 `.mdb` models: bytes ⇄ records that mirror the file (docs/nwn2.md §2).
 
 ```
 Header (12):    char sig[4] = "NWN2"; u16 major; u16 minor; u32 packet_count

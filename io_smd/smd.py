@@ -1,6 +1,6 @@
 """Valve SMD / VTA codec (Studiomdl Data, text): file bytes ⇄ `SmdFile` records, one field per column.
 
-Grammar (../shared/reference/we_mdb_smd.md §3.1): `version 1`, then the blocks `nodes`, `skeleton`
+Grammar (docs/source.md §2, §3): `version 1`, then the blocks `nodes`, `skeleton`
 (`time k` lines, each followed by `<bone> px py pz rx ry rz` rows), `triangles` (a material line and three
 vertex lines `<parent> px py pz nx ny nz u v [<n> (<bone> <weight>)×n]` per triangle) and, in a VTA,
 `vertexanimation` (`time k` lines and `<vertex> px py pz nx ny nz` rows). Each block ends at `end` or at a

@@ -1,4 +1,4 @@
-"""The UrhoX output folder around a model (seed 000 §2): Textures/*.png and Materials/*.xml.
+"""The UrhoX output folder around a model (docs/urho.md §5.3): Textures/*.png and Materials/*.xml.
 
 Every file name taken from content (image and material names) goes through `core.naming`, de-duplicated per
 folder, so nothing is written outside the output folder.

@@ -2,7 +2,7 @@
 
 Axes, stated once (`_Axes` applies them; `_basis` gives the point bases, shared with `ani_convert`):
 
-* ``urhox`` (the seed's glb2mdl) keeps glTF axes: right-handed, Y up, counter-clockwise front faces.
+* ``urhox`` (UrhoX's glb2mdl, docs/urho.md §5.2) keeps glTF axes: right-handed, Y up, counter-clockwise front faces.
   A point goes (x, y, z) → (x, −z, y) into Blender (`GLTF_TO_BLENDER`, a rotation). Bone-local axes are kept
   as the file has them, so a bone's world matrix is `A · W_file` and parent-relative transforms are unchanged
   except at the roots.
@@ -836,7 +836,7 @@ def _file_center(meshes: list[cm.Mesh], origin) -> np.ndarray | None:
 
 
 def _elements_for(meshes: list[cm.Mesh], skinned: bool) -> list[VertexElement]:
-    """The seed's element order: position, normal, colour, texcoords, tangent, weights, indices."""
+    """glb2mdl's element order (docs/urho.md §5.2): position, normal, colour, texcoords, tangent, weights, indices."""
     n_uv = max(1, max(len(m.uvs) for m in meshes))
     els = [VertexElement(TYPE["VECTOR3"], SEM["POSITION"], 0), VertexElement(TYPE["VECTOR3"], SEM["NORMAL"], 0),
            VertexElement(TYPE["UBYTE4_NORM"], SEM["COLOR"], 0)]

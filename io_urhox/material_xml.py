@@ -1,4 +1,4 @@
-"""Urho3D PBR material XML for UrhoX (seed 000 §3 Step 4–5): technique, textures and parameters."""
+"""Urho3D PBR material XML for UrhoX (docs/urho.md §5.3): technique, textures and parameters."""
 from __future__ import annotations
 
 from xml.sax.saxutils import quoteattr

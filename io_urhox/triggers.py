@@ -1,4 +1,4 @@
-"""Animation trigger sidecars: ``<anim>.xml`` and ``<anim>.json`` beside a `.ani` (reference/urho.md §1.5).
+"""Animation trigger sidecars: ``<anim>.xml`` and ``<anim>.json`` beside a `.ani` (docs/urho.md §4.5).
 
 XML: ``<animation><trigger time="s" | normalizedtime="0..1" type="String" value="..."/>...</animation>``.
 JSON (read by Urho3D when there is no XML): ``{"triggers": [{"time" | "normalizedTime": n, "type": ...,

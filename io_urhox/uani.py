@@ -1,18 +1,18 @@
 """UANI / UAN2 skeletal animation codec: bytes <-> records that mirror the file field for field.
 
-Three layouts share the `.ani` extension (reference/urho.md §1.5, §1.8, §2; seed §5):
+Three layouts share the `.ani` extension (docs/urho.md §4.1–§4.4):
 
 * ``urho3d``: classic Urho3D. ``"UANI"``, cstring animation name, f32 length, u32 track count; per track a
   cstring bone name, a u8 channel mask (1 position, 2 rotation, 4 scale), a u32 key count and keys holding
   the time and only the masked channels. Nothing follows the last track.
-* ``urhox``: the versioned variant of the seed. ``"UANI"``, u32 version (2), f32 length, u32 track count; per
+* ``urhox``: the versioned variant (docs/urho.md §4.2). ``"UANI"``, u32 version (2), f32 length, u32 track count; per
   track a u32-length UTF-8 name, a u8 interpolation (0 step, 1 linear), a u32 key count and keys of
   time + position(3) + rotation(w, x, y, z) + scale(3); then u32 trigger count and u32 metadata count.
 * ``rbfx``: ``"UAN2"`` + u32 version (1..4), then the classic layout with per-track weights (v3: one f32,
   v4: position/rotation/scale f32) and, from v2 on, a u32 count of variant (attribute) tracks.
 
 Telling ``urhox`` from ``urho3d``: after ``"UANI"``, ``data[4]`` in 1..15 and ``data[5:8] == b"\\0\\0\\0"``
-means a u32 version; anything else is the classic cstring name (urho.md §1.8).
+means a u32 version; anything else is the classic cstring name (docs/urho.md §4.4).
 
 What is kept raw, so that read -> write gives back the same bytes:
 

@@ -1,7 +1,7 @@
 """Urho3D-family model codec: UMD2 (UrhoX, Urho3D ≥ 1.6), legacy UMDL and rbfx UMD3.
 
-Bytes ⇄ records that mirror the file field for field (see ../shared/reference/urho.md §1.2–§1.4 and the
-UrhoX seed §4), so read → write gives back the same bytes. No axis or unit conversion here.
+Bytes ⇄ records that mirror the file field for field (see docs/urho.md §3.1–§3.5 and, for
+UrhoX, §5.2), so read → write gives back the same bytes. No axis or unit conversion here.
 
     magic "UMD2" | "UMDL" | "UMD3" + u32 version
     vertex buffers, index buffers, geometries (bone mapping, LOD levels), morphs, skeleton,

@@ -17,7 +17,7 @@ from . import convert, mdl, sample, tex
 
 def _deform_error(model: mdl.Model) -> float:
     """Largest difference (fraction of the bounding-box diagonal) over every sample between the core skinning
-    of the mapped scene and the file-space evaluation of reference §1.3, mapped to Blender axes."""
+    of the mapped scene and the file-space evaluation of docs/wallpaper_engine.md §3, mapped to Blender axes."""
     scene, _ = convert.to_scene(model, "check", textures=False)
     mesh, clip, anim = scene.meshes[0], model.animations.clips[0], scene.animations[0]
     world_bind = convert.world_binds(model.skeleton)

@@ -8,10 +8,10 @@ so a puppet's image lies in Blender's XZ plane as the Front view shows it (image
 models come in upright, and the origin is the image centre. It is the proper rotation A (det +1, winding kept)
 times s. UV = (u, 1 − v). Normals and tangents get A alone.
 
-Bones (reference §1.3): world bind W = W_parent · L with L the column-major local bind of MDLS. The core bind
-is B = G · W · Ŝ⁻¹ with G = s·A (as a 4×4 with no translation) and Ŝ = diag(s, s, s, 1): the rotation A·R_W
-keeps the bone's local axes the file's and only translations are scaled, so a bone's parent-relative
-transform is Ŝ · L · Ŝ⁻¹ (translation × s) and a root's is G · L · Ŝ⁻¹. Skinning maps alike:
+Bones (docs/wallpaper_engine.md §3): world bind W = W_parent · L with L the column-major local bind of MDLS.
+The core bind is B = G · W · Ŝ⁻¹ with G = s·A (as a 4×4 with no translation) and Ŝ = diag(s, s, s, 1): the
+rotation A·R_W keeps the bone's local axes the file's and only translations are scaled, so a bone's
+parent-relative transform is Ŝ · L · Ŝ⁻¹ (translation × s) and a root's is G · L · Ŝ⁻¹. Skinning maps alike:
 B(t) · B⁻¹ = G · (W(t) · W⁻¹) · G⁻¹. Clip samples (position, Euler XYZ with q = qz·qy·qx, scale; the bone's
 absolute local pose) map the same way, which makes the pose basis inverse(local bind) · local(t).
 

@@ -1,9 +1,9 @@
 """Wallpaper Engine `.mdl` (MDLV 4–23) codec: bytes ⇄ records that mirror the file field for field.
 
-Layout: ../shared/reference/we_mdb_smd.md §1.2 (from the strict reference parser `mdl-reference.py` and the
-real files; the user's seed log is wrong where it disagrees: bone indices are explicit u32 values inside the
-vertex, sections carry absolute end offsets, bone records start with their name, clip samples are position +
-Euler XYZ + scale).
+Layout: docs/wallpaper_engine.md §2 (from the strict reference parser `mdl-reference.py` and the
+real files; an early reverse-engineering log is wrong where it disagrees (docs/wallpaper_engine.md §2.9):
+bone indices are explicit u32 values inside the vertex, sections carry absolute end offsets, bone records
+start with their name, clip samples are position + Euler XYZ + scale).
 
     cstr "MDLVnnnn"; u32 legacy_format; u32 materials_per_mesh; u32 mesh_count; MESH × mesh_count
     version ≥ 13: tagged sections {cstr tag; u32 absolute end; body} until the empty tag, then padding
@@ -37,7 +37,7 @@ PAD_SIZE = 1 << 20  # MDLV0013-era writers emit a fixed 1 MiB buffer
 FLAG_INDEX32 = 0x1
 FLAG_EXTRA = 0x2
 
-# Vertex attributes in the order they are packed (reference §1.2 table): bit, field name, numpy type, count.
+# Vertex attributes in the order they are packed (docs/wallpaper_engine.md §2.2): bit, field name, numpy type, count.
 VERTEX_ATTRIBUTES = (
     (0x00000001, "position", "<f4", 3),
     (0x00010000, "position4", "<f4", 4),
@@ -323,7 +323,7 @@ def _read_bone(r: Reader, m: Model, i: int) -> Bone:
 
 
 def _walk_skeleton_tables(r: Reader, version: int, n_bones: int) -> tuple[int, int]:
-    """The MDLS v2+ tables (reference §1.2), walked for their extent; returns (links, constraints)."""
+    """The MDLS v2+ tables (docs/wallpaper_engine.md §2.4), walked for their extent; returns (links, constraints)."""
     n_links = r.u16("links count")
     for i in range(n_links):
         r.cstring(f"link {i} name")

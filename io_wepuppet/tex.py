@@ -1,6 +1,6 @@
 """Wallpaper Engine `.tex` codec (TEXV0005 / TEXI0001 / TEXB0001–0004 / TEXS000n) and pixel decoding.
 
-Layout: ../shared/reference/we_mdb_smd.md §1.5 (RePKG's texture reader, CaptSilver's TEXB0004 word).
+Layout: docs/wallpaper_engine.md §5 (RePKG's texture reader, CaptSilver's TEXB0004 word).
 
     cstr "TEXV0005"; cstr "TEXI0001"; i32 format, flags, texture_w, texture_h, image_w, image_h; u32 unknown
     cstr "TEXB000n"; i32 image_count; [n ≥ 3: i32 FreeImageFormat]; [n = 4: i32 video flag]

@@ -1,7 +1,7 @@
 """`skinbridge check` for every format with a codec.
 
 Corrupted copies give exactly one error naming the bone or vertex, its byte offset and field, and exit 1.
-Offsets are worked out here from the layouts (reference/urho.md §1, pmx.md §1), never taken from our readers.
+Offsets are worked out here from the layouts (docs/urho.md §3, docs/mmd.md §2), never taken from our readers.
 """
 from __future__ import annotations
 

@@ -96,7 +96,7 @@ def _pmx_target():
 
 
 def test_fox_pmx_at_rest_and_while_walk_plays_at_frame_10(clean_scene, testdata, tmp_path):
-    """The seed's regression routine (§7 items 1–2): export the same character while a motion plays and at
+    """The regression routine of docs/mmd.md §5.7 (item 1): export the same character while a motion plays and at
     rest; the rest skeletons must not differ."""
     bpy, pipeline = _pmx_target()
     from skinbridge.app.options import ConvertOptions

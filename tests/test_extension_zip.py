@@ -264,8 +264,8 @@ def test_core_and_umd2_import_without_bpy(tmp_path):
 
 
 def _pure_modules() -> list[str]:
-    """Every module DESIGN.md says must work without Blender: core/, io_*/ (but ops.py, blender_*.py), and
-    the package __init__ files (including blender/__init__.py)."""
+    """Every module docs/architecture.md §2 says must work without Blender: core/, io_*/ (but ops.py,
+    blender_*.py), and the package __init__ files (including blender/__init__.py)."""
     names = ["skinbridge"]
     if (ROOT / "blender" / "__init__.py").is_file():
         names.append("skinbridge.blender")

@@ -1,5 +1,5 @@
 """The Fox reference. `skinbridge convert Fox.glb --to urhox` writes a Fox.mdl of exactly
-130698 bytes whose content matches an independent numpy conversion of the GLB (seed 000, Step 2)."""
+130698 bytes whose content matches an independent numpy conversion of the GLB (docs/urho.md §5.2)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +8,7 @@ import pytest
 from support.gltf_numpy import Glb
 from support.umd2_numpy import parse, vertex_columns
 
-FOX_SIZE = 130698  # the UrhoX reference file (seed 000 §4, §7.4)
+FOX_SIZE = 130698  # the UrhoX reference file (docs/urho.md §5.4)
 SEM_POS, SEM_NORMAL, SEM_TANGENT, SEM_TEX, SEM_COLOR, SEM_W, SEM_I = 0, 1, 3, 4, 5, 6, 7
 
 
@@ -25,7 +25,7 @@ def mdl(fox_mdl):
 
 @pytest.fixture(scope="module")
 def reference(glb):
-    """The seed's conversion done here with numpy: bones from the inverse bind matrices."""
+    """glb2mdl's conversion (docs/urho.md §5.2) done here with numpy: bones from the inverse bind matrices."""
     skin = glb.json["skins"][0]
     joints = skin["joints"]
     ibm = glb.accessor(skin["inverseBindMatrices"]).reshape(-1, 4, 4).transpose(0, 2, 1).astype(np.float64)

@@ -1,5 +1,5 @@
-"""The house in layers (DESIGN.md, README "Layout"): every module of the add-on is parsed and each import is
-checked to go down, never up a layer and never from one format package into another.
+"""The house in layers (docs/architecture.md §1–§3, README "Layout"): every module of the add-on is parsed
+and each import is checked to go down, never up a layer and never from one format package into another.
 
     core ← blender ← io_* (format packages) ← formats ← app, cli ← __init__ (registration)
 """

@@ -1,4 +1,4 @@
-"""MDB files built field by field from the layout table of ../shared/reference/we_mdb_smd.md §2.1, with struct
+"""MDB files built field by field from the layout table of docs/nwn2.md §2, with struct
 only (never with our writer), for the packets the test data lacks (HOOK, HELM, COLS, TRRN) and for SKIN
 packets with chosen bone indices."""
 from __future__ import annotations

@@ -76,7 +76,7 @@ def test_luka_physics_in_blender_and_back(clean_scene, testdata, tmp_path):
         c = ob.rigid_body_constraint
         assert c.type == "GENERIC_SPRING"
         assert (c.object1, c.object2) == (bodies[j.rigid_a], bodies[j.rigid_b])
-        # rotation limits: lower and upper swap and negate, Y and Z swap (reference/pmx.md §3.1)
+        # rotation limits: lower and upper swap and negate, Y and Z swap (docs/mmd.md §4.3)
         lo = np.float32([c.limit_ang_x_lower, c.limit_ang_y_lower, c.limit_ang_z_lower])
         hi = np.float32([c.limit_ang_x_upper, c.limit_ang_y_upper, c.limit_ang_z_upper])
         np.testing.assert_array_equal(lo, -j.rotation_upper[[0, 2, 1]])

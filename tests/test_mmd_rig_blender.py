@@ -1,7 +1,7 @@
 """Through Blender ("What it must show"):
 
 1. Fox.glb through `skinbridge convert --to pmx --mmd-rig` maps as the issue lists, the control bones have the
-   parents, targets, links and limits of seed §4, and the file passes our validator and babylon-mmd.
+   parents, targets, links and limits of docs/mmd.md §5.2, and the file passes our validator and babylon-mmd.
 2. The demo humanoid (Mixamo names) maps completely without a bone map; a bone map renaming two bones wins.
 3. `--arm-angle 30` on the demo humanoid: upper-arm tips 30° lower, other heads unchanged, the mesh equal to
    core/skinning.py applied to the rest export with that rotation (within 1e-5 of the bounding-box diagonal).
@@ -42,7 +42,7 @@ def _parent_names(m: pmx.PmxModel) -> dict[str, str | None]:
 
 
 def _check_control_layer(m: pmx.PmxModel, fitted: bool = False) -> None:
-    """Seed §4 and reference/pmx.md §1.10, exactly. `fitted`: written with motions whose knee keys bend
+    """docs/mmd.md §5.2 and §5.3, exactly. `fitted`: written with motions whose knee keys bend
     both ways, the knee limit's inner edge is widened past them (io_pmx/mmd_knees.py)."""
     k = _names(m)
     parent = _parent_names(m)

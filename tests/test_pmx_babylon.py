@@ -1,6 +1,6 @@
 """An independent reader: babylon-mmd 1.3.0 (npm, installed by tools/run into tools/node_modules) parses the files
 our writer produced, with no warnings and the same counts; and agrees with our reader on the real samples.
-How to run it in Node 20: reference/pmx.md §5."""
+How to run it in Node 20: docs/mmd.md §7."""
 from __future__ import annotations
 
 import json

@@ -12,7 +12,7 @@ from test_pmx_codec import SAMPLES, build_full_model
 
 KNEE_LOWER = np.array([0xC0490FDB, 0, 0], np.uint32).view(np.float32)  # (-π, 0, 0)
 KNEE_UPPER = np.array([0xBC0EFA35, 0, 0], np.uint32).view(np.float32)  # (-0.5°, 0, 0)
-# a knee pointing down, bone X = +X: columns x = (1,0,0), y = (0,0,-1), z = (0,1,0) (reference/pmx.md §3.3)
+# a knee pointing down, bone X = +X: columns x = (1,0,0), y = (0,0,-1), z = (0,1,0) (docs/mmd.md §4.5)
 KNEE_REST = np.array([[1.0, 0, 0], [0, 0, 1], [0, -1, 0]])
 
 

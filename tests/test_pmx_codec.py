@@ -1,5 +1,5 @@
 """PMX codec: byte-identical round trips of the real samples, a generated model with every record kind, index
-sizes and versions on write, and bad input (truncations and byte flips) per DESIGN."""
+sizes and versions on write, and bad input (truncations and byte flips) per docs/architecture.md §7.1."""
 from __future__ import annotations
 
 import dataclasses
@@ -39,7 +39,7 @@ def test_sample_reads_and_writes_back_byte_identical(testdata, name):
 
 
 def test_luka_facts_from_the_reference(testdata):
-    """Facts stated by ../shared/testdata/README.md and reference/pmx.md §0, §1.10 about Luka."""
+    """Facts stated by ../shared/testdata/README.md and docs/mmd.md §5.2, §5.3 about Luka."""
     m = pmx.read(sample_bytes(testdata, LUKA))
     assert m.version == np.float32(2.0)
     assert m.encoding == pmx.ENCODING_UTF16
@@ -354,7 +354,7 @@ def test_writer_refuses_what_it_cannot_encode():
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Bad input (DESIGN "Bad input"): every cut and flip either reads or raises FormatError
+# Bad input (docs/architecture.md §7.1): every cut and flip either reads or raises FormatError
 
 def _read_or_format_error(data: bytes) -> pmx.PmxModel | None:
     try:

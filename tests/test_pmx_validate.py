@@ -1,7 +1,7 @@
 """PMX validator and `check`: corrupted copies of Luka give exactly the expected finding (element, byte offset,
 field) and exit status 1; records built in memory are checked the same way before export.
 
-Offsets here are worked out by hand from the layout in reference/pmx.md §1, never taken from the reader."""
+Offsets here are worked out by hand from the layout in docs/mmd.md §2, never taken from the reader."""
 from __future__ import annotations
 
 import math
@@ -31,7 +31,7 @@ def skip_text(data: bytes, at: int) -> int:
 
 
 def bone_field_offsets(data: bytes, name: str) -> dict[str, int]:
-    """Walk one bone record of Luka (UTF-16, 2-byte bone indices) found by its name, per pmx.md §1.6."""
+    """Walk one bone record of Luka (UTF-16, 2-byte bone indices) found by its name, per docs/mmd.md §2.5."""
     start = data.find(textbuf(name))
     assert start > 0
     at = skip_text(data, skip_text(data, start))

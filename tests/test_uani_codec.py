@@ -316,7 +316,7 @@ def test_variant_detection():
     assert uani.detect_variant(build_classic("", 1.0, [])) == "urho3d"        # empty name: data[4] == 0
     assert uani.detect_variant(build_classic("Walk", 1.0, [])) == "urho3d"
     # a one-character control name is classic as long as the length's low bytes are not both zero
-    # (with length 1.0, bytes 00 00 80 3f, the heuristic of urho.md §1.8 would take it for UrhoX)
+    # (with length 1.0, bytes 00 00 80 3f, the heuristic of docs/urho.md §4.4 would take it for UrhoX)
     weird = build_classic("\x02", 1.1, [("t", 1, _key_floats(1, 3, 1))])
     assert weird[5:8] != b"\0\0\0"
     anim = uani.read(weird)

@@ -93,8 +93,8 @@ def _blender_pose(arm, frame_vmd: float | None):
 def _baked_copy(act, last_vmd_frame: int):
     """A copy of `act` baked onto every whole 30-fps frame 0..last: sampled from the original, LINEAR between
     samples, and rotations turning between samples as MMD turns them (slerp, the rule a VMD is played by),
-    through GENERATED keys close enough for Blender's per-component blend to follow the slerp (DESIGN's
-    GENERATED keys, as VMD import makes them; `vmd_convert.max_half_angle`)."""
+    through GENERATED keys close enough for Blender's per-component blend to follow the slerp
+    (docs/architecture.md §7.7, GENERATED keys, as VMD import makes them; `vmd_convert.max_half_angle`)."""
     from skinbridge.core.transforms import quat_normalize, slerp
 
     scene = bpy.context.scene

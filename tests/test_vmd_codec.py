@@ -1,6 +1,6 @@
 """VMD codec: byte-identical round trips of the real motions, their facts checked against an independent
 struct-based walk, files cut after an optional group, the interpolation block layout, names, `info`, a
-generated motion parsed by babylon-mmd, and bad input (truncations and byte flips) per DESIGN."""
+generated motion parsed by babylon-mmd, and bad input (truncations and byte flips) per docs/architecture.md §7.1."""
 from __future__ import annotations
 
 import json
@@ -37,7 +37,7 @@ def sample_bytes(testdata, name: str) -> bytes:
 
 
 # ------------------------------------------------------------------------------------------------------------
-# An independent walk over the layout of reference/pmx.md §2, with struct only (no numpy, no codec code)
+# An independent walk over the layout of docs/mmd.md §3, with struct only (no numpy, no codec code)
 
 def walk(data: bytes) -> dict:
     """Every section of a well-formed VMD, key by key. Raises struct.error / AssertionError on bad input."""
@@ -167,7 +167,7 @@ def test_sample_blocks_are_written_as_mmd_writes_them(testdata, name):
 
 
 def test_physics_toggle_file_facts(testdata):
-    """../shared/testdata/README.md and reference/pmx.md §2: full control-bone set, 100 morph keys, an IK on/off
+    """../shared/testdata/README.md and docs/mmd.md §3: full control-bone set, 100 morph keys, an IK on/off
     key, 9 keys with physics bytes 0x63,0x0F. Each fact is taken from the independent walk, then from the codec."""
     data = sample_bytes(testdata, PHYSICS)
     w, m = walk(data), vmd.read(data)

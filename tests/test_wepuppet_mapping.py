@@ -1,5 +1,5 @@
 """Wallpaper Engine mapping (records → core Scene) checked against matrices the test builds itself from the raw
-MDLS / MDLA records by reference §1.3: world bind = parent · column-major local bind; local(t) =
+MDLS / MDLA records by docs/wallpaper_engine.md §3: world bind = parent · column-major local bind; local(t) =
 T(pos) · Rz·Ry·Rx · S(scale); v' = Σ w · world(t) · world_bind⁻¹ · v."""
 from __future__ import annotations
 

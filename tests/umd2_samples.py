@@ -1,4 +1,4 @@
-"""UMD2 files generated for the tests (records built directly, laid out as the seed's tables)."""
+"""UMD2 files generated for the tests (records built directly, laid out as docs/urho.md §3.1 and §5.2)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,5 @@
 """Shared by the Wallpaper Engine tests: a puppet built in code, a record comparison, and a table-driven walker
-of MDLV files that follows ../shared/reference/we_mdb_smd.md §1.2 field by field (independent of the codec)."""
+of MDLV files that follows docs/wallpaper_engine.md §2 field by field (independent of the codec)."""
 from __future__ import annotations
 
 import math

@@ -22,7 +22,7 @@ from ..model import pmx
 from ..model.validate import raise_for_errors, validate
 from ..motion.names import shorten_bone_names
 
-# Faults that would index out of range or loop when building: import refuses them (DESIGN, "Bad input").
+# Faults that would index out of range or loop when building: import refuses them (docs/architecture.md §7.1).
 _FATAL = re.compile(r"index|is not a bone|cycle|own parent|consume")
 _ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "node_groups",
                    "actions", "textures")

@@ -1,4 +1,4 @@
-"""VMD import: `.vmd` files → actions of an armature imported from PMX (reference/pmx.md §2–§3).
+"""VMD import: `.vmd` files → actions of an armature imported from PMX (docs/mmd.md §3–§4).
 
 Atomic: the file is read and every F-curve worked out (`_plan`) before the first datablock is created. One
 action named after the file, with a slot for the armature (bone keys, matched by the MMD Japanese name each

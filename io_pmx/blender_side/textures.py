@@ -1,6 +1,6 @@
 """The images a PMX's materials use, written next to it (`convert --to pmx`):
 embedded images byte for byte, images read from files copied when they are PNG, others encoded as
-PNG; file names through `core.naming` (DESIGN "Names from file content"), de-duplicated per folder; the
+PNG; file names through `core.naming` (docs/architecture.md §7.2), de-duplicated per folder; the
 texture table then holds the paths relative to the PMX.
 
 Texture table entries are matched to Blender images the way `blender.material.read_material` names them

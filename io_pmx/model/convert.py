@@ -1,6 +1,6 @@
 """Mapping between PMX records and the neutral core model (no bpy).
 
-Conventions, stated once (reference/pmx.md §3; seed 003 §3.1: positions, directions and angles each get their
+Conventions, stated once (docs/mmd.md §4; §4.1: positions, directions and angles each get their
 own conversion, never one shared "vector" function):
 
 * **Positions** (vertices, bone heads, tails given as offsets, morph offsets): MMD (x, y, z) → Blender

@@ -1,6 +1,6 @@
 """PMX 2.0 / 2.1 codec: bytes ⇄ records that mirror the file field for field.
 
-Layout: ../shared/reference/pmx.md §1 (PmxEditor's PMX仕様.txt). Nothing is interpreted here: no axis change,
+Layout: docs/mmd.md §2 (PmxEditor's PMX仕様.txt). Nothing is interpreted here: no axis change,
 no unit change, no clamping. Positions, directions and angles are all stored as the raw float3 of the file
 (IK limits included: radians in PMX semantics, lower/upper exactly as written); each gets its own
 conversion in the mapping, never here.
@@ -191,7 +191,7 @@ def vertex_dtype(additional_uvs: int) -> np.dtype:
 
 @functools.lru_cache(maxsize=None)
 def vertex_file_dtype(deform: int, additional_uvs: int, bone_size: int) -> np.dtype:
-    """On-disk layout of one vertex of the given deform type (pmx.md §1.4)."""
+    """On-disk layout of one vertex of the given deform type (docs/mmd.md §2.3)."""
     bone = index_dtype("bone", bone_size)
     fields: list[tuple] = [("position", "<f4", _V3), ("normal", "<f4", _V3), ("uv", "<f4", (2,)),
                            ("add_uv", "<f4", (additional_uvs, 4)), ("deform", "u1"),
@@ -457,7 +457,7 @@ class _PmxReader:
         start = self.r.pos
         return _to_memory(self.r.array(dt, n, field), spec), start
 
-    # -- sections (pmx.md §1.2 order) ------------------------------------------------------------------------
+    # -- sections (docs/mmd.md §2.2 order) ------------------------------------------------------------------------
     def model(self) -> PmxModel:
         m = PmxModel()
         self.header(m)
@@ -999,7 +999,7 @@ def _fits_rows(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return ((a >= info.min) & (a <= info.max)).all(axis=1)
 
 
-# Size choice by element count (spec table, pmx.md §1.1).
+# Size choice by element count (spec table, docs/mmd.md §2.1).
 def smallest_index_size(kind: str, count: int) -> int:
     if kind == "vertex":
         return 1 if count <= 0xFF else 2 if count <= 0xFFFF else 4

@@ -1,7 +1,7 @@
 """Mapping between VMD keys and Blender pose channels (no bpy): the maths of the `blender_vmd_*` modules,
 testable alone.
 
-Conventions (reference/pmx.md §2–§3.2, stated once here):
+Conventions (docs/mmd.md §3, §4.4, stated once here):
 
 * **Time**: VMD frame f (30 fps) is Blender frame f × fps / 30 (`FRAME_RATE`).
 * **Axes**: MMD (x, y, z) → Blender (x, z, y); positions × scale (the model's, 0.08 by default); a rotation
@@ -18,7 +18,7 @@ Conventions (reference/pmx.md §2–§3.2, stated once here):
 * **Curves**: a key's 64-byte block describes the segment from the previous key to it. In Blender each
   F-curve key is BEZIER with FREE handles; a segment whose channel is a plain MMD curve gets the handles
   (x0 + x1/127·Δx, y0 + y1/127·Δy) and (x0 + x2/127·Δx, y0 + y2/127·Δy), which Blender evaluates exactly.
-  Two cases need keys of type GENERATED inside a segment (DESIGN "Interpolation follows the target engine"):
+  Two cases need keys of type GENERATED inside a segment (docs/architecture.md §7.7):
   rotations, which MMD slerps and Blender blends per component (the segment is cut where slerp and the
   component blend would part by more than the tolerance; each piece is the exact sub-curve of the MMD Bézier,
   so the timing stays exact), and Blender channels that mix MMD channels with different curves (cut until a

@@ -1,7 +1,7 @@
 """VMD motions ⇄ core animations (no bpy, no model needed): what `compare`, `convert` and the benchmarks read
 and write motions through.
 
-The convention, stated once (reference/pmx.md §2–§3): a VMD bone key is the bone's transform relative to its
+The convention, stated once (docs/mmd.md §3–§4): a VMD bone key is the bone's transform relative to its
 rest, about its head, in model axes (MMD bones have no orientation of their own). That is what a track of the
 animation holds, in Blender axes:
 

@@ -1,6 +1,6 @@
 """Bone names a PMX and its VMDs share (no bpy).
 
-A VMD key names its bone in 15 cp932 bytes (reference/pmx.md §2), a PMX in any length. MMD matches a key to
+A VMD key names its bone in 15 cp932 bytes (docs/mmd.md §3.2), a PMX in any length. MMD matches a key to
 a bone by those 15 bytes, so a long name cut differently on the two sides, or two names that share their
 first 15 bytes, lose keys. A model written together with its motions therefore gets, for each bone name that
 does not fit, one short unique name used in both files; the full name stays as the bone's English name.

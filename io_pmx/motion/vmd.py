@@ -1,6 +1,6 @@
 """VMD (MikuMikuDance motion) codec: bytes ⇄ records that mirror the file field for field.
 
-Layout: ../shared/reference/pmx.md §2. Nothing is interpreted here: positions, quaternions, camera angles and
+Layout: docs/mmd.md §3. Nothing is interpreted here: positions, quaternions, camera angles and
 interpolation bytes are kept exactly as stored (an all-zero quaternion stays all-zero; MMD ⇄ Blender
 conversions belong to the mapping), so read → write gives back the same bytes.
 

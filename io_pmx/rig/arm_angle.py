@@ -1,4 +1,4 @@
-"""The arm angle (`--arm-angle θ`, seed 003 §5.4; no bpy): the one function giving the rest transforms it
+"""The arm angle (`--arm-angle θ`, docs/mmd.md §5.5; no bpy): the one function giving the rest transforms it
 produces (`arm_angle_rest_transforms`), which the PMX export (`turn_arms`, on records) and the VMD exporter
 (`skeleton_arm_angle_rest`, on a core skeleton) both use, so that a model and its motions share one rest pose.
 """

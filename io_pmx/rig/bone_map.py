@@ -1,6 +1,6 @@
 """Which MMD bone each source bone becomes (`map_bones`, for `--mmd-rig` and `--bone-map`; no bpy).
 
-Seed 003 §2 and §3.4. Each source bone gets an MMD name, or keeps its own, or is merged into 全ての親, or is
+docs/mmd.md §5.1 and §5.4. Each source bone gets an MMD name, or keeps its own, or is merged into 全ての親, or is
 dropped as a helper. In order of precedence:
 
 * the user's `--bone-map FILE.json`: `{"source bone": "MMD name"}`; a `null` value drops the bone as a helper;
@@ -18,7 +18,7 @@ dropped as a helper. In order of precedence:
 A bone that is an ancestor of the body (下半身 or 上半身), or a root named root/master/全ての親, merges into
 全ての親. Helper bones (colliders, handles, poles, targets, IK/control/MCH/ORG/WGT bones, twist bones without
 weights) are dropped: their children move to the nearest exported ancestor and their weights go there too
-(seed §3.4). A leg chain that is not found in full (足, ひざ, 足首) is reported and gets no IK; nothing is
+(docs/mmd.md §5.4). A leg chain that is not found in full (足, ひざ, 足首) is reported and gets no IK; nothing is
 guessed from positions.
 """
 from __future__ import annotations

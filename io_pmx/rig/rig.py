@@ -1,6 +1,6 @@
 """The MMD control rig (`--mmd-rig`) on PMX records, and `apply`, which adds it and/or turns the arms (no bpy).
 
-Seed 003 §4 defines what the user needs; reference/pmx.md §1.10 gives the flags, layers and IK settings of the
+docs/mmd.md §5.2 defines what the user needs and gives the flags, layers and IK settings of the
 semi-standard (準標準) bones. Everything here works on the records `convert.from_scene` built (MMD axes:
 left-handed, Y up, the model faces −Z; MMD units), after the export gathered the model at rest, so the result
 never depends on the pose, action or frame the user is looking at. Which source bone becomes which MMD bone is
@@ -35,11 +35,11 @@ from .names import (
 )
 from ..model.pmx import BoneFlag
 
-# PMX space knee limit (reference/pmx.md §0): exactly these float32 bits
+# PMX space knee limit (docs/mmd.md §5.3): exactly these float32 bits
 KNEE_LOWER = np.array([0xC0490FDB, 0, 0], np.uint32).view(np.float32)  # (−π, 0, 0)
 KNEE_UPPER = np.array([0xBC0EFA35, 0, 0], np.uint32).view(np.float32)  # (−0.5°, 0, 0) = −0.0087266
 
-# flags and layers of reference/pmx.md §1.10
+# flags and layers of docs/mmd.md §5.2
 FLAGS = {ROOT: 0x1F, CENTER: 0x1E, GROOVE: 0x1E, WAIST: 0x1A, UPPER: 0x1B, UPPER2: 0x1B, LOWER: 0x1A,
          IK_PARENT: 0x1F, LEG_IK: 0x3E, TOE_IK: 0x3E, LEG: 0x1B, KNEE: 0x1B, ANKLE: 0x1B, TOE: 0x12}
 LAYERS = {LEG_IK: 1, TOE_IK: 2, TOE: 2}

@@ -1,4 +1,4 @@
-"""Hostile NWN2 MDB files, built field by field (layout: ../shared/reference/we_mdb_smd.md §2.1).
+"""Hostile NWN2 MDB files, built field by field (layout: docs/nwn2.md §2).
 
 The base file has one packet of every kind the codec reads: SKIN (three vertices, one face), RIGD, COL2,
 WALK (walk flags), COLS, HOOK, HAIR, HELM and a raw TRRN, so that every count and every offset is attacked.

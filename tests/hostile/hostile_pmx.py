@@ -1,4 +1,4 @@
-"""Hostile PMX 2.0 / 2.1 models, built field by field (layout: ../shared/reference/pmx.md §1).
+"""Hostile PMX 2.0 / 2.1 models, built field by field (layout: docs/mmd.md §2).
 
 The base model has every section and every optional bone part: three vertices (BDEF1, BDEF2, SDEF) with one
 additional UV, a texture, a material, four bones (tail bone, tail offset, IK with a limited link, append +

@@ -1,4 +1,4 @@
-"""Hostile Valve SMD / VTA text, built line by line (grammar: ../shared/reference/we_mdb_smd.md §3.1).
+"""Hostile Valve SMD / VTA text, built line by line (grammar: docs/source.md §2, §3).
 
 The base reference has two nodes, one skeleton frame and two triangles whose vertex lines take each form a
 line can have: GoldSrc (no link columns), link count 0, and links. The base VTA has a frame 0 over all six

@@ -1,4 +1,4 @@
-"""Hostile trigger sidecars (`<anim>.xml` / `.json`, reference/urho.md §1.5): a text format, so the attacks
+"""Hostile trigger sidecars (`<anim>.xml` / `.json`, docs/urho.md §4.5): a text format, so the attacks
 are deep nesting, huge blocks, entity expansion, encodings, numbers that do not fit and wrong JSON shapes."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hostile UMD2 / UMDL / UMD3 models, built field by field (layout: ../shared/reference/urho.md §1.2–§1.4).
+"""Hostile UMD2 / UMDL / UMD3 models, built field by field (layout: docs/urho.md §3).
 
 The base model is small but uses every part of the layout: one skinned vertex buffer, one index buffer, one
 geometry with a bone mapping and one LOD, one morph, two bones (the first with collision sphere and box),

@@ -1,4 +1,4 @@
-"""Hostile VMD motions, built field by field (layout: ../shared/reference/pmx.md §2): header, bone keys, morph
+"""Hostile VMD motions, built field by field (layout: docs/mmd.md §3): header, bone keys, morph
 keys, then the optional groups (camera + light), self-shadow, property (show / IK)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hostile Wallpaper Engine files, built field by field (layout: ../shared/reference/we_mdb_smd.md §1.2, §1.5).
+"""Hostile Wallpaper Engine files, built field by field (layout: docs/wallpaper_engine.md §2, §5).
 
 The base model is a wide MDLV0023 puppet with every section the codec parses or walks: a mesh with bbox,
 format 0x0180000F, three 80-byte vertices, u16 indices, the v21 blocks (both present) and one v23 group;

@@ -14,7 +14,7 @@ import pytest
 from conftest import run_cli
 
 HOSTILE = ["../../x", "/etc/x", "C:\\x", "con", "a|b"]
-EXPECTED = ["a_b", "con_", "x", "x-2", "x-3"]  # DESIGN's naming rule, in input order
+EXPECTED = ["a_b", "con_", "x", "x-2", "x-3"]  # the naming rule of docs/architecture.md §7.2, in input order
 
 
 def _everything(root: pathlib.Path) -> set[pathlib.Path]:

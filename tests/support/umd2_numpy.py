@@ -1,4 +1,4 @@
-"""A minimal UMD2 parser written for the tests from the seed's layout table (not our codec)."""
+"""A minimal UMD2 parser written for the tests from the layout table of docs/urho.md §3.1 (not our codec)."""
 from __future__ import annotations
 
 import struct
