@@ -64,6 +64,10 @@ class ConvertOptions:
         self.values = {**{k: v for k, v in given.items() if k not in {o.name for o in own}},
                        **resolved(own, given)}
 
+    def given_paths(self) -> list[str]:
+        """The files the target's path options name (read by the export: never written)."""
+        return [self.values[o.name] for o in declared(self.target) if o.path and self.values.get(o.name)]
+
     def __getattr__(self, attr: str) -> Any:
         values = self.__dict__.get("values")
         if values is not None and attr in values:
