@@ -130,23 +130,17 @@ def cmd_convert(args) -> int:
         return 2
     from . import formats
 
-    takers: dict[str, list[str]] = {}  # an option of some targets only: refused with the others
-    for target, spec in formats.targets().items():
-        for attr in spec.convert_options:
-            takers.setdefault(attr, []).append(target)
-    for attr, targets in takers.items():
-        if getattr(args, attr, None) and args.to not in targets:
-            flag = "--" + attr.replace("_", "-")
-            print(f"error: {flag} applies to --to {' or '.join(targets)} only, not --to {args.to}", file=sys.stderr)
+    given = {name: getattr(args, name) for name in formats.option_takers() if hasattr(args, name)}
+    for name in given:  # given on the command line (whatever its value) to a target that does not take it
+        option, targets = formats.option_takers()[name]
+        if args.to not in targets:
+            print(f"error: {option.cli_flag} applies to --to {' or '.join(targets)} only, not --to {args.to}",
+                  file=sys.stderr)
             return 2
     from .app.options import ConvertOptions
 
-    options = ConvertOptions(target=args.to, profile=args.profile, max_bones=args.max_bones,
-                             deform_only=args.deform_only, ani_format=args.ani_format, motions=args.motion or [],
-                             protected={os.path.realpath(p) for p in args.inputs},
-                             mmd_rig=args.mmd_rig, bone_map=args.bone_map, arm_angle=args.arm_angle,
-                             scale=args.scale, skeleton=args.skeleton, limit_weights=args.limit_weights,
-                             name=args.name)
+    options = ConvertOptions(target=args.to, motions=args.motion or [], name=args.name,
+                             protected={os.path.realpath(p) for p in args.inputs}, **given)
     plan = _plan(args)
     total = len(plan)
     failed = 0
@@ -408,7 +402,22 @@ def _number(kind, low, high, what: str):
     return parse
 
 
-_bone_limit = _number(int, 1, 255, "bones per geometry")
+def _add_option(parser: argparse.ArgumentParser, option, help_text: str) -> None:
+    """The flag of a target's option (core/formatspec.py Option), checked as its record says. Not given, it is
+    absent from the parsed arguments (argparse.SUPPRESS): the targets' defaults apply, and `convert` refuses
+    only what was given."""
+    kwargs: dict = {"dest": option.name, "default": argparse.SUPPRESS, "help": help_text}
+    if option.type is bool:
+        kwargs["action"] = "store_true"
+    elif option.choices:
+        kwargs["choices"] = list(option.values())
+    else:
+        if option.type in (int, float):
+            low = -float("inf") if option.low is None else option.low
+            high = float("inf") if option.high is None else option.high
+            kwargs["type"] = _number(option.type, low, high, option.unit or option.name.replace("_", " "))
+        kwargs["metavar"] = option.metavar
+    parser.add_argument(option.cli_flag, **kwargs)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -434,30 +443,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-n", "--name", help="model file name without extension (one input only)")
     c.add_argument("-j", "--jobs", type=_number(int, 1, 64, "processes"), default=1,
                    help="convert N inputs in parallel processes (1 to 64, default 1)")
-    c.add_argument("--profile", default="urhox", choices=["urhox", "urho3d"],
-                   help="urhox: glTF axes, all bones in every mapping (default); urho3d: left-handed Y up, "
-                   "geometries split at --max-bones, morphs written")
-    c.add_argument("--max-bones", type=_bone_limit, default=64, help="bones per geometry under urho3d (1-255, default 64)")
-    c.add_argument("--deform-only", action="store_true",
-                   help="drop bones that deform nothing and have no deforming descendants")
-    c.add_argument("--ani-format", default="urhox", choices=["urhox", "urho3d"],
-                   help="animation files: UrhoX UANI v2 (default) or classic Urho3D UANI")
     c.add_argument("--motion", action="append", metavar="FILE",
                    help="load a motion file onto the model as an action before export (repeatable)")
-    c.add_argument("--mmd-rig", action="store_true",
-                   help="pmx: add the MMD control bones (全ての親, センター, グルーブ, 腰, 上半身2, 足IK親, 足ＩＫ, "
-                   "つま先ＩＫ) and MMD bone names to any humanoid or animal armature")
-    c.add_argument("--bone-map", metavar="FILE.json",
-                   help="pmx: JSON object {\"source bone\": \"MMD name\" or null} overriding the bone mapping")
-    c.add_argument("--arm-angle", type=_number(float, -90.0, 90.0, "degrees"), default=0.0, metavar="DEGREES",
-                   help="pmx: turn the upper arms down by this angle about +Y (re-posing the mesh) before export "
-                   "(default 0)")
-    c.add_argument("--scale", type=_number(float, 1e-6, 1e6, "units per metre"), default=None, metavar="S",
-                   help="pmx: units per metre of the written model (default 12.5, MMD's 8 cm unit)")
-    c.add_argument("--skeleton", metavar="NAME",
-                   help="mdb: the GR2 skeleton a skinned model's SKIN packets name (required for skinned meshes)")
-    c.add_argument("--limit-weights", action="store_true",
-                   help="mdb: keep each vertex's 4 largest weights and renormalise them (otherwise refused)")
+    for option, takers in formats.option_takers().values():
+        _add_option(c, option, f"{' or '.join(takers)}: {formats.option_text(option)}")
     c.set_defaults(func=cmd_convert)
     i = sub.add_parser("info", help="print a JSON summary of model or animation files")
     i.add_argument("files", nargs="+", metavar="FILE")

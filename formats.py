@@ -15,7 +15,7 @@ import os
 import pkgutil
 
 from .core.errors import FormatError
-from .core.formatspec import CAPABILITIES, DemoRow, FormatSpec  # noqa: F401  (re-exported)
+from .core.formatspec import CAPABILITIES, DemoRow, FormatSpec, Option  # noqa: F401  (re-exported)
 
 _SPECS: dict[str, FormatSpec] = {}
 _LOADED = False
@@ -141,3 +141,50 @@ def file_kind(path: str | os.PathLike, spec: FormatSpec | None = None) -> str:
     from .core.fileio import read_bytes
 
     return spec.get("kind_of")(read_bytes(path))
+
+
+# -- the options of convert targets ---------------------------------------------------------------------------
+
+def option_takers() -> dict[str, tuple[Option, list[str]]]:
+    """Every option a target declares: its record (the first target's, where several declare one name) and the
+    `--to` names that take it, in registry order."""
+    out: dict[str, tuple[Option, list[str]]] = {}
+    for target, spec in targets().items():
+        for o in spec.options:
+            out.setdefault(o.name, (o, []))[1].append(target)
+    return out
+
+
+def _shown(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def option_text(o: Option) -> str:
+    """The option's help with what it takes and its default: "bones per geometry (1 to 255, default 64)"."""
+    extra = [o.range_text()] if o.low is not None else []
+    if o.unit and o.low is None:
+        extra.append(o.unit)
+    if o.default_from is not None:
+        extra.append(f"default: as --{o.default_from.replace('_', '-')}")
+    elif o.default is not None and o.type is not bool:
+        extra.append(f"default {_shown(o.default)}")
+    return o.help + (f" ({', '.join(extra)})" if extra else "")
+
+
+def options_table() -> str:
+    """The Markdown table of the targets' options, as README.md shows it between its `options` markers."""
+    lines = ["| option | `--to` | meaning |", "|---|---|---|"]
+    for o, takers in option_takers().values():
+        value = "\\|".join(o.values()) if o.choices else (o.metavar or "VALUE") if o.type is not bool else ""
+        flag = f"`{o.cli_flag}{' ' + value if value else ''}`"
+        meaning = option_text(o).replace("|", "\\|")
+        lines.append(f"| {flag} | {', '.join(f'`{t}`' for t in takers)} | {meaning} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # python -m skinbridge.formats options-table: the README's table, regenerated
+    import sys
+
+    if sys.argv[1:] != ["options-table"]:
+        sys.exit("usage: python -m skinbridge.formats options-table")
+    sys.stdout.write(options_table())

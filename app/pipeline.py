@@ -77,8 +77,7 @@ def convert_file(src: str, outdir: str, name: str, options: ConvertOptions) -> t
         if not os.path.exists(motion):
             raise FileNotFoundError(f"--motion {motion}: no such file")
     inputs = [src, *options.motions, *(options.protected or ())]
-    if options.bone_map:
-        inputs.append(options.bone_map)
+    inputs += options.given_paths()  # files an option names (PMX --bone-map) are inputs too
     with fileio.output_session(outdir, inputs) as session:
         session.check(outdir)  # the output folder itself is no input and lies in none
         reset_scene()

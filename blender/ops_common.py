@@ -1,7 +1,90 @@
-"""What every format's operators share: registering classes with their File › Import / Export entries."""
+"""What every format's operators share: registering classes with their File › Import / Export entries, the
+file properties and the target's options (`file_operator`), the multi-file import loop, the export run and one
+report per operation (`report_outcome`)."""
 from __future__ import annotations
 
+import os
+
 import bpy
+from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
+
+from ..core.formatspec import Option
+
+SHOWN_WARNINGS = 3  # warnings quoted in the status bar's summary; the Info log has them all
+
+
+def option_property(o: Option):
+    """The operator property of a target's option: the same default, limits, choices and words as the command
+    line (core/formatspec.py)."""
+    name = o.label or o.name.replace("_", " ").title()
+    text = o.help[:1].upper() + o.help[1:] + (f" ({o.unit})" if o.unit else "")
+    default = o.default if o.default is not None else o.ui_default
+    if o.type is bool:
+        return BoolProperty(name=name, description=text, default=bool(default))
+    if o.choices:
+        return EnumProperty(name=name, description=text, items=list(o.choices), default=default)
+    if o.type is str:
+        return StringProperty(name=name, description=text, default=default or "",
+                              subtype="FILE_PATH" if o.path else "NONE")
+    limits = {k: v for k, v in (("min", o.low), ("max", o.high)) if v is not None}
+    if o.type is int:
+        return IntProperty(name=name, description=text, default=int(default or 0), **limits)
+    return FloatProperty(name=name, description=text, default=float(default or 0.0), precision=4, **limits)
+
+
+def option_values(op, options: tuple[Option, ...]) -> dict:
+    """The operator's values of `options` as the exporters take them (an empty text or file path: not given;
+    a path made absolute)."""
+    out = {}
+    for o in options:
+        value = getattr(op, o.name)
+        if o.type is str and not o.choices:
+            value = (bpy.path.abspath(value) if o.path else value) if value else None
+        out[o.name] = value
+    return out
+
+
+def file_operator(extensions: tuple[str, ...], options: tuple[Option, ...] = (), *, several: bool = False,
+                  collection: bool = False):
+    """Class decorator of an import or export operator: its file name ending and filter from the format's
+    `extensions`, the `files`/`directory` of a multi-file import (`several`), the hidden `collection` of a
+    Collection Exporter, and one property per target option (`option_property`)."""
+
+    def decorate(cls):
+        annotations = cls.__dict__.get("__annotations__")
+        if annotations is None:
+            annotations = {}
+            cls.__annotations__ = annotations
+        added = {}
+        if extensions:  # none for an operator that picks a folder
+            cls.filename_ext = extensions[0]
+            added["filter_glob"] = StringProperty(default=";".join(f"*{e}" for e in extensions), options={"HIDDEN"})
+        if several:
+            added["files"] = CollectionProperty(type=bpy.types.OperatorFileListElement,
+                                                options={"HIDDEN", "SKIP_SAVE"})
+            added["directory"] = StringProperty(subtype="DIR_PATH", options={"HIDDEN", "SKIP_SAVE"})
+        if collection:
+            added["collection"] = StringProperty(options={"HIDDEN"})
+        added.update((o.name, option_property(o)) for o in options)
+        annotations.update(added)
+        return cls
+
+    return decorate
+
+
+def report_outcome(op, headline: str, warnings: list[str], level: str = "WARNING") -> None:
+    """One report of an operation in the status bar: `headline`, the count of warnings and the first few; every
+    warning before it in the Info log. The status bar shows the last report of type INFO, WARNING or ERROR
+    (Blender's BKE_reports_last_displayable), so each warning goes in as an INFO report first and the summary
+    comes last, as WARNING when there are warnings (`level`), else INFO."""
+    for w in warnings:
+        op.report({"INFO"}, f"warning: {w}")
+    if not warnings:
+        op.report({"INFO"}, headline)
+        return
+    shown = "; ".join(warnings[:SHOWN_WARNINGS]) + ("; …" if len(warnings) > SHOWN_WARNINGS else "")
+    count = f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}"
+    op.report({level}, f"{headline}: {count}: {shown} (see Info log)")
 
 
 def registrar(classes, imports=(), exports=()):
@@ -70,29 +153,52 @@ def _new_objects_chosen(context, before: set) -> None:
 
 
 def import_each(op, import_one) -> set[str]:
-    """Run `import_one(path)` (returning an object with `.warnings`) for every file the import operator `op` was
-    given (its `files` in `directory`, else `filepath`); report each failure and warning with the file's name.
-    The objects made are left selected and the new armature (or mesh) active."""
-    import os
-
+    """Run `import_one(path)` (returning its warnings, or an object with `.warnings`) for every file the import
+    operator `op` was given (its `files` in `directory`, else `filepath`); a failure is an ERROR report naming
+    the file, and one summary reports the warnings, each with its file's name (`report_outcome`). The objects
+    made are left selected and the new armature (or mesh) active."""
     from ..core.errors import ExportError, FormatError
 
     context = bpy.context
     before = {ob.as_pointer() for ob in context.view_layer.objects}
     paths = [os.path.join(op.directory, f.name) for f in op.files if f.name] or [op.filepath]
-    done = 0
+    done: list[str] = []
+    warnings: list[str] = []
     for path in paths:
         try:
             result = import_one(path)
         except (FormatError, ExportError, OSError) as e:
             op.report({"ERROR"}, f"{os.path.basename(path)}: {e}")
             continue
-        for w in result.warnings:
-            op.report({"WARNING"}, f"{os.path.basename(path)}: {w}")
-        done += 1
+        more = result if isinstance(result, list) else result.warnings
+        warnings += [f"{os.path.basename(path)}: {w}" for w in more]
+        done.append(os.path.basename(path))
     if done:
         _new_objects_chosen(context, before)
+        report_outcome(op, f"Imported {done[0] if len(done) == 1 else f'{len(done)} files'}", warnings)
     return {"FINISHED"} if done else {"CANCELLED"}
+
+
+class ImportFiles:
+    """Mixin of an import operator of several files (with `file_operator(..., several=True)`): the class gives
+    `import_one(context, path)` returning the file's warnings."""
+
+    def import_one(self, context, path: str) -> list[str]:
+        raise NotImplementedError
+
+    def execute(self, context):
+        return import_each(self, lambda path: self.import_one(context, path))
+
+
+class ExportFile:
+    """Mixin of an export operator: the class gives `export(context)` returning warnings, run through
+    `export_reporting` (the scope the user chose, the output guard, one report)."""
+
+    def export(self, context) -> list[str]:
+        raise NotImplementedError
+
+    def execute(self, context):
+        return export_reporting(self, lambda: self.export(context))
 
 
 def bone_curves(arm_ob, act) -> int:
@@ -115,9 +221,7 @@ def import_motions(op, context, import_one, what: str = "motion") -> set[str]:
     or selected one, else the only one; refused naming the candidates otherwise). Each file on its own:
     `import_one(path, armature)` returns (actions, warnings); a file whose actions animate none of the
     armature's bones is an error, and everything it made is removed and the armature's action put back. Every
-    message names its file; FINISHED when at least one file was imported."""
-    import os
-
+    message names its file; one summary (`report_outcome`); FINISHED when at least one file was imported."""
     from ..core.errors import ExportError, FormatError
     from .selection import NoTarget, find_armature
 
@@ -128,6 +232,7 @@ def import_motions(op, context, import_one, what: str = "motion") -> set[str]:
         return {"CANCELLED"}
     paths = [os.path.join(op.directory, f.name) for f in op.files if f.name] or [op.filepath]
     done = []
+    all_warnings: list[str] = []
     for path in paths:
         name = os.path.basename(path)
         actions_before = {a.as_pointer() for a in bpy.data.actions}
@@ -146,11 +251,10 @@ def import_motions(op, context, import_one, what: str = "motion") -> set[str]:
             op.report({"ERROR"}, f"{name}: none of its tracks matches a bone of {arm.name}: nothing imported "
                                  "(select the armature this motion was made for)")
             continue
-        for w in warnings:
-            op.report({"WARNING"}, w if w.startswith(name) else f"{name}: {w}")
+        all_warnings += [w if w.startswith(name) else f"{name}: {w}" for w in warnings]
         done.append(name)
     if done:
-        op.report({"INFO"}, f"{len(done)} {what}(s) imported onto {arm.name}")
+        report_outcome(op, f"{len(done)} {what}(s) imported onto {arm.name}", all_warnings)
     return {"FINISHED"} if done else {"CANCELLED"}
 
 
@@ -178,7 +282,7 @@ def _undo_motion(arm, saved, actions_before: set, objects_before: set) -> None:
 
 def export_reporting(op, export) -> set[str]:
     """Run `export()` (returning warnings) for the export operator `op`: an ExportError, OSError or an
-    ambiguous choice of model becomes an ERROR report and CANCELLED, each warning a WARNING report.
+    ambiguous choice of model becomes an ERROR report and CANCELLED; else one summary (`report_outcome`).
 
     What is exported follows the user's choice (`scene.export_scope`): a Collection Exporter's `collection`
     (the operator's `collection` property) and the operator's `selected_only`. Every file is written through
@@ -198,6 +302,5 @@ def export_reporting(op, export) -> set[str]:
     except (ExportError, NoTarget, OSError) as e:
         op.report({"ERROR"}, str(e))
         return {"CANCELLED"}
-    for w in warnings:
-        op.report({"WARNING"}, w)
+    report_outcome(op, f"Exported {os.path.basename(getattr(op, 'filepath', '') or '') or 'the model'}", warnings)
     return {"FINISHED"}

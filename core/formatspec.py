@@ -54,6 +54,56 @@ class DemoRow:
     ok: bool = False
 
 
+OPTION_TYPES = (bool, int, float, str)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of `convert --to <target>` and of the target's export operator, declared once by the format
+    package: the command line flag, its checks, the operator property and the README table are made from it.
+
+    `default` is what a conversion uses when the option is not given; None means "not set: the target decides"
+    (its help says how), and then `ui_default` is where the operator property starts. `default_from` names
+    another option of the same target whose value is this one's default when it is among `choices` (UrhoX:
+    the animation format follows the profile). `unit` is in words ("degrees", "units per metre") and is the same
+    on the command line and in the UI."""
+    name: str                          # identifier: the ConvertOptions attribute and the operator property
+    type: type                         # one of OPTION_TYPES; a str with no choices is free text (a name, a path)
+    default: Any = None
+    help: str = ""                     # one sentence, no trailing period
+    unit: str = ""
+    low: float | None = None           # inclusive limits of a number
+    high: float | None = None
+    choices: tuple[tuple[str, str, str], ...] = ()  # (value, UI name, description) of a closed set
+    flag: str | None = None            # command line flag; None: --<name with dashes>
+    default_from: str | None = None
+    metavar: str | None = None         # the command line's name of the value (FILE.json, DEGREES)
+    label: str = ""                    # the operator property's name; "": the name in title case
+    path: bool = False                 # the value is a file path (a file browser in the UI)
+    ui_default: Any = None
+
+    def __post_init__(self):
+        if self.type not in OPTION_TYPES:
+            raise ValueError(f"option {self.name}: type {self.type!r} is not one of {OPTION_TYPES}")
+        if self.choices and self.default is not None and self.default not in self.values():
+            raise ValueError(f"option {self.name}: default {self.default!r} is not one of {self.values()}")
+
+    @property
+    def cli_flag(self) -> str:
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    def values(self) -> tuple[str, ...]:
+        return tuple(c[0] for c in self.choices)
+
+    def range_text(self) -> str:
+        """What values it takes, in words: "1 to 255", "urhox or urho3d", "" for free text and switches."""
+        if self.choices:
+            return " or ".join(self.values())
+        if self.low is not None and self.high is not None:
+            return f"{self.low:g} to {self.high:g}"
+        return ""
+
+
 @dataclass(frozen=True)
 class FormatSpec:
     name: str                         # short id, unique: "umd2", "pmx", "vmd", ...
@@ -67,8 +117,8 @@ class FormatSpec:
     #                                   of another spec wins, and the extension breaks ties among weak ones
     target: str | None = None         # `convert --to` name, when the format is written by convert
     folder_suffix: str = "_out"       # `convert` output folder <stem><suffix> when -o is not given
-    convert_options: tuple[str, ...] = ()  # ConvertOptions fields only this target uses (`convert` refuses them
-    #                                   with a target that does not list them)
+    options: tuple[Option, ...] = ()  # what `convert --to <target>` and the export operator take besides the
+    #                                   options every target takes (app/options.py); refused with other targets
     operators: str | None = None      # module with register()/unregister() of its File › Import/Export entries
     import_operator: str | None = None  # bl_idname of its import operator (drag and drop calls it)
     export_operator: str | None = None
@@ -85,6 +135,13 @@ class FormatSpec:
         bad = [e for e in self.extensions if not e.startswith(".") or e != e.lower()]
         if bad:
             raise ValueError(f"format {self.name}: extensions must be lower case and start with '.': {bad}")
+        names = [o.name for o in self.options]
+        if len(set(names)) != len(names):
+            raise ValueError(f"format {self.name}: an option is declared twice: {names}")
+        for o in self.options:
+            if o.default_from is not None and o.default_from not in names:
+                raise ValueError(f"format {self.name}: option {o.name}'s default follows {o.default_from}, "
+                                 "which this format does not declare")
 
     def has(self, capability: str) -> bool:
         return self.capabilities.get(capability) is not None

@@ -4,7 +4,15 @@ and File menu entries (`ops`).
 
 No bpy here: `import skinbridge.io_mdb.mdb` works in a Python without Blender.
 """
-from ..core.formatspec import FormatSpec
+from ..core.formatspec import FormatSpec, Option
+
+OPTIONS = (
+    Option("skeleton", str, None, metavar="NAME",
+           help="the GR2 skeleton a skinned model's SKIN packets name, e.g. P_HHM_skel (required for skinned "
+                "meshes without one)"),
+    Option("limit_weights", bool, False, label="Limit and Normalise Weights",
+           help="keep each vertex's 4 largest weights and renormalise them (otherwise refused)"),
+)
 
 
 def _sniff(head: bytes) -> bool:
@@ -19,7 +27,7 @@ FORMATS = (
         extensions=(".mdb",),
         sniff=_sniff,
         head=16,
-        target="mdb", convert_options=("skeleton", "limit_weights"),
+        target="mdb", options=OPTIONS,
         folder_suffix="_MDB",
         operators="io_mdb.ops",
         import_operator="import_scene.nwn2_mdb",

@@ -19,7 +19,7 @@ def demo(context, outdir: str, arm_ob, mesh_ob, options) -> tuple[list[DemoRow],
     from . import blender_io
 
     path = os.path.join(outdir, "Humanoid.mdb")
-    skeleton = getattr(options, "skeleton", None) or SKELETON
+    skeleton = options.skeleton or SKELETON
     t = time.perf_counter()
     warnings = blender_io.export_mdb(context, path, skeleton=skeleton, limit_weights=True)
     elapsed = time.perf_counter() - t

@@ -952,6 +952,6 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     if os.path.realpath(path) in set(getattr(options, "protected", ()) or ()):
         raise ExportError(f"refusing to overwrite the input {path}")
     os.makedirs(outdir, exist_ok=True)
-    warnings = export_mdb(context, path, skeleton=getattr(options, "skeleton", None),
-                          limit_weights=bool(getattr(options, "limit_weights", False)))
+    warnings = export_mdb(context, path, skeleton=options.skeleton,
+                          limit_weights=bool(options.limit_weights))
     return [path], warnings

@@ -4,22 +4,22 @@ Drag and drop is built by the application from the format registry (io_mdb.FORMA
 from __future__ import annotations
 
 import bpy
-from bpy.props import BoolProperty, CollectionProperty, StringProperty
+from bpy.props import StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ..blender.ops_common import export_reporting, import_each, registrar
+from ..blender.ops_common import ExportFile, file_operator, import_each, option_values, registrar
+from . import FORMATS, OPTIONS
+
+_MDB = FORMATS[0]
 
 
+@file_operator(_MDB.extensions, several=True)
 class IMPORT_SCENE_OT_nwn2_mdb(bpy.types.Operator, ImportHelper):
     """Import a Neverwinter Nights 2 model (.mdb): meshes, collision and walk meshes, hooks, hair/helm points"""
 
     bl_idname = "import_scene.nwn2_mdb"
     bl_label = "Import Neverwinter Nights 2 Model"
     bl_options = {"REGISTER", "UNDO", "PRESET"}
-    filename_ext = ".mdb"
-    filter_glob: StringProperty(default="*.mdb;*.MDB", options={"HIDDEN"})
-    files: CollectionProperty(type=bpy.types.OperatorFileListElement, options={"HIDDEN", "SKIP_SAVE"})
-    directory: StringProperty(subtype="DIR_PATH", options={"HIDDEN", "SKIP_SAVE"})
     armature: StringProperty(name="Skeleton Armature", default="",
                              description="An armature of the model's GR2 skeleton: SKIN bone indices name its "
                                          "bones (attachment and face bones dropped, Ribcage last). Empty: vertex "
@@ -41,27 +41,19 @@ class IMPORT_SCENE_OT_nwn2_mdb(bpy.types.Operator, ImportHelper):
         return self.invoke_popup(context)
 
 
-class EXPORT_SCENE_OT_nwn2_mdb(bpy.types.Operator, ExportHelper):
+@file_operator(_MDB.extensions, OPTIONS, collection=True)
+class EXPORT_SCENE_OT_nwn2_mdb(ExportFile, bpy.types.Operator, ExportHelper):
     """Export the visible MDB objects (and hidden LODs) as a Neverwinter Nights 2 model (.mdb)"""
 
     bl_idname = "export_scene.nwn2_mdb"
     bl_label = "Export Neverwinter Nights 2 Model"
     bl_options = {"PRESET"}
-    filename_ext = ".mdb"
-    filter_glob: StringProperty(default="*.mdb;*.MDB", options={"HIDDEN"})
-    collection: StringProperty(options={"HIDDEN"})
-    skeleton: StringProperty(name="Skeleton", default="",
-                             description="GR2 skeleton name for new skinned meshes (e.g. P_HHM_skel)")
-    limit_weights: BoolProperty(name="Limit and normalise weights", default=False,
-                                description="Keep the 4 largest weights of a vertex and renormalise them instead "
-                                            "of refusing the export")
 
-    def execute(self, context):
+    def export(self, context) -> list[str]:
         from . import blender_io
 
         coll = bpy.data.collections.get(self.collection) if self.collection else None
-        return export_reporting(self, lambda: blender_io.export_mdb(
-            context, self.filepath, coll, self.skeleton or None, self.limit_weights))
+        return blender_io.export_mdb(context, self.filepath, coll, **option_values(self, OPTIONS))
 
 
 class OBJECT_PT_nwn2_mdb(bpy.types.Panel):

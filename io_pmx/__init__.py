@@ -4,13 +4,32 @@ inside Blender only, import/export (`blender_*`) with File menu entries (`ops`).
 No bpy here: `import skinbridge.io_pmx.model.pmx` works in a Python without Blender; `register()` imports the
 operators.
 """
-from ..core.formatspec import FormatSpec
+from ..core.formatspec import FormatSpec, Option
 
 # The parts of this package, bottom first: a part imports only the parts before it; modules directly in the
 # package (scene_files) use the bpy-free parts; `blender_side` (the only part that imports bpy) may use everything.
 PARTS = ("model", "motion", "rig", "blender_side")
 
 VMD_SIGNATURE = b"Vocaloid Motion Data"
+
+UNITS_PER_METRE = 12.5  # MMD's unit is 8 cm (the import's 0.08 metres per unit)
+
+OPTIONS = (
+    Option("mmd_rig", bool, False, label="MMD Rig",
+           help="add the MMD control bones (全ての親, センター, グルーブ, 腰, 上半身2, 足IK親, 足ＩＫ, つま先ＩＫ) and "
+                "MMD bone names to any humanoid or animal armature"),
+    Option("bone_map", str, None, metavar="FILE.json", path=True,
+           help='JSON object {"source bone": "MMD name" or null} overriding the automatic bone mapping (null drops '
+                'the bone as a helper)'),
+    Option("arm_angle", float, 0.0, unit="degrees", low=-90.0, high=90.0, metavar="DEGREES",
+           help="turn the left upper arm by +θ and the right by −θ degrees about Blender's +Y through the bone's "
+                "head (a T-pose arm's tip drops by θ); the mesh is re-posed with linear blend skinning"),
+    Option("scale", float, None, unit="units per metre", low=1e-6, high=1e6, metavar="S",
+           ui_default=UNITS_PER_METRE,
+           help="units per metre of the written model; not given: the model's own import scale, else 12.5 "
+                "(MMD's 8 cm unit); a model outside 2 to 200 units tall gets a warning naming the --scale that "
+                "makes it 20"),
+)
 
 
 def _pmx_semantic(model) -> list[str]:
@@ -29,7 +48,7 @@ FORMATS = (
     FormatSpec(
         name="pmx", label="MikuMikuDance model (PMX)", kind="model", extensions=(".pmx",),
         sniff=lambda head: head[:4] == b"PMX ", head=4,
-        target="pmx", folder_suffix="_PMX", convert_options=("mmd_rig", "bone_map", "arm_angle", "scale"),
+        target="pmx", folder_suffix="_PMX", options=OPTIONS,
         operators="io_pmx.blender_side.ops", import_operator="import_scene.skinbridge_pmx",
         export_operator="export_scene.skinbridge_pmx",
         capabilities={

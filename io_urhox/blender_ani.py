@@ -163,8 +163,8 @@ def export_package_animations(context, outdir: str, options, arm_ob=None) -> tup
     """`convert --to urhox`: every action of the armature to OUTDIR/Animations, in ``options.ani_format``."""
     if arm_ob is None:
         arm_ob = next((o for o in context.view_layer.objects if o.type == "ARMATURE"), None)
-    return export_actions(context, outdir, arm_ob, getattr(options, "ani_format", "urhox"),
-                          getattr(options, "profile", "urhox"), protected=getattr(options, "protected", ()))
+    return export_actions(context, outdir, arm_ob, options.ani_format,
+                          options.profile, protected=getattr(options, "protected", ()))
 
 
 __all__ = ["import_ani", "export_actions", "export_package_animations", "load_motion", "read_ani", "FormatError"]

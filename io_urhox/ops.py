@@ -2,19 +2,19 @@
 from __future__ import annotations
 
 import bpy
-from bpy.props import BoolProperty, CollectionProperty, EnumProperty, IntProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ..blender.ops_common import export_reporting, import_each, import_motions, protect_scene_files, registrar
+from ..blender.ops_common import (ExportFile, ImportFiles, file_operator, import_motions, option_values,
+                                  protect_scene_files, registrar, report_outcome)
 from ..blender.selection import NoTarget, armatures, find_armature
 from ..core.errors import ExportError
 from ..core.fileio import output_session
+from . import FORMATS, OPTIONS
 
-_PROFILES = [
-    ("urhox", "UrhoX", "glTF axes (right-handed, Y up), every geometry maps all bones, no morphs (UrhoX glb2mdl rules)"),
-    ("urho3d", "Urho3D", "Left-handed Y up as Urho3D's tools write, geometries split at Max Bones, morphs written"),
-]
-
+_MODEL, _ANIMATION = (next(s for s in FORMATS if s.name == n) for n in ("umd2", "uani"))
+_MODEL_OPTIONS = tuple(o for o in OPTIONS if o.name != "ani_format")  # the model operator writes no animation
+_ANI_OPTIONS = tuple(o for o in OPTIONS if o.name == "ani_format")
 
 _IMPORT_PROFILES = [
     ("auto", "Automatic", "Urho3D axes for UMDL/UMD3 files and for UMD2 files with collision data or morphs, "
@@ -24,51 +24,41 @@ _IMPORT_PROFILES = [
 ]
 
 
-class IMPORT_SCENE_OT_urhox_mdl(bpy.types.Operator, ImportHelper):
+@file_operator(_MODEL.extensions, several=True)
+class IMPORT_SCENE_OT_urhox_mdl(ImportFiles, bpy.types.Operator, ImportHelper):
     """Import an UrhoX / Urho3D model (UMD2, UMDL, UMD3)"""
 
     bl_idname = "import_scene.urhox_mdl"
     bl_label = "Import UrhoX / Urho3D Model"
     bl_options = {"REGISTER", "UNDO", "PRESET"}
-    filename_ext = ".mdl"
-    filter_glob: StringProperty(default="*.mdl", options={"HIDDEN"})
-    files: CollectionProperty(type=bpy.types.OperatorFileListElement, options={"HIDDEN", "SKIP_SAVE"})
-    directory: StringProperty(subtype="DIR_PATH", options={"HIDDEN", "SKIP_SAVE"})
     profile: EnumProperty(name="Axes", items=_IMPORT_PROFILES, default="auto")
     all_lods: BoolProperty(name="All LODs", default=False,
                            description="Import every LOD level as its own object in an LOD collection "
                                        "(levels above 0 hidden); otherwise LOD 0 only")
 
-    def execute(self, context):
+    def import_one(self, context, path: str) -> list[str]:
         from . import blender_io
 
-        return import_each(self, lambda path: blender_io.import_mdl(context, path, self.profile, self.all_lods))
+        return blender_io.import_mdl(context, path, self.profile, self.all_lods).warnings
 
     def invoke(self, context, event):
         return self.invoke_popup(context)
 
 
-class EXPORT_SCENE_OT_urhox_mdl(bpy.types.Operator, ExportHelper):
+@file_operator(_MODEL.extensions, _MODEL_OPTIONS, collection=True)
+class EXPORT_SCENE_OT_urhox_mdl(ExportFile, bpy.types.Operator, ExportHelper):
     """Export the visible skinned meshes and their armature as an UrhoX / Urho3D model (UMD2)"""
 
     bl_idname = "export_scene.urhox_mdl"
     bl_label = "Export UrhoX / Urho3D Model"
     bl_options = {"PRESET"}
-    filename_ext = ".mdl"
-    filter_glob: StringProperty(default="*.mdl", options={"HIDDEN"})
-    collection: StringProperty(options={"HIDDEN"})
-    profile: EnumProperty(name="Profile", items=_PROFILES, default="urhox")
     selected_only: BoolProperty(name="Selected Only", default=False)
-    deform_only: BoolProperty(name="Deforming Bones Only", default=False,
-                              description="Drop bones that deform nothing and have no deforming descendants")
-    max_bones: IntProperty(name="Max Bones", default=64, min=1, max=255,
-                           description="Bones per geometry under the Urho3D profile")
 
-    def execute(self, context):
+    def export(self, context) -> list[str]:
         from . import blender_io
 
-        return export_reporting(self, lambda: blender_io.export_mdl(
-            context, self.filepath, self.profile, self.selected_only, self.deform_only, self.max_bones))
+        return blender_io.export_mdl(context, self.filepath, selected_only=self.selected_only,
+                                     **option_values(self, _MODEL_OPTIONS))
 
 
 # -- animations (.ani) ---------------------------------------------------------------------------------
@@ -78,10 +68,6 @@ _ANI_PROFILES = [
     ("urhox", "UrhoX", "glTF axes (right-handed, Y up): root tracks turned into Blender axes"),
     ("urho3d", "Urho3D", "Left-handed Y up: every track mirrored into Blender axes"),
 ]
-_ANI_FORMATS = [
-    ("urhox", "UrhoX (UANI v2)", "Versioned UANI: u32-length names, step/linear byte, full T/R/S keys"),
-    ("urho3d", "Urho3D (classic)", "Classic UANI: C-string names, channel mask from the animated channels"),
-]
 
 
 def _axes_of(arm, profile: str) -> str:
@@ -90,16 +76,13 @@ def _axes_of(arm, profile: str) -> str:
     return profile if profile != "auto" else (arm.get(AXES_PROP) or "urhox")
 
 
+@file_operator(_ANIMATION.extensions, several=True)
 class IMPORT_SCENE_OT_urhox_ani(bpy.types.Operator, ImportHelper):
     """Import UrhoX / Urho3D animations (.ani) as actions of the active armature"""
 
     bl_idname = "import_scene.urhox_ani"
     bl_label = "Import UrhoX / Urho3D Animation"
     bl_options = {"REGISTER", "UNDO", "PRESET"}
-    filename_ext = ".ani"
-    filter_glob: StringProperty(default="*.ani", options={"HIDDEN"})
-    files: CollectionProperty(type=bpy.types.OperatorFileListElement, options={"HIDDEN", "SKIP_SAVE"})
-    directory: StringProperty(subtype="DIR_PATH", options={"HIDDEN", "SKIP_SAVE"})
     profile: EnumProperty(name="Axes", items=_ANI_PROFILES, default="auto")
 
     @classmethod
@@ -116,6 +99,7 @@ class IMPORT_SCENE_OT_urhox_ani(bpy.types.Operator, ImportHelper):
         return self.invoke_popup(context)
 
 
+@file_operator((), _ANI_OPTIONS)  # a folder is chosen: no file name ending
 class EXPORT_SCENE_OT_urhox_ani(bpy.types.Operator):
     """Export the actions of the active armature to <folder>/Animations/<action>.ani"""
 
@@ -124,7 +108,6 @@ class EXPORT_SCENE_OT_urhox_ani(bpy.types.Operator):
     bl_options = {"PRESET"}
     directory: StringProperty(subtype="DIR_PATH")
     filter_folder: BoolProperty(default=True, options={"HIDDEN"})
-    ani_format: EnumProperty(name="Format", items=_ANI_FORMATS, default="urhox")
     profile: EnumProperty(name="Axes", items=_ANI_PROFILES, default="auto")
     which: EnumProperty(name="Actions", default="ALL",
                         items=[("ALL", "All", "Every action that animates the armature's bones"),
@@ -157,9 +140,7 @@ class EXPORT_SCENE_OT_urhox_ani(bpy.types.Operator):
         except (ExportError, ValueError, OSError) as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}
-        for w in warnings:
-            self.report({"WARNING"}, w)
-        self.report({"INFO"}, f"{sum(p.endswith('.ani') for p in written)} animation(s) written")
+        report_outcome(self, f"{sum(p.endswith('.ani') for p in written)} animation(s) written", warnings)
         return {"FINISHED"}
 
     def invoke(self, context, event):

@@ -33,14 +33,6 @@ MODEL_PROP = "skinbridge_we_model"  # the file-level extras, on the armature (or
 _ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "actions")
 
 
-def _option(options, name, default):
-    if options is None:
-        return default
-    if isinstance(options, dict):
-        return options.get(name, default)
-    return getattr(options, name, default) if getattr(options, name, None) is not None else default
-
-
 # ------------------------------------------------------------------------------------------------------------
 # import
 

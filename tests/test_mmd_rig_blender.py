@@ -199,7 +199,7 @@ def test_demo_humanoid_maps_completely_and_a_bone_map_wins(humanoid, tmp_path):
 
 def test_export_operator_has_the_rig_options(humanoid, tmp_path):
     out = tmp_path / "op.pmx"
-    assert bpy.ops.export_scene.skinbridge_pmx(filepath=str(out), mmd_rig=True, arm_angle=math.radians(30)) == {
+    assert bpy.ops.export_scene.skinbridge_pmx(filepath=str(out), mmd_rig=True, arm_angle=30.0) == {
         "FINISHED"}
     by_operator = pmx.read_file(out)
     direct = _export(tmp_path / "direct.pmx", mmd_rig=True, arm_angle=30)

@@ -203,7 +203,7 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     if os.path.realpath(path) in set(getattr(options, "protected", ()) or ()):
         raise ExportError(f"refusing to overwrite the input {path}")
     os.makedirs(outdir, exist_ok=True)
-    per_metre = getattr(options, "scale", None)
+    per_metre = options.scale
     scale = 1.0 / per_metre if per_metre else None
     model_name = _given_name(context, name, options)
     from . import motion_retarget as blender_vmd_retarget
@@ -216,8 +216,8 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
         return more
 
     written, warnings, _, _ = export_model(
-        context, path, scale, mmd_rig=getattr(options, "mmd_rig", False),
-        bone_map=getattr(options, "bone_map", None), arm_angle=getattr(options, "arm_angle", 0.0),
+        context, path, scale, mmd_rig=options.mmd_rig,
+        bone_map=options.bone_map, arm_angle=options.arm_angle,
         model_name=model_name, textures=True, protected=getattr(options, "protected", ()), before_write=motions)
     written += blender_vmd_retarget.write_motions(outdir, pending, getattr(options, "protected", ()))
     return written, warnings

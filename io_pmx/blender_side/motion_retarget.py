@@ -80,17 +80,17 @@ def build_target_motions(context, options, scale: float | None, model, names: di
         return [], []
     allocator = NameAllocator()
     pending, warnings = [], []
-    rigged = bool(getattr(options, "mmd_rig", False) or getattr(options, "arm_angle", 0.0))
+    rigged = bool(options.mmd_rig or options.arm_angle)
     for act in actions:
         if rigged:
-            motion, more = export_rigged_motion(context, act, arm_ob, model, getattr(options, "arm_angle", 0.0),
-                                                getattr(options, "bone_map", None),
-                                                mmd_rig=bool(getattr(options, "mmd_rig", False)), scale=scale)
+            motion, more = export_rigged_motion(context, act, arm_ob, model, options.arm_angle,
+                                                options.bone_map,
+                                                mmd_rig=bool(options.mmd_rig), scale=scale)
         else:
             motion, more = export_motion(context, act, arm_ob, names=names, scale=scale, model_name=model.name)
         warnings += more
         pending.append((allocator.take(act.name, ".vmd"), motion))
-    if getattr(options, "mmd_rig", False):
+    if options.mmd_rig:
         warnings += fit_knees(model, pending)
     return pending, warnings
 

@@ -2,87 +2,69 @@
 from __future__ import annotations
 
 import bpy
-from bpy.props import BoolProperty, CollectionProperty, FloatProperty, StringProperty
+from bpy.props import BoolProperty, FloatProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ...blender.ops_common import export_reporting, import_each, import_motions, protect_scene_files, registrar
+from ...blender.ops_common import (ExportFile, ImportFiles, file_operator, import_motions, option_values,
+                                   protect_scene_files, registrar, report_outcome)
 from ...blender.selection import NoTarget, armatures, find_armature
 from ...core.errors import ExportError
 from ...core.fileio import output_session
-from ..model import convert
+from .. import FORMATS, OPTIONS, UNITS_PER_METRE
 from .physics_chain import POSE_OT_skinbridge_mmd_physics_chain
 
+_PMX, _VMD = (next(s for s in FORMATS if s.name == n) for n in ("pmx", "vmd"))
 
-class IMPORT_SCENE_OT_skinbridge_pmx(bpy.types.Operator, ImportHelper):
+
+@file_operator(_PMX.extensions, several=True)
+class IMPORT_SCENE_OT_skinbridge_pmx(ImportFiles, bpy.types.Operator, ImportHelper):
     """Import a MikuMikuDance model (PMX 2.0 / 2.1)"""
 
     bl_idname = "import_scene.skinbridge_pmx"
     bl_label = "Import MikuMikuDance Model"
     bl_options = {"REGISTER", "UNDO", "PRESET"}
-    filename_ext = ".pmx"
-    filter_glob: StringProperty(default="*.pmx", options={"HIDDEN"})
-    files: CollectionProperty(type=bpy.types.OperatorFileListElement, options={"HIDDEN", "SKIP_SAVE"})
-    directory: StringProperty(subtype="DIR_PATH", options={"HIDDEN", "SKIP_SAVE"})
-    scale: FloatProperty(name="Scale", default=convert.DEFAULT_SCALE, min=1e-6, soft_max=10.0, precision=4,
-                         description="Metres per MMD unit (0.08: 1 unit = 8 cm); stored with the model so that "
-                                     "export uses its inverse")
+    scale: FloatProperty(name="Scale", default=UNITS_PER_METRE, min=1e-6, max=1e6, precision=4,
+                         description="MMD units per metre (12.5: 1 unit = 8 cm), as convert's --scale; stored "
+                                     "with the model so that export writes the same units")
 
-    def execute(self, context):
+    def import_one(self, context, path: str) -> list[str]:
         from . import blender_io
 
-        return import_each(self, lambda path: blender_io.import_pmx(context, path, self.scale))
+        return blender_io.import_pmx(context, path, 1.0 / self.scale).warnings
 
     def invoke(self, context, event):
         return self.invoke_popup(context)
 
 
-class EXPORT_SCENE_OT_skinbridge_pmx(bpy.types.Operator, ExportHelper):
+@file_operator(_PMX.extensions, OPTIONS, collection=True)
+class EXPORT_SCENE_OT_skinbridge_pmx(ExportFile, bpy.types.Operator, ExportHelper):
     """Export the visible model (meshes and their armature, at rest) as a MikuMikuDance model (PMX 2.0)"""
 
     bl_idname = "export_scene.skinbridge_pmx"
     bl_label = "Export MikuMikuDance Model"
     bl_options = {"PRESET"}
-    filename_ext = ".pmx"
-    filter_glob: StringProperty(default="*.pmx", options={"HIDDEN"})
-    collection: StringProperty(options={"HIDDEN"})
     use_model_scale: BoolProperty(name="Model's Scale", default=True,
-                                  description="Use the inverse of the scale the model was imported with")
-    scale: FloatProperty(name="Scale", default=convert.DEFAULT_SCALE, min=1e-6, soft_max=10.0, precision=4,
-                         description="Metres per MMD unit when the model's own scale is not used "
-                                     "(0.08: positions × 12.5)")
+                                  description="Write in the units the model was imported with (else Scale)")
     selected_only: BoolProperty(name="Selected Only", default=False)
-    # MMD control rig (mmd_rig.py, mmd_bone_map.py, mmd_arm_angle.py)
-    mmd_rig: BoolProperty(name="MMD Rig", default=False,
-                          description="Add the MMD control bones (全ての親, センター, グルーブ, 腰, 上半身2, 足IK親, "
-                                      "足ＩＫ, つま先ＩＫ) and MMD bone names to the armature")
-    bone_map: StringProperty(name="Bone Map", default="", subtype="FILE_PATH",
-                             description="JSON file {\"source bone\": \"MMD name\" or null} overriding the "
-                                         "bone mapping (empty: automatic)")
-    arm_angle: FloatProperty(name="Arm Angle", default=0.0, subtype="ANGLE", min=-1.5707964, max=1.5707964,
-                             description="Turn the upper arms down by this angle about +Y (the mesh follows) "
-                                         "before export")
 
-    def execute(self, context):
+    def export(self, context) -> list[str]:
         from . import blender_io
 
-        return export_reporting(self, lambda: blender_io.export_pmx(
-            context, self.filepath, None if self.use_model_scale else self.scale, self.selected_only,
-            mmd_rig=self.mmd_rig, bone_map=bpy.path.abspath(self.bone_map) if self.bone_map else None,
-            arm_angle=self.arm_angle * 57.29577951308232))  # radians → degrees
+        values = option_values(self, OPTIONS)
+        per_metre = values.pop("scale")  # units per metre, as --scale; the exporter takes metres per unit
+        return blender_io.export_pmx(context, self.filepath, None if self.use_model_scale else 1.0 / per_metre,
+                                     self.selected_only, **values)
 
 
 # -- VMD motions (blender_vmd_*.py) -------------------------------------------------------------------------
 
+@file_operator(_VMD.extensions, several=True)
 class IMPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ImportHelper):
     """Import MikuMikuDance motions (.vmd) as actions onto the active armature imported from PMX"""
 
     bl_idname = "import_anim.skinbridge_vmd"
     bl_label = "Import MikuMikuDance Motion"
     bl_options = {"REGISTER", "UNDO"}
-    filename_ext = ".vmd"
-    filter_glob: StringProperty(default="*.vmd", options={"HIDDEN"})
-    files: CollectionProperty(type=bpy.types.OperatorFileListElement, options={"HIDDEN", "SKIP_SAVE"})
-    directory: StringProperty(subtype="DIR_PATH", options={"HIDDEN", "SKIP_SAVE"})
     camera: BoolProperty(name="Camera", default=True, description="Make an animated camera from camera keys")
     mmd_time: BoolProperty(name="MMD Frame Rate", default=True,
                            description="Set the scene to 30 fps (keys on whole frames) and its frame range to "
@@ -99,13 +81,12 @@ class IMPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ImportHelper):
             context, [path], arm, self.camera, mmd_time=self.mmd_time))
 
 
+@file_operator(_VMD.extensions)
 class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
     """Export the active armature's action as a MikuMikuDance motion (.vmd)"""
 
     bl_idname = "export_anim.skinbridge_vmd"
     bl_label = "Export MikuMikuDance Motion"
-    filename_ext = ".vmd"
-    filter_glob: StringProperty(default="*.vmd", options={"HIDDEN"})
     bake: BoolProperty(name="Bake Every Frame", default=False,
                        description="Write a key on every whole 30-fps frame instead of at the keyframes")
 
@@ -128,8 +109,7 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
         except (ExportError, OSError) as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}
-        for w in warnings:
-            self.report({"WARNING"}, w)
+        report_outcome(self, f"Exported {act.name} to {bpy.path.basename(self.filepath)}", warnings)
         return {"FINISHED"}
 
 
