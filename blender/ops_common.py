@@ -87,9 +87,12 @@ def report_outcome(op, headline: str, warnings: list[str], level: str = "WARNING
     op.report({level}, f"{headline}: {count}: {shown} (see Info log)")
 
 
-def registrar(classes, imports=(), exports=()):
+def registrar(classes, imports=(), exports=(), aliases=None):
     """(register, unregister) for `classes` plus File › Import entries `imports` and File › Export entries
-    `exports`, each a (operator class, menu text) pair, shown in that order."""
+    `exports`, each a (operator class, menu text) pair, shown in that order. `aliases` maps an operator id an
+    earlier version used to the operator class that took its place: the old id keeps working in users' scripts
+    (`bpy.ops.<old id>(...)`), hidden from menus and search."""
+    classes = tuple(classes) + tuple(_alias(old, cls) for old, cls in (aliases or {}).items())
 
     def entries(items):
         def draw(self, context):
@@ -112,6 +115,17 @@ def registrar(classes, imports=(), exports=()):
             bpy.utils.unregister_class(c)
 
     return register, unregister
+
+
+def _alias(old_id: str, cls) -> type:
+    """An operator class that is `cls` under the id `old_id` (the same properties and behaviour)."""
+    category, _, name = old_id.partition(".")
+    # a copy of the class, not a subclass: Blender binds one RNA struct per registered class, and a subclass of a
+    # registered operator would inherit (and take over) its binding
+    body = {k: v for k, v in vars(cls).items() if k not in ("__dict__", "__weakref__", "bl_rna")}
+    body.update(bl_idname=old_id, bl_options=set(getattr(cls, "bl_options", ())) | {"INTERNAL"},
+                __doc__=f"{cls.__doc__} (old id of {cls.bl_idname})")
+    return type(f"{category.upper()}_OT_{name}", cls.__bases__, body)
 
 
 def protect_scene_files(session) -> None:

@@ -30,8 +30,8 @@ FORMATS = (
         target="mdb", options=OPTIONS,
         folder_suffix="_MDB",
         operators="io_mdb.ops",
-        import_operator="import_scene.nwn2_mdb",
-        export_operator="export_scene.nwn2_mdb",
+        import_operator="import_scene.skinbridge_mdb",
+        export_operator="export_scene.skinbridge_mdb",
         capabilities={
             "read": "io_mdb.mdb:read",
             "write": "io_mdb.mdb:write",

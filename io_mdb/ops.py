@@ -14,10 +14,10 @@ _MDB = FORMATS[0]
 
 
 @file_operator(_MDB.extensions, several=True)
-class IMPORT_SCENE_OT_nwn2_mdb(bpy.types.Operator, ImportHelper):
+class IMPORT_SCENE_OT_skinbridge_mdb(bpy.types.Operator, ImportHelper):
     """Import a Neverwinter Nights 2 model (.mdb): meshes, collision and walk meshes, hooks, hair/helm points"""
 
-    bl_idname = "import_scene.nwn2_mdb"
+    bl_idname = "import_scene.skinbridge_mdb"
     bl_label = "Import Neverwinter Nights 2 Model"
     bl_options = {"REGISTER", "UNDO", "PRESET"}
     armature: StringProperty(name="Skeleton Armature", default="",
@@ -42,10 +42,10 @@ class IMPORT_SCENE_OT_nwn2_mdb(bpy.types.Operator, ImportHelper):
 
 
 @file_operator(_MDB.extensions, OPTIONS, collection=True)
-class EXPORT_SCENE_OT_nwn2_mdb(ExportFile, bpy.types.Operator, ExportHelper):
+class EXPORT_SCENE_OT_skinbridge_mdb(ExportFile, bpy.types.Operator, ExportHelper):
     """Export the visible MDB objects (and hidden LODs) as a Neverwinter Nights 2 model (.mdb)"""
 
-    bl_idname = "export_scene.nwn2_mdb"
+    bl_idname = "export_scene.skinbridge_mdb"
     bl_label = "Export Neverwinter Nights 2 Model"
     bl_options = {"PRESET"}
 
@@ -76,7 +76,9 @@ class OBJECT_PT_nwn2_mdb(bpy.types.Panel):
 
 
 register, unregister = registrar(
-    (IMPORT_SCENE_OT_nwn2_mdb, EXPORT_SCENE_OT_nwn2_mdb, OBJECT_PT_nwn2_mdb),
-    imports=[(IMPORT_SCENE_OT_nwn2_mdb, "Neverwinter Nights 2 model (.mdb)")],
-    exports=[(EXPORT_SCENE_OT_nwn2_mdb, "Neverwinter Nights 2 model (.mdb)")],
+    (IMPORT_SCENE_OT_skinbridge_mdb, EXPORT_SCENE_OT_skinbridge_mdb, OBJECT_PT_nwn2_mdb),
+    imports=[(IMPORT_SCENE_OT_skinbridge_mdb, "Neverwinter Nights 2 model (.mdb)")],
+    exports=[(EXPORT_SCENE_OT_skinbridge_mdb, "Neverwinter Nights 2 model (.mdb)")],
+    aliases={"import_scene.nwn2_mdb": IMPORT_SCENE_OT_skinbridge_mdb,  # the ids of earlier versions
+             "export_scene.nwn2_mdb": EXPORT_SCENE_OT_skinbridge_mdb},
 )

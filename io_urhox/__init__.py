@@ -31,7 +31,7 @@ FORMATS = (
         name="umd2", label="UrhoX / Urho3D model", kind="model", extensions=(".mdl",),
         sniff=lambda head: head[:4] in MODEL_MAGICS, head=4,
         target="urhox", folder_suffix="_UrhoX", options=OPTIONS,
-        operators="io_urhox.ops", import_operator="import_scene.urhox_mdl", export_operator="export_scene.urhox_mdl",
+        operators="io_urhox.ops", import_operator="import_scene.skinbridge_urhox", export_operator="export_scene.skinbridge_urhox",
         capabilities={
             "read": "io_urhox.umd2:read", "write": "io_urhox.umd2:write",
             "info": "io_urhox.commands:model_info", "check": "io_urhox.commands:check",
@@ -43,7 +43,7 @@ FORMATS = (
     FormatSpec(
         name="uani", label="UrhoX / Urho3D animation", kind="motion", extensions=(".ani",),
         sniff=lambda head: head[:4] in ANIMATION_MAGICS, head=4,
-        import_operator="import_scene.urhox_ani", export_operator="export_scene.urhox_ani",
+        import_operator="import_anim.skinbridge_urhox_ani", export_operator="export_anim.skinbridge_urhox_ani",
         capabilities={
             "read": "io_urhox.uani:read", "write": "io_urhox.uani:write",
             "info": "io_urhox.commands:animation_info", "check": "io_urhox.commands:check",

@@ -25,10 +25,10 @@ _IMPORT_PROFILES = [
 
 
 @file_operator(_MODEL.extensions, several=True)
-class IMPORT_SCENE_OT_urhox_mdl(ImportFiles, bpy.types.Operator, ImportHelper):
+class IMPORT_SCENE_OT_skinbridge_urhox(ImportFiles, bpy.types.Operator, ImportHelper):
     """Import an UrhoX / Urho3D model (UMD2, UMDL, UMD3)"""
 
-    bl_idname = "import_scene.urhox_mdl"
+    bl_idname = "import_scene.skinbridge_urhox"
     bl_label = "Import UrhoX / Urho3D Model"
     bl_options = {"REGISTER", "UNDO", "PRESET"}
     profile: EnumProperty(name="Axes", items=_IMPORT_PROFILES, default="auto")
@@ -46,10 +46,10 @@ class IMPORT_SCENE_OT_urhox_mdl(ImportFiles, bpy.types.Operator, ImportHelper):
 
 
 @file_operator(_MODEL.extensions, _MODEL_OPTIONS, collection=True)
-class EXPORT_SCENE_OT_urhox_mdl(ExportFile, bpy.types.Operator, ExportHelper):
+class EXPORT_SCENE_OT_skinbridge_urhox(ExportFile, bpy.types.Operator, ExportHelper):
     """Export the visible skinned meshes and their armature as an UrhoX / Urho3D model (UMD2)"""
 
-    bl_idname = "export_scene.urhox_mdl"
+    bl_idname = "export_scene.skinbridge_urhox"
     bl_label = "Export UrhoX / Urho3D Model"
     bl_options = {"PRESET"}
     selected_only: BoolProperty(name="Selected Only", default=False)
@@ -77,10 +77,10 @@ def _axes_of(arm, profile: str) -> str:
 
 
 @file_operator(_ANIMATION.extensions, several=True)
-class IMPORT_SCENE_OT_urhox_ani(bpy.types.Operator, ImportHelper):
+class IMPORT_ANIM_OT_skinbridge_urhox_ani(bpy.types.Operator, ImportHelper):
     """Import UrhoX / Urho3D animations (.ani) as actions of the active armature"""
 
-    bl_idname = "import_scene.urhox_ani"
+    bl_idname = "import_anim.skinbridge_urhox_ani"
     bl_label = "Import UrhoX / Urho3D Animation"
     bl_options = {"REGISTER", "UNDO", "PRESET"}
     profile: EnumProperty(name="Axes", items=_ANI_PROFILES, default="auto")
@@ -100,10 +100,10 @@ class IMPORT_SCENE_OT_urhox_ani(bpy.types.Operator, ImportHelper):
 
 
 @file_operator((), _ANI_OPTIONS)  # a folder is chosen: no file name ending
-class EXPORT_SCENE_OT_urhox_ani(bpy.types.Operator):
+class EXPORT_ANIM_OT_skinbridge_urhox_ani(bpy.types.Operator):
     """Export the actions of the active armature to <folder>/Animations/<action>.ani"""
 
-    bl_idname = "export_scene.urhox_ani"
+    bl_idname = "export_anim.skinbridge_urhox_ani"
     bl_label = "Export UrhoX / Urho3D Animations"
     bl_options = {"PRESET"}
     directory: StringProperty(subtype="DIR_PATH")
@@ -149,10 +149,14 @@ class EXPORT_SCENE_OT_urhox_ani(bpy.types.Operator):
 
 
 register, unregister = registrar(
-    (IMPORT_SCENE_OT_urhox_mdl, EXPORT_SCENE_OT_urhox_mdl, IMPORT_SCENE_OT_urhox_ani, EXPORT_SCENE_OT_urhox_ani),
-    imports=[(IMPORT_SCENE_OT_urhox_mdl, "UrhoX / Urho3D model (.mdl)"),
-             (IMPORT_SCENE_OT_urhox_ani, "UrhoX / Urho3D animation (.ani)")],
-    exports=[(EXPORT_SCENE_OT_urhox_mdl, "UrhoX / Urho3D model (.mdl)"),
-             (EXPORT_SCENE_OT_urhox_ani, "UrhoX / Urho3D animations (.ani)")],
+    (IMPORT_SCENE_OT_skinbridge_urhox, EXPORT_SCENE_OT_skinbridge_urhox, IMPORT_ANIM_OT_skinbridge_urhox_ani, EXPORT_ANIM_OT_skinbridge_urhox_ani),
+    imports=[(IMPORT_SCENE_OT_skinbridge_urhox, "UrhoX / Urho3D model (.mdl)"),
+             (IMPORT_ANIM_OT_skinbridge_urhox_ani, "UrhoX / Urho3D animation (.ani)")],
+    exports=[(EXPORT_SCENE_OT_skinbridge_urhox, "UrhoX / Urho3D model (.mdl)"),
+             (EXPORT_ANIM_OT_skinbridge_urhox_ani, "UrhoX / Urho3D animations (.ani)")],
+    aliases={"import_scene.urhox_mdl": IMPORT_SCENE_OT_skinbridge_urhox,  # the ids of earlier versions
+             "export_scene.urhox_mdl": EXPORT_SCENE_OT_skinbridge_urhox,
+             "import_scene.urhox_ani": IMPORT_ANIM_OT_skinbridge_urhox_ani,
+             "export_scene.urhox_ani": EXPORT_ANIM_OT_skinbridge_urhox_ani},
 )
 

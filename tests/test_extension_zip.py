@@ -127,8 +127,8 @@ out = {"import_bpy_s": time.perf_counter() - t0}
 module = sys.argv[2]
 
 def operators():
-    return {"import_scene.urhox_mdl": "urhox_mdl" in dir(bpy.ops.import_scene),
-            "export_scene.urhox_mdl": "urhox_mdl" in dir(bpy.ops.export_scene)}
+    return {"import_scene.skinbridge_urhox": "skinbridge_urhox" in dir(bpy.ops.import_scene),
+            "export_scene.skinbridge_urhox": "skinbridge_urhox" in dir(bpy.ops.export_scene)}
 
 out["operators_before"] = operators()
 t0 = time.perf_counter()
@@ -189,15 +189,15 @@ def test_zip_installs_and_enables_headless(installed):
 
 def test_installed_addon_registers_urhox_operators(installed):
     assert installed["enabled"], f"{MODULE} not enabled after install" + _log(installed)
-    assert installed["operators_before"] == {"import_scene.urhox_mdl": False, "export_scene.urhox_mdl": False}
-    assert installed["operators_enabled"] == {"import_scene.urhox_mdl": True, "export_scene.urhox_mdl": True}, (
+    assert installed["operators_before"] == {"import_scene.skinbridge_urhox": False, "export_scene.skinbridge_urhox": False}
+    assert installed["operators_enabled"] == {"import_scene.skinbridge_urhox": True, "export_scene.skinbridge_urhox": True}, (
         "UrhoX operators missing after enabling the installed extension" + _log(installed))
 
 
 def test_installed_addon_disables_cleanly(installed):
     assert installed["enabled"], f"{MODULE} not enabled after install" + _log(installed)
     assert not installed["enabled_after_disable"], _log(installed)
-    assert installed["operators_disabled"] == {"import_scene.urhox_mdl": False, "export_scene.urhox_mdl": False}, (
+    assert installed["operators_disabled"] == {"import_scene.skinbridge_urhox": False, "export_scene.skinbridge_urhox": False}, (
         "operators left registered after disable" + _log(installed))
     assert "Traceback" not in installed["stdout"] + installed["stderr"], _log(installed)
 
@@ -265,7 +265,7 @@ def test_core_and_umd2_import_without_bpy(tmp_path):
 
 def _pure_modules() -> list[str]:
     """Every module docs/architecture.md §2 says must work without Blender: core/, io_*/ (but ops.py,
-    blender_*.py), and the package __init__ files (including blender/__init__.py)."""
+    blender_* modules and the modules of blender_* sub-packages), and the package __init__ files (including blender/__init__.py)."""
     names = ["skinbridge"]
     if (ROOT / "blender" / "__init__.py").is_file():
         names.append("skinbridge.blender")
@@ -273,9 +273,9 @@ def _pure_modules() -> list[str]:
         if not (package / "__init__.py").is_file():
             continue
         for py in sorted(package.rglob("*.py")):
-            if py.name == "ops.py" or py.name.startswith("blender_"):
-                continue
             parts = py.relative_to(ROOT).with_suffix("").parts
+            if py.name == "ops.py" or any(p.startswith("blender_") for p in parts[1:]) and parts[-1] != "__init__":
+                continue  # a Blender part (its package __init__ still imports without bpy)
             if parts[-1] == "__init__":
                 parts = parts[:-1]
             names.append(".".join(("skinbridge", *parts)))

@@ -338,9 +338,9 @@ def test_weight_sum_refused(clean_scene, tmp_path):
 
 def test_operators_import_and_export(clean_scene, tmp_path):
     path = MDB_DIR / "kaedrin_plc_cus_cliffcc_01.MDB"
-    assert bpy.ops.import_scene.nwn2_mdb(filepath=str(path)) == {"FINISHED"}
+    assert bpy.ops.import_scene.skinbridge_mdb(filepath=str(path)) == {"FINISHED"}
     out = tmp_path / "op.mdb"
-    assert bpy.ops.export_scene.nwn2_mdb(filepath=str(out)) == {"FINISHED"}
+    assert bpy.ops.export_scene.skinbridge_mdb(filepath=str(out)) == {"FINISHED"}
     assert out.read_bytes() == path.read_bytes()
 
 

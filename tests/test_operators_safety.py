@@ -17,7 +17,7 @@ URHO = "urho3d"
 
 def _import(path) -> list:
     before = set(bpy.data.objects)
-    assert bpy.ops.import_scene.urhox_mdl(filepath=str(path)) == {"FINISHED"}
+    assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(path)) == {"FINISHED"}
     return [o for o in bpy.data.objects if o not in before]
 
 
@@ -53,7 +53,7 @@ def alone_counts(tmp_path_factory, testdata, addon):
     for name in ("Ninja", "Kachujin"):
         bpy.ops.wm.read_factory_settings(use_empty=True)
         _import(testdata / URHO / f"{name}.mdl")
-        assert bpy.ops.export_scene.urhox_mdl(filepath=str(out / f"{name}.mdl")) == {"FINISHED"}
+        assert bpy.ops.export_scene.skinbridge_urhox(filepath=str(out / f"{name}.mdl")) == {"FINISHED"}
         counts[name] = _mdl_counts(out, f"{name}.mdl")
     bpy.ops.wm.read_factory_settings(use_empty=True)
     assert counts["Ninja"] != counts["Kachujin"]
@@ -109,12 +109,12 @@ def test_export_with_one_model_selected_takes_that_model_only(two_models, alone_
     for name, objects in (("Ninja", ninja), ("Kachujin", kachujin)):
         _deselect_all()
         _arm(objects).select_set(True)  # the armature alone chosen: its whole model is exported
-        assert bpy.ops.export_scene.urhox_mdl(filepath=str(tmp_path / f"{name}.mdl")) == {"FINISHED"}
+        assert bpy.ops.export_scene.skinbridge_urhox(filepath=str(tmp_path / f"{name}.mdl")) == {"FINISHED"}
         assert _mdl_counts(tmp_path, f"{name}.mdl") == alone_counts[name]
     _deselect_all()
     mesh = next(o for o in kachujin if o.type == "MESH")
     mesh.select_set(True)  # a mesh of the model chosen
-    assert bpy.ops.export_scene.urhox_mdl(filepath=str(tmp_path / "k2.mdl")) == {"FINISHED"}
+    assert bpy.ops.export_scene.skinbridge_urhox(filepath=str(tmp_path / "k2.mdl")) == {"FINISHED"}
     assert _mdl_counts(tmp_path, "k2.mdl") == alone_counts["Kachujin"]
 
 
@@ -129,11 +129,11 @@ def test_collection_exporter_takes_exactly_its_collection(two_models, alone_coun
     kachujin[0].select_set(True)  # a selection elsewhere does not matter either
     with_collection = [(i, e) for i, e in _export_operators()
                        if "collection" in _rna(i)]
-    assert ("export_scene.urhox_mdl", ".mdl") in with_collection
-    assert _call("export_scene.urhox_mdl", str(tmp_path / "c.mdl"), collection="NinjaOnly") == {"FINISHED"}
+    assert ("export_scene.skinbridge_urhox", ".mdl") in with_collection
+    assert _call("export_scene.skinbridge_urhox", str(tmp_path / "c.mdl"), collection="NinjaOnly") == {"FINISHED"}
     assert _mdl_counts(tmp_path, "c.mdl") == alone_counts["Ninja"]
     for idname, ext in with_collection:  # every exporter with a collection: the other model's bones never appear
-        if idname == "export_scene.urhox_mdl":
+        if idname == "export_scene.skinbridge_urhox":
             continue
         _call(idname, str(tmp_path / f"c{ext}"), collection="NinjaOnly", skeleton="P_HHM_skel")
         assert (tmp_path / f"c{ext}").exists(), idname
@@ -194,7 +194,7 @@ def test_motion_import_with_an_unrelated_mesh_active_refuses_naming_the_armature
     ninja, kachujin = two_models
     bpy.ops.mesh.primitive_cube_add()  # active, selected, deformed by nothing
     state = [_action_state(_arm(m)) for m in (ninja, kachujin)]
-    for call, path in ((bpy.ops.import_scene.urhox_ani, testdata / URHO / "Ninja_Walk.ani"),
+    for call, path in ((bpy.ops.import_anim.skinbridge_urhox_ani, testdata / URHO / "Ninja_Walk.ani"),
                        (bpy.ops.import_anim.skinbridge_vmd, testdata / "pmx" / "mlibgo_shagamu.vmd")):
         with pytest.raises(RuntimeError) as e:
             call(filepath=str(path))
@@ -208,12 +208,12 @@ def test_motion_matching_no_bone_is_an_error_that_changes_nothing(two_models, te
     arm = _arm(kachujin)
     arm.select_set(True)
     bpy.context.view_layer.objects.active = arm
-    assert bpy.ops.import_scene.urhox_ani(filepath=str(testdata / URHO / "Kachujin_Walk.ani")) == {"FINISHED"}
+    assert bpy.ops.import_anim.skinbridge_urhox_ani(filepath=str(testdata / URHO / "Kachujin_Walk.ani")) == {"FINISHED"}
     state = _action_state(arm)
     objects = set(bpy.data.objects)
     # Ninja's 24 tracks are named Joint1..; Kachujin has no such bone
     with pytest.raises(RuntimeError, match="Ninja_Walk.ani.*none of its"):
-        bpy.ops.import_scene.urhox_ani(filepath=str(testdata / URHO / "Ninja_Walk.ani"))
+        bpy.ops.import_anim.skinbridge_urhox_ani(filepath=str(testdata / URHO / "Ninja_Walk.ani"))
     assert _action_state(arm) == state
     # a VMD onto a rig none of whose bones it names: the same, and no camera object left behind
     _deselect_all()
@@ -238,7 +238,7 @@ def test_multi_file_motion_import_keeps_the_good_file_and_names_the_bad(two_mode
 
     shutil.copyfile(good, tmp_path / "Ninja_Walk.ani")
     with pytest.raises(RuntimeError, match="broken.ani: offset"):  # the error report names the file
-        bpy.ops.import_scene.urhox_ani(directory=str(tmp_path),
+        bpy.ops.import_anim.skinbridge_urhox_ani(directory=str(tmp_path),
                                        files=[{"name": "broken.ani"}, {"name": "Ninja_Walk.ani"}])
     assert arm.animation_data.action.name == "Ninja_Walk"
     assert "broken" not in [a.name for a in bpy.data.actions]
@@ -264,7 +264,7 @@ def test_contact_sheet_keeps_unkeyed_pose_edits(clean_scene, testdata, tmp_path)
     objects = _import(testdata / URHO / "Ninja.mdl")
     arm = _arm(objects)
     bpy.context.view_layer.objects.active = arm
-    assert bpy.ops.import_scene.urhox_ani(filepath=str(testdata / URHO / "Ninja_Walk.ani")) == {"FINISHED"}
+    assert bpy.ops.import_anim.skinbridge_urhox_ani(filepath=str(testdata / URHO / "Ninja_Walk.ani")) == {"FINISHED"}
     bpy.context.scene.frame_set(1)
     pb = arm.pose.bones[3]
     pb.location = (0.25, -0.5, 0.125)  # an edit the user has not keyed
@@ -291,5 +291,5 @@ def test_export_never_overwrites_a_file_the_scene_uses(clean_scene, testdata, tm
     img = bpy.data.images.load(str(texture))
     img.filepath = str(texture)
     with pytest.raises(RuntimeError, match="it is the input"):
-        bpy.ops.export_scene.urhox_mdl(filepath=str(texture))
+        bpy.ops.export_scene.skinbridge_urhox(filepath=str(texture))
     assert texture.read_bytes() == before and sorted(os.listdir(tmp_path)) == ["skin.mdl"]

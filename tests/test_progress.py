@@ -65,8 +65,8 @@ class Recorder:
 def test_model_import_and_export_report_every_step(clean_scene, fox_mdl, tmp_path, monkeypatch):
     Recorder.made = []
     monkeypatch.setattr(bscene, "Progress", Recorder)
-    assert bpy.ops.import_scene.urhox_mdl(filepath=str(fox_mdl)) == {"FINISHED"}
-    assert bpy.ops.export_scene.urhox_mdl(filepath=str(tmp_path / "again.mdl")) == {"FINISHED"}
+    assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(fox_mdl)) == {"FINISHED"}
+    assert bpy.ops.export_scene.skinbridge_urhox(filepath=str(tmp_path / "again.mdl")) == {"FINISHED"}
     building, reading = Recorder.made
     assert building.label.startswith("building") and building.done == [1, 2] and building.total == 2
     assert reading.label.startswith("reading") and reading.done == [0] and reading.total == 1

@@ -446,10 +446,10 @@ def test_operators(ninja, testdata, tmp_path):
     arm, _, _ = ninja
     bpy.context.view_layer.objects.active = arm
     d = testdata / "urho3d"
-    assert bpy.ops.import_scene.urhox_ani(directory=str(d), files=[{"name": f"{c}.ani"} for c in NINJA_CLIPS],
+    assert bpy.ops.import_anim.skinbridge_urhox_ani(directory=str(d), files=[{"name": f"{c}.ani"} for c in NINJA_CLIPS],
                                           profile="urho3d") == {"FINISHED"}
     assert {"Ninja_Walk", "Ninja_Idle1"} <= set(bpy.data.actions.keys())
-    assert bpy.ops.export_scene.urhox_ani(directory=str(tmp_path), ani_format="urho3d",
+    assert bpy.ops.export_anim.skinbridge_urhox_ani(directory=str(tmp_path), ani_format="urho3d",
                                           profile="urho3d") == {"FINISHED"}
     for c in NINJA_CLIPS:
         _compare_records(uani.read((tmp_path / "Animations" / f"{c}.ani").read_bytes()),

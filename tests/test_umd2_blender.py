@@ -34,9 +34,9 @@ def _mesh_object():
 
 def test_fox_import_export_round_trip(clean_scene, fox_mdl, tmp_path):
     original = umd2.read(fox_mdl.read_bytes())
-    assert bpy.ops.import_scene.urhox_mdl(filepath=str(fox_mdl)) == {"FINISHED"}
+    assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(fox_mdl)) == {"FINISHED"}
     out = tmp_path / "Fox_again.mdl"
-    assert bpy.ops.export_scene.urhox_mdl(filepath=str(out)) == {"FINISHED"}
+    assert bpy.ops.export_scene.skinbridge_urhox(filepath=str(out)) == {"FINISHED"}
     again = umd2.read(out.read_bytes())
     assert out.stat().st_size == fox_mdl.stat().st_size
     va, vb = original.vertex_buffers[0], again.vertex_buffers[0]
@@ -70,7 +70,7 @@ def test_initial_pose_differs_from_bind_pose(clean_scene, tmp_path):
     model = posed_umd2()
     path = tmp_path / "posed.mdl"
     path.write_bytes(umd2.write(model))
-    assert bpy.ops.import_scene.urhox_mdl(filepath=str(path)) == {"FINISHED"}
+    assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(path)) == {"FINISHED"}
 
     # Reference: linear blend skinning of the file's own data (file space), posed at the initial transforms.
     parents = [i if b.parent == i else b.parent for i, b in enumerate(model.bones)]
@@ -99,7 +99,7 @@ def test_failed_reads_leave_bpy_data_unchanged(clean_scene, testdata, tmp_path):
         path = tmp_path / f"cut{cut}.mdl"
         path.write_bytes(data[:cut])
         with pytest.raises(RuntimeError, match="offset"):
-            bpy.ops.import_scene.urhox_mdl(filepath=str(path))
+            bpy.ops.import_scene.skinbridge_urhox(filepath=str(path))
         assert data_lengths() == before
 
 
@@ -113,7 +113,7 @@ def test_import_failing_while_building_removes_everything(clean_scene, fox_mdl, 
 
     monkeypatch.setattr(bscene, "fail_hook", fail)
     with pytest.raises(RuntimeError, match="injected"):
-        bpy.ops.import_scene.urhox_mdl(filepath=str(fox_mdl))
+        bpy.ops.import_scene.skinbridge_urhox(filepath=str(fox_mdl))
     assert data_lengths() == before
 
 
@@ -131,7 +131,7 @@ def posed(clean_scene):
 def test_export_leaves_the_scene_unchanged(posed, tmp_path):
     before = scene_fingerprint()
     out = tmp_path / "posed.mdl"
-    assert bpy.ops.export_scene.urhox_mdl(filepath=str(out)) == {"FINISHED"}
+    assert bpy.ops.export_scene.skinbridge_urhox(filepath=str(out)) == {"FINISHED"}
     assert diff_fingerprints(before, scene_fingerprint()) == []
     m = umd2.read(out.read_bytes())
     assert [b.name for b in m.bones] == ["root", "spine", "head"]
@@ -150,7 +150,7 @@ def test_failed_export_leaves_scene_and_no_file(posed, tmp_path, monkeypatch, st
     monkeypatch.setattr(bscene, "fail_hook", fail)
     out = tmp_path / "posed.mdl"
     with pytest.raises(RuntimeError, match="injected"):
-        bpy.ops.export_scene.urhox_mdl(filepath=str(out))
+        bpy.ops.export_scene.skinbridge_urhox(filepath=str(out))
     assert diff_fingerprints(before, scene_fingerprint()) == []
     assert os.listdir(tmp_path) == []
 
@@ -166,7 +166,7 @@ def test_export_failing_inside_the_file_write_leaves_no_partial_file(posed, tmp_
     monkeypatch.setattr(fileio.os, "replace", broken_replace)
     out = tmp_path / "posed.mdl"
     with pytest.raises(RuntimeError, match="injected"):
-        bpy.ops.export_scene.urhox_mdl(filepath=str(out))
+        bpy.ops.export_scene.skinbridge_urhox(filepath=str(out))
     assert os.listdir(tmp_path) == []
     assert diff_fingerprints(before, scene_fingerprint()) == []
 

@@ -48,7 +48,7 @@ def _meshes():
     ("UnitX.mdl", 1, 1, 0, 1),
 ])
 def test_every_sample_imports_through_the_operator(clean_scene, testdata, name, objects, slots, faces, edges):
-    assert bpy.ops.import_scene.urhox_mdl(filepath=str(testdata / "urho3d" / name)) == {"FINISHED"}
+    assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(testdata / "urho3d" / name)) == {"FINISHED"}
     [ob] = _meshes()
     assert len(ob.material_slots) == slots
     assert len(ob.data.polygons) == faces
@@ -64,7 +64,7 @@ def test_every_sample_imports_through_the_operator(clean_scene, testdata, name, 
 def test_ninja_posed_at_its_initial_transforms_matches_core_skinning(clean_scene, testdata):
     path = testdata / "urho3d" / "Ninja.mdl"
     model = umd2.read(path.read_bytes())
-    assert bpy.ops.import_scene.urhox_mdl(filepath=str(path)) == {"FINISHED"}
+    assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(path)) == {"FINISHED"}
     arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
     assert arm.data.pose_position == "POSE"
     parents = [-1 if b.parent == i else b.parent for i, b in enumerate(model.bones)]
@@ -90,7 +90,7 @@ def test_ninja_posed_at_its_initial_transforms_matches_core_skinning(clean_scene
 
 def test_all_lods_import_as_objects_in_an_lod_collection(clean_scene, testdata):
     path = testdata / "urho3d" / "Mushroom.mdl"
-    assert bpy.ops.import_scene.urhox_mdl(filepath=str(path), all_lods=True) == {"FINISHED"}
+    assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(path), all_lods=True) == {"FINISHED"}
     coll = bpy.data.collections["Mushroom_LODs"]
     obs = sorted(coll.objects, key=lambda o: o[bscene.LOD_PROP])
     assert [len(o.data.polygons) * 3 for o in obs] == [4182, 2937, 2067, 1449, 1029]
@@ -110,9 +110,9 @@ def test_all_lods_import_as_objects_in_an_lod_collection(clean_scene, testdata):
 
 def test_lines_round_trip_as_a_line_list(clean_scene, testdata, tmp_path):
     src = testdata / "urho3d" / "UnitX.mdl"
-    assert bpy.ops.import_scene.urhox_mdl(filepath=str(src)) == {"FINISHED"}
+    assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(src)) == {"FINISHED"}
     out = tmp_path / "UnitX.mdl"
-    assert bpy.ops.export_scene.urhox_mdl(filepath=str(out), profile="urho3d") == {"FINISHED"}
+    assert bpy.ops.export_scene.skinbridge_urhox(filepath=str(out), profile="urho3d") == {"FINISHED"}
     a, b = walk(src.read_bytes()), walk(out.read_bytes())
     assert [lod[1] for g in b["geometries"] for lod in g["lods"]] == [1]  # LINE_LIST
     ia, ib = a["ibs"][0], b["ibs"][0]
@@ -138,16 +138,16 @@ def test_100_bones_split_under_urho3d_and_refused_under_urhox(clean_scene, tmp_p
     source = many_bones_model()
     src = tmp_path / "Tube.mdl"
     src.write_bytes(umd2.write(source))
-    assert bpy.ops.import_scene.urhox_mdl(filepath=str(src)) == {"FINISHED"}
+    assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(src)) == {"FINISHED"}
     out = tmp_path / "Tube_urho3d.mdl"
-    assert bpy.ops.export_scene.urhox_mdl(filepath=str(out), profile="urho3d", max_bones=64) == {"FINISHED"}
+    assert bpy.ops.export_scene.skinbridge_urhox(filepath=str(out), profile="urho3d", max_bones=64) == {"FINISHED"}
     again = umd2.read(out.read_bytes())
     sizes = [len(g.bone_mapping) for g in again.geometries]
     assert len(sizes) >= 2 and max(sizes) <= 64
     assert len(again.bones) == 100
     assert_same_deformation(source, again, 1e-6)
     with pytest.raises(RuntimeError, match=r"100 bones .*--deform-only.*--profile urho3d"):
-        bpy.ops.export_scene.urhox_mdl(filepath=str(tmp_path / "Tube_urhox.mdl"), profile="urhox")
+        bpy.ops.export_scene.skinbridge_urhox(filepath=str(tmp_path / "Tube_urhox.mdl"), profile="urhox")
     assert not (tmp_path / "Tube_urhox.mdl").exists()
 
 
@@ -177,12 +177,12 @@ def _add_shape_keys(ob) -> dict[str, np.ndarray]:
 
 
 def test_shape_keys_become_morphs_and_come_back(clean_scene, fox_mdl, tmp_path):
-    assert bpy.ops.import_scene.urhox_mdl(filepath=str(fox_mdl)) == {"FINISHED"}
+    assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(fox_mdl)) == {"FINISHED"}
     [ob] = _meshes()
     keys = _add_shape_keys(ob)
     before = scene_fingerprint()
     out = tmp_path / "Fox_morphs.mdl"
-    assert bpy.ops.export_scene.urhox_mdl(filepath=str(out), profile="urho3d") == {"FINISHED"}
+    assert bpy.ops.export_scene.skinbridge_urhox(filepath=str(out), profile="urho3d") == {"FINISHED"}
     assert diff_fingerprints(before, scene_fingerprint()) == []
     data = out.read_bytes()
     ours, theirs = umd2.read(data), walk(data)
@@ -205,7 +205,7 @@ def test_shape_keys_become_morphs_and_come_back(clean_scene, fox_mdl, tmp_path):
         np.testing.assert_allclose(b_theirs["position"], expected[moved], atol=1e-6)
     # back into Blender: the same shape keys
     bpy.ops.wm.read_factory_settings(use_empty=True)
-    assert bpy.ops.import_scene.urhox_mdl(filepath=str(out)) == {"FINISHED"}
+    assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(out)) == {"FINISHED"}
     [ob2] = _meshes()
     blocks = ob2.data.shape_keys.key_blocks
     assert [kb.name for kb in blocks] == ["Basis"] + SHAPE_KEYS
@@ -217,13 +217,13 @@ def test_shape_keys_become_morphs_and_come_back(clean_scene, fox_mdl, tmp_path):
 
 
 def test_urhox_export_drops_shape_keys_with_a_warning(clean_scene, fox_mdl, tmp_path):
-    assert bpy.ops.import_scene.urhox_mdl(filepath=str(fox_mdl)) == {"FINISHED"}
+    assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(fox_mdl)) == {"FINISHED"}
     _add_shape_keys(_meshes()[0])
     out = tmp_path / "Fox_nomorphs.mdl"
     warnings = blender_io.export_mdl(bpy.context, str(out), "urhox")
     assert walk(out.read_bytes())["morphs"] == []
     assert any(all(n in w for n in SHAPE_KEYS) and "morph" in w for w in warnings)
-    assert bpy.ops.export_scene.urhox_mdl(filepath=str(out), profile="urhox") == {"FINISHED"}
+    assert bpy.ops.export_scene.skinbridge_urhox(filepath=str(out), profile="urhox") == {"FINISHED"}
 
 
 # -- item 5 -----------------------------------------------------------------------------------------------
@@ -275,7 +275,7 @@ def test_bad_samples_leave_bpy_data_unchanged(clean_scene, testdata, tmp_path, n
         path = tmp_path / f"cut{cut}.mdl"
         path.write_bytes(data[:cut])
         with pytest.raises(RuntimeError, match="offset"):
-            bpy.ops.import_scene.urhox_mdl(filepath=str(path), all_lods=True)
+            bpy.ops.import_scene.skinbridge_urhox(filepath=str(path), all_lods=True)
         assert data_lengths() == before
     # an index past the vertex count: refused after parsing, before any datablock
     m = umd2.read(data)
@@ -283,7 +283,7 @@ def test_bad_samples_leave_bpy_data_unchanged(clean_scene, testdata, tmp_path, n
     path = tmp_path / "bad_index.mdl"
     path.write_bytes(umd2.write(m))
     with pytest.raises(RuntimeError, match="vertex count"):
-        bpy.ops.import_scene.urhox_mdl(filepath=str(path))
+        bpy.ops.import_scene.skinbridge_urhox(filepath=str(path))
     assert data_lengths() == before
 
 
@@ -297,7 +297,7 @@ def test_failed_lod_import_removes_the_lod_collection_too(clean_scene, testdata,
 
     monkeypatch.setattr(bscene, "fail_hook", fail)
     with pytest.raises(RuntimeError, match="injected"):
-        bpy.ops.import_scene.urhox_mdl(filepath=str(testdata / "urho3d" / "Mushroom.mdl"), all_lods=True)
+        bpy.ops.import_scene.skinbridge_urhox(filepath=str(testdata / "urho3d" / "Mushroom.mdl"), all_lods=True)
     assert data_lengths() == before
 
 
@@ -306,7 +306,7 @@ def test_failed_lod_import_removes_the_lod_collection_too(clean_scene, testdata,
 def test_deform_only_drops_bones_that_deform_nothing_below_them(clean_scene, testdata, tmp_path):
     path = testdata / "urho3d" / "Ninja.mdl"
     model = umd2.read(path.read_bytes())
-    assert bpy.ops.import_scene.urhox_mdl(filepath=str(path)) == {"FINISHED"}
+    assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(path)) == {"FINISHED"}
     # expected from the file alone: weighted bones and their ancestors
     v = model.vertex_buffers[0].vertices
     keep = set(np.unique(v["BLENDINDICES0"][v["BLENDWEIGHTS0"] > 0]).tolist())
@@ -319,7 +319,7 @@ def test_deform_only_drops_bones_that_deform_nothing_below_them(clean_scene, tes
     assert 0 < len(expected) < len(model.bones)
     before = scene_fingerprint()
     out = tmp_path / "ninja_deform.mdl"
-    assert bpy.ops.export_scene.urhox_mdl(filepath=str(out), profile="urho3d", deform_only=True) == {"FINISHED"}
+    assert bpy.ops.export_scene.skinbridge_urhox(filepath=str(out), profile="urho3d", deform_only=True) == {"FINISHED"}
     assert diff_fingerprints(before, scene_fingerprint()) == []
     again = umd2.read(out.read_bytes())
     assert sorted(b.name for b in again.bones) == sorted(expected)
@@ -334,7 +334,7 @@ def test_deform_only_drops_bones_that_deform_nothing_below_them(clean_scene, tes
 def test_profile_errors_name_the_problem(clean_scene, tmp_path):
     src = tmp_path / "Tube.mdl"
     src.write_bytes(umd2.write(many_bones_model(n_bones=70)))
-    assert bpy.ops.import_scene.urhox_mdl(filepath=str(src)) == {"FINISHED"}
+    assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(src)) == {"FINISHED"}
     with pytest.raises(ExportError, match="70 bones"):
         blender_io.export_mdl(bpy.context, str(tmp_path / "x.mdl"), "urhox")
     # deform-only cannot help here (every bone deforms); urho3d with room for every bone writes one geometry
