@@ -17,7 +17,8 @@ from bpy.props import CollectionProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper, poll_file_object_drop
 
 from .. import formats
-from ..blender.ops_common import export_reporting, import_each
+from ..blender.ops_common import ExportFile, ImportFiles, file_operator, option_values
+from .options import ConvertOptions
 from ..core.errors import FormatError
 
 DROP_OPERATOR = "wm.skinbridge_drop_import"
@@ -49,51 +50,32 @@ def export_idname(spec) -> str | None:
 def _plain_import(spec):
     """File › Import for a format with `blender_import` and no operators of its own."""
 
-    def execute(self, context):
-        from .options import ConvertOptions
+    def import_one(self, context, path: str) -> list[str]:
+        return spec.get("blender_import")(context, path, ConvertOptions())
 
-        class _Result:
-            def __init__(self, warnings):
-                self.warnings = warnings
-
-        return import_each(self, lambda path: _Result(spec.get("blender_import")(context, path, ConvertOptions())))
-
-    return type(f"IMPORT_SCENE_OT_skinbridge_{spec.name}", (bpy.types.Operator, ImportHelper), {
+    cls = type(f"IMPORT_SCENE_OT_skinbridge_{spec.name}", (ImportFiles, bpy.types.Operator, ImportHelper), {
         "__doc__": f"Import {spec.label} files",
         "bl_idname": import_idname(spec), "bl_label": f"Import {spec.label}", "bl_options": {"REGISTER", "UNDO"},
-        "filename_ext": spec.extensions[0],
-        "__annotations__": {
-            "filter_glob": StringProperty(default=";".join(f"*{e}" for e in spec.extensions), options={"HIDDEN"}),
-            "files": CollectionProperty(type=bpy.types.OperatorFileListElement, options={"HIDDEN", "SKIP_SAVE"}),
-            "directory": StringProperty(subtype="DIR_PATH", options={"HIDDEN", "SKIP_SAVE"}),
-        },
-        "execute": execute,
+        "__annotations__": {}, "import_one": import_one,
     })
+    return file_operator(spec.extensions, several=True)(cls)
 
 
 def _plain_export(spec):
     """File › Export for a format with an `export_target` and no operators of its own: the package is written
-    into the chosen file's folder, named by its stem."""
+    into the chosen file's folder, named by its stem, with the target's options (`spec.options`)."""
 
-    def execute(self, context):
-        from .options import ConvertOptions
+    def export(self, context) -> list[str]:
+        outdir, base = os.path.split(self.filepath)
+        options = ConvertOptions(target=spec.target or spec.name, **option_values(self, spec.options))
+        return spec.get("export_target")(context, outdir or ".", os.path.splitext(base)[0], options)[1]
 
-        def run():
-            outdir, base = os.path.split(self.filepath)
-            _, warnings = spec.get("export_target")(context, outdir or ".", os.path.splitext(base)[0],
-                                                    ConvertOptions(target=spec.target or spec.name))
-            return warnings
-
-        return export_reporting(self, run)
-
-    return type(f"EXPORT_SCENE_OT_skinbridge_{spec.name}", (bpy.types.Operator, ExportHelper), {
+    cls = type(f"EXPORT_SCENE_OT_skinbridge_{spec.name}", (ExportFile, bpy.types.Operator, ExportHelper), {
         "__doc__": f"Export the scene's model as {spec.label}",
         "bl_idname": export_idname(spec), "bl_label": f"Export {spec.label}", "bl_options": {"PRESET"},
-        "filename_ext": spec.extensions[0],
-        "__annotations__": {"filter_glob": StringProperty(default=f"*{spec.extensions[0]}", options={"HIDDEN"}),
-                            "collection": StringProperty(options={"HIDDEN"})},
-        "execute": execute,
+        "__annotations__": {}, "export": export,
     })
+    return file_operator(spec.extensions[:1], spec.options, collection=True)(cls)
 
 
 class WM_OT_skinbridge_drop_import(bpy.types.Operator):
