@@ -2,11 +2,9 @@
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterable
+from typing import Iterable
 
 from ..core.fileio import read_bytes
-from ..core.findings import report
-from . import check as _check
 
 
 def _stem(path: str) -> str:
@@ -26,11 +24,6 @@ def animation_info(data: bytes, path: str) -> dict:
     for anim in result["animations"]:  # UrhoX files carry no name: use the file's
         anim["name"] = anim["name"] or _stem(path)
     return result
-
-
-def check(path: str, data: bytes, out: Callable[[str], None]) -> int:
-    findings, roundtrip = _check.check_data(data)
-    return report(findings, roundtrip, out)
 
 
 def load_model(path: str, data: bytes, with_animations: bool, motions: Iterable[str] = ()):
