@@ -358,7 +358,6 @@ def export_vta(context, path: str, scene: cm.Scene, ref: smd.SmdFile) -> bool:
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to smd`: <name>.smd (reference), <name>.vta when there are shape keys, and one animation
     SMD per action of the armature."""
-    os.makedirs(outdir, exist_ok=True)
     names = NameAllocator()
     scene, warnings, newline, goldsrc = gather_reference(context)
     if not scene.meshes:

@@ -679,7 +679,6 @@ def write_scene(scene: cm.Scene, folder: str, name: str, fps: float = 24.0) -> l
     from ..core.fileio import write_atomic
     from ..core.naming import NameAllocator
 
-    os.makedirs(folder, exist_ok=True)
     warnings: list[str] = []
     names = NameAllocator()
     paths = [os.path.join(folder, names.take(name, ".smd") + ".smd")]

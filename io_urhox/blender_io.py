@@ -13,7 +13,7 @@ import numpy as np
 
 from ..blender import scene as bscene
 from ..core.errors import ExportError
-from ..core.fileio import read_bytes, write_atomic
+from ..core.fileio import output_path, read_bytes, write_atomic
 from . import convert, umd2
 
 AXES_PROP = "skinbridge_axes"  # on an imported armature: the profile whose axes its file used
@@ -101,14 +101,11 @@ def export_package(context, outdir: str, name: str, options) -> tuple[list[str],
     """`convert --to urhox`: OUTDIR/NAME.mdl, Textures/*.png, Materials/*.xml, Animations/*.ani (+ .xml triggers)."""
     from .blender_package import write_textures_and_materials
 
-    protected = set(getattr(options, "protected", ()) or ())
-    path = os.path.join(outdir, name + ".mdl")
-    if os.path.realpath(path) in protected:
-        raise ExportError(f"refusing to overwrite the input {path}")
+    path = output_path(outdir, name + ".mdl")
     warnings = export_mdl(context, path, options.profile, deform_only=options.deform_only,
                           max_bones=options.max_bones)
     written = [path]
-    more_written, more = write_textures_and_materials(context, outdir, protected)
+    more_written, more = write_textures_and_materials(context, outdir)
     from .blender_ani import export_package_animations
 
     _, arm_ob = bscene.exportable_objects(context)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Callable
 
 import numpy as np
 

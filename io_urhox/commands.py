@@ -77,7 +77,6 @@ def write_scene(scene, folder: str, name: str) -> list[str]:
     from ..core.fileio import write_atomic
     from . import ani_convert, convert, uani, umd2
 
-    os.makedirs(folder, exist_ok=True)
     model, _ = convert.from_scene(scene, "urho3d", max_bones=255)
     paths = [os.path.join(folder, name + ".mdl")]
     write_atomic(paths[0], umd2.write(model))

@@ -23,7 +23,7 @@ from ..blender import action as baction
 from ..blender import scene as bscene
 from ..core import model as cm
 from ..core.errors import ExportError, FormatError
-from ..core.fileio import read_bytes, write_atomic
+from ..core.fileio import output_path, read_bytes, write_atomic
 from ..core.naming import safe_file_name
 from . import convert, mdl, tex
 
@@ -317,11 +317,8 @@ def write_project_files(context, path: str, model: mdl.Model) -> list[str]:
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to wepuppet`: OUTDIR/models/NAME_puppet.mdl with models/NAME.json, materials/NAME.json and
     materials/NAME.tex."""
-    os.makedirs(outdir, exist_ok=True)
     stem = _project_stem(name)
-    path = os.path.join(outdir, "models", stem + "_puppet.mdl")
-    if os.path.realpath(path) in set(getattr(options, "protected", ()) or ()):
-        raise ExportError(f"refusing to overwrite the input {path}")
+    path = output_path(outdir, os.path.join("models", stem + "_puppet.mdl"))
     warnings = export_wepuppet(context, path, project_files=True)
     written = [path, os.path.join(outdir, "models", stem + ".json"),
                os.path.join(outdir, "materials", stem + ".json")]
