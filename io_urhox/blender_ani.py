@@ -149,7 +149,7 @@ def export_actions(context, outdir: str, arm_ob, fmt: str = "urhox", profile: st
 
 def load_motion(context, path, arm_ob, options) -> list[str]:
     """`--motion FILE.ani` for `convert`: the file as an action on the model's armature."""
-    from .blender_io import AXES_PROP
+    from .blender_io import AXES_PROP  # blender_io imports this module: a top-level import would be a cycle
 
     profile = arm_ob.get(AXES_PROP) or getattr(options, "profile", "urhox")
     _, warnings = import_ani(context, [path], arm_ob, profile)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 
 import bpy
 import numpy as np
@@ -25,6 +26,7 @@ from ..core import model as cm
 from ..core.errors import ExportError, FormatError
 from ..core.fileio import output_path, read_bytes, write_atomic
 from ..core.naming import safe_file_name
+from ..core.png import encode_png
 from . import convert, mdl, tex
 
 PROP = "skinbridge_we"
@@ -130,13 +132,9 @@ def import_texture(context, path: str) -> tuple[object, list[str]]:
     if t.image_format != -1:
         data = tex.mip_bytes(t, 0, 0)
     else:
-        from ..core.png import encode_png
-
         data = encode_png(tex.mip_pixels(t, 0, 0), level=1)
     img = bpy.data.images.load_from_memory(data) if hasattr(bpy.data.images, "load_from_memory") else None
     if img is None:
-        import tempfile
-
         with tempfile.TemporaryDirectory() as d:
             p = os.path.join(d, safe_file_name(name) + ".png")
             with open(p, "wb") as f:
