@@ -86,7 +86,6 @@ def convert_file(src: str, outdir: str, name: str, options: ConvertOptions) -> t
         for motion in options.motions:
             warnings += load_motion(context, motion, options)
         protect_scene_files(session)
-        options.protected = set(options.protected) | set(session.inputs)
         try:
             _, more = targets[options.target].get("export_target")(context, outdir, name, options)
         except NoTarget as e:  # several rigged models and none chosen: the user must say which

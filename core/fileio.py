@@ -9,6 +9,10 @@ writes a temporary file beside `path` and renames it into place. Inside `output_
   file as an input (inode), or lies outside the session's output folder;
 - writes the file as a staged `.NAME.skinbridge-….part` beside its target, so nothing in the folder changes yet.
 
+`output_path(folder, rel)` and `makedirs(folder)` are how an exporter asks the running session for a path
+inside the folder it writes (the same guard, before it makes the file) and for a folder; no exporter decides
+on its own whether a path may be written or makes folders itself.
+
 When the session ends without an error every staged file is renamed into place (other files in the folders
 are not touched) and `session.written` lists exactly those targets; on an error every staged file and every
 folder the session created is removed, so the output folder is as it was.
@@ -108,12 +112,6 @@ class OutputSession:
         self.staged: list[tuple[str, str]] = []  # (staged file, target)
         self.created: list[str] = []  # folders this session made, outermost first
         self.written: list[str] = []
-        self._missing_root: list[str] = []  # the output folder and its parents that did not exist yet
-        if self.root is not None:
-            f = self.root
-            while not os.path.lexists(f) and os.path.dirname(f) != f:
-                self._missing_root.append(f)
-                f = os.path.dirname(f)
         for p in inputs:
             self.protect(p)
 
@@ -141,6 +139,12 @@ class OutputSession:
             raise OutputError(f"refusing to write {path}: it is outside the output folder {self._root_given}")
         if any(t == real for _, t in self.staged):
             raise OutputError(f"refusing to write {path} twice in one run (two outputs have the same name)")
+
+    def makedirs(self, folder: str) -> None:
+        """Make `folder` (guarded like a file: removed again when the session rolls back)."""
+        folder = os.fspath(folder)
+        self.check(folder)
+        self._makedirs(os.path.realpath(folder), folder)
 
     # -- staging ----------------------------------------------------------------------------------------------
     def _makedirs(self, folder: str, target: str) -> None:
@@ -240,11 +244,6 @@ class OutputSession:
             except OSError:
                 pass
         self.created = []
-        for d in self._missing_root:  # made by a writer of its own (os.makedirs) and left empty
-            try:
-                os.rmdir(d)
-            except OSError:
-                break
 
 
 @contextlib.contextmanager
@@ -275,6 +274,42 @@ def output_session(root: str | None = None, inputs=()):
 
 def current_session() -> OutputSession | None:
     return _SESSION.get()
+
+
+def output_path(folder: str | os.PathLike, rel: str) -> str:
+    """The path of `rel` (a name made from file content, or a relative path) inside `folder`; OutputError when it
+    leaves `folder` (`..`, an absolute path, a symlink pointing out) or when the running session refuses it (an
+    input, outside its output folder). Exporters ask this before making a file, `write_atomic` asks again."""
+    folder = os.fspath(folder)
+    path = os.path.normpath(os.path.join(folder, rel))
+    if os.path.isabs(rel) or not _inside(os.path.realpath(path), os.path.realpath(folder)):
+        raise OutputError(f"refusing to write {path}: it is outside the output folder {folder}")
+    session = current_session()
+    if session is not None:
+        session.check(path)
+    return path
+
+
+def may_write(folder: str | os.PathLike, rel: str) -> bool:
+    """`output_path`'s decision without the error: for optional files an exporter skips when refused."""
+    try:
+        output_path(folder, rel)
+    except OutputError:
+        return False
+    return True
+
+
+def makedirs(folder: str | os.PathLike) -> None:
+    """Make `folder` through the running session (guarded, undone on rollback), else directly."""
+    folder = os.fspath(folder)
+    session = current_session()
+    if session is not None:
+        session.makedirs(folder)
+        return
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise output_error(folder, e) from None
 
 
 def protect(path: str | os.PathLike) -> None:

@@ -28,7 +28,7 @@ from ..blender import scene as bscene
 from ..core import model as cm
 from ..core.errors import ExportError
 from ..core.skinning import merge_repeated_bones
-from ..core.fileio import read_bytes, write_atomic
+from ..core.fileio import output_path, read_bytes, write_atomic
 from . import bones as mdb_bones
 from . import check as mdb_check
 from . import convert, mdb
@@ -948,10 +948,7 @@ def export_mdb(context, path: str, collection=None, skeleton: str | None = None,
 
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to mdb`: OUTDIR/NAME.mdb (static meshes as RIGD, skinned as SKIN with `--skeleton NAME`)."""
-    path = os.path.join(outdir, name + ".mdb")
-    if os.path.realpath(path) in set(getattr(options, "protected", ()) or ()):
-        raise ExportError(f"refusing to overwrite the input {path}")
-    os.makedirs(outdir, exist_ok=True)
+    path = output_path(outdir, name + ".mdb")
     warnings = export_mdb(context, path, skeleton=options.skeleton,
                           limit_weights=bool(options.limit_weights))
     return [path], warnings

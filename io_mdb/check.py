@@ -1,40 +1,22 @@
 """What the MDB layout allows but the meaning forbids: findings with element, byte offset and field.
 
-The codec keeps such values so that read → write stays byte-identical; `skinbridge check FILE` lists them and
-writes the records back with the codec ("roundtrip: identical" or the first differing offset).
+The codec keeps such values so that read → write stays byte-identical; `skinbridge check FILE` lists them
+(`check`: the pipeline of core/check.py with these steps), writes the records back with the codec and names the
+first differing offset.
 """
 from __future__ import annotations
 
-from typing import Callable
 
 import numpy as np
 
-from ..core.errors import FormatError, quiet_float_errors
-from ..core.findings import Finding, first_difference, report
+from ..core.check import Checker, Findings
+from ..core.errors import quiet_float_errors
+from ..core.findings import Finding
 from . import mdb
 
-MAX_PER_CHECK = 10
 WEIGHT_SUM_TOLERANCE = 1e-4
 WALK_MATERIAL_BITS = 0x3FF8  # bits 3–13: the surface material
 WALK_KNOWN_BITS = WALK_MATERIAL_BITS | 0x1
-
-
-class _Findings:
-    def __init__(self):
-        self.items: list[Finding] = []
-
-    def add(self, severity, element, offset, field, message):
-        self.items.append(Finding(severity, element, None if offset is None else int(offset), field, message))
-
-    def rows(self, severity: str, bad: np.ndarray, element: Callable[[int], str], offset: Callable[[int], int | None],
-             field: str, message: Callable[[int], str]) -> None:
-        where = np.flatnonzero(bad)
-        for i in where[:MAX_PER_CHECK]:
-            self.add(severity, element(int(i)), offset(int(i)), field, message(int(i)))
-        if len(where) > MAX_PER_CHECK:
-            i = int(where[MAX_PER_CHECK])
-            self.add(severity, element(i), offset(i), field,
-                     f"and {len(where) - MAX_PER_CHECK} more with the same fault (first listed here)")
 
 
 def _at(p, rel: int) -> int | None:
@@ -46,7 +28,7 @@ def _label(i: int, p) -> str:
     return f"packet {i} {p.type}" + (f" ({name})" if name else "")
 
 
-def _faces(out: _Findings, i: int, p, faces: np.ndarray, n_vertices: int, faces_at: int, face_size: int) -> None:
+def _faces(out: Findings, i: int, p, faces: np.ndarray, n_vertices: int, faces_at: int, face_size: int) -> None:
     if not len(faces) or int(faces.max()) < n_vertices:
         return
     bad = (faces >= n_vertices).any(axis=1)
@@ -64,7 +46,7 @@ def _column_sums(vertices: np.ndarray) -> np.ndarray | None:
     return words.sum(axis=0, dtype=np.float64)
 
 
-def _finite(out: _Findings, i: int, p, vertices: np.ndarray, names: tuple[str, ...], base: int) -> None:
+def _finite(out: Findings, i: int, p, vertices: np.ndarray, names: tuple[str, ...], base: int) -> None:
     dtype = vertices.dtype
     column_sums = _column_sums(vertices)
     for name in names:
@@ -82,7 +64,7 @@ def _finite(out: _Findings, i: int, p, vertices: np.ndarray, names: tuple[str, .
                  lambda v: _at(p, base + v * dtype.itemsize + rel), name, lambda v: "not a finite number")
 
 
-def _mesh(out: _Findings, i: int, p: mdb.MeshPacket) -> None:
+def _mesh(out: Findings, i: int, p: mdb.MeshPacket) -> None:
     dtype = mdb.VERTEX_DTYPES[p.type]
     base = mdb.MESH_HEADER_SIZE[p.type]
     v = p.vertices
@@ -124,7 +106,7 @@ def _mesh(out: _Findings, i: int, p: mdb.MeshPacket) -> None:
              lambda k: f"bone count {count[k]:g} is not 1, 2, 3 or 4")
 
 
-def _walk(out: _Findings, i: int, p: mdb.WalkPacket) -> None:
+def _walk(out: Findings, i: int, p: mdb.WalkPacket) -> None:
     base = mdb.WALK_HEADER_SIZE
     if p.ui_flags:
         out.add("warning", _label(i, p), _at(p, 40), "ui_flags", f"ui_flags {p.ui_flags:#x}; every known file has 0")
@@ -138,13 +120,13 @@ def _walk(out: _Findings, i: int, p: mdb.WalkPacket) -> None:
              lambda f: _at(p, faces_at + 10 * f + 6), "flags", lambda f: f"flags {int(flags[f]):#x} set reserved bits")
 
 
-def _cols(out: _Findings, i: int, p: mdb.ColsPacket) -> None:
+def _cols(out: Findings, i: int, p: mdb.ColsPacket) -> None:
     r = p.spheres["radius"].astype(np.float64)
     out.rows("error", ~np.isfinite(r) | (r < 0), lambda k: f"{_label(i, p)} sphere {k}",
              lambda k: _at(p, 12 + 8 * k + 4), "radius", lambda k: f"radius {r[k]:g} is not a finite size")
 
 
-def _point(out: _Findings, i: int, p: mdb.PointPacket) -> None:
+def _point(out: Findings, i: int, p: mdb.PointPacket) -> None:
     if not np.isfinite(np.asarray(p.position, np.float64)).all():
         out.add("error", _label(i, p), _at(p, 44), "position", "not a finite number")
     if not np.isfinite(np.asarray(p.orientation, np.float64)).all():
@@ -157,9 +139,8 @@ def _point(out: _Findings, i: int, p: mdb.PointPacket) -> None:
 
 @quiet_float_errors
 def validate(m: mdb.MdbFile) -> list[Finding]:
-    out = _Findings()
-    for w in m.warnings:
-        out.add("warning", "file", None, "file", w)
+    out = Findings()
+    out.warnings(m.warnings)
     for i, p in enumerate(m.packets):
         if isinstance(p, mdb.MeshPacket):
             _mesh(out, i, p)
@@ -182,18 +163,4 @@ def validate(m: mdb.MdbFile) -> list[Finding]:
     return out.items
 
 
-def check_file(data: bytes) -> tuple[list[Finding], str]:
-    try:
-        m = mdb.read(data)
-    except FormatError as e:
-        return [Finding("error", "file", e.offset, e.field or "", str(e))], "roundtrip: not attempted (unreadable)"
-    findings = validate(m)
-    written = mdb.write(m)
-    if written == data:
-        return findings, "roundtrip: identical"
-    return findings, f"roundtrip: differs at offset {first_difference(data, written)}"
-
-
-def check(path: str, data: bytes, out: Callable[[str], None] = print) -> int:
-    findings, roundtrip = check_file(data)
-    return report(findings, roundtrip, out)
+check = Checker(read=mdb.read, validate=validate, write=mdb.write)

@@ -53,7 +53,7 @@ FORMATS = (
         export_operator="export_scene.skinbridge_pmx",
         capabilities={
             "read": "io_pmx.model.pmx:read", "write": "io_pmx.model.pmx:write",
-            "info": "io_pmx.model.info:info", "check": "io_pmx.model.validate:check", "semantic": _pmx_semantic,
+            "info": "io_pmx.model.info:info", "check": "io_pmx.model.check:check", "semantic": _pmx_semantic,
             "load": "io_pmx.model.convert:load", "write_scene": "io_pmx.scene_files:write_scene",
             "blender_import": _pmx_blender_import,
             "export_target": "io_pmx.blender_side.blender_io:export_target",

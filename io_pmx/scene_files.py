@@ -15,8 +15,7 @@ from .motion import convert as vmd_core
 
 
 def write_scene(scene: cm.Scene, folder: str, name: str) -> list[str]:
-    """Write the files; returns their paths, the model first."""
-    os.makedirs(folder, exist_ok=True)
+    """Write the files; returns their paths, the model first (write_atomic makes the folder)."""
     model, _ = convert.from_scene(scene)
     paths = [os.path.join(folder, name + ".pmx")]
     write_atomic(paths[0], pmx.write(model))

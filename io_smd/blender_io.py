@@ -27,6 +27,7 @@ import bpy
 import numpy as np
 
 from ..blender import action as bact
+from ..blender import armature as barm
 from ..blender import scene as bscene
 from ..blender.selection import NoTarget, armatures, find_armature
 from ..core import model as cm
@@ -317,8 +318,6 @@ def export_animations(context, folder: str, arm_ob, names: NameAllocator | None 
 def scene_skeleton(arm_ob) -> cm.Skeleton:
     """The armature's skeleton in the bone order a reference export gives it (the first skinned mesh's vertex
     groups first, as `gather_scene` orders it), so that node ids agree between reference and animations."""
-    from ..blender import armature as barm
-
     meshes, _ = bscene.exportable_objects(bpy.context)
     skinned = [ob for ob in meshes if any(m.type == "ARMATURE" and m.object == arm_ob for m in ob.modifiers)
                or ob.parent == arm_ob]
@@ -358,7 +357,6 @@ def export_vta(context, path: str, scene: cm.Scene, ref: smd.SmdFile) -> bool:
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to smd`: <name>.smd (reference), <name>.vta when there are shape keys, and one animation
     SMD per action of the armature."""
-    os.makedirs(outdir, exist_ok=True)
     names = NameAllocator()
     scene, warnings, newline, goldsrc = gather_reference(context)
     if not scene.meshes:

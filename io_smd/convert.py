@@ -16,7 +16,10 @@ import os
 import numpy as np
 
 from ..core import model as cm
+from ..core import skinning
 from ..core.errors import FormatError, quiet_float_errors
+from ..core.fileio import read_bytes, write_atomic
+from ..core.naming import NameAllocator
 from ..core.transforms import affine_inverse, matrix3_to_quat, matrix_to_trs, slerp, trs_to_matrix
 from . import smd
 
@@ -375,8 +378,6 @@ def load(path: str, data: bytes, with_animations: bool = True, motions=()) -> tu
     """The `load` capability: a reference → Scene with skeleton and mesh (plus the animation SMDs `motions`,
     and the shapes of a VTA among them); an animation → Scene with its animation; a VTA alone →
     FormatError (its shapes need the reference)."""
-    from ..core.fileio import read_bytes
-
     name = os.path.splitext(os.path.basename(path))[0] if path else "smd"
     f = smd.read(data)
     scene, warnings = to_scene(f, name, with_animations, split=True)
@@ -676,10 +677,6 @@ def animation_locals(skel: cm.Skeleton, anim: cm.Animation, seconds: np.ndarray)
 def write_scene(scene: cm.Scene, folder: str, name: str, fps: float = 24.0) -> list[str]:
     """The core Scene as files without Blender (benchmarks, tests): NAME.smd (reference) and one animation SMD
     per animation, sampled at every whole frame of `fps` (Blender's default scene rate)."""
-    from ..core.fileio import write_atomic
-    from ..core.naming import NameAllocator
-
-    os.makedirs(folder, exist_ok=True)
     warnings: list[str] = []
     names = NameAllocator()
     paths = [os.path.join(folder, names.take(name, ".smd") + ".smd")]
@@ -696,8 +693,6 @@ def write_scene(scene: cm.Scene, folder: str, name: str, fps: float = 24.0) -> l
 def skinned_corners(ref: smd.SmdFile, anim: smd.SmdFile | None, frame: int) -> np.ndarray:
     """Corner positions of a reference posed by frame `frame` (an index) of an animation SMD, by linear blend
     skinning (core/skinning.py); the rest positions without an animation. Bones match by node id."""
-    from ..core import skinning
-
     t = ref.triangles
     if anim is None:
         return t.positions.copy()

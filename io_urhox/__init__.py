@@ -34,7 +34,7 @@ FORMATS = (
         operators="io_urhox.ops", import_operator="import_scene.skinbridge_urhox", export_operator="export_scene.skinbridge_urhox",
         capabilities={
             "read": "io_urhox.umd2:read", "write": "io_urhox.umd2:write",
-            "info": "io_urhox.commands:model_info", "check": "io_urhox.commands:check",
+            "info": "io_urhox.commands:model_info", "check": "io_urhox.check:check_model",
             "load": "io_urhox.commands:load_model", "semantic": "io_urhox.commands:model_semantic",
             "blender_import": "io_urhox.blender_io:import_for_convert",
             "export_target": "io_urhox.blender_io:export_package",
@@ -46,7 +46,7 @@ FORMATS = (
         import_operator="import_anim.skinbridge_urhox_ani", export_operator="export_anim.skinbridge_urhox_ani",
         capabilities={
             "read": "io_urhox.uani:read", "write": "io_urhox.uani:write",
-            "info": "io_urhox.commands:animation_info", "check": "io_urhox.commands:check",
+            "info": "io_urhox.commands:animation_info", "check": "io_urhox.check:check_animation",
             "load": "io_urhox.commands:load_animation", "semantic": "io_urhox.commands:animation_semantic",
             "motion_loader": "io_urhox.blender_ani:load_motion",
         }),

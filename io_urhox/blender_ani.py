@@ -16,7 +16,7 @@ import pathlib
 from ..blender import action as bact
 from ..core import model as cm
 from ..core.errors import ExportError, FormatError
-from ..core.fileio import read_bytes, write_atomic
+from ..core.fileio import output_path, read_bytes, write_atomic
 from ..core.naming import NameAllocator
 from . import ani_convert, triggers, uani
 
@@ -108,10 +108,10 @@ def _triggers_of(anim: cm.Animation, fps: float) -> list[tuple[float, object]]:
 
 
 def export_actions(context, outdir: str, arm_ob, fmt: str = "urhox", profile: str = "urhox", actions=None,
-                   allocator: NameAllocator | None = None, protected=()) -> tuple[list[str], list[str]]:
+                   allocator: NameAllocator | None = None) -> tuple[list[str], list[str]]:
     """Write ``actions`` (default: every action of the armature) to OUTDIR/Animations/<name>.ani (+ .xml
-    triggers). Every file is made in memory before the first is written; ``protected`` real paths (the
-    inputs) are never overwritten. Returns (written paths, warnings). Read-only for the scene."""
+    triggers). Every file is made in memory before the first is written, and every path is asked of the output
+    guard (core/fileio.py `output_path`: never an input) before the first. Returns (written paths, warnings). Read-only for the scene."""
     if fmt not in ani_convert.FORMATS:
         raise ExportError(f"unknown animation format {fmt!r}; expected one of {ani_convert.FORMATS}")
     if arm_ob is None:
@@ -135,12 +135,9 @@ def export_actions(context, outdir: str, arm_ob, fmt: str = "urhox", profile: st
         side = triggers.write_triggers(_triggers_of(anim, bact.fps_of(context.scene))) if anim.markers else None
         pending.append((stem, data, side))
     folder = os.path.join(outdir, ANIMATIONS_DIR)
-    protected = set(protected or ())
-    for stem, _, side in pending:
+    for stem, _, side in pending:  # every path asked of the output guard before the first file is written
         for ext in (".ani", ".xml") if side is not None else (".ani",):
-            if os.path.realpath(os.path.join(folder, stem + ext)) in protected:
-                raise ExportError(f"refusing to overwrite the input {os.path.join(folder, stem + ext)}")
-    os.makedirs(folder, exist_ok=True)
+            output_path(folder, stem + ext)
     written = []
     for stem, data, side in pending:
         path = os.path.join(folder, stem + ".ani")
@@ -154,7 +151,7 @@ def export_actions(context, outdir: str, arm_ob, fmt: str = "urhox", profile: st
 
 def load_motion(context, path, arm_ob, options) -> list[str]:
     """`--motion FILE.ani` for `convert`: the file as an action on the model's armature."""
-    profile = arm_ob.get(AXES_PROP) or getattr(options, "profile", "urhox")
+    profile = arm_ob.get(AXES_PROP) or getattr(options, "profile", "urhox")  # any target loads .ani motions
     _, warnings = import_ani(context, [path], arm_ob, profile)
     return warnings
 
@@ -163,8 +160,7 @@ def export_package_animations(context, outdir: str, options, arm_ob=None) -> tup
     """`convert --to urhox`: every action of the armature to OUTDIR/Animations, in ``options.ani_format``."""
     if arm_ob is None:
         arm_ob = next((o for o in context.view_layer.objects if o.type == "ARMATURE"), None)
-    return export_actions(context, outdir, arm_ob, options.ani_format,
-                          options.profile, protected=getattr(options, "protected", ()))
+    return export_actions(context, outdir, arm_ob, options.ani_format, options.profile)
 
 
 __all__ = ["import_ani", "export_actions", "export_package_animations", "load_motion", "read_ani", "FormatError"]

@@ -13,9 +13,11 @@ import numpy as np
 
 from ..blender import scene as bscene
 from ..core.errors import ExportError
-from ..core.fileio import read_bytes, write_atomic
+from ..core.fileio import output_path, read_bytes, write_atomic
 from . import convert, umd2
-from .blender_ani import AXES_PROP
+from .blender_ani import AXES_PROP, export_package_animations
+from .blender_package import write_textures_and_materials
+
 MESH_PROP = "skinbridge_urho"  # on an imported mesh: the file's vertex elements, geometry centres and magic
 
 
@@ -98,17 +100,11 @@ def _file_values_of_unchanged_meshes(context, core_scene) -> None:
 
 def export_package(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to urhox`: OUTDIR/NAME.mdl, Textures/*.png, Materials/*.xml, Animations/*.ani (+ .xml triggers)."""
-    from .blender_package import write_textures_and_materials
-
-    protected = set(getattr(options, "protected", ()) or ())
-    path = os.path.join(outdir, name + ".mdl")
-    if os.path.realpath(path) in protected:
-        raise ExportError(f"refusing to overwrite the input {path}")
+    path = output_path(outdir, name + ".mdl")
     warnings = export_mdl(context, path, options.profile, deform_only=options.deform_only,
                           max_bones=options.max_bones)
     written = [path]
-    more_written, more = write_textures_and_materials(context, outdir, protected)
-    from .blender_ani import export_package_animations
+    more_written, more = write_textures_and_materials(context, outdir)
 
     _, arm_ob = bscene.exportable_objects(context)
     ani_written, ani_warnings = export_package_animations(context, outdir, options, arm_ob=arm_ob)

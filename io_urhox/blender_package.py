@@ -11,7 +11,7 @@ import os
 from ..blender import material as bmat
 from ..blender import scene as bscene
 from ..core.errors import ExportError
-from ..core.fileio import write_atomic
+from ..core.fileio import output_path, write_atomic
 from ..core.naming import NameAllocator
 from .material_xml import material_xml
 
@@ -30,19 +30,10 @@ def exported_materials(context, selected_only: bool = False) -> list:
     return out
 
 
-def write_textures_and_materials(context, outdir: str, protected: set[str] | None = None,
-                                 selected_only: bool = False) -> tuple[list[str], list[str]]:
+def write_textures_and_materials(context, outdir: str, selected_only: bool = False) -> tuple[list[str], list[str]]:
     written, warnings = [], []
     tex_names, mat_names = NameAllocator(), NameAllocator()
     texture_paths: dict[str, str] = {}  # image name → path relative to outdir
-
-    def guard(path: str) -> str:
-        real = os.path.realpath(path)
-        if not real.startswith(os.path.realpath(outdir) + os.sep):
-            raise ExportError(f"refusing to write outside the output folder: {path}")
-        if protected and real in protected:
-            raise ExportError(f"refusing to overwrite the input {path}")
-        return path
 
     for mat in exported_materials(context, selected_only):
         core = bmat.read_material(mat)
@@ -61,11 +52,11 @@ def write_textures_and_materials(context, outdir: str, protected: set[str] | Non
                     warnings.append(str(e))
                     continue
                 rel = f"Textures/{tex_names.take(img.name, '.png')}.png"
-                write_atomic(guard(os.path.join(outdir, rel)), data)
+                write_atomic(output_path(outdir, rel), data)
                 written.append(os.path.join(outdir, rel))
                 texture_paths[img.name] = rel
             units[unit] = texture_paths[img.name]
         rel = f"Materials/{mat_names.take(core.name, '.xml')}.xml"
-        write_atomic(guard(os.path.join(outdir, rel)), material_xml(core, units).encode("utf-8"))
+        write_atomic(output_path(outdir, rel), material_xml(core, units).encode("utf-8"))
         written.append(os.path.join(outdir, rel))
     return written, warnings

@@ -1,12 +1,14 @@
 """`skinbridge check` for Urho3D-family files: models (UMD2, UMDL, UMD3) and animations (UANI, UAN2).
 
 The codecs keep values that the layout allows but the meaning forbids (so that read → write stays
-byte-identical); this module lists them as findings (`io_pmx.model.validate.Finding`: severity, element, byte offset,
-field, message), one per offending record up to `MAX_PER_CHECK`, then a count of the rest. Errors are what a
-writer refuses or what would index out of range or loop on import; warnings are what Urho3D accepts but is
-probably not meant (weights that do not sum to 1, a quaternion that is not unit length, a key after the end).
+byte-identical); this module lists them as findings (`core.findings.Finding`: severity, element, byte
+offset, field, message), one per offending record up to `core.check.MAX_PER_CHECK`, then a count of the rest.
+Errors are what a writer refuses or what would index out of range or loop on import; warnings are what Urho3D
+accepts but is probably not meant (weights that do not sum to 1, a quaternion that is not unit length, a key
+after the end).
 
-After the findings, the records are written back with the codec and compared with the file:
+`check_model` and `check_animation` run the pipeline of core/check.py with these steps: after the findings,
+the records are written back with the codec and compared with the file:
 `roundtrip: identical` or `roundtrip: differs at offset N (field F)`, for every variant (the codec writes UMD2,
 UMDL, UMD3, classic UANI, UrhoX UANI and UAN2 alike).
 """
@@ -14,48 +16,24 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Callable
 
 import numpy as np
 
+from ..core.check import Checker, Findings
+from ..core.check import read_error as _file_read_error
 from ..core.errors import FormatError
-from ..core.fileio import read_bytes
-from ..core.findings import Finding, report
+from ..core.findings import Finding
 from . import uani, umd2
 
-MAX_PER_CHECK = 10
 WEIGHT_SUM_TOLERANCE = 1e-3
 UNIT_TOLERANCE = 1e-3  # |‖q‖ − 1| above this: not a unit quaternion
 TIME_TOLERANCE = 1e-4  # seconds a key may lie past the animation's length before it is reported
-
-MODEL_MAGICS = (b"UMD2", b"UMDL", b"UMD3")
-ANIMATION_MAGICS = (b"UANI", b"UAN2")
 
 _FLOAT_TYPES = {umd2.TYPE["FLOAT"], umd2.TYPE["VECTOR2"], umd2.TYPE["VECTOR3"], umd2.TYPE["VECTOR4"]}
 
 
 def _name_size(name: str) -> int:
     return len(name.encode("utf-8", "surrogateescape"))
-
-
-class _Findings:
-    def __init__(self):
-        self.items: list[Finding] = []
-
-    def add(self, severity: str, element: str, offset: int | None, field: str, message: str) -> None:
-        self.items.append(Finding(severity, element, None if offset is None else int(offset), field, message))
-
-    def rows(self, severity: str, bad: np.ndarray, element: Callable[[int], str], offset: Callable[[int], int],
-             field: str | Callable[[int], str], message: Callable[[int], str]) -> None:
-        """One finding per offending row (the first MAX_PER_CHECK), then one naming how many more."""
-        where = np.flatnonzero(bad)
-        for i in where[:MAX_PER_CHECK]:
-            i = int(i)
-            self.add(severity, element(i), offset(i), field(i) if callable(field) else field, message(i))
-        if len(where) > MAX_PER_CHECK:
-            i = int(where[MAX_PER_CHECK])
-            self.add(severity, element(i), offset(i), field(i) if callable(field) else field,
-                     f"and {len(where) - MAX_PER_CHECK} more with the same fault (first listed here)")
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -94,10 +72,9 @@ def _column_offset(vb: umd2.VertexBuffer, name: str) -> int:
 
 def validate_model(m: umd2.Model) -> list[Finding]:
     """Every semantic fault of model records read from a file (offsets need `umd2.read`'s offsets)."""
-    out = _Findings()
+    out = Findings()
     n_bones = len(m.bones)
-    for w in m.warnings:
-        out.add("warning", "file", None, "file", w)
+    out.warnings(m.warnings)
     for b, vb in enumerate(m.vertex_buffers):
         _vertex_buffer(out, m, b, vb)
     used_indices: set[tuple[int, int]] = set()
@@ -118,7 +95,7 @@ def validate_model(m: umd2.Model) -> list[Finding]:
     return out.items
 
 
-def _vertex_buffer(out: _Findings, m: umd2.Model, b: int, vb: umd2.VertexBuffer) -> None:
+def _vertex_buffer(out: Findings, m: umd2.Model, b: int, vb: umd2.VertexBuffer) -> None:
     data_at = m.offsets[f"vertex buffer {b} data"]
     stride = vb.vertices.dtype.itemsize
     v = vb.vertices
@@ -145,7 +122,7 @@ def _vertex_buffer(out: _Findings, m: umd2.Model, b: int, vb: umd2.VertexBuffer)
                  "BLENDWEIGHTS0", lambda i: f"weights sum to {sums[i]:.6g}, not 1 (within {WEIGHT_SUM_TOLERANCE:g})")
 
 
-def _geometry(out: _Findings, m: umd2.Model, g: int, geom: umd2.Geometry, n_bones: int,
+def _geometry(out: Findings, m: umd2.Model, g: int, geom: umd2.Geometry, n_bones: int,
               used_indices: set[tuple[int, int]]) -> None:
     g_at = m.offsets[f"geometry {g}"]
     mapping = np.asarray(geom.bone_mapping, np.int64)
@@ -195,7 +172,7 @@ def _geometry(out: _Findings, m: umd2.Model, g: int, geom: umd2.Geometry, n_bone
         _blend_indices(out, m, g, lod.vertex_buffer, vb, idx[idx < n_vertices], mapping, n_bones)
 
 
-def _blend_indices(out: _Findings, m: umd2.Model, g: int, b: int, vb: umd2.VertexBuffer, used: np.ndarray,
+def _blend_indices(out: Findings, m: umd2.Model, g: int, b: int, vb: umd2.VertexBuffer, used: np.ndarray,
                    mapping: np.ndarray, n_bones: int) -> None:
     """Blend indices of the vertices a geometry draws, within its bone mapping (or the skeleton when the mapping
     is empty), for every slot with a non-zero weight."""
@@ -220,7 +197,7 @@ def _blend_indices(out: _Findings, m: umd2.Model, g: int, b: int, vb: umd2.Verte
              lambda r: f"blend index {int(local[r, first_slot[r]])} is not in {what}")
 
 
-def _morph(out: _Findings, m: umd2.Model, i: int, morph: umd2.Morph) -> None:
+def _morph(out: Findings, m: umd2.Model, i: int, morph: umd2.Morph) -> None:
     starts = _morph_buffer_offsets(m, i)
     for k, buf in enumerate(morph.buffers):
         element = f"morph {i} ({morph.name}) buffer {k}"
@@ -245,7 +222,7 @@ def _morph(out: _Findings, m: umd2.Model, i: int, morph: umd2.Morph) -> None:
                 "default weight", "value is not finite (NaN or infinity)")
 
 
-def _bones(out: _Findings, m: umd2.Model) -> None:
+def _bones(out: Findings, m: umd2.Model) -> None:
     n = len(m.bones)
     seen: dict[str, int] = {}
     for i, b in enumerate(m.bones):
@@ -349,9 +326,8 @@ def _length_offset(anim: uani.Animation) -> int:
 
 
 def validate_animation(anim: uani.Animation) -> list[Finding]:
-    out = _Findings()
-    for w in anim.warnings:
-        out.add("warning", "file", None, "file", w)
+    out = Findings()
+    out.warnings(anim.warnings)
     length = float(anim.length)
     if not np.isfinite(length):
         out.add("error", "animation", _length_offset(anim), "length", "value is not finite (NaN or infinity)")
@@ -429,63 +405,14 @@ _ELEMENT = re.compile(r"^((?:vertex buffer|index buffer|geometry|morph|bone|trac
 
 def _read_error(e: FormatError) -> Finding:
     """A structural fault as one finding, its element split from the reader's field name."""
-    field = e.field or ""
-    m = _ELEMENT.match(field)
-    element, field = (m.group(1), m.group(2)) if m else ("file", field)
-    message = str(e)
-    if ": " in message and (e.offset is not None or e.field):
-        message = message.split(": ", 1)[1]
-    return Finding("error", element, e.offset, field, message)
+    finding = _file_read_error(e)
+    m = _ELEMENT.match(finding.field)
+    if m:
+        finding.element, finding.field = m.group(1), m.group(2)
+    return finding
 
 
-def _first_difference(original: bytes, written: bytes) -> int:
-    a = np.frombuffer(original, np.uint8)
-    b = np.frombuffer(written, np.uint8)
-    n = min(len(a), len(b))
-    diff = np.flatnonzero(a[:n] != b[:n])
-    return int(diff[0]) if len(diff) else n
-
-
-def check_data(data: bytes) -> tuple[list[Finding], str]:
-    """Findings and the roundtrip line for the bytes of a model or animation file."""
-    magic = bytes(data[:4])
-    if magic in MODEL_MAGICS:
-        try:
-            m = umd2.read(data)
-        except FormatError as e:
-            return [_read_error(e)], "roundtrip: not attempted (unreadable)"
-        findings = validate_model(m)
-        try:
-            written = umd2.write(m)
-        except (ValueError, OverflowError) as e:
-            return findings, f"roundtrip: write failed ({e})"
-        if written == data:
-            return findings, "roundtrip: identical"
-        at = _first_difference(data, written)
-        return findings, f"roundtrip: differs at offset {at} (field {model_field_at(m, at)})"
-    if magic in ANIMATION_MAGICS:
-        try:
-            anim = uani.read(data)
-        except FormatError as e:
-            return [_read_error(e)], "roundtrip: not attempted (unreadable)"
-        findings = validate_animation(anim)
-        try:
-            written = uani.write(anim)
-        except (ValueError, OverflowError) as e:
-            return findings, f"roundtrip: write failed ({e})"
-        if written == data:
-            return findings, "roundtrip: identical"
-        at = _first_difference(data, written)
-        return findings, f"roundtrip: differs at offset {at} (field {animation_field_at(anim, at)})"
-    raise FormatError(f"not an Urho3D model or animation (first bytes {magic!r})", 0, "magic")
-
-
-def check_file(path) -> tuple[list[Finding], str]:
-    return check_data(read_bytes(path))
-
-
-def check_command(path, out: Callable[[str], None] = print) -> int:
-    """`skinbridge check FILE` for Urho3D-family files: findings, a count line and the roundtrip line; exit
-    status 1 on any error."""
-    findings, roundtrip = check_file(path)
-    return report(findings, roundtrip, out)
+check_model = Checker(read=umd2.read, validate=validate_model, write=umd2.write, field_at=model_field_at,
+                      read_error=_read_error)
+check_animation = Checker(read=uani.read, validate=validate_animation, write=uani.write,
+                          field_at=animation_field_at, read_error=_read_error)

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterable
+from typing import Iterable
 
-from ..core.fileio import read_bytes
-from ..core.findings import report
-from . import check as _check
+from ..core import model as cm
+from ..core.fileio import read_bytes, write_atomic
+from . import ani_convert, convert, uani, umd2
+from .ani_info import info as _animation_info
+from .model_info import info as _model_info
 
 
 def _stem(path: str) -> str:
@@ -14,30 +16,21 @@ def _stem(path: str) -> str:
 
 
 def model_info(data: bytes, path: str) -> dict:
-    from .model_info import info
 
-    return info(data)
+    return _model_info(data)
 
 
 def animation_info(data: bytes, path: str) -> dict:
-    from .ani_info import info
 
-    result = info(data)
+    result = _animation_info(data)
     for anim in result["animations"]:  # UrhoX files carry no name: use the file's
         anim["name"] = anim["name"] or _stem(path)
     return result
 
 
-def check(path: str, data: bytes, out: Callable[[str], None]) -> int:
-    findings, roundtrip = _check.check_data(data)
-    return report(findings, roundtrip, out)
-
-
 def load_model(path: str, data: bytes, with_animations: bool, motions: Iterable[str] = ()):
     """The model as a core Scene; `motions` (.ani files, e.g. an output folder's Animations/) mapped onto its
     skeleton with the model's axes."""
-    from . import ani_convert, convert, uani, umd2
-
     scene, warnings = convert.to_scene(umd2.read(data), _stem(path), "auto")
     if with_animations:
         profile = scene.extras.get("urho", {}).get("profile", "urhox")
@@ -52,9 +45,6 @@ def load_model(path: str, data: bytes, with_animations: bool, motions: Iterable[
 def load_animation(path: str, data: bytes, with_animations: bool, motions: Iterable[str] = ()):
     """A `.ani` alone, as a core Scene with no skeleton and one animation (for comparing two motions): read
     with the axes its variant implies, the first track taken as the root."""
-    from ..core import model as cm
-    from . import ani_convert, uani
-
     anim = uani.read(data)
     profile = "urho3d" if anim.variant != uani.VARIANT_URHOX else "urhox"
     roots = {anim.tracks[0].name} if anim.tracks else set()
@@ -64,15 +54,11 @@ def load_animation(path: str, data: bytes, with_animations: bool, motions: Itera
 
 def model_semantic(model) -> list[str]:
     """What an import runs after the read: the mapping of every LOD (its warnings)."""
-    from . import convert
-
     _, warnings = convert.to_scene(model, "model", "auto", all_lods=True)
     return warnings
 
 
 def animation_semantic(anim) -> list[str]:
-    from . import ani_convert
-
     roots = {anim.tracks[0].name} if anim.tracks else set()
     _, warnings = ani_convert.to_core(anim, "animation", "urho3d", roots)
     return warnings
@@ -81,10 +67,6 @@ def animation_semantic(anim) -> list[str]:
 def write_scene(scene, folder: str, name: str) -> list[str]:
     """The core Scene as files without Blender (benchmarks, tests): NAME.mdl under the urho3d profile (255 bones
     per geometry) and one classic `.ani` per animation."""
-    from ..core.fileio import write_atomic
-    from . import ani_convert, convert, uani, umd2
-
-    os.makedirs(folder, exist_ok=True)
     model, _ = convert.from_scene(scene, "urho3d", max_bones=255)
     paths = [os.path.join(folder, name + ".mdl")]
     write_atomic(paths[0], umd2.write(model))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 
 import bpy
 import numpy as np
@@ -23,8 +24,9 @@ from ..blender import action as baction
 from ..blender import scene as bscene
 from ..core import model as cm
 from ..core.errors import ExportError, FormatError
-from ..core.fileio import read_bytes, write_atomic
+from ..core.fileio import output_path, read_bytes, write_atomic
 from ..core.naming import safe_file_name
+from ..core.png import encode_png
 from . import convert, mdl, tex
 
 PROP = "skinbridge_we"
@@ -122,13 +124,9 @@ def import_texture(context, path: str) -> tuple[object, list[str]]:
     if t.image_format != -1:
         data = tex.mip_bytes(t, 0, 0)
     else:
-        from ..core.png import encode_png
-
         data = encode_png(tex.mip_pixels(t, 0, 0), level=1)
     img = bpy.data.images.load_from_memory(data) if hasattr(bpy.data.images, "load_from_memory") else None
     if img is None:
-        import tempfile
-
         with tempfile.TemporaryDirectory() as d:
             p = os.path.join(d, safe_file_name(name) + ".png")
             with open(p, "wb") as f:
@@ -309,11 +307,8 @@ def write_project_files(context, path: str, model: mdl.Model) -> list[str]:
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to wepuppet`: OUTDIR/models/NAME_puppet.mdl with models/NAME.json, materials/NAME.json and
     materials/NAME.tex."""
-    os.makedirs(outdir, exist_ok=True)
     stem = _project_stem(name)
-    path = os.path.join(outdir, "models", stem + "_puppet.mdl")
-    if os.path.realpath(path) in set(getattr(options, "protected", ()) or ()):
-        raise ExportError(f"refusing to overwrite the input {path}")
+    path = output_path(outdir, os.path.join("models", stem + "_puppet.mdl"))
     warnings = export_wepuppet(context, path, project_files=True)
     written = [path, os.path.join(outdir, "models", stem + ".json"),
                os.path.join(outdir, "materials", stem + ".json")]

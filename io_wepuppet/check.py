@@ -2,50 +2,30 @@
 
 The codecs keep values that the layout allows but the meaning forbids (so that read → write stays
 byte-identical); this module lists them as findings (severity, element, byte offset, field, message), one per
-offending record up to `MAX_PER_CHECK`, then a count of the rest. Errors are what a writer refuses or what
-would index out of range or loop on import (bone indices, vertex indices, parents, non-finite values);
+offending record up to `core.check.MAX_PER_CHECK`, then a count of the rest. Errors are what a writer refuses
+or what would index out of range or loop on import (bone indices, vertex indices, parents, non-finite values);
 warnings are what Wallpaper Engine accepts but is probably not meant (weights not summing to 1, a partial
 triangle, more than the engine's 128 bones, a clip whose track count is not the bone count).
 
-After the findings the records are written back and compared with the file: `roundtrip: identical` or
+`check` (models) and `check_tex` (textures) run the pipeline of core/check.py with these steps: after the
+findings the records are written back and compared with the file: `roundtrip: identical` or
 `roundtrip: differs at offset N`.
 """
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 
+from ..core.check import Checker, Findings
 from ..core.errors import FormatError
-from ..core.findings import Finding, first_difference, report
+from ..core.findings import Finding
 from . import mdl, tex
 
-MAX_PER_CHECK = 10
 WEIGHT_SUM_TOLERANCE = 1e-3
 ENGINE_MAX_BONES = 128  # wallpaper64.exe refuses a skeleton above this (reference parser)
 MODES = ("", "loop", "mirror", "single")
 
 
-class _Findings:
-    def __init__(self):
-        self.items: list[Finding] = []
-
-    def add(self, severity: str, element: str, offset, field: str, message: str) -> None:
-        self.items.append(Finding(severity, element, None if offset is None else int(offset), field, message))
-
-    def rows(self, severity: str, bad, element: Callable[[int], str], offset: Callable[[int], int], field: str,
-             message: Callable[[int], str]) -> None:
-        where = np.flatnonzero(np.asarray(bad))
-        for i in where[:MAX_PER_CHECK]:
-            i = int(i)
-            self.add(severity, element(i), offset(i), field, message(i))
-        if len(where) > MAX_PER_CHECK:
-            i = int(where[MAX_PER_CHECK])
-            self.add(severity, element(i), offset(i), field,
-                     f"and {len(where) - MAX_PER_CHECK} more with the same fault (first listed here)")
-
-
-def _mesh(out: _Findings, m: mdl.Model, k: int, mesh: mdl.Mesh, n_bones: int) -> None:
+def _mesh(out: Findings, m: mdl.Model, k: int, mesh: mdl.Mesh, n_bones: int) -> None:
     v = mesh.vertices
     base = m.offsets.get(f"mesh {k} vertices", 0)
     stride = v.dtype.itemsize
@@ -81,7 +61,7 @@ def _mesh(out: _Findings, m: mdl.Model, k: int, mesh: mdl.Mesh, n_bones: int) ->
                                                        f"triangle")
 
 
-def _skeleton(out: _Findings, m: mdl.Model, sk: mdl.Skeleton) -> None:
+def _skeleton(out: Findings, m: mdl.Model, sk: mdl.Skeleton) -> None:
     n = len(sk.bones)
     if n > ENGINE_MAX_BONES:
         out.add("warning", "skeleton", m.offsets.get("bone 0"), "bone count",
@@ -98,7 +78,7 @@ def _skeleton(out: _Findings, m: mdl.Model, sk: mdl.Skeleton) -> None:
              lambda i: m.offsets.get(f"bone {i} matrix"), "matrix", lambda i: "value is not finite (NaN or infinity)")
 
 
-def _clips(out: _Findings, m: mdl.Model, anims: mdl.Animations, n_bones: int) -> None:
+def _clips(out: Findings, m: mdl.Model, anims: mdl.Animations, n_bones: int) -> None:
     for k, c in enumerate(anims.clips):
         p = f"clip {k} ({c.name})"
         if not (np.isfinite(c.fps) and c.fps > 0):
@@ -118,9 +98,8 @@ def _clips(out: _Findings, m: mdl.Model, anims: mdl.Animations, n_bones: int) ->
 
 
 def validate_model(m: mdl.Model) -> list[Finding]:
-    out = _Findings()
-    for w in m.warnings:
-        out.add("warning", "file", None, "file", w)
+    out = Findings()
+    out.warnings(m.warnings)
     sk = m.skeleton
     n_bones = len(sk.bones) if sk else 0
     for k, mesh in enumerate(m.meshes):
@@ -139,9 +118,8 @@ def validate_model(m: mdl.Model) -> list[Finding]:
 
 
 def validate_texture(t: tex.Texture) -> list[Finding]:
-    out = _Findings()
-    for w in t.warnings:
-        out.add("warning", "file", None, "file", w)
+    out = Findings()
+    out.warnings(t.warnings)
     for k, mips in enumerate(t.images):
         for j, mip in enumerate(mips):
             p = f"image {k} mip {j}"
@@ -161,45 +139,8 @@ def validate_texture(t: tex.Texture) -> list[Finding]:
     return out.items
 
 
-
-
-
-def _read_error(e: FormatError) -> Finding:
-    message = str(e)
-    if ": " in message and (e.offset is not None or e.field):
-        message = message.split(": ", 1)[1]
-    return Finding("error", "file", e.offset, e.field or "", message)
-
-
-def _roundtrip(data: bytes, written: bytes) -> str:
-    if written == data:
-        return "roundtrip: identical"
-    return f"roundtrip: differs at offset {first_difference(data, written)}"
-
-
-def check_data(data: bytes) -> tuple[list[Finding], str]:
-    if data[:4] == tex.MAGIC:
-        reader, writer, validate = tex.read, tex.write, validate_texture
-    else:
-        reader, writer, validate = mdl.read, mdl.write, validate_model
-    try:
-        records = reader(data)
-    except FormatError as e:
-        return [_read_error(e)], "roundtrip: not attempted (unreadable)"
-    findings = validate(records)
-    try:
-        written = writer(records)
-    except (ValueError, OverflowError) as e:
-        return findings, f"roundtrip: write failed ({e})"
-    return findings, _roundtrip(data, written)
-
-
-def check(path: str, data: bytes, out=print) -> int:
-    """`skinbridge check FILE` for a `.mdl` or `.tex`: findings, a count line and the roundtrip line."""
-    return report(*check_data(data), out)
-
-
-check_tex = check
+check = Checker(read=mdl.read, validate=validate_model, write=mdl.write)
+check_tex = Checker(read=tex.read, validate=validate_texture, write=tex.write)
 
 
 def texture_semantic(t: tex.Texture) -> list[str]:

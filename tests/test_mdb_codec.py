@@ -135,7 +135,7 @@ def test_gaps_and_tail_are_kept_and_reported():
     m = mdb.read(data)
     assert m.gaps == [b"\xaa\xbb\xcc\xdd"] and m.tail == b"tail"
     assert mdb.write(m) == data
-    findings, roundtrip = check.check_file(data)
+    findings, roundtrip = check.check.findings(data)
     assert roundtrip == "roundtrip: identical"
     assert {f.field for f in findings} == {"offset", "file"}
 

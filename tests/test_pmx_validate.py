@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from skinbridge.core.errors import ExportError, FormatError
-from skinbridge.io_pmx.model import pmx
+from skinbridge.io_pmx.model import check, pmx
 from skinbridge.io_pmx.model import validate
 from skinbridge.io_pmx.model.validate import Finding
 from test_pmx_codec import LUKA, SAMPLES, build_full_model
@@ -87,8 +87,8 @@ def check_bytes(tmp_path, data: bytes) -> tuple[int, list[str], list[Finding], s
     path = tmp_path / "corrupt.pmx"
     path.write_bytes(data)
     lines: list[str] = []
-    status = validate.check_command(path, lines.append)
-    findings, roundtrip = validate.check_file(path)
+    status = check.check(str(path), data, lines.append)
+    findings, roundtrip = check.check.findings(data)
     return status, lines, findings, roundtrip
 
 
@@ -104,8 +104,9 @@ def assert_one_error(findings, element: str, offset: int | None, field: str) -> 
 @pytest.mark.parametrize("name", SAMPLES)
 def test_check_reports_no_error_and_identical_roundtrip(testdata, name):
     lines: list[str] = []
-    status = validate.check_command(testdata / "pmx" / name, lines.append)
-    findings, roundtrip = validate.check_file(testdata / "pmx" / name)
+    data = (testdata / "pmx" / name).read_bytes()
+    status = check.check(name, data, lines.append)
+    findings, roundtrip = check.check.findings(data)
     assert status == 0 and errors(findings) == []
     assert roundtrip == "roundtrip: identical" and lines[-1] == "roundtrip: identical"
 
@@ -180,7 +181,7 @@ def test_roundtrip_message_names_the_first_difference(luka):
     model = pmx.read(luka)
     model.bones[1].position = model.bones[1].position.copy()
     model.bones[1].position.view(np.uint32)[0] ^= 1  # the lowest bit of x: the first byte differs
-    message = validate.roundtrip_message(luka, pmx.write(model), model)
+    message = check.check.roundtrip(luka, pmx.write(model), model)
     assert message == f"roundtrip: differs at offset {at['position']} (field bone 1 (上半身) position)"
 
 

@@ -265,7 +265,7 @@ def test_bad_ids_and_cycles_are_kept_listed_and_refused():
         smd.write(f)
     lines: list[str] = []
     assert check.check("x.smd", text.encode(), lines.append) == 1
-    assert lines[-1].startswith("roundtrip: write refused")
+    assert lines[-1].startswith("roundtrip: write failed")
     f.nodes[0].parent = -1  # changed records are written, and refused while a fault is left
     with pytest.raises(FormatError, match=r"line 10: bone id 7"):
         smd.write(f)

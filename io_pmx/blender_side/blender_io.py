@@ -15,7 +15,7 @@ import re
 
 from ...blender import scene as bscene
 from ...core.errors import ExportError, FormatError
-from ...core.fileio import read_bytes, write_atomic
+from ...core.fileio import output_path, read_bytes, write_atomic
 from . import mmd as blender_mmd
 from ..model import convert
 from ..model import pmx
@@ -131,7 +131,7 @@ def height_warning(model: pmx.PmxModel, scale: float | None) -> str | None:
 
 def export_model(context, path: str, scale: float | None = None, selected_only: bool = False,
                  mmd_rig: bool = False, bone_map=None, arm_angle: float = 0.0, model_name: str | None = None,
-                 textures: bool = False, protected=(), before_write=None
+                 textures: bool = False, before_write=None
                  ) -> tuple[list[str], list[str], dict[str, str], pmx.PmxModel]:
     """`export_pmx` returning (written paths, the model first; warnings; Blender bone → the shorter name
     PMX and VMD call it; the records written). `model_name`: the model name written (Japanese and English; None: the file's own
@@ -159,8 +159,7 @@ def export_model(context, path: str, scale: float | None = None, selected_only: 
     if textures:
         from .textures import write_textures
 
-        written, more = write_textures(context, model, os.path.dirname(os.path.abspath(path)), protected,
-                                       selected_only)
+        written, more = write_textures(context, model, os.path.dirname(os.path.abspath(path)), selected_only)
         warnings += more
     names = {}
     if arm_ob is not None:
@@ -199,10 +198,7 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     """`convert --to pmx`: OUTDIR/NAME.pmx, the images its materials use beside it, and a .vmd per action
     (retargeted onto this PMX when rigged). `--scale S` (units per metre, default the model's own, else 12.5)
     reaches `options.scale`; `-n` names the model in PMX and VMD."""
-    path = os.path.join(outdir, name + ".pmx")
-    if os.path.realpath(path) in set(getattr(options, "protected", ()) or ()):
-        raise ExportError(f"refusing to overwrite the input {path}")
-    os.makedirs(outdir, exist_ok=True)
+    path = output_path(outdir, name + ".pmx")
     per_metre = options.scale
     scale = 1.0 / per_metre if per_metre else None
     model_name = _given_name(context, name, options)
@@ -218,6 +214,6 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     written, warnings, _, _ = export_model(
         context, path, scale, mmd_rig=options.mmd_rig,
         bone_map=options.bone_map, arm_angle=options.arm_angle,
-        model_name=model_name, textures=True, protected=getattr(options, "protected", ()), before_write=motions)
-    written += blender_vmd_retarget.write_motions(outdir, pending, getattr(options, "protected", ()))
+        model_name=model_name, textures=True, before_write=motions)
+    written += blender_vmd_retarget.write_motions(outdir, pending)
     return written, warnings

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...blender import action as bact
 from ...core.errors import ExportError
-from ...core.fileio import write_atomic
+from ...core.fileio import output_path, write_atomic
 from ...core.naming import NameAllocator
 from ...core.transforms import quat_normalize
 from . import mmd as blender_mmd
@@ -458,7 +458,7 @@ def motion_actions(arm_ob) -> list:
 
 
 def export_actions(context, outdir: str, arm_ob, actions=None, bake: bool = False, rest: dict | None = None,
-                   names: dict | None = None, allocator: NameAllocator | None = None, protected=(),
+                   names: dict | None = None, allocator: NameAllocator | None = None,
                    scale: float | None = None, model_name: str | None = None) -> tuple[list[str], list[str]]:
     """One OUTDIR/<action>.vmd per action; all made in memory before the first is written."""
     actions = motion_actions(arm_ob) if actions is None else list(actions)
@@ -468,13 +468,9 @@ def export_actions(context, outdir: str, arm_ob, actions=None, bake: bool = Fals
         motion, more = export_motion(context, act, arm_ob, bake, rest, names, scale, model_name)
         warnings += more
         pending.append((allocator.take(act.name, ".vmd"), vmd.write(motion)))
-    protected = set(protected or ())
-    for stem, _ in pending:
-        if os.path.realpath(os.path.join(outdir, stem + ".vmd")) in protected:
-            raise ExportError(f"refusing to overwrite the input {os.path.join(outdir, stem + '.vmd')}")
+    for stem, _ in pending:  # every path asked of the output guard before the first is written
+        output_path(outdir, stem + ".vmd")
     written = []
-    if pending:
-        os.makedirs(outdir, exist_ok=True)
     for stem, data in pending:
         path = os.path.join(outdir, stem + ".vmd")
         write_atomic(path, data)

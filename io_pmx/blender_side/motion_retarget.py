@@ -48,7 +48,7 @@ import numpy as np
 from ...blender import action as bact
 from ...blender import armature as barm
 from ...core.errors import ExportError
-from ...core.fileio import write_atomic
+from ...core.fileio import output_path, write_atomic
 from ...core.naming import NameAllocator
 from ..motion import vmd
 from ..motion import channels as vc
@@ -95,12 +95,10 @@ def build_target_motions(context, options, scale: float | None, model, names: di
     return pending, warnings
 
 
-def write_motions(outdir: str, pending: list[tuple[str, vmd.Motion]], protected=()) -> list[str]:
-    """OUTDIR/<stem>.vmd for each (stem, motion); none is written if any would overwrite an input."""
-    protected = set(protected or ())
+def write_motions(outdir: str, pending: list[tuple[str, vmd.Motion]]) -> list[str]:
+    """OUTDIR/<stem>.vmd for each (stem, motion); none is written if the output guard refuses any (an input)."""
     for stem, _ in pending:
-        if os.path.realpath(os.path.join(outdir, stem + ".vmd")) in protected:
-            raise ExportError(f"refusing to overwrite the input {os.path.join(outdir, stem + '.vmd')}")
+        output_path(outdir, stem + ".vmd")
     data = [(stem, vmd.write(motion)) for stem, motion in pending]
     written = []
     for stem, raw in data:

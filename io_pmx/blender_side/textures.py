@@ -17,7 +17,7 @@ import bpy
 from ...blender import material as bmat
 from ...blender import scene as bscene
 from ...core.errors import ExportError
-from ...core.fileio import write_atomic
+from ...core.fileio import may_write, output_path, write_atomic
 from ...core.naming import NameAllocator
 from ..model import pmx
 from .mmd import IMAGE_PROP
@@ -44,10 +44,10 @@ def material_images(context, selected_only: bool = False) -> dict[str, object]:
     return out
 
 
-def _copy_file_texture(context, images: dict, entry: str, outdir: str, root: str, protected: set) -> str | None:
+def _copy_file_texture(context, images: dict, entry: str, outdir: str) -> str | None:
     """A texture of a PMX read from a file (its table holds the path relative to that file): the file the
-    Blender image was loaded from, copied to the same relative path beside the new PMX when that path stays
-    inside the output folder. Returns the path written, or None."""
+    Blender image was loaded from, copied to the same relative path beside the new PMX when the output guard
+    allows that path (inside the output folder, not an input). Returns the path written, or None."""
     img = next((im for im in images.values() if im.get(IMAGE_PROP) == entry), None)
     if img is None or img.packed_file is not None:
         return None
@@ -55,11 +55,10 @@ def _copy_file_texture(context, images: dict, entry: str, outdir: str, root: str
     if not os.path.isfile(src):
         return None
     rel = entry.replace("\\", "/")
-    path = os.path.normpath(os.path.join(outdir, rel))
-    real = os.path.realpath(path)
-    if not real.startswith(root + os.sep) or os.path.isabs(rel) or real in protected:
+    if not rel or not may_write(outdir, rel):
         return None
-    if os.path.realpath(src) == real:
+    path = output_path(outdir, rel)
+    if os.path.realpath(src) == os.path.realpath(path):
         return None
     with open(src, "rb") as f:
         data = f.read()
@@ -67,19 +66,17 @@ def _copy_file_texture(context, images: dict, entry: str, outdir: str, root: str
     return path
 
 
-def write_textures(context, model: pmx.PmxModel, outdir: str, protected=(), selected_only: bool = False
+def write_textures(context, model: pmx.PmxModel, outdir: str, selected_only: bool = False
                    ) -> tuple[list[str], list[str]]:
     """Write every image the model's texture table names into `outdir` and point the table at the files
     (in place). Returns (written paths, warnings)."""
     images = material_images(context, selected_only)
     names = NameAllocator()
-    protected = set(protected or ())
     written, warnings = [], []
-    root = os.path.realpath(outdir)
     for i, entry in enumerate(model.textures):
         img = images.get(entry)
         if img is None:
-            copied = _copy_file_texture(context, images, entry, outdir, root, protected)
+            copied = _copy_file_texture(context, images, entry, outdir)
             if copied:
                 written.append(copied)
             continue
@@ -89,12 +86,7 @@ def write_textures(context, model: pmx.PmxModel, outdir: str, protected=(), sele
             warnings.append(f"texture {entry}: {e}; the path is written as it is")
             continue
         rel = names.take(os.path.splitext(img.name)[0] if img.name.lower().endswith(ext) else img.name, ext) + ext
-        path = os.path.join(outdir, rel)
-        real = os.path.realpath(path)
-        if os.path.dirname(real) != root:
-            raise ExportError(f"refusing to write outside the output folder: {path}")
-        if real in protected:
-            raise ExportError(f"refusing to overwrite the input {path}")
+        path = output_path(outdir, rel)
         write_atomic(path, data)
         written.append(path)
         model.textures[i] = rel

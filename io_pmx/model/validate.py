@@ -2,8 +2,8 @@
 
 The codec keeps such values so that read → write stays byte-identical; this module lists them. Exporters run
 `validate(model, for_export=True)` on the records they are about to write and refuse any error
-(`raise_for_errors`); `skinbridge check FILE` runs `check_file`, which also writes the records back with the
-codec and compares the bytes.
+(`raise_for_errors`); `skinbridge check FILE` runs them through `check.check` (io_pmx/model/check.py), which
+also writes the records back with the codec and compares the bytes.
 
 Each finding names the element (`bone 12 (左ひざ)`, `vertex 5`, `左足ＩＫ link 0 (左ひざ)`), the byte offset of
 the field in the file (None for records built in memory) and the field (`parent`, `position`,
@@ -11,20 +11,17 @@ the field in the file (None for records built in memory) and the field (`parent`
 """
 from __future__ import annotations
 
-import bisect
-from typing import Callable, Iterable
+from typing import Iterable
 
 import numpy as np
 
-from ...core.errors import ExportError, FormatError, quiet_float_errors
-from ...core.fileio import read_bytes
-from ...core.findings import Finding, report  # noqa: F401  (Finding re-exported)
+from ...core.check import Findings
+from ...core.errors import ExportError, quiet_float_errors
+from ...core.findings import Finding  # noqa: F401  (Finding re-exported)
 from . import pmx
 from .pmx import BoneFlag, PmxModel
 
 WEIGHT_SUM_TOLERANCE = 1e-3
-
-MAX_PER_CHECK = 10  # per-vertex / per-offset faults listed one by one before a summary line
 
 
 def _finite(value) -> bool:
@@ -35,36 +32,19 @@ def _name(items: list, i: int) -> str:
     return f" ({items[i].name})" if 0 <= i < len(items) else ""
 
 
-class _Checker:
+class _Checker(Findings):
     def __init__(self, m: PmxModel, for_export: bool):
+        super().__init__()
         self.m = m
         self.for_export = for_export
-        self.findings: list[Finding] = []
         self.n_vertices = len(m.vertices)
         self.n_bones = len(m.bones)
-
-    def add(self, severity: str, element: str, offset: int | None, field: str, message: str) -> None:
-        self.findings.append(Finding(severity, element, None if offset is None else int(offset), field, message))
 
     def error(self, element: str, offset: int | None, field: str, message: str) -> None:
         self.add("error", element, offset, field, message)
 
     def warning(self, element: str, offset: int | None, field: str, message: str) -> None:
         self.add("warning", element, offset, field, message)
-
-    def rows(self, severity: str, bad: np.ndarray, element: Callable[[int], str], offset: Callable[[int], int | None],
-             field: str | Callable[[int], str], message: Callable[[int], str]) -> None:
-        """One finding per offending row (the first MAX_PER_CHECK), then a count of the rest."""
-        where = np.flatnonzero(bad)
-        for i in where[:MAX_PER_CHECK]:
-            i = int(i)
-            f = field(i) if callable(field) else field
-            self.add(severity, element(i), offset(i), f, message(i))
-        if len(where) > MAX_PER_CHECK:
-            i = int(where[MAX_PER_CHECK])
-            f = field(i) if callable(field) else field
-            self.add(severity, element(i), offset(i), f,
-                     f"and {len(where) - MAX_PER_CHECK} more with the same fault (first listed here)")
 
     # -- whole model -----------------------------------------------------------------------------------------
     def run(self) -> list[Finding]:
@@ -98,7 +78,7 @@ class _Checker:
             self.joint(i, joint)
         for i, body in enumerate(m.soft_bodies):
             self.soft_body(i, body)
-        return self.findings
+        return self.items
 
     # -- vertices and faces ----------------------------------------------------------------------------------
     def vertices(self) -> None:
@@ -395,75 +375,3 @@ def raise_for_errors(findings: Iterable[Finding]) -> None:
         lines = "\n".join(str(f) for f in errors[:20])
         more = f"\n... and {len(errors) - 20} more" if len(errors) > 20 else ""
         raise ExportError(f"PMX export refused, {len(errors)} error(s):\n{lines}{more}")
-
-
-# ------------------------------------------------------------------------------------------------------------
-# check FILE
-
-def field_at(m: PmxModel, offset: int) -> str:
-    """Name the field that holds byte `offset` of the file `m` was read from (best effort, for messages)."""
-    marks: list[tuple[int, str]] = [(0, "magic"), (4, "version"), (8, "globals count"), (9, "globals")]
-    marks += [(at, section) for section, at in m.at.items()]
-    sections = (("material", m.materials), ("bone", m.bones), ("morph", m.morphs),
-                ("display frame", m.display_frames), ("rigid body", m.rigid_bodies), ("joint", m.joints),
-                ("soft body", m.soft_bodies))
-    for label, items in sections:
-        for i, item in enumerate(items):
-            for name, at in item.at.items():
-                marks.append((at, f"{label} {i} ({item.name}) {'name' if name == 'record' else name}"))
-            links = item.ik.links if label == "bone" and item.ik else []
-            for k, link in enumerate(links):
-                for name, at in link.at.items():
-                    marks.append((at, f"bone {i} ({item.name}) ik.links[{k}].{name}"))
-    if m.vertex_offsets is not None and len(m.vertex_offsets):
-        vo = m.vertex_offsets
-        i = int(np.searchsorted(vo, offset, side="right")) - 1
-        if 0 <= i < len(vo) and vo[0] <= offset < m.at.get("index count", offset + 1):
-            layout = pmx.vertex_file_dtype(int(m.vertices["deform"][i]), m.additional_uvs, m.index_sizes.bone)
-            inner = offset - int(vo[i])
-            name = max((f for f in layout.names if layout.fields[f][1] <= inner), key=lambda f: layout.fields[f][1])
-            return f"vertex {i} {name}"
-    marks.sort()
-    k = bisect.bisect_right([a for a, _ in marks], offset) - 1
-    return marks[k][1] if k >= 0 else "?"
-
-
-def roundtrip_message(original: bytes, written: bytes, m: PmxModel) -> str:
-    if original == written:
-        return "roundtrip: identical"
-    a = np.frombuffer(original, np.uint8)
-    b = np.frombuffer(written, np.uint8)
-    n = min(len(a), len(b))
-    diff = np.flatnonzero(a[:n] != b[:n])
-    first = int(diff[0]) if len(diff) else n
-    return f"roundtrip: differs at offset {first} (field {field_at(m, first)})"
-
-
-def check_file(path, data: bytes | None = None) -> tuple[list[Finding], str]:
-    """Findings for the file at `path` (its bytes `data` when already read) and whether the codec writes it
-    back byte-identical."""
-    if data is None:
-        data = read_bytes(path)
-    try:
-        m = pmx.read(data)
-    except FormatError as e:
-        return [Finding("error", "file", e.offset, e.field or "", str(e))], "roundtrip: not attempted (unreadable)"
-    findings = [Finding("warning", "file", m.at.get("trailing"), "file", w) for w in m.warnings]
-    findings += validate(m, for_export=False)
-    try:
-        written = pmx.write(m)
-    except ExportError as e:
-        return findings, f"roundtrip: write failed ({e})"
-    return findings, roundtrip_message(data, written, m)
-
-
-def check(path: str, data: bytes, out: Callable[[str], None] = print) -> int:
-    """`skinbridge check FILE` for PMX (the registry's `check`): print findings and the roundtrip line through
-    `out(line)`; 1 on any error finding, else 0."""
-    return check_command(path, out, data)
-
-
-def check_command(path, out: Callable[[str], None] = print, data: bytes | None = None) -> int:
-    """`skinbridge check FILE` for PMX: print findings and the roundtrip line; exit status 1 on any error."""
-    findings, roundtrip = check_file(path, data)
-    return report(findings, roundtrip, out)
