@@ -559,11 +559,8 @@ class _PmxReader:
 
     def material(self, i: int) -> PmxMaterial:
         where = f"material {i}"
-        start = self.r.pos
-        name, name_e = self.text(f"{where} name"), self.text(f"{where} name (English)")
-        values, at = self.fixed(MATERIAL_HEAD, where)
+        name, name_e, values, at = self.named_fixed(MATERIAL_HEAD, where)
         mat = PmxMaterial(name=name, name_e=name_e, **values, at=at)
-        at["record"] = start
         at["toon"] = self.r.pos
         if mat.shared_toon == 1:
             mat.toon = self.r.u8(f"{where} shared toon")
@@ -579,11 +576,8 @@ class _PmxReader:
 
     def bone(self, i: int) -> PmxBone:
         where = f"bone {i}"
-        start = self.r.pos
-        name, name_e = self.text(f"{where} name"), self.text(f"{where} name (English)")
-        values, at = self.fixed(BONE_HEAD, where)
+        name, name_e, values, at = self.named_fixed(BONE_HEAD, where)
         b = PmxBone(name=name, name_e=name_e, **values, at=at)
-        at["record"] = start
         flags = b.flags
         at["tail"] = self.r.pos
         if flags & BoneFlag.TAIL_IS_BONE:
@@ -663,29 +657,27 @@ class _PmxReader:
             frame.elements.append((kind, self.index("bone" if kind == 0 else "morph", f"{where} element {k}")))
         return frame
 
-    def rigid_body(self, i: int) -> PmxRigidBody:
-        where = f"rigid body {i}"
+    def named_fixed(self, spec: Spec, where: str) -> tuple[str, str, dict, dict]:
+        """The names and fixed fields (`spec`) that begin a material, bone, rigid body, joint or soft body:
+        names, values and offsets, `at["record"]` being where the record begins."""
         start = self.r.pos
         name, name_e = self.text(f"{where} name"), self.text(f"{where} name (English)")
-        values, at = self.fixed(RIGID_BODY, where)
+        values, at = self.fixed(spec, where)
         at["record"] = start
+        return name, name_e, values, at
+
+    def rigid_body(self, i: int) -> PmxRigidBody:
+        name, name_e, values, at = self.named_fixed(RIGID_BODY, f"rigid body {i}")
         return PmxRigidBody(name, name_e, **values, at=at)
 
     def joint(self, i: int) -> PmxJoint:
-        where = f"joint {i}"
-        start = self.r.pos
-        name, name_e = self.text(f"{where} name"), self.text(f"{where} name (English)")
-        values, at = self.fixed(JOINT, where)
-        at["record"] = start
+        name, name_e, values, at = self.named_fixed(JOINT, f"joint {i}")
         return PmxJoint(name, name_e, **values, at=at)
 
     def soft_body(self, i: int) -> PmxSoftBody:
         where = f"soft body {i}"
-        start = self.r.pos
-        name, name_e = self.text(f"{where} name"), self.text(f"{where} name (English)")
-        values, at = self.fixed(SOFT_BODY, where)
+        name, name_e, values, at = self.named_fixed(SOFT_BODY, where)
         body = PmxSoftBody(name, name_e, **values, at=at)
-        at["record"] = start
         body.anchors, at["anchors"] = self.records(SOFT_ANCHOR, f"{where} anchors")
         pins, at["pins"] = self.records(SOFT_PIN, f"{where} pins")
         body.pins = pins["vertex"].copy()
