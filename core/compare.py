@@ -326,13 +326,17 @@ def _match_animations(a: list[cm.Animation], b: list[cm.Animation]):
     return pairs, only_a, only_b
 
 
-def compare_animations(a: cm.Scene, b: cm.Scene, pos: float, rot: float, time_tol: float, out: Comparison) -> None:
-    pairs, only_a, only_b = _match_animations(a.animations, b.animations)
-    out.notes.append(f"animations: {len(a.animations)} in A, {len(b.animations)} in B, {len(pairs)} by name")
+def _unpaired_animations(only_a: list[cm.Animation], only_b: list[cm.Animation], out: Comparison) -> None:
     for x in only_a:
         out.differences.append(Difference("animation", f"animation {x.name}", "presence", "in A only"))
     for y in only_b:
         out.differences.append(Difference("animation", f"animation {y.name}", "presence", "in B only"))
+
+
+def compare_animations(a: cm.Scene, b: cm.Scene, pos: float, rot: float, time_tol: float, out: Comparison) -> None:
+    pairs, only_a, only_b = _match_animations(a.animations, b.animations)
+    out.notes.append(f"animations: {len(a.animations)} in A, {len(b.animations)} in B, {len(pairs)} by name")
+    _unpaired_animations(only_a, only_b, out)
     if not pairs:
         return
     sa, sb = a.skeleton, b.skeleton
@@ -545,10 +549,7 @@ def compare_motions(a: cm.Scene, b: cm.Scene, pos_tol: float = DEFAULT_TOL, rot_
                      f"{scale_tol:g}, morph weights {weight_tol:g}")
     pairs, only_a, only_b = _pair_motions(a.animations, b.animations)
     out.notes.append(f"animations: {len(a.animations)} in A, {len(b.animations)} in B, {len(pairs)} paired")
-    for x in only_a:
-        out.differences.append(Difference("animation", f"animation {x.name}", "presence", "in A only"))
-    for y in only_b:
-        out.differences.append(Difference("animation", f"animation {y.name}", "presence", "in B only"))
+    _unpaired_animations(only_a, only_b, out)
     for x, y in pairs:
         _compare_motion(x, y, pos_tol, rot_tol, scale_tol, weight_tol, time_tol, out)
     return out
