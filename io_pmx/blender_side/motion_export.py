@@ -503,7 +503,7 @@ def export_morphs(act, arm_ob, raw, fps, bake):
     warnings += more
     counter = 0
     used = set()
-    for (name, c), field in zip(curves.items(), fields):
+    for (name, c), encoded_name in zip(curves.items(), fields):
         if bake:
             v0, v1 = vmd_frames(c.x[[0, -1]], fps)
             frames = np.arange(int(math.floor(v0 + WHOLE)), int(math.ceil(v1 - WHOLE)) + 1)
@@ -517,7 +517,7 @@ def export_morphs(act, arm_ob, raw, fps, bake):
                 used.add(i)
                 continue
             rec = np.zeros(1, vmd.MORPH_KEY)[0]
-            rec["name"], rec["frame"], rec["weight"] = field, int(f), value
+            rec["name"], rec["frame"], rec["weight"] = encoded_name, int(f), value
             parts.append((i if i is not None else big + counter, rec))
             counter += 1
     for i in hit:  # shadowed duplicates on one frame stay as they were
