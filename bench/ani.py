@@ -27,6 +27,7 @@ except ImportError:  # run outside the venv's install: expose the checkout as `s
 import bpy  # noqa: E402
 
 from skinbridge.blender import action as bact  # noqa: E402
+from skinbridge.bench.timing import best_of  # noqa: E402
 from skinbridge.core import model as cm  # noqa: E402
 from skinbridge.core.transforms import quat_normalize  # noqa: E402
 from skinbridge.io_urhox import blender_ani  # noqa: E402
@@ -60,15 +61,6 @@ def make_animation(names, frames: int, fps: float) -> cm.Animation:
         s = 1 + 0.1 * np.sin(times[:, None] * np.array([1.0, 2.0, 3.0]))
         anim.tracks.append(cm.Track(name, times, t, times.copy(), r, times.copy(), s))
     return anim
-
-
-def best_of(repeat: int, fn):
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, result
 
 
 def main() -> int:

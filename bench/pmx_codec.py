@@ -8,7 +8,6 @@ import argparse
 import pathlib
 import sys
 import tempfile
-import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEFAULT = ROOT.parent / "shared" / "testdata" / "pmx" / "mmdtools_megurine_luka.pmx"
@@ -21,16 +20,8 @@ except ImportError:  # run outside tools/run: expose the checkout as `skinbridge
     sys.path.insert(0, str(link_dir))
 
 from skinbridge.io_pmx.model import pmx
+from skinbridge.bench.timing import best_of  # noqa: E402
 from skinbridge.io_pmx.model import validate  # noqa: E402
-
-
-def best_of(repeat: int, fn) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, result
 
 
 def main() -> int:

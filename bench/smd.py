@@ -17,7 +17,6 @@ import io
 import pathlib
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -31,18 +30,8 @@ except ImportError:  # run outside tools/run: expose the checkout as `skinbridge
     sys.path.insert(0, str(link_dir))
 
 from skinbridge.bench import models  # noqa: E402
+from skinbridge.bench.timing import best_of  # noqa: E402
 from skinbridge.io_smd import convert, smd  # noqa: E402
-
-
-def best_of(repeat: int, fn, setup=None) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        if setup is not None:
-            setup()
-        t = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, result
 
 
 def numeric_block(data: bytes) -> bytes:

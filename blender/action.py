@@ -165,6 +165,16 @@ def _add_curve(cb, bone: str, prop: str, index: int, frames: np.ndarray, values:
     return fc
 
 
+def _add_vector_curves(cb, bone: str, prop: str, values: np.ndarray, times, fps: float,
+                       interpolation: str) -> tuple[np.ndarray, np.ndarray, str]:
+    """The three F-curves of a location or scale track (`values` already in the bone's basis); returns what
+    `build_action` keeps of them: (frames, values, interpolation)."""
+    f = np.asarray(times, np.float64) * fps
+    for i in range(3):
+        _add_curve(cb, bone, prop, i, f, values[:, i], interpolation)
+    return f, values, interpolation
+
+
 def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None = None,
                  tolerance: float = ANGLE_TOLERANCE) -> tuple[bpy.types.Action, list[str]]:
     """A new action (with one slot for ``arm_ob``) holding ``animation``; tracks are matched to bones by
@@ -192,11 +202,8 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
             curves = written.setdefault(track.bone, {})
             interp = "CONSTANT" if track.interpolation == "STEP" else "LINEAR"
             if track.translations is not None and len(track.translations):
-                v = bf.to_basis("t", track.translations)
-                f = np.asarray(track.translation_times, np.float64) * fps
-                for i in range(3):
-                    _add_curve(cb, track.bone, "location", i, f, v[:, i], interp)
-                curves["t"] = (f, v, interp)
+                curves["t"] = _add_vector_curves(cb, track.bone, "location", bf.to_basis("t", track.translations),
+                                                 track.translation_times, fps, interp)
             if track.rotations is not None and len(track.rotations):
                 v = bf.to_basis("r", track.rotations)
                 t = np.asarray(track.rotation_times, np.float64)
@@ -208,11 +215,8 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
                     _add_curve(cb, track.bone, "rotation_quaternion", i, t * fps, v[:, i], interp, gen)
                 curves["q"] = (t * fps, v, interp)
             if track.scales is not None and len(track.scales):
-                v = bf.to_basis("s", track.scales)
-                f = np.asarray(track.scale_times, np.float64) * fps
-                for i in range(3):
-                    _add_curve(cb, track.bone, "scale", i, f, v[:, i], interp)
-                curves["s"] = (f, v, interp)
+                curves["s"] = _add_vector_curves(cb, track.bone, "scale", bf.to_basis("s", track.scales),
+                                                 track.scale_times, fps, interp)
         if fitted:
             _add_fitted_curves(cb, arm_ob, animation, frames, written, fitted, fps, tolerance)
         progress.end()

@@ -138,12 +138,7 @@ def compare_skeletons(a: cm.Skeleton | None, b: cm.Skeleton | None, pos: float, 
     names_b = _matched_names(b, views[1], a)
     ia = {n: i for i, n in enumerate(names_a)}
     ib = {n: i for i, n in enumerate(names_b)}
-    for name in names_a:
-        if name not in ib:
-            out.differences.append(Difference("skeleton", f"bone {name}", "presence", "in A only"))
-    for name in names_b:
-        if name not in ia:
-            out.differences.append(Difference("skeleton", f"bone {name}", "presence", "in B only"))
+    _presence("skeleton", "bone", names_a, names_b, "", out)
     common = [n for n in names_a if n in ib]
     skipped = sorted({f for v in views if v for f in v.get("skipped", ())})
     if skipped:
@@ -331,13 +326,17 @@ def _match_animations(a: list[cm.Animation], b: list[cm.Animation]):
     return pairs, only_a, only_b
 
 
-def compare_animations(a: cm.Scene, b: cm.Scene, pos: float, rot: float, time_tol: float, out: Comparison) -> None:
-    pairs, only_a, only_b = _match_animations(a.animations, b.animations)
-    out.notes.append(f"animations: {len(a.animations)} in A, {len(b.animations)} in B, {len(pairs)} by name")
+def _unpaired_animations(only_a: list[cm.Animation], only_b: list[cm.Animation], out: Comparison) -> None:
     for x in only_a:
         out.differences.append(Difference("animation", f"animation {x.name}", "presence", "in A only"))
     for y in only_b:
         out.differences.append(Difference("animation", f"animation {y.name}", "presence", "in B only"))
+
+
+def compare_animations(a: cm.Scene, b: cm.Scene, pos: float, rot: float, time_tol: float, out: Comparison) -> None:
+    pairs, only_a, only_b = _match_animations(a.animations, b.animations)
+    out.notes.append(f"animations: {len(a.animations)} in A, {len(b.animations)} in B, {len(pairs)} by name")
+    _unpaired_animations(only_a, only_b, out)
     if not pairs:
         return
     sa, sb = a.skeleton, b.skeleton
@@ -550,13 +549,21 @@ def compare_motions(a: cm.Scene, b: cm.Scene, pos_tol: float = DEFAULT_TOL, rot_
                      f"{scale_tol:g}, morph weights {weight_tol:g}")
     pairs, only_a, only_b = _pair_motions(a.animations, b.animations)
     out.notes.append(f"animations: {len(a.animations)} in A, {len(b.animations)} in B, {len(pairs)} paired")
-    for x in only_a:
-        out.differences.append(Difference("animation", f"animation {x.name}", "presence", "in A only"))
-    for y in only_b:
-        out.differences.append(Difference("animation", f"animation {y.name}", "presence", "in B only"))
+    _unpaired_animations(only_a, only_b, out)
     for x, y in pairs:
         _compare_motion(x, y, pos_tol, rot_tol, scale_tol, weight_tol, time_tol, out)
     return out
+
+
+def _presence(kind: str, where: str, names_a, names_b, what: str, out: Comparison) -> None:
+    """A difference for each name A has and B lacks ("`what`in A only"), then each B has and A lacks."""
+    in_a, in_b = set(names_a), set(names_b)
+    for name in names_a:
+        if name not in in_b:
+            out.differences.append(Difference(kind, f"{where} {name}", "presence", f"{what}in A only"))
+    for name in names_b:
+        if name not in in_a:
+            out.differences.append(Difference(kind, f"{where} {name}", "presence", f"{what}in B only"))
 
 
 def _compare_motion(x: cm.Animation, y: cm.Animation, pos_tol: float, rot_tol: float, scale_tol: float,
@@ -573,14 +580,7 @@ def _compare_motion(x: cm.Animation, y: cm.Animation, pos_tol: float, rot_tol: f
                                           abs(x.length - y.length), time_tol))
     tracks_a = {t.bone: t for t in x.tracks}
     tracks_b = {t.bone: t for t in y.tracks}
-    for name in tracks_a:
-        if name not in tracks_b:
-            out.differences.append(Difference("animation", f"animation {label} bone {name}", "presence",
-                                              "track in A only"))
-    for name in tracks_b:
-        if name not in tracks_a:
-            out.differences.append(Difference("animation", f"animation {label} bone {name}", "presence",
-                                              "track in B only"))
+    _presence("animation", f"animation {label} bone", tracks_a, tracks_b, "track ", out)
     limits = {"translation": pos_tol, "rotation": rot_tol, "scale": scale_tol}
     worst = {c: (0.0, "") for c in limits}
     common = [n for n in tracks_a if n in tracks_b]
@@ -592,14 +592,7 @@ def _compare_motion(x: cm.Animation, y: cm.Animation, pos_tol: float, rot_tol: f
                              limits, unit, worst, out)
     morphs_a = {t.shape_key: t for t in x.morph_tracks}
     morphs_b = {t.shape_key: t for t in y.morph_tracks}
-    for name in morphs_a:
-        if name not in morphs_b:
-            out.differences.append(Difference("animation", f"animation {label} morph {name}", "presence",
-                                              "track in A only"))
-    for name in morphs_b:
-        if name not in morphs_a:
-            out.differences.append(Difference("animation", f"animation {label} morph {name}", "presence",
-                                              "track in B only"))
+    _presence("animation", f"animation {label} morph", morphs_a, morphs_b, "track ", out)
     worst_w = (0.0, "")
     for name in [n for n in morphs_a if n in morphs_b]:
         ma, mb = morphs_a[name], morphs_b[name]

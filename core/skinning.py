@@ -33,8 +33,20 @@ def world_matrices(parents, local) -> np.ndarray:
     """
     parents = np.asarray(parents, dtype=np.int64)
     local = np.asarray(local, dtype=np.float64)
-    n = len(parents)
     world = np.empty_like(local)
+    for j in parents_first(parents):
+        p = int(parents[j])
+        world[j] = local[j] if p < 0 else world[p] @ local[j]
+    return world
+
+
+def parents_first(parents, out_of_range_is_root: bool = False) -> list[int]:
+    """Bone indices with every bone after its parent (-1 = root), each bone's unplaced ancestors placed when
+    it is met in index order. A parent cycle raises ValueError; so does a parent outside -1..n-1 unless
+    `out_of_range_is_root`, which makes that bone a root."""
+    parents = np.asarray(parents, dtype=np.int64)
+    n = len(parents)
+    order: list[int] = []
     done = np.zeros(n, dtype=bool)
     for start in range(n):
         chain = []
@@ -45,13 +57,14 @@ def world_matrices(parents, local) -> np.ndarray:
             chain.append(i)
             p = int(parents[i])
             if p < -1 or p >= n:
-                raise ValueError(f"bone {i} has parent {p} outside 0..{n - 1}")
+                if not out_of_range_is_root:
+                    raise ValueError(f"bone {i} has parent {p} outside 0..{n - 1}")
+                p = -1
             i = p
-        for j in reversed(chain):
-            p = int(parents[j])
-            world[j] = local[j] if p < 0 else world[p] @ local[j]
-            done[j] = True
-    return world
+        chain.reverse()
+        order += chain
+        done[chain] = True
+    return order
 
 
 def skin_matrices(world, bind) -> np.ndarray:

@@ -612,31 +612,30 @@ class _Reader:
             frames.append((t, m.group(2)[1:].strip() if m.group(2) is not None else None, int(ln) + 1))
         return frames, rows, frame_of
 
-    def skeleton(self, i: int) -> int:
+    def _timed_block(self, i: int, block: str, what: str, fields, record: str, frame_type) -> tuple[list, int]:
+        """A `skeleton` or `vertexanimation` block: one `frame_type` per 'time' line, holding the rows
+        (an id and two triples) under it; and the line after the block."""
         L = self.lines
-        j, nxt = self.block_end(i, "skeleton")
-        frames, rows, frame_of = self._frames(i, j, "bone")
-        r = _parse_rows(L, rows, BONE_FIELDS, "bone row")
-        v = _exact_fields(L, r, 7, BONE_FIELDS, "bone row")
-        ids = _integers(L, r, v[:, 0], None, "bone id", "bone row")
+        j, nxt = self.block_end(i, block)
+        frames, rows, frame_of = self._frames(i, j, what)
+        r = _parse_rows(L, rows, fields, record)
+        v = _exact_fields(L, r, 7, fields, record)
+        ids = _integers(L, r, v[:, 0], None, f"{what} id", record)
         bounds = np.searchsorted(frame_of, np.arange(len(frames) + 1))
+        out = []
         for f, (t, comment, line) in enumerate(frames):
             a, b = bounds[f], bounds[f + 1]
-            self.out.skeleton.append(Frame(t, ids[a:b], v[a:b, 1:4], v[a:b, 4:7], comment, line, rows[a:b] + 1))
+            out.append(frame_type(t, ids[a:b], v[a:b, 1:4], v[a:b, 4:7], comment, line, rows[a:b] + 1))
+        return out, nxt
+
+    def skeleton(self, i: int) -> int:
+        frames, nxt = self._timed_block(i, "skeleton", "bone", BONE_FIELDS, "bone row", Frame)
+        self.out.skeleton.extend(frames)
         return nxt
 
     def vertex_animation(self, i: int) -> int:
-        L = self.lines
-        j, nxt = self.block_end(i, "vertexanimation")
-        frames, rows, frame_of = self._frames(i, j, "vertex")
-        r = _parse_rows(L, rows, FLEX_FIELDS, "vertex animation row")
-        v = _exact_fields(L, r, 7, FLEX_FIELDS, "vertex animation row")
-        ids = _integers(L, r, v[:, 0], None, "vertex id", "vertex animation row")
-        bounds = np.searchsorted(frame_of, np.arange(len(frames) + 1))
-        out = self.out.vertex_animation = []
-        for f, (t, comment, line) in enumerate(frames):
-            a, b = bounds[f], bounds[f + 1]
-            out.append(FlexFrame(t, ids[a:b], v[a:b, 1:4], v[a:b, 4:7], comment, line, rows[a:b] + 1))
+        self.out.vertex_animation, nxt = self._timed_block(i, "vertexanimation", "vertex", FLEX_FIELDS,
+                                                           "vertex animation row", FlexFrame)
         return nxt
 
     def triangles(self, i: int) -> int:

@@ -459,18 +459,7 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
     warnings: list[str] = []
     skel = scene.skeleton
     n_bones = len(skel.bones) if skel else 0
-    if profile == "urhox" and n_bones > URHOX_MAX_BONES:
-        weighted = np.zeros(n_bones, bool)  # a bone deforms when vertices are weighted to it, whatever its flag
-        for m in scene.meshes:
-            if m.weights is not None:
-                live = m.joints[m.weights > 0]
-                weighted[live[(live >= 0) & (live < n_bones)]] = True
-        n_deform = int(weighted.sum())
-        raise ExportError(f"{n_bones} bones ({n_deform} deforming): UrhoX allows at most {URHOX_MAX_BONES} bones per "
-                          "model; use --deform-only to drop bones that deform nothing, or --profile urho3d to "
-                          "split geometries at --max-bones")
-    if not 1 <= max_bones <= 255:
-        raise ExportError(f"--max-bones {max_bones} is outside 1..255")
+    _check_bone_count(scene, profile, max_bones, n_bones)
     meshes = [m for m in scene.meshes if len(m.triangles) or (m.edges is not None and len(m.edges))]
     if not meshes:
         raise ExportError("nothing to export: no mesh with triangles or edges")
@@ -491,71 +480,15 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
                 b.collision_mask, b.radius, b.bbox = 0, None, None
 
     # Geometries: one per (mesh, material slot); under urho3d split at max_bones when the bones do not fit.
-    deforming = np.flatnonzero(np.bincount(joints[weights > 0], minlength=n_bones)) if skinned else \
-        np.zeros(0, np.int64)  # ascending, as np.unique gives it, without sorting every influence
-    if not skinned:
-        mode, shared = "static", np.zeros(0, np.int64)
-    elif profile == "urhox" or n_bones <= max_bones:
-        mode, shared = "shared", np.arange(n_bones)
-    elif len(deforming) <= max_bones:
-        mode, shared = "shared", deforming
-    else:
-        mode, shared = "split", None
-    if mode == "split":
-        chunks = []
-        for material, kind, tris in parts:
-            for tri_rows, bones in _split_by_bones(tris, joints, weights, max_bones):
-                chunks.append((material, kind, tris[tri_rows], bones))
-        used_of = []  # the vertices each chunk uses, ascending (a mask, not a sort: O(vertices))
-        for _, _, tris, _ in chunks:
-            mask = np.zeros(len(full), bool)
-            mask[tris] = True
-            used_of.append(np.flatnonzero(mask))
-        src = np.concatenate(used_of)
-        verts = full[src]
-        out_index = []
-        start = 0
-        renumber = np.zeros(len(full), np.int64)
-        for (material, kind, tris, bones), used in zip(chunks, used_of):
-            lookup = np.full(n_bones, 0, np.int64)
-            lookup[bones] = np.arange(len(bones))
-            rows = slice(start, start + len(used))
-            live = weights[used] > 0
-            verts["BLENDINDICES0"][rows] = np.where(live, lookup[joints[used]], 0).astype(np.uint8)
-            renumber[used] = np.arange(start, start + len(used))
-            out_index.append((material, kind, renumber[tris], np.asarray(bones, np.uint32)))
-            start += len(used)
-        geoms = out_index
-    else:
-        src = np.arange(len(full))
-        verts = full
-        if mode == "shared":
-            lookup = np.zeros(n_bones, np.int64)
-            lookup[shared] = np.arange(len(shared))
-            verts["BLENDINDICES0"] = np.where(weights > 0, lookup[joints], 0).astype(np.uint8)
-        mapping = np.asarray(shared, np.uint32)
-        geoms = [(material, kind, tris, mapping) for material, kind, tris in parts]
-        geom_centers = file_centers
-    if mode == "split":
+    shared = _shared_bones(profile, max_bones, n_bones, joints, weights) if skinned else np.zeros(0, np.int64)
+    if shared is None:
+        src, verts, geoms = _split_geometries(parts, full, joints, weights, max_bones, n_bones)
         geom_centers = [None] * len(geoms)
-
-    index_parts, centers = [], []
-    model.geometry_materials = []
-    index_start = 0
-    for (material, kind, prims, mapping), kept in zip(geoms, geom_centers):
-        prims = np.asarray(prims, np.int64)
-        flat = (ax.winding(prims) if kind == 0 else prims).reshape(-1)
-        index_parts.append(flat)
-        model.geometries.append(umd2.Geometry(mapping, [umd2.LodLevel(0.0, kind, 0, 0, index_start, len(flat))]))
-        model.geometry_materials.append(material)
-        if kept is not None:
-            centers.append(kept)
-        else:
-            touched = np.zeros(len(verts), bool)
-            touched[flat] = True
-            centers.append(verts["POSITION0"][touched].astype(np.float64).mean(axis=0))
-        index_start += len(flat)
-    indices = np.concatenate(index_parts)
+    else:
+        src, verts = np.arange(len(full)), full
+        geoms = _shared_geometries(parts, verts, joints, weights, shared, n_bones, skinned)
+        geom_centers = file_centers
+    indices, centers = _geometries_to_file(model, geoms, geom_centers, verts, ax)
     size = 2 if len(verts) <= 65535 else 4
     vb = umd2.VertexBuffer(elements, verts)
     if profile == "urho3d":
@@ -580,6 +513,98 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
     model.bbox_max = pos.max(axis=0).astype(np.float32)
     model.centers = np.array(centers, dtype=np.float32).reshape(-1, 3)
     return model, warnings
+
+
+def _check_bone_count(scene: cm.Scene, profile: str, max_bones: int, n_bones: int) -> None:
+    if profile == "urhox" and n_bones > URHOX_MAX_BONES:
+        weighted = np.zeros(n_bones, bool)  # a bone deforms when vertices are weighted to it, whatever its flag
+        for m in scene.meshes:
+            if m.weights is not None:
+                live = m.joints[m.weights > 0]
+                weighted[live[(live >= 0) & (live < n_bones)]] = True
+        n_deform = int(weighted.sum())
+        raise ExportError(f"{n_bones} bones ({n_deform} deforming): UrhoX allows at most {URHOX_MAX_BONES} bones per "
+                          "model; use --deform-only to drop bones that deform nothing, or --profile urho3d to "
+                          "split geometries at --max-bones")
+    if not 1 <= max_bones <= 255:
+        raise ExportError(f"--max-bones {max_bones} is outside 1..255")
+
+
+def _shared_bones(profile: str, max_bones: int, n_bones: int, joints: np.ndarray,
+                  weights: np.ndarray) -> np.ndarray | None:
+    """The bones every geometry of a skinned model maps (all of them, else the deforming ones), or None when
+    they do not fit in `max_bones` under urho3d and the geometries must be split."""
+    if profile == "urhox" or n_bones <= max_bones:
+        return np.arange(n_bones)
+    # ascending, as np.unique gives it, without sorting every influence
+    deforming = np.flatnonzero(np.bincount(joints[weights > 0], minlength=n_bones))
+    return deforming if len(deforming) <= max_bones else None
+
+
+def _shared_geometries(parts: list, verts: np.ndarray, joints: np.ndarray, weights: np.ndarray,
+                       shared: np.ndarray, n_bones: int, skinned: bool) -> list:
+    """One geometry per (material, kind, triangles), all mapping the `shared` bones (bone indices of
+    `verts` set local to that list): the geometries (material, kind, triangles, bone mapping)."""
+    if skinned:
+        lookup = np.zeros(n_bones, np.int64)
+        lookup[shared] = np.arange(len(shared))
+        verts["BLENDINDICES0"] = np.where(weights > 0, lookup[joints], 0).astype(np.uint8)
+    mapping = np.asarray(shared, np.uint32)
+    return [(material, kind, tris, mapping) for material, kind, tris in parts]
+
+
+def _split_geometries(parts: list, full: np.ndarray, joints: np.ndarray, weights: np.ndarray, max_bones: int,
+                      n_bones: int) -> tuple[np.ndarray, np.ndarray, list]:
+    """Each (material, kind, triangles) split into geometries of at most `max_bones` bones, each with its
+    own copy of the vertices it uses (bone indices local to it): the source row of every written vertex,
+    the written vertices and the geometries (material, kind, triangles, bone mapping)."""
+    chunks = []
+    for material, kind, tris in parts:
+        for tri_rows, bones in _split_by_bones(tris, joints, weights, max_bones):
+            chunks.append((material, kind, tris[tri_rows], bones))
+    used_of = []  # the vertices each chunk uses, ascending (a mask, not a sort: O(vertices))
+    for _, _, tris, _ in chunks:
+        mask = np.zeros(len(full), bool)
+        mask[tris] = True
+        used_of.append(np.flatnonzero(mask))
+    src = np.concatenate(used_of)
+    verts = full[src]
+    geoms = []
+    start = 0
+    renumber = np.zeros(len(full), np.int64)
+    for (material, kind, tris, bones), used in zip(chunks, used_of):
+        lookup = np.full(n_bones, 0, np.int64)
+        lookup[bones] = np.arange(len(bones))
+        rows = slice(start, start + len(used))
+        live = weights[used] > 0
+        verts["BLENDINDICES0"][rows] = np.where(live, lookup[joints[used]], 0).astype(np.uint8)
+        renumber[used] = np.arange(start, start + len(used))
+        geoms.append((material, kind, renumber[tris], np.asarray(bones, np.uint32)))
+        start += len(used)
+    return src, verts, geoms
+
+
+def _geometries_to_file(model: umd2.Model, geoms: list, geom_centers: list, verts: np.ndarray,
+                        ax: _Axes) -> tuple[np.ndarray, list]:
+    """Appends the geometries (one LOD each) and their materials to `model`: the index buffer's indices and
+    each geometry's center (the file's where kept, else the mean of the vertices it uses)."""
+    index_parts, centers = [], []
+    model.geometry_materials = []
+    index_start = 0
+    for (material, kind, prims, mapping), kept in zip(geoms, geom_centers):
+        prims = np.asarray(prims, np.int64)
+        flat = (ax.winding(prims) if kind == 0 else prims).reshape(-1)
+        index_parts.append(flat)
+        model.geometries.append(umd2.Geometry(mapping, [umd2.LodLevel(0.0, kind, 0, 0, index_start, len(flat))]))
+        model.geometry_materials.append(material)
+        if kept is not None:
+            centers.append(kept)
+        else:
+            touched = np.zeros(len(verts), bool)
+            touched[flat] = True
+            centers.append(verts["POSITION0"][touched].astype(np.float64).mean(axis=0))
+        index_start += len(flat)
+    return np.concatenate(index_parts), centers
 
 
 def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):

@@ -222,14 +222,7 @@ def lz4_decompress(src: bytes, size: int, field: str = "lz4 data", offset: int =
         i += 1
         lit = token >> 4
         if lit == 15:
-            while True:
-                if i >= n:
-                    raise FormatError("LZ4 literal length runs past the block", offset + i, field)
-                b = src[i]
-                i += 1
-                lit += b
-                if b != 255:
-                    break
+            lit, i = _lz4_more_length(src, i, lit, "literal", offset, field)
         if lit:
             if i + lit > n:
                 raise FormatError(f"{lit} literals run past the block", offset + i, field)
@@ -248,14 +241,7 @@ def lz4_decompress(src: bytes, size: int, field: str = "lz4 data", offset: int =
             raise FormatError(f"LZ4 match offset {dist} outside the {o} bytes written", offset + i - 2, field)
         length = (token & 15) + 4
         if length == 19:
-            while True:
-                if i >= n:
-                    raise FormatError("LZ4 match length runs past the block", offset + i, field)
-                b = src[i]
-                i += 1
-                length += b
-                if b != 255:
-                    break
+            length, i = _lz4_more_length(src, i, length, "match", offset, field)
         if o + length > size:
             raise FormatError(f"decompressed data exceeds the declared {size} bytes", offset + i, field)
         start = o - dist
@@ -268,6 +254,29 @@ def lz4_decompress(src: bytes, size: int, field: str = "lz4 data", offset: int =
     if o != size:
         raise FormatError(f"decompressed to {o} bytes, declared {size}", offset, field)
     return bytes(out)
+
+
+def _lz4_more_length(src: bytes, i: int, length: int, what: str, offset: int, field: str) -> tuple[int, int]:
+    """A literal or match length continued in the bytes at `i` (each 255 says another byte follows): the
+    length and the position after it."""
+    n = len(src)
+    while True:
+        if i >= n:
+            raise FormatError(f"LZ4 {what} length runs past the block", offset + i, field)
+        b = src[i]
+        i += 1
+        length += b
+        if b != 255:
+            return length, i
+
+
+def _lz4_put_more_length(out: bytearray, rest: int) -> None:
+    """What a length of 15 or more continues with (the inverse of `_lz4_more_length`): 255 while more
+    follows, then the rest."""
+    while rest >= 255:
+        out.append(255)
+        rest -= 255
+    out.append(rest)
 
 
 def lz4_compress(data: bytes) -> bytes:
@@ -283,20 +292,12 @@ def lz4_compress(data: bytes) -> bytes:
         ml = match_len - 4 if match_len else 0
         out.append((min(lit, 15) << 4) | min(ml, 15))
         if lit >= 15:
-            rest = lit - 15
-            while rest >= 255:
-                out.append(255)
-                rest -= 255
-            out.append(rest)
+            _lz4_put_more_length(out, lit - 15)
         out.extend(data[lit_from:lit_to])
         if match_len:
             out.extend(dist.to_bytes(2, "little"))
             if ml >= 15:
-                rest = ml - 15
-                while rest >= 255:
-                    out.append(255)
-                    rest -= 255
-                out.append(rest)
+                _lz4_put_more_length(out, ml - 15)
 
     while i < limit:
         key = data[i:i + 4]

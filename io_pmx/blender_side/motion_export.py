@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
@@ -109,11 +110,56 @@ def assemble(parts, raw_keys, dtype) -> np.ndarray:
     return recs[np.argsort(orders, kind="stable")]
 
 
+_NEW_ORDER = 1 << 40  # file orders of new keys start here, after every raw key's place in the file
+
+
+@dataclass
+class _BoneExport:
+    """What `_export_bones` gathers bone by bone: (file order, records) parts for `assemble`, and the bones
+    and keys its warnings name."""
+    parts: list = field(default_factory=list)
+    counter: int = 0  # new keys so far: their orders are _NEW_ORDER + counter, in the order they are made
+    resampled: list[str] = field(default_factory=list)
+    unrepresentable: list[str] = field(default_factory=list)
+    promoted: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _BoneFrames:
+    """One bone's frames to write, its MMD values there, and how they relate to the file's keys."""
+    name: str
+    encoded: bytes
+    frames: np.ndarray
+    x: np.ndarray          # the frames in the action's time
+    pos: np.ndarray
+    rot: np.ndarray
+    k_at: np.ndarray       # the file's key on each frame (-1: none)
+    reuse: np.ndarray      # frames written as the file's raw record
+    bake: bool
+    segments: tuple | None  # `_segment_curves_many` of the segments between frames (None: baked, or one frame)
+
+
 def _export_bones(act, slot, arm_ob, raw, fps, scale, bake, rest, names):
     warnings: list[str] = []
     mmd_names = {b: m for m, b in bone_names(arm_ob).items()}
     if names:
         mmd_names.update(names)
+    curves, ik_curves = _bone_curves(act, slot, arm_ob)
+    out = _BoneExport()
+    raw_tracks = _raw_bone_tracks(raw, {mmd_names.get(b, b) for b in curves}, out.parts)
+    encoded, name_warnings = vmd.encode_names([mmd_names.get(b, b) for b in curves])
+    warnings += name_warnings
+    for (bone, chans), encoded_name in zip(curves.items(), encoded):
+        name = mmd_names.get(bone, bone)
+        _export_bone(out, arm_ob, bone, name, encoded_name, chans, raw_tracks.get(name), raw, fps, scale, bake,
+                     rest)
+    warnings += _bone_warnings(act.name, out)
+    props = _export_ik(act, arm_ob, ik_curves, raw, fps)
+    return out.parts, warnings, props
+
+
+def _bone_curves(act, slot, arm_ob) -> tuple[dict[str, dict], dict[tuple[str, str], Curve]]:
+    """The action's live bone curves per bone ({(property, index): Curve}) and its IK-toggle curves."""
     curves: dict[str, dict] = {}
     ik_curves: dict[tuple[str, str], Curve] = {}
     for cb in channelbags(act, slot):
@@ -129,163 +175,208 @@ def _export_bones(act, slot, arm_ob, raw, fps, scale, bake, rest, names):
             m = IK_PATH.match(fc.data_path)
             if m:
                 ik_curves[(unescape(m.group(1)), unescape(m.group(2)))] = Curve(fc)
-    raw_tracks: dict[str, vc.BoneTrack] = {}
-    parts: list = []
-    big = 1 << 40
-    if raw is not None:
-        keys = raw["bone_keys"]
-        known = {mmd_names.get(b, b) for b in curves}
-        hit, miss, _ = split_keys(keys, known)
-        bad = non_finite(keys[hit])
-        miss, hit = np.concatenate([miss, hit[bad]]), hit[~bad]
-        miss = np.asarray(miss, np.int64)  # bones the model lacks (or whose curves were deleted), non-finite
-        parts.append((miss, keys[miss]))   # keys: unchanged
-        tracks = vc.group_bone_keys(keys[hit])
-        for name, tr in tracks.items():
-            tr.index = hit[tr.index]
-            shadowed = hit[tr.duplicates]
-            parts.append((shadowed, keys[shadowed]))
-            raw_tracks[name] = tr
-    counter = 0
-    resampled, unrepresentable, promoted = [], [], []
-    encoded, name_warnings = vmd.encode_names([mmd_names.get(b, b) for b in curves])
-    warnings += name_warnings
-    for (bone, chans), field in zip(curves.items(), encoded):
-        name = mmd_names.get(bone, bone)
-        bmap = bone_key_map(arm_ob, bone, scale, rest)
-        tr = raw_tracks.get(name)
-        expected = vc.build_bone_channels(tr, bmap, fps)[0] if tr is not None else None
-        pb = arm_ob.pose.bones[bone]
-        # which raw keys (per channel) are untouched: frame, value and the handles of the segment leading to it
-        same_ch: dict[tuple[str, int], np.ndarray] = {}
-        xk = np.zeros(0)
-        if tr is not None:
-            xk = tr.frames * fps / vmd.FPS
-            for key in [("location", j) for j in range(3)] + [("rotation_quaternion", c) for c in range(4)]:
-                actual = chans.get(key)
-                whole = unchanged_channel(actual, expected[key], xk)
-                same_ch[key] = whole if whole is not None else np.array(
-                    [actual is not None and unchanged(actual, expected[key], xk[k - 1] if k else None, xk[k])
-                     for k in range(len(xk))], bool)
-        same = np.logical_and.reduce(list(same_ch.values())) if same_ch else np.zeros(0, bool)
-        # frames to export: real keys, and GENERATED keys of segments the user changed
-        real = [c.x[~c.generated] for c in chans.values()]
-        gen_kept = []
-        for key, c in chans.items():
-            g = c.x[c.generated]
-            if not len(g):
-                continue
-            if key in same_ch and len(xk):
-                k = np.searchsorted(xk, g - 1e-6)
-                ok = (k > 0) & (k < len(xk)) & same_ch[key][np.clip(k, 0, len(xk) - 1)]
-                g = g[~ok]
-            gen_kept.append(g)
-        if any(len(g) for g in gen_kept):
-            promoted.append(bone)
-        xs = np.unique(np.concatenate(real + gen_kept)) if real else np.zeros(0)
-        if not len(xs):
-            continue
-        if bake:
-            v0, v1 = vmd_frames(xs[[0, -1]], fps)
-            frames = np.arange(int(math.floor(v0 + WHOLE)), int(math.ceil(v1 - WHOLE)) + 1)
-        else:
-            frames, moved = whole_frames(xs, fps)
-            if moved:
-                resampled.append(bone)
-        euler = any(k[0] == "rotation_euler" for k in chans) and not any(k[0] == "rotation_quaternion" for k in chans)
-        if euler and not bake:  # Blender blends Euler angles, MMD slerps: sample every frame where they turn
-            extra = []
-            for a, b in zip(frames[:-1], frames[1:]):
-                xa, xb = a * fps / vmd.FPS, b * fps / vmd.FPS
-                if any(not np.isclose(c.value(xa), c.value(xb)) for k, c in chans.items() if k[0] == "rotation_euler"):
-                    extra.append(np.arange(a + 1, b))
-            if extra:
-                frames = np.unique(np.concatenate([frames] + extra))
-        x = frames * fps / vmd.FPS
-        def sampled(prop, n):  # (frames, n): the channel's curve, or the pose value where it has none
-            return np.stack([chans[(prop, j)].values(x) if (prop, j) in chans
-                             else np.full(len(x), getattr(pb, prop)[j], np.float64) for j in range(n)], axis=1)
+    return curves, ik_curves
 
-        loc = sampled("location", 3)
-        if euler:
-            quat = bact._euler_to_quat(sampled("rotation_euler", 3),
-                                       pb.rotation_mode if len(pb.rotation_mode) == 3 else "XYZ")
-        else:
-            quat = sampled("rotation_quaternion", 4)
-        quat = quat_normalize(quat)
-        pos_mmd, rot_mmd = bmap.to_mmd(loc, quat)
-        perm = vc.dominant_permutation(np.linalg.inv(bmap.position_matrix()).T)  # MMD channel i ← Blender perm[i]
-        # the file's key on each frame (-1: none); keys the user left alone are written back as they were
-        k_at = np.full(len(frames), -1, np.int64)
-        if tr is not None and len(tr.frames):
-            raw_frames = tr.frames.astype(np.int64)
-            j = np.clip(np.searchsorted(raw_frames, frames), 0, len(raw_frames) - 1)
-            k_at = np.where(raw_frames[j] == frames, j, -1)
-        reuse = np.zeros(len(frames), bool)
-        if tr is not None and not bake:
-            on_key = np.flatnonzero(k_at >= 0)
-            k = k_at[on_key]
-            reuse[on_key] = same[k] & (np.abs(x[on_key] - xk[k]) <= 1e-6 * np.maximum(1, np.abs(x[on_key])))
-        if reuse.any():
-            kept = tr.index[k_at[reuse]].astype(np.int64)
-            parts.append((kept, raw["bone_keys"][kept]))
-        new_keys = vmd.new_bone_keys(len(frames))
-        if not bake and len(frames) > 1:
-            seg_curves, seg_has, seg_bad = _segment_curves_many(chans, x[:-1], x[1:], perm, euler)
-        bulk = np.flatnonzero(~reuse & (k_at < 0))  # new keys (no record of the file on their frame), at once
-        if len(bulk):
-            cvs = vmd.linear_curves(len(bulk))
-            if not bake:
-                inner = bulk > 0
-                prev = bulk[inner] - 1
-                cvs[inner] = np.where(seg_has[prev][:, :, None], seg_curves[prev], cvs[inner])
-                unrepresentable += [f"{name}@{int(frames[m])}" for m in bulk[inner][seg_bad[prev]]]
-            recs = new_keys[bulk]
-            recs["name"] = field
-            recs["frame"] = frames[bulk]
-            recs["position"] = pos_mmd[bulk]
-            recs["rotation"] = rot_mmd[bulk]
-            recs["interpolation"] = vmd.build_interpolation(cvs)
-            parts.append((big + counter + np.arange(len(bulk)), recs))
-            counter += len(bulk)
-        for m_ in np.flatnonzero(~reuse & (k_at >= 0)).tolist():  # edited keys of the file: one by one
-            f = frames[m_]
-            hitk = (int(k_at[m_]), int(tr.index[k_at[m_]])) if k_at[m_] >= 0 else None
-            rec = new_keys[m_]
-            rec["name"] = field
-            rec["frame"] = int(f)
-            rec["position"] = pos_mmd[m_]
-            rec["rotation"] = rot_mmd[m_]
-            old = raw["bone_keys"][hitk[1]] if hitk is not None else None
-            cv = vmd.curves(old["interpolation"]) if old is not None else vmd.linear_curves()
-            if m_ > 0 and not bake:
-                keep = np.zeros(4, bool)  # channels whose segment is still the file's keep its curve
-                if hitk is not None and abs(x[m_] - xk[hitk[0]]) <= 1e-6 * max(1, abs(x[m_])) and \
-                        abs(x[m_ - 1] - (xk[hitk[0] - 1] if hitk[0] else -1e30)) <= 1e-6 * max(1, abs(x[m_])):
-                    keep[:3] = [same_ch[("location", int(perm[i]))][hitk[0]] for i in range(3)]
-                    keep[3] = all(same_ch[("rotation_quaternion", c)][hitk[0]] for c in range(4))
-                derived = np.where(seg_has[m_ - 1][:, None], seg_curves[m_ - 1], cv)
-                bad = bool(seg_bad[m_ - 1])
-                cv = np.where(keep[:, None], cv, derived)
-                if bad and not keep.all():
-                    unrepresentable.append(f"{name}@{int(f)}")
-            elif bake:
-                cv = vmd.linear_curves()
-            rec["interpolation"] = vmd.build_interpolation(
-                cv, physics=vmd.physics_bytes(old["interpolation"]) if old is not None else None)
-            parts.append((hitk[1] if hitk is not None else big + counter, rec))
-            counter += 1
-    if resampled:
-        warnings.append(f"{act.name}: keys between whole 30-fps frames resampled onto the frames around them: "
-                        f"{', '.join(resampled[:8])}{', ...' if len(resampled) > 8 else ''}")
-    if unrepresentable:
-        warnings.append(f"{act.name}: {len(unrepresentable)} curve segment(s) a VMD block cannot hold exactly "
-                        f"(written as the nearest block): {', '.join(unrepresentable[:8])}"
-                        f"{', ...' if len(unrepresentable) > 8 else ''}")
+
+def _raw_bone_tracks(raw, known: set[str], parts: list) -> dict[str, vc.BoneTrack]:
+    """The file's bone keys grouped per VMD name, for the bones the action still animates; the keys of other
+    bones, non-finite keys and keys shadowed by a later duplicate go into `parts` unchanged."""
+    raw_tracks: dict[str, vc.BoneTrack] = {}
+    if raw is None:
+        return raw_tracks
+    keys = raw["bone_keys"]
+    hit, miss, _ = split_keys(keys, known)
+    bad = non_finite(keys[hit])
+    miss, hit = np.concatenate([miss, hit[bad]]), hit[~bad]
+    miss = np.asarray(miss, np.int64)  # bones the model lacks (or whose curves were deleted), non-finite
+    parts.append((miss, keys[miss]))   # keys: unchanged
+    tracks = vc.group_bone_keys(keys[hit])
+    for name, tr in tracks.items():
+        tr.index = hit[tr.index]
+        shadowed = hit[tr.duplicates]
+        parts.append((shadowed, keys[shadowed]))
+        raw_tracks[name] = tr
+    return raw_tracks
+
+
+def _export_bone(out: _BoneExport, arm_ob, bone: str, name: str, encoded_name: bytes, chans: dict, tr, raw,
+                 fps: float, scale: float, bake: bool, rest) -> None:
+    bmap = bone_key_map(arm_ob, bone, scale, rest)
+    xk = tr.frames * fps / vmd.FPS if tr is not None else np.zeros(0)
+    same_ch = _unchanged_keys(chans, tr, bmap, fps, xk)
+    same = np.logical_and.reduce(list(same_ch.values())) if same_ch else np.zeros(0, bool)
+    xs, promoted = _keyed_times(chans, same_ch, xk)
     if promoted:
-        warnings.append(f"{act.name}: GENERATED keys in edited segments written as keys: {', '.join(promoted)}")
-    props = _export_ik(act, arm_ob, ik_curves, raw, fps)
-    return parts, warnings, props
+        out.promoted.append(bone)
+    if not len(xs):
+        return
+    euler = any(k[0] == "rotation_euler" for k in chans) and not any(k[0] == "rotation_quaternion" for k in chans)
+    frames, moved = _bone_frames(chans, xs, fps, bake, euler)
+    if moved:
+        out.resampled.append(bone)
+    x = frames * fps / vmd.FPS
+    pos_mmd, rot_mmd = bmap.to_mmd(*_pose_samples(chans, arm_ob.pose.bones[bone], x, euler))
+    perm = vc.dominant_permutation(np.linalg.inv(bmap.position_matrix()).T)  # MMD channel i ← Blender perm[i]
+    # the file's key on each frame (-1: none); keys the user left alone are written back as they were
+    k_at = np.full(len(frames), -1, np.int64)
+    if tr is not None and len(tr.frames):
+        raw_frames = tr.frames.astype(np.int64)
+        j = np.clip(np.searchsorted(raw_frames, frames), 0, len(raw_frames) - 1)
+        k_at = np.where(raw_frames[j] == frames, j, -1)
+    reuse = np.zeros(len(frames), bool)
+    if tr is not None and not bake:
+        on_key = np.flatnonzero(k_at >= 0)
+        k = k_at[on_key]
+        reuse[on_key] = same[k] & (np.abs(x[on_key] - xk[k]) <= 1e-6 * np.maximum(1, np.abs(x[on_key])))
+    if reuse.any():
+        kept = tr.index[k_at[reuse]].astype(np.int64)
+        out.parts.append((kept, raw["bone_keys"][kept]))
+    segments = _segment_curves_many(chans, x[:-1], x[1:], perm, euler) if not bake and len(frames) > 1 else None
+    bf = _BoneFrames(name, encoded_name, frames, x, pos_mmd, rot_mmd, k_at, reuse, bake, segments)
+    new_keys = vmd.new_bone_keys(len(frames))
+    _new_bone_keys(out, bf, new_keys)
+    _edited_bone_keys(out, bf, new_keys, tr, raw, xk, same_ch, perm)
+
+
+def _unchanged_keys(chans: dict, tr, bmap, fps: float, xk: np.ndarray) -> dict[tuple[str, int], np.ndarray]:
+    """Per channel, which raw keys are untouched: frame, value and the handles of the segment leading to it
+    (empty without a raw track)."""
+    same_ch: dict[tuple[str, int], np.ndarray] = {}
+    if tr is None:
+        return same_ch
+    expected = vc.build_bone_channels(tr, bmap, fps)[0]
+    for key in [("location", j) for j in range(3)] + [("rotation_quaternion", c) for c in range(4)]:
+        actual = chans.get(key)
+        whole = unchanged_channel(actual, expected[key], xk)
+        same_ch[key] = whole if whole is not None else np.array(
+            [actual is not None and unchanged(actual, expected[key], xk[k - 1] if k else None, xk[k])
+             for k in range(len(xk))], bool)
+    return same_ch
+
+
+def _keyed_times(chans: dict, same_ch: dict, xk: np.ndarray) -> tuple[np.ndarray, bool]:
+    """The times to export: real keys, and GENERATED keys of segments the user changed; and whether any
+    GENERATED key became a key."""
+    real = [c.x[~c.generated] for c in chans.values()]
+    gen_kept = []
+    for key, c in chans.items():
+        g = c.x[c.generated]
+        if not len(g):
+            continue
+        if key in same_ch and len(xk):
+            k = np.searchsorted(xk, g - 1e-6)
+            ok = (k > 0) & (k < len(xk)) & same_ch[key][np.clip(k, 0, len(xk) - 1)]
+            g = g[~ok]
+        gen_kept.append(g)
+    xs = np.unique(np.concatenate(real + gen_kept)) if real else np.zeros(0)
+    return xs, any(len(g) for g in gen_kept)
+
+
+def _bone_frames(chans: dict, xs: np.ndarray, fps: float, bake: bool, euler: bool) -> tuple[np.ndarray, bool]:
+    """The whole VMD frames of the keyed times `xs` (every frame of their range when baking), and whether a
+    time between whole frames was moved."""
+    moved = False
+    if bake:
+        v0, v1 = vmd_frames(xs[[0, -1]], fps)
+        frames = np.arange(int(math.floor(v0 + WHOLE)), int(math.ceil(v1 - WHOLE)) + 1)
+    else:
+        frames, moved = whole_frames(xs, fps)
+    if euler and not bake:  # Blender blends Euler angles, MMD slerps: sample every frame where they turn
+        extra = []
+        for a, b in zip(frames[:-1], frames[1:]):
+            xa, xb = a * fps / vmd.FPS, b * fps / vmd.FPS
+            if any(not np.isclose(c.value(xa), c.value(xb)) for k, c in chans.items() if k[0] == "rotation_euler"):
+                extra.append(np.arange(a + 1, b))
+        if extra:
+            frames = np.unique(np.concatenate([frames] + extra))
+    return frames, moved
+
+
+def _pose_samples(chans: dict, pb, x: np.ndarray, euler: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Location (N, 3) and unit quaternion (N, 4) of the bone at times `x`: each channel's curve, or the pose
+    value where it has none."""
+    def sampled(prop, n):
+        return np.stack([chans[(prop, j)].values(x) if (prop, j) in chans
+                         else np.full(len(x), getattr(pb, prop)[j], np.float64) for j in range(n)], axis=1)
+
+    loc = sampled("location", 3)
+    if euler:
+        quat = bact._euler_to_quat(sampled("rotation_euler", 3),
+                                   pb.rotation_mode if len(pb.rotation_mode) == 3 else "XYZ")
+    else:
+        quat = sampled("rotation_quaternion", 4)
+    return loc, quat_normalize(quat)
+
+
+def _new_bone_keys(out: _BoneExport, bf: _BoneFrames, new_keys: np.ndarray) -> None:
+    """Keys on frames where the file has none, all at once; their blocks come from the curves' segments."""
+    bulk = np.flatnonzero(~bf.reuse & (bf.k_at < 0))
+    if not len(bulk):
+        return
+    cvs = vmd.linear_curves(len(bulk))
+    if bf.segments is not None:
+        seg_curves, seg_has, seg_bad = bf.segments
+        inner = bulk > 0
+        prev = bulk[inner] - 1
+        cvs[inner] = np.where(seg_has[prev][:, :, None], seg_curves[prev], cvs[inner])
+        out.unrepresentable += [f"{bf.name}@{int(bf.frames[m])}" for m in bulk[inner][seg_bad[prev]]]
+    recs = new_keys[bulk]
+    recs["name"] = bf.encoded
+    recs["frame"] = bf.frames[bulk]
+    recs["position"] = bf.pos[bulk]
+    recs["rotation"] = bf.rot[bulk]
+    recs["interpolation"] = vmd.build_interpolation(cvs)
+    out.parts.append((_NEW_ORDER + out.counter + np.arange(len(bulk)), recs))
+    out.counter += len(bulk)
+
+
+def _edited_bone_keys(out: _BoneExport, bf: _BoneFrames, new_keys: np.ndarray, tr, raw, xk: np.ndarray,
+                      same_ch: dict, perm: np.ndarray) -> None:
+    """Keys of the file the user edited, one by one, in the file's place: channels whose segment is still
+    the file's keep its curve (and the physics bytes stay)."""
+    x = bf.x
+    for m_ in np.flatnonzero(~bf.reuse & (bf.k_at >= 0)).tolist():
+        f = bf.frames[m_]
+        hitk = (int(bf.k_at[m_]), int(tr.index[bf.k_at[m_]])) if bf.k_at[m_] >= 0 else None
+        rec = new_keys[m_]
+        rec["name"] = bf.encoded
+        rec["frame"] = int(f)
+        rec["position"] = bf.pos[m_]
+        rec["rotation"] = bf.rot[m_]
+        old = raw["bone_keys"][hitk[1]] if hitk is not None else None
+        cv = vmd.curves(old["interpolation"]) if old is not None else vmd.linear_curves()
+        if m_ > 0 and not bf.bake:
+            seg_curves, seg_has, seg_bad = bf.segments
+            keep = np.zeros(4, bool)
+            if hitk is not None and abs(x[m_] - xk[hitk[0]]) <= 1e-6 * max(1, abs(x[m_])) and \
+                    abs(x[m_ - 1] - (xk[hitk[0] - 1] if hitk[0] else -1e30)) <= 1e-6 * max(1, abs(x[m_])):
+                keep[:3] = [same_ch[("location", int(perm[i]))][hitk[0]] for i in range(3)]
+                keep[3] = all(same_ch[("rotation_quaternion", c)][hitk[0]] for c in range(4))
+            derived = np.where(seg_has[m_ - 1][:, None], seg_curves[m_ - 1], cv)
+            bad = bool(seg_bad[m_ - 1])
+            cv = np.where(keep[:, None], cv, derived)
+            if bad and not keep.all():
+                out.unrepresentable.append(f"{bf.name}@{int(f)}")
+        elif bf.bake:
+            cv = vmd.linear_curves()
+        rec["interpolation"] = vmd.build_interpolation(
+            cv, physics=vmd.physics_bytes(old["interpolation"]) if old is not None else None)
+        out.parts.append((hitk[1] if hitk is not None else _NEW_ORDER + out.counter, rec))
+        out.counter += 1
+
+
+def _bone_warnings(action: str, out: _BoneExport) -> list[str]:
+    warnings = []
+    if out.resampled:
+        warnings.append(f"{action}: keys between whole 30-fps frames resampled onto the frames around them: "
+                        f"{', '.join(out.resampled[:8])}{', ...' if len(out.resampled) > 8 else ''}")
+    if out.unrepresentable:
+        warnings.append(f"{action}: {len(out.unrepresentable)} curve segment(s) a VMD block cannot hold exactly "
+                        f"(written as the nearest block): {', '.join(out.unrepresentable[:8])}"
+                        f"{', ...' if len(out.unrepresentable) > 8 else ''}")
+    if out.promoted:
+        warnings.append(f"{action}: GENERATED keys in edited segments written as keys: {', '.join(out.promoted)}")
+    return warnings
 
 
 def _segment_curves_many(chans, xa, xb, perm, euler) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -412,7 +503,7 @@ def export_morphs(act, arm_ob, raw, fps, bake):
     warnings += more
     counter = 0
     used = set()
-    for (name, c), field in zip(curves.items(), fields):
+    for (name, c), encoded_name in zip(curves.items(), fields):
         if bake:
             v0, v1 = vmd_frames(c.x[[0, -1]], fps)
             frames = np.arange(int(math.floor(v0 + WHOLE)), int(math.ceil(v1 - WHOLE)) + 1)
@@ -426,7 +517,7 @@ def export_morphs(act, arm_ob, raw, fps, bake):
                 used.add(i)
                 continue
             rec = np.zeros(1, vmd.MORPH_KEY)[0]
-            rec["name"], rec["frame"], rec["weight"] = field, int(f), value
+            rec["name"], rec["frame"], rec["weight"] = encoded_name, int(f), value
             parts.append((i if i is not None else big + counter, rec))
             counter += 1
     for i in hit:  # shadowed duplicates on one frame stay as they were

@@ -209,92 +209,17 @@ def export_rigged_motion(context, act, arm_ob, model, arm_angle: float = 0.0, bo
     m.model_name = model.name or arm_ob.name
     if vmd.name_problem(m.model_name, vmd.MODEL_NAME_SIZE):
         warnings.append(f"model name {m.model_name!r} {vmd.name_problem(m.model_name, vmd.MODEL_NAME_SIZE)}")
-    slot = bact._slot_for(arm_ob, act)
-    xs, curved = [], []
-    for cb in channelbags(act, slot):
-        for fc in cb.fcurves:
-            mt = BONE_PATH.match(fc.data_path) or re.match(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]\.', fc.data_path)
-            if mt and not fc.mute and len(fc.keyframe_points) and unescape(mt.group(1)) in arm_ob.data.bones:
-                c = Curve(fc)
-                xs.append(c.x)
-                # segments that are not straight lines (Bézier, easings) are sampled on every whole frame
-                change = (c.y[1:] != c.y[:-1]) & (c.interp[:-1] != INTERP["LINEAR"])
-                for i in np.flatnonzero(change):
-                    v0, v1 = vmd_frames(c.x[[i, i + 1]], fps)
-                    curved.append(np.arange(int(math.ceil(v0)), int(math.floor(v1)) + 1))
+    xs, curved = _curve_times(act, arm_ob, fps)
     if xs:
-        allx = np.concatenate(xs)
-        if bake:
-            v0, v1 = vmd_frames(np.array([allx.min(), allx.max()]), fps)
-            frames = np.arange(max(int(math.floor(v0 + WHOLE)), 0), int(math.ceil(v1 - WHOLE)) + 1)
-        else:
-            frames, moved = whole_frames(allx, fps)
-            if moved:
-                warnings.append(f"{act.name}: keys between whole 30-fps frames resampled onto the frames around "
-                                "them")
-            if curved:
-                frames = np.unique(np.concatenate([frames] + curved))
-                frames = frames[frames >= 0]
-        used = sorted({s for s in src if s is not None})
-        binds = skel.binds()
+        frames = _rig_frames(act.name, np.concatenate(xs), curved, fps, bake, warnings)
         # every whole frame in the range is evaluated: IK bones get keys where their world path bends
         dense = np.arange(frames[0], frames[-1] + 1) if len(frames) else frames
         base = frames - (frames[0] if len(frames) else 0)
         # and every half frame: each segment's curves pass through the source at its middle
         halves = np.arange(2 * dense[0], 2 * dense[-1] + 1) / 2.0 if len(dense) else dense.astype(np.float64)
-        posed = _posed_world(context, arm_ob, act, halves * fps / vmd.FPS, [skel.names[i] for i in used])
-        heads = binds[:, :3, 3]
-        arms = {i: side for side, prefix in SIDES.items() if (i := mapping.index(prefix + "腕")) is not None}
-        d = arm_angle_rest_transforms([int(p) for p in skel.parents], heads, arms, float(arm_angle or 0.0))
-        k4 = np.eye(4)
-        k4[:3, :3] = vc._SWAP / scale
-        k4_inv = np.linalg.inv(k4)
-        n = len(model.bones)
-        deform = np.full((len(halves), n, 4, 4), np.nan)
-        col = {s: c for c, s in enumerate(used)}
-        for k, s in enumerate(src):
-            if s is None:
-                continue
-            mb = posed[:, col[s]] @ np.linalg.inv(binds[s])
-            deform[:, k] = k4 @ mb @ np.linalg.inv(d[s]) @ k4_inv
-        for k, b in enumerate(model.bones):  # IK bones follow their targets
-            if src[k] is None and b.ik is not None and 0 <= b.ik.target < n and src[b.ik.target] is not None:
-                deform[:, k] = deform[:, b.ik.target]
-        pos_h, rot_h, worst = rigged_keys(model, deform)
-        pos_h[np.abs(pos_h) < 1e-6] = 0.0
-        pos, rot = pos_h[::2], rot_h[::2]
-        if worst > 1e-4:
-            warnings.append(f"{act.name}: the pose scales bones (by up to {worst:.3g}), which a VMD cannot hold; "
-                            "scale dropped")
-        moving = [k for k in range(n) if np.abs(pos[:, k]).max() > 0 or
-                  np.abs(np.abs(rot[:, k, 3]) - 1).max() > 1e-12]
-        fields, more = vmd.encode_names([model.bones[k].name for k in moving])
-        warnings += more
-        which = _key_samples(model, deform[::2], base, moving)
-        heads_mmd = np.array([bb.position for bb in model.bones], np.float64).reshape(-1, 3)
-        target = np.einsum("hkij,kj->hki", deform[..., :3, :3], heads_mmd) + deform[..., :3, 3]
-        chain = fit_chain_fractions(model, pos_h, rot_h, target, {k: which[k] for k in moving})
-        keys = vmd.new_bone_keys(sum(len(which[k]) for k in moving))
-        block = vmd.build_interpolation(vmd.linear_curves())
-        at = 0
-        for k, field in zip(moving, fields):
-            idx = which[k]
-            sl = slice(at, at + len(idx))
-            at += len(idx)
-            keys["name"][sl] = field
-            keys["frame"][sl] = dense[idx]
-            keys["position"][sl] = pos[idx, k]
-            keys["rotation"][sl] = rot[idx, k]
-            keys["interpolation"][sl] = block
-            if len(idx) > 1:  # half-grid samples: start 2a, middle a + b, end 2b of each segment [a, b]
-                a_, b_ = idx[:-1], idx[1:]
-                samples = np.stack([2 * a_, a_ + b_, 2 * b_], axis=1)
-                frac, live = midpoint_fractions(pos_h[samples, k], rot_h[samples, k])
-                fitted = chain.get(k, np.full(len(idx), np.nan))[1:]
-                frac[:, 3] = np.where(np.isnan(fitted), frac[:, 3], fitted)
-                curves = fraction_curves(frac, live)
-                keys["interpolation"][sl][1:] = vmd.build_interpolation(curves)
-        m.bone_keys = keys
+        deform = _rig_deformations(context, act, arm_ob, model, skel, mapping, src, halves * fps / vmd.FPS,
+                                   scale, arm_angle)
+        m.bone_keys = _rigged_bone_keys(act.name, model, deform, dense, base, warnings)
         dropped = [skel.names[i] for i in range(len(skel.names)) if mapping.dropped(i)]
         if dropped:
             warnings.append(f"{act.name}: bones dropped by the MMD rig keep no keys (their vertices follow the "
@@ -307,3 +232,104 @@ def export_rigged_motion(context, act, arm_ob, model, arm_angle: float = 0.0, bo
         raise ExportError(f"action {act.name}: bone {vmd.decode_name(bytes(m.bone_keys['name'][bad][0]))} has a "
                           "non-finite value")
     return m, warnings
+
+
+def _curve_times(act, arm_ob, fps: float) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The key times of every live bone curve of the action, and the whole VMD frames inside its segments
+    that are not straight lines (Bézier, easings), which are sampled on every whole frame."""
+    xs, curved = [], []
+    for cb in channelbags(act, bact._slot_for(arm_ob, act)):
+        for fc in cb.fcurves:
+            mt = BONE_PATH.match(fc.data_path) or re.match(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]\.', fc.data_path)
+            if mt and not fc.mute and len(fc.keyframe_points) and unescape(mt.group(1)) in arm_ob.data.bones:
+                c = Curve(fc)
+                xs.append(c.x)
+                change = (c.y[1:] != c.y[:-1]) & (c.interp[:-1] != INTERP["LINEAR"])
+                for i in np.flatnonzero(change):
+                    v0, v1 = vmd_frames(c.x[[i, i + 1]], fps)
+                    curved.append(np.arange(int(math.ceil(v0)), int(math.floor(v1)) + 1))
+    return xs, curved
+
+
+def _rig_frames(action: str, allx: np.ndarray, curved: list[np.ndarray], fps: float, bake: bool,
+                warnings: list[str]) -> np.ndarray:
+    """The whole VMD frames to key (see above): every frame of the range when baking."""
+    if bake:
+        v0, v1 = vmd_frames(np.array([allx.min(), allx.max()]), fps)
+        return np.arange(max(int(math.floor(v0 + WHOLE)), 0), int(math.ceil(v1 - WHOLE)) + 1)
+    frames, moved = whole_frames(allx, fps)
+    if moved:
+        warnings.append(f"{action}: keys between whole 30-fps frames resampled onto the frames around them")
+    if curved:
+        frames = np.unique(np.concatenate([frames] + curved))
+        frames = frames[frames >= 0]
+    return frames
+
+
+def _rig_deformations(context, act, arm_ob, model, skel, mapping, src, times: np.ndarray, scale: float,
+                      arm_angle: float) -> np.ndarray:
+    """S_k (see above) of every PMX bone at every time: (times, bones, 4, 4), NaN for bones without a
+    source that are not IK bones."""
+    used = sorted({s for s in src if s is not None})
+    binds = skel.binds()
+    posed = _posed_world(context, arm_ob, act, times, [skel.names[i] for i in used])
+    heads = binds[:, :3, 3]
+    arms = {i: side for side, prefix in SIDES.items() if (i := mapping.index(prefix + "腕")) is not None}
+    d = arm_angle_rest_transforms([int(p) for p in skel.parents], heads, arms, float(arm_angle or 0.0))
+    k4 = np.eye(4)
+    k4[:3, :3] = vc._SWAP / scale
+    k4_inv = np.linalg.inv(k4)
+    n = len(model.bones)
+    deform = np.full((len(times), n, 4, 4), np.nan)
+    col = {s: c for c, s in enumerate(used)}
+    for k, s in enumerate(src):
+        if s is None:
+            continue
+        mb = posed[:, col[s]] @ np.linalg.inv(binds[s])
+        deform[:, k] = k4 @ mb @ np.linalg.inv(d[s]) @ k4_inv
+    for k, b in enumerate(model.bones):  # IK bones follow their targets
+        if src[k] is None and b.ik is not None and 0 <= b.ik.target < n and src[b.ik.target] is not None:
+            deform[:, k] = deform[:, b.ik.target]
+    return deform
+
+
+def _rigged_bone_keys(action: str, model, deform: np.ndarray, dense: np.ndarray, base: np.ndarray,
+                      warnings: list[str]) -> np.ndarray:
+    """The VMD bone keys of the PMX bones that leave their rest, from their deformations on the half-frame
+    grid of `dense`; each segment's block passes through the source at its middle."""
+    n = len(model.bones)
+    pos_h, rot_h, worst = rigged_keys(model, deform)
+    pos_h[np.abs(pos_h) < 1e-6] = 0.0
+    pos, rot = pos_h[::2], rot_h[::2]
+    if worst > 1e-4:
+        warnings.append(f"{action}: the pose scales bones (by up to {worst:.3g}), which a VMD cannot hold; "
+                        "scale dropped")
+    moving = [k for k in range(n) if np.abs(pos[:, k]).max() > 0 or
+              np.abs(np.abs(rot[:, k, 3]) - 1).max() > 1e-12]
+    fields, more = vmd.encode_names([model.bones[k].name for k in moving])
+    warnings += more
+    which = _key_samples(model, deform[::2], base, moving)
+    heads_mmd = np.array([bb.position for bb in model.bones], np.float64).reshape(-1, 3)
+    target = np.einsum("hkij,kj->hki", deform[..., :3, :3], heads_mmd) + deform[..., :3, 3]
+    chain = fit_chain_fractions(model, pos_h, rot_h, target, {k: which[k] for k in moving})
+    keys = vmd.new_bone_keys(sum(len(which[k]) for k in moving))
+    block = vmd.build_interpolation(vmd.linear_curves())
+    at = 0
+    for k, field in zip(moving, fields):
+        idx = which[k]
+        sl = slice(at, at + len(idx))
+        at += len(idx)
+        keys["name"][sl] = field
+        keys["frame"][sl] = dense[idx]
+        keys["position"][sl] = pos[idx, k]
+        keys["rotation"][sl] = rot[idx, k]
+        keys["interpolation"][sl] = block
+        if len(idx) > 1:  # half-grid samples: start 2a, middle a + b, end 2b of each segment [a, b]
+            a_, b_ = idx[:-1], idx[1:]
+            samples = np.stack([2 * a_, a_ + b_, 2 * b_], axis=1)
+            frac, live = midpoint_fractions(pos_h[samples, k], rot_h[samples, k])
+            fitted = chain.get(k, np.full(len(idx), np.nan))[1:]
+            frac[:, 3] = np.where(np.isnan(fitted), frac[:, 3], fitted)
+            curves = fraction_curves(frac, live)
+            keys["interpolation"][sl][1:] = vmd.build_interpolation(curves)
+    return keys

@@ -96,31 +96,27 @@ def limit_axes(rest_rotation) -> np.ndarray:
     return out
 
 
+def _limit_axis_map(rest_rotation) -> tuple[np.ndarray, np.ndarray]:
+    """For each bone-local axis j (X, Y, Z): the MMD axis it lies along, and whether it points the same way."""
+    m = limit_axes(rest_rotation)
+    axis = np.argmax(np.abs(m), axis=1)
+    return axis, m[np.arange(3), axis] > 0
+
+
 def angles_to_blender(lower, upper, rest_rotation) -> tuple[np.ndarray, np.ndarray]:
     """PMX IK limit (radians, MMD axes) → (min, max) about the bone's local X, Y, Z. float32, exact."""
     lower, upper = np.asarray(lower, np.float32), np.asarray(upper, np.float32)
-    m = limit_axes(rest_rotation)
-    lo, hi = np.zeros(3, np.float32), np.zeros(3, np.float32)
-    for j in range(3):
-        i = int(np.flatnonzero(m[j])[0])
-        if m[j, i] > 0:
-            lo[j], hi[j] = lower[i], upper[i]
-        else:
-            lo[j], hi[j] = -upper[i], -lower[i]
-    return lo, hi
+    axis, same = _limit_axis_map(rest_rotation)
+    return np.where(same, lower[axis], -upper[axis]), np.where(same, upper[axis], -lower[axis])
 
 
 def angles_to_pmx(lo, hi, rest_rotation) -> tuple[np.ndarray, np.ndarray]:
     """The exact inverse of `angles_to_blender`."""
     lo, hi = np.asarray(lo, np.float32), np.asarray(hi, np.float32)
-    m = limit_axes(rest_rotation)
+    axis, same = _limit_axis_map(rest_rotation)
     lower, upper = np.zeros(3, np.float32), np.zeros(3, np.float32)
-    for j in range(3):
-        i = int(np.flatnonzero(m[j])[0])
-        if m[j, i] > 0:
-            lower[i], upper[i] = lo[j], hi[j]
-        else:
-            lower[i], upper[i] = -hi[j], -lo[j]
+    lower[axis] = np.where(same, lo, -hi)
+    upper[axis] = np.where(same, hi, -lo)
     return lower, upper
 
 

@@ -442,6 +442,11 @@ class _PmxReader:
     def count(self, field: str, min_item_size: int) -> int:
         return self.r.count(field, min_item_size, signed=True)
 
+    def counted(self, m: PmxModel, what: str, read_one, min_item_size: int) -> list:
+        """An int32 count (its offset kept as `m.at["<what> count"]`) then that many items read by `read_one`."""
+        m.at[f"{what} count"] = self.r.pos
+        return [read_one(i) for i in range(self.count(f"{what} count", min_item_size))]
+
     def fixed(self, spec: Spec, field: str) -> tuple[dict[str, Any], dict[str, int]]:
         """One fixed-size block: its values by field name and the byte offset of each field."""
         dt = file_dtype(spec, self.sizes)
@@ -468,23 +473,15 @@ class _PmxReader:
         n = self.count("index count", vsize)
         m.at["indices"] = self.r.pos
         m.indices = self.r.array(index_dtype("vertex", vsize), n, "indices").astype("<i4")
-        m.at["texture count"] = self.r.pos
-        m.textures = [self.text(f"texture {i}") for i in range(self.count("texture count", 4))]
-        m.at["material count"] = self.r.pos
-        m.materials = [self.material(i) for i in range(self.count("material count", 86))]
-        m.at["bone count"] = self.r.pos
-        m.bones = [self.bone(i) for i in range(self.count("bone count", 28))]
-        m.at["morph count"] = self.r.pos
-        m.morphs = [self.morph(i) for i in range(self.count("morph count", 14))]
-        m.at["display frame count"] = self.r.pos
-        m.display_frames = [self.display_frame(i) for i in range(self.count("display frame count", 13))]
-        m.at["rigid body count"] = self.r.pos
-        m.rigid_bodies = [self.rigid_body(i) for i in range(self.count("rigid body count", 69))]
-        m.at["joint count"] = self.r.pos
-        m.joints = [self.joint(i) for i in range(self.count("joint count", 107))]
+        m.textures = self.counted(m, "texture", lambda i: self.text(f"texture {i}"), 4)
+        m.materials = self.counted(m, "material", self.material, 86)
+        m.bones = self.counted(m, "bone", self.bone, 28)
+        m.morphs = self.counted(m, "morph", self.morph, 14)
+        m.display_frames = self.counted(m, "display frame", self.display_frame, 13)
+        m.rigid_bodies = self.counted(m, "rigid body", self.rigid_body, 69)
+        m.joints = self.counted(m, "joint", self.joint, 107)
         if m.is_pmx21:
-            m.at["soft body count"] = self.r.pos
-            m.soft_bodies = [self.soft_body(i) for i in range(self.count("soft body count", 138))]
+            m.soft_bodies = self.counted(m, "soft body", self.soft_body, 138)
         if self.r.remaining():
             m.at["trailing"] = self.r.pos
             m.trailing = self.r.bytes(self.r.remaining(), "trailing bytes")
@@ -559,11 +556,8 @@ class _PmxReader:
 
     def material(self, i: int) -> PmxMaterial:
         where = f"material {i}"
-        start = self.r.pos
-        name, name_e = self.text(f"{where} name"), self.text(f"{where} name (English)")
-        values, at = self.fixed(MATERIAL_HEAD, where)
+        name, name_e, values, at = self.named_fixed(MATERIAL_HEAD, where)
         mat = PmxMaterial(name=name, name_e=name_e, **values, at=at)
-        at["record"] = start
         at["toon"] = self.r.pos
         if mat.shared_toon == 1:
             mat.toon = self.r.u8(f"{where} shared toon")
@@ -579,11 +573,8 @@ class _PmxReader:
 
     def bone(self, i: int) -> PmxBone:
         where = f"bone {i}"
-        start = self.r.pos
-        name, name_e = self.text(f"{where} name"), self.text(f"{where} name (English)")
-        values, at = self.fixed(BONE_HEAD, where)
+        name, name_e, values, at = self.named_fixed(BONE_HEAD, where)
         b = PmxBone(name=name, name_e=name_e, **values, at=at)
-        at["record"] = start
         flags = b.flags
         at["tail"] = self.r.pos
         if flags & BoneFlag.TAIL_IS_BONE:
@@ -663,29 +654,27 @@ class _PmxReader:
             frame.elements.append((kind, self.index("bone" if kind == 0 else "morph", f"{where} element {k}")))
         return frame
 
-    def rigid_body(self, i: int) -> PmxRigidBody:
-        where = f"rigid body {i}"
+    def named_fixed(self, spec: Spec, where: str) -> tuple[str, str, dict, dict]:
+        """The names and fixed fields (`spec`) that begin a material, bone, rigid body, joint or soft body:
+        names, values and offsets, `at["record"]` being where the record begins."""
         start = self.r.pos
         name, name_e = self.text(f"{where} name"), self.text(f"{where} name (English)")
-        values, at = self.fixed(RIGID_BODY, where)
+        values, at = self.fixed(spec, where)
         at["record"] = start
+        return name, name_e, values, at
+
+    def rigid_body(self, i: int) -> PmxRigidBody:
+        name, name_e, values, at = self.named_fixed(RIGID_BODY, f"rigid body {i}")
         return PmxRigidBody(name, name_e, **values, at=at)
 
     def joint(self, i: int) -> PmxJoint:
-        where = f"joint {i}"
-        start = self.r.pos
-        name, name_e = self.text(f"{where} name"), self.text(f"{where} name (English)")
-        values, at = self.fixed(JOINT, where)
-        at["record"] = start
+        name, name_e, values, at = self.named_fixed(JOINT, f"joint {i}")
         return PmxJoint(name, name_e, **values, at=at)
 
     def soft_body(self, i: int) -> PmxSoftBody:
         where = f"soft body {i}"
-        start = self.r.pos
-        name, name_e = self.text(f"{where} name"), self.text(f"{where} name (English)")
-        values, at = self.fixed(SOFT_BODY, where)
+        name, name_e, values, at = self.named_fixed(SOFT_BODY, where)
         body = PmxSoftBody(name, name_e, **values, at=at)
-        at["record"] = start
         body.anchors, at["anchors"] = self.records(SOFT_ANCHOR, f"{where} anchors")
         pins, at["pins"] = self.records(SOFT_PIN, f"{where} pins")
         body.pins = pins["vertex"].copy()

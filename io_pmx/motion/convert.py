@@ -75,6 +75,21 @@ def _last_per_frame(which: np.ndarray, frames: np.ndarray, j: int) -> tuple[np.n
     return idx[last], int((~last).sum())
 
 
+def _keys_per_name(keys: np.ndarray, hidden: list[str], what: str = ""
+                   ) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(name, its keys' indices and frames) per name of the bone or morph keys, one key a frame (the last in
+    the file); names with keys so hidden go to `hidden` (prefixed by `what`) with their count."""
+    names, which = vmd.distinct_names(keys["name"])
+    frames = keys["frame"].astype(np.int64)
+    out = []
+    for j, name in enumerate(names):
+        idx, dup = _last_per_frame(which, frames, j)
+        if dup:
+            hidden.append(f"{what}{name} ({dup})")
+        out.append((name, idx, frames[idx]))
+    return out
+
+
 def to_animation(motion: vmd.Motion, name: str, scale: float = DEFAULT_SCALE) -> tuple[cm.Animation, list[str]]:
     """The motion as one core Animation named `name` (see the module docstring); returns (animation,
     warnings)."""
@@ -83,13 +98,8 @@ def to_animation(motion: vmd.Motion, name: str, scale: float = DEFAULT_SCALE) ->
     anim = cm.Animation(name, 0.0)
     hidden: list[str] = []
     keys = motion.bone_keys
-    names, which = vmd.distinct_names(keys["name"])
-    frames = keys["frame"].astype(np.int64)
-    for j, bone in enumerate(names):
-        idx, dup = _last_per_frame(which, frames, j)
-        if dup:
-            hidden.append(f"{bone} ({dup})")
-        times = frames[idx] / fps
+    for bone, idx, frames in _keys_per_name(keys, hidden):
+        times = frames / fps
         curves = vmd.curves(keys["interpolation"][idx])[:, _CURVE_OF_CHANNEL]
         anim.tracks.append(cm.Track(
             bone, times, positions_to_core(keys["position"][idx], scale), times.copy(),
@@ -97,13 +107,8 @@ def to_animation(motion: vmd.Motion, name: str, scale: float = DEFAULT_SCALE) ->
             extras={"mmd_curves": np.ascontiguousarray(curves, np.uint8),
                     "vmd_interpolation": keys["interpolation"][idx].copy()}))
     mkeys = motion.morph_keys
-    mnames, mwhich = vmd.distinct_names(mkeys["name"])
-    mframes = mkeys["frame"].astype(np.int64)
-    for j, morph in enumerate(mnames):
-        idx, dup = _last_per_frame(mwhich, mframes, j)
-        if dup:
-            hidden.append(f"morph {morph} ({dup})")
-        anim.morph_tracks.append(cm.MorphTrack(morph, mframes[idx] / fps, mkeys["weight"][idx].astype(np.float64)))
+    for morph, idx, frames in _keys_per_name(mkeys, hidden, "morph "):
+        anim.morph_tracks.append(cm.MorphTrack(morph, frames / fps, mkeys["weight"][idx].astype(np.float64)))
     if hidden:
         warnings.append(f"keys on a frame their bone or morph already has a key on (the last in the file counts): "
                         f"{', '.join(hidden)}")

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from ...core.skinning import parents_first
 from ..model import pmx
 from .bone_map import map_bones
 from .names import SIDES
@@ -39,24 +40,14 @@ def arm_angle_rest_transforms(parents, heads, arms: dict[int, str], angle_degree
     heads = np.asarray(heads, np.float64).reshape(-1, 3)
     n = len(parents)
     out = np.tile(np.eye(4), (n, 1, 1))
-    done = np.zeros(n, bool)
     theta = math.radians(float(angle_degrees))
-    for start in range(n):
-        chain = []
-        i = start
-        while i >= 0 and not done[i]:
-            if i in chain:
-                raise ValueError(f"bone {i} is in a parent cycle")
-            chain.append(i)
-            i = int(parents[i]) if -1 <= parents[i] < n else -1
-        for j in reversed(chain):
-            p = int(parents[j])
-            d = out[p] if 0 <= p < n else np.eye(4)
-            if j in arms and theta:
-                moved_head = d[:3, :3] @ heads[j] + d[:3, 3]
-                d = _rotation_about_y(theta if arms[j] == "L" else -theta, moved_head) @ d
-            out[j] = d
-            done[j] = True
+    for j in parents_first(parents, out_of_range_is_root=True):
+        p = int(parents[j])
+        d = out[p] if 0 <= p < n else np.eye(4)
+        if j in arms and theta:
+            moved_head = d[:3, :3] @ heads[j] + d[:3, 3]
+            d = _rotation_about_y(theta if arms[j] == "L" else -theta, moved_head) @ d
+        out[j] = d
     return out
 
 

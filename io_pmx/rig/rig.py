@@ -185,6 +185,26 @@ def exported_parents(m: BoneMapping) -> list[str | None]:
     return out
 
 
+class _RigBones:
+    """The rigged model's bone list as it is built, and where each source bone went."""
+
+    def __init__(self, src: list[pmx.PmxBone], m: BoneMapping) -> None:
+        self.src = src
+        self.new: list[pmx.PmxBone] = []
+        self.new_of_src: dict[int, int] = {}
+        self.control_src = {m.names[i]: i for i in range(len(src)) if m.how[i] == "control"}
+
+    def control(self, name: str, position, parent: int, flags: int, layer: int = 0, name_e: str = "") -> int:
+        b = _new_bone(name, name_e or CONTROL_NAMES_E.get(name, ""), position, parent, flags, layer)
+        if name in self.control_src:  # the source already has this control bone: it merges, keeping its place
+            s = self.src[self.control_src[name]]
+            b.position = np.asarray(s.position, np.float32).copy()
+            b.name_e = s.name_e or b.name_e
+            self.new_of_src[self.control_src[name]] = len(self.new)
+        self.new.append(b)
+        return len(self.new) - 1
+
+
 def _build_rig(model: pmx.PmxModel, m: BoneMapping) -> list[str]:
     warnings: list[str] = []
     src = model.bones
@@ -193,45 +213,58 @@ def _build_rig(model: pmx.PmxModel, m: BoneMapping) -> list[str]:
     role = {name: i for i in range(n) if (name := m.mmd[i]) is not None and not m.dropped(i)}
     pelvis = role.get(LOWER)
     kept = _kept(m)
-    kept_set = set(kept)
-    # anchor of the trunk controls: the pelvis head, else the first kept bone without a kept ancestor
-    if pelvis is not None:
-        anchor = pos[pelvis]
-    else:
-        tops = [i for i in kept if not kept_set.intersection(ancestors(m.parents, i))]
-        anchor = pos[tops[0]] if tops else np.zeros(3)
+    anchor = _trunk_anchor(m, pos, kept, pelvis)
     unit = max(float(anchor[1]) * 0.1, 0.5)  # display length of the control bones' tails (MMD units)
-
-    new: list[pmx.PmxBone] = []
-    new_of_src: dict[int, int] = {}
-    control_src = {m.names[i]: i for i in range(n) if m.how[i] == "control"}
-
-    def control(name: str, position, parent: int, flags: int, layer: int = 0, name_e: str = "") -> int:
-        b = _new_bone(name, name_e or CONTROL_NAMES_E.get(name, ""), position, parent, flags, layer)
-        if name in control_src:  # the source already has this control bone: it merges, keeping its place
-            s = src[control_src[name]]
-            b.position = np.asarray(s.position, np.float32).copy()
-            b.name_e = s.name_e or b.name_e
-            new_of_src[control_src[name]] = len(new)
-        new.append(b)
-        return len(new) - 1
-
-    root = control(ROOT, np.zeros(3), -1, FLAGS[ROOT])
-    center_pos = np.array([anchor[0], anchor[1] * CENTER_HEIGHT, anchor[2]])
-    center = control(CENTER, center_pos, root, FLAGS[CENTER])
-    groove = control(GROOVE, center_pos, center, FLAGS[GROOVE])
-    waist = control(WAIST, anchor, groove, FLAGS[WAIST])
-    new[root].tail_bone = center
-    for k in (center, groove, waist):
-        new[k].tail_offset = np.float32([0, unit, 0])
+    rb = _RigBones(src, m)
+    control_index = _add_trunk_controls(rb, anchor, unit)
+    root = control_index[ROOT]
     for i in range(n):
         if m.merged(i):
-            new_of_src[i] = root
-
+            rb.new_of_src[i] = root
     parent_of = rig_parents(m)  # ('new', control bone name) or ('src', source index)
-    control_index = {CENTER: center, GROOVE: groove, WAIST: waist, ROOT: root}
+    src_order = _parents_first(m, kept, parent_of)
+    _add_source_bones(rb, m, src_order, parent_of, control_index, role, pos, kept)
+    # dropped helpers: weights and references to the nearest exported ancestor, never 全ての親 (bone 0)
+    lookup = _map_unexported(rb, m, rb.new_of_src[pelvis] if pelvis is not None else control_index[CENTER], root)
+    dropped = [m.names[i] for i in range(n) if m.dropped(i)]
+    if dropped:
+        warnings.append(f"--mmd-rig: {len(dropped)} helper bone(s) dropped, their weights moved to the nearest "
+                        f"exported ancestor: {', '.join(dropped)}")
+    for i in src_order:
+        _remap_bone_references(rb.new[rb.new_of_src[i]], lookup, n, warnings)
+    _add_leg_ik(rb, m, root, unit, warnings)  # after the source bones, so that every bone it names comes first
+    _set_body_bones(rb.new, unit)
+    _remap_model_references(model, lookup, n)
+    model.bones = rb.new
+    _display_frames(model)
+    return warnings
 
-    # parents-first order of the kept source bones, stable in source order
+
+def _trunk_anchor(m: BoneMapping, pos: np.ndarray, kept: list[int], pelvis: int | None) -> np.ndarray:
+    """Where the trunk controls stand: the pelvis head, else the first kept bone without a kept ancestor."""
+    if pelvis is not None:
+        return pos[pelvis]
+    kept_set = set(kept)
+    tops = [i for i in kept if not kept_set.intersection(ancestors(m.parents, i))]
+    return pos[tops[0]] if tops else np.zeros(3)
+
+
+def _add_trunk_controls(rb: _RigBones, anchor: np.ndarray, unit: float) -> dict[str, int]:
+    """全ての親, センター, グルーブ and 腰: their new indices by name."""
+    root = rb.control(ROOT, np.zeros(3), -1, FLAGS[ROOT])
+    center_pos = np.array([anchor[0], anchor[1] * CENTER_HEIGHT, anchor[2]])
+    center = rb.control(CENTER, center_pos, root, FLAGS[CENTER])
+    groove = rb.control(GROOVE, center_pos, center, FLAGS[GROOVE])
+    waist = rb.control(WAIST, anchor, groove, FLAGS[WAIST])
+    rb.new[root].tail_bone = center
+    for k in (center, groove, waist):
+        rb.new[k].tail_offset = np.float32([0, unit, 0])
+    return {CENTER: center, GROOVE: groove, WAIST: waist, ROOT: root}
+
+
+def _parents_first(m: BoneMapping, kept: list[int], parent_of: dict) -> list[int]:
+    """The kept source bones parents first, stable in source order; a mapping that makes a bone its own
+    ancestor is an error."""
     src_order: list[int] = []
     state: dict[int, int] = {}
 
@@ -250,8 +283,14 @@ def _build_rig(model: pmx.PmxModel, m: BoneMapping) -> list[str]:
 
     for i in kept:
         place(i)
+    return src_order
 
-    # a zero-weight 上半身2 between 上半身 and its children when the source has a single spine bone
+
+def _add_source_bones(rb: _RigBones, m: BoneMapping, src_order: list[int], parent_of: dict,
+                      control_index: dict[str, int], role: dict[str, int], pos: np.ndarray, kept: list[int]) -> None:
+    """Copies of the kept source bones under their MMD names and rig parents; a zero-weight 上半身2 between
+    上半身 and its children when the source has a single spine bone."""
+    new, new_of_src = rb.new, rb.new_of_src
     upper = role.get(UPPER)
     upper2_new = None
     if upper is not None and role.get(UPPER2) is None:
@@ -260,7 +299,7 @@ def _build_rig(model: pmx.PmxModel, m: BoneMapping) -> list[str]:
         top = pos[neck] if neck is not None else (pos[children].mean(axis=0) if children else pos[upper])
         upper2_pos = (pos[upper] + top) / 2
     for i in src_order:
-        copy = pmx.PmxBone(**{f: getattr(src[i], f) for f in _COPIED_FIELDS})
+        copy = pmx.PmxBone(**{f: getattr(rb.src[i], f) for f in _COPIED_FIELDS})
         if m.mmd[i] is not None:
             copy.name = m.mmd[i]
             copy.name_e = copy.name_e or m.names[i]
@@ -274,27 +313,30 @@ def _build_rig(model: pmx.PmxModel, m: BoneMapping) -> list[str]:
         new[new_of_src[i]].parent = control_index[p] if kind == "new" else (
             upper2_new if upper2_new is not None and p == upper else new_of_src[p])
 
-    # dropped helpers: weights and references to the nearest exported ancestor, never 全ての親 (bone 0)
-    fallback = new_of_src[pelvis] if pelvis is not None else center
+
+def _map_unexported(rb: _RigBones, m: BoneMapping, fallback: int, root: int) -> np.ndarray:
+    """Source bones not exported go to the nearest exported ancestor (`fallback` instead of 全ての親; source
+    control bones this rig does not build, e.g. without a leg chain, to 全ての親); the source → new index
+    lookup, with lookup[n] = -1 for "none"."""
+    n = len(rb.src)
+    new_of_src = rb.new_of_src
     for i in range(n):
         if i in new_of_src:
             continue
-        if m.how[i] == "control":  # a source control bone this rig does not build (e.g. no leg chain)
+        if m.how[i] == "control":
             new_of_src[i] = root
             continue
         target = next((new_of_src[a] for a in ancestors(m.parents, i) if a in new_of_src), root)
         new_of_src[i] = fallback if target == root else target
-    dropped = [m.names[i] for i in range(n) if m.dropped(i)]
-    if dropped:
-        warnings.append(f"--mmd-rig: {len(dropped)} helper bone(s) dropped, their weights moved to the nearest "
-                        f"exported ancestor: {', '.join(dropped)}")
-    lookup = np.full(n + 1, -1, np.int64)  # lookup[n] stays -1: "none"
+    lookup = np.full(n + 1, -1, np.int64)
     for s, k in new_of_src.items():
         lookup[s] = k
-    for i in src_order:
-        _remap_bone_references(new[new_of_src[i]], lookup, n, warnings)
+    return lookup
 
-    # leg IK (after the source bones, so that every bone it names comes first)
+
+def _add_leg_ik(rb: _RigBones, m: BoneMapping, root: int, unit: float, warnings: list[str]) -> None:
+    """足IK親, 足ＩＫ and つま先ＩＫ of each side whose leg chain is complete."""
+    new = rb.new
     by_name = {b.name: k for k, b in enumerate(new)}
     for side, prefix in SIDES.items():
         if not leg_chain_ok(m, side):
@@ -302,9 +344,9 @@ def _build_rig(model: pmx.PmxModel, m: BoneMapping) -> list[str]:
         leg, knee, ankle = (by_name[prefix + r] for r in (LEG, KNEE, ANKLE))
         toe = by_name.get(prefix + TOE)
         ankle_pos = np.asarray(new[ankle].position, np.float64)
-        ik_parent = control(prefix + IK_PARENT, [ankle_pos[0], 0.0, ankle_pos[2]], root, FLAGS[IK_PARENT],
-                            name_e=f"leg IKP_{side}")
-        leg_ik = control(prefix + LEG_IK, ankle_pos, ik_parent, FLAGS[LEG_IK], LAYERS[LEG_IK], f"leg IK_{side}")
+        ik_parent = rb.control(prefix + IK_PARENT, [ankle_pos[0], 0.0, ankle_pos[2]], root, FLAGS[IK_PARENT],
+                               name_e=f"leg IKP_{side}")
+        leg_ik = rb.control(prefix + LEG_IK, ankle_pos, ik_parent, FLAGS[LEG_IK], LAYERS[LEG_IK], f"leg IK_{side}")
         new[ik_parent].tail_bone = leg_ik
         new[leg_ik].tail_offset = np.float32([0, 0, unit])
         new[leg_ik].ik = pmx.PmxIK(target=ankle, loop=LEG_IK_LOOP, limit_angle=LEG_IK_ANGLE, links=[
@@ -312,12 +354,15 @@ def _build_rig(model: pmx.PmxModel, m: BoneMapping) -> list[str]:
         if toe is None:
             warnings.append(f"--mmd-rig: no {prefix}{TOE}, so no {prefix}{TOE_IK}")
             continue
-        toe_ik = control(prefix + TOE_IK, new[toe].position, leg_ik, FLAGS[TOE_IK], LAYERS[TOE_IK], f"toe IK_{side}")
+        toe_ik = rb.control(prefix + TOE_IK, new[toe].position, leg_ik, FLAGS[TOE_IK], LAYERS[TOE_IK],
+                            f"toe IK_{side}")
         new[toe_ik].tail_offset = np.float32([0, -unit, 0])
         new[toe_ik].ik = pmx.PmxIK(target=toe, loop=TOE_IK_LOOP, limit_angle=TOE_IK_ANGLE,
                                    links=[pmx.PmxIKLink(ankle)])
 
-    # flags, layers and tails of the body bones
+
+def _set_body_bones(new: list[pmx.PmxBone], unit: float) -> None:
+    """Flags, layers and tails of the body bones."""
     by_name = {b.name: k for k, b in enumerate(new)}
     for name, k in by_name.items():
         base = name[1:] if name[:1] in ("左", "右") and name[1:] in (LEG, KNEE, ANKLE, TOE) else name
@@ -338,11 +383,6 @@ def _build_rig(model: pmx.PmxModel, m: BoneMapping) -> list[str]:
         if prefix + TOE in by_name:  # つま先 and what hangs on it deform after 足ＩＫ (layer 1) has moved them
             for k in _subtree(new, by_name[prefix + TOE]):
                 new[k].layer = max(int(new[k].layer), LAYERS[TOE])
-
-    _remap_model_references(model, lookup, n)
-    model.bones = new
-    _display_frames(model)
-    return warnings
 
 
 def _subtree(bones: list[pmx.PmxBone], top: int) -> list[int]:
