@@ -339,6 +339,25 @@ def test_action_made_in_blender_exports_at_its_keys(luka, tmp_path):
     del model_world
 
 
+def test_a_single_key_between_whole_frames_exports(luka):
+    """A bone keyed once, at a time between two of VMD's whole frames: its value is written where the motion
+    has frames (a curve of one key has no segment to cut)."""
+    scene = bpy.context.scene
+    scene.render.fps = 30
+    pb = luka.pose.bones["センター"]
+    pb.location = (0, 0, 0.4)
+    pb.keyframe_insert("location", frame=7.5)
+    neck = luka.pose.bones["首"]
+    neck.rotation_mode = "QUATERNION"
+    for f in (0, 10):
+        neck.keyframe_insert("rotation_quaternion", frame=f)
+    motion, _ = blender_vmd_export.export_motion(bpy.context, luka.animation_data.action, luka)
+    centre = [k for k in motion.bone_keys if vmd.decode_name(bytes(k["name"])) == "センター"]
+    assert centre and {int(k["frame"]) for k in centre} <= {7, 8}
+    values = np.array([k["position"] for k in centre], np.float64)
+    assert np.allclose(values, values[0]) and np.abs(values[0]).max() > 0
+
+
 def test_long_names_are_reported(clean_scene):
     ob = bpy.data.objects.new("rig", bpy.data.armatures.new("rig"))
     bpy.context.scene.collection.objects.link(ob)

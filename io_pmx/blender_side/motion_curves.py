@@ -128,7 +128,7 @@ class Curve:
         x, y, nk = self.x, self.y, len(self.x)
         if nk < 2:
             status[:] = self.KEY_INSIDE
-            return out, status
+            return out, status, np.zeros(count, bool)
         inside = np.searchsorted(x, xb - 1e-6, "left") - np.searchsorted(x, xa + 1e-6, "right") > 0
         outside = (xa < x[0] - 1e-6) | (xb > x[-1] + 1e-6)
         i = np.clip(np.searchsorted(x, xa + 1e-6) - 1, 0, nk - 2)
