@@ -115,9 +115,9 @@ def main() -> int:
           f"(≥ 1.5)")
     ok = c["loadtxt"] / c["read"] >= 1.5 and c["savetxt"] / c["write"] >= 1.5 and c["roundtrip"]
     if not args.no_blender:
-        from skinbridge.io_urhox import commands
+        from skinbridge.io_urhox import scene_files
 
-        umd2 = commands.write_scene(scene, str(tmp / "umd2"), "model")
+        umd2 = scene_files.write_scene(scene, str(tmp / "umd2"), "model")
         anim_read = sum(best_of(args.repeat, lambda p=p: smd.read(pathlib.Path(p).read_bytes()))[0]
                         for p in paths[1:])
         records = [smd.read(pathlib.Path(p).read_bytes()) for p in paths]

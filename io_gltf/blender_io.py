@@ -6,7 +6,7 @@ import bpy
 from ..core.errors import FormatError
 
 
-def import_gltf(context, path: str, options) -> list[str]:
+def blender_import(context, path: str, options) -> list[str]:
     if bpy.ops.import_scene.gltf(filepath=path) != {"FINISHED"}:
         raise FormatError(f"the glTF importer could not read {path}")
     return []

@@ -41,7 +41,7 @@ FORMATS = (
             "semantic": "io_mdb.convert:semantic",
             "blender_import": "io_mdb.blender_io:blender_import",
             "export_target": "io_mdb.blender_io:export_target",
-            "demo": "io_mdb.blender_demo:demo",
+            "demo": "io_mdb.blender_demo:demo_rows",
         },
     ),
 )

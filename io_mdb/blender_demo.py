@@ -15,7 +15,7 @@ from . import check, mdb
 SKELETON = "Humanoid_skel"
 
 
-def demo(context, outdir: str, arm_ob, mesh_ob, options) -> tuple[list[DemoRow], list[str]]:
+def demo_rows(context, outdir: str, arm_ob, mesh_ob, options) -> tuple[list[DemoRow], list[str]]:
     from . import blender_io
 
     path = os.path.join(outdir, "Humanoid.mdb")

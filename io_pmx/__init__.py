@@ -32,18 +32,6 @@ OPTIONS = (
 )
 
 
-def _pmx_semantic(model) -> list[str]:
-    from .model.validate import validate
-
-    return [str(f) for f in validate(model, for_export=False)]
-
-
-def _pmx_blender_import(context, path: str, options) -> list[str]:
-    from .blender_side.blender_io import import_pmx
-
-    return import_pmx(context, path).warnings
-
-
 FORMATS = (
     FormatSpec(
         name="pmx", label="MikuMikuDance model (PMX)", kind="model", extensions=(".pmx",),
@@ -53,9 +41,9 @@ FORMATS = (
         export_operator="export_scene.skinbridge_pmx",
         capabilities={
             "read": "io_pmx.model.pmx:read", "write": "io_pmx.model.pmx:write",
-            "info": "io_pmx.model.info:info", "check": "io_pmx.model.check:check", "semantic": _pmx_semantic,
+            "info": "io_pmx.model.info:info", "check": "io_pmx.model.check:check", "semantic": "io_pmx.model.validate:semantic",
             "load": "io_pmx.model.convert:load", "write_scene": "io_pmx.scene_files:write_scene",
-            "blender_import": _pmx_blender_import,
+            "blender_import": "io_pmx.blender_side.blender_io:blender_import",
             "export_target": "io_pmx.blender_side.blender_io:export_target",
             "demo": "io_pmx.blender_side.blender_demo:demo_rows",
         }),

@@ -35,7 +35,7 @@ FORMATS = (
             "load": "io_smd.convert:load",
             "semantic": "io_smd.convert:semantic",
             "blender_import": "io_smd.blender_io:blender_import",
-            "motion_loader": "io_smd.blender_io:motion_loader",
+            "motion_loader": "io_smd.blender_io:load_motion",
             "export_target": "io_smd.blender_io:export_target",
             "write_scene": "io_smd.convert:write_scene",
             "demo": "io_smd.blender_demo:demo_rows",

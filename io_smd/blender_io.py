@@ -192,7 +192,7 @@ def blender_import(context, path: str, options) -> list[str]:
     return import_file(context, path, options)
 
 
-def motion_loader(context, path: str, armature, options) -> list[str]:
+def load_motion(context, path: str, armature, options) -> list[str]:
     """An animation SMD onto `armature`, or a VTA's shapes onto the model's mesh."""
     f = smd.read(read_bytes(path))
     if f.kind == "flex":

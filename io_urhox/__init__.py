@@ -34,11 +34,11 @@ FORMATS = (
         operators="io_urhox.ops", import_operator="import_scene.skinbridge_urhox", export_operator="export_scene.skinbridge_urhox",
         capabilities={
             "read": "io_urhox.umd2:read", "write": "io_urhox.umd2:write",
-            "info": "io_urhox.commands:model_info", "check": "io_urhox.check:check_model",
-            "load": "io_urhox.commands:load_model", "semantic": "io_urhox.commands:model_semantic",
-            "blender_import": "io_urhox.blender_io:import_for_convert",
-            "export_target": "io_urhox.blender_io:export_package",
-            "demo": "io_urhox.blender_demo:demo_rows", "write_scene": "io_urhox.commands:write_scene",
+            "info": "io_urhox.info:model_info", "check": "io_urhox.check:check_model",
+            "load": "io_urhox.scene_files:load_model", "semantic": "io_urhox.convert:semantic",
+            "blender_import": "io_urhox.blender_io:blender_import",
+            "export_target": "io_urhox.blender_io:export_target",
+            "demo": "io_urhox.blender_demo:demo_rows", "write_scene": "io_urhox.scene_files:write_scene",
         }),
     FormatSpec(
         name="uani", label="UrhoX / Urho3D animation", kind="motion", extensions=(".ani",),
@@ -46,8 +46,8 @@ FORMATS = (
         import_operator="import_anim.skinbridge_urhox_ani", export_operator="export_anim.skinbridge_urhox_ani",
         capabilities={
             "read": "io_urhox.uani:read", "write": "io_urhox.uani:write",
-            "info": "io_urhox.commands:animation_info", "check": "io_urhox.check:check_animation",
-            "load": "io_urhox.commands:load_animation", "semantic": "io_urhox.commands:animation_semantic",
+            "info": "io_urhox.info:animation_info", "check": "io_urhox.check:check_animation",
+            "load": "io_urhox.scene_files:load_animation", "semantic": "io_urhox.ani_convert:semantic",
             "motion_loader": "io_urhox.blender_ani:load_motion",
         }),
 )

@@ -225,3 +225,10 @@ def _check_track(track: cm.Track) -> None:
         if len(t) > 1 and (np.diff(t) < 0).any():
             raise ValueError(f"track {track.bone!r} {label} key {int(np.argmax(np.diff(t) < 0)) + 1}: "
                              "time goes backwards")
+
+
+def semantic(anim) -> list[str]:
+    """What an import runs after the read: the mapping (its warnings), the first track taken as the root."""
+    roots = {anim.tracks[0].name} if anim.tracks else set()
+    _, warnings = ani_convert.to_core(anim, "animation", "urho3d", roots)
+    return warnings

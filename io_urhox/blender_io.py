@@ -98,7 +98,7 @@ def _file_values_of_unchanged_meshes(context, core_scene) -> None:
                 urho[key] = kept[key]
 
 
-def export_package(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
+def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to urhox`: OUTDIR/NAME.mdl, Textures/*.png, Materials/*.xml, Animations/*.ani (+ .xml triggers)."""
     path = output_path(outdir, name + ".mdl")
     warnings = export_mdl(context, path, options.profile, deform_only=options.deform_only,
@@ -111,7 +111,7 @@ def export_package(context, outdir: str, name: str, options) -> tuple[list[str],
     return written + more_written + ani_written, warnings + more + ani_warnings
 
 
-def import_for_convert(context, path: str, options) -> list[str]:
+def blender_import(context, path: str, options) -> list[str]:
     """`convert`, `render` and drag and drop: the file with its own axes (or the profile the options name)."""
     profile = getattr(options, "import_profile", None) or "auto"
     return import_mdl(context, path, profile).warnings

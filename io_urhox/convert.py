@@ -932,3 +932,9 @@ def _initial_matches(t, r, s, raw) -> bool:
     return (np.abs(raw[:3] - t).max() < _MATCH_POSITION * scale
             and float(quat_angle(raw[3:7], r)) < _MATCH_ANGLE * 10
             and np.abs(raw[7:10] - s).max() < _MATCH_SCALE * max(1.0, float(np.abs(raw[7:10]).max())))
+
+
+def semantic(model) -> list[str]:
+    """What an import runs after the read: the mapping of every LOD (its warnings)."""
+    _, warnings = convert.to_scene(model, "model", "auto", all_lods=True)
+    return warnings

@@ -39,7 +39,7 @@ def _deform_error(model: mdl.Model) -> float:
     return worst
 
 
-def demo(context, outdir: str, arm_ob, mesh_ob, options) -> tuple[list[DemoRow], list[str]]:
+def demo_rows(context, outdir: str, arm_ob, mesh_ob, options) -> tuple[list[DemoRow], list[str]]:
     rows: list[DemoRow] = []
     warnings: list[str] = []
     project = os.path.join(outdir, "WallpaperEngine")

@@ -425,7 +425,7 @@ def test_demo_row(clean_scene, tmp_path):
     mesh_ob = next(o for o in result.objects if o.type == "MESH")
     app_demo.add_walk(arm_ob)
     bpy.context.scene.frame_set(5)
-    rows, warnings = blender_demo.demo(bpy.context, str(tmp_path), arm_ob, mesh_ob, ConvertOptions(target="mdb"))
+    rows, warnings = blender_demo.demo_rows(bpy.context, str(tmp_path), arm_ob, mesh_ob, ConvertOptions(target="mdb"))
     (row,) = rows
     assert row.ok, row.checked
     assert row.vertices >= len(mesh_ob.data.vertices) and row.triangles > 0

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from skinbridge.core.errors import FormatError
-from skinbridge.io_urhox import ani_info, triggers, uani
+from skinbridge.io_urhox import info, triggers, uani
 
 NINJA_FILES = ("Ninja_Walk.ani", "Ninja_Idle1.ani")
 
@@ -216,7 +216,7 @@ def test_ninja_info(testdata):
         data = (testdata / "urho3d" / name).read_bytes()
         ref = parse_classic_struct(data)
         distinct = {r[0] for t in ref["tracks"] for r in t["rows"]}
-        out = ani_info.info(data)
+        out = info.animation_summary(data)
         assert out["format"] == "UANI" and out["variant"] == "urho3d" and out["version"] is None
         assert out["tracks"] == 24 and out["frames"] == len(distinct)
         assert out["length"] == ref["length"]
@@ -257,7 +257,7 @@ def test_generated_urhox():
             assert track.rotations[0, 0] == rows[0][4]
     assert anim.trigger_count == anim.metadata_count == 0 and anim.trigger_data == b""
     assert uani.write(anim) == data
-    out = ani_info.info(data, name="Walk")
+    out = info.animation_summary(data, name="Walk")
     assert out["variant"] == "urhox" and out["version"] == 2 and out["tracks"] == 4
     assert out["frames"] == 4  # times 0, .25, .5, .75
     assert out["animations"][0]["name"] == "Walk"
@@ -347,7 +347,7 @@ def test_rbfx_versions(version):
     assert f"{count} variant tracks skipped" in anim.warnings
     assert struct.pack("<I", count) + b"".join(v.raw for v in anim.variant_tracks) == variant_bytes
     assert uani.write(anim) == data
-    out = ani_info.info(data)
+    out = info.animation_summary(data)
     assert out["variant"] == "rbfx" and out["version"] == version and out["variant_tracks"] == count
 
 

@@ -273,7 +273,7 @@ def _mutations(data: bytes, rng: np.random.Generator):
 
 def test_bad_input_reads_or_raises_format_error(testdata, fox_dir):
     from skinbridge.core.errors import FormatError
-    from skinbridge.io_urhox import ani_convert, ani_info, uani
+    from skinbridge.io_urhox import ani_convert, info, uani
 
     rng = np.random.default_rng(5)
     for path in _ani_files(testdata, fox_dir):
@@ -284,7 +284,7 @@ def test_bad_input_reads_or_raises_format_error(testdata, fox_dir):
                 with np.errstate(all="ignore"):
                     rec = uani.read(data)
                     ani_convert.to_core(rec, "x", "urhox", {"b_Root_00", "Joint1"})
-                    ani_info.info(data)
+                    info.animation_summary(data)
             except FormatError:
                 pass
         assert tried > 500

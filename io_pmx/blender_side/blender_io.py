@@ -71,6 +71,11 @@ def import_pmx(context, path: str, scale: float = convert.DEFAULT_SCALE) -> bsce
     return result
 
 
+def blender_import(context, path: str, options) -> list[str]:
+    """The registry's `blender_import` (convert, render, drop): the PMX at its default scale."""
+    return import_pmx(context, path).warnings
+
+
 def gather_model(context, scale: float | None = None, selected_only: bool = False) -> tuple[pmx.PmxModel, list[str]]:
     """The PMX records export would write (read-only), not yet validated."""
     meshes, arm_ob = bscene.exportable_objects(context, selected_only)

@@ -375,3 +375,8 @@ def raise_for_errors(findings: Iterable[Finding]) -> None:
         lines = "\n".join(str(f) for f in errors[:20])
         more = f"\n... and {len(errors) - 20} more" if len(errors) > 20 else ""
         raise ExportError(f"PMX export refused, {len(errors)} error(s):\n{lines}{more}")
+
+
+def semantic(model: PmxModel) -> list[str]:
+    """What an import runs after the read (the registry's `semantic`): every finding, as text."""
+    return [str(f) for f in validate(model, for_export=False)]

@@ -53,7 +53,7 @@ def test_blender_material_names_become_safe_material_xml_names(addon, clean_scen
         body.data.materials.append(bpy.data.materials.new(name))
     assert [m.name for m in body.data.materials] == HOSTILE
     out = tmp_path / "deep" / "OUT"
-    written, _ = blender_io.export_package(bpy.context, str(out), "m", ConvertOptions())
+    written, _ = blender_io.export_target(bpy.context, str(out), "m", ConvertOptions())
     assert sorted(p.stem for p in (out / "Materials").iterdir()) == EXPECTED
     assert all(out.resolve() in pathlib.Path(p).resolve().parents for p in written)
     _assert_confined(tmp_path, set(), out)

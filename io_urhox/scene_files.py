@@ -1,4 +1,5 @@
-"""What the command line asks of UrhoX / Urho3D files, in the registry's signatures (see core/formatspec.py)."""
+"""Core Scenes from and to UrhoX / Urho3D files without Blender: the registry's `load` (what `compare` reads)
+and `write_scene` (what benchmarks and tests feed the importers)."""
 from __future__ import annotations
 
 import os
@@ -7,25 +8,10 @@ from typing import Iterable
 from ..core import model as cm
 from ..core.fileio import read_bytes, write_atomic
 from . import ani_convert, convert, uani, umd2
-from .ani_info import info as _animation_info
-from .model_info import info as _model_info
 
 
 def _stem(path: str) -> str:
     return os.path.splitext(os.path.basename(path))[0]
-
-
-def model_info(data: bytes, path: str) -> dict:
-
-    return _model_info(data)
-
-
-def animation_info(data: bytes, path: str) -> dict:
-
-    result = _animation_info(data)
-    for anim in result["animations"]:  # UrhoX files carry no name: use the file's
-        anim["name"] = anim["name"] or _stem(path)
-    return result
 
 
 def load_model(path: str, data: bytes, with_animations: bool, motions: Iterable[str] = ()):
@@ -50,18 +36,6 @@ def load_animation(path: str, data: bytes, with_animations: bool, motions: Itera
     roots = {anim.tracks[0].name} if anim.tracks else set()
     core_anim, warnings = ani_convert.to_core(anim, _stem(path), profile, roots)
     return cm.Scene(name=_stem(path), animations=[core_anim]), warnings
-
-
-def model_semantic(model) -> list[str]:
-    """What an import runs after the read: the mapping of every LOD (its warnings)."""
-    _, warnings = convert.to_scene(model, "model", "auto", all_lods=True)
-    return warnings
-
-
-def animation_semantic(anim) -> list[str]:
-    roots = {anim.tracks[0].name} if anim.tracks else set()
-    _, warnings = ani_convert.to_core(anim, "animation", "urho3d", roots)
-    return warnings
 
 
 def write_scene(scene, folder: str, name: str) -> list[str]:
