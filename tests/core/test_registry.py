@@ -180,7 +180,7 @@ def test_the_registry_is_code_only(toy_registered):
 
 
 def test_toy_through_the_hostile_generators_and_the_fuzz_target(toy_registered, toy_file, monkeypatch):
-    monkeypatch.syspath_prepend(str(pathlib.Path(__file__).parent / "hostile"))
+    monkeypatch.syspath_prepend(str(pathlib.Path(__file__).parent.parent / "hostile"))
     import hostile_registry
     from hostile_cases import exercise, generic_cases, problems
 

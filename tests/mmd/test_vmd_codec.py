@@ -21,9 +21,9 @@ SAMPLES = ("babylonmmd_physics_toggle_test_yyb10th.vmd", "mlibgo_shagamu.vmd")
 PHYSICS = "babylonmmd_physics_toggle_test_yyb10th.vmd"
 SHAGAMU = "mlibgo_shagamu.vmd"
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 NODE_MODULES = ROOT / "tools" / "node_modules"
-SCRIPT = pathlib.Path(__file__).resolve().parent / "js" / "vmd_counts.mjs"
+SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "js" / "vmd_counts.mjs"
 
 # the control bones every MMD motion keys (standard bone names of a PMX model)
 CONTROL_BONES = {"全ての親", "センター", "グルーブ", "腰", "上半身", "上半身2", "下半身", "首", "頭", "両目", "左目", "右目",

@@ -19,8 +19,8 @@ from skinbridge.io_pmx import pmx, vmd  # noqa: E402
 from skinbridge.io_pmx import vmd_convert as vc  # noqa: E402
 from skinbridge.io_pmx.mmd_knees import knee_links, twist_x  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-SCRIPT = pathlib.Path(__file__).resolve().parent / "js" / "mmd_runtime_pose.mjs"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "js" / "mmd_runtime_pose.mjs"
 TOL = 0.01  # of the model's height
 CHECKED = [s + n for s in "左右" for n in ("足首", "ひざ", "足", "手首")] + ["頭"]
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 pytest.importorskip("bpy")
-BENCH = pathlib.Path(__file__).resolve().parents[1] / "bench" / "pmx_blender.py"
+BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench" / "pmx_blender.py"
 
 
 def test_bench_prints_import_and_export_seconds(testdata):

@@ -8,7 +8,7 @@ from conftest import run_cli
 
 from skinbridge.io_smd import smd
 
-SMD_DIR = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "testdata" / "smd"
+SMD_DIR = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "testdata" / "smd"
 
 
 def test_info_and_check():

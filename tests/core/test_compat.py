@@ -139,15 +139,15 @@ def test_ci_runs_the_whole_suite_on_the_default_and_blender_tests_on_the_others(
 
 def test_blender_marker_follows_what_each_test_uses():
     r = _run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "blender", "-p", "no:cacheprovider",
-              "tests/test_umd2_codec.py", "tests/test_pmx_blender_bench.py", "tests/test_vmd_codec.py",
-              "tests/test_compare.py"], cwd=ROOT)
+              "tests/urho/test_umd2_codec.py", "tests/mmd/test_pmx_blender_bench.py", "tests/mmd/test_vmd_codec.py",
+              "tests/app/test_compare.py"], cwd=ROOT)
     marked = {l for l in r.stdout.splitlines() if "::" in l}
     files = {l.split("::")[0] for l in marked}
-    assert "tests/test_pmx_blender_bench.py" in files  # module-level importorskip("bpy")
-    assert "tests/test_vmd_codec.py" not in files  # codec only (its node subprocess is not ours)
-    assert any(l.startswith("tests/test_umd2_codec.py::") for l in marked)  # the fox_mdl fixture runs the CLI
-    assert "tests/test_compare.py::test_nearest_distances_match_brute_force" not in marked  # pure numpy
-    assert any(l.startswith("tests/test_compare.py::") for l in marked)
+    assert "tests/mmd/test_pmx_blender_bench.py" in files  # module-level importorskip("bpy")
+    assert "tests/mmd/test_vmd_codec.py" not in files  # codec only (its node subprocess is not ours)
+    assert any(l.startswith("tests/urho/test_umd2_codec.py::") for l in marked)  # the fox_mdl fixture runs the CLI
+    assert "tests/app/test_compare.py::test_nearest_distances_match_brute_force" not in marked  # pure numpy
+    assert any(l.startswith("tests/app/test_compare.py::") for l in marked)
 
 
 # -- Blender -----------------------------------------------------------------------------------------

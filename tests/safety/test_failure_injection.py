@@ -23,7 +23,7 @@ bpy = pytest.importorskip("bpy")
 from skinbridge.blender import scene as bscene  # noqa: E402
 from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
 
-TESTDATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "testdata"
+TESTDATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata"
 NINJA = TESTDATA / "urho3d" / "Ninja.mdl"
 CLIPS = [TESTDATA / "urho3d" / f"{c}.ani" for c in ("Ninja_Walk", "Ninja_Idle1")]
 PMX = TESTDATA / "pmx" / "babylonmmd_constraint_test.pmx"  # 48 vertices, 2 bones, 2 materials, 2 rigid bodies

@@ -83,7 +83,7 @@ def test_hostile_shaped_v23_model_keeps_its_versions_and_tables_through_the_core
     mapped and written back: same tags in the same order, the same raw tables and blocks."""
     import sys
 
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent / "hostile"))
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent.parent / "hostile"))
     import hostile_wepuppet
 
     data = hostile_wepuppet.build_model().bytes()

@@ -14,7 +14,7 @@ from test_mdb_layout import IDENTITY, cols, hair_or_helm, hook, mdb_file, rigd, 
 
 pytestmark = pytest.mark.blender
 
-MDB_DIR = pathlib.Path(__file__).resolve().parents[2] / "shared" / "testdata" / "mdb"
+MDB_DIR = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata" / "mdb"
 SAMPLES = sorted(p for p in MDB_DIR.iterdir() if p.suffix.lower() == ".mdb")
 
 

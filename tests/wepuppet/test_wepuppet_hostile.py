@@ -8,14 +8,14 @@ import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent / "hostile"))
+sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "hostile"))
 
 import hostile_wepuppet  # noqa: E402
 from hostile_cases import Codec, generic_cases, measured, problems  # noqa: E402
 
 from skinbridge.io_wepuppet import check, convert, mdl, tex  # noqa: E402
 
-TESTDATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "testdata" / "wepuppet"
+TESTDATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata" / "wepuppet"
 
 
 def _model_seeds():

@@ -14,9 +14,9 @@ import pytest
 from skinbridge.io_pmx import pmx
 from test_pmx_codec import SAMPLES, build_full_model
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 NODE_MODULES = ROOT / "tools" / "node_modules"
-SCRIPT = pathlib.Path(__file__).resolve().parent / "js" / "pmx_counts.mjs"
+SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "js" / "pmx_counts.mjs"
 
 
 def babylon_parse(paths: list[pathlib.Path]) -> dict[str, dict]:

@@ -11,7 +11,7 @@ from skinbridge.core.errors import FormatError
 from skinbridge.io_mdb import bones, check, info, mdb
 from test_mdb_layout import IDENTITY, cols, hair_or_helm, hook, material, mdb_file, name32, packet, rigd, skin, walk
 
-MDB_DIR = pathlib.Path(__file__).resolve().parents[2] / "shared" / "testdata" / "mdb"
+MDB_DIR = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata" / "mdb"
 SAMPLES = sorted(p for p in MDB_DIR.iterdir() if p.suffix.lower() == ".mdb")
 
 # packet bytes before the vertices (prefix included), vertex size and face size, from the layout table
@@ -255,7 +255,7 @@ def test_material_layout_fields():
 def test_hostile_cases_keep_the_bad_input_contract():
     import sys
 
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "hostile"))
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "hostile"))
     import hostile_mdb
     from hostile_cases import Codec, generic_cases, measured, problems
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import pathlib
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 NOT_ADDON = {"tests", "bench", "tools", ".venv", ".git", ".ci", "dist", "node_modules"}
 
 

@@ -10,7 +10,7 @@ import pytest
 from skinbridge.core.errors import FormatError
 from skinbridge.io_smd import check, info, smd
 
-SMD_DIR = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "testdata" / "smd"
+SMD_DIR = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "testdata" / "smd"
 FILES = sorted(p.name for p in SMD_DIR.glob("*"))
 CUBE = SMD_DIR / "bst_Cube_Armature_ref.smd"
 

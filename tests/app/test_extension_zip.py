@@ -15,7 +15,7 @@ import zipfile
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 TESTDATA = ROOT.parent / "shared" / "testdata"
 MODULE = "bl_ext.user_default.skinbridge"
 TEST_DATA_SUFFIXES = {".glb", ".gltf", ".pmx", ".pmd", ".vmd", ".mdb", ".tex", ".mdl", ".ani", ".smd", ".vta"}

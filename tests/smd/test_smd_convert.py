@@ -10,7 +10,7 @@ import pytest
 from skinbridge.core.errors import FormatError
 from skinbridge.io_smd import check, convert, smd
 
-SMD_DIR = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "testdata" / "smd"
+SMD_DIR = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "testdata" / "smd"
 REFS = ["bst_Cube_Armature_ref.smd", "bst_Cube_Armature_GoldSource_ref.smd", "bst_Cube_NoArmature_ref.smd",
         "bst_Curve_Armature_BezierCurve_ref.smd", "bst_Overlapping_DifferentWeights.smd"]
 
