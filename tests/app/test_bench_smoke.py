@@ -8,6 +8,10 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = [pytest.mark.blender, pytest.mark.slow]
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 FORMAT_STAGES = ("codec read", "codec write", "import", "export")

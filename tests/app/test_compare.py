@@ -62,6 +62,7 @@ def _compare(*args):
     return r, diffs
 
 
+@pytest.mark.blender
 def test_fox_glb_against_our_model_at_rest(testdata, fox_mdl):
     r, diffs = _compare(testdata / "gltf" / "Fox.glb", fox_mdl.parent, "--rest")
     assert r.returncode == 0 and diffs == [], r.stdout + r.stderr
@@ -69,6 +70,7 @@ def test_fox_glb_against_our_model_at_rest(testdata, fox_mdl):
     assert "skeleton: 24 bones in A, 24 in B, 24 by the same name" in r.stdout
 
 
+@pytest.mark.blender
 def test_a_moved_bone_is_reported_by_name_and_distance(fox_mdl, tmp_path):
     data = fox_mdl.read_bytes()
     lay = fox_layout(data)
@@ -95,6 +97,7 @@ def _pmx_target():
     return bpy, pipeline
 
 
+@pytest.mark.blender
 def test_fox_pmx_at_rest_and_while_walk_plays_at_frame_10(clean_scene, testdata, tmp_path):
     """The seed's regression routine (§7 items 1–2): export the same character while a motion plays and at
     rest; the rest skeletons must not differ."""
@@ -115,6 +118,8 @@ def test_fox_pmx_at_rest_and_while_walk_plays_at_frame_10(clean_scene, testdata,
     assert r.returncode == 0 and diffs == [], r.stdout + r.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.blender
 def test_fox_glb_against_our_model_with_its_animations(clean_scene, testdata, fox_mdl, tmp_path):
     """B as a folder of outputs: the model with its Animations/ (written here with the UANI exporter when the
     converted folder has none)."""

@@ -61,17 +61,20 @@ def zip_names(built_zip) -> list[str]:
         return zf.namelist()
 
 
+@pytest.mark.blender
 def test_manifest_validates():
     proc = _blender_ext("validate", str(ROOT))
     assert proc.returncode == 0 and "Success" in proc.stdout, f"{proc.stdout}\n{proc.stderr}"
 
 
+@pytest.mark.blender
 def test_built_zip_validates(built_zip):
     assert built_zip.name.startswith("skinbridge-") and built_zip.suffix == ".zip", built_zip.name
     proc = _blender_ext("validate", str(built_zip))
     assert proc.returncode == 0 and "Success" in proc.stdout, f"{proc.stdout}\n{proc.stderr}"
 
 
+@pytest.mark.blender
 def test_zip_holds_the_addon(zip_names):
     for required in MUST_HAVE:
         if required.endswith("/"):
@@ -93,12 +96,14 @@ def test_zip_holds_the_addon(zip_names):
     assert not any("fingerprint" in n for n in zip_names), "test-only code shipped in the zip"
 
 
+@pytest.mark.blender
 def test_zip_leaves_out_development_files(zip_names):
     leaked = [n for n in zip_names if n.startswith(MUST_NOT_HAVE) or "__pycache__/" in n or n.endswith(".pyc")]
     assert not leaked, f"development files in the zip: {leaked}"
     assert not any(n.endswith(".zip") for n in zip_names)
 
 
+@pytest.mark.blender
 def test_zip_holds_no_test_data(built_zip, zip_names):
     by_suffix = [n for n in zip_names if pathlib.PurePosixPath(n).suffix.lower() in TEST_DATA_SUFFIXES]
     assert not by_suffix, f"model/animation files in the zip: {by_suffix}"
@@ -175,6 +180,7 @@ def _log(result: dict) -> str:
     return f"\n--- stdout ---\n{result['stdout']}\n--- stderr ---\n{result['stderr']}"
 
 
+@pytest.mark.blender
 def test_zip_installs_and_enables_headless(installed):
     assert "install_error" not in installed, installed["install_error"] + _log(installed)
     assert installed["install_result"] == ["FINISHED"], _log(installed)
@@ -187,6 +193,7 @@ def test_zip_installs_and_enables_headless(installed):
     assert "Traceback" not in installed["stdout"] + installed["stderr"], _log(installed)
 
 
+@pytest.mark.blender
 def test_installed_addon_registers_urhox_operators(installed):
     assert installed["enabled"], f"{MODULE} not enabled after install" + _log(installed)
     assert installed["operators_before"] == {"import_scene.urhox_mdl": False, "export_scene.urhox_mdl": False}
@@ -194,6 +201,7 @@ def test_installed_addon_registers_urhox_operators(installed):
         "UrhoX operators missing after enabling the installed extension" + _log(installed))
 
 
+@pytest.mark.blender
 def test_installed_addon_disables_cleanly(installed):
     assert installed["enabled"], f"{MODULE} not enabled after install" + _log(installed)
     assert not installed["enabled_after_disable"], _log(installed)

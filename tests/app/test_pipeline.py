@@ -31,6 +31,8 @@ def test_naming_rule_cases(raw, safe):
     assert len(safe_file_name(raw).encode()) <= 100
 
 
+@pytest.mark.slow
+@pytest.mark.blender
 def test_fox_textures_and_material(fox_mdl, testdata):
     out = fox_mdl.parent
     glb = Glb(testdata / "gltf" / "Fox.glb")
@@ -57,6 +59,8 @@ def test_fox_textures_and_material(fox_mdl, testdata):
     np.testing.assert_allclose(params["MatEmissiveColor"], glb.json["materials"][0].get("emissiveFactor", [0, 0, 0]))
 
 
+@pytest.mark.slow
+@pytest.mark.blender
 def test_batch_with_parallel_jobs(testdata, tmp_path):
     from skinbridge.io_urhox import umd2
     from umd2_samples import posed_umd2
@@ -78,6 +82,8 @@ def test_batch_with_parallel_jobs(testdata, tmp_path):
     assert generated.read_bytes() == umd2.write(posed_umd2())  # the input is untouched
 
 
+@pytest.mark.slow
+@pytest.mark.blender
 def test_names_from_content_stay_inside_the_output_folder(tmp_path):
     hostile = ["../../x", "/etc/x", "C:\\x", "con", "a|b"]
     src = tmp_path / "in" / "names.glb"
@@ -93,6 +99,7 @@ def test_names_from_content_stay_inside_the_output_folder(tmp_path):
     assert everything == {src.resolve()} | {p.resolve() for p in out.rglob("*") if p.is_file()}
 
 
+@pytest.mark.blender
 def test_cli_as_a_blender_script_converts_identically(fox_mdl, testdata, tmp_path):
     """`blender -b -P cli.py -- convert ...`: Blender runs the file as __main__ with its own argv."""
     out = tmp_path / "as_script"

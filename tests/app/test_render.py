@@ -20,6 +20,8 @@ from skinbridge.app import pipeline, render  # noqa: E402
 from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
 
+pytestmark = pytest.mark.blender
+
 WEIGHTED = [np.array(c) for (side, weighted), c in render.PALETTE.items() if weighted]
 
 
@@ -170,6 +172,7 @@ def test_bone_sides_and_font():
     assert render.text_mask("日").any()  # anything else is an open box, never nothing
 
 
+@pytest.mark.slow
 def test_render_errors(testdata, tmp_path):
     r = run_cli("render", testdata / "gltf" / "Fox.glb", "--action", "Trot", "--frame", "3", "-o", tmp_path / "x.png")
     assert r.returncode == 1 and "Trot" in r.stderr and "Walk" in r.stderr

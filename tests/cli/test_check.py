@@ -13,6 +13,8 @@ import pytest
 from conftest import run_cli
 from test_pmx_validate import LUKA_BONES, bone_field_offsets, luka_vertex_offsets
 
+pytestmark = pytest.mark.blender
+
 TYPE_SIZE = {0: 4, 1: 4, 2: 8, 3: 12, 4: 16, 5: 4, 6: 4}
 
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 import json
 import struct
 
+import pytest
+
 from conftest import run_cli
+
+pytestmark = pytest.mark.blender
 
 
 def _info(*paths):
@@ -71,6 +75,7 @@ def test_help_lists_the_commands():
         assert cmd in r.stdout
 
 
+@pytest.mark.slow
 def test_demo_runs_and_checks(tmp_path):
     r = run_cli("demo", "-o", tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr

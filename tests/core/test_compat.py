@@ -1,5 +1,5 @@
 """One extension for Blender 4.5 LTS, 5.0 and 5.2 LTS: the compatibility layer, the per-version environments,
-the automatic `blender` marker and the exit of processes that loaded the 4.5 wheel."""
+the `blender` marks and the exit of processes that loaded the 4.5 wheel."""
 from __future__ import annotations
 
 import os
@@ -135,8 +135,9 @@ def test_ci_runs_the_whole_suite_on_the_default_and_blender_tests_on_the_others(
     assert set(others) | {default} <= {"4.5", "5.0", "5.2"} and default not in others
 
 
-# -- the automatic marker ----------------------------------------------------------------------------
+# -- the `blender` marks -------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_blender_marker_follows_what_each_test_uses():
     r = _run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "blender", "-p", "no:cacheprovider",
               "tests/urho/test_umd2_codec.py", "tests/mmd/test_pmx_blender_bench.py", "tests/mmd/test_vmd_codec.py",
@@ -152,6 +153,7 @@ def test_blender_marker_follows_what_each_test_uses():
 
 # -- Blender -----------------------------------------------------------------------------------------
 
+@pytest.mark.blender
 def test_running_blender_is_one_we_support():
     bpy = pytest.importorskip("bpy")
     import numpy as np
@@ -164,6 +166,7 @@ def test_running_blender_is_one_we_support():
     assert compat.blender_version() == version
 
 
+@pytest.mark.blender
 def test_channelbag_is_made_once_in_the_first_layer_and_strip(clean_scene):
     import bpy
 
@@ -178,6 +181,7 @@ def test_channelbag_is_made_once_in_the_first_layer_and_strip(clean_scene):
     assert [b.slot for b in compat.channelbags(act)] == [slot, other] and bag2.slot == other
 
 
+@pytest.mark.blender
 def test_fcurves_land_in_their_group_in_order(clean_scene):
     import bpy
 
@@ -194,6 +198,7 @@ def test_fcurves_land_in_their_group_in_order(clean_scene):
                    + [(f'pose.bones["b"].location', i, "b") for i in range(3)] + [("location", 0, None)])
 
 
+@pytest.mark.blender
 def test_pose_bone_flags(clean_scene):
     import bpy
 
@@ -329,6 +334,7 @@ def test_a_worker_pool_that_loaded_blender_shuts_down(version, tmp_path):
 
 
 @pytest.mark.parametrize("version", ["4.5", "5.0", "5.2"])
+@pytest.mark.blender
 def test_fox_converts_to_the_same_bytes_on_each_blender(version, fox_mdl, testdata, tmp_path):
     """Fox.glb → Fox.mdl through Blender's glTF importer and our exporter, in that version's environment:
     130698 bytes, the same as this session's."""

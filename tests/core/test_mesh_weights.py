@@ -14,6 +14,8 @@ from skinbridge.blender import mesh as bmesh_  # noqa: E402
 from skinbridge.blender import scene as bscene  # noqa: E402
 from skinbridge.core import model as cm  # noqa: E402
 
+pytestmark = pytest.mark.blender
+
 N_BONES = 9
 
 

@@ -11,6 +11,8 @@ bpy = pytest.importorskip("bpy")
 from skinbridge.blender import progress as bprogress  # noqa: E402
 from skinbridge.blender import scene as bscene  # noqa: E402
 
+pytestmark = pytest.mark.blender
+
 
 class Clock:
     def __init__(self):

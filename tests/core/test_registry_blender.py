@@ -14,6 +14,8 @@ from skinbridge import formats  # noqa: E402
 from skinbridge.app import operators  # noqa: E402
 from test_registry import MAGIC, MDLV_64, TOY, _cli, _quad, toy_read, toy_write  # noqa: E402
 
+pytestmark = pytest.mark.blender
+
 
 @pytest.fixture
 def toy_addon(addon):

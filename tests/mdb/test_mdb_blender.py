@@ -11,6 +11,7 @@ bpy = pytest.importorskip("bpy")
 from skinbridge.core.errors import ExportError, FormatError  # noqa: E402
 from skinbridge.io_mdb import blender_io, mdb  # noqa: E402
 from test_mdb_layout import IDENTITY, cols, hair_or_helm, hook, mdb_file, rigd, skin  # noqa: E402
+from support.bytes_compare import assert_same_bytes  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -206,7 +207,7 @@ def test_skin_indices_map_through_the_filtered_armature_bones_and_back(clean_sce
     assert not result.warnings
     out = tmp_path / "back.mdb"
     blender_io.export_mdb(bpy.context, str(out), collection=bpy.data.collections["rigged"])
-    assert out.read_bytes() == data
+    assert_same_bytes(out.read_bytes(), data, mdb.read)
     # the same bones under new objects: armature names → filtered indices
     for ob in (body, face):
         del ob[blender_io.PROP]
@@ -367,7 +368,7 @@ def test_names_that_are_not_utf8_keep_their_bytes(clean_scene, tmp_path):
     src = tmp_path / "latin.mdb"
     src.write_bytes(data)
     written, result = _roundtrip(src, tmp_path)
-    assert written == data
+    assert_same_bytes(written, data, mdb.read)
     assert result.objects[0].name == "caf\ufffd"
 
 
@@ -485,7 +486,7 @@ def test_trrn_and_unknown_packets_survive_blender(clean_scene, tmp_path):
     src = tmp_path / "terrain.mdb"
     src.write_bytes(data)
     written, result = _roundtrip(src, tmp_path)
-    assert written == data
+    assert_same_bytes(written, data, mdb.read)
     assert any("ZZZZ" in w for w in result.warnings)
 
 
@@ -522,7 +523,7 @@ def test_packet_type_wins_over_the_naming_convention(clean_scene, tmp_path):
     src = tmp_path / "named.mdb"
     src.write_bytes(data)
     written, result = _roundtrip(src, tmp_path)
-    assert written == data
+    assert_same_bytes(written, data, mdb.read)
     assert all(o.active_material is not None for o in result.objects)
 
 
@@ -556,7 +557,7 @@ def test_empty_packets_through_blender(clean_scene, tmp_path):
     src = tmp_path / "empty.mdb"
     src.write_bytes(data)
     written, _ = _roundtrip(src, tmp_path)
-    assert written == data
+    assert_same_bytes(written, data, mdb.read)
 
 
 def test_map_fields_keep_bytes_after_the_nul_and_full_length(clean_scene, tmp_path):
@@ -569,7 +570,7 @@ def test_map_fields_keep_bytes_after_the_nul_and_full_length(clean_scene, tmp_pa
     src = tmp_path / "maps.mdb"
     src.write_bytes(data)
     written, _ = _roundtrip(src, tmp_path)
-    assert written == data
+    assert_same_bytes(written, data, mdb.read)
     mat = bpy.data.objects["crate"].active_material
     assert (mat["nwn2_diffuse_map"], mat["nwn2_normal_map"]) == ("crate_d", "N" * 32)
     mat["nwn2_diffuse_map"] = "crate_e"

@@ -16,6 +16,8 @@ from skinbridge.io_pmx import pmx, vmd  # noqa: E402
 from skinbridge.io_pmx import vmd_convert as vc  # noqa: E402
 from skinbridge.io_pmx.vmd_names import short_names  # noqa: E402
 
+pytestmark = pytest.mark.blender
+
 FOX_LONG = ["b_RightUpperArm_06", "b_RightForeArm_07", "b_LeftUpperArm_09", "b_LeftForeArm_010", "b_LeftFoot01_017",
             "b_LeftFoot02_018", "b_RightLeg01_019", "b_RightLeg02_020", "b_RightFoot01_021", "b_RightFoot02_022"]
 
@@ -52,6 +54,7 @@ def _height(model: pmx.PmxModel) -> float:
 
 # -- names, textures, size --------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_rigged_fox_named_textured_and_sized(testdata, tmp_path, addon):
     out = tmp_path / "named"
     r = _convert(testdata, out, "--mmd-rig", "-n", "FoxN", "--scale", "0.25")
@@ -102,6 +105,7 @@ def test_short_names_are_unique_and_fit():
         "mixamorig:RightUpLeg": "RightUpLeg", "mixamorig:LeftForeArm": "LeftForeArm~2"}
 
 
+@pytest.mark.slow
 def test_fox_without_rig_every_key_lands_on_a_bone(testdata, tmp_path, addon):
     from skinbridge.io_pmx import blender_io, blender_vmd_import
 
@@ -135,6 +139,7 @@ def test_fox_without_rig_every_key_lands_on_a_bone(testdata, tmp_path, addon):
 
 # -- VMD import on MMD's clock ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_vmd_import_sets_30_fps_and_the_frame_range(testdata, addon, tmp_path):
     from skinbridge.io_pmx import blender_io, blender_vmd_import
     from test_vmd_blender import generated_motion

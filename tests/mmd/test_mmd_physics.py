@@ -14,6 +14,8 @@ bpy = pytest.importorskip("bpy")
 from skinbridge.io_pmx import blender_io, blender_physics, pmx  # noqa: E402
 from skinbridge.io_pmx import convert  # noqa: E402
 
+pytestmark = pytest.mark.blender
+
 LUKA = "mmdtools_megurine_luka.pmx"
 RIGID_FIELDS = ("name", "bone", "group", "no_collision_mask", "shape", "size", "position", "rotation", "mass",
                 "linear_damping", "angular_damping", "restitution", "friction", "mode")

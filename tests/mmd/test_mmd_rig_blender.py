@@ -26,6 +26,8 @@ from skinbridge.io_pmx import blender_io, convert, mmd_arm_angle, pmx  # noqa: E
 from skinbridge.io_pmx.validate import validate  # noqa: E402
 from test_pmx_babylon import babylon_parse  # noqa: E402
 
+pytestmark = pytest.mark.blender
+
 KNEE_LOWER_BITS = [0xC0490FDB, 0, 0]
 KNEE_UPPER_BITS = [0xBC0EFA35, 0, 0]
 
@@ -107,6 +109,7 @@ FOX_MAPPING = {"b_Hip_01": "下半身", "b_Spine01_02": "上半身", "b_Spine02_
                "b_RightFoot02_022": "右つま先"}
 
 
+@pytest.mark.slow
 def test_fox_with_mmd_rig_maps_validates_and_parses_in_babylon(testdata, tmp_path):
     plain, rigged = tmp_path / "plain", tmp_path / "rigged"
     r = run_cli("convert", testdata / "gltf" / "Fox.glb", "--to", "pmx", "-o", plain)

@@ -19,6 +19,8 @@ from skinbridge.io_pmx import pmx, vmd  # noqa: E402
 from skinbridge.io_pmx import vmd_convert as vc  # noqa: E402
 from skinbridge.io_pmx.mmd_knees import knee_links, twist_x  # noqa: E402
 
+pytestmark = pytest.mark.blender
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "js" / "mmd_runtime_pose.mjs"
 TOL = 0.01  # of the model's height
@@ -101,6 +103,7 @@ def _compare(model_path, motion_path, arm, act, scale, label) -> float:
 
 
 @pytest.mark.parametrize("action", ["Walk", "Survey", "Run"])
+@pytest.mark.slow
 def test_fox_rigged_plays_like_the_source(testdata, tmp_path, addon, action):
     from conftest import run_cli
 

@@ -19,6 +19,8 @@ from skinbridge.io_pmx import blender_io, blender_mmd, pmx  # noqa: E402
 from test_pmx_babylon import babylon_parse  # noqa: E402
 from test_pmx_codec import build_full_model  # noqa: E402
 
+pytestmark = pytest.mark.blender
+
 LUKA = "mmdtools_megurine_luka.pmx"
 
 
@@ -212,6 +214,7 @@ def _play_action_at_frame_12():
     assert arm.animation_data.action is not None
 
 
+@pytest.mark.slow
 def test_export_during_an_action_is_byte_identical_to_rest(luka, tmp_path):
     at_rest = _export(tmp_path, "rest.pmx").read_bytes()
     _play_action_at_frame_12()
@@ -293,6 +296,7 @@ def test_invalid_ik_limits_are_refused_naming_the_bone(luka, tmp_path, how):
 
 # -- item 4 ---------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_exported_luka_parses_in_babylon_mmd_without_warnings(luka, tmp_path):
     out = _export(tmp_path)
     (result,) = babylon_parse([out]).values()

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+pytestmark = [pytest.mark.blender, pytest.mark.slow]
+
 pytest.importorskip("bpy")
 BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench" / "pmx_blender.py"
 

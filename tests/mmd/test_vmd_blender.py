@@ -20,6 +20,8 @@ from skinbridge.core.transforms import quat_multiply  # noqa: E402
 from skinbridge.io_pmx import blender_io, blender_vmd_export, blender_vmd_import, pmx, vmd  # noqa: E402
 from skinbridge.io_pmx import vmd_convert as vc  # noqa: E402
 
+pytestmark = pytest.mark.blender
+
 LUKA = "mmdtools_megurine_luka.pmx"
 SAMPLES = ("babylonmmd_physics_toggle_test_yyb10th.vmd", "mlibgo_shagamu.vmd")
 GENERATED_BONES = ("センター", "左足", "左ひざ", "上半身", "首")
@@ -164,6 +166,7 @@ def test_sample_physics_bytes_and_ik_keys_survive(luka, testdata, tmp_path):
 # ------------------------------------------------------------------------------------------------------------
 # Item 3
 
+@pytest.mark.slow
 def test_generated_motion_round_trip(luka, tmp_path):
     motion, _ = generated_motion()
     act, warnings, path = _import(tmp_path, luka, motion)
@@ -194,6 +197,7 @@ def _fcurve(act, path, index):
     return None
 
 
+@pytest.mark.slow
 def test_edited_key_rederives_only_its_block(luka, tmp_path):
     motion, _ = generated_motion()
     act, _, _ = _import(tmp_path, luka, motion)
@@ -273,6 +277,7 @@ def _compare_evaluation(arm, model: pmx.PmxModel, motion: vmd.Motion, label: str
     return worst
 
 
+@pytest.mark.slow
 def test_blender_evaluates_the_generated_motion_as_mmd(luka, testdata, tmp_path):
     motion, _ = generated_motion()
     act, _, _ = _import(tmp_path, luka, motion)
@@ -288,6 +293,7 @@ def test_blender_evaluates_the_samples_as_mmd(luka, testdata, name):
     _compare_evaluation(luka, model, motion, name)
 
 
+@pytest.mark.slow
 def test_time_maps_with_the_scene_frame_rate(luka, tmp_path):
     bpy.context.scene.render.fps = 60
     motion, _ = generated_motion()
@@ -387,6 +393,7 @@ def test_bad_input_is_refused_and_imports_nothing(luka, testdata, tmp_path, name
     assert out.read_bytes() == cut.read_bytes()
 
 
+@pytest.mark.slow
 def test_non_finite_values_import_with_warning_and_export_refuses(luka, tmp_path):
     motion, _ = generated_motion()
     motion.bone_keys[0]["position"][0] = np.nan
@@ -401,6 +408,7 @@ def test_non_finite_values_import_with_warning_and_export_refuses(luka, tmp_path
         blender_vmd_export.export_motion(bpy.context, acts[0], luka)
 
 
+@pytest.mark.slow
 def test_import_is_atomic(luka, tmp_path, monkeypatch):
     motion, _ = generated_motion()
     path = tmp_path / "m.vmd"
@@ -476,6 +484,7 @@ def test_operators(luka, testdata, tmp_path):
         bpy.ops.import_anim.skinbridge_vmd(filepath=str(bad))
 
 
+@pytest.mark.slow
 def test_convert_writes_model_and_a_vmd_per_action(testdata, tmp_path):
     from conftest import run_cli
 

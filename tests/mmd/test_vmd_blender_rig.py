@@ -26,6 +26,8 @@ from skinbridge.core.skinning import mmd_skin_matrices  # noqa: E402
 from skinbridge.io_pmx import pmx, vmd  # noqa: E402
 from skinbridge.io_pmx import vmd_convert as vc  # noqa: E402
 
+pytestmark = [pytest.mark.blender, pytest.mark.slow]
+
 TOL = 1e-4  # of the bounding-box diagonal
 BETWEEN = 1e-2  # between keys, where a VMD curve follows the source through the middle of each segment
 

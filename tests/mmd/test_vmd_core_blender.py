@@ -14,6 +14,8 @@ from skinbridge.core.compare import compare_motions  # noqa: E402
 from skinbridge.core.transforms import quat_multiply  # noqa: E402
 from skinbridge.io_pmx import blender_io, blender_vmd_export, blender_vmd_import, vmd, vmd_core  # noqa: E402
 
+pytestmark = pytest.mark.blender
+
 LUKA = "mmdtools_megurine_luka.pmx"
 SHAGAMU = "mlibgo_shagamu.vmd"
 
@@ -48,6 +50,7 @@ def _turned_copy(testdata, tmp_path, bones) -> tuple[str, int, object]:
     return names[i], int(m.bone_keys["frame"][i]), path
 
 
+@pytest.mark.slow
 def test_shagamu_through_blender_compares_at_zero(luka, testdata, tmp_path):
     src = testdata / "pmx" / SHAGAMU
     out = tmp_path / "exported.vmd"
@@ -75,6 +78,7 @@ def test_a_turned_key_is_named_with_bone_and_frame_also_through_blender(luka, te
         assert d.value == pytest.approx(0.01, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_compare_command_on_the_motions(luka, testdata, tmp_path):
     from conftest import run_cli
 

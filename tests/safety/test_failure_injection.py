@@ -23,6 +23,8 @@ bpy = pytest.importorskip("bpy")
 from skinbridge.blender import scene as bscene  # noqa: E402
 from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
 
+pytestmark = pytest.mark.blender
+
 TESTDATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata"
 NINJA = TESTDATA / "urho3d" / "Ninja.mdl"
 CLIPS = [TESTDATA / "urho3d" / f"{c}.ani" for c in ("Ninja_Walk", "Ninja_Idle1")]
@@ -327,6 +329,7 @@ def _failing_after(target, n: int, label: str):
 
 
 @pytest.mark.parametrize("bridge", _params())
+@pytest.mark.slow
 def test_failure_at_every_stage_leaves_the_scene_and_no_partial_file(bridge, addon, tmp_path, monkeypatch):
     stages = _stages_of(bridge, tmp_path, monkeypatch)
     missing = [s for s in bridge.required_stages if s not in stages]

@@ -12,6 +12,8 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge import formats  # noqa: E402
 
+pytestmark = pytest.mark.blender
+
 URHO = "urho3d"
 
 
@@ -260,6 +262,7 @@ def test_import_leaves_the_new_objects_selected_and_the_armature_active(clean_sc
 
 # -- contact sheet ----------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_contact_sheet_keeps_unkeyed_pose_edits(clean_scene, testdata, tmp_path):
     objects = _import(testdata / URHO / "Ninja.mdl")
     arm = _arm(objects)

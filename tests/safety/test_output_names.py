@@ -13,6 +13,8 @@ import pytest
 
 from conftest import run_cli
 
+pytestmark = pytest.mark.blender
+
 HOSTILE = ["../../x", "/etc/x", "C:\\x", "con", "a|b"]
 EXPECTED = ["a_b", "con_", "x", "x-2", "x-3"]  # DESIGN's naming rule, in input order
 

@@ -82,6 +82,7 @@ def _pmx_with_texture(tmp_path, texture: str):
     return path
 
 
+@pytest.mark.blender
 def test_pmx_import_does_not_open_a_texture_outside_the_model_folder(clean_scene, tmp_path):
     import bpy
 
@@ -99,6 +100,7 @@ def test_pmx_import_does_not_open_a_texture_outside_the_model_folder(clean_scene
 
 @pytest.mark.parametrize("texture", ["\\\\server\\share\\tex.png", "C:\\Users\\x\\tex.png", "/etc/tex.png",
                                      "..\\..\\tex.png"])
+@pytest.mark.blender
 def test_pmx_texture_paths_from_a_file_are_written_as_safe_relative_names(texture, clean_scene, tmp_path):
     """A PMX whose texture table names a UNC, absolute or escaping path: imported (nothing opened, a warning)
     and exported, the written table holds the file's name alone, and the export warns naming the original."""

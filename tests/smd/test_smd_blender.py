@@ -13,6 +13,8 @@ bpy = pytest.importorskip("bpy")
 from skinbridge.core.errors import FormatError  # noqa: E402
 from skinbridge.io_smd import check, convert, smd  # noqa: E402
 
+pytestmark = pytest.mark.blender
+
 SMD_DIR = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "testdata" / "smd"
 REFS = ["bst_Cube_Armature_ref.smd", "bst_Cube_Armature_GoldSource_ref.smd", "bst_Cube_NoArmature_ref.smd",
         "bst_Curve_Armature_BezierCurve_ref.smd", "bst_Overlapping_DifferentWeights.smd"]

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import pathlib
 
+import pytest
+
 from conftest import run_cli
 
 from skinbridge.io_smd import smd
+
+pytestmark = pytest.mark.blender
 
 SMD_DIR = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "testdata" / "smd"
 
@@ -31,6 +35,7 @@ def test_check_lists_a_cycle_with_its_line(tmp_path):
     assert "cycle" in r.stdout
 
 
+@pytest.mark.slow
 def test_convert_fox_to_smd(testdata, tmp_path):
     out = tmp_path / "fox"
     r = run_cli("convert", testdata / "gltf" / "Fox.glb", "--to", "smd", "-o", out)
@@ -42,6 +47,7 @@ def test_convert_fox_to_smd(testdata, tmp_path):
     assert smd.read((out / "Walk.smd").read_bytes()).kind == "motion"
 
 
+@pytest.mark.slow
 def test_convert_cube_and_compare(tmp_path):
     ref = SMD_DIR / "bst_Cube_NoArmature_ref.smd"
     out = tmp_path / "cube"
@@ -52,6 +58,7 @@ def test_convert_cube_and_compare(tmp_path):
     assert r.returncode == 0 and "same within the tolerances" in r.stdout, r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_render(tmp_path):
     png = tmp_path / "cube.png"
     r = run_cli("render", SMD_DIR / "bst_Cube_Armature_ref.smd", "-o", png)

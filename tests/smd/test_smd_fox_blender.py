@@ -13,6 +13,8 @@ from skinbridge.app.options import ConvertOptions  # noqa: E402
 from skinbridge.blender.mesh import evaluated_world_positions  # noqa: E402
 from skinbridge.io_smd import blender_io, convert, smd  # noqa: E402
 
+pytestmark = pytest.mark.blender
+
 FRAMES = (0, 5, 10, 17)
 DIAGONAL = 175.55
 

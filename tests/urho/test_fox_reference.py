@@ -8,6 +8,8 @@ import pytest
 from support.gltf_numpy import Glb
 from support.umd2_numpy import parse, vertex_columns
 
+pytestmark = pytest.mark.blender
+
 FOX_SIZE = 130698  # the UrhoX reference file (seed 000 §4, §7.4)
 SEM_POS, SEM_NORMAL, SEM_TANGENT, SEM_TEX, SEM_COLOR, SEM_W, SEM_I = 0, 1, 3, 4, 5, 6, 7
 

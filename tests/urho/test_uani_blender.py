@@ -10,6 +10,8 @@ import pytest
 
 from test_uani_fidelity import evaluated_positions, sample_times
 
+pytestmark = pytest.mark.blender
+
 NINJA_CLIPS = ("Ninja_Walk", "Ninja_Idle1")
 TOL = 1e-4  # of the bounding-box diagonal
 
@@ -170,6 +172,7 @@ def test_generated_keys_dropped_only_while_on_the_slerp_path(ninja, testdata, tm
 
 # -- item 5 ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_cli_motion_round_trip(testdata, tmp_path):
     from conftest import run_cli
     from skinbridge.io_urhox import uani

@@ -21,6 +21,8 @@ from skinbridge.io_urhox import umd2  # noqa: E402
 
 from umd2_samples import posed_umd2  # noqa: E402
 
+pytestmark = pytest.mark.blender
+
 
 
 

@@ -24,6 +24,8 @@ from support.urho_models import many_bones_model  # noqa: E402
 from support.urho_walker import columns, walk  # noqa: E402
 from test_urho3d_breadth_codec import assert_same_deformation  # noqa: E402
 
+pytestmark = pytest.mark.blender
+
 SAMPLES = ["Box.mdl", "MaterialPreview.mdl", "Mushroom.mdl", "Ninja.mdl", "UnitX.mdl"]
 # Urho3D file (x, y, z), left-handed Y up ⇄ Blender (x, z, y): written out here, independent of the mapping.
 SWAP_YZ = np.array([[1, 0, 0], [0, 0, 1], [0, 1, 0]], dtype=np.float64)

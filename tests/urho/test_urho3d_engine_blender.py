@@ -11,6 +11,8 @@ import pytest
 from test_uani_fidelity import evaluated_positions
 from test_urho3d_engine import Engine, correspondence, diagonal, matched_difference, urho3d_to_blender
 
+pytestmark = pytest.mark.blender
+
 CLEAN_TOL = 1e-4  # of the diagonal, on vertices of bones whose binds Blender holds
 WRITTEN_TOL = 1e-5  # of the diagonal, engine evaluation of written files against the originals
 
@@ -92,6 +94,7 @@ def test_kachujin_target_tracks_are_listed_once_and_kept(kachujin, tmp_path):
             assert np.array_equal(t.positions, o.positions) and np.array_equal(t.rotations, o.rotations)
 
 
+@pytest.mark.slow
 def test_kachujin_written_back_equals_the_original_for_the_engine(kachujin, tmp_path):
     import bpy
     from skinbridge.io_urhox import blender_ani, blender_io, uani, umd2

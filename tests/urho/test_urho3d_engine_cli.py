@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
+pytestmark = pytest.mark.blender
+
 
 def _no_traceback(result) -> str:
     text = result.stdout + result.stderr
@@ -57,6 +59,7 @@ def test_convert_goes_on_when_the_motion_fails_on_one_model_only(folder):
     assert any(p.endswith("Ninja.mdl") for p in written) and not any("Kachujin" in p for p in written), written
 
 
+@pytest.mark.slow
 def test_luka_converts_with_its_motion(tmp_path, testdata):
     pmx = testdata / "pmx"
     out = tmp_path / "luka"

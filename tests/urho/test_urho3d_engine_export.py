@@ -10,6 +10,8 @@ from conftest import run_cli
 from test_uani_fidelity import evaluated_positions
 from test_urho3d_engine import Engine, diagonal, urho3d_to_blender
 
+pytestmark = pytest.mark.blender
+
 
 def _quat(axis, angle) -> np.ndarray:
     axis = np.asarray(axis, np.float64) / np.linalg.norm(axis)

@@ -11,6 +11,8 @@ from skinbridge.io_wepuppet import blender_io, convert, mdl, tex  # noqa: E402
 
 import wepuppet_support as ws  # noqa: E402
 
+pytestmark = pytest.mark.blender
+
 
 def _meshes():
     return sorted([ob for ob in bpy.data.objects if ob.type == "MESH"], key=lambda o: o.name)
@@ -118,6 +120,7 @@ def _check_deformation(result, m: mdl.Model, tolerance_of_diagonal: float = 1e-4
             assert np.abs(ours - ref).max() <= tolerance_of_diagonal * diag, (clip.name, k)
 
 
+@pytest.mark.slow
 def test_hood_deforms_in_blender_like_the_reference_at_every_sample(clean_scene, testdata):
     path = testdata / "wepuppet" / "blacryu_d2r_Hood_puppet.mdl"
     m = mdl.read(path.read_bytes())

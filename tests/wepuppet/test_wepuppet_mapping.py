@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from skinbridge.core.skinning import evaluate_animation, skin_mesh
 from skinbridge.io_wepuppet import convert, mdl
@@ -66,6 +67,7 @@ def to_blender(p, scale=convert.DEFAULT_SCALE):
     return scale * np.stack([p[:, 0], -p[:, 2], p[:, 1]], axis=1)
 
 
+@pytest.mark.slow
 def test_hood_every_sample_of_both_clips_matches_the_reference(testdata):
     m = mdl.read((testdata / "wepuppet" / HOOD).read_bytes())
     scene, warnings = convert.to_scene(m, "Hood", textures=False)
