@@ -118,8 +118,8 @@ def test_fox_pmx_at_rest_and_while_walk_plays_at_frame_10(clean_scene, testdata,
     assert r.returncode == 0 and diffs == [], r.stdout + r.stderr
 
 
-@pytest.mark.slow
 @pytest.mark.blender
+@pytest.mark.slow
 def test_fox_glb_against_our_model_with_its_animations(clean_scene, testdata, fox_mdl, tmp_path):
     """B as a folder of outputs: the model with its Animations/ (written here with the UANI exporter when the
     converted folder has none)."""

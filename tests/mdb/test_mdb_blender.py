@@ -30,7 +30,7 @@ def _roundtrip(path, tmp_path, **kw) -> tuple[bytes, object]:
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
 def test_sample_through_blender_is_byte_identical(clean_scene, tmp_path, path):
     written, _ = _roundtrip(path, tmp_path)
-    assert written == path.read_bytes()
+    assert_same_bytes(written, path.read_bytes(), mdb.read)
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
@@ -38,7 +38,7 @@ def test_sample_exported_from_the_view_layer_with_hidden_lods(clean_scene, tmp_p
     blender_io.import_mdb(bpy.context, str(path))
     out = tmp_path / "all.mdb"
     blender_io.export_mdb(bpy.context, str(out))
-    assert out.read_bytes() == path.read_bytes()
+    assert_same_bytes(out.read_bytes(), path.read_bytes(), mdb.read)
 
 
 def _points_file() -> bytes:
@@ -57,7 +57,7 @@ def test_hook_helm_cols_file_from_the_layout_through_blender(clean_scene, tmp_pa
     src = tmp_path / "points.mdb"
     src.write_bytes(_points_file())
     written, _ = _roundtrip(src, tmp_path)
-    assert written == src.read_bytes()
+    assert_same_bytes(written, src.read_bytes(), mdb.read)
     hook_ob = bpy.data.objects["HP_door01"]
     assert hook_ob.type == "EMPTY"
     assert np.allclose(np.array(hook_ob.matrix_world)[:3, 3], (1.5, -2.0, 0.25))
@@ -92,7 +92,7 @@ def test_hair_empty_is_not_mirrored(clean_scene):
 def test_hair89_without_skeleton(clean_scene, tmp_path):
     path = MDB_DIR / "ovr_P_HFM_Hair89.MDB"
     written, result = _roundtrip(path, tmp_path)
-    assert written == path.read_bytes()
+    assert_same_bytes(written, path.read_bytes(), mdb.read)
     meshes = [o for o in result.objects if o.type == "MESH"]
     assert [len(o.data.vertices) for o in meshes] == [88, 47, 25]
     for ob in meshes:
@@ -136,7 +136,7 @@ def test_balcony_walk_flags_and_material_change(clean_scene, tmp_path):
     assert w1.vertices.tobytes() == w0.vertices.tobytes()  # link vertices back at −1,000,000
     for a, b in zip(before.packets, after.packets):
         if a.type != "WALK":
-            assert mdb.write(mdb.MdbFile([a])) == mdb.write(mdb.MdbFile([b]))
+            assert_same_bytes(mdb.write(mdb.MdbFile([a])), mdb.write(mdb.MdbFile([b])), mdb.read)
 
 
 def test_moved_vertex_recomputes_the_tangent_frame(clean_scene, tmp_path):
@@ -342,7 +342,7 @@ def test_operators_import_and_export(clean_scene, tmp_path):
     assert bpy.ops.import_scene.nwn2_mdb(filepath=str(path)) == {"FINISHED"}
     out = tmp_path / "op.mdb"
     assert bpy.ops.export_scene.nwn2_mdb(filepath=str(out)) == {"FINISHED"}
-    assert out.read_bytes() == path.read_bytes()
+    assert_same_bytes(out.read_bytes(), path.read_bytes(), mdb.read)
 
 
 def test_cols_with_an_armature_parents_spheres_to_bones(clean_scene, tmp_path):
@@ -357,7 +357,7 @@ def test_cols_with_an_armature_parents_spheres_to_bones(clean_scene, tmp_path):
     assert np.allclose(np.array(neck.matrix_world)[:3, 3], rig.data.bones["Neck"].head_local, atol=1e-6)
     out = tmp_path / "back.mdb"
     blender_io.export_mdb(bpy.context, str(out), collection=bpy.data.collections["spheres"])
-    assert out.read_bytes() == src.read_bytes()
+    assert_same_bytes(out.read_bytes(), src.read_bytes(), mdb.read)
 
 
 def test_names_that_are_not_utf8_keep_their_bytes(clean_scene, tmp_path):
@@ -453,7 +453,7 @@ def test_cli_convert_to_mdb_writes_the_file_back(tmp_path):
     path = MDB_DIR / "nwnlibd_PLC_MC_BALCONY3.MDB"
     p = run_cli("convert", path, "--to", "mdb", "-o", tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert (tmp_path / "nwnlibd_PLC_MC_BALCONY3.mdb").read_bytes() == path.read_bytes()
+    assert_same_bytes((tmp_path / "nwnlibd_PLC_MC_BALCONY3.mdb").read_bytes(), path.read_bytes(), mdb.read)
 
 
 def test_new_empties_become_points_by_name(clean_scene, tmp_path):

@@ -25,6 +25,7 @@ from skinbridge.core import skinning  # noqa: E402
 from skinbridge.io_pmx import blender_io, convert, mmd_arm_angle, pmx  # noqa: E402
 from skinbridge.io_pmx.validate import validate  # noqa: E402
 from test_pmx_babylon import babylon_parse  # noqa: E402
+from support.bytes_compare import assert_same_bytes  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -296,4 +297,4 @@ def test_export_while_an_action_plays_is_byte_identical_to_rest(humanoid, tmp_pa
     before = scene_fingerprint()
     blender_io.export_pmx(bpy.context, str(tmp_path / "playing.pmx"), **options)
     assert diff_fingerprints(before, scene_fingerprint()) == []
-    assert (tmp_path / "playing.pmx").read_bytes() == (tmp_path / "rest.pmx").read_bytes()
+    assert_same_bytes((tmp_path / "playing.pmx").read_bytes(), (tmp_path / "rest.pmx").read_bytes(), pmx.read)

@@ -19,6 +19,7 @@ from skinbridge.core.errors import FormatError  # noqa: E402
 from skinbridge.core.transforms import quat_multiply  # noqa: E402
 from skinbridge.io_pmx import blender_io, blender_vmd_export, blender_vmd_import, pmx, vmd  # noqa: E402
 from skinbridge.io_pmx import vmd_convert as vc  # noqa: E402
+from support.bytes_compare import assert_same_bytes  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -148,7 +149,7 @@ def test_sample_round_trip_through_blender(luka, testdata, tmp_path, name):
     assert more == []
     back = vmd.read_file(out)
     _assert_keys_equal(original, back)
-    assert out.read_bytes() == path.read_bytes()  # unchanged motion: byte-identical through Blender
+    assert_same_bytes(out.read_bytes(), path.read_bytes(), vmd.read)  # unchanged motion: byte-identical through Blender
 
 
 def test_sample_physics_bytes_and_ik_keys_survive(luka, testdata, tmp_path):
@@ -174,7 +175,7 @@ def test_generated_motion_round_trip(luka, tmp_path):
     assert any("GENERATED" in w and "センター" in w for w in warnings)  # its Y/Z channels mix MMD axes
     back, more = blender_vmd_export.export_motion(bpy.context, act, luka)
     _assert_keys_equal(motion, back)
-    assert vmd.write(back) == path.read_bytes()
+    assert_same_bytes(vmd.write(back), path.read_bytes(), vmd.read)
     assert int(vmd.physics_off(back.bone_keys["interpolation"]).sum()) == 2
     # the curves really are in Blender: rotation F-curves carry GENERATED keys
     types = []
@@ -303,7 +304,7 @@ def test_time_maps_with_the_scene_frame_rate(luka, tmp_path):
     frames = sorted(int(k["frame"]) for k in motion.bone_keys if vmd.decode_name(bytes(k["name"])) == "首")
     np.testing.assert_allclose(real, np.array(frames) * 2.0)
     back, _ = blender_vmd_export.export_motion(bpy.context, act, luka)
-    assert vmd.write(back) == path.read_bytes()
+    assert_same_bytes(vmd.write(back), path.read_bytes(), vmd.read)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -390,7 +391,7 @@ def test_bad_input_is_refused_and_imports_nothing(luka, testdata, tmp_path, name
     assert any("ends after the morph keys" in w for w in warnings)
     out = tmp_path / "cut_out.vmd"
     blender_vmd_export.export_vmd(bpy.context, str(out), luka, acts[0])
-    assert out.read_bytes() == cut.read_bytes()
+    assert_same_bytes(out.read_bytes(), cut.read_bytes(), vmd.read)
 
 
 @pytest.mark.slow
@@ -468,7 +469,7 @@ def test_camera_keys_make_an_animated_camera(luka, tmp_path):
     assert abs(cams[0].data.angle - math.radians(30)) < 1e-5
     out = tmp_path / "cam_out.vmd"
     blender_vmd_export.export_vmd(bpy.context, str(out), luka, acts[0])
-    assert out.read_bytes() == path.read_bytes()
+    assert_same_bytes(out.read_bytes(), path.read_bytes(), vmd.read)
 
 
 def test_operators(luka, testdata, tmp_path):
@@ -477,7 +478,7 @@ def test_operators(luka, testdata, tmp_path):
     assert bpy.ops.import_anim.skinbridge_vmd(filepath=str(path)) == {"FINISHED"}
     out = tmp_path / "op.vmd"
     assert bpy.ops.export_anim.skinbridge_vmd(filepath=str(out)) == {"FINISHED"}
-    assert out.read_bytes() == path.read_bytes()
+    assert_same_bytes(out.read_bytes(), path.read_bytes(), vmd.read)
     bad = tmp_path / "bad.vmd"
     bad.write_bytes(b"nope")
     with pytest.raises(RuntimeError, match="shorter than the 50-byte VMD header"):  # reported as an ERROR
@@ -494,4 +495,4 @@ def test_convert_writes_model_and_a_vmd_per_action(testdata, tmp_path):
     assert r.returncode == 0, r.stderr
     written = out / (SAMPLES[0][:-4] + ".vmd")
     assert written.is_file() and (out / (LUKA[:-4] + ".pmx")).is_file()
-    assert written.read_bytes() == (testdata / "pmx" / SAMPLES[0]).read_bytes()
+    assert_same_bytes(written.read_bytes(), (testdata / "pmx" / SAMPLES[0]).read_bytes(), pmx.read)

@@ -144,8 +144,8 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-@pytest.mark.slow
 @pytest.mark.blender
+@pytest.mark.slow
 def test_failure_at_every_write_of_convert_leaves_the_output_folder_as_it_was(case, addon, testdata, tmp_path,
                                                                                  monkeypatch):
     from skinbridge.app.options import ConvertOptions
@@ -286,8 +286,8 @@ WRONG = {
 
 
 @pytest.mark.parametrize("case", sorted(WRONG))
-@pytest.mark.slow
 @pytest.mark.blender
+@pytest.mark.slow
 def test_every_command_refuses_in_one_line_and_leaves_the_inputs(case, workdir):
     argv, named = WRONG[case]
     before = _state(workdir)
@@ -308,8 +308,8 @@ def test_render_never_overwrites_its_model_even_with_a_png_name(workdir):
     assert _state(workdir) == before
 
 
-@pytest.mark.slow
 @pytest.mark.blender
+@pytest.mark.slow
 def test_convert_stdout_lists_exactly_the_files_written_and_logs_go_to_stderr(testdata, tmp_path):
     out = tmp_path / "out"
     r = run_cli("convert", testdata / "gltf" / "Fox.glb", "--to", "urhox", "-o", out)
@@ -326,8 +326,8 @@ def test_convert_stdout_lists_exactly_the_files_written_and_logs_go_to_stderr(te
     assert "glTF import finished" in r.stderr
 
 
-@pytest.mark.slow
 @pytest.mark.blender
+@pytest.mark.slow
 def test_failed_motion_leaves_no_partial_package_and_lists_nothing(testdata, tmp_path):
     bad = tmp_path / "bad.ani"
     bad.write_bytes(b"UANI" + b"\xff" * 40)
@@ -338,8 +338,8 @@ def test_failed_motion_leaves_no_partial_package_and_lists_nothing(testdata, tmp
     assert r.stdout == "" and not out.exists()
 
 
-@pytest.mark.slow
 @pytest.mark.blender
+@pytest.mark.slow
 def test_no_temporary_folder_is_left_behind(testdata, tmp_path):
     import subprocess
     import sys
@@ -369,8 +369,8 @@ def test_no_temporary_folder_is_left_behind(testdata, tmp_path):
     assert len(list((tmp_path / "b").rglob("*.mdl"))) == 2 and not (tmp_path / "c").exists()
 
 
-@pytest.mark.slow
 @pytest.mark.blender
+@pytest.mark.slow
 def test_sidecar_errors_name_the_sidecar(testdata, tmp_path):
     motion = tmp_path / "Walk.ani"
     shutil.copyfile(testdata / "urho3d" / "Ninja_Walk.ani", motion)
@@ -412,8 +412,8 @@ def test_a_rename_failing_half_way_puts_the_replaced_files_back(tmp_path, monkey
     assert snapshot(out) == before  # the same contents and the same inodes: the user's files themselves
 
 
-@pytest.mark.slow
 @pytest.mark.blender
+@pytest.mark.slow
 def test_convert_refuses_a_motion_that_matches_no_bone(testdata, tmp_path):
     r = run_cli("convert", testdata / "urho3d" / "Ninja.mdl", "--motion", testdata / "pmx" / "mlibgo_shagamu.vmd",
                 "--to", "urhox", "-o", tmp_path / "out")

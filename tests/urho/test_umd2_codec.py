@@ -99,8 +99,8 @@ def _read_or_format_error(data: bytes) -> None:
         pass
 
 
-@pytest.mark.slow
 @pytest.mark.blender
+@pytest.mark.slow
 def test_truncations_and_byte_flips_read_or_raise_format_error(testdata, fox_mdl):
     """Every 1/64 truncation and 1,000 random byte flips per sample: read, or FormatError; never another
     exception, a hang or more than 256 MiB."""
