@@ -5,7 +5,10 @@ against the bytes left before anything is allocated, so no input can cause a hug
 """
 from __future__ import annotations
 
+import contextlib
 import struct
+from collections.abc import Iterator
+from typing import NamedTuple
 
 import numpy as np
 
@@ -130,6 +133,46 @@ class Reader:
         if got not in options:
             raise FormatError(f"expected one of {[o.decode('latin-1') for o in options]}, found {got!r}", at, field)
         return got
+
+
+class Read(NamedTuple):
+    """One read seen by `trace_reads`: `size` bytes at `offset` for `field`."""
+    offset: int
+    size: int
+    field: str
+    dtype: np.dtype | None  # the item layout of an `array` read (records, floats); None for any other read
+
+
+@contextlib.contextmanager
+def trace_reads() -> Iterator[list[Read]]:
+    """Record every read (and every `need` check) of every Reader inside the block, in order, so that a test
+    can name the field a byte offset belongs to. Reader's methods are swapped for the block only: outside it
+    reading costs nothing extra. Not for threads (the swap is process-wide)."""
+    reads: list[Read] = []
+    need, array, cstring = Reader.need, Reader.array, Reader.cstring
+
+    def traced_need(self: Reader, n: int, field: str) -> None:
+        need(self, n, field)
+        reads.append(Read(self.pos, n, field, None))
+
+    def traced_array(self: Reader, dtype, count: int, field: str) -> np.ndarray:
+        at, mark = self.pos, len(reads)
+        out = array(self, dtype, count, field)
+        del reads[mark:]  # its own need() check: the array's record says more
+        reads.append(Read(at, self.pos - at, field, np.dtype(dtype)))
+        return out
+
+    def traced_cstring(self: Reader, field: str, encoding: str = "utf-8") -> str:
+        at = self.pos
+        out = cstring(self, field, encoding)
+        reads.append(Read(at, self.pos - at, field, None))
+        return out
+
+    Reader.need, Reader.array, Reader.cstring = traced_need, traced_array, traced_cstring
+    try:
+        yield reads
+    finally:
+        Reader.need, Reader.array, Reader.cstring = need, array, cstring
 
 
 class Writer:

@@ -2,7 +2,7 @@
 frame of label strip + panels, one panel per view), the view rotations and the one world-to-pixel scale of all
 panels, the bone overlay as prisms, the compositing of the two Workbench passes into exact colour classes, and
 the header text. `app/render.py` captures the scene and renders the passes; everything here works on numpy
-arrays, so it is tested without bpy (tests/test_contact_sheet.py).
+arrays, so it is tested without bpy (tests/app/test_contact_sheet.py).
 
 Pixel classes of a finished sheet: background `BACKGROUND`, mesh pixels grey (r = g = b within `MESH_GREY`),
 bone pixels one of `PALETTE`, text (`TEXT_COLOR`) only on `HEADER_COLOR` in the header and label strips.

@@ -6,6 +6,7 @@ import os
 import pathlib
 import sys
 import tempfile
+import types
 
 # Before anything imports bpy: keep Blender's user files out of $HOME.
 os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="skinbridge-bl-user-"))
@@ -14,6 +15,14 @@ import pytest  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TESTDATA = ROOT.parent / "shared" / "testdata"
+
+# Test modules import each other and the hostile helpers by bare name (`from test_pmx_codec import ...`,
+# `import hostile_cases`), the names pytest's prepend import mode gives them; with every test folder on the path
+# this works across folders too, and each module is imported once under one name. tests/ itself is on the path
+# already (this file's folder), which serves `support.*`, `conftest`, `umd2_samples` and the like.
+for _folder in sorted(pathlib.Path(__file__).resolve().parent.iterdir(), reverse=True):
+    if _folder.is_dir() and _folder.name != "support" and any(_folder.glob("*.py")) and str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
 
 def _ensure_package_importable() -> None:
@@ -32,10 +41,16 @@ def _ensure_package_importable() -> None:
 _ensure_package_importable()
 
 
+def pytest_configure(config):
+    """Without the sample files most tests cannot run (and some modules list them at import): one line says so
+    instead of hundreds of failures."""
+    if not TESTDATA.is_dir():
+        raise pytest.UsageError(f"../shared/testdata not found at {TESTDATA}: the tests read their sample files "
+                                "there (README: `bash tools/run test`)")
+
+
 @pytest.fixture(scope="session")
 def testdata() -> pathlib.Path:
-    if not TESTDATA.is_dir():
-        pytest.fail(f"../shared/testdata not found at {TESTDATA}")
     return TESTDATA
 
 
@@ -76,85 +91,26 @@ def fox_mdl(tmp_path_factory, testdata) -> pathlib.Path:
     return out / "Fox.mdl"
 
 
-# -- the `blender` marker: every test that imports bpy or runs our code in a Python of its own ----------------
+# -- the `blender` mark: each test module says it (README: `bash tools/run test`); a cheap check here --------
 
 _BLENDER_FIXTURES = {"addon", "clean_scene", "fox_mdl"}
-_BLENDER_NAMES = {"bpy", "run_cli", "bpy_extras", "mathutils", "bmesh"}
-_BLENDER_CONSTS = {"bpy", "cli.py", "bench"}  # importorskip("bpy"); a script of ours run in a subprocess
+_BLENDER_MODULES = ("bpy", "bpy_extras", "mathutils", "bmesh")
 
 
-def _code_uses_blender(code, globs: dict, seen: set) -> bool:
-    """Whether a function's code (with the functions of the test folder it calls) imports bpy, runs the CLI
-    or runs one of our scripts in a subprocess."""
-    if code in seen:
-        return False
-    seen.add(code)
-    for name in code.co_names:
-        if name in _BLENDER_NAMES or name.startswith(("bpy.", "blender_", "skinbridge.blender", "skinbridge.app")) \
-                or ".blender_" in name:
-            return True
-    for const in code.co_consts:
-        if isinstance(const, str) and const in _BLENDER_CONSTS:
-            return True
-        if hasattr(const, "co_names") and _code_uses_blender(const, globs, seen):
-            return True
-    for name in code.co_names:
-        target = globs.get(name)
-        if isinstance(target, type(sys)) and "bpy" in vars(target):  # a helper module that imports bpy
-            return True
-        if _in_tests(target) and _code_uses_blender(target.__code__, target.__globals__, seen):
-            return True
-    return False
-
-
-def _in_tests(obj) -> bool:
-    code = getattr(obj, "__code__", None)
-    return code is not None and pathlib.Path(code.co_filename).resolve().is_relative_to(ROOT / "tests")
-
-
-_module_imports_bpy: dict = {}
-
-
-def _imports_bpy_at_top(module) -> bool:
-    """`import bpy` or `pytest.importorskip("bpy")` among the module's top-level statements."""
-    path = getattr(module, "__file__", None)
-    if path not in _module_imports_bpy:
-        import ast
-
-        found = False
-        for node in ast.parse(pathlib.Path(path).read_text(encoding="utf-8")).body:
-            for sub in ast.walk(node) if not isinstance(node, (ast.FunctionDef, ast.ClassDef)) else ():
-                if isinstance(sub, ast.Import) and any(a.name.split(".")[0] == "bpy" for a in sub.names) or \
-                        isinstance(sub, ast.Call) and getattr(sub.func, "attr", None) == "importorskip" and \
-                        sub.args and getattr(sub.args[0], "value", None) == "bpy":
-                    found = True
-        _module_imports_bpy[path] = found
-    return _module_imports_bpy[path]
-
-
-def _uses_blender(item) -> bool:
-    module = getattr(item, "module", None)
-    if module is not None and (isinstance(vars(module).get("bpy"), type(sys)) or _imports_bpy_at_top(module)):
-        return True
-    if _BLENDER_FIXTURES & set(getattr(item, "fixturenames", ())):
-        return True
-    seen: set = set()
-    funcs = [getattr(item, "function", None)]
-    info = getattr(item, "_fixtureinfo", None)
-    for defs in (info.name2fixturedefs.values() if info is not None else ()):
-        funcs.extend(d.func for d in defs)
-    for func in funcs:
-        func = getattr(func, "__func__", func)
-        func = getattr(func, "__wrapped__", func)
-        if _in_tests(func) and _code_uses_blender(func.__code__, func.__globals__, seen):
-            return True
-    return False
+def _module_has_bpy(module) -> bool:
+    """A module that imported bpy (or a module of Blender's) at its top level."""
+    return any(isinstance(value, types.ModuleType) and value.__name__.split(".")[0] in _BLENDER_MODULES
+               for value in vars(module).values())
 
 
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if _uses_blender(item):
-            item.add_marker(pytest.mark.blender)
+    unmarked = [item.nodeid for item in items if item.get_closest_marker("blender") is None and (
+        _BLENDER_FIXTURES & set(getattr(item, "fixturenames", ()))
+        or getattr(item, "module", None) is not None and _module_has_bpy(item.module))]
+    if unmarked:
+        raise pytest.UsageError(f"{len(unmarked)} tests need Blender (bpy at the top of their module, or one of the "
+                                f"fixtures {sorted(_BLENDER_FIXTURES)}) but lack the `blender` mark, e.g. "
+                                f"{unmarked[0]}: add `pytestmark = pytest.mark.blender` or @pytest.mark.blender")
 
 
 # -- Blender 4.5: its wheel hangs in interpreter teardown once a class was registered -----------------------

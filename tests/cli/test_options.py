@@ -1,0 +1,167 @@
+"""Convert options are declared once, by the format packages (FormatSpec.options): the command line flags, their
+checks, the export operators' properties and the README table are all derived from those records, and an option
+given to a target that does not take it is refused with one line before Blender loads."""
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from skinbridge import cli, formats
+from skinbridge.app.options import ConvertOptions
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _convert_actions() -> dict[str, argparse.Action]:
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {a.dest: a for a in sub.choices["convert"]._actions}
+
+
+def _value_of(option) -> str:
+    """A value the option's flag accepts."""
+    if option.choices:
+        return option.values()[-1]
+    if option.type in (int, float):
+        return str(option.type(option.high if option.high is not None else 1))
+    return "x.json" if option.path else "x"
+
+
+def test_every_target_option_is_a_convert_flag_with_its_checks():
+    actions = _convert_actions()
+    takers = formats.option_takers()
+    assert {"profile", "max_bones", "deform_only", "ani_format", "mmd_rig", "bone_map", "arm_angle", "scale",
+            "skeleton", "limit_weights"} <= set(takers)
+    for name, (option, targets) in takers.items():
+        action = actions[name]
+        assert action.option_strings == [option.cli_flag]
+        assert action.default is argparse.SUPPRESS  # not given: absent, so only what was given is refused
+        assert action.help.startswith(" or ".join(targets) + ": " + option.help)
+        if option.type is bool:
+            assert action.nargs == 0
+        elif option.choices:
+            assert list(action.choices) == list(option.values())
+        elif option.type in (int, float):
+            assert action.type(str(option.low)) == option.low and action.type(str(option.high)) == option.high
+            for outside in (option.low - 1, option.high + 1):
+                with pytest.raises(argparse.ArgumentTypeError, match="is outside"):
+                    action.type(str(outside))
+
+
+def test_flags_of_other_targets_are_not_hand_written_in_cli():
+    text = (Path(cli.__file__)).read_text(encoding="utf-8")
+    for name, (option, _) in formats.option_takers().items():
+        assert f'"{option.cli_flag}"' not in text, f"{option.cli_flag} is spelled in cli.py"
+
+
+def test_readme_table_is_the_generated_one():
+    text = README.read_text(encoding="utf-8")
+    found = re.search(r"<!-- options:begin -->\n(.*?)<!-- options:end -->", text, re.S)
+    assert found, "README.md has no options markers"
+    assert found.group(1) == formats.options_table()
+    for option, _ in formats.option_takers().values():
+        assert f"`{option.cli_flag}" in found.group(1)
+
+
+def _foreign(target: str) -> list[tuple[str, list[str], str]]:
+    """(flag, its arguments, a target that takes it) for every option `target` does not take."""
+    out = []
+    for option, takers in formats.option_takers().values():
+        if target not in takers:
+            value = [] if option.type is bool else [_value_of(option)]
+            out.append((option.cli_flag, value, takers[0]))
+    return out
+
+
+def test_pmx_refuses_every_option_of_another_target(capsys):
+    foreign = _foreign("pmx")
+    assert {f for f, _, _ in foreign} >= {"--profile", "--max-bones", "--deform-only", "--ani-format"}
+    for flag, value, owner in foreign:
+        code = cli.main(["convert", "Fox.glb", "--to", "pmx", flag, *value])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2, flag
+        assert err == [f"error: {flag} applies to --to {owner} only, not --to pmx"], (flag, err)
+
+
+def test_a_foreign_option_at_its_default_value_is_refused(capsys):
+    for option, takers in formats.option_takers().values():
+        if option.type is bool or option.default is None:
+            continue
+        other = next(t for t in formats.targets() if t not in takers)
+        code = cli.main(["convert", "Fox.glb", "--to", other, option.cli_flag, str(option.default)])
+        assert code == 2
+        assert capsys.readouterr().err.strip().splitlines() == [
+            f"error: {option.cli_flag} applies to --to {' or '.join(takers)} only, not --to {other}"]
+
+
+def test_refusal_happens_before_blender_loads():
+    code = ("import sys\nfrom skinbridge import cli\n"
+            "r = cli.main(['convert', 'Fox.glb', '--to', 'pmx', '--profile', 'urhox'])\n"
+            "print(r, 'bpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["2", "False"], out.stderr
+
+
+def test_convert_options_are_filled_from_the_target_specs():
+    o = ConvertOptions(target="urhox")
+    assert (o.profile, o.max_bones, o.deform_only, o.ani_format) == ("urhox", 64, False, "urhox")
+    assert ConvertOptions(target="urhox", profile="urho3d").ani_format == "urho3d"  # follows the profile
+    assert ConvertOptions(target="urhox", profile="urho3d", ani_format="urhox").ani_format == "urhox"
+    pmx = ConvertOptions(target="pmx", bone_map="map.json")
+    assert (pmx.mmd_rig, pmx.arm_angle, pmx.scale) == (False, 0.0, None)
+    assert pmx.given_paths() == ["map.json"]
+    with pytest.raises(AttributeError, match="max_bones"):
+        pmx.max_bones  # noqa: B018  (a reader of an option its target does not declare)
+    with pytest.raises(TypeError, match="no target takes"):
+        ConvertOptions(target="pmx", frobnicate=1)
+
+
+@pytest.mark.blender
+def test_export_operator_properties_are_the_option_records():
+    bpy = pytest.importorskip("bpy")
+    from skinbridge.app.operators import register
+
+    try:
+        register()
+    except ValueError:  # already registered by another test
+        pass
+
+    def properties(idname: str):
+        group, _, name = idname.partition(".")
+        rna = getattr(getattr(bpy.ops, group), name).get_rna_type()
+        return rna, {p.identifier: p for p in rna.properties}
+
+    for target, spec in formats.targets().items():
+        rna, _ = properties(spec.export_operator)
+        module = getattr(bpy.types, rna.identifier).__module__
+        merged: dict = {}
+        for other in formats.all_specs():  # the package's export operators together (UrhoX: model and .ani)
+            if other.export_operator and not other.foreign_operators:
+                other_rna, props = properties(other.export_operator)
+                if getattr(bpy.types, other_rna.identifier).__module__ == module:
+                    merged.update(props)
+        merged.update(properties(spec.export_operator)[1])  # the target's own operator first
+        for o in spec.options:
+            p = merged.get(o.name)
+            assert p is not None, f"{target}: no operator property {o.name}"
+            default = o.default if o.default is not None else o.ui_default
+            if o.type is bool:
+                assert p.type == "BOOLEAN" and p.default == bool(default)
+            elif o.choices:
+                assert p.type == "ENUM" and [i.identifier for i in p.enum_items] == list(o.values())
+                assert p.default == default
+            elif o.type is str:
+                assert p.type == "STRING" and p.default == (default or "")
+                assert (p.subtype == "FILE_PATH") == o.path
+            else:
+                assert p.type == ("INT" if o.type is int else "FLOAT")
+                assert p.default == pytest.approx(default)
+                assert (p.hard_min, p.hard_max) == pytest.approx((o.low, o.high))
+            assert o.help[1:] in p.description
+    _, pmx_import = properties("import_scene.skinbridge_pmx")
+    assert pmx_import["scale"].default == pytest.approx(12.5)  # units per metre, as --scale

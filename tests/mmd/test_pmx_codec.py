@@ -1,0 +1,414 @@
+"""PMX codec: byte-identical round trips of the real samples, a generated model with every record kind, index
+sizes and versions on write, and bad input (truncations and byte flips) per docs/architecture.md §7.1."""
+from __future__ import annotations
+
+import dataclasses
+import random
+import struct
+
+import numpy as np
+import pytest
+
+from skinbridge.core.errors import ExportError, FormatError
+from skinbridge.io_pmx.model import info as pmx_info
+from skinbridge.io_pmx.model import pmx
+from skinbridge.io_pmx.model.pmx import BoneFlag
+from support.bytes_compare import assert_same_bytes
+
+SAMPLES = ("mmdtools_megurine_luka.pmx", "babylonmmd_constraint_test.pmx", "babylonmmd_bone_flag_test.pmx",
+           "mlibgo_sample_pmx21_utf8.pmx")
+LUKA = "mmdtools_megurine_luka.pmx"
+
+
+def sample_bytes(testdata, name: str) -> bytes:
+    return (testdata / "pmx" / name).read_bytes()
+
+
+def test_samples_listed_are_all_the_samples(testdata):
+    assert sorted(p.name for p in (testdata / "pmx").glob("*.pmx")) == sorted(SAMPLES)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Real files
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_sample_reads_and_writes_back_byte_identical(testdata, name):
+    data = sample_bytes(testdata, name)
+    model = pmx.read(data)
+    assert_same_bytes(pmx.write(model), data, pmx.read)
+    assert model.warnings == []
+
+
+def test_luka_facts_from_the_reference(testdata):
+    """Facts stated by ../shared/testdata/README.md and docs/mmd.md §5.2, §5.3 about Luka."""
+    m = pmx.read(sample_bytes(testdata, LUKA))
+    assert m.version == np.float32(2.0)
+    assert m.encoding == pmx.ENCODING_UTF16
+    assert m.additional_uvs == 4
+    assert m.index_sizes.bone == 2
+    assert len(m.bones) == 188
+    names = [b.name for b in m.bones]
+    assert "上半身2" in names
+    left_ik = m.bones[names.index("左足ＩＫ")]
+    assert names[left_ik.ik.target] == "左足首"
+    assert left_ik.ik.loop == 40
+    assert [names[link.bone] for link in left_ik.ik.links] == ["左ひざ", "左足"]
+    knee = left_ik.ik.links[0]
+    # IK limits are the raw float3 of the file, in PMX semantics: lower (-π,0,0), upper (-0.5°,0,0)
+    np.testing.assert_array_equal(knee.lower, np.array([-np.pi, 0, 0], np.float32))
+    np.testing.assert_allclose(knee.upper, [-0.0087266, 0, 0], atol=1e-7)
+    assert not left_ik.ik.links[1].has_limit
+    toe_ik = m.bones[names.index("左つま先ＩＫ")]
+    assert (toe_ik.ik.loop, round(float(toe_ik.ik.limit_angle), 5)) == (10, 2.0)
+
+
+def test_pmx21_utf8_sample(testdata):
+    data = sample_bytes(testdata, "mlibgo_sample_pmx21_utf8.pmx")
+    m = pmx.read(data)
+    assert data[4:8] == bytes.fromhex("66660640")  # 2.0999999, as the README says
+    assert m.is_pmx21 and m.encoding == pmx.ENCODING_UTF8
+    assert len(m.soft_bodies) == 1
+    assert m.soft_bodies[0].name == "新規SoftBody1"
+
+
+def test_bone_flag_sample(testdata):
+    m = pmx.read(sample_bytes(testdata, "babylonmmd_bone_flag_test.pmx"))
+    assert len(m.vertices) == 0
+    assert sorted(b.flags for b in m.bones if b.flags & 0x300) == [0x31A, 0x39A]
+    assert all(b.append_ratio is not None for b in m.bones if b.flags & 0x300)
+
+
+def test_info_luka(testdata):
+    d = pmx_info.info(testdata / "pmx" / LUKA)
+    assert d["format"] == "PMX" and d["version"] == 2.0 and d["encoding"] == "UTF-16LE"
+    assert d["bones"] == 188 and d["additional_uvs"] == 4 and d["soft_bodies"] == 0
+    assert d["animations"] == [] and d["warnings"] == []
+    for key in ("vertices", "triangles", "materials", "morphs", "rigid_bodies", "joints"):
+        assert isinstance(d[key], int)
+    ik = {row["bone"]: row for row in d["ik"]}
+    assert set(ik) == {"左足ＩＫ", "右足ＩＫ", "左つま先ＩＫ", "右つま先ＩＫ"}
+    assert ik["右足ＩＫ"]["target"] == "右足首"
+    assert ik["右足ＩＫ"]["links"] == ["右ひざ", "右足"]
+    assert ik["右足ＩＫ"]["loop"] == 40
+    assert ik["右つま先ＩＫ"]["links"] == ["右足首"]
+
+
+def test_info_pmx21(testdata):
+    d = pmx_info.info((testdata / "pmx" / "mlibgo_sample_pmx21_utf8.pmx").read_bytes())
+    assert (d["version"], d["encoding"], d["soft_bodies"], d["ik"]) == (2.1, "UTF-8", 1, [])
+
+
+# ------------------------------------------------------------------------------------------------------------
+# A generated model that uses every record kind
+
+def f4(*values) -> np.ndarray:
+    return np.array(values, np.float32)
+
+
+def build_vertices(rng: np.random.Generator, types: list[int], n_bones: int, additional_uvs: int) -> np.ndarray:
+    """Vertices the way the reader would return them (derived weights, -1 in unused bone slots)."""
+    v = np.zeros(len(types), pmx.vertex_dtype(additional_uvs))
+    n = len(types)
+    v["position"] = rng.uniform(-10, 10, (n, 3))
+    v["normal"] = rng.uniform(-1, 1, (n, 3))
+    v["uv"] = rng.uniform(0, 1, (n, 2))
+    v["add_uv"] = rng.uniform(-1, 1, (n, additional_uvs, 4))
+    v["edge_scale"] = rng.uniform(0, 2, n)
+    v["deform"] = types
+    v["bones"] = -1
+    for i, t in enumerate(types):
+        k = pmx.DEFORM_BONE_COUNT[t]
+        v["bones"][i, :k] = rng.choice(n_bones, k, replace=False)
+        if t == pmx.BDEF1:
+            v["weights"][i] = (1, 0, 0, 0)
+        elif t in (pmx.BDEF2, pmx.SDEF):
+            w = np.float32(rng.uniform(0, 1))
+            v["weights"][i] = (w, np.float32(1) - w, 0, 0)
+        else:
+            v["weights"][i] = (0.5, 0.25, 0.125, 0.125)
+        if t == pmx.SDEF:
+            v["sdef_c"][i], v["sdef_r0"][i], v["sdef_r1"][i] = rng.uniform(-5, 5, (3, 3))
+    return v
+
+
+def offsets(kind: int, rows: list[tuple]) -> np.ndarray:
+    spec = pmx.MORPH_OFFSETS[kind]
+    out = pmx.empty_records(spec, len(rows))
+    for k, row in enumerate(rows):
+        for (name, _, _), value in zip(spec, row):
+            out[name][k] = value
+    return out
+
+
+def build_full_model(encoding: int = pmx.ENCODING_UTF16, pmx21: bool = True) -> pmx.PmxModel:
+    """Every deform type (QDEF only when pmx21), every morph type (flip/impulse only when pmx21), all bone
+    flag parts, rigid bodies of each shape and mode, joints, and (pmx21) a soft body."""
+    rng = np.random.default_rng(6)
+    types = [0, 1, 2, 3, 4, 3, 1, 0, 2, 4] if pmx21 else [0, 1, 2, 3, 3, 1, 0, 2]
+    m = pmx.PmxModel(name="全部入り", name_e="everything", comment="生成テスト\r\nline 2", comment_e="generated",
+                     encoding=encoding)
+    m.bones = [
+        pmx.PmxBone("センター", "center", f4(0, 8, 0), -1, 0, 0x1F, tail_bone=1),
+        pmx.PmxBone("上半身", "upper body", f4(0, 10, 0), 0, 0, 0x1A, tail_offset=f4(0, 2, 0)),
+        pmx.PmxBone("左ひざ", "knee_L", f4(1, 4, 0), 0, 0, 0x1B, tail_bone=3),
+        pmx.PmxBone("左足首", "ankle_L", f4(1, 1, 0), 2, 0, 0x1B, tail_bone=-1),
+        pmx.PmxBone("左足ＩＫ", "leg IK_L", f4(1, 1, 0), 0, 1,
+                    BoneFlag.ROTATABLE | BoneFlag.MOVABLE | BoneFlag.VISIBLE | BoneFlag.OPERABLE | BoneFlag.IK,
+                    tail_offset=f4(0, 0, 1),
+                    ik=pmx.PmxIK(target=3, loop=40, limit_angle=np.float32(2.0), links=[
+                        pmx.PmxIKLink(2, lower=f4(-np.pi, 0, 0), upper=f4(-0.0087266, 0, 0)),
+                        pmx.PmxIKLink(1)])),
+        pmx.PmxBone("付与", "append", f4(0, 3, 0), 1, 2,
+                    0x1B | BoneFlag.LOCAL_APPEND | BoneFlag.APPEND_ROTATE | BoneFlag.APPEND_MOVE
+                    | BoneFlag.AFTER_PHYSICS, tail_bone=-1, append_parent=2, append_ratio=np.float32(-0.5)),
+        pmx.PmxBone("軸", "axes", f4(0, 5, 0), 5, 0,
+                    0x1B | BoneFlag.FIXED_AXIS | BoneFlag.LOCAL_AXES | BoneFlag.EXTERNAL_PARENT,
+                    tail_bone=0, fixed_axis=f4(1, 0, 0), local_x=f4(1, 0, 0), local_z=f4(0, 0, 1),
+                    external_key=7),
+    ]
+    n_bones = len(m.bones)
+    m.vertices = build_vertices(rng, types, n_bones, additional_uvs=2)
+    nv = len(m.vertices)
+    m.indices = np.array([0, 1, 2, 2, 3, 4, 4, 5, 6, 6, 7, 0], np.int32)
+    m.textures = ["tex\\body.png", "スフィア.spa"]
+    m.materials = [
+        pmx.PmxMaterial("体", "body", f4(1, 0.9, 0.8, 1), f4(0.1, 0.1, 0.1), np.float32(5), f4(0.5, 0.5, 0.5),
+                        0x1F, f4(0, 0, 0, 1), np.float32(1), 0, 1, 1, 1, 3, "memo", 6),
+        pmx.PmxMaterial("髪", "hair", draw_flags=0x01, texture=-1, sphere_texture=-1, sphere_mode=0,
+                        shared_toon=0, toon=0, index_count=6),
+    ]
+    morphs = [
+        pmx.PmxMorph("あ", "a", 3, pmx.MORPH_VERTEX,
+                     offsets(pmx.MORPH_VERTEX, [(0, (0.1, 0.2, 0.3)), (nv - 1, (0, -1, 0))])),
+        pmx.PmxMorph("骨", "bone", 4, pmx.MORPH_BONE,
+                     offsets(pmx.MORPH_BONE, [(1, (0, 1, 0), (0, 0, 0.38268343, 0.9238795))])),
+        *[pmx.PmxMorph(f"UV{t - pmx.MORPH_UV}", f"uv{t}", 4, t,
+                       offsets(t, [(t % nv, (0.5, 0.25, 0, 1))])) for t in range(pmx.MORPH_UV, pmx.MORPH_UV4 + 1)],
+        pmx.PmxMorph("材質", "material", 4, pmx.MORPH_MATERIAL, offsets(pmx.MORPH_MATERIAL, [
+            (-1, 0, (1, 1, 1, 0.5), (1, 1, 1), 1, (1, 1, 1), (1, 1, 1, 1), 1, (1, 1, 1, 1), (1, 1, 1, 1), (1, 1, 1, 1)),
+            (1, 1, (0, 0, 0, 0.1), (0, 0, 0), 0, (0, 0, 0), (0, 0, 0, 0), 0.5, (0, 0, 0, 0), (0, 0, 0, 0), (0, 0, 0, 0)),
+        ])),
+    ]
+    group = pmx.PmxMorph("グループ", "group", 1, pmx.MORPH_GROUP, offsets(pmx.MORPH_GROUP, [(1, 1.0), (2, 0.5)]))
+    m.morphs = [group, *morphs]
+    if pmx21:
+        m.morphs.append(pmx.PmxMorph("フリップ", "flip", 4, pmx.MORPH_FLIP,
+                                     offsets(pmx.MORPH_FLIP, [(1, 1.0), (2, 1.0)])))
+        m.morphs.append(pmx.PmxMorph("インパルス", "impulse", 4, pmx.MORPH_IMPULSE,
+                                     offsets(pmx.MORPH_IMPULSE, [(1, 1, (0, 0, 1), (0, 1, 0))])))
+    m.display_frames = [
+        pmx.PmxDisplayFrame("Root", "Root", 1, [(0, 0)]),
+        pmx.PmxDisplayFrame("表情", "Exp", 1, [(1, k) for k in range(len(m.morphs))]),
+        pmx.PmxDisplayFrame("足", "Legs", 0, [(0, 2), (0, 3), (0, 4), (1, 0)]),
+    ]
+    m.rigid_bodies = [
+        pmx.PmxRigidBody("頭", "head", 1, 0, 0xFFFE, 0, f4(1, 0, 0), f4(0, 18, 0), f4(0, 0, 0), np.float32(1),
+                         np.float32(0.5), np.float32(0.5), np.float32(0), np.float32(0.5), 0),
+        pmx.PmxRigidBody("髪", "hair", 5, 3, 0x00FF, 1, f4(1, 2, 3), f4(0, 16, -1), f4(0.1, 0.2, 0.3),
+                         np.float32(0.2), np.float32(0.9), np.float32(0.9), np.float32(0.1), np.float32(0), 1),
+        pmx.PmxRigidBody("袖", "sleeve", -1, 15, 0x8000, 2, f4(0.5, 1, 0), f4(2, 14, 0), f4(0, 0, 1.5707964),
+                         np.float32(0.5), np.float32(0.5), np.float32(0.5), np.float32(0), np.float32(0.5), 2),
+    ]
+    m.joints = [
+        pmx.PmxJoint("首", "neck", 0, 0, 1, f4(0, 17, 0), f4(0, 0, 0), f4(0, 0, 0), f4(0, 0, 0),
+                     f4(-0.2, -0.1, -0.2), f4(0.2, 0.1, 0.2), f4(0, 0, 0), f4(10, 10, 10)),
+    ]
+    if pmx21:
+        m.joints.append(pmx.PmxJoint("蝶番", "hinge", 5, 1, 2, f4(1, 15, 0)))
+        anchors = pmx.empty_records(pmx.SOFT_ANCHOR, 2)
+        anchors["rigid_body"] = (0, 2)
+        anchors["vertex"] = (1, nv - 1)
+        anchors["near_mode"] = (0, 1)
+        m.soft_bodies = [pmx.PmxSoftBody(
+            "スカート", "skirt", 0, 1, 4, 0xFFEF, 0x05, 2, 3, np.float32(2.5), np.float32(0.05), 1,
+            f4(1, 0, 0, 0, 0, 0, 0.2, 0, 1, 0.1, 1, 0.7), f4(0.1, 1, 0.5, 0.5, 0.5, 0.5),
+            np.array([0, 1, 0, 4], np.int32), f4(1, 0.5, 0.25), anchors, np.array([0, 3, nv - 1], np.int32))]
+    return m
+
+
+def assert_same(a, b, path: str = "model") -> None:
+    """Field by field, floats compared by their float32 bits."""
+    if dataclasses.is_dataclass(a):
+        assert type(a) is type(b), path
+        for f in dataclasses.fields(a):
+            if f.name in ("at", "version", "index_sizes", "warnings", "vertex_offsets"):
+                continue
+            assert_same(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
+    elif isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.dtype == b.dtype and a.shape == b.shape, f"{path}: {a.dtype}{a.shape} != {b.dtype}{b.shape}"
+        assert a.tobytes() == b.tobytes(), f"{path}: {a} != {b}"
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for k, (x, y) in enumerate(zip(a, b)):
+            assert_same(x, y, f"{path}[{k}]")
+    elif isinstance(a, (float, np.floating)) or isinstance(b, (float, np.floating)):
+        assert np.float32(a).tobytes() == np.float32(b).tobytes(), f"{path}: {a} != {b}"
+    else:
+        assert a == b, f"{path}: {a!r} != {b!r}"
+
+
+@pytest.mark.parametrize("encoding", [pmx.ENCODING_UTF16, pmx.ENCODING_UTF8])
+def test_full_model_pmx21_written_and_read_back_equal(encoding):
+    model = build_full_model(encoding)
+    data = pmx.write(model)
+    assert data[:4] == b"PMX "
+    assert data[4:8] == bytes.fromhex("66660640")  # 2.1: the model holds QDEF, flip, impulse, soft body
+    assert data[8] == 8 and data[9] == encoding and data[10] == 2
+    assert list(data[11:17]) == [1, 1, 1, 1, 1, 1]  # every count is small
+    back = pmx.read(data)
+    assert back.warnings == []
+    assert_same(model, back)
+    assert_same_bytes(pmx.write(back), data, pmx.read)
+    assert np.bincount(back.vertices["deform"], minlength=5).tolist() == [2, 2, 2, 2, 2]
+    assert sorted(mo.kind for mo in back.morphs) == list(range(11))
+
+
+def test_model_without_21_data_is_written_as_20():
+    model = build_full_model(pmx21=False)
+    data = pmx.write(model)
+    assert struct.unpack_from("<f", data, 4)[0] == 2.0
+    back = pmx.read(data)
+    assert_same(model, back)
+    assert back.soft_bodies == []
+
+
+def test_vertex_gather_keeps_order_across_chunks(monkeypatch):
+    monkeypatch.setattr(pmx, "_GATHER_CHUNK", 7)
+    rng = np.random.default_rng(1)
+    m = pmx.PmxModel(bones=[pmx.PmxBone(f"b{i}", tail_bone=-1, flags=1) for i in range(5)])
+    m.vertices = build_vertices(rng, list(rng.integers(0, 5, 300)), 5, additional_uvs=1)
+    back = pmx.read(pmx.write(m))
+    assert_same(m.vertices, back.vertices)
+
+
+def minimal_model(n_vertices: int, n_bones: int) -> pmx.PmxModel:
+    m = pmx.PmxModel(bones=[pmx.PmxBone(f"b{i}", tail_bone=-1, flags=1) for i in range(n_bones)])
+    v = np.zeros(n_vertices, pmx.vertex_dtype(0))
+    v["bones"] = -1
+    v["bones"][:, 0] = 0
+    v["weights"][:, 0] = 1
+    m.vertices = v
+    return m
+
+
+@pytest.mark.parametrize("n_vertices, n_bones, vertex_size, bone_size", [
+    (255, 127, 1, 1), (256, 128, 2, 2), (65535, 32767, 2, 2), (65536, 32768, 4, 4),
+])
+def test_index_sizes_are_the_smallest_the_counts_allow(n_vertices, n_bones, vertex_size, bone_size):
+    m = minimal_model(n_vertices, 1)
+    m.bones = [pmx.PmxBone("b", tail_bone=-1, flags=1)] * n_bones
+    data = pmx.write(m)
+    assert (data[11], data[14]) == (vertex_size, bone_size)
+    assert list(data[12:14]) == [1, 1] and list(data[15:17]) == [1, 1]  # no texture, material, morph, body
+
+
+def test_vertex_indices_are_unsigned_and_bone_indices_signed():
+    m = minimal_model(200, 1)
+    m.vertices["bones"][:, 0] = -1  # BDEF1 with no bone: kept as -1 (0xFF)
+    m.indices = np.array([199, 198, 0], np.int32)
+    data = pmx.write(m)
+    # header 17 bytes + 4 empty texts = 33; vertex count at 33; 200 BDEF1 vertices of 32+1+1+4 bytes
+    vertex0 = 37
+    assert data[vertex0 + 32:vertex0 + 34] == bytes([0, 0xFF])
+    indices_at = vertex0 + 200 * 38 + 4
+    assert struct.unpack_from("<i", data, indices_at - 4)[0] == 3
+    assert data[indices_at:indices_at + 3] == bytes([199, 198, 0])
+    back = pmx.read(data)
+    assert back.indices.tolist() == [199, 198, 0]
+    assert back.vertices["bones"][0].tolist() == [-1, -1, -1, -1]
+
+
+def test_kept_index_sizes_are_reused_and_grown_when_needed(testdata):
+    data = sample_bytes(testdata, "babylonmmd_constraint_test.pmx")
+    m = pmx.read(data)
+    assert list(data[11:17]) == [1] * 6
+    m.index_sizes = pmx.IndexSizes(4, 4, 4, 4, 4, 4)  # a file that used 4-byte indices keeps them
+    assert list(pmx.write(m)[11:17]) == [4] * 6
+    m = pmx.read(data)
+    m.bones += [pmx.PmxBone(f"extra{i}", tail_bone=-1, flags=1) for i in range(200)]
+    m.bones[-1].parent = len(m.bones) - 2  # 200 does not fit a signed byte
+    out = pmx.write(m)
+    assert out[14] == 2 and list(out[11:14]) == [1, 1, 1]
+    assert pmx.read(out).bones[-1].parent == len(m.bones) - 2
+
+
+def test_version_is_compared_with_a_tolerance(testdata):
+    data = bytearray(sample_bytes(testdata, "babylonmmd_constraint_test.pmx"))
+    struct.pack_into("<f", data, 4, 2.0000002)
+    assert pmx.write(pmx.read(bytes(data))) == bytes(data)
+    struct.pack_into("<f", data, 4, 2.2)
+    with pytest.raises(FormatError) as e:
+        pmx.read(bytes(data))
+    assert (e.value.offset, e.value.field) == (4, "version")
+
+
+def test_writer_refuses_what_it_cannot_encode():
+    m = build_full_model(pmx21=False)
+    m.bones[4].ik = None  # IK flag set, no IK data
+    with pytest.raises(ExportError, match="bone 4"):
+        pmx.write(m)
+    m = build_full_model(pmx21=False)
+    m.vertices["deform"][3] = 7
+    with pytest.raises(ExportError, match="vertex 3"):
+        pmx.write(m)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Bad input (docs/architecture.md §7.1): every cut and flip either reads or raises FormatError
+
+def _read_or_format_error(data: bytes) -> pmx.PmxModel | None:
+    try:
+        return pmx.read(data)
+    except FormatError:
+        return None
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_truncations_read_or_raise_format_error(testdata, name):
+    data = sample_bytes(testdata, name)
+    cuts = sorted({len(data) * k // 64 for k in range(64)} | {len(data) - 1})
+    for cut in cuts:
+        assert _read_or_format_error(data[:cut]) is None, f"cut at {cut} read without error"
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+@pytest.mark.slow
+def test_byte_flips_read_or_raise_format_error(testdata, name):
+    from skinbridge.io_pmx.model.validate import validate
+
+    data = sample_bytes(testdata, name)
+    rnd = random.Random(f"pmx-flips-{name}")
+    n = 200 if len(data) > 100_000 else 300
+    for trial in range(n):
+        corrupt = bytearray(data)
+        # half anywhere, half in the last fifth, where the variable-length records are in Luka
+        low = 0 if trial % 2 == 0 else len(data) * 4 // 5
+        for _ in range(rnd.randint(1, 3)):
+            corrupt[rnd.randrange(low, len(data))] ^= rnd.randrange(1, 256)
+        corrupt = bytes(corrupt)
+        model = _read_or_format_error(corrupt)
+        if model is not None:
+            validate(model, for_export=False)  # never raises for bad values
+            assert_same_bytes(pmx.write(model), corrupt, pmx.read,
+                              what=f"trial {trial}: read but did not write back identical")
+
+
+def test_extra_globals_and_trailing_bytes_are_kept_with_a_warning(testdata):
+    data = sample_bytes(testdata, "babylonmmd_constraint_test.pmx")
+    odd = data[:8] + bytes([9]) + data[9:17] + b"\x07" + data[17:] + b"tail"
+    m = pmx.read(odd)
+    assert m.extra_globals == b"\x07" and m.trailing == b"tail"
+    assert len(m.warnings) == 2
+    assert_same_bytes(pmx.write(m), odd, pmx.read)
+
+
+@pytest.mark.parametrize("offset, value, field", [
+    (8, 7, "globals count"), (9, 2, "encoding"), (10, 5, "additional UV count"), (14, 3, "bone index size"),
+])
+def test_layout_selecting_header_values_out_of_range(testdata, offset, value, field):
+    data = bytearray(sample_bytes(testdata, "babylonmmd_constraint_test.pmx"))
+    data[offset] = value
+    with pytest.raises(FormatError) as e:
+        pmx.read(bytes(data))
+    assert (e.value.offset, e.value.field) == (offset, field)
