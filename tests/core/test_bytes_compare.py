@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from skinbridge.core import binary
-from skinbridge.io_pmx import pmx, vmd
+from skinbridge.io_pmx.model import pmx
+from skinbridge.io_pmx.motion import vmd
 from support.bytes_compare import assert_same_bytes
 
 
