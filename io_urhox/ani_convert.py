@@ -230,5 +230,5 @@ def _check_track(track: cm.Track) -> None:
 def semantic(anim) -> list[str]:
     """What an import runs after the read: the mapping (its warnings), the first track taken as the root."""
     roots = {anim.tracks[0].name} if anim.tracks else set()
-    _, warnings = ani_convert.to_core(anim, "animation", "urho3d", roots)
+    _, warnings = to_core(anim, "animation", "urho3d", roots)
     return warnings

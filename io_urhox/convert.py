@@ -936,5 +936,5 @@ def _initial_matches(t, r, s, raw) -> bool:
 
 def semantic(model) -> list[str]:
     """What an import runs after the read: the mapping of every LOD (its warnings)."""
-    _, warnings = convert.to_scene(model, "model", "auto", all_lods=True)
+    _, warnings = to_scene(model, "model", "auto", all_lods=True)
     return warnings

@@ -268,6 +268,9 @@ def _pkg_parent(tmp_path) -> pathlib.Path:
 
 PYTEST_SESSION = """
 import bpy
+import pytest
+
+pytestmark = pytest.mark.blender  # our conftest refuses a bpy test without it
 
 def test_registers_and_{outcome}():
     class SKINBRIDGE_OT_probe(bpy.types.Operator):

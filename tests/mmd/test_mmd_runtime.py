@@ -8,14 +8,14 @@ from __future__ import annotations
 import json
 import pathlib
 import subprocess
-import types
 
 import numpy as np
 import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.io_pmx.model import pmx
+from skinbridge.app.options import ConvertOptions  # noqa: E402
+from skinbridge.io_pmx.model import pmx  # noqa: E402
 from skinbridge.io_pmx.motion import vmd  # noqa: E402
 from skinbridge.io_pmx.motion import channels as vc  # noqa: E402
 from skinbridge.io_pmx.rig.knees import knee_links, twist_x  # noqa: E402
@@ -145,7 +145,7 @@ def test_demo_walk_plays_like_the_source_and_bends_knees_backward(clean_scene, t
             thigh = np.array(knee.head) - np.array(arm.pose.bones[demo.PREFIX + side + "UpLeg"].head)
             # the shin turned back (toward +Y) from the thigh's direction: thigh × shin points along +X
             assert thigh[1] * shin[2] - thigh[2] * shin[1] > 0, (f, side)
-    options = types.SimpleNamespace(mmd_rig=True, arm_angle=0.0, bone_map=None, protected=())
+    options = ConvertOptions(target="pmx", mmd_rig=True)
     written, warnings = blender_io.export_target(bpy.context, str(tmp_path), "Humanoid", options)
     assert not [w for w in warnings if "bends" in w], warnings
     model = pmx.read((tmp_path / "Humanoid.pmx").read_bytes())
