@@ -526,7 +526,7 @@ def test_packet_type_wins_over_the_naming_convention(clean_scene, tmp_path):
     assert all(o.active_material is not None for o in result.objects)
 
 
-def test_non_finite_values_import_with_a_warning_and_export_is_refused(clean_scene, tmp_path):
+def test_non_finite_values_import_with_a_warning_and_export_is_refused_once_edited(clean_scene, tmp_path):
     nan = float("nan")
     verts = [((0, 0, 0), (0, 0, nan), (1, 0, 0), (0, -1, 0), (0, 0, 1)),
              ((1, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (1, 0, 1)),
@@ -535,6 +535,11 @@ def test_non_finite_values_import_with_a_warning_and_export_is_refused(clean_sce
     src.write_bytes(mdb_file(rigd("bad", verts, [(0, 1, 2)])))
     result = blender_io.import_mdb(bpy.context, str(src))
     assert any("vertex 0" in w and "normal" in w for w in result.warnings)
+    # untouched: the file's own bytes, the NaN included
+    blender_io.export_mdb(bpy.context, str(tmp_path / "same.mdb"), collection=bpy.data.collections["nan"])
+    assert (tmp_path / "same.mdb").read_bytes() == src.read_bytes()
+    # the vertex edited: its record now comes from Blender, and Blender's NaN is refused
+    bpy.data.objects["bad"].data.vertices[0].co.z += 0.5
     with pytest.raises(ExportError, match=r"RIGD \(bad\) vertex 0: normal: not a finite number"):
         blender_io.export_mdb(bpy.context, str(tmp_path / "out.mdb"), collection=bpy.data.collections["nan"])
     assert not (tmp_path / "out.mdb").exists()
