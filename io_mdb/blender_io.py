@@ -5,13 +5,17 @@ meshes, LOD packets (`*_L01`, `*_L02`) in a child collection `LODs` hidden in th
 empties and COLS sphere empties. What the file holds beyond Blender's data is kept for export while it is
 unchanged: raw 32-byte names and maps (object/material JSON property `nwn2_mdb`), packet order and type,
 normals (`custom_normal`), tangents, binormals, uvw.z, SKIN slots and bone counts (point attributes), walk
-flags (face attribute) and link-vertex z (point attribute), the stored 3×3 of point empties.
+flags (face attribute) and link-vertex z (point attribute), the stored 3×3 of point empties; in the JSON
+property, what Blender cannot hold: faces that repeat a vertex (put back while Blender's faces are those of the
+import), the normal and uv of vertices no face uses, and vertex records with NaN/Inf. A moved object (no
+mirror) writes its world-space positions with the rest of its kept vertex data (vectors keep their length).
 
 Export writes every MDB object of the chosen collection (its `LODs` child included although hidden), or of the
 view layer: packets in their kept order first, then new objects by type and name (`*_C2` COL2, `*_C3` COL3,
 `*_W` WALK, armature-deformed SKIN, other meshes RIGD, one packet per material slot in use; empties `HP_*` HOOK,
 `COLS_*` COLS, HAIR/HELM by kept type or name). Before writing, the records go through `check.validate`: NaN/Inf
-and indices out of range are refused naming the packet and vertex.
+from Blender and indices out of range are refused naming the packet and vertex (a vertex record that is still
+the file's, bytes and all, is written again with its non-finite values: `check` reports them).
 """
 from __future__ import annotations
 
