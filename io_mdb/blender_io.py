@@ -5,16 +5,21 @@ meshes, LOD packets (`*_L01`, `*_L02`) in a child collection `LODs` hidden in th
 empties and COLS sphere empties. What the file holds beyond Blender's data is kept for export while it is
 unchanged: raw 32-byte names and maps (object/material JSON property `nwn2_mdb`), packet order and type,
 normals (`custom_normal`), tangents, binormals, uvw.z, SKIN slots and bone counts (point attributes), walk
-flags (face attribute) and link-vertex z (point attribute), the stored 3×3 of point empties.
+flags (face attribute) and link-vertex z (point attribute), the stored 3×3 of point empties; in the JSON
+property, what Blender cannot hold: faces that repeat a vertex (put back while Blender's faces are those of the
+import), the normal and uv of vertices no face uses, and vertex records with NaN/Inf. A moved object (no
+mirror) writes its world-space positions with the rest of its kept vertex data (vectors keep their length).
 
 Export writes every MDB object of the chosen collection (its `LODs` child included although hidden), or of the
 view layer: packets in their kept order first, then new objects by type and name (`*_C2` COL2, `*_C3` COL3,
 `*_W` WALK, armature-deformed SKIN, other meshes RIGD, one packet per material slot in use; empties `HP_*` HOOK,
 `COLS_*` COLS, HAIR/HELM by kept type or name). Before writing, the records go through `check.validate`: NaN/Inf
-and indices out of range are refused naming the packet and vertex.
+from Blender and indices out of range are refused naming the packet and vertex (a vertex record that is still
+the file's, bytes and all, is written again with its non-finite values: `check` reports them).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import zlib
@@ -177,8 +182,56 @@ def _skin_groups(packet: mdb.MeshPacket, cmesh: cm.Mesh, arm_ob) -> list[str]:
     return [names[int(n)] for n in used]
 
 
+def _rows_extras(records: np.ndarray, rows: np.ndarray) -> dict:
+    """Some of a packet's records as JSON: their indices and their file bytes."""
+    return {"rows": rows.tolist(), "raw": np.ascontiguousarray(records[rows]).tobytes().hex()}
+
+
+def _rows_from_extras(d: dict, dtype) -> tuple[np.ndarray, np.ndarray]:
+    return np.asarray(d["rows"], np.int64), np.frombuffer(bytes.fromhex(d["raw"]), dtype)
+
+
+def _degenerate(tris: np.ndarray) -> np.ndarray:
+    """The faces Blender cannot hold (a vertex index repeated), as `bmesh.build_mesh` skips them."""
+    tris = np.asarray(tris).reshape(-1, 3)
+    return (tris[:, 0] == tris[:, 1]) | (tris[:, 1] == tris[:, 2]) | (tris[:, 0] == tris[:, 2])
+
+
+def _non_finite_rows(records: np.ndarray) -> np.ndarray:
+    """Vertex records holding a NaN or an infinity (a sum per field first: real files have none)."""
+    bad = np.zeros(len(records), bool)
+    for name in records.dtype.names:
+        column = records[name]
+        if column.dtype.kind == "f" and not np.isfinite(column.sum(dtype=np.float64)):
+            bad |= ~np.isfinite(column.reshape(len(records), -1)).all(axis=1)
+    return np.flatnonzero(bad)
+
+
+def _file_only_extras(packet, extras: dict, faces_kept: np.ndarray) -> None:
+    """What the file holds that the Blender mesh cannot: faces with a repeated vertex (with their places in the
+    face list and a digest of the faces Blender holds instead), the normal and uv of vertices no face uses,
+    and vertex records with non-finite values (written again while Blender still holds the same)."""
+    records = packet.faces if packet.type == "WALK" else packet.vertices
+    dropped = np.flatnonzero(~faces_kept)
+    if len(dropped):
+        extras["dropped"] = _rows_extras(packet.faces, dropped)
+        kept_v = packet.faces["v"][faces_kept] if packet.type == "WALK" else packet.faces[faces_kept]
+        extras["faces_digest"] = zlib.crc32(np.ascontiguousarray(kept_v, np.int32).tobytes())
+    if packet.type == "WALK":
+        return
+    used = np.zeros(len(records), bool)
+    used[packet.faces[faces_kept].reshape(-1)] = True
+    if not used.all():
+        extras["loose"] = _rows_extras(records, np.flatnonzero(~used))
+    bad = _non_finite_rows(records)
+    if len(bad):
+        extras["non_finite"] = _rows_extras(records, bad)
+
+
 def _mesh_object(packet, cmesh: cm.Mesh, arm_ob, base_dir: str, created: list, warnings: list[str]):
-    extras = cmesh.extras["mdb"]
+    extras = dict(cmesh.extras["mdb"])
+    faces_kept = ~_degenerate(cmesh.triangles)
+    _file_only_extras(packet, extras, faces_kept)
     groups: list[str] = []
     if packet.type == "SKIN":
         groups = _skin_groups(packet, cmesh, arm_ob)
@@ -194,14 +247,15 @@ def _mesh_object(packet, cmesh: cm.Mesh, arm_ob, base_dir: str, created: list, w
         me = bpy.data.meshes.new(packet.name_text or packet.type)
         created.append(me)
     nv = len(cmesh.positions)
-    if len(me.polygons) != len(cmesh.triangles):
-        warnings.append(f"{packet.name_text}: degenerate faces dropped; this packet will not export identically")
+    if not faces_kept.all():
+        warnings.append(f"{packet.name_text}: its {int((~faces_kept).sum())} faces with a repeated vertex are kept "
+                        "for export while the mesh is unchanged")
     ob = bpy.data.objects.new(packet.name_text or packet.type, me)
     created.append(ob)
     if walk:
         for mat in _walk_materials(extras["walk_materials"], created):
             me.materials.append(mat)
-        _put(me, A_WALK_FLAGS, "INT", "FACE", "value", packet.faces["flags"].view(np.int32))
+        _put(me, A_WALK_FLAGS, "INT", "FACE", "value", packet.faces["flags"][faces_kept].view(np.int32))
         _put(me, A_WALK_Z, "FLOAT", "POINT", "value", packet.vertices[:, 2].astype(np.float32))
     else:
         v = packet.vertices
@@ -218,7 +272,6 @@ def _mesh_object(packet, cmesh: cm.Mesh, arm_ob, base_dir: str, created: list, w
             ob[SKELETON_PROP] = skeleton
         if packet.type in ("RIGD", "SKIN"):
             me.materials.append(_material(extras, packet.name_text or packet.type, base_dir, created))
-    extras = dict(extras)
     extras["digest"] = _positions_digest(cmesh.positions if not walk else shown.positions)
     extras["vertices"] = nv
     ob[PROP] = json.dumps(extras)
@@ -555,35 +608,63 @@ def _first_corner(me) -> np.ndarray:
     return first
 
 
-def _kept_mesh_packet(ob, kept: dict, ptype: str, opts: _Options, warnings: list[str]):
-    """The packet of an imported mesh object, from its own vertices 1:1 (None when its data no longer fits)."""
-    me = ob.data
-    nv, nf, nl = len(me.vertices), len(me.polygons), len(me.loops)
-    if nl != 3 * nf or (ptype != "WALK" and A_UVW_Z not in me.attributes):
+def _placement(ob) -> np.ndarray | None:
+    """The object's world matrix when its kept vertex data can follow it; None for a projection or a mirror
+    (a mirrored object's faces turn over: the new-object way handles that)."""
+    m = np.array(ob.matrix_world, np.float64)
+    if not np.array_equal(m[3], (0, 0, 0, 1)) or np.linalg.det(m[:3, :3]) <= 0:
         return None
-    if not np.array_equal(np.array(ob.matrix_world), np.eye(4)):
-        return None  # a moved object: its world-space mesh goes the new-object way
-    pos = _get(me.attributes.get("position"), "vector", nv, 3, np.float32)
-    faces = _get(me.attributes.get(".corner_vert"), "value", nl, 1, np.int32).reshape(-1, 3)
-    if nv > MAX_VERTICES:
-        raise ExportError(f"{ob.name}: {nv} vertices in one packet; u16 faces reach 65,536")
-    name = _packet_name(ob, kept, warnings)
-    extra = bytes.fromhex(kept.get("extra", ""))
-    if ptype == "WALK":
-        if A_WALK_Z in me.attributes:
-            kept_z = _get(me.attributes[A_WALK_Z], "value", nv, 1, np.float32)
-            at_shown = (pos[:, 2] == np.float32(convert.WALK_SENTINEL_SHOWN_Z)) & \
-                (kept_z == np.float32(convert.WALK_SENTINEL_Z))
-            pos[at_shown, 2] = kept_z[at_shown]
-        flags = _walk_flags(ob, me, nf)
-        wf = np.zeros(nf, mdb.WALK_FACE)
-        wf["v"] = faces
-        wf["flags"] = flags
-        return mdb.WalkPacket(name, int(kept.get("ui_flags", 0)), pos, wf, extra)
+    return m
+
+
+def _placed(m: np.ndarray, positions: np.ndarray, normals=None, tangents=None, binormals=None) -> tuple:
+    """Positions, normals, tangents and binormals of a moved object in world space: a vector keeps the length
+    the file stored (some files store non-unit normals), and under a translation alone its bytes."""
+    positions = (positions.astype(np.float64) @ m[:3, :3].T + m[:3, 3]).astype(np.float32)
+    linear = m[:3, :3]
+    if np.array_equal(linear, np.eye(3)):
+        return positions, normals, tangents, binormals
+
+    def turn(vectors, matrix):
+        if vectors is None:
+            return None
+        before = vectors.astype(np.float64)
+        after = before @ matrix.T
+        old = np.linalg.norm(before, axis=1, keepdims=True)
+        new = np.linalg.norm(after, axis=1, keepdims=True)
+        return (after * np.divide(old, new, out=np.zeros_like(old), where=new > 0)).astype(np.float32)
+
+    return positions, turn(normals, np.linalg.inv(linear).T), turn(tangents, linear), turn(binormals, linear)
+
+
+def _kept_faces(ob, faces: np.ndarray, records: np.ndarray, kept: dict, warnings: list[str]) -> np.ndarray:
+    """The face records to write: the file's faces with a repeated vertex put back in their places while the
+    faces Blender holds are those of the import; once the mesh changed, Blender's faces (and a warning)."""
+    dropped = kept.get("dropped")
+    if not dropped:
+        return records
+    at, raw = _rows_from_extras(dropped, records.dtype)
+    if zlib.crc32(np.ascontiguousarray(faces, np.int32).tobytes()) == kept.get("faces_digest"):
+        return np.insert(records, at - np.arange(len(at)), raw.reshape(len(at), *records.shape[1:]), axis=0)
+    warnings.append(f"{ob.name}: the mesh changed; the file's {len(at)} faces with a repeated vertex are not "
+                    "written")
+    return records
+
+
+def _corner_data(me, faces: np.ndarray, ptype: str, kept: dict) -> tuple | None:
+    """(first corner of each vertex, normals, uv, vertices without a face) of an imported mesh, one value per
+    vertex; None when a vertex's corners now differ (a new seam) or the vertices no face uses are not the
+    file's. Such a vertex has no corner in Blender: its normal and uv are the file's."""
+    nv, nl = len(me.vertices), len(me.loops)
     first = _first_corner(me)
-    if (first < 0).any():
-        return None  # loose vertices carry no corner data
-    corner_vert = faces.reshape(-1)
+    loose = np.flatnonzero(first < 0)
+    file_loose = None
+    if len(loose):
+        if "loose" not in kept or kept.get("vertices") != nv:
+            return None
+        rows, file_loose = _rows_from_extras(kept["loose"], mdb.VERTEX_DTYPES[ptype])
+        if not np.array_equal(rows, loose):
+            return None
     nrm_attr = me.attributes.get("custom_normal")
     if nrm_attr is not None and nrm_attr.data_type == "FLOAT_VECTOR" and nrm_attr.domain == "CORNER":
         corner_normals = _get(nrm_attr, "vector", nl, 3, np.float32)
@@ -596,7 +677,7 @@ def _kept_mesh_packet(ob, kept: dict, ptype: str, opts: _Options, warnings: list
         corner_uv = np.empty(nl * 2, np.float32)
         me.uv_layers[0].uv.foreach_get("vector", corner_uv)
         corner_uv = corner_uv.reshape(nl, 2)
-    first_of_corner = first[corner_vert]
+    first_of_corner = first[faces.reshape(-1)]
     for corner_data in (corner_normals, corner_uv):
         if corner_data is None:
             continue
@@ -604,26 +685,78 @@ def _kept_mesh_packet(ob, kept: dict, ptype: str, opts: _Options, warnings: list
         rows = rows.reshape(-1)  # one opaque value per corner: compared bit for bit
         if not (rows == np.take(rows, first_of_corner)).all():
             return None  # a vertex whose corners now differ (a new seam): split the new-object way
-    normals = corner_normals[first]
-    uv = None if corner_uv is None else corner_uv[first]
-    moved = _positions_digest(pos) != kept.get("digest")
-    tangents = binormals = uvw_z = None
-    if ptype in ("RIGD", "SKIN"):
-        if moved and uv is not None:
-            me.calc_tangents(uvmap=me.uv_layers[0].name)
-            t = np.empty(nl * 3, np.float32)
-            me.loops.foreach_get("tangent", t)
-            s = np.empty(nl, np.float32)
-            me.loops.foreach_get("bitangent_sign", s)
-            t4 = np.concatenate([t.reshape(nl, 3)[first], s[first, None]], axis=1)
-            tangents, binormals, uvw_z = convert.tangent_frame(normals, t4)
-            me.free_tangents()
-        else:
-            tangents = _get(me.attributes[A_TANGENT], "vector", nv, 3, np.float32)
-            binormals = _get(me.attributes[A_BINORMAL], "vector", nv, 3, np.float32)
-            uvw_z = _get(me.attributes[A_UVW_Z], "value", nv, 1, np.float32)
-    else:
-        uvw_z = _get(me.attributes[A_UVW_Z], "value", nv, 1, np.float32)
+    normals = corner_normals[first] if nl else np.zeros((nv, 3), np.float32)
+    uv = None if corner_uv is None else corner_uv[first] if nl else np.zeros((nv, 2), np.float32)
+    if file_loose is not None:
+        normals[loose] = file_loose["normal"]
+        if uv is not None:
+            uv[loose] = np.stack([file_loose["uvw"][:, 0], -file_loose["uvw"][:, 1]], axis=1)
+    return first, normals, uv, loose
+
+
+def _kept_frame(me, ptype: str, normals: np.ndarray, uv, first: np.ndarray, changed: bool) -> tuple:
+    """(tangents, binormals, uvw.z): the kept ones; where the positions changed, MikkTSpace's for every vertex
+    with a corner (a vertex without one keeps the file's)."""
+    nv, nl = len(me.vertices), len(me.loops)
+    uvw_z = _get(me.attributes[A_UVW_Z], "value", nv, 1, np.float32)
+    if ptype not in ("RIGD", "SKIN"):
+        return None, None, uvw_z
+    tangents = _get(me.attributes[A_TANGENT], "vector", nv, 3, np.float32)
+    binormals = _get(me.attributes[A_BINORMAL], "vector", nv, 3, np.float32)
+    if changed and uv is not None and nl:
+        me.calc_tangents(uvmap=me.uv_layers[0].name)
+        t = np.empty(nl * 3, np.float32)
+        me.loops.foreach_get("tangent", t)
+        s = np.empty(nl, np.float32)
+        me.loops.foreach_get("bitangent_sign", s)
+        me.free_tangents()
+        has = first >= 0
+        t4 = np.concatenate([t.reshape(nl, 3)[first[has]], s[first[has], None]], axis=1)
+        tangents[has], binormals[has], uvw_z[has] = convert.tangent_frame(normals[has], t4)
+    return tangents, binormals, uvw_z
+
+
+def _kept_walk_packet(ob, me, kept: dict, pos: np.ndarray, faces: np.ndarray, matrix: np.ndarray | None,
+                      warnings: list[str]) -> mdb.WalkPacket:
+    """A WALK packet from its mesh: link vertices (shown at z = −20) back at z = −1,000,000, moved or not."""
+    link = np.zeros(len(pos), bool)
+    if A_WALK_Z in me.attributes:
+        kept_z = _get(me.attributes[A_WALK_Z], "value", len(pos), 1, np.float32)
+        link = (pos[:, 2] == np.float32(convert.WALK_SENTINEL_SHOWN_Z)) & \
+            (kept_z == np.float32(convert.WALK_SENTINEL_Z))
+    if matrix is not None:
+        pos = _placed(matrix, pos)[0]
+    pos[link, 2] = np.float32(convert.WALK_SENTINEL_Z)
+    wf = np.zeros(len(faces), mdb.WALK_FACE)
+    wf["v"] = faces
+    wf["flags"] = _walk_flags(ob, me, len(faces))
+    return mdb.WalkPacket(_packet_name(ob, kept, warnings), int(kept.get("ui_flags", 0)), pos,
+                          _kept_faces(ob, faces, wf, kept, warnings), bytes.fromhex(kept.get("extra", "")))
+
+
+def _kept_mesh_packet(ob, kept: dict, ptype: str, opts: _Options, warnings: list[str]):
+    """The packet of an imported mesh object, from its own vertices 1:1 (None when its data no longer fits); a
+    moved object's vertices go to world space with the rest of their kept data."""
+    me = ob.data
+    nv, nf, nl = len(me.vertices), len(me.polygons), len(me.loops)
+    if nl != 3 * nf or (ptype != "WALK" and A_UVW_Z not in me.attributes):
+        return None
+    matrix = _placement(ob)
+    if matrix is None:
+        return None
+    moved = None if np.array_equal(matrix, np.eye(4)) else matrix
+    pos = _get(me.attributes.get("position"), "vector", nv, 3, np.float32)
+    faces = _get(me.attributes.get(".corner_vert"), "value", nl, 1, np.int32).reshape(-1, 3)
+    if nv > MAX_VERTICES:
+        raise ExportError(f"{ob.name}: {nv} vertices in one packet; u16 faces reach 65,536")
+    if ptype == "WALK":
+        return _kept_walk_packet(ob, me, kept, pos, faces, moved, warnings)
+    corners = _corner_data(me, faces, ptype, kept)
+    if corners is None:
+        return None
+    first, normals, uv, _ = corners
+    changed = _positions_digest(pos) != kept.get("digest")
+    tangents, binormals, uvw_z = _kept_frame(me, ptype, normals, uv, first, changed)
     material = _mesh_material(ob, kept, warnings)
     skeleton = bytes(mdb.NAME_SIZE)
     weights = bones = count = None
@@ -637,8 +770,39 @@ def _kept_mesh_packet(ob, kept: dict, ptype: str, opts: _Options, warnings: list
             bones = np.where(same[:, None], kept_b, bones)
             weights = np.where(same[:, None], kept_w, weights)
             count = np.where(same, _get(me.attributes[A_BONE_COUNT], "value", nv, 1, np.float32), np.float32(4))
+    if moved is not None:
+        pos, normals, tangents, binormals = _placed(moved, pos, normals, tangents, binormals)
     vertices = convert.mesh_vertices(ptype, pos, normals, uv, tangents, binormals, uvw_z, weights, bones, count)
-    return mdb.MeshPacket(ptype, name, material, vertices, faces.astype(np.uint16), skeleton, extra)
+    return mdb.MeshPacket(ptype, _packet_name(ob, kept, warnings), material, vertices,
+                          _kept_faces(ob, faces, faces.astype(np.uint16), kept, warnings), skeleton,
+                          bytes.fromhex(kept.get("extra", "")))
+
+
+def _file_values(packet, kept: dict) -> np.ndarray:
+    """Vertices whose record holds the file's non-finite values, bytes and all (an element Blender left
+    unchanged: written again, not refused)."""
+    d = kept.get("non_finite")
+    if not d or not isinstance(packet, mdb.MeshPacket) or kept.get("vertices") != len(packet.vertices):
+        return np.zeros(0, np.int64)
+    rows, raw = _rows_from_extras(d, packet.vertices.dtype)
+    now = np.ascontiguousarray(packet.vertices[rows]).view(np.uint8).reshape(len(rows), -1)
+    return rows[(now == raw.view(np.uint8).reshape(len(rows), -1)).all(axis=1)]
+
+
+def _without_file_values(m: mdb.MdbFile, file_values: list) -> mdb.MdbFile:
+    """The records as checked before writing: the file's own non-finite values (see `_file_values`) read as 0,
+    so that the refusal applies to values that come from Blender."""
+    swapped = {}
+    for packet, rows in file_values:
+        vertices = packet.vertices.copy()
+        for name in vertices.dtype.names:
+            column = vertices[name]
+            if column.dtype.kind == "f":
+                part = column[rows]
+                part[~np.isfinite(part)] = 0
+                column[rows] = part
+        swapped[id(packet)] = dataclasses.replace(packet, vertices=vertices)
+    return mdb.MdbFile([swapped.get(id(p), p) for p in m.packets], m.major, m.minor) if swapped else m
 
 
 def _same_influences(kb, kw, b, w) -> np.ndarray:
@@ -734,6 +898,9 @@ def _new_mesh_packets(context, ob, ptype: str, opts: _Options, warnings: list[st
     """The packets of a mesh object without kept vertex data (new, moved, or with new seams): its world-space
     evaluated mesh split per corner, tangents by MikkTSpace, one packet per material slot in use (an MDB packet
     has one material); the kept name, material and skeleton still apply."""
+    if kept and kept.get("dropped"):
+        warnings.append(f"{ob.name}: the mesh changed; the file's {len(kept['dropped']['rows'])} faces with a "
+                        "repeated vertex are not written")
     depsgraph = context.evaluated_depsgraph_get()
     matrix = np.array(ob.matrix_world, np.float64)
     cmesh = bmesh_.read_mesh(ob, depsgraph, matrix, {}, 4, warnings, tangents=ptype in ("RIGD", "SKIN"))
@@ -848,7 +1015,14 @@ def _export_objects(context, collection) -> tuple[list, list]:
 
 def gather(context, collection=None, skeleton: str | None = None, limit_weights: bool = False,
            armature=None) -> tuple[mdb.MdbFile, list[str]]:
+    m, warnings, _ = _gather(context, collection, skeleton, limit_weights, armature)
+    return m, warnings
+
+
+def _gather(context, collection, skeleton: str | None, limit_weights: bool, armature) -> tuple:
+    """(records, warnings, [(packet, vertices holding the file's own non-finite values)])."""
     warnings: list[str] = []
+    file_values = []
     opts = _Options(skeleton, limit_weights, _armature(armature))
     context.view_layer.update()  # matrices of objects moved since the last update
     objects, models = _export_objects(context, collection)
@@ -888,6 +1062,8 @@ def gather(context, collection=None, skeleton: str | None = None, limit_weights:
                 continue
             packet = _kept_mesh_packet(ob, kept, ptype, opts, warnings) if kept and kept.get("type") == ptype \
                 else None
+            if packet is not None and kept.get("non_finite"):
+                file_values.append((packet, _file_values(packet, kept)))
             packets = [packet] if packet is not None else \
                 _new_mesh_packets(context, ob, ptype, opts, warnings, kept if kept and kept.get("type") == ptype else None)
             for k, packet in enumerate(packets):
@@ -930,15 +1106,15 @@ def gather(context, collection=None, skeleton: str | None = None, limit_weights:
     if kept_model and kept_model.get("packets") == len(out.packets):
         out.gaps = [bytes.fromhex(g) for g in kept_model.get("gaps", [])]
         out.tail = bytes.fromhex(kept_model.get("tail", ""))
-    return out, warnings
+    return out, warnings, file_values
 
 
 def export_mdb(context, path: str, collection=None, skeleton: str | None = None, limit_weights: bool = False,
                armature=None) -> list[str]:
-    m, warnings = gather(context, collection, skeleton, limit_weights, armature)
+    m, warnings, file_values = _gather(context, collection, skeleton, limit_weights, armature)
     if not m.packets and (collection is None or PROP not in collection):
         raise ExportError("nothing to export: no mesh or MDB empty is visible")
-    errors = [f for f in mdb_check.validate(m) if f.severity == "error"]
+    errors = [f for f in mdb_check.validate(_without_file_values(m, file_values)) if f.severity == "error"]
     if errors:  # NaN/Inf and indices out of range: refused, never written (docs/architecture.md §7.4)
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise ExportError(f"{errors[0].element}: {errors[0].field}: {errors[0].message}{more}")

@@ -527,7 +527,7 @@ def test_packet_type_wins_over_the_naming_convention(clean_scene, tmp_path):
     assert all(o.active_material is not None for o in result.objects)
 
 
-def test_non_finite_values_import_with_a_warning_and_export_is_refused(clean_scene, tmp_path):
+def test_non_finite_values_import_with_a_warning_and_export_is_refused_once_edited(clean_scene, tmp_path):
     nan = float("nan")
     verts = [((0, 0, 0), (0, 0, nan), (1, 0, 0), (0, -1, 0), (0, 0, 1)),
              ((1, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (1, 0, 1)),
@@ -536,6 +536,11 @@ def test_non_finite_values_import_with_a_warning_and_export_is_refused(clean_sce
     src.write_bytes(mdb_file(rigd("bad", verts, [(0, 1, 2)])))
     result = blender_io.import_mdb(bpy.context, str(src))
     assert any("vertex 0" in w and "normal" in w for w in result.warnings)
+    # untouched: the file's own bytes, the NaN included
+    blender_io.export_mdb(bpy.context, str(tmp_path / "same.mdb"), collection=bpy.data.collections["nan"])
+    assert (tmp_path / "same.mdb").read_bytes() == src.read_bytes()
+    # the vertex edited: its record now comes from Blender, and Blender's NaN is refused
+    bpy.data.objects["bad"].data.vertices[0].co.z += 0.5
     with pytest.raises(ExportError, match=r"RIGD \(bad\) vertex 0: normal: not a finite number"):
         blender_io.export_mdb(bpy.context, str(tmp_path / "out.mdb"), collection=bpy.data.collections["nan"])
     assert not (tmp_path / "out.mdb").exists()
@@ -618,3 +623,89 @@ def test_a_mesh_with_two_materials_becomes_two_packets(clean_scene, tmp_path):
     assert packets[0].material.diffuse_color.tolist() == [1, 0, 0]
     assert packets[1].material.diffuse_color.tolist() == [0, 0, 1]
     assert packets[1].vertices["position"].tolist() == [[1, 0, 0], [0, 1, 0], [1, 1, 0]]
+
+
+# -- what Blender cannot hold, kept while unchanged; moved objects keep their kept data ---------------------
+
+def test_faces_with_a_repeated_vertex_come_back_until_the_faces_change(clean_scene, tmp_path):
+    import bmesh
+
+    path = MDB_DIR / "ovr_w_rapr221_b.mdb"
+    before = mdb.read(path.read_bytes()).packets[0]
+    f = before.faces
+    repeated = (f[:, 0] == f[:, 1]) | (f[:, 1] == f[:, 2]) | (f[:, 0] == f[:, 2])
+    assert repeated.sum() == 9
+    blender_io.import_mdb(bpy.context, str(path))
+    ob = bpy.data.objects["w_rapr221_b"]
+    assert len(ob.data.polygons) == len(f) - 9
+    out = tmp_path / "same.mdb"
+    assert blender_io.export_mdb(bpy.context, str(out), collection=bpy.data.collections[path.stem]) == []
+    assert out.read_bytes() == path.read_bytes()
+    ob.data.vertices[0].co.x += 0.25  # positions edited, faces not: the file's faces still
+    warnings = blender_io.export_mdb(bpy.context, str(out), collection=bpy.data.collections[path.stem])
+    after = mdb.read(out.read_bytes()).packets[0]
+    assert after.faces.tobytes() == f.tobytes() and not warnings
+    assert after.vertices["tangent"][1:].tobytes() != before.vertices["tangent"][1:].tobytes()  # new frame
+    bm = bmesh.new()
+    bm.from_mesh(ob.data)
+    bm.faces.ensure_lookup_table()
+    bmesh.ops.delete(bm, geom=[bm.faces[0]], context="FACES_ONLY")
+    bm.to_mesh(ob.data)
+    bm.free()
+    warnings = blender_io.export_mdb(bpy.context, str(out), collection=bpy.data.collections[path.stem])
+    after = mdb.read(out.read_bytes()).packets[0]
+    assert any("9 faces with a repeated vertex are not written" in w for w in warnings)
+    g = after.faces
+    assert len(g) < len(f) - 9 and not ((g[:, 0] == g[:, 1]) | (g[:, 1] == g[:, 2]) | (g[:, 0] == g[:, 2])).any()
+
+
+def test_walk_face_with_a_repeated_vertex_and_its_flags_come_back(clean_scene, tmp_path):
+    from test_mdb_layout import walk
+
+    data = mdb_file(walk("floor_W", [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, -1e6)],
+                         [(0, 1, 2, 0x41), (1, 1, 3, 0x9), (1, 3, 2, 0x11)]))
+    src = tmp_path / "floor.mdb"
+    src.write_bytes(data)
+    written, _ = _roundtrip(src, tmp_path)
+    assert written == data
+    assert len(bpy.data.objects["floor_W"].data.polygons) == 2
+
+
+def test_moved_skin_keeps_bone_counts_and_the_stored_normal_lengths(clean_scene, tmp_path):
+    verts = [((k * 0.1, (k % 2) * 0.1, 0), (0, 0, 2.0) if k else (2.0, 0, 0), (1, 0, 0, 0), (3, 0, 0, 0),
+              (1, 0, 0), (0, -1, 0), (k * 0.1, 0, 1), float(k % 4 + 1)) for k in range(4)]
+    data = mdb_file(skin("body", "P_HHM_skel", verts, [(0, 1, 2), (1, 3, 2)]))
+    src = tmp_path / "body.mdb"
+    src.write_bytes(data)
+    blender_io.import_mdb(bpy.context, str(src))
+    ob = bpy.data.objects["body"]
+    ob.location = (1, 2, 3)
+    out = tmp_path / "moved.mdb"
+    blender_io.export_mdb(bpy.context, str(out), collection=bpy.data.collections["body"])
+    before = mdb.read(data).packets[0].vertices
+    after = mdb.read(out.read_bytes()).packets[0].vertices
+    assert after["bone_count"].tolist() == [1, 2, 3, 4]
+    assert np.allclose(after["position"], before["position"] + np.float32([1, 2, 3]))
+    for name in ("normal", "tangent", "binormal", "uvw", "weights", "bones"):  # a translation: their bytes
+        assert after[name].tobytes() == before[name].tobytes(), name
+    ob.rotation_euler = (0, 0, np.pi / 2)
+    blender_io.export_mdb(bpy.context, str(out), collection=bpy.data.collections["body"])
+    after = mdb.read(out.read_bytes()).packets[0].vertices
+    assert after["bone_count"].tolist() == [1, 2, 3, 4]
+    assert np.allclose(after["normal"], [(0, 2, 0), (0, 0, 2), (0, 0, 2), (0, 0, 2)], atol=1e-6)
+    assert np.allclose(after["tangent"], [(0, 1, 0)] * 4, atol=1e-6)
+
+
+def test_moved_walk_keeps_its_link_vertices(clean_scene, tmp_path):
+    path = MDB_DIR / "nwnlibd_PLC_MC_BALCONY3.MDB"
+    blender_io.import_mdb(bpy.context, str(path))
+    bpy.data.objects["PLC_MC_BALCONY3_W"].location = (1, 2, 3)
+    out = tmp_path / "moved.mdb"
+    blender_io.export_mdb(bpy.context, str(out), collection=bpy.data.collections[path.stem])
+    before = mdb.read(path.read_bytes()).of_type("WALK")[0]
+    after = mdb.read(out.read_bytes()).of_type("WALK")[0]
+    link = before.vertices[:, 2] == np.float32(-1e6)
+    assert link.sum() == 18 and (after.vertices[link, 2] == np.float32(-1e6)).all()
+    assert np.allclose(after.vertices[link, :2], before.vertices[link, :2] + np.float32([1, 2]))
+    assert np.allclose(after.vertices[~link], before.vertices[~link] + np.float32([1, 2, 3]))
+    assert after.faces.tobytes() == before.faces.tobytes()

@@ -20,8 +20,16 @@ LAYOUT = {b"RIGD": (212, 60, 6), b"SKIN": (244, 84, 6), b"COL2": (212, 36, 6), b
           b"WALK": (52, 12, 10)}
 
 
+def _readme_samples() -> set[str]:
+    """The MDB files the test data README lists (rows of its table whose folder column is `mdb`)."""
+    rows = (line.split("|") for line in (MDB_DIR.parent / "README.md").read_text(encoding="utf-8").splitlines())
+    return {cells[2].strip() for cells in rows if len(cells) > 3 and cells[1].strip() == "mdb"}
+
+
 def test_every_sample_is_found():
-    assert len(SAMPLES) == 5 and any(p.suffix == ".MDB" for p in SAMPLES)
+    listed = _readme_samples()
+    assert len(listed) >= 7 and any(name.endswith(".MDB") for name in listed)
+    assert {p.name for p in SAMPLES} == listed
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
@@ -36,8 +44,10 @@ def test_sample_packet_sizes_match_counts_and_write_back(path):
             header, vsize, fsize = LAYOUT[ptype]
             nv, nf = struct.unpack_from("<II", data, offset + header - 8)
             assert size + 8 == header + nv * vsize + nf * fsize
+        elif ptype == b"COLS":  # u32 count, then (u32 bone, f32 radius) per sphere
+            assert size == 4 + 8 * struct.unpack_from("<I", data, offset + 8)[0]
         else:
-            assert size + 8 == 92 and ptype == b"HAIR"
+            assert size + 8 == 92 and ptype in (b"HOOK", b"HAIR", b"HELM")
     m = mdb.read(data)
     assert len(m.packets) == n and not m.warnings and not m.tail
     assert_same_bytes(mdb.write(m), data, mdb.read)
@@ -65,11 +75,48 @@ def test_info_packet_counts_and_walk_flags():
     assert [p.get("vertices") for p in hair["packets"]] == [88, 47, 25, None]
 
 
+def _non_finite_vertex_fields(data: bytes) -> list[tuple[int, int, str]]:
+    """(packet, vertex, field) of every non-finite float in the vertex records, found from the bytes with the
+    layout table (float fields only: SKIN's u8 bone indices excluded)."""
+    floats = {b"RIGD": {"position": 0, "normal": 12, "tangent": 24, "binormal": 36, "uvw": 48},
+              b"SKIN": {"position": 0, "normal": 12, "weights": 24, "tangent": 44, "binormal": 56, "uvw": 68,
+                        "bone_count": 80}}
+    out = []
+    (n,) = struct.unpack_from("<I", data, 8)
+    for k in range(n):
+        ptype, offset = struct.unpack_from("<4sI", data, 12 + 8 * k)
+        if ptype not in floats:
+            continue
+        header, vsize, _ = LAYOUT[ptype]
+        (nv,) = struct.unpack_from("<I", data, offset + header - 8)
+        records = np.frombuffer(data, np.uint8, nv * vsize, offset + header).reshape(nv, vsize)
+        for field, at in floats[ptype].items():
+            width = {"weights": 4, "bone_count": 1}.get(field, 3)
+            values = records[:, at:at + 4 * width].copy().view("<f4")
+            out += [(k, int(v), field) for v in np.flatnonzero(~np.isfinite(values).all(axis=1))]
+    return out
+
+
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
 def test_check_samples_clean(path):
+    """Every sample is clean but for the non-finite values it stores (Helm05 as published): each is reported as
+    an error naming its packet, vertex and field, and the records still write back identical."""
+    data = path.read_bytes()
+    expected = _non_finite_vertex_fields(data)
+    assert bool(expected) == (path.name == "ovr_P_EEF_DMCB_Helm05.MDB")
     lines = []
-    assert check.check(str(path), path.read_bytes(), lines.append) == 0
-    assert lines[-2:] == ["0 error(s), 0 warning(s)", "roundtrip: identical"]
+    assert check.check(str(path), data, lines.append) == (1 if expected else 0)
+    findings, roundtrip = check.check.findings(data)
+    assert roundtrip == "roundtrip: identical"
+    assert [(f.severity, f.field) for f in findings] == [("error", field) for _, _, field in expected]
+    for finding, (k, v, field) in zip(findings, expected):
+        assert finding.element.startswith(f"packet {k} ") and finding.element.endswith(f" vertex {v}")
+        ptype, offset = struct.unpack_from("<4sI", data, 12 + 8 * k)
+        header, vsize, _ = LAYOUT[ptype]
+        record = offset + header + v * vsize
+        assert record <= finding.offset < record + vsize
+        assert not np.isfinite(np.frombuffer(data, "<f4", 1, finding.offset)[0])
+    assert lines[-2:] == [f"{len(expected)} error(s), 0 warning(s)", "roundtrip: identical"]
 
 
 def test_material_fields_are_read_at_their_offsets():
