@@ -275,13 +275,15 @@ def exportable_objects(context, selected_only: bool = False) -> tuple[list, obje
 
 
 def gather_scene(context, selected_only: bool = False, max_influences: int = 4,
-                 deform_only: bool = False, tangents: bool = True) -> tuple[cm.Scene, list[str]]:
+                 deform_only: bool = False, tangents: bool = True, objects: tuple | None = None
+                 ) -> tuple[cm.Scene, list[str]]:
     """Read what would be exported into a core Scene (world space, Blender axes); `tangents=False` for formats
     that do not store them (they cost a MikkTSpace pass). Read-only for the user:
     the armature is switched to Rest Position and meshes with shape keys to their basis key (shape key
-    lock) while reading, and both are put back in `finally`."""
+    lock) while reading, and both are put back in `finally`. `objects`: the (meshes, armature) of
+    `exportable_objects`, when the caller has them already."""
     warnings: list[str] = []
-    meshes, arm_ob = exportable_objects(context, selected_only)
+    meshes, arm_ob = objects if objects is not None else exportable_objects(context, selected_only)
     lod_levels = [ob for ob in meshes if int(ob.get(LOD_PROP, 0)) > 0]
     if lod_levels:
         meshes = [ob for ob in meshes if ob not in lod_levels]

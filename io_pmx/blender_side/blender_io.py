@@ -20,6 +20,7 @@ from . import mmd as blender_mmd
 from ..model import convert
 from ..model import pmx
 from ..model.validate import raise_for_errors, validate
+from ..rig.bone_map import load_bone_map
 from ..motion.names import shorten_bone_names
 
 # Faults that would index out of range or loop when building: import refuses them (docs/architecture.md §7.1).
@@ -76,10 +77,14 @@ def blender_import(context, path: str, options) -> list[str]:
     return import_pmx(context, path).warnings
 
 
-def gather_model(context, scale: float | None = None, selected_only: bool = False) -> tuple[pmx.PmxModel, list[str]]:
-    """The PMX records export would write (read-only), not yet validated."""
-    meshes, arm_ob = bscene.exportable_objects(context, selected_only)
-    core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only, tangents=False)
+def gather_model(context, scale: float | None = None, selected_only: bool = False, objects: tuple | None = None
+                 ) -> tuple[pmx.PmxModel, list[str]]:
+    """The PMX records export would write (read-only), not yet validated. `objects`: the (meshes, armature) of
+    `exportable_objects`, when the caller has them already."""
+    objects = objects if objects is not None else bscene.exportable_objects(context, selected_only)
+    meshes, arm_ob = objects
+    core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only, tangents=False,
+                                               objects=objects)
     if not core_scene.meshes:
         raise ExportError("nothing to export: no visible mesh with faces")
     blender_mmd.read_extras(core_scene, arm_ob, meshes)
@@ -144,8 +149,9 @@ def export_model(context, path: str, scale: float | None = None, selected_only: 
     images the materials use next to the PMX (`blender_textures`); `before_write(model, names)`: called with
     the records and the name map before they are validated and written (it may change them), returns
     warnings."""
-    model, warnings = gather_model(context, scale, selected_only)
-    _, arm_ob = bscene.exportable_objects(context, selected_only)
+    objects = bscene.exportable_objects(context, selected_only)
+    meshes, arm_ob = objects
+    model, warnings = gather_model(context, scale, selected_only, objects)
     from_pmx = arm_ob is not None and bool((blender_mmd.stored_extras(arm_ob, []) or {}).get("name"))
     if model_name or not from_pmx:
         name = model_name
@@ -164,7 +170,7 @@ def export_model(context, path: str, scale: float | None = None, selected_only: 
     if textures:
         from .textures import write_textures
 
-        written, more = write_textures(context, model, os.path.dirname(os.path.abspath(path)), selected_only)
+        written, more = write_textures(context, model, os.path.dirname(os.path.abspath(path)), meshes)
         warnings += more
     names = {}
     if arm_ob is not None:
@@ -209,16 +215,17 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     model_name = _given_name(context, name, options)
     from . import motion_retarget as blender_vmd_retarget
 
+    bone_map = load_bone_map(options.bone_map) if options.bone_map else None  # once, for the model and motions
     pending: list = []
 
     def motions(model, names) -> list[str]:  # made before the PMX is written: they fit its knee limits
-        built, more = blender_vmd_retarget.build_target_motions(context, options, scale, model, names)
+        built, more = blender_vmd_retarget.build_target_motions(context, options, scale, model, names, bone_map)
         pending.extend(built)
         return more
 
     written, warnings, _, _ = export_model(
         context, path, scale, mmd_rig=options.mmd_rig,
-        bone_map=options.bone_map, arm_angle=options.arm_angle,
+        bone_map=bone_map, arm_angle=options.arm_angle,
         model_name=model_name, textures=True, before_write=motions)
     written += blender_vmd_retarget.write_motions(outdir, pending)
     return written, warnings

@@ -64,14 +64,14 @@ from ..motion.retarget import fit_chain_fractions, fraction_curves, midpoint_fra
 PATH_TOLERANCE = 1e-4  # of the model's height: how far an IK bone's path may leave the line between two keys
 
 
-def build_target_motions(context, options, scale: float | None, model, names: dict | None = None
-                         ) -> tuple[list[tuple[str, vmd.Motion]], list[str]]:
+def build_target_motions(context, options, scale: float | None, model, names: dict | None = None,
+                         bone_map: dict | None = None) -> tuple[list[tuple[str, vmd.Motion]], list[str]]:
     """`convert --to pmx`'s motions for `model`, the PMX records about to be written: one (file stem, motion)
     per action of the model's armature, made in memory. Plain: each action's keys (`export_motion`), bone
     names through `names` (Blender bone → the shortened name the PMX uses). With `--mmd-rig` or `--arm-angle`:
     retargeted onto `model` (its bones, parents and rest positions are the ones `mmd_rig.apply` made, see
     `export_rigged_motion`), and with the rig the knee limits of `model` are fitted to the knee keys
-    (`mmd_knees.fit_knees`)."""
+    (`mmd_knees.fit_knees`). `bone_map`: the `--bone-map` as loaded (its file is read once per conversion)."""
     arm_ob = next((o for o in context.view_layer.objects if o.type == "ARMATURE"), None)
     if arm_ob is None:
         return [], []
@@ -84,7 +84,7 @@ def build_target_motions(context, options, scale: float | None, model, names: di
     for act in actions:
         if rigged:
             motion, more = export_rigged_motion(context, act, arm_ob, model, options.arm_angle,
-                                                options.bone_map,
+                                                bone_map,
                                                 mmd_rig=bool(options.mmd_rig), scale=scale)
         else:
             motion, more = export_motion(context, act, arm_ob, names=names, scale=scale, model_name=model.name)

@@ -15,7 +15,6 @@ import os
 import bpy
 
 from ...blender import material as bmat
-from ...blender import scene as bscene
 from ...core.errors import ExportError
 from ...core.fileio import may_write, output_path, write_atomic
 from ...core.naming import NameAllocator
@@ -25,10 +24,9 @@ from .mmd import IMAGE_PROP
 _SOCKETS = ("Base Color", "Alpha", "Normal", "Emission Color")
 
 
-def material_images(context, selected_only: bool = False) -> dict[str, object]:
+def material_images(meshes) -> dict[str, object]:
     """Texture table key (absolute file path, else name) → Blender image, for the images the exported
-    meshes' materials link into their shader (every image texture node of their node trees)."""
-    meshes, _ = bscene.exportable_objects(context, selected_only)
+    `meshes`' materials link into their shader (every image texture node of their node trees)."""
     out: dict[str, object] = {}
     for ob in meshes:
         for slot in ob.material_slots:
@@ -66,11 +64,10 @@ def _copy_file_texture(context, images: dict, entry: str, outdir: str) -> str | 
     return path
 
 
-def write_textures(context, model: pmx.PmxModel, outdir: str, selected_only: bool = False
-                   ) -> tuple[list[str], list[str]]:
-    """Write every image the model's texture table names into `outdir` and point the table at the files
-    (in place). Returns (written paths, warnings)."""
-    images = material_images(context, selected_only)
+def write_textures(context, model: pmx.PmxModel, outdir: str, meshes) -> tuple[list[str], list[str]]:
+    """Write every image the model's texture table names (as the exported `meshes`' materials use them) into
+    `outdir` and point the table at the files (in place). Returns (written paths, warnings)."""
+    images = material_images(meshes)
     names = NameAllocator()
     written, warnings = [], []
     for i, entry in enumerate(model.textures):

@@ -301,3 +301,43 @@ def test_export_while_an_action_plays_is_byte_identical_to_rest(humanoid, tmp_pa
     blender_io.export_pmx(bpy.context, str(tmp_path / "playing.pmx"), **options)
     assert diff_fingerprints(before, scene_fingerprint()) == []
     assert_same_bytes((tmp_path / "playing.pmx").read_bytes(), (tmp_path / "rest.pmx").read_bytes(), pmx.read)
+
+
+def test_a_rigged_convert_reads_the_scene_and_the_bone_map_once(humanoid, tmp_path, monkeypatch):
+    """`convert --to pmx --mmd-rig --bone-map` with two actions: the exported objects are found once and the bone
+    map file is read once, for the model and every motion."""
+    from skinbridge.app.options import ConvertOptions
+    from skinbridge.io_pmx.blender_side import motion_retarget
+    from skinbridge.io_pmx.rig import rig
+
+    arm = humanoid
+    arm.animation_data_create()
+    for name, angle in (("Walk", 0.3), ("Wave", -0.4)):
+        act = bpy.data.actions.new(name)
+        arm.animation_data.action = act
+        pb = arm.pose.bones[demo.PREFIX + "LeftArm"]
+        pb.rotation_mode = "QUATERNION"
+        for frame, a in ((0, 0.0), (10, angle)):
+            pb.rotation_quaternion = (math.cos(a / 2), 0, math.sin(a / 2), 0)
+            pb.keyframe_insert("rotation_quaternion", frame=frame)
+    bone_map = tmp_path / "map.json"
+    bone_map.write_text(json.dumps({demo.PREFIX + "Spine2": "胸"}, ensure_ascii=False), encoding="utf-8")
+    calls = {"objects": 0, "bone map": 0}
+    real_objects, real_load = bscene.exportable_objects, blender_io.load_bone_map
+
+    def objects(*args, **kwargs):
+        calls["objects"] += 1
+        return real_objects(*args, **kwargs)
+
+    def load(*args, **kwargs):
+        calls["bone map"] += 1
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(bscene, "exportable_objects", objects)
+    for module in (blender_io, motion_retarget, rig):
+        monkeypatch.setattr(module, "load_bone_map", load)
+    options = ConvertOptions(target="pmx", mmd_rig=True, bone_map=str(bone_map))
+    written, _ = blender_io.export_target(bpy.context, str(tmp_path / "out"), "Humanoid", options)
+    assert sorted(p.rsplit("/", 1)[-1] for p in written if p.endswith(".vmd")) == ["Walk.vmd", "Wave.vmd"]
+    assert calls == {"objects": 1, "bone map": 1}
+    assert "胸" in [b.name for b in pmx.read_file(tmp_path / "out" / "Humanoid.pmx").bones]

@@ -15,13 +15,13 @@ The VMD of a rigged export is retargeted through world transforms (`blender_vmd_
 from __future__ import annotations
 
 import math
-import types
 
 import numpy as np
 import pytest
 
 bpy = pytest.importorskip("bpy")
 
+from skinbridge.app.options import ConvertOptions  # noqa: E402
 from skinbridge.core.skinning import mmd_skin_matrices  # noqa: E402
 from skinbridge.io_pmx.model import pmx
 from skinbridge.io_pmx.motion import vmd  # noqa: E402
@@ -245,7 +245,7 @@ def test_humanoid_walk_with_arm_angle(clean_scene, tmp_path):
     demo.add_walk(arm)
     arm.animation_data.use_nla = False
     mmd_rig = True  # without the rig the Mixamo names (mixamorig:LeftFoot, ...) collide when cut to a VMD's 15 bytes
-    options = types.SimpleNamespace(mmd_rig=mmd_rig, arm_angle=30.0, bone_map=None, protected=())
+    options = ConvertOptions(target="pmx", mmd_rig=mmd_rig, arm_angle=30.0)
     written, _ = blender_io.export_target(bpy.context, str(tmp_path), "Humanoid", options)
     model = pmx.read((tmp_path / "Humanoid.pmx").read_bytes())
     motion = vmd.read_file(next(p for p in map(__import__("pathlib").Path, written) if p.suffix == ".vmd"))
