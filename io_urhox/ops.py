@@ -10,7 +10,8 @@ from ..blender.ops_common import (ExportFile, ImportFiles, file_operator, import
 from ..blender.selection import NoTarget, armatures, find_armature
 from ..core.errors import ExportError
 from ..core.fileio import output_session
-from . import FORMATS, OPTIONS
+from . import FORMATS, OPTIONS, blender_ani, blender_io
+from .blender_io import AXES_PROP
 
 _MODEL, _ANIMATION = (next(s for s in FORMATS if s.name == n) for n in ("umd2", "uani"))
 _MODEL_OPTIONS = tuple(o for o in OPTIONS if o.name != "ani_format")  # the model operator writes no animation
@@ -37,8 +38,6 @@ class IMPORT_SCENE_OT_skinbridge_urhox(ImportFiles, bpy.types.Operator, ImportHe
                                        "(levels above 0 hidden); otherwise LOD 0 only")
 
     def import_one(self, context, path: str) -> list[str]:
-        from . import blender_io
-
         return blender_io.import_mdl(context, path, self.profile, self.all_lods).warnings
 
     def invoke(self, context, event):
@@ -55,8 +54,6 @@ class EXPORT_SCENE_OT_skinbridge_urhox(ExportFile, bpy.types.Operator, ExportHel
     selected_only: BoolProperty(name="Selected Only", default=False)
 
     def export(self, context) -> list[str]:
-        from . import blender_io
-
         return blender_io.export_mdl(context, self.filepath, selected_only=self.selected_only,
                                      **option_values(self, _MODEL_OPTIONS))
 
@@ -71,8 +68,6 @@ _ANI_PROFILES = [
 
 
 def _axes_of(arm, profile: str) -> str:
-    from .blender_io import AXES_PROP
-
     return profile if profile != "auto" else (arm.get(AXES_PROP) or "urhox")
 
 
@@ -90,8 +85,6 @@ class IMPORT_ANIM_OT_skinbridge_urhox_ani(bpy.types.Operator, ImportHelper):
         return bool(armatures(context))  # which one: decided (or refused, naming them) when it runs
 
     def execute(self, context):
-        from . import blender_ani
-
         return import_motions(self, context, lambda path, arm: blender_ani.import_ani(
             context, [path], arm, _axes_of(arm, self.profile)), "animation")
 
@@ -118,8 +111,6 @@ class EXPORT_ANIM_OT_skinbridge_urhox_ani(bpy.types.Operator):
         return bool(armatures(context))
 
     def execute(self, context):
-        from . import blender_ani
-
         try:
             arm = find_armature(context, required=True)
         except NoTarget as e:

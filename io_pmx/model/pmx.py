@@ -1031,12 +1031,6 @@ def write(m: PmxModel) -> bytes:
             sizes = replace(sizes, **{e.kind: grown})
 
 
-def write_file(path, m: PmxModel) -> None:
-    from ...core.fileio import write_atomic
-
-    write_atomic(path, write(m))
-
-
 # ------------------------------------------------------------------------------------------------------------
 # Byte offsets of fields, for findings
 

@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...core.skinning import mmd_bezier, mmd_world_matrices
+from ...core.skinning import mmd_bezier, mmd_sample_bone, mmd_world_matrices
 from ...core.transforms import (
     matrix_to_trs, quat_multiply, quat_normalize, quat_to_matrix3, slerp,
 )
 from . import vmd
+from ..model.pmx import BoneFlag
 
 FRAME_RATE = vmd.FPS
 ANGLE_TOLERANCE = 1e-5  # radians: component blend may part from slerp by this much before a GENERATED key
@@ -532,8 +533,6 @@ class MmdRig:
 def mmd_rig(model) -> MmdRig:
     """Arrays of a `pmx.PmxModel`'s bones for `core.skinning.mmd_world_matrices` (transform order: after-
     physics flag, then layer, then index)."""
-    from ..model.pmx import BoneFlag
-
     bones = model.bones
     n = len(bones)
     flags = np.array([int(b.flags) for b in bones], np.int64)
@@ -567,8 +566,6 @@ def match_tracks(rig: MmdRig, motion: vmd.Motion) -> dict[int, BoneTrack]:
 
 def evaluate_mmd(rig: MmdRig, tracks: dict[int, BoneTrack], frame: float, append: bool = True) -> np.ndarray:
     """World matrices (MMD axes and units) of every bone at VMD `frame` (IK off)."""
-    from ...core.skinning import mmd_sample_bone
-
     n = len(rig.names)
     pos = np.zeros((n, 3))
     rot = np.tile([0.0, 0, 0, 1], (n, 1))

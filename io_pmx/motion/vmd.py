@@ -378,12 +378,6 @@ def write(m: Motion) -> bytes:
     return w.getvalue()
 
 
-def write_file(path, m: Motion) -> None:
-    from ...core.fileio import write_atomic
-
-    write_atomic(path, write(m))
-
-
 def all_frames(m: Motion) -> np.ndarray:
     """Frame numbers of every key of every kind (bone, morph, camera, light, self-shadow, property)."""
     parts: Iterable[np.ndarray] = (m.bone_keys["frame"], m.morph_keys["frame"], m.camera_keys["frame"],
