@@ -30,7 +30,6 @@ and morph indices to the new order and drops references to what was deleted (wit
 from __future__ import annotations
 
 import base64
-from dataclasses import fields as dc_fields
 
 import numpy as np
 
@@ -870,7 +869,3 @@ def _vertex_offsets(mesh: cm.Mesh, sk: cm.ShapeKey, base: int, scale: float, raw
     out["vertex"] = moved + base
     out["offset"] = delta[moved]
     return out
-
-
-def model_fields() -> list[str]:
-    return [f.name for f in dc_fields(pmx.PmxModel)]

@@ -99,9 +99,6 @@ class BoneMap:
         """K with MMD position = K · location + k0 (when `separable`)."""
         return _SWAP @ (self.alpha * quat_to_matrix3(self.a)) / self.scale
 
-    def position_offset(self) -> np.ndarray:
-        return _SWAP @ self.a_t / self.scale
-
     def to_mmd(self, location, quaternion) -> tuple[np.ndarray, np.ndarray]:
         """Pose basis (loc (…,3), quat w,x,y,z (…,4)) → MMD (position (…,3), rotation x,y,z,w (…,4))."""
         loc = np.asarray(location, np.float64)
@@ -577,9 +574,6 @@ def evaluate_mmd(rig: MmdRig, tracks: dict[int, BoneTrack], frame: float, append
 
 # ------------------------------------------------------------------------------------------------------------
 # Camera: MMD camera keys ⇄ an empty (target, Euler rotation) with a child camera at local Y = distance
-
-CAMERA_CHANNELS = ("X", "Y", "Z", "rotation", "distance", "view angle")
-
 
 def camera_curves(interpolation: np.ndarray) -> np.ndarray:
     """(K, 6, 4) x1, y1, x2, y2 from the 24-byte camera blocks (six groups {x1, x2, y1, y2})."""
