@@ -182,18 +182,27 @@ def info_file(path: str) -> dict:
     return spec.get("info")(read_bytes(path), path)
 
 
-def cmd_info(args) -> int:
+def _each_file(paths: list[str], read, use, unreadable: int) -> int:
+    """`use(path, read(path))` (an exit status) for every path in turn; a path that `read` fails on (FormatError,
+    OSError) is one error line and exit status `unreadable`, and the others go on. The highest status."""
     status = 0
-    for path in args.files:
+    for path in paths:
         try:
-            result = info_file(path)
+            value = read(path)
         except (FormatError, OSError) as e:
             print(f"error: {path}: {_message(e)}", file=sys.stderr)
-            status = 1
+            status = max(status, unreadable)
             continue
-        result = {"file": path, **result}
-        _out(json.dumps(result, indent=2, ensure_ascii=False, default=_json_default))
+        status = max(status, use(path, value))
     return status
+
+
+def cmd_info(args) -> int:
+    def show(path: str, result: dict) -> int:
+        _out(json.dumps({"file": path, **result}, indent=2, ensure_ascii=False, default=_json_default))
+        return 0
+
+    return _each_file(args.files, info_file, show, 1)
 
 
 def _json_default(o):
@@ -220,17 +229,11 @@ def _check_one(path: str, data: bytes, out) -> int:
 def cmd_check(args) -> int:
     """Exit 0: no error finding; 1: an error finding in some file; 2: a file we cannot check (unsupported
     format or unreadable)."""
-    status = 0
-    for path in args.files:
-        try:
-            data = read_bytes(path)
-        except (OSError, FormatError) as e:
-            print(f"error: {path}: {_message(e)}", file=sys.stderr)
-            status = max(status, 2)
-            continue
+    def check(path: str, data: bytes) -> int:
         _out(f"{path}:")
-        status = max(status, _check_one(path, data, lambda line: _out("  " + line)))
-    return status
+        return _check_one(path, data, lambda line: _out("  " + line))
+
+    return _each_file(args.files, read_bytes, check, 2)
 
 
 # -- render -------------------------------------------------------------------------------------------------

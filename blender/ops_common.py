@@ -208,6 +208,14 @@ class ImportFiles:
         return import_each(self, lambda path: self.import_one(context, path))
 
 
+class OptionsPopup:
+    """Mixin of an import operator (before ImportHelper) whose options matter for a dropped file: dropped (its
+    path given) it shows them in a popup before importing; from the File menu it opens the file browser."""
+
+    def invoke(self, context, event):
+        return self.invoke_popup(context)
+
+
 class ExportFile:
     """Mixin of an export operator: the class gives `export(context)` returning warnings, run through
     `export_reporting` (the scope the user chose, the output guard, one report)."""

@@ -5,8 +5,8 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ..blender.ops_common import (ExportFile, ImportFiles, file_operator, import_motions, option_values,
-                                  protect_scene_files, registrar, report_outcome)
+from ..blender.ops_common import (ExportFile, ImportFiles, OptionsPopup, file_operator, import_motions,
+                                  option_values, protect_scene_files, registrar, report_outcome)
 from ..blender.selection import NoTarget, armatures, find_armature
 from ..core.errors import ExportError
 from ..core.fileio import output_session
@@ -26,7 +26,7 @@ _IMPORT_PROFILES = [
 
 
 @file_operator(_MODEL.extensions, several=True)
-class IMPORT_SCENE_OT_skinbridge_urhox(ImportFiles, bpy.types.Operator, ImportHelper):
+class IMPORT_SCENE_OT_skinbridge_urhox(ImportFiles, OptionsPopup, bpy.types.Operator, ImportHelper):
     """Import an UrhoX / Urho3D model (UMD2, UMDL, UMD3)"""
 
     bl_idname = "import_scene.skinbridge_urhox"
@@ -39,9 +39,6 @@ class IMPORT_SCENE_OT_skinbridge_urhox(ImportFiles, bpy.types.Operator, ImportHe
 
     def import_one(self, context, path: str) -> list[str]:
         return blender_io.import_mdl(context, path, self.profile, self.all_lods).warnings
-
-    def invoke(self, context, event):
-        return self.invoke_popup(context)
 
 
 @file_operator(_MODEL.extensions, _MODEL_OPTIONS, collection=True)
@@ -72,7 +69,7 @@ def _axes_of(arm, profile: str) -> str:
 
 
 @file_operator(_ANIMATION.extensions, several=True)
-class IMPORT_ANIM_OT_skinbridge_urhox_ani(bpy.types.Operator, ImportHelper):
+class IMPORT_ANIM_OT_skinbridge_urhox_ani(OptionsPopup, bpy.types.Operator, ImportHelper):
     """Import UrhoX / Urho3D animations (.ani) as actions of the active armature"""
 
     bl_idname = "import_anim.skinbridge_urhox_ani"
@@ -87,9 +84,6 @@ class IMPORT_ANIM_OT_skinbridge_urhox_ani(bpy.types.Operator, ImportHelper):
     def execute(self, context):
         return import_motions(self, context, lambda path, arm: blender_ani.import_ani(
             context, [path], arm, _axes_of(arm, self.profile)), "animation")
-
-    def invoke(self, context, event):
-        return self.invoke_popup(context)
 
 
 @file_operator((), _ANI_OPTIONS)  # a folder is chosen: no file name ending

@@ -5,8 +5,8 @@ import bpy
 from bpy.props import BoolProperty, FloatProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ...blender.ops_common import (ExportFile, ImportFiles, file_operator, import_motions, option_values,
-                                   protect_scene_files, registrar, report_outcome)
+from ...blender.ops_common import (ExportFile, ImportFiles, OptionsPopup, file_operator, import_motions,
+                                   option_values, protect_scene_files, registrar, report_outcome)
 from ...blender.selection import NoTarget, armatures, find_armature
 from ...core.errors import ExportError
 from ...core.fileio import output_session
@@ -20,7 +20,7 @@ _PMX, _VMD = (next(s for s in FORMATS if s.name == n) for n in ("pmx", "vmd"))
 
 
 @file_operator(_PMX.extensions, several=True)
-class IMPORT_SCENE_OT_skinbridge_pmx(ImportFiles, bpy.types.Operator, ImportHelper):
+class IMPORT_SCENE_OT_skinbridge_pmx(ImportFiles, OptionsPopup, bpy.types.Operator, ImportHelper):
     """Import a MikuMikuDance model (PMX 2.0 / 2.1)"""
 
     bl_idname = "import_scene.skinbridge_pmx"
@@ -32,9 +32,6 @@ class IMPORT_SCENE_OT_skinbridge_pmx(ImportFiles, bpy.types.Operator, ImportHelp
 
     def import_one(self, context, path: str) -> list[str]:
         return blender_io.import_pmx(context, path, 1.0 / self.scale).warnings
-
-    def invoke(self, context, event):
-        return self.invoke_popup(context)
 
 
 @file_operator(_PMX.extensions, OPTIONS, collection=True)
