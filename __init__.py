@@ -7,12 +7,12 @@ format registry (`formats.py`, read by `app/operators.py`).
 
 
 def register():
-    from .app import operators
+    from .app import operators  # bpy: registration only (this package imports without Blender)
 
     operators.register()
 
 
 def unregister():
-    from .app import operators
+    from .app import operators  # bpy: registration only (this package imports without Blender)
 
     operators.unregister()

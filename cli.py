@@ -31,7 +31,13 @@ if __package__ in (None, ""):  # run as a script (blender -P cli.py, python cli.
     _spec.loader.exec_module(_mod)
     __package__ = "skinbridge"
 
+from . import formats  # noqa: E402
+from .app.loading import compare_load, import_for_view  # noqa: E402
+from .app.options import ConvertOptions  # noqa: E402
+from .blender import compat  # noqa: E402
 from .core.errors import ExportError, FormatError  # noqa: E402
+from .core.fileio import output_error, output_session, read_bytes  # noqa: E402
+from .core.naming import NameAllocator, safe_file_name  # noqa: E402
 
 _OUT = None  # the stream results go to (the real stdout); third-party logs go to stderr meanwhile
 _TEMP_DIRS: list[str] = []
@@ -69,9 +75,9 @@ def _message(e: BaseException) -> str:
 def _bpy():
     """Import bpy with Blender's user files kept in a temporary folder, and register the add-on."""
     _private_user_folder()
-    import bpy
+    import bpy  # after the Blender user folder is set, and never for --help, info or check
 
-    from .app.operators import register
+    from .app.operators import register  # imports bpy (see above)
 
     try:
         register()
@@ -82,11 +88,7 @@ def _bpy():
 
 def _plan(args) -> list[tuple[str, str, str]]:
     """(input, output folder, model name) per input, names through the naming rule of docs/architecture.md §7.2."""
-    from .core.naming import NameAllocator, safe_file_name
-
     folders = NameAllocator()
-    from . import formats
-
     suffix = formats.targets()[args.to].folder_suffix
     plan = []
     for src in args.inputs:
@@ -103,15 +105,14 @@ def _plan(args) -> list[tuple[str, str, str]]:
 def _convert_worker(src: str, outdir: str, name: str, options) -> tuple[list[str], list[str], str | None]:
     """One conversion; in a worker process it gets its own Blender user folder before bpy is imported, and
     the third-party logs of its imports go to stderr."""
-    import multiprocessing
+    import multiprocessing  # ~10 ms import, not needed by --help, info or check
 
     if multiprocessing.parent_process() is not None and sys.stdout is not sys.stderr:
         sys.stdout.flush()  # a worker process of -j: its stdout is no result stream, logs go to stderr
         os.dup2(2, 1)
         sys.stdout = sys.stderr
     _bpy()
-    from .app.pipeline import convert_file
-    from .blender import compat
+    from .app.pipeline import convert_file  # imports bpy: after _bpy() set the user folder
 
     compat.guard_worker_exit()  # a -j worker that loaded Blender 4.5's wheel must not hang the pool's shutdown
 
@@ -128,8 +129,6 @@ def cmd_convert(args) -> int:
     if len(args.inputs) > 1 and args.name:
         print("error: -n/--name applies to one input only", file=sys.stderr)
         return 2
-    from . import formats
-
     given = {name: getattr(args, name) for name in formats.option_takers() if hasattr(args, name)}
     for name in given:  # given on the command line (whatever its value) to a target that does not take it
         option, targets = formats.option_takers()[name]
@@ -137,8 +136,6 @@ def cmd_convert(args) -> int:
             print(f"error: {option.cli_flag} applies to --to {' or '.join(targets)} only, not --to {args.to}",
                   file=sys.stderr)
             return 2
-    from .app.options import ConvertOptions
-
     options = ConvertOptions(target=args.to, motions=args.motion or [], name=args.name,
                              protected={os.path.realpath(p) for p in args.inputs}, **given)
     plan = _plan(args)
@@ -159,8 +156,8 @@ def cmd_convert(args) -> int:
             _out(path)
 
     if args.jobs > 1 and total > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        import multiprocessing  # ~10 ms import, only for -j (not --help, info or check)
+        from concurrent.futures import ProcessPoolExecutor, as_completed  # ~6 ms more import, only for -j
 
         with ProcessPoolExecutor(max_workers=min(args.jobs, total),
                                  mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -179,43 +176,45 @@ def cmd_convert(args) -> int:
 
 
 def info_file(path: str) -> dict:
-    from . import formats
-    from .core.fileio import read_bytes
-
     spec = formats.identify_file(path)
     if not spec.has("info"):
         raise FormatError(f"no summary for {spec.label} files", None, "format")
     return spec.get("info")(read_bytes(path), path)
 
 
-def cmd_info(args) -> int:
+def _each_file(paths: list[str], read, use, unreadable: int) -> int:
+    """`use(path, read(path))` (an exit status) for every path in turn; a path that `read` fails on (FormatError,
+    OSError) is one error line and exit status `unreadable`, and the others go on. The highest status."""
     status = 0
-    for path in args.files:
+    for path in paths:
         try:
-            result = info_file(path)
+            value = read(path)
         except (FormatError, OSError) as e:
             print(f"error: {path}: {_message(e)}", file=sys.stderr)
-            status = 1
+            status = max(status, unreadable)
             continue
-        result = {"file": path, **result}
-        _out(json.dumps(result, indent=2, ensure_ascii=False, default=_json_default))
+        status = max(status, use(path, value))
     return status
 
 
-def _json_default(o):
-    import numpy as np
+def cmd_info(args) -> int:
+    def show(path: str, result: dict) -> int:
+        _out(json.dumps({"file": path, **result}, indent=2, ensure_ascii=False, default=_json_default))
+        return 0
 
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
+    return _each_file(args.files, info_file, show, 1)
+
+
+def _json_default(o):
+    """numpy scalars and arrays of a summary as JSON numbers and lists (`tolist` of a numpy scalar is its Python
+    value), without importing numpy for a summary that has none."""
+    if hasattr(o, "tolist"):
         return o.tolist()
     raise TypeError(type(o).__name__)
 
 
 def _check_one(path: str, data: bytes, out) -> int:
     """Findings of one file through the checker of its format; 2 when no format we know has a checker for it."""
-    from . import formats
-
     try:
         spec = formats.identify(data[:formats.head_size()], path)
     except FormatError as e:
@@ -230,27 +229,17 @@ def _check_one(path: str, data: bytes, out) -> int:
 def cmd_check(args) -> int:
     """Exit 0: no error finding; 1: an error finding in some file; 2: a file we cannot check (unsupported
     format or unreadable)."""
-    from .core.fileio import read_bytes
-
-    status = 0
-    for path in args.files:
-        try:
-            data = read_bytes(path)
-        except (OSError, FormatError) as e:
-            print(f"error: {path}: {_message(e)}", file=sys.stderr)
-            status = max(status, 2)
-            continue
+    def check(path: str, data: bytes) -> int:
         _out(f"{path}:")
-        status = max(status, _check_one(path, data, lambda line: _out("  " + line)))
-    return status
+        return _check_one(path, data, lambda line: _out("  " + line))
+
+    return _each_file(args.files, read_bytes, check, 2)
 
 
 # -- render -------------------------------------------------------------------------------------------------
 
 def _motion_beside(model: str, action: str) -> str | None:
     """A motion file named `action` in the model's folder or its Animations/ folder (an output package)."""
-    from . import formats
-
     folder = os.path.dirname(os.path.abspath(model))
     for where in (os.path.join(folder, "Animations"), folder):
         if not os.path.isdir(where):
@@ -282,16 +271,13 @@ def cmd_render(args) -> int:
     except ImportError as e:
         print(f"error: render needs Blender's Python module (bpy): {e}", file=sys.stderr)
         return 2
-    from .core.fileio import output_session
-
     frames = None
     try:
         if args.frames:
             frames = render.parse_frames(args.frames)
         elif args.frame is not None:
             frames = [args.frame]
-        from .app import pipeline
-        from .app.loading import import_for_view
+        from .app import pipeline  # imports bpy: after the argument checks above
 
         outdir = os.path.dirname(os.path.abspath(args.output))
         with output_session(outdir, [args.file]) as session:
@@ -325,8 +311,7 @@ def cmd_render(args) -> int:
 # -- compare -------------------------------------------------------------------------------------------------
 
 def cmd_compare(args) -> int:
-    from .app.loading import compare_load
-    from .core.compare import compare_scenes
+    from .core.compare import compare_scenes  # numpy: 60-90 ms import, not needed by --help
 
     scenes = []
     for path in (args.a, args.b):
@@ -361,14 +346,12 @@ def cmd_demo(args) -> int:
         try:
             os.makedirs(outdir, exist_ok=True)
         except OSError as e:
-            from .core.fileio import output_error
-
             problem = str(output_error(outdir, e)).replace(f"cannot write {outdir}: ", "", 1)
     if problem:
         print(f"error: {args.output or DEMO_FOLDER}: {problem}", file=sys.stderr)
         return 2
     _bpy()
-    from .app.demo import run_demo
+    from .app.demo import run_demo  # imports bpy: after _bpy() set the user folder
 
     sys.stdout = _OUT or sys.stdout  # the demo's table is its result
     return run_demo(outdir)
@@ -428,8 +411,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import formats
-
     targets = formats.targets()
     p = _Parser(prog="skinbridge", description="Move rigged, skinned, animated models between "
                                 "Blender and game formats.")

@@ -15,6 +15,7 @@ import os
 import pkgutil
 
 from .core.errors import FormatError
+from .core.fileio import read_bytes
 from .core.formatspec import CAPABILITIES, DemoRow, FormatSpec, Option  # noqa: F401  (re-exported)
 
 _SPECS: dict[str, FormatSpec] = {}
@@ -138,7 +139,6 @@ def file_kind(path: str | os.PathLike, spec: FormatSpec | None = None) -> str:
     spec = spec or identify_file(path)
     if not spec.has("kind_of"):
         return spec.kind
-    from .core.fileio import read_bytes
 
     return spec.get("kind_of")(read_bytes(path))
 

@@ -11,14 +11,14 @@ import os
 from .. import formats
 from ..core.errors import FormatError
 from ..core.fileio import read_bytes
+from .options import ConvertOptions
 
 
 def import_for_view(path: str):
     """Import a model into a fresh empty scene; returns (bpy, warnings, options)."""
-    import bpy
+    import bpy  # bpy: compare of files with a codec runs without Blender, and cli sets the user folder first
 
-    from . import pipeline
-    from .options import ConvertOptions
+    from . import pipeline  # imports bpy (see above)
 
     spec = pipeline.importable(path)
     options = ConvertOptions()
@@ -31,9 +31,9 @@ def _blender_scene(path: str, with_animations: bool):
     """A file only Blender reads (glTF, ...): imported into a fresh scene, gathered as an export would, its
     armature's actions sampled into core animations; the scene is emptied again afterwards."""
     bpy, warnings, _ = import_for_view(path)
-    from ..blender import action as bact
-    from ..blender import scene as bscene
-    from . import pipeline
+    from ..blender import action as bact  # bpy: see import_for_view
+    from ..blender import scene as bscene  # bpy: see import_for_view
+    from . import pipeline  # bpy: see import_for_view
 
     try:
         scene, more = bscene.gather_scene(bpy.context)

@@ -18,6 +18,8 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper, poll_file_object_dro
 
 from .. import formats
 from ..blender.ops_common import ExportFile, ImportFiles, file_operator, option_values
+from ..blender.selection import armatures
+from . import ops_render
 from .options import ConvertOptions
 from ..core.errors import FormatError
 
@@ -127,8 +129,6 @@ def _file_handler(label: str, idname_suffix: str, import_op: str | None, export_
         if not poll_file_object_drop(context):
             return False
         if motion:  # with several armatures the import runs and names them (nothing chosen silently)
-            from ..blender.selection import armatures
-
             return bool(armatures(context))
         return True
 
@@ -179,8 +179,6 @@ def _classes_and_menus():
 
 def register() -> None:
     """Raises ValueError when already registered (a factory reset of Blender keeps add-on classes)."""
-    from . import ops_render
-
     if _registered or _modules:
         raise ValueError("SkinBridge is already registered")
     errors.clear()
@@ -214,8 +212,6 @@ def register() -> None:
 
 
 def unregister() -> None:
-    from . import ops_render
-
     ops_render.unregister()
     while _menus:
         menu, draw = _menus.pop()

@@ -11,10 +11,13 @@ import bpy
 from bpy.props import EnumProperty, IntProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper
 
+from ..blender.ops_common import protect_scene_files
+from ..blender.selection import armature_of
+from ..core.fileio import output_session
+from . import render
+
 
 def _armature(context):
-    from ..blender.selection import armature_of
-
     return armature_of(context.active_object)
 
 
@@ -47,8 +50,6 @@ class SKINBRIDGE_OT_render_sheet(bpy.types.Operator, ExportHelper):
         return super().invoke(context, event)
 
     def execute(self, context):
-        from . import render
-
         arm = _armature(context)
         if arm is None:
             self.report({"ERROR"}, "no active armature")
@@ -61,8 +62,6 @@ class SKINBRIDGE_OT_render_sheet(bpy.types.Operator, ExportHelper):
                 return {"CANCELLED"}
         views = [v.strip() for v in self.views.split(",") if v.strip()]
         title = os.path.basename(bpy.data.filepath) or arm.name
-        from ..blender.ops_common import protect_scene_files
-        from ..core.fileio import output_session
 
         try:
             sheet = render.render_sheet(context, arm, frames=frames, action=self.action or None, views=views,

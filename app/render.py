@@ -314,20 +314,12 @@ def _render_grid(snapshots, views, panel, bone_offset, created, tmpdir) -> tuple
             cell = np.array([(c + 0.5) * pw * s, -(r + 0.5) * ph * s, 0.0])
             place = translation(cell - np.array([*centres[view][:2], 0.0])) @ rot
             for me in snap.meshes:
-                ob = bpy.data.objects.new("skinbridge_render_mesh", me)
-                created.append(ob)
-                scene.collection.objects.link(ob)
-                ob.matrix_world = _blender_matrix(place)
-                mesh_objects.append(ob)
+                mesh_objects.append(_placed(scene, "skinbridge_render_mesh", me, place, created))
                 z = _mesh_points(me) @ VIEW_ROTATION[view][2]
                 if len(z):
                     zmin, zmax = min(zmin, z.min()), max(zmax, z.max())
             if bones is not None:
-                ob = bpy.data.objects.new("skinbridge_render_bones", bones)
-                created.append(ob)
-                scene.collection.objects.link(ob)
-                ob.matrix_world = _blender_matrix(place)
-                bone_objects.append(ob)
+                bone_objects.append(_placed(scene, "skinbridge_render_bones", bones, place, created))
                 z = _mesh_points(bones) @ VIEW_ROTATION[view][2]
                 zmin, zmax = min(zmin, z.min()), max(zmax, z.max())
     if not math.isfinite(zmin):
@@ -366,6 +358,15 @@ def _render_grid(snapshots, views, panel, bone_offset, created, tmpdir) -> tuple
     sh.color_type = "MATERIAL"
     bone_pass = _render_pass(scene, path) if bone_objects else np.zeros((height, width, 4), np.uint8)
     return mesh_pass, bone_pass
+
+
+def _placed(scene, name: str, data, place: np.ndarray, created: list):
+    """A new object of mesh `data` in `scene` at the matrix `place`, listed in `created` (removed afterwards)."""
+    ob = bpy.data.objects.new(name, data)
+    created.append(ob)
+    scene.collection.objects.link(ob)
+    ob.matrix_world = _blender_matrix(place)
+    return ob
 
 
 def _blender_matrix(m: np.ndarray):

@@ -22,7 +22,10 @@ that never loaded Blender.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import re
+import shutil
 import sys
 
 #: the first release whose bpy needs no hard exit (the 4.5 wheel hangs at interpreter exit)
@@ -72,8 +75,6 @@ def exit_process(code: int | None = 0) -> None:
 def _leave(code: int) -> None:
     """Run the process's exit handlers (ours remove temporary folders), remove Blender's session folder as its
     own exit would, flush, and end the process at once (the hang is after the exit handlers)."""
-    import atexit
-
     atexit.unregister(_leave_worker)  # when called from it: not again
     try:
         atexit._run_exitfuncs()  # prints a failing handler's traceback itself and goes on
@@ -85,9 +86,6 @@ def _leave(code: int) -> None:
 
 def _purge_session_tempdir() -> None:
     """Remove Blender's session temporary folder (``<TMPDIR>/blender_XXXXXX``), which its exit removes."""
-    import re
-    import shutil
-
     try:
         path = os.path.normpath(sys.modules["bpy"].app.tempdir)
     except (KeyError, AttributeError, TypeError):
@@ -101,11 +99,10 @@ def guard_worker_exit() -> None:
     once the worker's loop ends, before the teardown that hangs there (the pool's shutdown would wait on it
     forever). Call it after bpy was imported; results travel through the pool's pipe, not the exit code. Does
     nothing in the main process or on other versions."""
-    import multiprocessing
+    import multiprocessing  # ~10 ms import; compat loads with every CLI command, --help too; needed after bpy only
 
     if not needs_hard_exit() or multiprocessing.parent_process() is None or _worker_guarded:
         return
-    import atexit
 
     atexit.register(_leave_worker)  # registered after bpy's own handlers, so it runs before them
     globals()["_worker_guarded"] = True

@@ -5,8 +5,12 @@ import os
 import tempfile
 
 import bpy
+import numpy as np
 
 from ..core import model as cm
+from ..core.errors import ExportError
+from ..core.paths import texture_to_open
+from ..core.png import encode_png
 
 
 def _image(tex: cm.Texture, created: list, base_dir: str | None, warnings: list[str] | None = None):
@@ -23,8 +27,6 @@ def _image(tex: cm.Texture, created: list, base_dir: str | None, warnings: list[
             os.unlink(path)
         img.name = tex.name
     elif tex.path:  # a path from the file: opened only inside the model's folder tree
-        from ..core.paths import texture_to_open
-
         path, warning = texture_to_open(tex.path, base_dir or os.getcwd())
         if path is None:
             if warnings is not None and warning:
@@ -138,11 +140,6 @@ JPEG_MAGIC = b"\xff\xd8\xff"
 def image_file_bytes(img, keep_jpeg: bool = False) -> tuple[bytes, str]:
     """(bytes, extension) of an image as an exporter writes it: a packed PNG (or, with `keep_jpeg`, JPEG) or
     a PNG file as its own bytes, else its pixels encoded as PNG. ExportError for an image with no pixels."""
-    import numpy as np
-
-    from ..core.errors import ExportError
-    from ..core.png import encode_png
-
     if img.packed_file is not None:
         data = bytes(img.packed_file.data)
         if data.startswith(PNG_MAGIC):

@@ -8,7 +8,13 @@ import os
 import bpy
 from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 
+from ..core.errors import ExportError, FormatError
+from ..core.fileio import output_session
 from ..core.formatspec import Option
+from . import action as bact
+from . import compat
+from .scene import export_scope
+from .selection import NoTarget, find_armature
 
 SHOWN_WARNINGS = 3  # warnings quoted in the status bar's summary; the Info log has them all
 
@@ -171,8 +177,6 @@ def import_each(op, import_one) -> set[str]:
     operator `op` was given (its `files` in `directory`, else `filepath`); a failure is an ERROR report naming
     the file, and one summary reports the warnings, each with its file's name (`report_outcome`). The objects
     made are left selected and the new armature (or mesh) active."""
-    from ..core.errors import ExportError, FormatError
-
     context = bpy.context
     before = {ob.as_pointer() for ob in context.view_layer.objects}
     paths = [os.path.join(op.directory, f.name) for f in op.files if f.name] or [op.filepath]
@@ -204,6 +208,14 @@ class ImportFiles:
         return import_each(self, lambda path: self.import_one(context, path))
 
 
+class OptionsPopup:
+    """Mixin of an import operator (before ImportHelper) whose options matter for a dropped file: dropped (its
+    path given) it shows them in a popup before importing; from the File menu it opens the file browser."""
+
+    def invoke(self, context, event):
+        return self.invoke_popup(context)
+
+
 class ExportFile:
     """Mixin of an export operator: the class gives `export(context)` returning warnings, run through
     `export_reporting` (the scope the user chose, the output guard, one report)."""
@@ -218,9 +230,6 @@ class ExportFile:
 def bone_curves(arm_ob, act) -> int:
     """How many F-curves of `act` animate something that exists: a bone of `arm_ob`, or anything other than a
     pose bone (shape keys, a camera)."""
-    from . import action as bact
-    from . import compat
-
     names = set(arm_ob.data.bones.keys())
     n = 0
     for cb in compat.channelbags(act):
@@ -236,9 +245,6 @@ def import_motions(op, context, import_one, what: str = "motion") -> set[str]:
     `import_one(path, armature)` returns (actions, warnings); a file whose actions animate none of the
     armature's bones is an error, and everything it made is removed and the armature's action put back. Every
     message names its file; one summary (`report_outcome`); FINISHED when at least one file was imported."""
-    from ..core.errors import ExportError, FormatError
-    from .selection import NoTarget, find_armature
-
     try:
         arm = find_armature(context, required=True)
     except NoTarget as e:
@@ -302,11 +308,6 @@ def export_reporting(op, export) -> set[str]:
     (the operator's `collection` property) and the operator's `selected_only`. Every file is written through
     one output session (core/fileio.py): never onto a file the scene uses (textures, libraries, the .blend),
     staged beside its target and renamed into place only when the whole export has succeeded."""
-    from ..core.errors import ExportError
-    from ..core.fileio import output_session
-    from .scene import export_scope
-    from .selection import NoTarget
-
     collection = getattr(op, "collection", "") or None
     try:
         with export_scope(collection, getattr(op, "selected_only", False)):

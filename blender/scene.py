@@ -19,6 +19,7 @@ from . import material as bmat
 from . import mesh as bmesh_
 from .progress import Progress
 from .props import MODEL_DATA_PROP, json_prop  # noqa: F401  (json_prop re-exported for the format packages)
+from .selection import NoTarget, armature_of
 
 # Failure injection for tests: set to a callable(stage: str) that may raise.
 fail_hook = None
@@ -222,8 +223,6 @@ def exportable_objects(context, selected_only: bool = False) -> tuple[list, obje
     (and its children) and the armature deforming them. Otherwise the visible meshes, never objects in
     excluded or hidden collections; with several rigged models, those of the selected one (its armature or
     any of its objects selected) only, and NoTarget naming the armatures when none or several are selected."""
-    from .selection import NoTarget, armature_of
-
     collection, scoped_selection = _export_scope or (None, False)
     selected_only = selected_only or scoped_selection
     view_layer = context.view_layer

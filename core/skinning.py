@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .transforms import slerp, trs_to_matrix
+from .transforms import matrix3_to_quat, quat_multiply, quat_to_matrix3, slerp, trs_to_matrix
 
 
 def merge_repeated_bones(joints: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -225,14 +225,10 @@ def mmd_sample_bone(frames, positions, rotations_xyzw, curves, frame: float) -> 
 
 
 def _quat_xyzw_matrix(q) -> np.ndarray:
-    from .transforms import quat_to_matrix3
-
     return quat_to_matrix3(np.asarray(q, np.float64)[..., [3, 0, 1, 2]])
 
 
 def _mul_xyzw(a, b) -> np.ndarray:
-    from .transforms import quat_multiply
-
     return quat_multiply(np.asarray(a)[..., [3, 0, 1, 2]], np.asarray(b)[..., [3, 0, 1, 2]])[..., [1, 2, 3, 0]]
 
 
@@ -274,8 +270,6 @@ def mmd_world_matrices(positions, parents, local_positions, local_rotations_xyzw
             local_flag = bool(append_local[i]) if append_local is not None else False
             if append_rotate is not None and append_rotate[i]:
                 if local_flag:
-                    from .transforms import matrix3_to_quat
-
                     r = matrix3_to_quat(world_of(ap)[:3, :3])[[1, 2, 3, 0]]
                 elif append_rotate[ap] and append_parent is not None and 0 <= int(append_parent[ap]) < n:
                     r = final_rot[ap]

@@ -14,16 +14,6 @@ GLTF_TO_BLENDER = np.array([[1, 0, 0, 0], [0, 0, -1, 0], [0, 1, 0, 0], [0, 0, 0,
 BLENDER_TO_GLTF = GLTF_TO_BLENDER.T.copy()
 
 
-def quat_xyzw_to_wxyz(q) -> np.ndarray:
-    q = np.asarray(q, dtype=np.float64)
-    return q[..., [3, 0, 1, 2]]
-
-
-def quat_wxyz_to_xyzw(q) -> np.ndarray:
-    q = np.asarray(q, dtype=np.float64)
-    return q[..., [1, 2, 3, 0]]
-
-
 def quat_normalize(q) -> np.ndarray:
     q = np.asarray(q, dtype=np.float64)
     n = np.linalg.norm(q, axis=-1, keepdims=True)

@@ -1,8 +1,8 @@
 """MikuMikuDance PMX 2.0/2.1 models and VMD motions: codecs (`pmx`, `vmd`), validator, summaries, mappings and,
 inside Blender only, import/export (`blender_*`) with File menu entries (`ops`).
 
-No bpy here: `import skinbridge.io_pmx.model.pmx` works in a Python without Blender; `register()` imports the
-operators.
+No bpy here: `import skinbridge.io_pmx.model.pmx` works in a Python without Blender; the add-on's registration
+(app/operators.py) imports the operators (`FORMATS`' `operators`).
 """
 from ..core.formatspec import FormatSpec, Option
 
@@ -58,15 +58,3 @@ FORMATS = (
             "motion_loader": "io_pmx.blender_side.motion_import:load_motion",
         }),
 )
-
-
-def register():
-    from .blender_side import ops
-
-    ops.register()
-
-
-def unregister():
-    from .blender_side import ops
-
-    ops.unregister()

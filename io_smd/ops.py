@@ -9,7 +9,8 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..blender.ops_common import ExportFile, ImportFiles, file_operator, registrar
 from ..core.errors import ExportError, FormatError
-from . import FORMATS
+from . import FORMATS, blender_io
+from ..blender.scene import exportable_objects
 
 _SMD = FORMATS[0]
 
@@ -23,8 +24,6 @@ class IMPORT_SCENE_OT_skinbridge_smd(ImportFiles, bpy.types.Operator, ImportHelp
     bl_options = {"REGISTER", "UNDO"}
 
     def import_one(self, context, path: str) -> list[str]:
-        from . import blender_io
-
         try:
             return blender_io.import_file(context, path)
         except ExportError as e:  # no target for an animation or a VTA: a failure of this file
@@ -49,8 +48,6 @@ class EXPORT_SCENE_OT_skinbridge_smd(ExportFile, bpy.types.Operator, ExportHelpe
         ("GOLDSRC", "GoldSrc", "No link columns (each corner on its heaviest bone), CRLF line ends")))
 
     def export(self, context) -> list[str]:
-        from . import blender_io
-
         path = self.filepath
         folder, stem = os.path.dirname(path), os.path.splitext(os.path.basename(path))[0]
         if path.lower().endswith(".vta"):
@@ -58,8 +55,6 @@ class EXPORT_SCENE_OT_skinbridge_smd(ExportFile, bpy.types.Operator, ExportHelpe
         warnings = blender_io.export_reference(context, path, os.path.join(folder, stem + ".vta")
                                                if self.flex else None, self.flavour)
         if self.animations:
-            from ..blender.scene import exportable_objects
-
             _, arm_ob = exportable_objects(context)
             if arm_ob is not None:
                 warnings += blender_io.export_animations(context, folder, arm_ob)[1]

@@ -469,10 +469,6 @@ def _parse_piece(lines: _Lines, rows: np.ndarray, fields: tuple[str, ...], what:
     return values, counts, first
 
 
-def _column(r: _Rows, j: int) -> np.ndarray:
-    return r.values[r.offsets + j]
-
-
 def _integers(lines: _Lines, r: _Rows, values: np.ndarray, where: np.ndarray | None, field: str,
               what: str) -> np.ndarray:
     bad = ~np.isfinite(values) | (values != np.trunc(values)) | (np.abs(values) > 2 ** 53)

@@ -51,15 +51,3 @@ FORMATS = (
             "motion_loader": "io_urhox.blender_ani:load_motion",
         }),
 )
-
-
-def register():
-    from . import ops
-
-    ops.register()
-
-
-def unregister():
-    from . import ops
-
-    ops.unregister()

@@ -12,11 +12,11 @@ from ..blender.mesh import evaluated_world_positions
 from ..core import skinning
 from ..core.formatspec import DemoRow
 from ..core.transforms import BLENDER_TO_GLTF
+from . import ani_convert, blender_io, convert, uani, umd2
+from .blender_ani import export_actions
 
 
 def _check_umd2(path: str, arm_ob, mesh_ob) -> dict:
-    from . import umd2
-
     data = open(path, "rb").read()
     m = umd2.read(data)
     v = m.vertex_buffers[0].vertices
@@ -44,8 +44,6 @@ def _check_umd2(path: str, arm_ob, mesh_ob) -> dict:
 def _check_uani(mdl_path: str, ani_path: str, mesh_ob) -> dict:
     """Skin the written model with the written animation (core/skinning.py, the engine's slerp) at every
     scene frame and compare with Blender's evaluated mesh."""
-    from . import ani_convert, convert, uani, umd2
-
     data = open(ani_path, "rb").read()
     anim_rec = uani.read(data)
     model = umd2.read(open(mdl_path, "rb").read())
@@ -73,7 +71,6 @@ def _check_uani(mdl_path: str, ani_path: str, mesh_ob) -> dict:
 def demo_rows(context, outdir: str, arm_ob, mesh_ob, options) -> tuple[list[DemoRow], list[str]]:
     """`options`: a fresh ConvertOptions of the demo's, for the package exporters."""
     rows: list[DemoRow] = []
-    from . import blender_io
 
     path = os.path.join(outdir, "Humanoid.mdl")
     t = time.perf_counter()
@@ -84,7 +81,6 @@ def demo_rows(context, outdir: str, arm_ob, mesh_ob, options) -> tuple[list[Demo
     rows.append(DemoRow("UrhoX model (UMD2)", os.path.relpath(path), c["bytes"], c["vertices"], c["triangles"], c["bones"],
                  round(elapsed, 2), f"re-read identical={c['identical']}; walk frame 9 skin error "
                  f"{c['skin_error']:.1e}·diag", ok))
-    from .blender_ani import export_actions
 
     t = time.perf_counter()
     ani_paths, more = export_actions(context, outdir, arm_ob)

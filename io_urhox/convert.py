@@ -127,10 +127,6 @@ def offset_to_matrix(offset) -> np.ndarray:
     return m
 
 
-def _primitive_name(t: int) -> str:
-    return umd2.PRIMITIVE_TYPES[t] if t < len(umd2.PRIMITIVE_TYPES) else f"primitive type {t}"
-
-
 # ---------------------------------------------------------------------------------------------
 # file → core
 

@@ -5,12 +5,13 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ..blender.ops_common import (ExportFile, ImportFiles, file_operator, import_motions, option_values,
-                                  protect_scene_files, registrar, report_outcome)
+from ..blender.ops_common import (ExportFile, ImportFiles, OptionsPopup, file_operator, import_motions,
+                                  option_values, protect_scene_files, registrar, report_outcome)
 from ..blender.selection import NoTarget, armatures, find_armature
 from ..core.errors import ExportError
 from ..core.fileio import output_session
-from . import FORMATS, OPTIONS
+from . import FORMATS, OPTIONS, blender_ani, blender_io
+from .blender_io import AXES_PROP
 
 _MODEL, _ANIMATION = (next(s for s in FORMATS if s.name == n) for n in ("umd2", "uani"))
 _MODEL_OPTIONS = tuple(o for o in OPTIONS if o.name != "ani_format")  # the model operator writes no animation
@@ -25,7 +26,7 @@ _IMPORT_PROFILES = [
 
 
 @file_operator(_MODEL.extensions, several=True)
-class IMPORT_SCENE_OT_skinbridge_urhox(ImportFiles, bpy.types.Operator, ImportHelper):
+class IMPORT_SCENE_OT_skinbridge_urhox(ImportFiles, OptionsPopup, bpy.types.Operator, ImportHelper):
     """Import an UrhoX / Urho3D model (UMD2, UMDL, UMD3)"""
 
     bl_idname = "import_scene.skinbridge_urhox"
@@ -37,12 +38,7 @@ class IMPORT_SCENE_OT_skinbridge_urhox(ImportFiles, bpy.types.Operator, ImportHe
                                        "(levels above 0 hidden); otherwise LOD 0 only")
 
     def import_one(self, context, path: str) -> list[str]:
-        from . import blender_io
-
         return blender_io.import_mdl(context, path, self.profile, self.all_lods).warnings
-
-    def invoke(self, context, event):
-        return self.invoke_popup(context)
 
 
 @file_operator(_MODEL.extensions, _MODEL_OPTIONS, collection=True)
@@ -55,8 +51,6 @@ class EXPORT_SCENE_OT_skinbridge_urhox(ExportFile, bpy.types.Operator, ExportHel
     selected_only: BoolProperty(name="Selected Only", default=False)
 
     def export(self, context) -> list[str]:
-        from . import blender_io
-
         return blender_io.export_mdl(context, self.filepath, selected_only=self.selected_only,
                                      **option_values(self, _MODEL_OPTIONS))
 
@@ -71,13 +65,11 @@ _ANI_PROFILES = [
 
 
 def _axes_of(arm, profile: str) -> str:
-    from .blender_io import AXES_PROP
-
     return profile if profile != "auto" else (arm.get(AXES_PROP) or "urhox")
 
 
 @file_operator(_ANIMATION.extensions, several=True)
-class IMPORT_ANIM_OT_skinbridge_urhox_ani(bpy.types.Operator, ImportHelper):
+class IMPORT_ANIM_OT_skinbridge_urhox_ani(OptionsPopup, bpy.types.Operator, ImportHelper):
     """Import UrhoX / Urho3D animations (.ani) as actions of the active armature"""
 
     bl_idname = "import_anim.skinbridge_urhox_ani"
@@ -90,13 +82,8 @@ class IMPORT_ANIM_OT_skinbridge_urhox_ani(bpy.types.Operator, ImportHelper):
         return bool(armatures(context))  # which one: decided (or refused, naming them) when it runs
 
     def execute(self, context):
-        from . import blender_ani
-
         return import_motions(self, context, lambda path, arm: blender_ani.import_ani(
             context, [path], arm, _axes_of(arm, self.profile)), "animation")
-
-    def invoke(self, context, event):
-        return self.invoke_popup(context)
 
 
 @file_operator((), _ANI_OPTIONS)  # a folder is chosen: no file name ending
@@ -118,8 +105,6 @@ class EXPORT_ANIM_OT_skinbridge_urhox_ani(bpy.types.Operator):
         return bool(armatures(context))
 
     def execute(self, context):
-        from . import blender_ani
-
         try:
             arm = find_armature(context, required=True)
         except NoTarget as e:

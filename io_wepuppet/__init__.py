@@ -33,15 +33,3 @@ FORMATS = (
                       "semantic": "io_wepuppet.check:texture_semantic",
                       "blender_import": "io_wepuppet.blender_io:blender_import_tex"}),
 )
-
-
-def register():
-    from . import ops
-
-    ops.register()
-
-
-def unregister():
-    from . import ops
-
-    ops.unregister()

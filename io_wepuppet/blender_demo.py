@@ -12,7 +12,7 @@ import numpy as np
 from ..core.fileio import write_atomic
 from ..core.formatspec import DemoRow
 from ..core.skinning import evaluate_animation, skin_mesh
-from . import convert, mdl, sample, tex
+from . import blender_io, convert, mdl, sample, tex
 
 
 def _deform_error(model: mdl.Model) -> float:
@@ -70,7 +70,6 @@ def demo_rows(context, outdir: str, arm_ob, mesh_ob, options) -> tuple[list[Demo
                         round(elapsed, 2), f"re-read identical={identical}; wave clip {clip.length + 1} samples "
                         f"deform vs reference {error:.1e}·diag; .tex mips floor-mean={mips_ok}",
                         identical and error < 1e-5 and mips_ok))
-    from . import blender_io
 
     t = time.perf_counter()
     written, more = blender_io.export_target(context, os.path.join(outdir, "WallpaperEngine_humanoid"), "Humanoid",

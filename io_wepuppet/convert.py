@@ -31,8 +31,10 @@ import numpy as np
 from ..core import model as cm
 from ..core.errors import ExportError, FormatError, Warnings, quiet_float_errors
 from ..core.fileio import read_bytes
-from ..core.transforms import matrix3_to_quat, quat_multiply, quat_to_matrix3
+from ..core.transforms import matrix3_to_quat, quat_multiply, quat_to_matrix3, slerp
 from . import mdl, tex
+from ..core.png import encode_png
+from ..core.paths import texture_to_open
 
 DEFAULT_SCALE = 0.01
 AXES = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])  # file → Blender rotation A
@@ -141,7 +143,6 @@ def find_texture(mdl_path: str, material: str) -> tuple[str | None, str | None]:
         parts = folder.replace("\\", "/").split("/")
         if "models" in parts:
             root = "/".join(parts[:len(parts) - parts[::-1].index("models") - 1]) or "/"
-        from ..core.paths import texture_to_open
 
         json_path, unsafe = texture_to_open(material, root)  # names from the file stay inside the project
         if json_path is None:
@@ -170,8 +171,6 @@ def find_texture(mdl_path: str, material: str) -> tuple[str | None, str | None]:
 
 def texture_png(path: str) -> bytes:
     """The first image's top mip of a `.tex` as PNG bytes (or the stored image file as it is)."""
-    from ..core.png import encode_png
-
     t = tex.read(read_bytes(path))
     if not t.images or not t.images[0]:
         raise FormatError("texture holds no image", None, "image count")
@@ -409,8 +408,6 @@ def _interp(times, key_times, values) -> np.ndarray:
 
 
 def _interp_rot(times, key_times, q) -> np.ndarray:
-    from ..core.transforms import slerp
-
     kt = np.asarray(key_times, np.float64)
     q = np.asarray(q, np.float64)
     if len(kt) == 1:

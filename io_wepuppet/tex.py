@@ -29,7 +29,7 @@ from ..core.errors import ExportError, FormatError
 MAGIC = b"TEXV"
 FORMAT_RGBA8888, FORMAT_DXT5, FORMAT_DXT3, FORMAT_DXT1, FORMAT_RG88, FORMAT_R8 = 0, 4, 6, 7, 8, 9
 FORMAT_NAMES = {0: "RGBA8888", 4: "DXT5", 6: "DXT3", 7: "DXT1", 8: "RG88", 9: "R8"}
-FLAG_NO_INTERPOLATION, FLAG_CLAMP_UVS, FLAG_SPRITE, FLAG_VIDEO = 1, 2, 4, 32
+FLAG_SPRITE = 4  # the one flag bit that changes the layout; the others (1, 2, 32) are kept as read
 CONTAINERS = ("TEXB0001", "TEXB0002", "TEXB0003", "TEXB0004")
 SPRITE_TAGS = ("TEXS0001", "TEXS0002", "TEXS0003")
 LZ4_MAX_RATIO = 255  # one LZ4 input byte yields at most 255 output bytes (a run-length byte)

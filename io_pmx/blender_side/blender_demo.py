@@ -9,14 +9,15 @@ import numpy as np
 
 from ...blender.mesh import evaluated_world_positions
 from ...core.formatspec import DemoRow
+from ..model import pmx
+from ..model.validate import validate
+from ..motion import vmd
+from . import blender_io as pmx_io
 
 
 def _check_pmx(path: str, mesh_ob) -> dict:
     """Read the PMX back: byte-identical rewrite, no validator error, and its vertices (MMD axes, 12.5 units a
     metre) equal to Blender's rest mesh."""
-    from ..model import pmx
-    from ..model.validate import validate
-
     data = open(path, "rb").read()
     m = pmx.read(data)
     errors = sum(f.severity == "error" for f in validate(m, for_export=True))
@@ -36,9 +37,6 @@ def _check_pmx(path: str, mesh_ob) -> dict:
 
 
 def _check_vmd(path: str, pmx_path: str) -> dict:
-    from ..model import pmx
-    from ..motion import vmd
-
     data = open(path, "rb").read()
     motion = vmd.read(data)
     bones = {b.name for b in pmx.read(open(pmx_path, "rb").read()).bones}
@@ -52,7 +50,6 @@ def demo_rows(context, outdir: str, arm_ob, mesh_ob, options) -> tuple[list[Demo
     """`options`: a fresh ConvertOptions of the demo's, for the package exporters."""
     rows: list[DemoRow] = []
     warnings: list[str] = []
-    from . import blender_io as pmx_io
 
     pmx_path = os.path.join(outdir, "Humanoid.pmx")
     t = time.perf_counter()

@@ -22,6 +22,10 @@ from ..model import pmx
 from ..model.validate import raise_for_errors, validate
 from ..rig.bone_map import load_bone_map
 from ..motion.names import shorten_bone_names
+from . import physics as blender_physics
+from . import motion_retarget as blender_vmd_retarget
+from ..rig import rig
+from .textures import write_textures
 
 # Faults that would index out of range or loop when building: import refuses them (docs/architecture.md §7.1).
 _FATAL = re.compile(r"index|is not a bone|cycle|own parent|consume")
@@ -60,8 +64,6 @@ def import_pmx(context, path: str, scale: float = convert.DEFAULT_SCALE) -> bsce
         result = bscene.build_scene(context, core_scene, name, base_dir)
         blender_mmd.build_extras(context, result, core_scene, textures, base_dir, warnings)
         if result.armature is not None and (model.rigid_bodies or model.joints):
-            from . import physics as blender_physics
-
             arm_ob = result.armature
             names = bscene.barm_names(arm_ob) or [b.name for b in arm_ob.data.bones]
             blender_physics.build_physics(context, arm_ob, core_scene.extras["pmx"], scale, names, [])
@@ -96,8 +98,6 @@ def gather_model(context, scale: float | None = None, selected_only: bool = Fals
 
 def _physics_from_blender(model: pmx.PmxModel, arm_ob, scale: float | None, extras: dict) -> None:
     """Rigid bodies and joints from the model's Physics collection (`blender_physics`), when it has one."""
-    from . import physics as blender_physics
-
     if scale is None:
         scale = float(extras.get("scale", convert.DEFAULT_SCALE))
     pmx_index: dict[str, int] = {}
@@ -160,16 +160,12 @@ def export_model(context, path: str, scale: float | None = None, selected_only: 
         model.name = model.name_e = name or os.path.splitext(os.path.basename(path))[0]
     # --- MMD control rig and arm angle: on the gathered records, before validation ---
     if mmd_rig or arm_angle:
-        from ..rig import rig
-
         warnings += rig.apply(model, rig=mmd_rig, bone_map=bone_map, arm_angle=arm_angle)
     # --- end MMD control rig ---
     renamed, more = shorten_bone_names(model)
     warnings += more
     written: list[str] = []
     if textures:
-        from .textures import write_textures
-
         written, more = write_textures(context, model, os.path.dirname(os.path.abspath(path)), meshes)
         warnings += more
     names = {}
@@ -213,7 +209,6 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     per_metre = options.scale
     scale = 1.0 / per_metre if per_metre else None
     model_name = _given_name(context, name, options)
-    from . import motion_retarget as blender_vmd_retarget
 
     bone_map = load_bone_map(options.bone_map) if options.bone_map else None  # once, for the model and motions
     pending: list = []

@@ -35,6 +35,7 @@ from ...blender import scene as bscene
 from ...core import model as cm
 from ..model import convert
 from ..model.pmx import BoneFlag
+from ...core.paths import texture_to_open
 
 PROP = "skinbridge_pmx"
 FRAME_PROP = "skinbridge_pmx_frame"
@@ -258,7 +259,6 @@ def _material(mat, cmat: cm.Material, tex: cm.Texture | None, base_dir: str, war
         mat.surface_render_method = "BLENDED"
     if tex is None or not tex.path:
         return
-    from ...core.paths import texture_to_open
 
     full, unsafe = texture_to_open(tex.path, base_dir or os.getcwd())  # only inside the model's folder tree
     if full is not None and os.path.isfile(full):

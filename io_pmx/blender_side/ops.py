@@ -5,19 +5,22 @@ import bpy
 from bpy.props import BoolProperty, FloatProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ...blender.ops_common import (ExportFile, ImportFiles, file_operator, import_motions, option_values,
-                                   protect_scene_files, registrar, report_outcome)
+from ...blender.ops_common import (ExportFile, ImportFiles, OptionsPopup, file_operator, import_motions,
+                                   option_values, protect_scene_files, registrar, report_outcome)
 from ...blender.selection import NoTarget, armatures, find_armature
 from ...core.errors import ExportError
 from ...core.fileio import output_session
 from .. import FORMATS, OPTIONS, UNITS_PER_METRE
-from .physics_chain import POSE_OT_skinbridge_mmd_physics_chain
+from .physics_chain import menu_entry, POSE_OT_skinbridge_mmd_physics_chain
+from . import blender_io
+from . import motion_import as blender_vmd_import
+from . import motion_export as blender_vmd_export
 
 _PMX, _VMD = (next(s for s in FORMATS if s.name == n) for n in ("pmx", "vmd"))
 
 
 @file_operator(_PMX.extensions, several=True)
-class IMPORT_SCENE_OT_skinbridge_pmx(ImportFiles, bpy.types.Operator, ImportHelper):
+class IMPORT_SCENE_OT_skinbridge_pmx(ImportFiles, OptionsPopup, bpy.types.Operator, ImportHelper):
     """Import a MikuMikuDance model (PMX 2.0 / 2.1)"""
 
     bl_idname = "import_scene.skinbridge_pmx"
@@ -28,12 +31,7 @@ class IMPORT_SCENE_OT_skinbridge_pmx(ImportFiles, bpy.types.Operator, ImportHelp
                                      "with the model so that export writes the same units")
 
     def import_one(self, context, path: str) -> list[str]:
-        from . import blender_io
-
         return blender_io.import_pmx(context, path, 1.0 / self.scale).warnings
-
-    def invoke(self, context, event):
-        return self.invoke_popup(context)
 
 
 @file_operator(_PMX.extensions, OPTIONS, collection=True)
@@ -48,8 +46,6 @@ class EXPORT_SCENE_OT_skinbridge_pmx(ExportFile, bpy.types.Operator, ExportHelpe
     selected_only: BoolProperty(name="Selected Only", default=False)
 
     def export(self, context) -> list[str]:
-        from . import blender_io
-
         values = option_values(self, OPTIONS)
         per_metre = values.pop("scale")  # units per metre, as --scale; the exporter takes metres per unit
         return blender_io.export_pmx(context, self.filepath, None if self.use_model_scale else 1.0 / per_metre,
@@ -75,8 +71,6 @@ class IMPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ImportHelper):
         return bool(armatures(context))  # which one: decided (or refused, naming them) when it runs
 
     def execute(self, context):
-        from . import motion_import as blender_vmd_import
-
         return import_motions(self, context, lambda path, arm: blender_vmd_import.import_vmd(
             context, [path], arm, self.camera, mmd_time=self.mmd_time))
 
@@ -91,8 +85,6 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
                        description="Write a key on every whole 30-fps frame instead of at the keyframes")
 
     def execute(self, context):
-        from . import motion_export as blender_vmd_export
-
         try:
             arm = find_armature(context, required=True)
         except NoTarget as e:
@@ -124,14 +116,10 @@ _register, _unregister = registrar(
 
 
 def register():
-    from .physics_chain import menu_entry
-
     _register()
     bpy.types.VIEW3D_MT_pose.append(menu_entry)  # Pose › Add MMD Physics to Chain
 
 
 def unregister():
-    from .physics_chain import menu_entry
-
     bpy.types.VIEW3D_MT_pose.remove(menu_entry)
     _unregister()

@@ -36,6 +36,7 @@ from mathutils import Euler, Matrix
 from ...blender.props import MODEL_DATA_PROP
 from ..model import convert
 from ..model import pmx
+from .motion_model import model_scale
 
 COLLECTION = "Physics"
 RAW_PROP = "skinbridge_pmx_physics"
@@ -504,8 +505,6 @@ def add_chain(context, arm_ob, bone_names: list[str], scale: float | None = None
     rotation limited to ±30° (±10° of twist about the bone) with light springs. `radius`: the capsules'
     radius as a fraction of each bone's length. Returns (bodies, joints)."""
     if scale is None:
-        from .motion_model import model_scale
-
         scale = model_scale(arm_ob)
     _ensure_world(context)
     coll = _physics_collection(context, arm_ob)

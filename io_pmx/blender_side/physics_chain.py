@@ -6,6 +6,7 @@ import bpy
 from bpy.props import FloatProperty, IntProperty
 
 from ...core.errors import ExportError
+from . import physics as blender_physics
 
 
 def selected_chain(arm_ob, names) -> list[str]:
@@ -49,8 +50,6 @@ class POSE_OT_skinbridge_mmd_physics_chain(bpy.types.Operator):
         return ob is not None and ob.type == "ARMATURE" and context.mode == "POSE"
 
     def execute(self, context):
-        from . import physics as blender_physics
-
         arm = context.object
         try:
             chain = selected_chain(arm, [pb.name for pb in context.selected_pose_bones or []])

@@ -30,7 +30,6 @@ and morph indices to the new order and drops references to what was deleted (wit
 from __future__ import annotations
 
 import base64
-from dataclasses import fields as dc_fields
 
 import numpy as np
 
@@ -39,6 +38,9 @@ from ...core.errors import ExportError
 from ...core.skinning import merge_repeated_bones
 from . import pmx
 from .pmx import BoneFlag
+import os
+from ...core.fileio import read_bytes
+from ...core.paths import texture_to_write
 
 DEFAULT_SCALE = 0.08
 PI32 = float(np.float32(np.pi))
@@ -389,10 +391,6 @@ def compare_view(model: pmx.PmxModel) -> dict:
 def load(path: str, data: bytes | None = None, with_animations: bool = True, motions=()) -> tuple[cm.Scene, list[str]]:
     """A `.pmx` file as a core Scene through `to_scene` (the registry's `load`, for `compare`). A PMX holds no
     animation; `motions` beside it (VMD files) are not posed onto the model here: each is named in a warning."""
-    import os
-
-    from ...core.fileio import read_bytes
-
     if data is None:
         data = read_bytes(path)
     model = pmx.read(data)
@@ -656,7 +654,6 @@ def _materials_from_scene(model: pmx.PmxModel, scene: cm.Scene, extras: dict,
             if v >= len(textures):
                 setattr(out, name, -1)
         materials.append(out)
-    from ...core.paths import texture_to_write
 
     model.textures = []
     for path in textures:
@@ -872,7 +869,3 @@ def _vertex_offsets(mesh: cm.Mesh, sk: cm.ShapeKey, base: int, scale: float, raw
     out["vertex"] = moved + base
     out["offset"] = delta[moved]
     return out
-
-
-def model_fields() -> list[str]:
-    return [f.name for f in dc_fields(pmx.PmxModel)]

@@ -58,8 +58,6 @@ DEFORM_BONE_COUNT = (1, 2, 4, 2, 4)
  MORPH_MATERIAL, MORPH_FLIP, MORPH_IMPULSE) = range(11)
 MATERIAL_FLAGS_21 = 0xE0  # vertex colour, point draw, line draw: added by PMX 2.1
 
-MORPH_TYPE_NAMES = ("group", "vertex", "bone", "uv", "uv1", "uv2", "uv3", "uv4", "material", "flip", "impulse")
-
 
 class BoneFlag(IntFlag):
     TAIL_IS_BONE = 0x0001
@@ -1029,12 +1027,6 @@ def write(m: PmxModel) -> bytes:
                 raise ExportError(str(e)) from None
             grown = max(smallest_index_size(e.kind, counts[e.kind]), {1: 2, 2: 4}[current])
             sizes = replace(sizes, **{e.kind: grown})
-
-
-def write_file(path, m: PmxModel) -> None:
-    from ...core.fileio import write_atomic
-
-    write_atomic(path, write(m))
 
 
 # ------------------------------------------------------------------------------------------------------------

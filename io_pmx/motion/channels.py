@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...core.skinning import mmd_bezier, mmd_world_matrices
+from ...core.skinning import mmd_bezier, mmd_sample_bone, mmd_world_matrices
 from ...core.transforms import (
     matrix_to_trs, quat_multiply, quat_normalize, quat_to_matrix3, slerp,
 )
 from . import vmd
+from ..model.pmx import BoneFlag
 
 FRAME_RATE = vmd.FPS
 ANGLE_TOLERANCE = 1e-5  # radians: component blend may part from slerp by this much before a GENERATED key
@@ -97,9 +98,6 @@ class BoneMap:
     def position_matrix(self) -> np.ndarray:
         """K with MMD position = K · location + k0 (when `separable`)."""
         return _SWAP @ (self.alpha * quat_to_matrix3(self.a)) / self.scale
-
-    def position_offset(self) -> np.ndarray:
-        return _SWAP @ self.a_t / self.scale
 
     def to_mmd(self, location, quaternion) -> tuple[np.ndarray, np.ndarray]:
         """Pose basis (loc (…,3), quat w,x,y,z (…,4)) → MMD (position (…,3), rotation x,y,z,w (…,4))."""
@@ -532,8 +530,6 @@ class MmdRig:
 def mmd_rig(model) -> MmdRig:
     """Arrays of a `pmx.PmxModel`'s bones for `core.skinning.mmd_world_matrices` (transform order: after-
     physics flag, then layer, then index)."""
-    from ..model.pmx import BoneFlag
-
     bones = model.bones
     n = len(bones)
     flags = np.array([int(b.flags) for b in bones], np.int64)
@@ -567,8 +563,6 @@ def match_tracks(rig: MmdRig, motion: vmd.Motion) -> dict[int, BoneTrack]:
 
 def evaluate_mmd(rig: MmdRig, tracks: dict[int, BoneTrack], frame: float, append: bool = True) -> np.ndarray:
     """World matrices (MMD axes and units) of every bone at VMD `frame` (IK off)."""
-    from ...core.skinning import mmd_sample_bone
-
     n = len(rig.names)
     pos = np.zeros((n, 3))
     rot = np.tile([0.0, 0, 0, 1], (n, 1))
@@ -580,9 +574,6 @@ def evaluate_mmd(rig: MmdRig, tracks: dict[int, BoneTrack], frame: float, append
 
 # ------------------------------------------------------------------------------------------------------------
 # Camera: MMD camera keys ⇄ an empty (target, Euler rotation) with a child camera at local Y = distance
-
-CAMERA_CHANNELS = ("X", "Y", "Z", "rotation", "distance", "view angle")
-
 
 def camera_curves(interpolation: np.ndarray) -> np.ndarray:
     """(K, 6, 4) x1, y1, x2, y2 from the 24-byte camera blocks (six groups {x1, x2, y1, y2})."""

@@ -32,7 +32,7 @@ import numpy as np
 
 from ...core import model as cm
 from ...core.fileio import read_bytes
-from ...core.transforms import matrix3_to_quat, trs_to_matrix
+from ...core.transforms import matrix3_to_quat, slerp, trs_to_matrix
 from . import vmd
 
 DEFAULT_SCALE = 0.08  # metres per MMD unit (as `convert.DEFAULT_SCALE`, the PMX import's default)
@@ -149,8 +149,6 @@ def to_motion(anim: cm.Animation, scale: float | None = None, model_name: str | 
     0.08); frames are round(time × fps), fps the animation's own (else 30). A track's translation and rotation
     keys are written on the union of their times, the channel without a key there sampled (linear, slerp).
     Blocks: the track's raw ones when present, else built from `mmd_curves`, else linear."""
-    from ...core.transforms import slerp
-
     extras = anim.extras or {}
     scale = float(scale if scale is not None else extras.get("file_unit", DEFAULT_SCALE))
     fps = float(fps if fps is not None else extras.get("fps", vmd.FPS))
@@ -222,8 +220,6 @@ def to_motion(anim: cm.Animation, scale: float | None = None, model_name: str | 
 def _sampled(key_times: np.ndarray, values, times: np.ndarray, rest, rotation: bool) -> np.ndarray:
     """A channel's values at `times` (its keys where they are, linear or slerp between, held at the ends); the
     rest value on every time for a channel without keys."""
-    from ...core.transforms import slerp
-
     if not len(key_times):
         return np.tile(np.asarray(rest, np.float64), (len(times), 1))
     v = np.asarray(values, np.float64)

@@ -193,12 +193,6 @@ def fraction_curves(frac: np.ndarray, moving: np.ndarray) -> np.ndarray:
     return out
 
 
-def midpoint_curves(pos: np.ndarray, rot: np.ndarray) -> np.ndarray:
-    """`fraction_curves` of `midpoint_fractions`: each channel's curve passes through the middle sample at
-    the middle of the segment, as far as it lies between the ends."""
-    return fraction_curves(*midpoint_fractions(pos, rot))
-
-
 CANDIDATES = np.linspace(0.01, 0.99, 99)
 
 

@@ -54,7 +54,6 @@ assert (BONE_KEY.itemsize, MORPH_KEY.itemsize, CAMERA_KEY.itemsize, LIGHT_KEY.it
 TAIL_NONE, TAIL_CAMERA_LIGHT, TAIL_SHADOW, TAIL_PROPERTY = range(4)
 _TAIL_GROUP_NAMES = ("camera + light", "self-shadow", "property (show / IK)")
 
-CHANNELS = ("X", "Y", "Z", "R")  # bone interpolation curves: position X, Y, Z, rotation
 PHYSICS_ON = (0x00, 0x00)
 PHYSICS_OFF = (0x63, 0x0F)
 LINEAR_CURVE = (20, 20, 107, 107)  # x1, y1, x2, y2
@@ -376,12 +375,6 @@ def write(m: Motion) -> bytes:
             w.array(ik)
     w.bytes(bytes(m.trailing))
     return w.getvalue()
-
-
-def write_file(path, m: Motion) -> None:
-    from ...core.fileio import write_atomic
-
-    write_atomic(path, write(m))
 
 
 def all_frames(m: Motion) -> np.ndarray:

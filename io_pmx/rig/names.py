@@ -66,7 +66,6 @@ BONE_TABLE: tuple[tuple[str, tuple[str, ...]], ...] = (
       for k, (digit, unity) in enumerate((("１", "Proximal"), ("２", "Intermediate"), ("３", "Distal")), 1)),
     *((f"小指{d}", (f"{{Left}}HandPinky{k}",)) for k, d in enumerate("１２３", 1)),
 )
-TRUNK = (ROOT, LOWER, UPPER, UPPER2, UPPER3, "首", "頭")
 
 # Keyword matching: word → (group, first slot, last slot). Groups fill their slots in chain order.
 GROUPS = {

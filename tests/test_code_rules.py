@@ -1,0 +1,61 @@
+"""House rules every module of the add-on keeps (docs/architecture.md, README "Layout"): no `import` inside a
+function unless a comment on its line says why (bpy must not load at import time, the environment is set before
+bpy, or a measured import cost), and no function longer than 100 lines. No bpy needed."""
+from __future__ import annotations
+
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+NOT_ADDON = {"tests", "bench", "tools", ".git", ".ci", "dist", "node_modules"}
+MAX_FUNCTION_LINES = 100
+
+
+def _modules(root: pathlib.Path) -> list[pathlib.Path]:
+    out = []
+    for py in sorted(root.rglob("*.py")):
+        rel = py.relative_to(root)
+        if NOT_ADDON & set(rel.parts) or any(part.startswith(".venv") for part in rel.parts):
+            continue
+        out.append(rel)
+    return out
+
+
+def violations(root: pathlib.Path = ROOT) -> list[str]:
+    """file:line and the rule broken, for every module of the add-on below `root`."""
+    bad = []
+    for rel in _modules(root):
+        source = (root / rel).read_text(encoding="utf-8")
+        lines = source.splitlines()
+        for fn in ast.walk(ast.parse(source, str(rel))):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            length = fn.end_lineno - fn.lineno + 1
+            if length > MAX_FUNCTION_LINES:
+                bad.append(f"{rel}:{fn.lineno}: function {fn.name} is {length} lines (at most {MAX_FUNCTION_LINES})")
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and "#" not in lines[node.lineno - 1]:
+                    bad.append(f"{rel}:{node.lineno}: import inside {fn.name} without a comment giving the reason")
+    return sorted(set(bad))
+
+
+def test_addon_keeps_the_code_rules():
+    bad = violations()
+    assert not bad, "\n".join(bad)
+
+
+def test_checker_reports_each_planted_violation(tmp_path):
+    long_body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))  # with the def: 101 lines
+    (tmp_path / "core").mkdir()
+    (tmp_path / "core" / "planted.py").write_text(
+        "import os\n\n\n"
+        "def lazy():\n    import json\n    return json, os\n\n\n"
+        "def explained():\n    import json  # a reason\n    return json\n\n\n"
+        f"def long():\n{long_body}\n\n"
+        f"def just_fits():\n{long_body[:long_body.rindex('    x')]}", encoding="utf-8")
+    (tmp_path / "tests").mkdir()  # outside the add-on: never checked
+    (tmp_path / "tests" / "test_x.py").write_text("def t():\n    import json\n", encoding="utf-8")
+    assert violations(tmp_path) == [
+        "core/planted.py:14: function long is 101 lines (at most 100)",
+        "core/planted.py:5: import inside lazy without a comment giving the reason",
+    ]
