@@ -11,8 +11,8 @@ import collections
 import itertools
 import operator
 
-import bmesh
 import bpy
+import bmesh  # after bpy: the bmesh module needs bpy loaded first
 import numpy as np
 
 from ..core import model as cm

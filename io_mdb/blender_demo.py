@@ -10,14 +10,12 @@ import numpy as np
 from ..blender.mesh import evaluated_world_positions
 from ..core.formatspec import DemoRow
 from . import bones as mdb_bones
-from . import check, mdb
+from . import blender_io, check, mdb
 
 SKELETON = "Humanoid_skel"
 
 
 def demo_rows(context, outdir: str, arm_ob, mesh_ob, options) -> tuple[list[DemoRow], list[str]]:
-    from . import blender_io
-
     path = os.path.join(outdir, "Humanoid.mdb")
     skeleton = options.skeleton or SKELETON
     t = time.perf_counter()

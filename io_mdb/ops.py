@@ -7,14 +7,14 @@ import bpy
 from bpy.props import StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ..blender.ops_common import ExportFile, file_operator, import_each, option_values, registrar
-from . import FORMATS, OPTIONS
+from ..blender.ops_common import ExportFile, OptionsPopup, file_operator, import_each, option_values, registrar
+from . import FORMATS, OPTIONS, blender_io
 
 _MDB = FORMATS[0]
 
 
 @file_operator(_MDB.extensions, several=True)
-class IMPORT_SCENE_OT_skinbridge_mdb(bpy.types.Operator, ImportHelper):
+class IMPORT_SCENE_OT_skinbridge_mdb(OptionsPopup, bpy.types.Operator, ImportHelper):
     """Import a Neverwinter Nights 2 model (.mdb): meshes, collision and walk meshes, hooks, hair/helm points"""
 
     bl_idname = "import_scene.skinbridge_mdb"
@@ -29,16 +29,11 @@ class IMPORT_SCENE_OT_skinbridge_mdb(bpy.types.Operator, ImportHelper):
         self.layout.prop_search(self, "armature", bpy.data, "objects")
 
     def execute(self, context):
-        from . import blender_io
-
         arm = bpy.data.objects.get(self.armature) if self.armature else None
         if self.armature and (arm is None or arm.type != "ARMATURE"):
             self.report({"ERROR"}, f"{self.armature} is not an armature")
             return {"CANCELLED"}
         return import_each(self, lambda path: blender_io.import_mdb(context, path, arm))
-
-    def invoke(self, context, event):
-        return self.invoke_popup(context)
 
 
 @file_operator(_MDB.extensions, OPTIONS, collection=True)
@@ -50,8 +45,6 @@ class EXPORT_SCENE_OT_skinbridge_mdb(ExportFile, bpy.types.Operator, ExportHelpe
     bl_options = {"PRESET"}
 
     def export(self, context) -> list[str]:
-        from . import blender_io
-
         coll = bpy.data.collections.get(self.collection) if self.collection else None
         return blender_io.export_mdb(context, self.filepath, coll, **option_values(self, OPTIONS))
 

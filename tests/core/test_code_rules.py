@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import pathlib
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 NOT_ADDON = {"tests", "bench", "tools", ".git", ".ci", "dist", "node_modules"}
 MAX_FUNCTION_LINES = 100
 
