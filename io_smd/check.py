@@ -1,8 +1,9 @@
 """`skinbridge check` for SMD / VTA: findings naming their line, then the write-back compared token by token.
 
 Errors are what the writer and import refuse (a bone id or parent naming no node, duplicate node ids, a
-parent cycle, numbers that are not finite); warnings are what studiomdl accepts and quietly changes: links
-under 0.05 (dropped at compile time) and link weights that do not sum to 1 (renormalised at compile time).
+parent cycle, numbers that are not finite, a vertex animation row whose vertex has no row in frame 0); warnings
+are what studiomdl accepts and quietly changes: links under 0.05 (dropped at compile time) and link weights that do
+not sum to 1 (renormalised at compile time).
 """
 from __future__ import annotations
 
@@ -76,7 +77,21 @@ def validate(f: smd.SmdFile) -> list[Finding]:
               lambda k: "a number is not finite")
         _rows(out, "error", fr.vertices < 0, fr.row_lines, "vertex id",
               lambda k, fr=fr: f"vertex id {int(fr.vertices[k])} < 0")
+    _vta_rows_in_base(out, f.vertex_animation or [])
     return out.items
+
+
+def _vta_rows_in_base(out: Findings, frames: list) -> None:
+    """A vertex of a later frame must have a row in the base frame (time 0, else the first): import takes every
+    shape as a displacement of that row, and refuses the file otherwise."""
+    if not frames:
+        return
+    base = next((fr for fr in frames if fr.time == 0), frames[0])
+    known = np.unique(base.vertices)
+    for fr in frames:
+        if fr is not base:
+            _rows(out, "error", ~np.isin(fr.vertices, known), fr.row_lines, "vertex id",
+                  lambda k, fr=fr: f"vertex {int(fr.vertices[k])} (time {fr.time}) has no row in frame 0")
 
 
 def token_difference(original: bytes, written: bytes, tolerance: float = 1e-6) -> tuple[int, int] | None:

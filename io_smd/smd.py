@@ -566,6 +566,8 @@ class _Reader:
             ln = int(self.sig[k])
             text = L.text(ln)
             a, b = text.find('"'), text.rfind('"')
+            if a >= 0 and a == b:  # studiomdl would read the name up to the line end: refuse what it guesses
+                raise _fail(L, ln, f"node name of {text[:40]!r} has no closing quote", "node name")
             if a > 0 and b > a:
                 head, name, tail = text[:a].split(), text[a + 1:b], text[b + 1:].split()
             else:

@@ -315,3 +315,22 @@ def test_unreadable_lines_raise_format_error(data):
     """A line of a control byte alone, a node id or a time beyond 64 bits (found by fuzzing)."""
     with pytest.raises(FormatError):
         smd.read(data)
+
+
+@pytest.mark.parametrize("line", ['0 "root -1', '0 root" -1'])
+def test_node_name_with_an_unterminated_quote_is_refused(line):
+    e = _raises(f"version 1\nnodes\n{line}\nend\n", 3, "node name")
+    assert "no closing quote" in str(e)
+
+
+def test_check_reports_a_vta_vertex_without_a_row_in_frame_0():
+    """Import refuses a shape row whose vertex frame 0 lacks (io_smd/convert.py): check reports it as an error
+    with its line and field, not a pass."""
+    text = ("version 1\nnodes\n0 \"root\" -1\nend\nskeleton\ntime 0\ntime 1 # Key 1\nend\nvertexanimation\n"
+            "time 0\n0 0 0 0 0 0 1\n1 1 0 0 0 0 1\ntime 1\n1 1 1 0 0 0 1\n7 2 0 0 0 0 1\nend\n")
+    findings = check.validate(smd.read(text.encode()))
+    errors = [str(x) for x in findings if x.severity == "error"]
+    assert len(errors) == 1 and "line 15" in errors[0] and "vertex 7" in errors[0] and "frame 0" in errors[0]
+    assert findings[0].field == "vertex id"
+    lines: list[str] = []
+    assert check.check("x.vta", text.encode(), lines.append) == 1
