@@ -134,6 +134,8 @@ def import_texture(context, path: str) -> tuple[object, list[str]]:
             img = bpy.data.images.load(p)
             img.pack()
     try:
+        if not img.size[0] or not img.size[1]:  # an image file Blender cannot read loads as 0×0, not as an error
+            raise FormatError("the embedded image file is not one Blender reads", None, "image format")
         img.name = name
         bscene._stage("done")
     except BaseException:  # atomic: a failure after the image exists takes it away again

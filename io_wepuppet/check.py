@@ -120,7 +120,16 @@ def validate_model(m: mdl.Model) -> list[Finding]:
 def validate_texture(t: tex.Texture) -> list[Finding]:
     out = Findings()
     out.warnings(t.warnings)
-    for k, mips in enumerate(t.images):
+    at = t.offsets.get("format")
+    sides = ("texture width", "texture height", "image width", "image height")
+    for k, (name, side) in enumerate(zip(sides, (t.texture_width, t.texture_height, t.image_width, t.image_height))):
+        if not 0 <= side <= tex.MAX_SIDE:
+            out.add("error", "header", None if at is None else at + 8 + 4 * k, name,
+                    f"{side} is outside 0..{tex.MAX_SIDE}")
+    reason = tex.not_decoded(t)
+    if reason:  # the mips are not pixels to decode: said once, not as an error per mip
+        out.add("warning", "texture", None, "image format", reason)
+    for k, mips in enumerate([] if reason else t.images):
         for j, mip in enumerate(mips):
             p = f"image {k} mip {j}"
             try:

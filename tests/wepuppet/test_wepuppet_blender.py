@@ -249,3 +249,18 @@ def test_code_built_wave_puppet_project_imports_with_its_texture_and_deforms_rig
     images = [n.image for n in ob.data.materials[0].node_tree.nodes if n.type == "TEX_IMAGE"]
     assert tuple(images[0].size) == (256, 128)
     _check_deformation(result, mdl.read((tmp_path / "models" / "wave_puppet.mdl").read_bytes()), every=4)
+
+
+@pytest.mark.parametrize("image_format,data,reason", [
+    (tex.FIF_GIF, b"GIF89a\x04\x00\x04\x00", "animated GIF textures are not read yet"),
+    (13, b"\x89PNG\r\n\x1a\n" + b"\x00" * 8, "not one Blender reads")])  # a PNG cut short loads as 0×0
+def test_texture_operator_refuses_an_image_blender_cannot_read(clean_scene, tmp_path, image_format, data, reason):
+    t = tex.from_rgba(np.zeros((4, 4, 4), np.uint8), levels=1)
+    t.image_format, t.images[0][0].data = image_format, data
+    path = tmp_path / "anim.tex"
+    path.write_bytes(tex.write(t))
+    images = set(bpy.data.images)
+    with pytest.raises(RuntimeError, match=reason) as e:
+        bpy.ops.import_scene.skinbridge_wetex(filepath=str(path))
+    assert len(str(e.value).strip().splitlines()) == 1
+    assert set(bpy.data.images) == images

@@ -305,3 +305,39 @@ def test_layout_selecting_values_out_of_range_are_refused(testdata):
         struct.pack_into("<I", bad, start + len(tag) + 1, wrong)
         with pytest.raises(FormatError):
             mdl.read(bytes(bad))
+
+
+def _small_tex(**fields) -> tex.Texture:
+    t = tex.from_rgba(np.full((4, 4, 4), 9, np.uint8), levels=1)
+    for k, v in fields.items():
+        setattr(t, k, v)
+    return t
+
+
+def test_check_reports_a_header_width_of_minus_one():
+    data = tex.write(_small_tex(texture_width=-1))
+    t = tex.read(data)  # read keeps it (write-back is byte-identical); check names it
+    errors = [f for f in check.validate_texture(t) if f.severity == "error"]
+    assert [(f.field, f.offset) for f in errors] == [("texture width", t.offsets["format"] + 8)]
+    assert struct.unpack_from("<i", data, errors[0].offset)[0] == -1
+    assert "-1 is outside" in errors[0].message
+    assert check.check_tex("w.tex", data, lambda line: None) == 1
+
+
+@pytest.mark.parametrize("fields,reason", [
+    ({"container": "TEXB0004", "video": 1}, "video texture"),
+    ({"container": "TEXB0004", "flags": tex.FLAG_VIDEO}, "video texture"),
+    ({"image_format": tex.FIF_GIF}, "animated GIF textures are not read yet")])
+def test_video_and_gif_textures_are_kept_and_named_not_decoded(fields, reason):
+    """Their mips are an MP4 or a GIF file: no LZ4 error about sizes, one line saying what the texture is."""
+    t = _small_tex(**fields)
+    t.images[0][0].data = b"GIF89a\x04\x00" if "image_format" in fields else b"\x00\x00\x00\x20ftypisom"
+    data = tex.write(t)
+    back = tex.read(data)
+    assert tex.write(back) == data
+    with pytest.raises(FormatError, match=reason) as e:
+        tex.mip_bytes(back, 0, 0)
+    assert "\n" not in str(e.value) and "LZ4" not in str(e.value)
+    findings = check.validate_texture(back)
+    assert [(f.severity, f.message) for f in findings] == [("warning", tex.not_decoded(back))]
+    assert reason in findings[0].message
