@@ -127,15 +127,20 @@ def bone_prisms(heads: np.ndarray, ends: np.ndarray, half: float, joint: float) 
 def parse_frames(text: str) -> list[int]:
     """'a:b:step' (b included) or 'a:b' or a comma list '1,5,9' → frame numbers."""
     text = text.strip()
+    expected = f"--frames {text[:40]!r}: expected A:B or A:B:STEP (integers, STEP > 0) or a list like 1,5,9"
+    try:
+        if ":" in text:
+            parts = [int(p) for p in text.split(":")]
+        else:
+            frames = [int(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise ValueError(expected) from None
     if ":" in text:
-        parts = [int(p) for p in text.split(":")]
         if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] <= 0):
-            raise ValueError(f"--frames {text!r}: expected a:b or a:b:step with step > 0")
+            raise ValueError(expected)
         a, b = parts[0], parts[1]
         step = parts[2] if len(parts) == 3 else 1
         frames = list(range(a, b + 1, step))
-    else:
-        frames = [int(p) for p in text.split(",") if p.strip()]
     if not frames:
         raise ValueError(f"--frames {text!r} selects no frame")
     if len(frames) > MAX_FRAMES:

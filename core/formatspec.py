@@ -81,6 +81,8 @@ class Option:
     label: str = ""                    # the operator property's name; "": the name in title case
     path: bool = False                 # the value is a file path (a file browser in the UI)
     ui_default: Any = None
+    check: str | None = None           # "module:function" reading a given value, raising on a bad one (convert
+                                       # runs it before any input, so a bad value is a usage error)
 
     def __post_init__(self):
         if self.type not in OPTION_TYPES:
@@ -94,6 +96,13 @@ class Option:
 
     def values(self) -> tuple[str, ...]:
         return tuple(c[0] for c in self.choices)
+
+    def checker(self) -> Callable[[Any], Any] | None:
+        """The `check` callable, its module imported on first use (as a capability is)."""
+        if self.check is None:
+            return None
+        module, _, attr = self.check.partition(":")
+        return getattr(importlib.import_module(f"{_ROOT_PACKAGE}.{module}"), attr)
 
     def range_text(self) -> str:
         """What values it takes, in words: "1 to 255", "urhox or urho3d", "" for free text and switches."""

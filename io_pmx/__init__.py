@@ -18,7 +18,7 @@ OPTIONS = (
     Option("mmd_rig", bool, False, label="MMD Rig",
            help="add the MMD control bones (全ての親, センター, グルーブ, 腰, 上半身2, 足IK親, 足ＩＫ, つま先ＩＫ) and "
                 "MMD bone names to any humanoid or animal armature"),
-    Option("bone_map", str, None, metavar="FILE.json", path=True,
+    Option("bone_map", str, None, metavar="FILE.json", path=True, check="io_pmx.rig.bone_map:load_bone_map",
            help='JSON object {"source bone": "MMD name" or null} overriding the automatic bone mapping (null drops '
                 'the bone as a helper)'),
     Option("arm_angle", float, 0.0, unit="degrees", low=-90.0, high=90.0, metavar="DEGREES",

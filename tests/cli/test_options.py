@@ -165,3 +165,28 @@ def test_export_operator_properties_are_the_option_records():
             assert o.help[1:] in p.description
     _, pmx_import = properties("import_scene.skinbridge_pmx")
     assert pmx_import["scale"].default == pytest.approx(12.5)  # units per metre, as --scale
+
+
+@pytest.mark.parametrize("content,what", [(None, "no such file"), (b"{not json", "not a UTF-8 JSON file"),
+                                          (b'["a list"]', "--bone-map")])
+def test_a_bone_map_is_read_whenever_given(tmp_path, capsys, content, what):
+    """Without --mmd-rig too: a missing or invalid --bone-map file is a usage error (exit 2, one line) before
+    any input is converted, not ignored."""
+    bone_map = tmp_path / "map.json"
+    if content is not None:
+        bone_map.write_bytes(content)
+    out = tmp_path / "out"
+    code = cli.main(["convert", "Fox.glb", "--to", "pmx", "-o", str(out), "--bone-map", str(bone_map)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: ") and what.lower() in err[0].lower(), err
+    assert str(bone_map) in err[0] and not out.exists()
+
+
+@pytest.mark.parametrize("frames", ["a:b", "1:x:2", "1,two", "1:2:3:4"])
+def test_render_frames_that_are_not_integers_name_the_option_and_its_form(testdata, tmp_path, capsys, frames):
+    code = cli.main(["render", str(testdata / "urho3d" / "Box.mdl"), "--frames", frames,
+                     "-o", str(tmp_path / "s.png")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith("error: --frames") and "A:B" in err[0] and "invalid literal" not in err[0]
+    assert list(tmp_path.iterdir()) == []
