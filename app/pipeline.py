@@ -11,7 +11,7 @@ import os
 import bpy
 
 from .. import formats
-from ..blender.ops_common import bone_curves
+from ..blender.ops_common import unmatched_motion
 from ..blender.ops_common import protect_scene_files  # noqa: F401  (also used by the render command)
 from ..blender.selection import NoTarget, find_armature
 from ..core import fileio
@@ -53,7 +53,7 @@ def load_motion(context, path: str, options) -> list[str]:
             raise
         raise type(e)(f"--motion {path}: {e}") from None
     new = [a for a in bpy.data.actions if a.as_pointer() not in before]
-    if new and not sum(bone_curves(arm, a) for a in new):
+    if unmatched_motion(arm, new):
         raise ExportError(f"--motion {path}: none of its tracks matches a bone of the model ({arm.name}): give "
                           "a motion made for this model")
     return warnings

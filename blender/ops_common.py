@@ -14,7 +14,7 @@ from ..core.formatspec import Option
 from . import action as bact
 from . import compat
 from .scene import export_scope
-from .selection import NoTarget, find_armature
+from .selection import NoTarget, armature_of, find_armature
 
 SHOWN_WARNINGS = 3  # warnings quoted in the status bar's summary; the Info log has them all
 
@@ -239,6 +239,43 @@ def bone_curves(arm_ob, act) -> int:
     return n
 
 
+def unmatched_motion(arm_ob, actions) -> bool:
+    """The one rule of every motion import, the operators' and convert's --motion alike: motions none of whose
+    tracks animates a bone of `arm_ob` (or anything other than a pose bone) are refused."""
+    return bool(actions) and not sum(bone_curves(arm_ob, a) for a in actions)
+
+
+def _scene_time(scene) -> tuple:
+    return scene.render.fps, scene.render.fps_base, scene.frame_start, scene.frame_end, scene.frame_current
+
+
+def _put_scene_time(scene, saved: tuple) -> None:
+    if _scene_time(scene) != saved:  # a motion import may set MMD's 30 fps and its range: undone with it
+        scene.render.fps, scene.render.fps_base, scene.frame_start, scene.frame_end = saved[:4]
+        scene.frame_set(saved[4])
+
+
+def export_armature(op, context):
+    """The armature a motion export takes: in a Collection Exporter (the operator's `collection`) the one
+    armature of that collection or deforming its meshes, never the active rig of another collection; else the
+    user's choice (`find_armature`). NoTarget naming what is there when it is not exactly one."""
+    name = getattr(op, "collection", "") or None
+    if name is None:
+        return find_armature(context, required=True)
+    coll = bpy.data.collections.get(name)
+    if coll is None:
+        raise NoTarget(f"the collection {name!r} does not exist")
+    arms = []
+    for ob in coll.all_objects:
+        arm = armature_of(ob)
+        if arm is not None and arm not in arms:
+            arms.append(arm)
+    if len(arms) != 1:
+        held = f"{len(arms)} armatures ({', '.join(sorted(a.name for a in arms))})" if arms else "no armature"
+        raise NoTarget(f"the collection {name} holds {held}: a motion export takes one")
+    return arms[0]
+
+
 def import_motions(op, context, import_one, what: str = "motion") -> set[str]:
     """The import operator `op` of motion files onto the armature the user chose (`find_armature`: the active
     or selected one, else the only one; refused naming the candidates otherwise). Each file on its own:
@@ -259,15 +296,17 @@ def import_motions(op, context, import_one, what: str = "motion") -> set[str]:
         objects_before = {o.as_pointer() for o in bpy.data.objects}
         ad = arm.animation_data
         saved = (ad.action, ad.action_slot) if ad is not None else None
+        time = _scene_time(context.scene)
         try:
             actions, warnings = import_one(path, arm)
         except (FormatError, ExportError, OSError, ValueError) as e:
+            _put_scene_time(context.scene, time)
             text = str(e)
             op.report({"ERROR"}, text if text.startswith(name) else f"{name}: {text}")
             continue
-        matched = sum(bone_curves(arm, a) for a in actions)
-        if actions and not matched:
+        if unmatched_motion(arm, actions):
             _undo_motion(arm, saved, actions_before, objects_before)
+            _put_scene_time(context.scene, time)
             op.report({"ERROR"}, f"{name}: none of its tracks matches a bone of {arm.name}: nothing imported "
                                  "(select the armature this motion was made for)")
             continue

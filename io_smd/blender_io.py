@@ -29,6 +29,7 @@ import numpy as np
 from ..blender import action as bact
 from ..blender import armature as barm
 from ..blender import scene as bscene
+from ..blender.ops_common import unmatched_motion
 from ..blender.selection import NoTarget, armatures, find_armature
 from ..core import model as cm
 from ..core.errors import ExportError, FormatError
@@ -130,11 +131,15 @@ def import_motion(context, f: smd.SmdFile, name: str, armature=None) -> list[str
         built = bscene.build_scene(context, cm.Scene(name=name, skeleton=skel), name)
         arm_ob = built.armature
         created = [arm_ob, arm_ob.data]
+    own_rig = bool(created)  # made from the file: every track matches
     fps = bact.fps_of(context.scene)
     anim = convert.animation_of(f, name, warnings, fps)
     try:
         act, more = bact.build_action(arm_ob, anim, fps, name)
         created.append(act)
+        if not own_rig and unmatched_motion(arm_ob, [act]):  # the rule of every motion import
+            raise ExportError(f"{name}: none of its {len(anim.tracks)} tracks matches a bone of {arm_ob.name}: "
+                              "nothing imported (select the armature this motion was made for)")
         act.frame_start = float(min(fr.time for fr in f.skeleton)) if f.skeleton else 0.0
         act.frame_end = float(max(fr.time for fr in f.skeleton)) if f.skeleton else 0.0
         bact.assign(arm_ob, act)

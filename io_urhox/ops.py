@@ -5,9 +5,9 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ..blender.ops_common import (ExportFile, ImportFiles, OptionsPopup, file_operator, import_motions,
-                                  option_values, protect_scene_files, registrar, report_outcome)
-from ..blender.selection import NoTarget, armatures, find_armature
+from ..blender.ops_common import (ExportFile, ImportFiles, OptionsPopup, export_armature, file_operator,
+                                  import_motions, option_values, protect_scene_files, registrar, report_outcome)
+from ..blender.selection import NoTarget, armatures
 from ..core.errors import ExportError
 from ..core.fileio import output_session
 from . import FORMATS, OPTIONS, blender_ani, blender_io
@@ -86,7 +86,7 @@ class IMPORT_ANIM_OT_skinbridge_urhox_ani(OptionsPopup, bpy.types.Operator, Impo
             context, [path], arm, _axes_of(arm, self.profile)), "animation")
 
 
-@file_operator((), _ANI_OPTIONS)  # a folder is chosen: no file name ending
+@file_operator((), _ANI_OPTIONS, collection=True)  # a folder is chosen: no file name ending
 class EXPORT_ANIM_OT_skinbridge_urhox_ani(bpy.types.Operator):
     """Export the actions of the active armature to <folder>/Animations/<action>.ani"""
 
@@ -106,7 +106,7 @@ class EXPORT_ANIM_OT_skinbridge_urhox_ani(bpy.types.Operator):
 
     def execute(self, context):
         try:
-            arm = find_armature(context, required=True)
+            arm = export_armature(self, context)
         except NoTarget as e:
             self.report({"ERROR"}, f"no animation exported: {e}")
             return {"CANCELLED"}

@@ -5,9 +5,9 @@ import bpy
 from bpy.props import BoolProperty, FloatProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ...blender.ops_common import (ExportFile, ImportFiles, OptionsPopup, file_operator, import_motions,
-                                   option_values, protect_scene_files, registrar, report_outcome)
-from ...blender.selection import NoTarget, armatures, find_armature
+from ...blender.ops_common import (ExportFile, ImportFiles, OptionsPopup, export_armature, file_operator,
+                                   import_motions, option_values, protect_scene_files, registrar, report_outcome)
+from ...blender.selection import NoTarget, armatures
 from ...core.errors import ExportError
 from ...core.fileio import output_session
 from .. import FORMATS, OPTIONS, UNITS_PER_METRE
@@ -75,7 +75,7 @@ class IMPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ImportHelper):
             context, [path], arm, self.camera, mmd_time=self.mmd_time))
 
 
-@file_operator(_VMD.extensions)
+@file_operator(_VMD.extensions, collection=True)
 class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
     """Export the active armature's action as a MikuMikuDance motion (.vmd)"""
 
@@ -86,7 +86,7 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
 
     def execute(self, context):
         try:
-            arm = find_armature(context, required=True)
+            arm = export_armature(self, context)
         except NoTarget as e:
             self.report({"ERROR"}, f"no motion exported: {e}")
             return {"CANCELLED"}

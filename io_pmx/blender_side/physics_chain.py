@@ -31,9 +31,24 @@ def selected_chain(arm_ob, names) -> list[str]:
     return chain
 
 
+def bones_with_bodies(arm_ob, chain: list[str]) -> list[str]:
+    """The bones of `chain` that already have an MMD rigid body: one parented to the bone (it follows the bone)
+    or one the bone follows (its FOLLOW constraint)."""
+    has = {ob.parent_bone for ob in arm_ob.children
+           if ob.get(blender_physics.KIND_PROP) == "rigid" and ob.parent_type == "BONE"}
+    for name in chain:
+        for c in arm_ob.pose.bones[name].constraints:
+            if c.name.startswith(blender_physics.FOLLOW) and getattr(c, "target", None) is not None \
+                    and c.target.get(blender_physics.KIND_PROP) == "rigid":
+                has.add(name)
+    return [n for n in chain if n in has]
+
+
 class POSE_OT_skinbridge_mmd_physics_chain(bpy.types.Operator):
     """Add MMD rigid bodies (capsules) and joints along the selected bone chain; the first follows its bone,
-    the others swing and turn their bones. Exported with the model as PMX rigid bodies and joints"""
+    the others swing and turn their bones. Exported with the model as PMX rigid bodies and joints. A chain
+    with a bone that already has a rigid body is refused (nothing added): a second body on a bone would
+    fight the first"""
 
     bl_idname = "pose.skinbridge_mmd_physics_chain"
     bl_label = "Add MMD Physics to Chain"
@@ -53,6 +68,10 @@ class POSE_OT_skinbridge_mmd_physics_chain(bpy.types.Operator):
         arm = context.object
         try:
             chain = selected_chain(arm, [pb.name for pb in context.selected_pose_bones or []])
+            taken = bones_with_bodies(arm, chain)
+            if taken:
+                raise ExportError(f"{', '.join(taken)} already {'has' if len(taken) == 1 else 'have'} MMD physics: "
+                                  "nothing added (delete those rigid bodies and joints first to make them anew)")
             bodies, joints = blender_physics.add_chain(context, arm, chain, radius=self.radius, mass=self.mass,
                                                        group=self.group)
         except ExportError as e:

@@ -135,8 +135,8 @@ def test_collection_exporter_takes_exactly_its_collection(two_models, alone_coun
     assert _call("export_scene.skinbridge_urhox", str(tmp_path / "c.mdl"), collection="NinjaOnly") == {"FINISHED"}
     assert _mdl_counts(tmp_path, "c.mdl") == alone_counts["Ninja"]
     for idname, ext in with_collection:  # every exporter with a collection: the other model's bones never appear
-        if idname == "export_scene.skinbridge_urhox":
-            continue
+        if idname == "export_scene.skinbridge_urhox" or idname.startswith("export_anim."):
+            continue  # motion exporters need an action: tests/safety/test_operators_scene.py
         _call(idname, str(tmp_path / f"c{ext}"), collection="NinjaOnly", skeleton="P_HHM_skel")
         assert (tmp_path / f"c{ext}").exists(), idname
 
