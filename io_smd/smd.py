@@ -30,6 +30,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..core.errors import FormatError
+from ..core.quoting import quoted
 
 MAX_LINE = 64 << 10  # bytes in one line (a longer line is refused before it is split)
 MAX_LINKS = 32  # links on one vertex line
@@ -534,7 +535,7 @@ class _Reader:
             word = words[0].lower()
             if not version_seen:
                 if word != "version":
-                    raise _fail(L, ln, f"expected 'version 1', found {L.text(ln)[:40]!r}", "version")
+                    raise _fail(L, ln, f"expected 'version 1', found {quoted(L.text(ln))}", "version")
                 if len(words) < 2 or words[1] != "1":
                     raise _fail(L, ln, f"version {' '.join(words[1:])[:20]!r}: only version 1 exists",
                                 "version")

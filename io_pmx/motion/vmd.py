@@ -28,6 +28,7 @@ import numpy as np
 
 from ...core.binary import Reader, Writer
 from ...core.errors import ExportError, FormatError
+from ...core.quoting import quoted
 from ...core.fileio import read_bytes
 
 SIGNATURE = b"Vocaloid Motion Data 0002"
@@ -281,8 +282,8 @@ def read(data: bytes | bytearray | memoryview) -> Motion:
                           "VMD header", 0, "header")
     signature = r.bytes(SIGNATURE_SIZE, "signature")
     if not signature.startswith(SIGNATURE):
-        text = signature.split(b"\0", 1)[0].decode("ascii", "replace")
-        raise FormatError(f"expected {SIGNATURE.decode()!r}, found {text!r}", 0, "signature")
+        raise FormatError(f"expected {SIGNATURE.decode()!r}, found {quoted(signature.split(b'\0', 1)[0])}", 0,
+                          "signature")
     m = Motion(signature=signature, model_name_raw=r.bytes(MODEL_NAME_SIZE, "model name"))
     m.bone_keys = _read_group(r, BONE_KEY, "bone keys")
     m.morph_keys = _read_group(r, MORPH_KEY, "morph keys")

@@ -548,3 +548,12 @@ def test_not_a_vmd(testdata):
         vmd.read(b"Vocaloid Motion Data file\0\0\0\0\0" + bytes(30))  # version 1 (10-byte model name)
     with pytest.raises(FormatError):
         vmd.read((testdata / "pmx" / "mlibgo_sample_pmx21_utf8.pmx").read_bytes())
+
+
+def test_a_random_signature_is_quoted_short_and_escaped():
+    noise = bytes(np.random.default_rng(7).integers(1, 256, 30, dtype=np.uint8))
+    with pytest.raises(FormatError) as e:
+        vmd.read(b"\x1b[2J" + noise + bytes(60))
+    text = str(e.value)
+    assert "found '\\x1b[2J" in text and "…" in text and len(text) < 200
+    assert all(c.isprintable() for c in text) and "\ufffd" not in text

@@ -334,3 +334,12 @@ def test_check_reports_a_vta_vertex_without_a_row_in_frame_0():
     assert findings[0].field == "vertex id"
     lines: list[str] = []
     assert check.check("x.vta", text.encode(), lines.append) == 1
+
+
+def test_random_bytes_are_quoted_short_and_escaped():
+    noise = bytes(np.random.default_rng(7).integers(0, 256, 300, dtype=np.uint8)).replace(b"\n", b"\x0b")
+    with pytest.raises(FormatError) as e:
+        smd.read(b"\x01\x1b[2J" + noise)
+    text = str(e.value)
+    assert "\\x01\\x1b[2J" in text and "…" in text and len(text) < 200
+    assert all(c.isprintable() for c in text) and "\ufffd" not in text and "\\udc" not in text
