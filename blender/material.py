@@ -9,6 +9,7 @@ import numpy as np
 
 from ..core import model as cm
 from ..core.errors import ExportError
+from ..core.fileio import read_bytes
 from ..core.paths import texture_to_open
 from ..core.png import encode_png
 
@@ -149,8 +150,7 @@ def image_file_bytes(img, keep_jpeg: bool = False) -> tuple[bytes, str]:
     elif img.filepath and img.source == "FILE":
         path = bpy.path.abspath(img.filepath)
         if os.path.isfile(path):
-            with open(path, "rb") as f:
-                data = f.read()
+            data = read_bytes(path)
             if data.startswith(PNG_MAGIC):
                 return data, ".png"
     w, h = img.size

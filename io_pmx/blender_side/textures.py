@@ -16,7 +16,7 @@ import bpy
 
 from ...blender import material as bmat
 from ...core.errors import ExportError
-from ...core.fileio import may_write, output_path, write_atomic
+from ...core.fileio import may_write, output_path, read_bytes, write_atomic
 from ...core.naming import NameAllocator
 from ..model import pmx
 from .mmd import IMAGE_PROP
@@ -58,9 +58,7 @@ def _copy_file_texture(context, images: dict, entry: str, outdir: str) -> str | 
     path = output_path(outdir, rel)
     if os.path.realpath(src) == os.path.realpath(path):
         return None
-    with open(src, "rb") as f:
-        data = f.read()
-    write_atomic(path, data)
+    write_atomic(path, read_bytes(src))
     return path
 
 
