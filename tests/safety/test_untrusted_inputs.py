@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import pathlib
+import resource
+import subprocess
+import sys
 import time
 
 import pytest
@@ -14,6 +17,8 @@ from conftest import run_cli
 from skinbridge.core.errors import FormatError
 from skinbridge.core.fileio import read_bytes, read_head
 from skinbridge.formats import identify_file
+from skinbridge.io_gltf.untrusted import checked_copy
+from skinbridge.io_pmx.model import pmx
 
 
 # -- 3: special files ------------------------------------------------------------------------------------------
@@ -140,8 +145,6 @@ def _hostile_gltf(case: str, model: pathlib.Path, tmp_path) -> pathlib.Path:
     ("short_buffer", "declares 1048576 bytes but 'b.bin' holds 168"), ("huge_count", "need 12000000000 bytes"),
     ("deep", "nests deeper than 64 levels")])
 def test_checked_copy_refuses_buffers_and_limits_in_one_line(case, why, tmp_path):
-    from skinbridge.io_gltf.untrusted import checked_copy  # no bpy: the check itself is plain Python
-
     model = _model_dir(tmp_path)
     path = _hostile_gltf(case, model, tmp_path)
     copy = tmp_path / "copy"
@@ -194,8 +197,6 @@ def test_an_importer_failure_is_one_line_naming_the_file(tmp_path):
 
 @pytest.mark.blender
 def test_an_external_image_is_written_beside_the_pmx_that_references_it(tmp_path):
-    from skinbridge.io_pmx.model import pmx
-
     model = _model_dir(tmp_path)
     (model / "tex.png").write_bytes(u.png())
     path = u.write_gltf(model / "ok.gltf", u.gltf_doc("b.bin", "tex.png"))
@@ -208,16 +209,12 @@ def test_an_external_image_is_written_beside_the_pmx_that_references_it(tmp_path
 
 
 def _memory_capped() -> None:
-    import resource  # only in the child process, before it runs the command
     resource.setrlimit(resource.RLIMIT_AS, (4_000_000_000, 4_000_000_000))
 
 
 @pytest.mark.blender
 @pytest.mark.slow
 def test_a_dev_zero_buffer_a_fifo_and_an_endless_pipe_under_a_4_gb_cap(tmp_path):
-    import subprocess  # (as run_cli does: only the tests that start processes need it)
-    import sys
-
     model = _model_dir(tmp_path)
     zero = _hostile_gltf("dev_zero", model, tmp_path)
     ok = u.write_gltf(model / "ok.gltf", u.gltf_doc("b.bin"))
@@ -247,8 +244,6 @@ def test_a_dev_zero_buffer_a_fifo_and_an_endless_pipe_under_a_4_gb_cap(tmp_path)
 @pytest.fixture
 def pmx_with_missing_texture(tmp_path) -> pathlib.Path:
     """A PMX (made by our writer from a one-triangle glTF) whose texture entry is `C:\\textures\\x.png`."""
-    from skinbridge.io_pmx.model import pmx
-
     model = _model_dir(tmp_path)
     (model / "x.png").write_bytes(u.png())
     made = tmp_path / "made"
