@@ -269,7 +269,7 @@ def cmd_render(args) -> int:
     if os.path.splitext(args.output)[1].lower() != ".png":
         print(f"error: {args.output}: render writes PNG images: give the output a .png name", file=sys.stderr)
         return 2
-    if not os.path.isfile(args.file):
+    if os.path.isdir(args.file) or not os.path.exists(args.file):  # a special file: the guarded reader says why
         what = "is a folder, not a model file" if os.path.isdir(args.file) else "no such file"
         print(f"error: {args.file}: {what}", file=sys.stderr)
         return 2

@@ -15,7 +15,7 @@ import os
 import pkgutil
 
 from .core.errors import FormatError
-from .core.fileio import read_bytes
+from .core.fileio import read_bytes, read_head
 from .core.formatspec import CAPABILITIES, DemoRow, FormatSpec, Option  # noqa: F401  (re-exported)
 
 _SPECS: dict[str, FormatSpec] = {}
@@ -126,11 +126,7 @@ def identify(head: bytes, path: str = "") -> FormatSpec:
 def identify_file(path: str | os.PathLike) -> FormatSpec:
     """The spec of the file at `path`, reading only the bytes the sniffers need. OSError when unreadable."""
     path = os.fspath(path)
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"{path} is a folder, not a file")
-    with open(path, "rb") as f:
-        head = f.read(head_size())
-    return identify(head, path)
+    return identify(read_head(path, head_size()), path)
 
 
 def file_kind(path: str | os.PathLike, spec: FormatSpec | None = None) -> str:

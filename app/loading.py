@@ -92,6 +92,6 @@ def compare_load(path: str, with_animations: bool = True):
     """(core Scene, warnings) of a model file, a motion file or an output folder, for `compare`."""
     if os.path.isdir(path):
         return _folder_scene(path, with_animations)
-    if not os.path.isfile(path):
+    if not os.path.exists(path):  # a special file goes on to the guarded reader, which says why it is refused
         raise FileNotFoundError(f"no such file or folder: {path}")
     return _file_scene(path, with_animations)

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..core import model as cm
 from ..core.errors import ExportError
+from ..core.fileio import read_bytes
 from ..core.paths import texture_to_open
 from ..core.png import encode_png
 
@@ -133,13 +134,23 @@ def read_material(m) -> cm.Material:
     return out
 
 
+PLACEHOLDER_PROP = "skinbridge_placeholder"  # an image that stands for a texture file that was not found
+
+
+def is_placeholder(img) -> bool:
+    return bool(img.get(PLACEHOLDER_PROP))
+
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 JPEG_MAGIC = b"\xff\xd8\xff"
 
 
 def image_file_bytes(img, keep_jpeg: bool = False) -> tuple[bytes, str]:
     """(bytes, extension) of an image as an exporter writes it: a packed PNG (or, with `keep_jpeg`, JPEG) or
-    a PNG file as its own bytes, else its pixels encoded as PNG. ExportError for an image with no pixels."""
+    a PNG file as its own bytes, else its pixels encoded as PNG. ExportError for an image with no pixels and for
+    a placeholder (its pixels are not the texture: writing them could replace the user's file of that name)."""
+    if is_placeholder(img):
+        raise ExportError(f"image {img.name} stands for a texture file that was not found: not written")
     if img.packed_file is not None:
         data = bytes(img.packed_file.data)
         if data.startswith(PNG_MAGIC):
@@ -149,8 +160,7 @@ def image_file_bytes(img, keep_jpeg: bool = False) -> tuple[bytes, str]:
     elif img.filepath and img.source == "FILE":
         path = bpy.path.abspath(img.filepath)
         if os.path.isfile(path):
-            with open(path, "rb") as f:
-                data = f.read()
+            data = read_bytes(path)
             if data.startswith(PNG_MAGIC):
                 return data, ".png"
     w, h = img.size

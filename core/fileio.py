@@ -26,6 +26,7 @@ import contextlib
 import contextvars
 import errno
 import os
+import stat
 import tempfile
 from collections.abc import Iterable
 
@@ -73,21 +74,83 @@ def output_error(target: str, e: OSError) -> OutputError:
     return err
 
 
-def read_bytes(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES) -> bytes:
-    path = os.fspath(path)
-    if os.path.isdir(path):
+_CHUNK = 1 << 20
+
+
+def _open_regular(path: str) -> int:
+    """A read-only descriptor of `path`, refused by type first so that a FIFO, device, socket or folder is
+    neither opened (opening a FIFO blocks until a writer comes) nor read (/dev/zero never ends)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no such file: {path}") from None
+    if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(f"{path} is a folder, not a file: give a file inside it")
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no such file: {path}")
-    size = os.path.getsize(path)
-    if size > limit:
-        raise FormatError(f"{path} is {size} bytes, above the {limit}-byte limit for this kind of file", 0,
-                          "file size")
-    session = _SESSION.get()
-    if session is not None:
-        session.protect(path)
-    with open(path, "rb") as f:
-        return f.read()
+    if not stat.S_ISREG(st.st_mode):
+        raise FormatError(f"{path} is {_kind(st.st_mode)}, not a regular file: save it to a file first")
+    # O_NONBLOCK: should the path be swapped for a FIFO after the check, opening it still does not block
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise FormatError(f"{path} is not a regular file: save it to a file first")
+    return fd
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def read_bytes(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of the input file `path`: the one guarded reader every input goes through. Regular files only
+    (checked before opening, so nothing blocks); at most `limit` bytes, counted as they are read (a file whose
+    size reads as 0, as /proc files do, is capped too); FormatError naming the cap above it."""
+    path = os.fspath(path)
+    fd = _open_regular(path)
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
+            raise _too_big(path, f"{size} bytes", limit)
+        session = _SESSION.get()
+        if session is not None:
+            session.protect(path)
+        # the size the file states is read at once (one allocation); whatever follows is read in chunks
+        # up to the cap, since a pipe or a /proc file states 0
+        first = _read_upto(fd, size) if size else b""
+        pieces, total = [first], len(first)
+        while True:
+            piece = os.read(fd, min(_CHUNK, limit + 1 - total))
+            if not piece:
+                break
+            pieces.append(piece)
+            total += len(piece)
+            if total > limit:
+                raise _too_big(path, f"more than {limit} bytes", limit)
+    finally:
+        os.close(fd)
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+
+def _read_upto(fd: int, n: int) -> bytes:
+    with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
+        return f.read(n) or b""
+
+
+def read_head(path: str | os.PathLike, n: int) -> bytes:
+    """The first `n` bytes of the input file `path` (for telling its format), with `read_bytes`'s checks."""
+    path = os.fspath(path)
+    fd = _open_regular(path)
+    try:
+        return os.read(fd, n)
+    finally:
+        os.close(fd)
+
+
+def _too_big(path: str, size: str, limit: int) -> FormatError:
+    return FormatError(f"{path} is {size}, above the {limit}-byte limit for this kind of file", 0, "file size")
 
 
 def _identity(path: str):

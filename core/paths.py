@@ -79,6 +79,8 @@ def texture_to_open(raw: str, model_dir: str) -> tuple[str | None, str | None]:
         real = os.path.realpath(path)
         if real == base or not real.startswith(base.rstrip(os.sep) + os.sep):
             why = "path leads out of the model's folder (symbolic link)"
+        elif os.path.exists(real) and not os.path.isfile(real):  # a FIFO or device would block or never end
+            why = "not a regular file"
         else:
             return path, None
     return None, f"texture {raw!r} not opened ({why}): kept as data; place the image inside the model's folder"

@@ -95,8 +95,9 @@ def _find_map(base_dir: str, name: str) -> str | None:
         return None
     wanted = {(name + ext).lower() for ext in MAP_EXTENSIONS}
     for entry in sorted(os.listdir(base_dir)):
-        if entry.lower() in wanted:
-            return os.path.join(base_dir, entry)
+        path = os.path.join(base_dir, entry)
+        if entry.lower() in wanted and os.path.isfile(path):  # a FIFO or device by that name would block Blender
+            return path
     return None
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from mathutils import Matrix
 
 from ..blender import action as baction
+from ..blender import material as bmat
 from ..blender import scene as bscene
 from ..core import model as cm
 from ..core.errors import ExportError, FormatError
@@ -265,7 +266,8 @@ def _first_image(meshes):
             if mat is None or mat.node_tree is None:
                 continue
             for node in mat.node_tree.nodes:
-                if node.type == "TEX_IMAGE" and node.image is not None and node.image.size[0]:
+                if node.type == "TEX_IMAGE" and node.image is not None and node.image.size[0] \
+                        and not bmat.is_placeholder(node.image):
                     return node.image
     return None
 

@@ -31,6 +31,7 @@ import bpy
 import numpy as np
 
 from ...blender import armature as barm
+from ...blender import material as bmat
 from ...blender import scene as bscene
 from ...core import model as cm
 from ..model import convert
@@ -267,6 +268,7 @@ def _material(mat, cmat: cm.Material, tex: cm.Texture | None, base_dir: str, war
         warnings.append(f"material {mat.name}: {unsafe}" if unsafe else
                         f"material {mat.name}: texture {tex.path} not found; a placeholder image keeps its path")
         img = bpy.data.images.new(tex.path.replace("\\", "/").rsplit("/", 1)[-1] or "texture", 1, 1)
+        img[bmat.PLACEHOLDER_PROP] = True
         if full is not None:
             img.source = "FILE"
             img.filepath = full

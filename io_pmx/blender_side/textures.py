@@ -16,8 +16,9 @@ import bpy
 
 from ...blender import material as bmat
 from ...core.errors import ExportError
-from ...core.fileio import may_write, output_path, write_atomic
+from ...core.fileio import may_write, output_path, read_bytes, write_atomic
 from ...core.naming import NameAllocator
+from ...core.paths import texture_to_write
 from ..model import pmx
 from .mmd import IMAGE_PROP
 
@@ -58,9 +59,7 @@ def _copy_file_texture(context, images: dict, entry: str, outdir: str) -> str | 
     path = output_path(outdir, rel)
     if os.path.realpath(src) == os.path.realpath(path):
         return None
-    with open(src, "rb") as f:
-        data = f.read()
-    write_atomic(path, data)
+    write_atomic(path, read_bytes(src))
     return path
 
 
@@ -68,10 +67,12 @@ def write_textures(context, model: pmx.PmxModel, outdir: str, meshes) -> tuple[l
     """Write every image the model's texture table names (as the exported `meshes`' materials use them) into
     `outdir` and point the table at the files (in place). Returns (written paths, warnings)."""
     images = material_images(meshes)
+    # an absolute path outside `outdir` stands in the table as the name `texture_to_write` made of it
+    as_written = {texture_to_write(key, "\\")[0]: img for key, img in images.items()}
     names = NameAllocator()
     written, warnings = [], []
     for i, entry in enumerate(model.textures):
-        img = images.get(entry)
+        img = images.get(entry) or as_written.get(entry)
         if img is None:
             copied = _copy_file_texture(context, images, entry, outdir)
             if copied:

@@ -26,7 +26,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from ...core.errors import ExportError
+from ...core.errors import ExportError, FormatError
+from ...core.fileio import read_bytes
 from .names import (
     ANKLE, CONTROL_NAMES, FINGERS, GROUPS, HELPER_WORDS, KEYWORDS, KNEE, LEG, LEG_IK, LOWER, PRIORITY, ROOT,
     ROOT_WORDS, SIDED_GROUPS, SIDES, TABLE, TIP_WORDS, TWIST_WORDS, UPPER, normalised_name, side_of, words,
@@ -65,13 +66,17 @@ class BoneMapping:
                 for i, n in enumerate(self.names)]
 
 
+MAX_BONE_MAP_BYTES = 1 << 24  # a bone map is a small JSON object
+
+
 def load_bone_map(path: str) -> dict[str, str | None]:
     """`--bone-map FILE.json`: one JSON object {"source bone name": "MMD bone name" or null (drop as helper)}."""
     try:
-        with open(path, "rb") as f:
-            data = json.loads(f.read().decode("utf-8-sig"))
+        data = json.loads(read_bytes(path, MAX_BONE_MAP_BYTES).decode("utf-8-sig"))
     except OSError as e:
         raise ExportError(f"--bone-map {path}: {e.strerror or e}") from e
+    except FormatError as e:  # not a regular file, or above the cap
+        raise ExportError(f"--bone-map {e}") from e
     except (UnicodeDecodeError, ValueError) as e:
         raise ExportError(f"--bone-map {path}: not a UTF-8 JSON file ({e})") from e
     return check_bone_map(data, f"--bone-map {path}")
