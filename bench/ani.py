@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import sys
+import runpy
 import tempfile
 import time
 
@@ -17,12 +17,7 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="skinbridge-bl-user-"))
 
-try:
-    import skinbridge  # noqa: F401
-except ImportError:  # run outside the venv's install: expose the checkout as `skinbridge`
-    link_dir = pathlib.Path(tempfile.mkdtemp(prefix="skinbridge-pkg-"))
-    (link_dir / "skinbridge").symlink_to(ROOT, target_is_directory=True)
-    sys.path.insert(0, str(link_dir))
+runpy.run_path(str(ROOT / "bench" / "_checkout.py"))  # `skinbridge` importable before its first import
 
 import bpy  # noqa: E402
 

@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import pathlib
+import runpy
 import subprocess
 import sys
 import tempfile
@@ -25,12 +26,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-try:
-    import skinbridge  # noqa: F401  (the checkout as a package, or the link below)
-except ImportError:  # run outside tools/run: expose the checkout as `skinbridge`
-    _link = pathlib.Path(tempfile.mkdtemp(prefix="skinbridge-pkg-"))
-    (_link / "skinbridge").symlink_to(ROOT, target_is_directory=True)
-    sys.path.insert(0, str(_link))
+runpy.run_path(str(ROOT / "bench" / "_checkout.py"))  # `skinbridge` importable before its first import
 
 PARTS = 4  # at size L (200,000 vertices): four meshes of at most 65,536 vertices; larger models get more
 MAX_VERTICES = 65536  # MDB faces are u16

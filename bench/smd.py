@@ -15,19 +15,14 @@ from __future__ import annotations
 import argparse
 import io
 import pathlib
-import sys
+import runpy
 import tempfile
 
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-try:
-    import skinbridge  # noqa: F401
-except ImportError:  # run outside tools/run: expose the checkout as `skinbridge`
-    link_dir = pathlib.Path(tempfile.mkdtemp(prefix="skinbridge-pkg-"))
-    (link_dir / "skinbridge").symlink_to(ROOT, target_is_directory=True)
-    sys.path.insert(0, str(link_dir))
+runpy.run_path(str(ROOT / "bench" / "_checkout.py"))  # `skinbridge` importable before its first import
 
 from skinbridge.bench import models  # noqa: E402
 from skinbridge.bench.timing import best_of  # noqa: E402

@@ -317,6 +317,34 @@ def import_motions(op, context, import_one, what: str = "motion") -> set[str]:
     return {"FINISHED"} if done else {"CANCELLED"}
 
 
+def export_motions(op, context, export, what: str, no_action: str | None) -> set[str]:
+    """The export operator `op` of the motion(s) of the armature the user chose (`export_armature`: a Collection
+    Exporter's own rig, else `find_armature` as `import_motions`). `export(arm, action)` returns (headline, warnings); `action` is the armature's assigned
+    action, refused with `no_action` (naming the armature after it) when there is none, or None when
+    `no_action` is None (the export picks its own). Every file is written through one output session that
+    never overwrites a file the scene uses; a failure is an ERROR report and CANCELLED, else one summary."""
+    try:
+        arm = export_armature(op, context)
+    except NoTarget as e:
+        op.report({"ERROR"}, f"no {what} exported: {e}")
+        return {"CANCELLED"}
+    act = None
+    if no_action is not None:
+        act = arm.animation_data.action if arm.animation_data else None
+        if act is None:
+            op.report({"ERROR"}, f"{arm.name} {no_action}")
+            return {"CANCELLED"}
+    try:
+        with output_session() as session:
+            protect_scene_files(session)
+            headline, warnings = export(arm, act)
+    except (ExportError, ValueError, OSError) as e:
+        op.report({"ERROR"}, str(e))
+        return {"CANCELLED"}
+    report_outcome(op, headline, warnings)
+    return {"FINISHED"}
+
+
 def _undo_motion(arm, saved, actions_before: set, objects_before: set) -> None:
     """Remove the actions and objects made since the `..._before` sets and put back the armature's action."""
     if saved is None:

@@ -5,11 +5,9 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ..blender.ops_common import (ExportFile, ImportFiles, OptionsPopup, export_armature, file_operator,
-                                  import_motions, option_values, protect_scene_files, registrar, report_outcome)
-from ..blender.selection import NoTarget, armatures
-from ..core.errors import ExportError
-from ..core.fileio import output_session
+from ..blender.ops_common import (ExportFile, ImportFiles, OptionsPopup, export_motions, file_operator,
+                                  import_motions, option_values, registrar)
+from ..blender.selection import armatures
 from . import FORMATS, OPTIONS, blender_ani, blender_io
 from .blender_io import AXES_PROP
 
@@ -105,28 +103,13 @@ class EXPORT_ANIM_OT_skinbridge_urhox_ani(bpy.types.Operator):
         return bool(armatures(context))
 
     def execute(self, context):
-        try:
-            arm = export_armature(self, context)
-        except NoTarget as e:
-            self.report({"ERROR"}, f"no animation exported: {e}")
-            return {"CANCELLED"}
-        actions = None
-        if self.which == "ACTIVE":
-            act = arm.animation_data.action if arm.animation_data else None
-            if act is None:
-                self.report({"ERROR"}, f"{arm.name} has no assigned action")
-                return {"CANCELLED"}
-            actions = [act]
-        try:
-            with output_session() as session:
-                protect_scene_files(session)
-                written, warnings = blender_ani.export_actions(context, self.directory, arm, self.ani_format,
-                                                               _axes_of(arm, self.profile), actions)
-        except (ExportError, ValueError, OSError) as e:
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
-        report_outcome(self, f"{sum(p.endswith('.ani') for p in written)} animation(s) written", warnings)
-        return {"FINISHED"}
+        return export_motions(self, context, lambda arm, act: self._export(context, arm, act), "animation",
+                              "has no assigned action" if self.which == "ACTIVE" else None)
+
+    def _export(self, context, arm, act) -> tuple[str, list[str]]:
+        written, warnings = blender_ani.export_actions(context, self.directory, arm, self.ani_format,
+                                                       _axes_of(arm, self.profile), None if act is None else [act])
+        return f"{sum(p.endswith('.ani') for p in written)} animation(s) written", warnings
 
     def invoke(self, context, event):
         context.window_manager.fileselect_add(self)

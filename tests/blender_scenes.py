@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import bpy
 import numpy as np
+from skinbridge.app import demo
 from skinbridge.blender import compat
+from skinbridge.blender import scene as bscene
 
 BONES = (  # name, parent, head, tail
     ("root", None, (0.0, 0.0, 0.0), (0.0, 0.0, 1.0)),
@@ -141,3 +143,12 @@ def build_posed_scene() -> dict:
         "bones": [name for name, *_ in BONES],
         "frame": FRAME,
     }
+
+
+def walking_humanoid(frame: int) -> tuple[bpy.types.Object, bpy.types.Object]:
+    """The demo's humanoid (app/demo.py) built with its walk, the scene at `frame`: its armature and its mesh."""
+    result = bscene.build_scene(bpy.context, demo.humanoid_scene(), "Humanoid")
+    mesh_ob = next(o for o in result.objects if o.type == "MESH")
+    demo.add_walk(result.armature)
+    bpy.context.scene.frame_set(frame)
+    return result.armature, mesh_ob

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from skinbridge.core.transforms import quat_multiply, trs_to_matrix
+from skinbridge.core.transforms import matrix_to_trs, quat_multiply, trs_to_matrix
 from skinbridge.io_urhox import umd2
-from skinbridge.io_urhox.umd2 import SEM, TYPE, VertexElement
+from support.urho_models import SKINNED, one_mesh, skinned_vertices
 
 # Stored child-before-parent, root at index 5 (parent = itself), as Kachujin-like files do.
 BONES = [  # name, parent, bind head (file space: glTF axes, Y up)
@@ -42,8 +42,6 @@ def posed_umd2(seed: int = 3) -> umd2.Model:
     for i, (name, parent, _) in enumerate(BONES):
         local = bind[i] if parent == i else np.linalg.inv(bind[parent]) @ bind[i]
         t = local[:3, 3]
-        from skinbridge.core.transforms import matrix_to_trs
-
         _, q, s = matrix_to_trs(local)
         if name in ROTATED:
             q = quat_multiply(q, _axis_angle(ROTATED[name], 30))
@@ -59,28 +57,13 @@ def posed_umd2(seed: int = 3) -> umd2.Model:
             weights.append((w, 1 - w, 0, 0))
             joints.append((i, parent, 0, 0))
     pos = np.array(pos)
-    elements = [VertexElement(TYPE["VECTOR3"], SEM["POSITION"], 0), VertexElement(TYPE["VECTOR3"], SEM["NORMAL"], 0),
-                VertexElement(TYPE["VECTOR2"], SEM["TEXCOORD"], 0),
-                VertexElement(TYPE["VECTOR4"], SEM["BLENDWEIGHTS"], 0),
-                VertexElement(TYPE["UBYTE4"], SEM["BLENDINDICES"], 0)]
-    v = np.zeros(len(pos), umd2.vertex_dtype(elements))
-    v["POSITION0"] = pos
     nrm = rng.normal(size=(len(pos), 3))
-    v["NORMAL0"] = nrm / np.linalg.norm(nrm, axis=1, keepdims=True)
-    v["TEXCOORD0"] = rng.uniform(0, 1, (len(pos), 2))
-    v["BLENDWEIGHTS0"] = weights
-    v["BLENDINDICES0"] = joints
+    v = skinned_vertices(pos, nrm / np.linalg.norm(nrm, axis=1, keepdims=True), rng.uniform(0, 1, (len(pos), 2)),
+                         weights, joints)
     tris = []
     for i in range(n):  # a tetrahedron per bone
         a = 4 * i
         tris += [(a, a + 1, a + 2), (a, a + 3, a + 1), (a + 1, a + 3, a + 2), (a, a + 2, a + 3)]
-    idx = np.array(tris, dtype=np.uint16).reshape(-1)
     m = umd2.Model(magic="UMD2")
-    m.vertex_buffers = [umd2.VertexBuffer(elements, v)]
-    m.index_buffers = [umd2.IndexBuffer(2, idx)]
-    m.geometries = [umd2.Geometry(np.arange(n, dtype=np.uint32), [umd2.LodLevel(0.0, 0, 0, 0, 0, len(idx))])]
     m.bones = bones
-    m.bbox_min = pos.min(0).astype(np.float32)
-    m.bbox_max = pos.max(0).astype(np.float32)
-    m.centers = pos.mean(0, keepdims=True).astype(np.float32)
-    return m
+    return one_mesh(m, umd2.VertexBuffer(SKINNED, v), pos, tris, np.arange(n, dtype=np.uint32))

@@ -5,11 +5,9 @@ import bpy
 from bpy.props import BoolProperty, FloatProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ...blender.ops_common import (ExportFile, ImportFiles, OptionsPopup, export_armature, file_operator,
-                                   import_motions, option_values, protect_scene_files, registrar, report_outcome)
-from ...blender.selection import NoTarget, armatures
-from ...core.errors import ExportError
-from ...core.fileio import output_session
+from ...blender.ops_common import (ExportFile, ImportFiles, OptionsPopup, export_motions, file_operator,
+                                   import_motions, option_values, registrar)
+from ...blender.selection import armatures
 from .. import FORMATS, OPTIONS, UNITS_PER_METRE
 from .physics_chain import menu_entry, POSE_OT_skinbridge_mmd_physics_chain
 from . import blender_io
@@ -85,24 +83,10 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
                        description="Write a key on every whole 30-fps frame instead of at the keyframes")
 
     def execute(self, context):
-        try:
-            arm = export_armature(self, context)
-        except NoTarget as e:
-            self.report({"ERROR"}, f"no motion exported: {e}")
-            return {"CANCELLED"}
-        act = arm.animation_data.action if arm.animation_data else None
-        if act is None:
-            self.report({"ERROR"}, f"{arm.name} has no action to export: assign one")
-            return {"CANCELLED"}
-        try:
-            with output_session() as session:
-                protect_scene_files(session)
-                warnings = blender_vmd_export.export_vmd(context, self.filepath, arm, act, self.bake)
-        except (ExportError, OSError) as e:
-            self.report({"ERROR"}, str(e))
-            return {"CANCELLED"}
-        report_outcome(self, f"Exported {act.name} to {bpy.path.basename(self.filepath)}", warnings)
-        return {"FINISHED"}
+        return export_motions(self, context, lambda arm, act: (
+            f"Exported {act.name} to {bpy.path.basename(self.filepath)}",
+            blender_vmd_export.export_vmd(context, self.filepath, arm, act, self.bake)),
+            "motion", "has no action to export: assign one")
 
 
 _register, _unregister = registrar(

@@ -200,6 +200,16 @@ class Layout:
         self.buf += struct.pack("<" + fmt, *values)
         return self
 
+    def field(self, label: str, fmt: str, *values) -> "Layout":
+        """One field of `fields`: a struct format here; a format's builder may give other kinds of field."""
+        return self.put(label, fmt, *values)
+
+    def fields(self, prefix: str, *specs: tuple) -> "Layout":
+        """A record's fields in file order, each `(name, fmt, *values)` labelled "<prefix> <name>"."""
+        for name, fmt, *values in specs:
+            self.field(f"{prefix} {name}", fmt, *values)
+        return self
+
     def raw(self, label: str | None, data: bytes) -> "Layout":
         if label is not None:
             self.at[label] = len(self.buf)

@@ -31,6 +31,16 @@ class _Pmx(Layout):
         fmt = _VIDX[SIZES[kind]] if kind == "vertex" else _IDX[SIZES[kind]]
         self.put(label, fmt, value)
 
+    def field(self, label: str, fmt: str, *values) -> "_Pmx":
+        """`fmt` "text" is a text, an index kind of SIZES ("bone", "vertex"...) an index of that size."""
+        if fmt == "text":
+            self.text(label, *values)
+        elif fmt in SIZES:
+            self.idx(label, fmt, *values)
+        else:
+            self.put(label, fmt, *values)
+        return self
+
 
 def build(version: float = 2.0, encoding: int = 0) -> _Pmx:
     b = _Pmx(encoding)
@@ -143,61 +153,28 @@ def build(version: float = 2.0, encoding: int = 0) -> _Pmx:
             b.idx(f"{p} vertex", "vertex", 0)
             b.put(f"{p} offset", "4f", 0.1, 0, 0, 0)
     b.put("display frame count", "i", 1)
-    b.text("display frame 0 name", "Root")
-    b.text("display frame 0 name (English)", "Root")
-    b.put("display frame 0 special", "B", 1)
-    b.put("display frame 0 element count", "i", 2)
-    b.put("display frame 0 element 0 type", "B", 0)
-    b.idx("display frame 0 element 0 index", "bone", 0)
-    b.put("display frame 0 element 1 type", "B", 1)
-    b.idx("display frame 0 element 1 index", "morph", 0)
+    b.fields("display frame 0", ("name", "text", "Root"), ("name (English)", "text", "Root"), ("special", "B", 1),
+             ("element count", "i", 2), ("element 0 type", "B", 0), ("element 0 index", "bone", 0),
+             ("element 1 type", "B", 1), ("element 1 index", "morph", 0))
     b.put("rigid body count", "i", 1)
-    b.text("rigid body 0 name", "body")
-    b.text("rigid body 0 name (English)", "body")
-    b.idx("rigid body 0 bone", "bone", 0)
-    b.put("rigid body 0 group", "B", 0)
-    b.put("rigid body 0 mask", "H", 0xFFFF)
-    b.put("rigid body 0 shape", "B", 0)
-    b.put("rigid body 0 size", "3f", 1, 1, 1)
-    b.put("rigid body 0 position", "3f", 0, 0, 0)
-    b.put("rigid body 0 rotation", "3f", 0, 0, 0)
-    b.put("rigid body 0 mass", "f", 1)
-    b.put("rigid body 0 damping etc", "4f", 0.5, 0.5, 0, 0.5)
-    b.put("rigid body 0 mode", "B", 0)
+    b.fields("rigid body 0", ("name", "text", "body"), ("name (English)", "text", "body"), ("bone", "bone", 0),
+             ("group", "B", 0), ("mask", "H", 0xFFFF), ("shape", "B", 0), ("size", "3f", 1, 1, 1),
+             ("position", "3f", 0, 0, 0), ("rotation", "3f", 0, 0, 0), ("mass", "f", 1),
+             ("damping etc", "4f", 0.5, 0.5, 0, 0.5), ("mode", "B", 0))
     b.put("joint count", "i", 1)
-    b.text("joint 0 name", "joint")
-    b.text("joint 0 name (English)", "joint")
-    b.put("joint 0 kind", "B", 0)
-    b.idx("joint 0 rigid a", "rigid", 0)
-    b.idx("joint 0 rigid b", "rigid", 0)
-    b.put("joint 0 position", "3f", 0, 0, 0)
-    b.put("joint 0 rotation", "3f", 0, 0, 0)
-    b.put("joint 0 translation limits", "6f", 0, 0, 0, 0, 0, 0)
-    b.put("joint 0 rotation limits", "6f", 0, 0, 0, 0, 0, 0)
-    b.put("joint 0 springs", "6f", 0, 0, 0, 0, 0, 0)
+    b.fields("joint 0", ("name", "text", "joint"), ("name (English)", "text", "joint"), ("kind", "B", 0),
+             ("rigid a", "rigid", 0), ("rigid b", "rigid", 0), ("position", "3f", 0, 0, 0),
+             ("rotation", "3f", 0, 0, 0), ("translation limits", "6f", *[0] * 6),
+             ("rotation limits", "6f", *[0] * 6), ("springs", "6f", *[0] * 6))
     if version > 2.05:
         b.put("soft body count", "i", 1)
-        b.text("soft body 0 name", "cloth")
-        b.text("soft body 0 name (English)", "cloth")
-        b.put("soft body 0 shape", "B", 0)
-        b.idx("soft body 0 material", "material", 0)
-        b.put("soft body 0 group", "B", 0)
-        b.put("soft body 0 mask", "H", 0)
-        b.put("soft body 0 flags", "B", 1)
-        b.put("soft body 0 b-link distance", "i", 2)
-        b.put("soft body 0 cluster count", "i", 0)
-        b.put("soft body 0 total mass", "f", 1)
-        b.put("soft body 0 margin", "f", 0.05)
-        b.put("soft body 0 aero model", "i", 0)
-        b.put("soft body 0 config", "18f", *([0.1] * 18))
-        b.put("soft body 0 iterations", "4i", 1, 1, 1, 1)
-        b.put("soft body 0 stiffness", "3f", 1, 1, 1)
-        b.put("soft body 0 anchor count", "i", 1)
-        b.idx("soft body 0 anchor 0 rigid body", "rigid", 0)
-        b.idx("soft body 0 anchor 0 vertex", "vertex", 1)
-        b.put("soft body 0 anchor 0 near mode", "B", 0)
-        b.put("soft body 0 pin count", "i", 1)
-        b.idx("soft body 0 pin 0", "vertex", 2)
+        b.fields("soft body 0", ("name", "text", "cloth"), ("name (English)", "text", "cloth"), ("shape", "B", 0),
+                 ("material", "material", 0), ("group", "B", 0), ("mask", "H", 0), ("flags", "B", 1),
+                 ("b-link distance", "i", 2), ("cluster count", "i", 0), ("total mass", "f", 1),
+                 ("margin", "f", 0.05), ("aero model", "i", 0), ("config", "18f", *[0.1] * 18),
+                 ("iterations", "4i", 1, 1, 1, 1), ("stiffness", "3f", 1, 1, 1), ("anchor count", "i", 1),
+                 ("anchor 0 rigid body", "rigid", 0), ("anchor 0 vertex", "vertex", 1),
+                 ("anchor 0 near mode", "B", 0), ("pin count", "i", 1), ("pin 0", "vertex", 2))
     b.at["end"] = len(b.buf)
     return b
 

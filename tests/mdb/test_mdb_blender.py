@@ -12,6 +12,7 @@ from skinbridge.core.errors import ExportError, FormatError  # noqa: E402
 from skinbridge.io_mdb import blender_io, mdb  # noqa: E402
 from test_mdb_layout import IDENTITY, cols, hair_or_helm, hook, mdb_file, rigd, skin  # noqa: E402
 from support.bytes_compare import assert_same_bytes  # noqa: E402
+from blender_scenes import walking_humanoid  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -416,16 +417,10 @@ def test_failed_import_leaves_no_data(clean_scene, tmp_path, monkeypatch):
 
 
 def test_demo_row(clean_scene, tmp_path):
-    from skinbridge.app import demo as app_demo
     from skinbridge.app.options import ConvertOptions
-    from skinbridge.blender import scene as bscene
     from skinbridge.io_mdb import blender_demo
 
-    result = bscene.build_scene(bpy.context, app_demo.humanoid_scene(), "Humanoid")
-    arm_ob = result.armature
-    mesh_ob = next(o for o in result.objects if o.type == "MESH")
-    app_demo.add_walk(arm_ob)
-    bpy.context.scene.frame_set(5)
+    arm_ob, mesh_ob = walking_humanoid(5)
     rows, warnings = blender_demo.demo_rows(bpy.context, str(tmp_path), arm_ob, mesh_ob, ConvertOptions(target="mdb"))
     (row,) = rows
     assert row.ok, row.checked

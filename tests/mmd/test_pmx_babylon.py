@@ -3,30 +3,19 @@ our writer produced, with no warnings and the same counts; and agrees with our r
 How to run it in Node 20: docs/mmd.md §7."""
 from __future__ import annotations
 
-import json
 import pathlib
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
 from skinbridge.io_pmx.model import pmx
+from support import tools
 from test_pmx_codec import SAMPLES, build_full_model
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-NODE_MODULES = ROOT / "tools" / "node_modules"
-SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "js" / "pmx_counts.mjs"
 
 
 def babylon_parse(paths: list[pathlib.Path]) -> dict[str, dict]:
-    from support.tools import node_with_babylon
-
-    node = node_with_babylon()
-    done = subprocess.run([node, str(SCRIPT), str(NODE_MODULES), *map(str, paths)], capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return {r["file"]: r for r in json.loads(done.stdout)}
+    """What babylon-mmd read from each file (tests/js/pmx_counts.mjs), by path."""
+    return tools.babylon_parse("pmx_counts.mjs", paths)
 
 
 def expected_counts(m: pmx.PmxModel) -> dict:

@@ -13,7 +13,7 @@ bpy = pytest.importorskip("bpy")
 
 from support.fingerprint import data_lengths  # noqa: E402
 
-from skinbridge.blender import scene as bscene  # noqa: E402
+from support.failures import export_fails_at, import_fails_at  # noqa: E402
 from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
 from skinbridge.io_pmx.blender_side import blender_io
 from skinbridge.io_pmx.blender_side import mmd as blender_mmd
@@ -230,32 +230,13 @@ def test_export_during_an_action_is_byte_identical_to_rest(luka, tmp_path):
 @pytest.mark.parametrize("stage", ["skeleton", "meshes", "write"])
 def test_failed_export_leaves_scene_and_no_file(luka, tmp_path, monkeypatch, stage):
     _play_action_at_frame_12()
-    before = scene_fingerprint()
-
-    def fail(s):
-        if s == stage:
-            raise OSError(f"injected failure at {s}")
-
-    monkeypatch.setattr(bscene, "fail_hook", fail)
-    with pytest.raises(RuntimeError, match="injected"):
-        bpy.ops.export_scene.skinbridge_pmx(filepath=str(tmp_path / "x.pmx"))
-    assert diff_fingerprints(before, scene_fingerprint()) == []
-    assert os.listdir(tmp_path) == []
+    export_fails_at(monkeypatch, stage, bpy.ops.export_scene.skinbridge_pmx, tmp_path / "x.pmx")
 
 
 @pytest.mark.parametrize("stage", ["armature", "mesh", "pmx_lengths", "pmx_constraints", "pmx_mesh",
                                    "pmx_materials"])
 def test_import_failing_while_building_removes_everything(clean_scene, testdata, stage, monkeypatch):
-    before = data_lengths()
-
-    def fail(s):
-        if s == stage:
-            raise RuntimeError(f"injected failure at {s}")
-
-    monkeypatch.setattr(bscene, "fail_hook", fail)
-    with pytest.raises(RuntimeError, match="injected"):
-        bpy.ops.import_scene.skinbridge_pmx(filepath=str(testdata / "pmx" / LUKA))
-    assert data_lengths() == before
+    import_fails_at(monkeypatch, stage, bpy.ops.import_scene.skinbridge_pmx, filepath=str(testdata / "pmx" / LUKA))
 
 
 def test_bad_files_are_refused_before_anything_is_built(clean_scene, testdata, tmp_path):

@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 import pathlib
 import random
-import shutil
 import struct
-import subprocess
 import tracemalloc
 
 import numpy as np
@@ -17,15 +15,12 @@ import pytest
 from skinbridge.core.errors import FormatError
 from skinbridge.io_pmx.motion import vmd
 from skinbridge.io_pmx.motion import info as vmd_info
-from support.bytes_compare import assert_same_bytes
+from support import tools
+from support.bytes_compare import assert_same_bytes, round_trip
 
 SAMPLES = ("babylonmmd_physics_toggle_test_yyb10th.vmd", "mlibgo_shagamu.vmd")
 PHYSICS = "babylonmmd_physics_toggle_test_yyb10th.vmd"
 SHAGAMU = "mlibgo_shagamu.vmd"
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-NODE_MODULES = ROOT / "tools" / "node_modules"
-SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "js" / "vmd_counts.mjs"
 
 # the control bones every MMD motion keys (standard bone names of a PMX model)
 CONTROL_BONES = {"全ての親", "センター", "グルーブ", "腰", "上半身", "上半身2", "下半身", "首", "頭", "両目", "左目", "右目",
@@ -119,10 +114,7 @@ def test_samples_listed_are_all_the_samples(testdata):
 
 @pytest.mark.parametrize("name", SAMPLES)
 def test_sample_reads_and_writes_back_byte_identical(testdata, name):
-    data = sample_bytes(testdata, name)
-    m = vmd.read(data)
-    assert_same_bytes(vmd.write(m), data, vmd.read)
-    assert m.warnings == []
+    m = round_trip(sample_bytes(testdata, name), vmd.read, vmd.write)
     assert m.version == "Vocaloid Motion Data 0002"
 
 
@@ -409,13 +401,8 @@ def generated_motion(seed: int = 9) -> vmd.Motion:
 
 
 def babylon_parse(paths: list[pathlib.Path]) -> dict[str, dict]:
-    from support.tools import node_with_babylon
-
-    node = node_with_babylon()
-    done = subprocess.run([node, str(SCRIPT), str(NODE_MODULES), *map(str, paths)], capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return {r["file"]: r for r in json.loads(done.stdout)}
+    """What babylon-mmd read from each file (tests/js/vmd_counts.mjs), by path."""
+    return tools.babylon_parse("vmd_counts.mjs", paths)
 
 
 def expected_counts(m: vmd.Motion) -> dict:

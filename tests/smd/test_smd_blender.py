@@ -12,6 +12,7 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge.core.errors import FormatError  # noqa: E402
 from skinbridge.io_smd import check, convert, smd  # noqa: E402
+from blender_scenes import walking_humanoid  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -140,15 +141,9 @@ def test_vta_row_matching_nothing_is_refused(clean_scene, tmp_path):
 
 def test_demo_rows(clean_scene, tmp_path):
     from skinbridge import formats
-    from skinbridge.app import demo
     from skinbridge.app.options import ConvertOptions
-    from skinbridge.blender import scene as bscene
 
-    result = bscene.build_scene(bpy.context, demo.humanoid_scene(), "Humanoid")
-    arm_ob = result.armature
-    mesh_ob = next(o for o in result.objects if o.type == "MESH")
-    demo.add_walk(arm_ob)
-    bpy.context.scene.frame_set(1)
+    arm_ob, mesh_ob = walking_humanoid(1)
     rows, _ = formats.get("smd").get("demo")(bpy.context, str(tmp_path), arm_ob, mesh_ob, ConvertOptions(target="smd"))
     assert [r.exporter for r in rows] == ["Valve SMD reference", "Valve SMD animation"]
     assert all(r.ok for r in rows), [r.checked for r in rows]

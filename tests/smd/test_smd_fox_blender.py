@@ -38,6 +38,17 @@ def _arm():
     return next(o for o in bpy.data.objects if o.type == "ARMATURE")
 
 
+def _assert_deforms_as_smd(ref: smd.SmdFile, anim: smd.SmdFile, ob, start: int) -> None:
+    """At each of FRAMES after `start`, the corners of `ob` as Blender deforms them are those of `ref` skinned
+    by `anim` at that frame, within 1e-4 of the model's diagonal."""
+    worst = 0.0
+    for k in FRAMES:
+        bpy.context.scene.frame_set(start + k)
+        worst = max(worst, float(np.abs(_smd_deformed(ref, anim, k) - _blender_corners(ob)).max()))
+    print(f"worst corner difference {worst:.3g} (limit {1e-4 * DIAGONAL:.4g})")
+    assert worst <= 1e-4 * DIAGONAL, worst
+
+
 def test_fox_reference_and_walk(clean_scene, testdata, tmp_path):
     formats.get("gltf").get("blender_import")(bpy.context, str(testdata / "gltf" / "Fox.glb"), ConvertOptions())
     arm, ob = _arm(), _mesh()
@@ -59,12 +70,7 @@ def test_fox_reference_and_walk(clean_scene, testdata, tmp_path):
     assert len(anim.skeleton) == 18
     print("links per corner", np.bincount(ref.triangles.link_counts))
 
-    worst = 0.0
-    for k in FRAMES:
-        bpy.context.scene.frame_set(start + k)
-        worst = max(worst, float(np.abs(_smd_deformed(ref, anim, k) - _blender_corners(ob)).max()))
-    print(f"worst corner difference {worst:.3g} (limit {1e-4 * DIAGONAL:.4g})")
-    assert worst <= 1e-4 * DIAGONAL, worst
+    _assert_deforms_as_smd(ref, anim, ob, start)
 
     bpy.context.scene.frame_set(start + 10)
     playing = tmp_path / "Fox_frame10.smd"
@@ -83,10 +89,4 @@ def test_fox_reference_and_walk(clean_scene, testdata, tmp_path):
     assert np.array_equal(again.triangles.link_bones, ref.triangles.link_bones)
     assert np.abs(again.triangles.link_weights - ref.triangles.link_weights).max() <= 1e-6
     act = arm2.animation_data.action
-    first = int(act.frame_range[0])
-    worst = 0.0
-    for k in FRAMES:
-        bpy.context.scene.frame_set(first + k)
-        worst = max(worst, float(np.abs(_smd_deformed(ref, anim, k) - _blender_corners(ob2)).max()))
-    print(f"worst corner difference {worst:.3g} (limit {1e-4 * DIAGONAL:.4g})")
-    assert worst <= 1e-4 * DIAGONAL, worst
+    _assert_deforms_as_smd(ref, anim, ob2, int(act.frame_range[0]))

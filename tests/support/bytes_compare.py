@@ -22,6 +22,14 @@ def assert_same_bytes(got: bytes, want: bytes, layout: Callable[[bytes], object]
         raise AssertionError(f"{what}: " * bool(what) + describe_difference(got, want, layout))
 
 
+def round_trip(data: bytes, read: Callable[[bytes], object], write: Callable[[object], bytes]):
+    """The record `read` makes of `data`, with no warnings, which `write` turns back into the same bytes."""
+    record = read(data)
+    assert_same_bytes(write(record), data, read)
+    assert record.warnings == []
+    return record
+
+
 def first_difference(got: bytes, want: bytes) -> int:
     n = min(len(got), len(want))
     differs = np.flatnonzero(np.frombuffer(got, np.uint8, n) != np.frombuffer(want, np.uint8, n))

@@ -57,19 +57,3 @@ def parse(data: bytes) -> dict:
     out["centers"] = np.array(struct.unpack_from(f"<{3 * n_centers}f", data, pos)).reshape(-1, 3)
     out["end"] = pos + 12 * n_centers
     return out
-
-
-def vertex_columns(vb: dict) -> dict:
-    """Columns of an interleaved vertex buffer keyed by (semantic, index)."""
-    fmt = {0: ("<i4", 1), 1: ("<f4", 1), 2: ("<f4", 2), 3: ("<f4", 3), 4: ("<f4", 4), 5: ("u1", 4), 6: ("u1", 4)}
-    names, formats, offsets, off = [], [], [], 0
-    for d in vb["descs"]:
-        t, s, i = d & 0xFF, (d >> 8) & 0xFF, (d >> 16) & 0xFF
-        base, n = fmt[t]
-        names.append(f"{s}_{i}")
-        formats.append((base, (n,)))
-        offsets.append(off)
-        off += TYPE_SIZE[t]
-    dt = np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": off})
-    arr = np.frombuffer(vb["raw"], dt, vb["count"])
-    return {tuple(int(x) for x in k.split("_")): arr[k] for k in names}

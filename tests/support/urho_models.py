@@ -9,6 +9,36 @@ from skinbridge.io_urhox import umd2
 from skinbridge.io_urhox.umd2 import SEM, TYPE, VertexElement
 
 
+# The skinned vertex: position, normal, uv, 4 bone weights and their 4 bone indices.
+SKINNED = [VertexElement(TYPE["VECTOR3"], SEM["POSITION"], 0), VertexElement(TYPE["VECTOR3"], SEM["NORMAL"], 0),
+           VertexElement(TYPE["VECTOR2"], SEM["TEXCOORD"], 0), VertexElement(TYPE["VECTOR4"], SEM["BLENDWEIGHTS"], 0),
+           VertexElement(TYPE["UBYTE4"], SEM["BLENDINDICES"], 0)]
+
+
+def skinned_vertices(pos, normals, uv, weights, joints) -> np.ndarray:
+    """Vertex records of the SKINNED elements."""
+    v = np.zeros(len(pos), umd2.vertex_dtype(SKINNED))
+    v["POSITION0"] = pos
+    v["NORMAL0"] = normals
+    v["TEXCOORD0"] = uv
+    v["BLENDWEIGHTS0"] = weights
+    v["BLENDINDICES0"] = joints
+    return v
+
+
+def one_mesh(m: umd2.Model, buffer: umd2.VertexBuffer, pos: np.ndarray, tris: list, bone_map: np.ndarray) -> umd2.Model:
+    """`m` with the one vertex buffer `buffer` (positions `pos`), the triangles `tris` as one 16-bit index buffer
+    drawn whole by one geometry of one LOD (bone map `bone_map`), and the bounding box and centre of `pos`."""
+    idx = np.array(tris, dtype=np.uint16).reshape(-1)
+    m.vertex_buffers = [buffer]
+    m.index_buffers = [umd2.IndexBuffer(2, idx)]
+    m.geometries = [umd2.Geometry(bone_map, [umd2.LodLevel(0.0, 0, 0, 0, 0, len(idx))])]
+    m.bbox_min = pos.min(0).astype(np.float32)
+    m.bbox_max = pos.max(0).astype(np.float32)
+    m.centers = pos.mean(0, keepdims=True).astype(np.float32)
+    return m
+
+
 def _axis_angle(axis, radians):
     v = np.asarray(axis, dtype=np.float64)
     v = v / np.linalg.norm(v)
@@ -53,33 +83,19 @@ def many_bones_model(n_bones: int = 100, rings_per_bone: int = 2, seed: int = 5)
             joints.append(rng.permutation(near))
             weights.append(w / w.sum())
     pos = np.concatenate(pos)
-    elements = [VertexElement(TYPE["VECTOR3"], SEM["POSITION"], 0), VertexElement(TYPE["VECTOR3"], SEM["NORMAL"], 0),
-                VertexElement(TYPE["VECTOR2"], SEM["TEXCOORD"], 0),
-                VertexElement(TYPE["VECTOR4"], SEM["BLENDWEIGHTS"], 0),
-                VertexElement(TYPE["UBYTE4"], SEM["BLENDINDICES"], 0)]
-    v = np.zeros(len(pos), umd2.vertex_dtype(elements))
-    v["POSITION0"] = pos
     nrm = pos * np.array([1, 0, 1])
-    v["NORMAL0"] = nrm / np.linalg.norm(nrm, axis=1, keepdims=True)
-    v["TEXCOORD0"] = np.stack([np.tile(np.arange(sides) / sides, rings), np.repeat(np.arange(rings) / rings, sides)], 1)
-    v["BLENDWEIGHTS0"] = np.array(weights)
-    v["BLENDINDICES0"] = np.array(joints)
+    uv = np.stack([np.tile(np.arange(sides) / sides, rings), np.repeat(np.arange(rings) / rings, sides)], 1)
+    v = skinned_vertices(pos, nrm / np.linalg.norm(nrm, axis=1, keepdims=True), uv, np.array(weights),
+                         np.array(joints))
     tris = []
     for r in range(rings - 1):
         for s in range(sides):
             a, b = r * sides + s, r * sides + (s + 1) % sides
             c, d = a + sides, b + sides
             tris += [(a, c, b), (b, c, d)]  # clockwise seen from outside (left-handed files)
-    idx = np.array(tris, dtype=np.uint16).reshape(-1)
     m = umd2.Model(magic="UMDL")
-    m.vertex_buffers = [umd2.VertexBuffer(elements, v, legacy_mask=0x30B)]
-    m.index_buffers = [umd2.IndexBuffer(2, idx)]
-    m.geometries = [umd2.Geometry(np.zeros(0, np.uint32), [umd2.LodLevel(0.0, 0, 0, 0, 0, len(idx))])]
     m.bones = bones
-    m.bbox_min = pos.min(0).astype(np.float32)
-    m.bbox_max = pos.max(0).astype(np.float32)
-    m.centers = pos.mean(0, keepdims=True).astype(np.float32)
-    return m
+    return one_mesh(m, umd2.VertexBuffer(SKINNED, v, legacy_mask=0x30B), pos, tris, np.zeros(0, np.uint32))
 
 
 MORPHS = [("Smile", 0.0, umd2.MORPH_POSITION), ("Blink", 0.25, umd2.MORPH_POSITION | umd2.MORPH_NORMAL),
@@ -105,11 +121,9 @@ def morph_model(seed: int = 11) -> umd2.Model:
         for c in range(n - 1):
             a = r * n + c
             tris += [(a, a + n, a + 1), (a + 1, a + n, a + n + 1)]
-    idx = np.array(tris, dtype=np.uint16).reshape(-1)
-    m = umd2.Model(magic="UMD3", version=2)
-    m.vertex_buffers = [umd2.VertexBuffer(elements, v, morph_range_start=3, morph_range_count=len(pos) - 3)]
-    m.index_buffers = [umd2.IndexBuffer(2, idx)]
-    m.geometries = [umd2.Geometry(np.zeros(0, np.uint32), [umd2.LodLevel(0.0, 0, 0, 0, 0, len(idx))])]
+    m = one_mesh(umd2.Model(magic="UMD3", version=2),
+                 umd2.VertexBuffer(elements, v, morph_range_start=3, morph_range_count=len(pos) - 3), pos, tris,
+                 np.zeros(0, np.uint32))
     for k, (name, weight, mask) in enumerate(MORPHS):
         chosen = np.sort(rng.choice(np.arange(3, len(pos)), 12 + 4 * k, replace=False))
         halves = [chosen] if k != 1 else [chosen[:6], chosen[6:]]
@@ -124,7 +138,4 @@ def morph_model(seed: int = 11) -> umd2.Model:
                 rec["tangent"] = rng.normal(0, 0.05, (len(part), 3))
             buffers.append(umd2.MorphBuffer(0, mask, rec))
         m.morphs.append(umd2.Morph(name, buffers, weight))
-    m.bbox_min = pos.min(0).astype(np.float32)
-    m.bbox_max = pos.max(0).astype(np.float32)
-    m.centers = pos.mean(0, keepdims=True).astype(np.float32)
     return m

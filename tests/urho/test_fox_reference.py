@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from support.gltf_numpy import Glb
-from support.umd2_numpy import parse, vertex_columns
+from support.umd2_numpy import parse
+from support.urho_walker import columns
 
 pytestmark = pytest.mark.blender
 
@@ -70,7 +71,7 @@ def test_vertex_layout_and_values(mdl, reference):
     assert vb["stride"] == 72
     assert vb["count"] == len(reference["pos"]) == 1728
     assert vb["morph"] == (0, 0)
-    cols = vertex_columns(vb)
+    cols = columns(vb)
     np.testing.assert_allclose(cols[(SEM_POS, 0)], reference["pos"], atol=1e-4, rtol=0)
     np.testing.assert_allclose(cols[(SEM_TEX, 0)], reference["uv"], atol=1e-6, rtol=0)
     np.testing.assert_allclose(cols[(SEM_W, 0)], reference["weights"], atol=1e-6, rtol=0)

@@ -9,9 +9,8 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from support.fingerprint import data_lengths  # noqa: E402
+from support.failures import cut_files_refused, export_fails_at, import_fails_at  # noqa: E402
 
-from skinbridge.blender import scene as bscene  # noqa: E402
 from skinbridge.blender.mesh import evaluated_world_positions  # noqa: E402
 from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
 from skinbridge.core import skinning  # noqa: E402
@@ -96,27 +95,12 @@ def test_initial_pose_differs_from_bind_pose(clean_scene, tmp_path):
 
 def test_failed_reads_leave_bpy_data_unchanged(clean_scene, testdata, tmp_path):
     data = (testdata / "urho3d" / "MaterialPreview.mdl").read_bytes()
-    before = data_lengths()
-    for cut in (4, len(data) // 3, len(data) - 30):
-        path = tmp_path / f"cut{cut}.mdl"
-        path.write_bytes(data[:cut])
-        with pytest.raises(RuntimeError, match="offset"):
-            bpy.ops.import_scene.skinbridge_urhox(filepath=str(path))
-        assert data_lengths() == before
+    cut_files_refused(bpy.ops.import_scene.skinbridge_urhox, data, (4, len(data) // 3, len(data) - 30), tmp_path)
 
 
 @pytest.mark.parametrize("stage", ["armature", "materials", "mesh", "done"])
 def test_import_failing_while_building_removes_everything(clean_scene, fox_mdl, stage, monkeypatch):
-    before = data_lengths()
-
-    def fail(s):
-        if s == stage:
-            raise RuntimeError(f"injected failure at {s}")
-
-    monkeypatch.setattr(bscene, "fail_hook", fail)
-    with pytest.raises(RuntimeError, match="injected"):
-        bpy.ops.import_scene.skinbridge_urhox(filepath=str(fox_mdl))
-    assert data_lengths() == before
+    import_fails_at(monkeypatch, stage, bpy.ops.import_scene.skinbridge_urhox, filepath=str(fox_mdl))
 
 
 # -- item 5 ---------------------------------------------------------------------------------------
@@ -143,18 +127,7 @@ def test_export_leaves_the_scene_unchanged(posed, tmp_path):
 
 @pytest.mark.parametrize("stage", ["skeleton", "meshes", "write"])
 def test_failed_export_leaves_scene_and_no_file(posed, tmp_path, monkeypatch, stage):
-    before = scene_fingerprint()
-
-    def fail(s):
-        if s == stage:
-            raise OSError(f"injected failure at {s}")
-
-    monkeypatch.setattr(bscene, "fail_hook", fail)
-    out = tmp_path / "posed.mdl"
-    with pytest.raises(RuntimeError, match="injected"):
-        bpy.ops.export_scene.skinbridge_urhox(filepath=str(out))
-    assert diff_fingerprints(before, scene_fingerprint()) == []
-    assert os.listdir(tmp_path) == []
+    export_fails_at(monkeypatch, stage, bpy.ops.export_scene.skinbridge_urhox, tmp_path / "posed.mdl")
 
 
 def test_export_failing_inside_the_file_write_leaves_no_partial_file(posed, tmp_path, monkeypatch):

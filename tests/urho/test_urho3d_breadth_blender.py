@@ -9,6 +9,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
+from support.failures import cut_files_refused, import_fails_at  # noqa: E402
 from support.fingerprint import data_lengths  # noqa: E402
 
 from skinbridge.blender import scene as bscene  # noqa: E402
@@ -273,12 +274,8 @@ def test_fox_urho3d_is_the_mirror_of_urhox(fox_mdl, testdata, tmp_path):
 def test_bad_samples_leave_bpy_data_unchanged(clean_scene, testdata, tmp_path, name):
     data = (testdata / "urho3d" / name).read_bytes()
     before = data_lengths()
-    for cut in (4, len(data) // 3, len(data) * 2 // 3):
-        path = tmp_path / f"cut{cut}.mdl"
-        path.write_bytes(data[:cut])
-        with pytest.raises(RuntimeError, match="offset"):
-            bpy.ops.import_scene.skinbridge_urhox(filepath=str(path), all_lods=True)
-        assert data_lengths() == before
+    cut_files_refused(bpy.ops.import_scene.skinbridge_urhox, data, (4, len(data) // 3, len(data) * 2 // 3), tmp_path,
+                      all_lods=True)
     # an index past the vertex count: refused after parsing, before any datablock
     m = umd2.read(data)
     m.index_buffers[0].indices[0] = len(m.vertex_buffers[0].vertices) + 1
@@ -291,16 +288,8 @@ def test_bad_samples_leave_bpy_data_unchanged(clean_scene, testdata, tmp_path, n
 
 @pytest.mark.parametrize("stage", ["armature", "materials", "mesh", "done"])
 def test_failed_lod_import_removes_the_lod_collection_too(clean_scene, testdata, stage, monkeypatch):
-    before = data_lengths()
-
-    def fail(s):
-        if s == stage:
-            raise RuntimeError(f"injected failure at {s}")
-
-    monkeypatch.setattr(bscene, "fail_hook", fail)
-    with pytest.raises(RuntimeError, match="injected"):
-        bpy.ops.import_scene.skinbridge_urhox(filepath=str(testdata / "urho3d" / "Mushroom.mdl"), all_lods=True)
-    assert data_lengths() == before
+    import_fails_at(monkeypatch, stage, bpy.ops.import_scene.skinbridge_urhox,
+                    filepath=str(testdata / "urho3d" / "Mushroom.mdl"), all_lods=True)
 
 
 # -- --deform-only ----------------------------------------------------------------------------------------

@@ -29,34 +29,43 @@ def _triangles(geometry) -> list[int]:
     return [lod[5] // 3 for lod in geometry["lods"][:1]]
 
 
-def test_box(testdata):
-    w = walk(_sample(testdata, "Box.mdl"))
+def _walked(testdata, name: str) -> tuple[dict, dict]:
+    """The walker's view of the sample `name`, and its one vertex buffer."""
+    w = walk(_sample(testdata, name))
     [vb] = w["vbs"]
+    return w, vb
+
+
+def _only_lods(w: dict) -> list[tuple]:
+    """The LOD tuples of the walked model's one geometry."""
+    [g] = w["geometries"]
+    return g["lods"]
+
+
+def test_box(testdata):
+    w, vb = _walked(testdata, "Box.mdl")
     assert (w["magic"], vb["count"], vb["mask"], vb["stride"]) == ("UMDL", 24, 0x8F, 52)
     assert [_triangles(g) for g in w["geometries"]] == [[12]]
     assert w["end"] == len(_sample(testdata, "Box.mdl"))
 
 
 def test_material_preview(testdata):
-    w = walk(_sample(testdata, "MaterialPreview.mdl"))
-    [vb] = w["vbs"]
+    w, vb = _walked(testdata, "MaterialPreview.mdl")
     assert (w["magic"], vb["count"], vb["descs"]) == ("UMD2", 4498, [0x3, 0x103, 0x506, 0x402, 0x304])
     assert [_triangles(g) for g in w["geometries"]] == [[1762], [608]]
     assert len(w["centers"]) == 2
 
 
 def test_mushroom(testdata):
-    w = walk(_sample(testdata, "Mushroom.mdl"))
-    [vb] = w["vbs"]
+    w, vb = _walked(testdata, "Mushroom.mdl")
     assert (w["magic"], vb["count"], vb["mask"]) == ("UMDL", 1055, 0x8B)
-    [g] = w["geometries"]
-    assert [lod[5] for lod in g["lods"]] == [4182, 2937, 2067, 1449, 1029]
-    np.testing.assert_allclose([lod[0] for lod in g["lods"]], [0, 14.14, 28.28, 42.43, 56.57], atol=5e-3)
+    lods = _only_lods(w)
+    assert [lod[5] for lod in lods] == [4182, 2937, 2067, 1449, 1029]
+    np.testing.assert_allclose([lod[0] for lod in lods], [0, 14.14, 28.28, 42.43, 56.57], atol=5e-3)
 
 
 def test_ninja(testdata):
-    w = walk(_sample(testdata, "Ninja.mdl"))
-    [vb] = w["vbs"]
+    w, vb = _walked(testdata, "Ninja.mdl")
     assert (w["magic"], vb["count"], vb["mask"], vb["stride"]) == ("UMDL", 842, 0x38B, 68)
     assert [_triangles(g) for g in w["geometries"]] == [[904], [104]]
     assert [g["mapping"] for g in w["geometries"]] == [[], []]
@@ -66,11 +75,9 @@ def test_ninja(testdata):
 
 
 def test_unitx(testdata):
-    w = walk(_sample(testdata, "UnitX.mdl"))
-    [vb] = w["vbs"]
+    w, vb = _walked(testdata, "UnitX.mdl")
     assert (w["magic"], vb["count"], vb["mask"]) == ("UMDL", 2, 0xF)
-    [g] = w["geometries"]
-    assert [(lod[1], lod[5]) for lod in g["lods"]] == [(1, 2)]  # LINE_LIST, 2 indices
+    assert [(lod[1], lod[5]) for lod in _only_lods(w)] == [(1, 2)]  # LINE_LIST, 2 indices
     assert len(w["centers"]) == 0
 
 
