@@ -19,6 +19,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 
 if __package__ in (None, ""):  # run as a script (blender -P cli.py, python cli.py): load the package by path
     import importlib.util
@@ -45,9 +46,17 @@ _TEMP_DIRS: list[str] = []
 _SAVED_ENV: dict[str, str | None] = {}  # the caller's values of what _private_user_folder set, for main to restore
 
 
+class ReaderGone(Exception):
+    """The reader of stdout went away (`skinbridge info FILE | head -1`); not an OSError, so no command's error
+    handling takes it for a problem with the user's files."""
+
+
 def _out(line: str) -> None:
     """One line of results (written paths, summaries) on stdout, where scripts read them."""
-    print(line, file=_OUT or sys.stdout, flush=True)
+    try:
+        print(line, file=_OUT or sys.stdout, flush=True)
+    except BrokenPipeError:
+        raise ReaderGone() from None
 
 
 def _restore_env() -> None:
@@ -289,7 +298,52 @@ def _motion_beside(model: str, action: str) -> str | None:
     return None
 
 
+_NOISE = (b"EGL Error (0x3009)",)  # headless GPU set-up: Blender tries a surface-bound context first, then works
+
+
+@contextlib.contextmanager
+def _without_noise():
+    """Lines Blender's C code prints on stdout or stderr (fd 1 and 2) that start with a `_NOISE` prefix are
+    dropped; everything else reaches stderr unchanged and in order."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = [os.dup(1), os.dup(2)]
+    except (AttributeError, OSError, ValueError):  # no real streams (embedded): nothing to filter
+        yield
+        return
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 1)
+    os.dup2(write_end, 2)
+    os.close(write_end)
+
+    def forward() -> None:
+        with os.fdopen(read_end, "rb") as lines, os.fdopen(os.dup(saved[1]), "wb") as err:
+            for line in lines:
+                if not line.startswith(_NOISE):
+                    err.write(line)
+                    err.flush()
+
+    thread = threading.Thread(target=forward, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)  # the pipe's last writers closed: the thread reads to its end
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+        thread.join(5)
+
+
 def cmd_render(args) -> int:
+    with _without_noise():
+        return _render(args)
+
+
+def _render(args) -> int:
     views = [v.strip() for v in args.views.split(",") if v.strip()]
     if os.path.splitext(args.output)[1].lower() != ".png":
         print(f"error: {args.output}: render writes PNG images: give the output a .png name", file=sys.stderr)
@@ -528,13 +582,23 @@ def _results_on_stdout():
     finally:
         try:
             sys.stdout.flush()
-            _OUT.flush()
+            with contextlib.suppress(BrokenPipeError):  # reported by main: ReaderGone
+                _OUT.flush()
         finally:
             os.dup2(saved_fd, fd)
             os.close(saved_fd)
-            _OUT.close()
+            with contextlib.suppress(BrokenPipeError):  # the file is closed all the same
+                _OUT.close()
             _OUT = None
             sys.stdout = saved_stdout
+
+
+def _quiet_stdout() -> None:
+    """stdout to /dev/null: the interpreter's last flush at exit must not fail on the closed pipe again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno())
+        os.close(devnull)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -547,6 +611,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             _private_user_folder()  # every command that may load Blender, before it does (-j workers share it)
             return args.func(args)
+        except ReaderGone:  # as a shell tool ends on SIGPIPE: no message, status 128 + 13
+            _quiet_stdout()
+            return 141
         except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (Terminated): staged files were rolled back
             print("error: interrupted", file=sys.stderr)
             return e.exit_status if isinstance(e, Terminated) else 130
@@ -555,10 +622,16 @@ def main(argv: list[str] | None = None) -> int:
             return 3
         finally:
             _remove_temp_dirs()
-            _restore_env()
+            if "bpy" not in sys.modules:  # Blender reads them again at its exit (the shader cache)
+                _restore_env()
+
+
+def run() -> None:
+    """The process's entry point (cli.py as a script, tools/run's `skinbridge`): main, then an exit that skips
+    Blender's teardown once bpy is loaded (see compat.exit_process)."""
+    code = main()
+    compat.exit_process(code, hard="bpy" in sys.modules)
 
 
 if __name__ == "__main__":
-    from .blender.compat import exit_process  # Blender 4.5's wheel hangs in the interpreter's teardown
-
-    exit_process(main())
+    run()
