@@ -133,3 +133,29 @@ def test_killed_worker_fails_only_its_input(clean, tmp_path):
     assert _files(out) == {rel: h for rel, h in clean_files.items() if rel.split(os.sep)[0] in done}
     assert not [p for p in tmp_path.rglob("*.part")]
     assert not list(tmp.iterdir()), "temporary folders left"
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_sigterm_while_a_part_file_is_written(clean, tmp_path, jobs):
+    """The signal lands while a `.part` is on disk (one process, and a worker of -j 2): rolled back."""
+    inputs = clean[0][:2]
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "cli.py"), "convert", *map(str, inputs), "--to", "smd",
+                             "-o", str(out), "-j", jobs], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=_env(tmp), start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.rglob("*.part")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before a .part file was seen"
+    proc.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    _, err = proc.communicate(timeout=5)
+    while _group(proc.pid) and time.monotonic() - sent < 5:
+        time.sleep(0.05)
+    assert not _group(proc.pid)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert not list(tmp_path.rglob("*.part"))
+    assert not DONE.findall(err) and _files(out) == {}
+    assert not list(tmp.iterdir()), "temporary folders left"
