@@ -19,6 +19,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 
 if __package__ in (None, ""):  # run as a script (blender -P cli.py, python cli.py): load the package by path
     import importlib.util
@@ -38,30 +39,70 @@ from .blender import compat  # noqa: E402
 from .core.errors import ExportError, FormatError  # noqa: E402
 from .core.fileio import output_error, output_session, read_bytes  # noqa: E402
 from .core.naming import NameAllocator, safe_file_name  # noqa: E402
+from .core.workers import Terminated, check_stop, run_pool, signals_stop  # noqa: E402
 
 _OUT = None  # the stream results go to (the real stdout); third-party logs go to stderr meanwhile
 _TEMP_DIRS: list[str] = []
+_SAVED_ENV: dict[str, str | None] = {}  # the caller's values of what _private_user_folder set, for main to restore
+
+
+class ReaderGone(Exception):
+    """The reader of stdout went away (`skinbridge info FILE | head -1`); not an OSError, so no command's error
+    handling takes it for a problem with the user's files."""
 
 
 def _out(line: str) -> None:
     """One line of results (written paths, summaries) on stdout, where scripts read them."""
-    print(line, file=_OUT or sys.stdout, flush=True)
+    try:
+        print(line, file=_OUT or sys.stdout, flush=True)
+    except BrokenPipeError:
+        raise ReaderGone() from None
+
+
+def _restore_env() -> None:
+    """The caller's environment again (main called in-process, by tests or a script, more than once)."""
+    for var, value in _SAVED_ENV.items():
+        if value is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = value
+    _SAVED_ENV.clear()
 
 
 def _remove_temp_dirs() -> None:
-    while _TEMP_DIRS:
-        shutil.rmtree(_TEMP_DIRS.pop(), ignore_errors=True)
+    # Kept in the list: at exit they are removed again, as Blender's own exit handler writes its shader cache.
+    for folder in _TEMP_DIRS:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# Blender's per-user folders; BLENDER_USER_RESOURCES alone still leaves the extensions cache under ~/.config.
+_BLENDER_USER_VARS = {"BLENDER_USER_RESOURCES": "", "BLENDER_USER_CONFIG": "config",
+                      "BLENDER_USER_SCRIPTS": "scripts", "BLENDER_USER_DATAFILES": "datafiles",
+                      "BLENDER_USER_EXTENSIONS": "extensions"}
 
 
 def _private_user_folder() -> None:
-    """Blender's user files in a temporary folder of this process (removed at exit), unless the caller set one."""
-    if os.environ.get("BLENDER_USER_RESOURCES") or "bpy" in sys.modules:
+    """Blender's user, config and cache folders (thumbnails, gl-shader-cache: XDG_CACHE_HOME) in a temporary
+    folder of this process, removed at exit; a caller's BLENDER_USER_RESOURCES is kept. Before bpy is imported
+    (Blender reads them once); -j workers inherit the parent's."""
+    if "bpy" in sys.modules or os.path.isdir(os.environ.get("SKINBRIDGE_USER_FOLDER", "")):
         return
     folder = tempfile.mkdtemp(prefix="skinbridge-bl-user-")
     if not _TEMP_DIRS:
-        atexit.register(_remove_temp_dirs)
+        atexit.register(_remove_temp_dirs)  # before bpy is imported: runs after Blender's exit handler
     _TEMP_DIRS.append(folder)
-    os.environ["BLENDER_USER_RESOURCES"] = folder
+    for var in (*_BLENDER_USER_VARS, "XDG_CACHE_HOME", "TMPDIR", "SKINBRIDGE_USER_FOLDER"):
+        _SAVED_ENV.setdefault(var, os.environ.get(var))
+    base = os.environ.get("BLENDER_USER_RESOURCES")
+    for var, sub in _BLENDER_USER_VARS.items():
+        if base is None:
+            os.environ[var] = os.path.join(folder, sub) if sub else folder
+    os.environ["XDG_CACHE_HOME"] = os.path.join(folder, "cache")
+    # Blender's session folder (blender_*) too: a worker ended by a signal cannot remove it, the parent does.
+    tempfile.gettempdir()  # Python's own temporary files stay where the caller said
+    os.makedirs(os.path.join(folder, "tmp"))
+    os.environ["TMPDIR"] = os.path.join(folder, "tmp")
+    os.environ["SKINBRIDGE_USER_FOLDER"] = folder
 
 
 def _message(e: BaseException) -> str:
@@ -164,22 +205,23 @@ def cmd_convert(args) -> int:
             _out(path)
 
     if args.jobs > 1 and total > 1:
-        import multiprocessing  # ~10 ms import, only for -j (not --help, info or check)
-        from concurrent.futures import ProcessPoolExecutor, as_completed  # ~6 ms more import, only for -j
+        done = 0
 
-        with ProcessPoolExecutor(max_workers=min(args.jobs, total),
-                                 mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(_convert_worker, src, outdir, name, options): src for src, outdir, name in plan}
-            for i, fut in enumerate(as_completed(futures), 1):
-                try:
-                    result = fut.result()
-                except Exception as e:  # a worker that died (crash, out of memory) fails its input only
-                    result = ([], [], f"worker failed: {e!r}")
-                report(i, futures[fut], result)
+        def finished(index: int, result) -> None:
+            nonlocal done
+            done += 1
+            if isinstance(result, BaseException):  # the worker process died: this input only fails
+                result = ([], [], str(result))
+            report(done, plan[index][0], result)
+
+        run_pool(_convert_worker, [(src, outdir, name, options) for src, outdir, name in plan],
+                 min(args.jobs, total), finished)
     else:
         for i, (src, outdir, name) in enumerate(plan, 1):
             print(f"[{i}/{total}] {src} -> {outdir}", file=sys.stderr)
-            report(i, src, _convert_worker(src, outdir, name, options))
+            result = _convert_worker(src, outdir, name, options)
+            check_stop()  # a signal whose exception the interrupted code turned into an error fails the run
+            report(i, src, result)
     return 1 if failed else 0
 
 
@@ -264,7 +306,52 @@ def _motion_beside(model: str, action: str) -> str | None:
     return None
 
 
+_NOISE = (b"EGL Error (0x3009)",)  # headless GPU set-up: Blender tries a surface-bound context first, then works
+
+
+@contextlib.contextmanager
+def _without_noise():
+    """Lines Blender's C code prints on stdout or stderr (fd 1 and 2) that start with a `_NOISE` prefix are
+    dropped; everything else reaches stderr unchanged and in order."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = [os.dup(1), os.dup(2)]
+    except (AttributeError, OSError, ValueError):  # no real streams (embedded): nothing to filter
+        yield
+        return
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 1)
+    os.dup2(write_end, 2)
+    os.close(write_end)
+
+    def forward() -> None:
+        with os.fdopen(read_end, "rb") as lines, os.fdopen(os.dup(saved[1]), "wb") as err:
+            for line in lines:
+                if not line.startswith(_NOISE):
+                    err.write(line)
+                    err.flush()
+
+    thread = threading.Thread(target=forward, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)  # the pipe's last writers closed: the thread reads to its end
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+        thread.join(5)
+
+
 def cmd_render(args) -> int:
+    with _without_noise():
+        return _render(args)
+
+
+def _render(args) -> int:
     views = [v.strip() for v in args.views.split(",") if v.strip()]
     if os.path.splitext(args.output)[1].lower() != ".png":
         print(f"error: {args.output}: render writes PNG images: give the output a .png name", file=sys.stderr)
@@ -505,13 +592,23 @@ def _results_on_stdout():
     finally:
         try:
             sys.stdout.flush()
-            _OUT.flush()
+            with contextlib.suppress(BrokenPipeError):  # reported by main: ReaderGone
+                _OUT.flush()
         finally:
             os.dup2(saved_fd, fd)
             os.close(saved_fd)
-            _OUT.close()
+            with contextlib.suppress(BrokenPipeError):  # the file is closed all the same
+                _OUT.close()
             _OUT = None
             sys.stdout = saved_stdout
+
+
+def _quiet_stdout() -> None:
+    """stdout to /dev/null: the interpreter's last flush at exit must not fail on the closed pipe again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno())
+        os.close(devnull)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -520,20 +617,31 @@ def main(argv: list[str] | None = None) -> int:
         if "--" in sys.argv:  # inside Blender: blender -b -P cli.py -- convert ...
             argv = sys.argv[sys.argv.index("--") + 1:]
     args = build_parser().parse_args(argv)
-    with _results_on_stdout():
+    with _results_on_stdout(), signals_stop():
         try:
+            _private_user_folder()  # every command that may load Blender, before it does (-j workers share it)
             return args.func(args)
-        except KeyboardInterrupt:
+        except ReaderGone:  # as a shell tool ends on SIGPIPE: no message, status 128 + 13
+            _quiet_stdout()
+            return 141
+        except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (Terminated): staged files were rolled back
             print("error: interrupted", file=sys.stderr)
-            return 130
+            return e.exit_status if isinstance(e, Terminated) else 130
         except Exception as e:  # no Python traceback reaches the user: one line, and a non-zero exit
             print(f"error: internal error in {args.command} ({type(e).__name__}: {_message(e)})", file=sys.stderr)
             return 3
         finally:
             _remove_temp_dirs()
+            if "bpy" not in sys.modules:  # Blender reads them again at its exit (the shader cache)
+                _restore_env()
+
+
+def run() -> None:
+    """The process's entry point (cli.py as a script, tools/run's `skinbridge`): main, then an exit that skips
+    Blender's teardown once bpy is loaded (see compat.exit_process)."""
+    code = main()
+    compat.exit_process(code, hard="bpy" in sys.modules)
 
 
 if __name__ == "__main__":
-    from .blender.compat import exit_process  # Blender 4.5's wheel hangs in the interpreter's teardown
-
-    exit_process(main())
+    run()

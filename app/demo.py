@@ -1,9 +1,11 @@
-"""`skinbridge demo`: a skinned T-pose humanoid with Mixamo bone names and a walk, built in code, exported
-with every exporter we have, read back and checked; prints a table."""
+"""`skinbridge demo`: a skinned T-pose humanoid with Mixamo's bone names (without its `mixamorig:` namespace, so
+every name fits the 15 bytes of a VMD and the demo converts without a warning) and a walk, built in code,
+exported with every exporter we have, read back and checked; prints a table, warnings on stderr."""
 from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 
 import bpy
@@ -36,7 +38,7 @@ for side, sx in (("Left", 1.0), ("Right", -1.0)):
         (f"{side}Foot", f"{side}Leg", (0.1 * sx, 0.0, 0.1)),
         (f"{side}ToeBase", f"{side}Foot", (0.1 * sx, -0.12, 0.02)),
     ]
-PREFIX = "mixamorig:"
+PREFIX = ""  # the --mmd-rig bone map knows Mixamo names with and without the namespace
 TAIL = {"Head": (0.0, 0.0, 1.85), "LeftHand": (0.85, 0.0, 1.5), "RightHand": (-0.85, 0.0, 1.5),
         "LeftToeBase": (0.1, -0.2, 0.02), "RightToeBase": (-0.1, -0.2, 0.02)}
 
@@ -149,6 +151,27 @@ def add_walk(arm_ob, frames: int = 24) -> bpy.types.Action:
 
 
 
+def _skin_texture(mesh_ob, outdir: str) -> None:
+    """A small image, saved as Skin.png in the demo's folder, on the skin material: every exporter has a texture
+    to write or reference (the Wallpaper Engine puppet warns about a material without one)."""
+    size = 8
+    img = bpy.data.images.new("Skin", size, size)
+    shade = np.linspace(0.85, 1.0, size, dtype=np.float32)[:, None] * np.array([0.8, 0.6, 0.5], np.float32)
+    px = np.ones((size, size, 4), np.float32)
+    px[:, :, :3] = shade[:, None, :]
+    img.pixels.foreach_set(px.reshape(-1))
+    img.filepath_raw = os.path.join(outdir, "Skin.png")
+    img.file_format = "PNG"
+    img.save()
+    mat = mesh_ob.data.materials[0]
+    mat.use_nodes = True
+    nodes = mat.node_tree.nodes
+    bsdf = next(n for n in nodes if n.type == "BSDF_PRINCIPLED")
+    node = nodes.new("ShaderNodeTexImage")
+    node.image = img
+    mat.node_tree.links.new(node.outputs["Color"], bsdf.inputs["Base Color"])
+
+
 def run_demo(output: str | None) -> int:
     """Build the humanoid, hand it to every format with a demo (the registry's `demo` capability), print the
     table; 0 when every row is ok. The caller (cli.py's `_bpy`) has registered the add-on."""
@@ -159,6 +182,8 @@ def run_demo(output: str | None) -> int:
     result = bscene.build_scene(bpy.context, humanoid_scene(), "Humanoid")
     arm_ob = result.armature
     mesh_ob = next(o for o in result.objects if o.type == "MESH")
+    _skin_texture(mesh_ob, outdir)
+    bpy.context.scene.render.fps = 30  # the walk's keys on whole frames of MMD's 30 fps: a VMD without resampling
     add_walk(arm_ob)
     bpy.context.scene.frame_set(1)
     print(f"built humanoid: {len(arm_ob.data.bones)} bones, {len(mesh_ob.data.vertices)} vertices, "
@@ -173,7 +198,7 @@ def run_demo(output: str | None) -> int:
         warnings += [f"{spec.name}: {w}" for w in more]
         bpy.context.scene.frame_set(1)
     for w in warnings:
-        print(f"warning: {w}")
+        print(f"warning: {w}", file=sys.stderr)
     header = ("exporter", "file", "bytes", "verts", "tris", "bones/tracks", "time", "checked", "result")
     table = [(r.exporter, r.path, r.size, r.vertices, r.triangles, r.bones, f"{r.seconds:.2f}s", r.checked,
               "ok" if r.ok else "FAILED") for r in rows]

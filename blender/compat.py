@@ -58,16 +58,17 @@ def flush_std_streams() -> None:
             pass
 
 
-def exit_process(code: int | None = 0) -> None:
+def exit_process(code: int | None = 0, hard: bool = False) -> None:
     """End the process with `code` (as `sys.exit` would). With the bpy 4.5 wheel loaded: run the exit handlers,
     remove Blender's session folder, flush and leave with `os._exit`, skipping the teardown that hangs there;
-    elsewhere `sys.exit`. For the `__main__` blocks of our scripts (cli.py, bench)."""
+    elsewhere `sys.exit`. For the `__main__` blocks of our scripts (cli.py, bench). `hard`: that way on every
+    version (the command line: Blender's teardown after the exit handlers writes its shader cache again)."""
     if code is None:
         code = 0
     elif not isinstance(code, int):  # sys.exit("message") prints it and exits 1
         print(code, file=sys.stderr)
         code = 1
-    if needs_hard_exit():
+    if hard or needs_hard_exit():
         _leave(code & 0xFF if code >= 0 else 1)
     sys.exit(code)
 

@@ -1,15 +1,22 @@
 """Shared test setup: a private Blender user folder, the `skinbridge` package, paths and scene fixtures."""
 from __future__ import annotations
 
+import atexit
 import importlib
 import os
 import pathlib
+import shutil
 import sys
 import tempfile
 import types
 
-# Before anything imports bpy: keep Blender's user files out of $HOME.
-os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="skinbridge-bl-user-"))
+# Before anything imports bpy: keep Blender's user files and caches out of $HOME; removed at the session's end
+# (and by the exit below, after Blender's own exit handler).
+_USER = tempfile.mkdtemp(prefix="skinbridge-bl-user-")
+_TEMP_DIRS = [_USER]
+atexit.register(lambda: [shutil.rmtree(d, ignore_errors=True) for d in _TEMP_DIRS])
+os.environ.setdefault("BLENDER_USER_RESOURCES", _USER)
+os.environ.setdefault("XDG_CACHE_HOME", os.path.join(_USER, "cache"))
 
 import pytest  # noqa: E402
 
@@ -33,6 +40,7 @@ def _ensure_package_importable() -> None:
         pass
     # The checkout's folder name is not the package name: expose it as `skinbridge` through a link.
     link_dir = pathlib.Path(tempfile.mkdtemp(prefix="skinbridge-pkg-"))
+    _TEMP_DIRS.append(str(link_dir))
     (link_dir / "skinbridge").symlink_to(ROOT, target_is_directory=True)
     sys.path.insert(0, str(link_dir))
     importlib.import_module("skinbridge")
@@ -125,13 +133,14 @@ def pytest_sessionfinish(session, exitstatus):
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
-    """After the summary: on Blender 4.5 only, end the process here with pytest's exit status (exit 5, no
-    tests, stays 5), skipping the teardown that hangs."""
+    """After the summary: once bpy is loaded, end the process here with pytest's exit status (exit 5, no
+    tests, stays 5), after the exit handlers, skipping Blender's teardown: it hangs on 4.5 and writes its
+    shader cache again after our temporary folders were removed."""
     from skinbridge.blender import compat
 
-    if _session is None or not compat.needs_hard_exit():
+    if _session is None or "bpy" not in sys.modules:
         return
     writer = getattr(config.pluginmanager.get_plugin("terminalreporter"), "_tw", None)
     if writer is not None:
         writer.flush()
-    compat.exit_process(int(_session.exitstatus))
+    compat.exit_process(int(_session.exitstatus), hard=True)

@@ -183,9 +183,10 @@ def _export(path, **options) -> pmx.PmxModel:
 def test_demo_humanoid_maps_completely_and_a_bone_map_wins(humanoid, tmp_path):
     assert set(HUMANOID_MMD) == {n for n, _, _ in demo.HUMANOID}
     m = _export(tmp_path / "auto.pmx", mmd_rig=True)
-    source_of = {b.name_e: b.name for b in m.bones if b.name_e.startswith(demo.PREFIX)}
+    sources = {demo.PREFIX + n for n, _, _ in demo.HUMANOID}
+    source_of = {b.name_e: b.name for b in m.bones if b.name_e in sources}
     assert source_of == {demo.PREFIX + src: mmd for src, mmd in HUMANOID_MMD.items()}  # every bone mapped
-    assert not any(b.name.startswith(demo.PREFIX) for b in m.bones)
+    assert not any(b.name in sources for b in m.bones)
     _check_control_layer(m)
     assert validate(m, for_export=True) == []
     _check_babylon(tmp_path / "auto.pmx", m)
