@@ -185,6 +185,7 @@ def import_flex(context, f: smd.SmdFile, name: str) -> list[str]:
             kb = ob.shape_key_add(name=s.name, from_mix=False)
             created.append(kb)
             kb.points.foreach_set("co", s.positions.astype(np.float32).reshape(-1))
+            kb.value = 0.0  # Blender 5 gives a new key 1.0: the mesh would show the basis plus every shape
         me.update()
     except BaseException:
         for kb in reversed(created):
