@@ -3,7 +3,7 @@
 * Skeleton, bone by bone (matched by name): presence, parent (by name), rest head position and orientation
   (the bind matrix: what Blender shows in Rest Position) and the default pose (the skeleton's initial pose,
   which formats such as Urho3D store apart from the bind).
-* Meshes: counts (meshes, vertices, triangles), bounds, and the largest distance from a vertex to its match in
+* Meshes: counts (meshes, vertices once duplicates by position and links are merged, triangles), bounds, and the largest distance from a vertex to its match in
   the other scene (all meshes pooled; the same vertex order when it fits within the tolerance, else the
   nearest vertex, both ways).
 * Animations (matched by name, then ignoring case): presence, length, tracks, and the largest difference of
@@ -260,11 +260,44 @@ def _match_distances(p: np.ndarray, q: np.ndarray, limit: float, scale: float) -
     return d
 
 
+def _vertex_columns(m: cm.Mesh) -> np.ndarray:
+    """(V, n) float64: a vertex's position and its links (slot order and unused slots ignored). Normals, UVs,
+    colours and tangents are corner data: formats split a vertex by them where the file needs it (glTF) or
+    keep them per corner (SMD; Blender), and a file writing 6 decimals merges two that differ by a rounding."""
+    V = m.vertex_count
+    cols = [np.asarray(m.positions, np.float64).reshape(V, 3)]
+    if m.joints is not None and m.weights is not None:
+        w = np.asarray(m.weights, np.float64).reshape(V, -1)
+        j = np.where(w > 0, np.asarray(m.joints, np.float64).reshape(V, -1), -1.0)
+        order = np.lexsort((-w, j))
+        cols += [np.take_along_axis(j, order, 1), np.take_along_axis(np.where(w > 0, w, 0.0), order, 1)]
+    return np.hstack(cols) + 0.0  # + 0.0: -0.0 equals 0.0
+
+
+def distinct_vertex_count(m: cm.Mesh) -> int:
+    """Vertices once duplicates are merged: equal in position and links (`_vertex_columns`) within the fidelity
+    tolerance max(1e-5, 4 float32 ulps). Rows are sorted on values rounded to that tolerance and a row merges
+    with the one before it."""
+    V = m.vertex_count
+    if V < 2:
+        return V
+    x = _vertex_columns(m)
+    close = np.maximum(1e-5, 4 * np.spacing(np.abs(x).astype(np.float32)).astype(np.float64))
+    keys = np.round(x / 1e-5)
+    order = np.lexsort(keys.T[::-1])
+    x, close = x[order], close[order]
+    same = (np.abs(x[1:] - x[:-1]) <= np.maximum(close[1:], close[:-1])).all(axis=1)
+    return int(V - same.sum())
+
+
 def compare_meshes(a: cm.Scene, b: cm.Scene, pos: float, out: Comparison) -> None:
-    counts_a = (len(a.meshes), a.vertex_count, a.triangle_count)
-    counts_b = (len(b.meshes), b.vertex_count, b.triangle_count)
+    merged_a = sum(distinct_vertex_count(m) for m in a.meshes)
+    merged_b = sum(distinct_vertex_count(m) for m in b.meshes)
+    counts_a = (len(a.meshes), merged_a, a.triangle_count)
+    counts_b = (len(b.meshes), merged_b, b.triangle_count)
     out.notes.append(f"meshes: A {counts_a[0]} meshes, {counts_a[1]} vertices, {counts_a[2]} triangles; "
-                     f"B {counts_b[0]}, {counts_b[1]}, {counts_b[2]}")
+                     f"B {counts_b[0]}, {counts_b[1]}, {counts_b[2]} (vertices by position and links; before merging "
+                     f"A {a.vertex_count}, B {b.vertex_count})")
     for label, x, y in zip(("mesh count", "vertex count", "triangle count"), counts_a, counts_b):
         if x != y:
             out.differences.append(Difference("mesh", "meshes", label, f"{x} in A, {y} in B"))

@@ -185,6 +185,7 @@ def import_flex(context, f: smd.SmdFile, name: str) -> list[str]:
             kb = ob.shape_key_add(name=s.name, from_mix=False)
             created.append(kb)
             kb.points.foreach_set("co", s.positions.astype(np.float32).reshape(-1))
+            kb.value = 0.0  # Blender 5 gives a new key 1.0: the mesh would show the basis plus every shape
         me.update()
     except BaseException:
         for kb in reversed(created):
@@ -310,7 +311,8 @@ def export_animations(context, folder: str, arm_ob, names: NameAllocator | None 
     written, warnings = [], []
     for act in actions if actions is not None else bact.armature_actions(arm_ob):
         anim, more = bact.read_action(context, arm_ob, act)
-        warnings += more
+        off = convert.off_frame_warning(anim, fps)
+        warnings += more + ([off] if off else [])
         count = int(round(anim.length * fps)) + 1
         locals_ = convert.animation_locals(skel, anim, np.arange(count) / fps)
         f = convert.animation_smd(skel, locals_, np.arange(count), warnings)

@@ -651,6 +651,23 @@ def rest_locals(skel: cm.Skeleton) -> np.ndarray:
     return out
 
 
+def off_frame_warning(anim: cm.Animation, fps: float) -> str | None:
+    """A warning when keys or the end of `anim` fall between whole frames of `fps`: an SMD holds whole frame
+    numbers only (its rate comes from a .qc), so such keys are sampled at the frames around them and the
+    length grows to a whole frame."""
+    times = np.concatenate([np.asarray(t, np.float64) for tr in anim.tracks
+                            for t in (tr.translation_times, tr.rotation_times, tr.scale_times)
+                            if t is not None and len(t)] + [np.array([anim.length], np.float64)])
+    frames = times * fps
+    off = np.abs(frames - np.round(frames)) > 1e-3
+    if not off.any():
+        return None
+    first = float(np.min(frames[off]))
+    return (f"animation {anim.name!r}: {int(np.unique(frames[off]).size)} key times fall between whole frames at "
+            f"{fps:g} fps (first at frame {first:.4g}); an SMD holds whole frames only, so they are sampled at the "
+            "frames around them")
+
+
 def animation_locals(skel: cm.Skeleton, anim: cm.Animation, seconds: np.ndarray) -> np.ndarray:
     """(F, N, 4, 4) parent-relative matrices of every bone at `seconds`; a bone or channel without keys keeps
     its bind-pose value. Translation and scale interpolate linearly, rotation by slerp."""
@@ -682,6 +699,8 @@ def write_scene(scene: cm.Scene, folder: str, name: str, fps: float = 24.0) -> l
     paths = [os.path.join(folder, names.take(name, ".smd") + ".smd")]
     write_atomic(paths[0], smd.write_pieces(reference_of(scene, warnings)))
     for anim in scene.animations:
+        off = off_frame_warning(anim, fps)
+        warnings += [off] if off else []
         count = int(round(anim.length * fps)) + 1
         locals_ = animation_locals(scene.skeleton, anim, np.arange(count) / fps)
         paths.append(os.path.join(folder, names.take(anim.name, ".smd") + ".smd"))

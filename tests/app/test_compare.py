@@ -56,6 +56,28 @@ def test_core_compare_reports_a_turned_key_and_ignores_it_at_rest():
     assert compare_scenes(_tiny_scene(), _tiny_scene(0.01), rest=True).same
 
 
+def _split_quad(extra: np.ndarray) -> cm.Scene:
+    """The tiny scene's quad with its vertex 2 written twice (a split by a corner attribute: the second copy
+    gets the normal of `extra`), the second triangle using the copy; `extra` also moves the copy by its z."""
+    scene = _tiny_scene()
+    m = scene.meshes[0]
+    m.normals = np.tile(np.array([[0, -1, 0]], np.float32), (4, 1))
+    copy = m.positions[2] + np.array([0, 0, extra[3]], np.float32)
+    m.positions = np.vstack([m.positions, copy[None]]).astype(np.float32)
+    m.normals = np.vstack([m.normals, extra[None, :3]]).astype(np.float32)
+    m.triangles = np.array([[0, 1, 2], [0, 4, 3]], np.int32)
+    return scene
+
+
+def test_vertex_count_merges_duplicates_by_position_and_links():
+    split = _split_quad(np.array([0, -1, 1e-7, 0]))  # the normal a rounding away, as a 6-decimal file loses it
+    result = compare_scenes(_tiny_scene(), split, rest=True)
+    assert result.same, result.lines()
+    assert any("before merging A 4, B 5" in n for n in result.notes), result.notes
+    moved = compare_scenes(_tiny_scene(), _split_quad(np.array([0, -1, 0, 1e-3])), rest=True)
+    assert ("vertex count", "4 in A, 5 in B") in [(d.field, d.message) for d in moved.differences]
+
+
 def _compare(*args):
     r = run_cli("compare", *map(str, args))
     diffs = [line for line in r.stdout.splitlines() if line.startswith("difference:")]

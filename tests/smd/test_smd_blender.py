@@ -125,6 +125,27 @@ def test_vta_shape_key_and_back(clean_scene, tmp_path):
     _close(again.vertex_animation[1].positions, original.vertex_animation[1].positions, "shape positions")
 
 
+def test_vta_import_shows_the_basis_and_writes_the_same_vta(clean_scene, tmp_path):
+    assert bpy.ops.import_scene.skinbridge_smd(filepath=str(SMD_DIR / "bst_Cube_NoArmature_ref.smd")) == \
+        {"FINISHED"}
+    vta = SMD_DIR / "bst_Cube_NoArmature_flex.vta"
+    assert bpy.ops.import_scene.skinbridge_smd(filepath=str(vta)) == {"FINISHED"}
+    ob = next(o for o in bpy.data.objects if o.type == "MESH")
+    keys = ob.data.shape_keys.key_blocks
+    assert [kb.value for kb in keys[1:]] == [0.0] and not ob.show_only_shape_key
+    n = len(ob.data.vertices)
+    basis, shown = np.empty(n * 3, np.float32), np.empty(n * 3, np.float32)
+    keys[0].points.foreach_get("co", basis)
+    ob.evaluated_get(bpy.context.evaluated_depsgraph_get()).data.vertices.foreach_get("co", shown)
+    moved = np.empty(n * 3, np.float32)
+    keys[1].points.foreach_get("co", moved)
+    assert np.abs(moved - basis).max() > 0.5  # the shape does move the cube: showing it would be seen
+    assert np.array_equal(shown, basis)
+    assert bpy.ops.export_scene.skinbridge_smd(filepath=str(tmp_path / "cube.smd")) == {"FINISHED"}
+    assert (tmp_path / "cube.vta").read_bytes() == vta.read_bytes()
+    assert [kb.value for kb in keys[1:]] == [0.0]
+
+
 def test_vta_row_matching_nothing_is_refused(clean_scene, tmp_path):
     assert bpy.ops.import_scene.skinbridge_smd(filepath=str(SMD_DIR / "bst_Cube_Armature_ref.smd")) == \
         {"FINISHED"}

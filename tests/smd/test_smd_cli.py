@@ -45,6 +45,14 @@ def test_convert_fox_to_smd(testdata, tmp_path):
     ref = smd.read((out / "Fox.smd").read_bytes())
     assert len(ref.triangles) == 576 and len(ref.nodes) == 24
     assert smd.read((out / "Walk.smd").read_bytes()).kind == "motion"
+    # Run's keys from frame 20.8 on lie between whole frames: said once, for Run alone
+    warned = [line for line in (r.stdout + r.stderr).splitlines() if "between whole frames" in line]
+    assert len(warned) == 1 and "'Run'" in warned[0] and "frame 20.8" in warned[0], warned
+    r = run_cli("compare", testdata / "gltf" / "Fox.glb", out)
+    diffs = [line for line in r.stdout.splitlines() if line.startswith("difference:")]
+    # the mesh, the skeleton, Walk and Survey agree; what remains is Run's keys that an SMD cannot hold
+    assert "meshes: A 1 meshes, 290 vertices, 576 triangles; B 1, 290, 576" in r.stdout, r.stdout
+    assert diffs and all("animation Run" in d for d in diffs), diffs
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ import pathlib
 import numpy as np
 import pytest
 
+from skinbridge.core import model as cm
 from skinbridge.core.errors import FormatError
 from skinbridge.io_smd import check, convert, smd
 
@@ -155,3 +156,15 @@ def test_euler_round_trip():
     assert np.allclose(convert.euler_to_matrix3(convert.matrix3_to_euler(m)), m, atol=1e-12)
     x = convert.euler_to_matrix3(np.array([1.570796, 0, 0]))
     assert np.allclose(x, [[1, 0, 0], [0, 0, -1], [0, 1, 0]], atol=1e-6)
+
+
+def test_keys_between_whole_frames_are_named_once():
+    def anim(times):
+        times = np.asarray(times, np.float64)
+        rot = np.tile([1.0, 0, 0, 0], (len(times), 1))
+        return cm.Animation("Run", float(times[-1]), [cm.Track("b", rotation_times=times, rotations=rot)])
+
+    assert convert.off_frame_warning(anim(np.arange(28) / 24), 24.0) is None
+    warned = convert.off_frame_warning(anim(np.r_[np.arange(17), np.arange(8) + 20.8] / 24), 24.0)
+    assert warned is not None and "'Run': 8 key times" in warned and "frame 20.8" in warned, warned
+    assert convert.off_frame_warning(anim(np.r_[np.arange(17), np.arange(8) + 20.8] / 24), 120.0) is None
