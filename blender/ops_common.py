@@ -188,6 +188,9 @@ def import_each(op, import_one) -> set[str]:
         except (FormatError, ExportError, OSError) as e:
             op.report({"ERROR"}, f"{os.path.basename(path)}: {e}")
             continue
+        except Exception as e:  # a fault of ours in one file must not cost the user the other files
+            op.report({"ERROR"}, f"{os.path.basename(path)}: internal error ({type(e).__name__}: {e})")
+            continue
         more = result if isinstance(result, list) else result.warnings
         warnings += [f"{os.path.basename(path)}: {w}" for w in more]
         done.append(os.path.basename(path))

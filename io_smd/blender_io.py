@@ -34,6 +34,7 @@ from ..blender.selection import NoTarget, armatures, find_armature
 from ..core import model as cm
 from ..core.errors import ExportError, FormatError
 from ..core.fileio import read_bytes, write_atomic
+from ..core.names import clean, shown
 from ..core.naming import NameAllocator, safe_file_name
 from . import convert, smd
 
@@ -92,7 +93,7 @@ def import_reference(context, f: smd.SmdFile, name: str) -> list[str]:
         _corner_attr(me, "smd_parent", "INT", extra["corner_parents"][kept])
         _corner_attr(me, "smd_links", "INT", extra["corner_link_counts"][kept])
         if result.armature is not None:
-            names = [n.name for n in f.nodes]
+            names = [shown(n.name) for n in f.nodes]
             changed = sorted({n for n in names if names.count(n) > 1 or n not in result.armature.data.bones})
             if changed:
                 warnings.append(f"node names that Blender cannot keep as bone names (empty, repeated or too long) "
@@ -128,12 +129,14 @@ def import_motion(context, f: smd.SmdFile, name: str, armature=None) -> list[str
     created = []
     if arm_ob is None:  # nothing to put it on: a skeleton of frame 0
         skel = convert.skeleton_of(f, warnings)
+        clean(skel)  # the names were warned about by to_scene
         built = bscene.build_scene(context, cm.Scene(name=name, skeleton=skel), name)
         arm_ob = built.armature
         created = [arm_ob, arm_ob.data]
     own_rig = bool(created)  # made from the file: every track matches
     fps = bact.fps_of(context.scene)
     anim = convert.animation_of(f, name, warnings, fps)
+    clean(anim)
     try:
         act, more = bact.build_action(arm_ob, anim, fps, name)
         created.append(act)

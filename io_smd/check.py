@@ -12,6 +12,7 @@ from typing import Callable
 import numpy as np
 
 from ..core.check import Checker, Findings
+from ..core import names
 from ..core.findings import Finding
 from . import smd
 
@@ -78,6 +79,7 @@ def validate(f: smd.SmdFile) -> list[Finding]:
         _rows(out, "error", fr.vertices < 0, fr.row_lines, "vertex id",
               lambda k, fr=fr: f"vertex id {int(fr.vertices[k])} < 0")
     _vta_rows_in_base(out, f.vertex_animation or [])
+    out.items += names.findings([(f"line {n.line}", n.name, None) for n in f.nodes], "node name")
     return out.items
 
 

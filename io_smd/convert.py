@@ -16,6 +16,7 @@ import os
 import numpy as np
 
 from ..core import model as cm
+from ..core import names
 from ..core import skinning
 from ..core.errors import FormatError, quiet_float_errors
 from ..core.fileio import read_bytes, write_atomic
@@ -312,6 +313,12 @@ def is_plain(f: smd.SmdFile) -> bool:
     return len(f.nodes) <= 1 and (t is None or not (t.link_counts > 0).any())
 
 
+def _name_places(f: smd.SmdFile) -> dict[str, int | str]:
+    """Lines of the node names that are not UTF-8 (for `names.cleaned`)."""
+    return {n.name: f"line {n.line}" for n in f.nodes if names.bad_byte(n.name) is not None and n.line}
+
+
+@names.cleaned(_name_places)
 @quiet_float_errors
 def to_scene(f: smd.SmdFile, name: str, with_animation: bool = True, split: bool = False
              ) -> tuple[cm.Scene, list[str]]:

@@ -22,6 +22,7 @@ import numpy as np
 from ..core.check import Checker, Findings
 from ..core.check import read_error as _file_read_error
 from ..core.errors import FormatError
+from ..core import names
 from ..core.findings import Finding
 from . import uani, umd2
 
@@ -83,6 +84,10 @@ def validate_model(m: umd2.Model) -> list[Finding]:
     for i, morph in enumerate(m.morphs):
         _morph(out, m, i, morph)
     _bones(out, m)
+    out.items += names.findings([(f"bone {i}", b.name, m.bone_offsets[i] if i < len(m.bone_offsets) else None)
+                                 for i, b in enumerate(m.bones)]
+                                + [(f"morph {i}", mo.name, m.offsets.get(f"morph {i}"))
+                                   for i, mo in enumerate(m.morphs)])
     bbox_at = m.offsets.get("bounding box")
     for label, value, at in (("bounding box min", m.bbox_min, bbox_at),
                              ("bounding box max", m.bbox_max, None if bbox_at is None else bbox_at + 12)):

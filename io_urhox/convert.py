@@ -39,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import model as cm
+from ..core import names
 from ..core.errors import ExportError, FormatError, quiet_float_errors
 from ..core.transforms import (
     BLENDER_TO_GLTF, GLTF_TO_BLENDER, affine_inverse, matrix_to_trs, quat_angle, trs_to_matrix,
@@ -218,6 +219,19 @@ def non_finite_fields(model: umd2.Model) -> list[str]:
     return out
 
 
+def _name_places(model: umd2.Model) -> dict[str, int | str]:
+    """File offsets of the bone and morph names that are not UTF-8 (for `names.cleaned`)."""
+    places: dict[str, int | str] = {}
+    for i, b in enumerate(model.bones):
+        if names.bad_byte(b.name) is not None and i < len(model.bone_offsets):
+            places.setdefault(b.name, model.bone_offsets[i])
+    for i, m in enumerate(model.morphs):
+        if names.bad_byte(m.name) is not None and f"morph {i}" in model.offsets:
+            places.setdefault(m.name, model.offsets[f"morph {i}"])
+    return places
+
+
+@names.cleaned(_name_places)
 @quiet_float_errors
 def to_scene(model: umd2.Model, name: str = "Model", profile: str = "urhox",
              all_lods: bool = False) -> tuple[cm.Scene, list[str]]:

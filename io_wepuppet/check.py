@@ -17,6 +17,7 @@ import numpy as np
 
 from ..core.check import Checker, Findings
 from ..core.errors import FormatError
+from ..core import names
 from ..core.findings import Finding
 from . import mdl, tex
 
@@ -106,6 +107,8 @@ def validate_model(m: mdl.Model) -> list[Finding]:
         _mesh(out, m, k, mesh, n_bones)
     if sk:
         _skeleton(out, m, sk)
+        out.items += names.findings([(f"bone {i}", b.name, m.offsets.get(f"bone {i}"))
+                                     for i, b in enumerate(sk.bones)])
     for i, a in enumerate(m.attachments):
         at = m.offsets.get(f"attachment {i}")
         if a.bone >= n_bones:

@@ -29,6 +29,7 @@ import os
 import numpy as np
 
 from ..core import model as cm
+from ..core import names
 from ..core.errors import ExportError, FormatError, Warnings, quiet_float_errors
 from ..core.fileio import read_bytes
 from ..core.transforms import matrix3_to_quat, quat_multiply, quat_to_matrix3, slerp
@@ -300,6 +301,14 @@ def _clip_to_core(clip: mdl.Clip, skel: cm.Skeleton | None, scale: float, w: War
     return anim
 
 
+def _name_places(model: mdl.Model) -> dict[str, int | str]:
+    """File offsets of the bone names that are not UTF-8 (for `names.cleaned`)."""
+    bones = model.skeleton.bones if model.skeleton is not None else []
+    return {b.name: model.offsets[f"bone {i}"] for i, b in enumerate(bones)
+            if names.bad_byte(b.name) is not None and f"bone {i}" in model.offsets}
+
+
+@names.cleaned(_name_places)
 @quiet_float_errors
 def to_scene(model: mdl.Model, name: str = "puppet", scale: float = DEFAULT_SCALE, path: str | None = None,
              with_animations: bool = True, textures: bool = True) -> tuple[cm.Scene, list[str]]:

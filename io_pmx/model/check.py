@@ -8,6 +8,7 @@ import bisect
 import numpy as np
 
 from ...core.check import Checker, Findings
+from ...core import names
 from ...core.findings import Finding
 from . import pmx
 from .pmx import PmxModel
@@ -46,6 +47,9 @@ def validate(m: PmxModel) -> list[Finding]:
     """The reader's warnings (at the trailing bytes they are about), then every semantic fault."""
     out = Findings()
     out.warnings(m.warnings, m.at.get("trailing"))
+    encoding = "UTF-8" if m.encoding == 1 else "UTF-16"
+    out.items += names.findings([(f"bone {i}", b.name, b.at["record"] + 4 if "record" in b.at else None)
+                                 for i, b in enumerate(m.bones)], "name", encoding)
     return out.items + _validate_records(m, for_export=False)
 
 

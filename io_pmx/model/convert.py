@@ -34,6 +34,7 @@ import base64
 import numpy as np
 
 from ...core import model as cm
+from ...core import names
 from ...core.errors import ExportError
 from ...core.skinning import merge_repeated_bones
 from . import pmx
@@ -299,6 +300,13 @@ def _skin(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return joints, weights
 
 
+def _name_places(model: pmx.PmxModel) -> dict[str, int | str]:
+    """File offsets of the bone names (Japanese) that did not decode (for `names.cleaned`)."""
+    return {b.name: b.at["record"] + 4 for b in model.bones
+            if names.bad_byte(b.name) is not None and "record" in b.at}
+
+
+@names.cleaned(_name_places)
 def to_scene(model: pmx.PmxModel, name: str, scale: float = DEFAULT_SCALE) -> tuple[cm.Scene, list[str]]:
     """Map the whole model; nothing is dropped: what Blender cannot show is kept raw in extras."""
     warnings: list[str] = []

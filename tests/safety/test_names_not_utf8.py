@@ -1,0 +1,141 @@
+"""Names that are not valid in their format's encoding (issue 28, fault 4): a UMD2, SMD, UTF-8 PMX and Wallpaper
+Engine puppet whose bone name holds the bytes ff fe. The codec keeps the bytes (read → write is byte-identical),
+the mapping shows them as U+FFFD with a warning naming the element and where it is, `check` lists a warning
+finding, and info, check, convert and the import operators succeed (docs/urho.md, docs/mmd.md, docs/source.md,
+docs/wallpaper_engine.md: "Names")."""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+from conftest import run_cli
+from umd2_samples import posed_umd2
+
+from skinbridge.core import names
+from skinbridge.io_pmx.model import check as pmx_check
+from skinbridge.io_pmx.model import convert as pmx_convert
+from skinbridge.io_pmx.model import pmx
+from skinbridge.io_smd import check as smd_check
+from skinbridge.io_smd import convert as smd_convert
+from skinbridge.io_smd import smd
+from skinbridge.io_urhox import check as urho_check
+from skinbridge.io_urhox import convert as urho_convert
+from skinbridge.io_urhox import umd2
+from skinbridge.io_wepuppet import check as we_check
+from skinbridge.io_wepuppet import convert as we_convert
+from skinbridge.io_wepuppet import mdl
+
+BAD = b"\xff\xfebad"
+BAD_TEXT = BAD.decode("utf-8", "surrogateescape")
+SHOWN = "\ufffd\ufffdbad"
+
+
+def _umd2(testdata) -> bytes:
+    m = posed_umd2()
+    m.bones[1].name = BAD_TEXT
+    return umd2.write(m)
+
+
+def _smd(testdata) -> bytes:
+    return (testdata / "smd" / "bst_Cube_Armature_ref.smd").read_bytes().replace(b'"Bone"', b'"' + BAD + b'"')
+
+
+def _pmx(testdata) -> bytes:
+    m = pmx.read_file(testdata / "pmx" / "babylonmmd_constraint_test.pmx")
+    m.encoding = 1  # UTF-8
+    m.bones[1].name = BAD_TEXT
+    return pmx.write(m)
+
+
+def _puppet(testdata) -> bytes:
+    m = mdl.read((testdata / "wepuppet" / "blacryu_goose_t_puppet.mdl").read_bytes())
+    m.skeleton.bones[1].name = BAD_TEXT
+    return mdl.write(m)
+
+
+# format: (maker, file name, read, to_scene, check, where the warning places the name)
+FORMATS = {
+    "umd2": (_umd2, "bad.mdl", umd2.read, lambda r: urho_convert.to_scene(r), urho_check.validate_model,
+             "file offset "),
+    "smd": (_smd, "bad.smd", smd.read, lambda r: smd_convert.to_scene(r, "bad"), smd_check.validate, "line 4"),
+    "pmx": (_pmx, "bad.pmx", pmx.read, lambda r: pmx_convert.to_scene(r, "bad"), pmx_check.validate,
+            "file offset "),
+    "wepuppet": (_puppet, "bad.mdl", mdl.read, lambda r: we_convert.to_scene(r, textures=False),
+                 we_check.validate_model, "file offset "),
+}
+
+
+@pytest.fixture(params=sorted(FORMATS))
+def bad_file(request, testdata, tmp_path) -> tuple[str, pathlib.Path]:
+    make, file_name = FORMATS[request.param][:2]
+    path = tmp_path / file_name
+    path.write_bytes(make(testdata))
+    return request.param, path
+
+
+def test_helpers_place_the_first_bad_byte():
+    assert names.bad_byte("ok") is None and names.bad_byte("ab" + BAD_TEXT) == 2
+    assert names.shown(BAD_TEXT) == SHOWN
+    assert names.stored_bytes(BAD_TEXT) == BAD
+    scene = {"a": [("x", BAD_TEXT)], BAD_TEXT: 1}
+    warnings = names.clean(scene)
+    assert scene == {"a": [("x", SHOWN)], SHOWN: 1} and len(warnings) == 1 and "0xff" in warnings[0]
+
+
+def test_codec_keeps_the_bytes_and_mapping_shows_u_fffd_with_a_warning(bad_file):
+    fmt, path = bad_file
+    _, _, read, to_scene, _, where = FORMATS[fmt]
+    data = path.read_bytes()
+    records = read(data)
+    write = {"umd2": umd2.write, "smd": smd.write, "pmx": pmx.write, "wepuppet": mdl.write}[fmt]
+    if fmt == "smd":  # SMD writes numbers its own way (check compares tokens); the name's bytes are kept
+        assert b'"' + BAD + b'"' in write(records)
+    else:
+        assert write(records) == data  # the untouched file round-trips byte-identical
+    scene, warnings = to_scene(records)
+    assert SHOWN in scene.skeleton.names and not any(names.bad_byte(n) is not None
+                                                       for n in scene.skeleton.names)
+    mine = [w for w in warnings if "not valid UTF-8" in w]
+    assert len(mine) == 1 and "byte " in mine[0] and where in mine[0], warnings
+
+
+def test_check_lists_the_name_as_a_warning_finding(bad_file):
+    fmt, path = bad_file
+    _, _, read, _, validate, _ = FORMATS[fmt]
+    data = path.read_bytes()
+    found = [f for f in validate(read(data)) if "not valid UTF-8" in f.message]
+    assert len(found) == 1 and found[0].severity == "warning", found
+    if fmt == "smd":
+        assert found[0].element == "line 4"
+    else:
+        assert data[found[0].offset:found[0].offset + 2] == b"\xff\xfe"  # the offset is the bad byte's
+
+
+@pytest.mark.blender
+def test_info_check_and_convert_succeed_with_one_line_warnings(bad_file, tmp_path):
+    fmt, path = bad_file
+    info = run_cli("info", path)
+    assert info.returncode == 0 and "Traceback" not in info.stderr, info.stderr
+    check = run_cli("check", path)
+    assert check.returncode == 0 and "not valid UTF-8" in check.stdout and "1 warning" in check.stdout, check.stdout
+    out = tmp_path / "out"
+    conv = run_cli("convert", path, "--to", "smd" if fmt != "smd" else "urhox", "-o", out)
+    assert conv.returncode == 0, conv.stderr
+    lines = [ln for ln in conv.stderr.splitlines() if "not valid UTF-8" in ln]
+    assert len(lines) == 1 and "internal error" not in conv.stderr, conv.stderr
+    written = b"".join(p.read_bytes() for p in out.rglob("*") if p.suffix in (".smd", ".mdl"))
+    assert SHOWN.encode() in written  # written as the text it was shown as
+
+
+@pytest.mark.blender
+def test_multi_file_operator_import_keeps_the_good_file_and_warns(clean_scene, testdata, tmp_path):
+    bpy = pytest.importorskip("bpy")
+    (tmp_path / "bad.smd").write_bytes(_smd(testdata))
+    (tmp_path / "cube.smd").write_bytes((testdata / "smd" / "bst_Cube_Armature_ref.smd").read_bytes())
+    before = set(bpy.data.objects)
+    assert bpy.ops.import_scene.skinbridge_smd(directory=str(tmp_path), files=[
+        {"name": "bad.smd"}, {"name": "cube.smd"}]) == {"FINISHED"}
+    armatures = [o for o in set(bpy.data.objects) - before if o.type == "ARMATURE"]
+    assert len(armatures) == 2
+    bone_names = {b.name for a in armatures for b in a.data.bones}
+    assert SHOWN in bone_names
