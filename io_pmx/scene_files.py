@@ -1,6 +1,6 @@
 """A core Scene written as MikuMikuDance files without Blender (the registry's `write_scene`, for benchmarks and
 tests): NAME.pmx through `convert.from_scene`, and one `<animation>.vmd` per animation of its skeleton through
-`vmd_core.motion_of_skeleton_animation` (keys on round(time × 30) frames; scale keys dropped, a VMD has none)."""
+`motion_convert.motion_of_skeleton_animation` (keys on round(time × 30) frames; scale keys dropped, a VMD has none)."""
 from __future__ import annotations
 
 import os
@@ -11,7 +11,7 @@ from ..core.naming import NameAllocator
 from .model import convert
 from .model import pmx
 from .motion import vmd
-from .motion import convert as vmd_core
+from .motion import convert as motion_convert
 
 
 def write_scene(scene: cm.Scene, folder: str, name: str) -> list[str]:
@@ -24,7 +24,7 @@ def write_scene(scene: cm.Scene, folder: str, name: str) -> list[str]:
     scale = float((scene.extras.get("pmx") or {}).get("scale", convert.DEFAULT_SCALE))
     names = NameAllocator()
     for anim in scene.animations:
-        motion, _ = vmd_core.motion_of_skeleton_animation(scene.skeleton, anim, model.name or name, scale)
+        motion, _ = motion_convert.motion_of_skeleton_animation(scene.skeleton, anim, model.name or name, scale)
         paths.append(os.path.join(folder, names.take(anim.name, ".vmd") + ".vmd"))
         write_atomic(paths[-1], vmd.write(motion))
     return paths

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...blender import compat
 from ..motion import vmd
-from ..motion import channels as vc
+from ..motion import channels
 
 KEY = bpy.types.Keyframe.bl_rna.properties
 INTERP = {k: v.value for k, v in KEY["interpolation"].enum_items.items()}
@@ -18,7 +18,7 @@ HANDLE = {k: v.value for k, v in KEY["handle_left_type"].enum_items.items()}
 WHOLE = 1e-3  # VMD frames: a Blender key this close to a whole 30-fps frame is on it
 
 
-def new_fcurve(cb, path: str, index: int, group: str, ck: vc.ChannelKeys, interpolation: str = "BEZIER"):
+def new_fcurve(cb, path: str, index: int, group: str, ck: channels.ChannelKeys, interpolation: str = "BEZIER"):
     fc = compat.new_fcurve(cb, path, index=index, group_name=group)
     n = len(ck.x)
     kp = fc.keyframe_points
@@ -38,9 +38,9 @@ def new_fcurve(cb, path: str, index: int, group: str, ck: vc.ChannelKeys, interp
     return fc
 
 
-def simple_keys(x, y) -> vc.ChannelKeys:
+def simple_keys(x, y) -> channels.ChannelKeys:
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    return vc.ChannelKeys(x, y, np.stack([x - 1, y], 1), np.stack([x + 1, y], 1), np.zeros(len(x), bool),
+    return channels.ChannelKeys(x, y, np.stack([x - 1, y], 1), np.stack([x + 1, y], 1), np.zeros(len(x), bool),
                           np.arange(len(x)))
 
 
@@ -106,9 +106,9 @@ class Curve:
             return "other"
         if abs(xa - p0[0]) <= 1e-6 and abs(xb - p3[0]) <= 1e-6:
             return p
-        ua = float(vc._solve(p, 0, np.array([xa]))[0]) if xa > p0[0] + 1e-6 else 0.0
-        ub = float(vc._solve(p, 0, np.array([xb]))[0]) if xb < p3[0] - 1e-6 else 1.0
-        return vc.split_bezier(p, ua, ub)
+        ua = float(channels._solve(p, 0, np.array([xa]))[0]) if xa > p0[0] + 1e-6 else 0.0
+        ub = float(channels._solve(p, 0, np.array([xb]))[0]) if xb < p3[0] - 1e-6 else 1.0
+        return channels.split_bezier(p, ua, ub)
 
 
     SEGMENT, KEY_INSIDE, UNHELD = 0, 1, 2  # `segments` status: Bézier, None, 'constant' / 'other'
@@ -167,10 +167,10 @@ def segments_of(curves: list[Curve], xa: np.ndarray, xb: np.ndarray) -> list[tup
         pc = np.concatenate(pcs)
         a_ = np.concatenate([xa[cut] for _, _, cut in parts])
         b_ = np.concatenate([xb[cut] for _, _, cut in parts])
-        both = vc.solve_many(np.concatenate([pc, pc]), 0, np.concatenate([a_, b_]))
+        both = channels.solve_many(np.concatenate([pc, pc]), 0, np.concatenate([a_, b_]))
         ua = np.where(a_ > pc[:, 0, 0] + 1e-6, both[:len(pc)], 0.0)
         ub = np.where(b_ < pc[:, 3, 0] - 1e-6, both[len(pc):], 1.0)
-        split = vc.split_many(pc, ua, ub)
+        split = channels.split_many(pc, ua, ub)
         at = 0
         for out, _, cut in parts:
             n = int(cut.sum())
@@ -184,7 +184,7 @@ def close(a, b, scale=1.0) -> bool:
     return a.shape == b.shape and bool(np.all(np.abs(a - b) <= 2e-5 * np.maximum(scale, np.abs(b)) + 1e-6))
 
 
-def unchanged(actual: Curve, expected: vc.ChannelKeys, xa: float | None, xb: float) -> bool:
+def unchanged(actual: Curve, expected: channels.ChannelKeys, xa: float | None, xb: float) -> bool:
     """Whether the keys of a channel in (xa, xb] (just the key at xb when xa is None) and the handles of the
     segment leading to xb are what import made."""
     tol = 1e-3
@@ -213,7 +213,7 @@ def unchanged(actual: Curve, expected: vc.ChannelKeys, xa: float | None, xb: flo
     return close(rel(actual.hr, actual.x, actual.y, ha), rel(expected.hr, expected.x, expected.y, he))
 
 
-def unchanged_channel(actual: Curve | None, expected: vc.ChannelKeys, xk: np.ndarray) -> np.ndarray | None:
+def unchanged_channel(actual: Curve | None, expected: channels.ChannelKeys, xk: np.ndarray) -> np.ndarray | None:
     """`unchanged` for every key frame `xk` at once when the whole channel is as import made it (the common case:
     keys, values and handle offsets all equal); None otherwise, and then each key is checked alone."""
     if actual is None or len(actual.x) != len(expected.x) or not len(xk):

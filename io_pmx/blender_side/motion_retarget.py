@@ -51,7 +51,7 @@ from ...core.errors import ExportError
 from ...core.fileio import output_path, write_atomic
 from ...core.naming import NameAllocator
 from ..motion import vmd
-from ..motion import channels as vc
+from ..motion import channels
 from .motion_curves import INTERP, WHOLE, Curve, channelbags, vmd_frames, whole_frames
 from .motion_export import assemble, export_morphs, export_motion, motion_actions
 from .motion_model import BONE_PATH, bone_names, model_scale, unescape
@@ -277,7 +277,7 @@ def _rig_deformations(context, act, arm_ob, model, skel, mapping, src, times: np
     arms = {i: side for side, prefix in SIDES.items() if (i := mapping.index(prefix + "腕")) is not None}
     d = arm_angle_rest_transforms([int(p) for p in skel.parents], heads, arms, float(arm_angle or 0.0))
     k4 = np.eye(4)
-    k4[:3, :3] = vc._SWAP / scale
+    k4[:3, :3] = channels._SWAP / scale
     k4_inv = np.linalg.inv(k4)
     n = len(model.bones)
     deform = np.full((len(times), n, 4, 4), np.nan)

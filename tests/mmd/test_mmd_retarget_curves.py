@@ -9,14 +9,14 @@ import pytest
 from skinbridge.core.skinning import _slerp_xyzw
 from skinbridge.io_pmx.model import pmx
 from skinbridge.io_pmx.motion import vmd
-from skinbridge.io_pmx.motion import channels as vc
+from skinbridge.io_pmx.motion import channels
 from skinbridge.io_pmx.rig.knees import fit_knees, twist_x
 from skinbridge.io_pmx.motion.retarget import fraction_curves, midpoint_fractions, path_keys
 
 
 def _curve_at_half(curve) -> float:
-    p = vc.curve_points(curve)
-    return float(vc.bezier_point(p, vc.solve_many(p, 0, np.array([0.5])))[0, 1])
+    p = channels.curve_points(curve)
+    return float(channels.bezier_point(p, channels.solve_many(p, 0, np.array([0.5])))[0, 1])
 
 
 def test_path_keys_hold_every_sample_within_the_tolerance():

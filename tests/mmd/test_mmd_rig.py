@@ -13,7 +13,7 @@ import pytest
 from skinbridge.core.errors import ExportError
 from skinbridge.io_pmx.rig import arm_angle as mmd_arm_angle
 from skinbridge.io_pmx.rig import bone_map as mmd_bone_map
-from skinbridge.io_pmx.rig import names as mmd_names
+from skinbridge.io_pmx.rig import names as rig_names
 from skinbridge.io_pmx.rig import rig as mmd_rig
 from skinbridge.io_pmx.model import pmx
 from skinbridge.io_pmx.model.validate import validate
@@ -69,13 +69,13 @@ def test_table_maps_each_naming_convention(convention):
 
 
 def test_the_table_documents_every_convention_it_claims():
-    rows = dict(mmd_names.BONE_TABLE)
+    rows = dict(rig_names.BONE_TABLE)
     for mmd in ("全ての親", "下半身", "上半身", "上半身2", "首", "頭", "腕", "ひじ", "手首", "足", "ひざ", "足首",
                 "つま先", "肩", "目"):
         assert mmd in rows
     for name in ("mixamorig:LeftUpLeg", "J_Bip_R_LowerLeg", "rightUpperArm", "DEF-thigh.R", "calf_r",
                  "upper_arm.R", "左ひざ", "Thigh_R", "UpperArm.R"):
-        assert mmd_names.TABLE.get(mmd_names.normalised_name(name), "")[:1] in "左右", name
+        assert rig_names.TABLE.get(rig_names.normalised_name(name), "")[:1] in "左右", name
 
 
 def test_fox_names_map_by_keywords_in_chain_order():
@@ -102,7 +102,7 @@ def test_fox_names_map_by_keywords_in_chain_order():
                                         ("thigh_r", "R"), ("Spine", None), ("LeftRight", None),
                                         ("b_LeftLeg01_015", "L")])
 def test_left_right_detection(name, side):
-    assert mmd_names.side_of(name) == side
+    assert rig_names.side_of(name) == side
 
 
 def test_keywords_cover_other_rigs():

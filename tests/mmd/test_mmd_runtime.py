@@ -17,7 +17,7 @@ bpy = pytest.importorskip("bpy")
 from skinbridge.app.options import ConvertOptions  # noqa: E402
 from skinbridge.io_pmx.model import pmx  # noqa: E402
 from skinbridge.io_pmx.motion import vmd  # noqa: E402
-from skinbridge.io_pmx.motion import channels as vc  # noqa: E402
+from skinbridge.io_pmx.motion import channels  # noqa: E402
 from skinbridge.io_pmx.rig.knees import knee_links, twist_x  # noqa: E402
 
 pytestmark = pytest.mark.blender
@@ -59,7 +59,7 @@ def blender_positions(arm, act, frames, names, scale) -> np.ndarray:
         scene.frame_set(base, subframe=float(x - base))
         for j, n in enumerate(names):
             out[i, j] = (world @ np.append(np.array(arm.pose.bones[n].head), 1.0))[:3]
-    return vc.positions_to_mmd(out, scale)
+    return channels.positions_to_mmd(out, scale)
 
 
 def _source_names(model: pmx.PmxModel) -> dict[str, str]:

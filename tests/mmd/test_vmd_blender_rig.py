@@ -25,7 +25,7 @@ from skinbridge.app.options import ConvertOptions  # noqa: E402
 from skinbridge.core.skinning import mmd_skin_matrices  # noqa: E402
 from skinbridge.io_pmx.model import pmx
 from skinbridge.io_pmx.motion import vmd  # noqa: E402
-from skinbridge.io_pmx.motion import channels as vc  # noqa: E402
+from skinbridge.io_pmx.motion import channels  # noqa: E402
 
 pytestmark = [pytest.mark.blender, pytest.mark.slow]
 
@@ -46,14 +46,14 @@ def _weights(model: pmx.PmxModel) -> tuple[np.ndarray, np.ndarray]:
 
 def _mmd_pose(model: pmx.PmxModel, motion: vmd.Motion, frame: float, scale: float):
     """(vertices, bone heads) in Blender axes and units, IK off."""
-    rig = vc.mmd_rig(model)
-    world = vc.evaluate_mmd(rig, vc.match_tracks(rig, motion), frame)
+    rig = channels.mmd_rig(model)
+    world = channels.evaluate_mmd(rig, channels.match_tracks(rig, motion), frame)
     skin = mmd_skin_matrices(world, rig.heads)
     w, j = _weights(model)
     m = np.einsum("vk,vkij->vij", w, skin[j])
     p = model.vertices["position"].astype(np.float64)
     verts = np.einsum("vij,vj->vi", m[:, :3, :3], p) + m[:, :3, 3]
-    return vc.positions_to_blender(verts, scale), vc.positions_to_blender(world[:, :3, 3], scale)
+    return channels.positions_to_blender(verts, scale), channels.positions_to_blender(world[:, :3, 3], scale)
 
 
 # -- Blender side -----------------------------------------------------------------------------------------------
@@ -110,7 +110,7 @@ def _baked_copy(act, last_vmd_frame: int):
             for bag in strip.channelbags:
                 for fc in bag.fcurves:
                     src[(fc.data_path, fc.array_index)] = np.array([fc.evaluate(x) for x in xs])
-    limit = vc.max_half_angle(1e-7)
+    limit = channels.max_half_angle(1e-7)
     dense = {}  # data path of a quaternion → (x, (n, 4) values) with the slerp sub-keys
     for path in {p for p, i in src if p.endswith("rotation_quaternion")}:
         if not all((path, c) in src for c in range(4)):
@@ -274,7 +274,7 @@ def test_humanoid_walk_with_arm_angle(clean_scene, tmp_path):
     assert np.array_equal(np.abs(d - np.eye(4)).max(axis=(1, 2)) > 0, on_arm)
     blend = np.linalg.inv(np.einsum("vk,vkij->vij", w, d[j]))
     p = model.vertices["position"].astype(np.float64)
-    unturned = vc.positions_to_blender(np.einsum("vij,vj->vi", blend[:, :3, :3], p) + blend[:, :3, 3], scale)
+    unturned = channels.positions_to_blender(np.einsum("vij,vj->vi", blend[:, :3, :3], p) + blend[:, :3, 3], scale)
     rest, _ = _blender_pose(arm, None)
     diag = float(np.linalg.norm(np.ptp(rest, axis=0)))
     mesh = next(o for o in bpy.context.scene.objects if o.type == "MESH")

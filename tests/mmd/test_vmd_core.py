@@ -12,7 +12,7 @@ from skinbridge.core.compare import compare_motions, is_motion, rotation_angles
 from skinbridge.core.transforms import quat_multiply
 from skinbridge.io_pmx.motion import vmd
 from skinbridge.io_pmx.motion import check as vmd_check
-from skinbridge.io_pmx.motion import convert as vmd_core
+from skinbridge.io_pmx.motion import convert as motion_convert
 from support.bytes_compare import assert_same_bytes
 
 SHAGAMU = "mlibgo_shagamu.vmd"
@@ -46,7 +46,7 @@ def _unique_key(m: vmd.Motion) -> int:
 def test_mapping_gives_the_keys_of_the_file_and_back(testdata, name):
     data = _read(testdata, name)
     m = vmd.read(data)
-    scene, warnings = vmd_core.load_vmd(f"/x/{name}", data, True)
+    scene, warnings = motion_convert.load_vmd(f"/x/{name}", data, True)
     assert warnings == []
     assert is_motion(scene) and scene.skeleton is None and scene.meshes == []
     [anim] = scene.animations
@@ -68,7 +68,7 @@ def test_mapping_gives_the_keys_of_the_file_and_back(testdata, name):
     np.testing.assert_array_equal(track.rotations, np.stack([q[:, 3], -q[:, 0], -q[:, 2], -q[:, 1]], 1))
     assert track.scales is None
     # and back: the same keys (in bone then frame order), the same header, camera, light and property keys
-    back, more = vmd_core.to_motion(anim)
+    back, more = motion_convert.to_motion(anim)
     assert more == []
     order = np.lexsort((m.bone_keys["frame"], which))
     assert back.bone_keys.tobytes() == m.bone_keys[order].tobytes()
@@ -81,9 +81,9 @@ def test_mapping_gives_the_keys_of_the_file_and_back(testdata, name):
 @pytest.mark.slow
 def test_identical_motions_compare_at_zero(testdata):
     data = _read(testdata, PHYSICS)
-    a, _ = vmd_core.load_vmd("a.vmd", data, True)
-    back, _ = vmd_core.to_motion(a.animations[0])
-    b, _ = vmd_core.load_vmd("b.vmd", vmd.write(back), True)  # another key order, another name
+    a, _ = motion_convert.load_vmd("a.vmd", data, True)
+    back, _ = motion_convert.to_motion(a.animations[0])
+    b, _ = motion_convert.load_vmd("b.vmd", vmd.write(back), True)  # another key order, another name
     result = compare_motions(a, b, pos_tol=0.0, rot_tol=0.0, scale_tol=0.0, weight_tol=0.0, time_tol=0.0)
     assert result.same, result.lines()
     assert "439 bone tracks in A, 439 in B, 439 by name; 100 morph tracks in A, 100 in B" in "\n".join(result.notes)
@@ -96,8 +96,8 @@ def test_a_key_turned_by_a_hundredth_of_a_radian_is_named_with_its_frame(testdat
     i = _unique_key(m)
     bone, frame = vmd.decode_name(bytes(m.bone_keys["name"][i])), int(m.bone_keys["frame"][i])
     m.bone_keys["rotation"][i] = _turn_xyzw(m.bone_keys["rotation"][i], 0.01)
-    a, _ = vmd_core.load_vmd("a.vmd", data, True)
-    b, _ = vmd_core.load_vmd("b.vmd", vmd.write(m), True)
+    a, _ = motion_convert.load_vmd("a.vmd", data, True)
+    b, _ = motion_convert.load_vmd("b.vmd", vmd.write(m), True)
     result = compare_motions(a, b, pos_tol=0.0, rot_tol=1e-3)
     [d] = result.differences
     assert d.element.endswith(f"bone {bone}") and d.field == "rotation"
@@ -112,8 +112,8 @@ def test_a_moved_key_is_measured_in_file_units(testdata):
     names = [vmd.decode_name(bytes(n)) for n in m.bone_keys["name"]]
     i = names.index("センター")
     m.bone_keys["position"][i] += np.float32([0.0, 3.0, 4.0])  # 5 MMD units
-    a, _ = vmd_core.load_vmd("a.vmd", data, True)
-    b, _ = vmd_core.load_vmd("b.vmd", vmd.write(m), True)
+    a, _ = motion_convert.load_vmd("a.vmd", data, True)
+    b, _ = motion_convert.load_vmd("b.vmd", vmd.write(m), True)
     [d] = compare_motions(a, b, pos_tol=4.9, rot_tol=0.0).differences
     assert d.element.endswith("bone センター") and d.field == "translation"
     assert d.value == pytest.approx(5.0, rel=1e-6) and "at frame 0 " in d.message
@@ -139,18 +139,18 @@ def test_a_scale_difference_of_a_hundredth_is_reported_naming_the_bone():
 def test_morph_weights_tracks_and_curves_are_compared(testdata):
     data = _read(testdata, PHYSICS)
     m = vmd.read(data)
-    a, _ = vmd_core.load_vmd("a.vmd", data, True)
+    a, _ = motion_convert.load_vmd("a.vmd", data, True)
     # a morph weight changed
     w = m.morph_keys.copy()
     w["weight"][0] += np.float32(0.25)
-    b, _ = vmd_core.load_vmd("b.vmd", vmd.write(vmd.Motion(bone_keys=m.bone_keys, morph_keys=w)), True)
+    b, _ = motion_convert.load_vmd("b.vmd", vmd.write(vmd.Motion(bone_keys=m.bone_keys, morph_keys=w)), True)
     [d] = compare_motions(a, b, 0.0, 0.0).differences
     assert d.element.endswith(f"morph {vmd.decode_name(bytes(w['name'][0]))}") and d.field == "weight"
     assert d.value == pytest.approx(0.25, abs=1e-6) and f"at frame {int(w['frame'][0])} " in d.message
     # a bone's keys missing from B
     names = np.array([vmd.decode_name(bytes(n)) for n in m.bone_keys["name"]])
     gone = names[0]
-    c, _ = vmd_core.load_vmd("c.vmd", vmd.write(vmd.Motion(bone_keys=m.bone_keys[names != gone],
+    c, _ = motion_convert.load_vmd("c.vmd", vmd.write(vmd.Motion(bone_keys=m.bone_keys[names != gone],
                                                            morph_keys=m.morph_keys)), True)
     diffs = compare_motions(a, c, 0.0, 0.0).differences
     assert [(x.element, x.field, x.message) for x in diffs] == [
@@ -165,7 +165,7 @@ def test_morph_weights_tracks_and_curves_are_compared(testdata):
         f = np.unique(keys["frame"][names == n])
         if len(f) < 2 or f[1] - f[0] < 2:
             return 0.0
-        q = vmd_core.rotations_to_core(keys["rotation"][[key_at(n, f[0]), key_at(n, f[1])]])
+        q = motion_convert.rotations_to_core(keys["rotation"][[key_at(n, f[0]), key_at(n, f[1])]])
         return float(rotation_angles(q[0], q[1]))
 
     bone = max(sorted(set(names.tolist())), key=turn)
@@ -175,7 +175,7 @@ def test_morph_weights_tracks_and_curves_are_compared(testdata):
     curves = vmd.curves(keys["interpolation"][k])
     curves[3] = (127, 0, 127, 0)  # the rotation waits, then jumps
     keys["interpolation"][k] = vmd.build_interpolation(curves, physics=vmd.physics_bytes(keys["interpolation"][k]))
-    e, _ = vmd_core.load_vmd("e.vmd", vmd.write(vmd.Motion(bone_keys=keys, morph_keys=m.morph_keys)), True)
+    e, _ = motion_convert.load_vmd("e.vmd", vmd.write(vmd.Motion(bone_keys=keys, morph_keys=m.morph_keys)), True)
     [d] = compare_motions(a, e, 0.0, 1e-9).differences
     assert d.element.endswith(f"bone {bone}") and d.field == "rotation"
     assert f"at frame {(f0 + f1) / 2:.6g} " in d.message
@@ -200,7 +200,7 @@ def test_skeleton_animation_gives_the_offsets_a_vmd_holds():
     t = np.array([[0, 0, 1.0], [0.1, 0, 1.0], [0.1, 0.2, 1.3]])
     r = np.array([[1.0, 0, 0, 0], [math.cos(0.2), math.sin(0.2), 0, 0], [math.cos(0.4), 0, 0, math.sin(0.4)]])
     anim = cm.Animation("Wave", 2 / 24, [cm.Track("child", times, t, times, r)])
-    m, warnings = vmd_core.motion_of_skeleton_animation(skel, anim, "rig", fps=24)
+    m, warnings = motion_convert.motion_of_skeleton_animation(skel, anim, "rig", fps=24)
     assert warnings == []
     assert m.model_name == "rig"
     assert m.bone_keys["frame"].tolist() == [0, 1, 2]

@@ -13,10 +13,10 @@ bpy = pytest.importorskip("bpy")
 from skinbridge.core.compare import compare_motions  # noqa: E402
 from skinbridge.core.transforms import quat_multiply  # noqa: E402
 from skinbridge.io_pmx.blender_side import blender_io
-from skinbridge.io_pmx.blender_side import motion_export as blender_vmd_export
-from skinbridge.io_pmx.blender_side import motion_import as blender_vmd_import
+from skinbridge.io_pmx.blender_side import motion_export
+from skinbridge.io_pmx.blender_side import motion_import
 from skinbridge.io_pmx.motion import vmd
-from skinbridge.io_pmx.motion import convert as vmd_core  # noqa: E402
+from skinbridge.io_pmx.motion import convert as motion_convert  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -30,12 +30,12 @@ def luka(clean_scene, testdata):
 
 
 def _through_blender(arm, src, out) -> None:
-    acts, _ = blender_vmd_import.import_vmd(bpy.context, [str(src)], arm)
-    blender_vmd_export.export_vmd(bpy.context, str(out), arm, acts[-1])
+    acts, _ = motion_import.import_vmd(bpy.context, [str(src)], arm)
+    motion_export.export_vmd(bpy.context, str(out), arm, acts[-1])
 
 
 def _load(path):
-    return vmd_core.load_vmd(str(path), path.read_bytes(), True)[0]
+    return motion_convert.load_vmd(str(path), path.read_bytes(), True)[0]
 
 
 def _turned_copy(testdata, tmp_path, bones) -> tuple[str, int, object]:
