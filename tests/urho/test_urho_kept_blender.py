@@ -1,0 +1,102 @@
+"""Through Blender, what an unchanged model keeps (issue 29, Urho3D items 1, 4, 5): a model without bones keeps
+its axes under another profile, the file's vertex records (tangents, line vertices' normals and UVs) and
+degenerate triangles come back while the mesh is unchanged, and a changed mesh gets computed ones."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+from support.bytes_compare import assert_same_bytes  # noqa: E402
+
+from skinbridge.io_urhox import blender_io, convert, umd2  # noqa: E402
+
+pytestmark = pytest.mark.blender
+
+
+def _mesh_object():
+    return next(o for o in bpy.data.objects if o.type == "MESH")
+
+
+def _round_trip(testdata, tmp_path, name: str, profile: str = "urho3d") -> tuple[bytes, bytes, list[str]]:
+    src = testdata / "urho3d" / name
+    blender_io.import_mdl(bpy.context, str(src))
+    out = tmp_path / name
+    warnings = blender_io.export_mdl(bpy.context, str(out), profile)
+    return src.read_bytes(), out.read_bytes(), warnings
+
+
+def _bounds(data: bytes) -> np.ndarray:
+    scene, _ = convert.to_scene(umd2.read(data), profile="auto")
+    pos = np.concatenate([m.positions for m in scene.meshes]).astype(np.float64)
+    return np.stack([pos.min(axis=0), pos.max(axis=0)])
+
+
+# -- item 1 ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("profile", ["urho3d", "urhox"])
+def test_boneless_umd2_keeps_its_axes_under_either_profile(clean_scene, testdata, tmp_path, profile):
+    """MaterialPreview (UMD2, no bones, no morphs) reads with UrhoX's axes; under urho3d it was written
+    mirrored (bounds 0.0648 apart)."""
+    src, out, warnings = _round_trip(testdata, tmp_path, "MaterialPreview.mdl", profile)
+    a, b = _bounds(src), _bounds(out)
+    diagonal = float(np.linalg.norm(a[1] - a[0]))
+    assert np.abs(a - b).max() <= 1e-6 * diagonal
+    assert any("axes it was read with" in w for w in warnings) == (profile == "urho3d")
+
+
+def test_boneless_model_changed_follows_the_profile(clean_scene, testdata, tmp_path):
+    """Once the user moves the mesh, the profile's axes decide again (urho3d mirrors UrhoX's z)."""
+    blender_io.import_mdl(bpy.context, str(testdata / "urho3d" / "MaterialPreview.mdl"))
+    ob = _mesh_object()
+    ob.location.x = 1e-3
+    out = tmp_path / "moved.mdl"
+    blender_io.export_mdl(bpy.context, str(out), "urho3d")
+    src = umd2.read((testdata / "urho3d" / "MaterialPreview.mdl").read_bytes())
+    got = umd2.read(out.read_bytes())
+    z_src = src.vertex_buffers[0].vertices["POSITION0"][:, 2]
+    z_got = got.vertex_buffers[0].vertices["POSITION0"][:, 2]
+    np.testing.assert_allclose(z_got, -z_src, atol=1e-5)
+
+
+# -- item 4 ---------------------------------------------------------------------------------------------
+
+def test_scale_axes_degenerate_triangles_come_back_byte_identical(clean_scene, testdata, tmp_path):
+    src, out, _ = _round_trip(testdata, tmp_path, "ScaleAxes.mdl")
+    assert len(umd2.read(src).index_buffers[0].indices) == 324  # 24 of its 108 triangles are degenerate
+    assert_same_bytes(out, src, umd2.read, "ScaleAxes.mdl through Blender")
+
+
+@pytest.mark.parametrize("name", ["MaterialPreview.mdl", "Box.mdl"])
+def test_unchanged_mesh_writes_the_file_bytes(clean_scene, testdata, tmp_path, name):
+    """MaterialPreview's tangents were recomputed (4,494 of 4,498 rows differed)."""
+    src, out, _ = _round_trip(testdata, tmp_path, name, "urhox" if name == "MaterialPreview.mdl" else "urho3d")
+    assert_same_bytes(out, src, umd2.read, f"{name} through Blender")
+
+
+def test_tangents_of_an_unchanged_skinned_mesh_are_the_files(clean_scene, testdata, tmp_path):
+    src, out, _ = _round_trip(testdata, tmp_path, "Kachujin.mdl")
+    a, b = umd2.read(src).vertex_buffers[0].vertices, umd2.read(out).vertex_buffers[0].vertices
+    assert len(a) == len(b) == 7602
+    for field in ("POSITION0", "NORMAL0", "TEXCOORD0", "TANGENT0"):
+        np.testing.assert_array_equal(a[field], b[field], err_msg=field)
+
+
+def test_line_vertices_keep_their_normals_and_uvs(clean_scene, testdata, tmp_path):
+    src, out, _ = _round_trip(testdata, tmp_path, "UnitX.mdl")
+    a, b = umd2.read(src).vertex_buffers[0].vertices, umd2.read(out).vertex_buffers[0].vertices
+    assert a.dtype == b.dtype
+    for field in a.dtype.names:
+        np.testing.assert_array_equal(a[field], b[field], err_msg=field)
+
+
+def test_an_edited_mesh_gets_computed_tangents(clean_scene, testdata, tmp_path):
+    blender_io.import_mdl(bpy.context, str(testdata / "urho3d" / "MaterialPreview.mdl"))
+    ob = _mesh_object()
+    ob.location.x = 1e-3  # a change that leaves every tangent direction as it was
+    out = tmp_path / "edited.mdl"
+    blender_io.export_mdl(bpy.context, str(out), "urhox")
+    a = umd2.read((testdata / "urho3d" / "MaterialPreview.mdl").read_bytes()).vertex_buffers[0].vertices
+    b = umd2.read(out.read_bytes()).vertex_buffers[0].vertices
+    assert (a["TANGENT0"] != b["TANGENT0"]).any(axis=1).sum() > 4000  # Blender's MikkTSpace, not the file's
