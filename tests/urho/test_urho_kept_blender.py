@@ -1,6 +1,7 @@
-"""Through Blender, what an unchanged model keeps (issue 29, Urho3D items 1, 4, 5): a model without bones keeps
+"""Through Blender, what an unchanged model keeps (issue 29, Urho3D items 1, 2, 4, 5): a model without bones keeps
 its axes under another profile, the file's vertex records (tangents, line vertices' normals and UVs) and
-degenerate triangles come back while the mesh is unchanged, and a changed mesh gets computed ones."""
+degenerate triangles come back while the mesh is unchanged, and a changed mesh gets computed ones;
+`--profile urho3d` writes classic UANI."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +11,9 @@ bpy = pytest.importorskip("bpy")
 
 from support.bytes_compare import assert_same_bytes  # noqa: E402
 
-from skinbridge.io_urhox import blender_io, convert, umd2  # noqa: E402
+from skinbridge.io_urhox import blender_io, convert, uani, umd2  # noqa: E402
+
+from conftest import run_cli  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -100,3 +103,19 @@ def test_an_edited_mesh_gets_computed_tangents(clean_scene, testdata, tmp_path):
     a = umd2.read((testdata / "urho3d" / "MaterialPreview.mdl").read_bytes()).vertex_buffers[0].vertices
     b = umd2.read(out.read_bytes()).vertex_buffers[0].vertices
     assert (a["TANGENT0"] != b["TANGENT0"]).any(axis=1).sum() > 4000  # Blender's MikkTSpace, not the file's
+
+
+# -- item 2 ---------------------------------------------------------------------------------------------
+
+def test_urho3d_profile_writes_classic_uani_by_default(testdata, tmp_path):
+    """Urho3D's Animation::BeginLoad reads a cstring name after the magic; UANI v2's u32 version 2 there was read
+    as the name "\\x02" and 3,555,208 tracks."""
+    src = testdata / "urho3d"
+    result = run_cli("convert", src / "Ninja.mdl", "--motion", src / "Ninja_Walk.ani", "--to", "urhox",
+                     "--profile", "urho3d", "-o", tmp_path / "out")
+    assert result.returncode == 0, result.stdout + result.stderr
+    [ani] = (tmp_path / "out").rglob("*.ani")
+    data = ani.read_bytes()
+    assert data[:4] == b"UANI" and data[4:8] != (2).to_bytes(4, "little")
+    anim = uani.read(data)
+    assert anim.version is None and anim.name == "Walk"
