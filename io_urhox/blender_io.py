@@ -11,7 +11,9 @@ import os
 
 import numpy as np
 
+from ..blender import action as baction
 from ..blender import scene as bscene
+from ..core import model as cm
 from ..core.errors import ExportError
 from ..core.fileio import output_path, read_bytes, write_atomic
 from . import convert, umd2
@@ -78,6 +80,9 @@ def import_mdl(context, path: str, profile: str = "auto", all_lods: bool = False
         ob.data[MESH_PROP] = json.dumps({**kept, "fingerprint": mesh_fingerprint(ob)})
     if result.armature is not None:  # motions loaded onto this armature later read with the same axes
         result.armature[AXES_PROP] = convert.resolve_profile(model, profile)
+        # the initial pose through binds Blender cannot hold exactly is measured as the animations' keys are
+        warnings += baction.deformation_warning(result.armature, cm.Animation(f"{name} initial pose", 0.0),
+                                                baction.bone_frames(result.armature), {}, context.scene.render.fps)
     result.warnings[:0] = warnings
     return result
 

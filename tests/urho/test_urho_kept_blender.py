@@ -4,6 +4,8 @@ degenerate triangles come back while the mesh is unchanged, and a changed mesh g
 `--profile urho3d` writes classic UANI."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -11,11 +13,17 @@ bpy = pytest.importorskip("bpy")
 
 from support.bytes_compare import assert_same_bytes  # noqa: E402
 
+from skinbridge.blender.mesh import evaluated_world_positions  # noqa: E402
+from skinbridge.core import skinning  # noqa: E402
+from skinbridge.core.transforms import trs_to_matrix  # noqa: E402
 from skinbridge.io_urhox import blender_io, convert, uani, umd2  # noqa: E402
 
 from conftest import run_cli  # noqa: E402
 
 pytestmark = pytest.mark.blender
+
+
+SWAP_YZ = np.array([[1, 0, 0], [0, 0, 1], [0, 1, 0]], dtype=np.float64)  # Blender → Urho3D file axes
 
 
 def _mesh_object():
@@ -119,3 +127,39 @@ def test_urho3d_profile_writes_classic_uani_by_default(testdata, tmp_path):
     assert data[:4] == b"UANI" and data[4:8] != (2).to_bytes(4, "little")
     anim = uani.read(data)
     assert anim.version is None and anim.name == "Walk"
+
+
+# -- item 5 ---------------------------------------------------------------------------------------------
+
+def _initial_pose_error(model: umd2.Model) -> float:
+    """Blender's evaluated mesh at import against core skinning of the file's initial pose, of the diagonal."""
+    parents = [-1 if b.parent == i else b.parent for i, b in enumerate(model.bones)]
+    world = skinning.world_matrices(parents, trs_to_matrix([b.position for b in model.bones],
+                                                           [b.rotation for b in model.bones],
+                                                           [b.scale for b in model.bones]))
+    bind = np.array([np.linalg.inv(convert.offset_to_matrix(b.offset)) for b in model.bones])
+    v = model.vertex_buffers[0].vertices
+    joints = v["BLENDINDICES0"].astype(np.int64)
+    mapping = model.geometries[0].bone_mapping.astype(np.int64)
+    assert all(np.array_equal(g.bone_mapping, mapping) for g in model.geometries)
+    if len(mapping):
+        joints = mapping[joints]
+    expected = skinning.skin(v["POSITION0"], joints, v["BLENDWEIGHTS0"], skinning.skin_matrices(world, bind))
+    got = evaluated_world_positions(_mesh_object()) @ SWAP_YZ.T
+    rest = v["POSITION0"].astype(np.float64)
+    return float(np.abs(got - expected).max() / np.linalg.norm(rest.max(0) - rest.min(0)))
+
+
+@pytest.mark.parametrize("name,warned", [("Kachujin.mdl", True), ("Ninja.mdl", False)])
+def test_an_inexact_initial_pose_is_warned_once_with_its_figure(clean_scene, testdata, name, warned):
+    path = testdata / "urho3d" / name
+    warnings = blender_io.import_mdl(bpy.context, str(path)).warnings
+    pose = [w for w in warnings if "initial pose" in w]
+    error = _initial_pose_error(umd2.read(path.read_bytes()))
+    if not warned:
+        assert pose == [] and error <= 1e-5
+        return
+    [text] = pose
+    figure = float(re.search(r"up to ([0-9.e+-]+) of the diagonal", text).group(1))
+    assert 1.4e-4 <= figure <= 1.7e-4  # Kachujin: 1.56e-4, as its animations report
+    assert error > 1e-5  # the warning is earned: Blender's mesh really is off the engine's
