@@ -80,11 +80,22 @@ def import_mdl(context, path: str, profile: str = "auto", all_lods: bool = False
         ob.data[MESH_PROP] = json.dumps({**kept, "fingerprint": mesh_fingerprint(ob)})
     if result.armature is not None:  # motions loaded onto this armature later read with the same axes
         result.armature[AXES_PROP] = convert.resolve_profile(model, profile)
-        # the initial pose through binds Blender cannot hold exactly is measured as the animations' keys are
-        warnings += baction.deformation_warning(result.armature, cm.Animation(f"{name} initial pose", 0.0),
-                                                baction.bone_frames(result.armature), {}, context.scene.render.fps)
+        if not _binds_are_similarities(core_scene.skeleton):
+            # the initial pose through binds Blender cannot hold exactly is measured as the animations' keys are
+            warnings += baction.deformation_warning(result.armature, cm.Animation(f"{name} initial pose", 0.0),
+                                                    baction.bone_frames(result.armature), {},
+                                                    context.scene.render.fps)
     result.warnings[:0] = warnings
     return result
+
+
+def _binds_are_similarities(skel: cm.Skeleton) -> bool:
+    """Every bind a rotation with uniform scale: then Blender holds the initial pose exactly and measuring it
+    (a per-bone walk) is skipped."""
+    m = np.array([b.bind for b in skel.bones], np.float64).reshape(-1, 4, 4)[:, :3, :3]
+    gram = np.einsum("nji,njk->nik", m, m)
+    s2 = np.trace(gram, axis1=1, axis2=2)[:, None, None] / 3.0
+    return bool(np.all(np.abs(gram - s2 * np.eye(3)) <= 1e-6 * np.maximum(s2, 1e-30)))
 
 
 def _keep_file_data(ob, cmesh, vb: umd2.VertexBuffer) -> None:
