@@ -15,7 +15,8 @@ those bones can only come near the engine's. The nearest frame is used, never a 
 measures what it gives against the engine's own evaluation (skin = world · bind⁻¹, linear position and
 scale, slerped rotation) on the vertices those bones move, and names the bones and the largest difference
 (a fraction of the bounding-box diagonal) in one warning when it is above ``DEFORM_TOLERANCE``. The file's
-keys of those bones are kept on the action (``KEYS_PROP``) with a fingerprint of the F-curves they became,
+keys of those bones (and of tracks with two keys at one time, a step, which an F-curve cannot hold) are kept on
+the action (``KEYS_PROP``) with a fingerprint of the F-curves they became,
 and export writes them again while the F-curves still match it. Tracks that name no bone are kept there too
 and written back, in the file's track order.
 
@@ -322,7 +323,8 @@ def _keep_keys(act, cb, arm_ob, animation: cm.Animation, frames: dict[str, BoneF
     give them back), with a fingerprint of their F-curves and the default-pose value of each channel the track
     lacks (once the action plays, the pose bone holds the fitted curves' value there), the tracks that name no
     bone, and the file's track order."""
-    inexact = [t for t in animation.tracks if t.bone in frames and (not frames[t.bone].exact or t.bone in fitted)]
+    inexact = [t for t in animation.tracks if t.bone in frames and (not frames[t.bone].exact or t.bone in fitted
+                                                                     or _has_step(t))]
     unmatched = [t for t in animation.tracks if t.bone not in frames]
     if not inexact and not unmatched:
         return
@@ -339,6 +341,12 @@ def _keep_keys(act, cb, arm_ob, animation: cm.Animation, frames: dict[str, BoneF
                                 **_track_to_json(t)} for t in inexact},
             "unmatched": [_track_to_json(t) for t in unmatched]}
     act[KEYS_PROP] = json.dumps(data)
+
+
+def _has_step(track: cm.Track) -> bool:
+    """Two keys of a channel at one time (a step): an F-curve holds one key per frame, so the file's are kept."""
+    return any(times is not None and len(times) > 1 and (np.diff(np.asarray(times, np.float64)) <= 0).any()
+               for times in (track.translation_times, track.rotation_times, track.scale_times))
 
 
 def kept_keys(act) -> dict:

@@ -141,6 +141,18 @@ def track_times(track: cm.Track) -> np.ndarray:
     return np.unique(np.concatenate(parts)) if parts else np.zeros(0)
 
 
+def _shared_times(track: cm.Track) -> np.ndarray | None:
+    """The key times every channel of the track has, as they are (two keys at one time, a step, stay two:
+    the union of `track_times` would make them one); None when the channels' times differ."""
+    parts = [np.asarray(t, np.float64) for t, v in ((track.translation_times, track.translations),
+                                                    (track.rotation_times, track.rotations),
+                                                    (track.scale_times, track.scales))
+             if v is not None and t is not None and len(t)]
+    if not parts or any(not np.array_equal(p, parts[0]) for p in parts[1:]):
+        return None
+    return parts[0]
+
+
 def _hold_times(times: np.ndarray) -> np.ndarray:
     """Times and hold-key times of a stepped key list, sorted (a hold key only where it fits)."""
     if len(times) < 2:
@@ -168,7 +180,8 @@ def from_core(animation: cm.Animation, profile: str = "urhox", fmt: str = "urhox
     held = []
     for track in animation.tracks:
         _check_track(track)
-        times = track_times(track)
+        shared = _shared_times(track)
+        times = shared if shared is not None else track_times(track)
         step = track.interpolation == "STEP"
         if step and classic and len(times) > 1:
             times = _hold_times(times)
@@ -183,7 +196,7 @@ def from_core(animation: cm.Animation, profile: str = "urhox", fmt: str = "urhox
                                     ("scales", track.scale_times, track.scales, kind_lin, axes.scales)):
             if v is None or not len(v):
                 continue
-            values = sample(t, v, times, kind)
+            values = np.asarray(v, np.float64) if times is shared else sample(t, v, times, kind)
             channels[key] = fn(values) if convert_axes else values
         mask = ((uani.CHANNEL_POSITION if "positions" in channels else 0)
                 | (uani.CHANNEL_ROTATION if "rotations" in channels else 0)

@@ -11,31 +11,49 @@ import os
 
 import numpy as np
 
+from ..blender import action as baction
 from ..blender import scene as bscene
+from ..core import model as cm
 from ..core.errors import ExportError
 from ..core.fileio import output_path, read_bytes, write_atomic
 from . import convert, umd2
 from .blender_ani import AXES_PROP, export_package_animations
 from .blender_package import write_textures_and_materials
 
-MESH_PROP = "skinbridge_urho"  # on an imported mesh: the file's vertex elements, geometry centres and magic
+MESH_PROP = "skinbridge_urho"  # on an imported mesh: the file's vertex elements, geometry centres, magic, axes
+
+_KEPT = ("elements", "centers", "magic", "axes")
+RECORDS_PROP = "skinbridge_urho_vertices"  # the file's vertex records (int32 words), written again while unchanged
+PRIMITIVES_PROP = "skinbridge_urho_triangles"  # the file's triangles and their slots, when Blender dropped some
+
+
+# attribute data type → (foreach property, values per element, buffer dtype); others (strings) are not hashed
+_ATTR_READ = {
+    "FLOAT": ("value", 1, np.float32), "INT": ("value", 1, np.int32), "INT8": ("value", 1, np.int32),
+    "BOOLEAN": ("value", 1, bool), "FLOAT_VECTOR": ("vector", 3, np.float32), "FLOAT2": ("vector", 2, np.float32),
+    "INT32_2D": ("value", 2, np.int32), "INT16_2D": ("value", 2, np.int32), "FLOAT_COLOR": ("color", 4, np.float32),
+    "BYTE_COLOR": ("color", 4, np.float32), "QUATERNION": ("value", 4, np.float32),
+}
+_HASHED_HIDDEN = (".corner_vert", ".edge_verts")  # other "."-attributes hold selection, which is no change
 
 
 def mesh_fingerprint(ob) -> str:
-    """What decides that an imported mesh is unchanged: its vertices, faces, material slots, UV and colour
-    layers, shape keys, transform and modifiers other than the armature's. Read from the mesh's attributes
-    (a copy of their memory each; the per-element `vertices`/`loops` collections cost ten times more)."""
+    """What decides that an imported mesh is unchanged: every attribute but selection (positions, topology,
+    loose edges, custom normals, UVs, colours, material indices), material slots, shape keys, transform and
+    modifiers other than the armature's. Read with one `foreach_get` per attribute (the per-element
+    `vertices`/`loops` collections cost ten times more)."""
     me = ob.data
     h = hashlib.sha1()
-    for name, prop, dtype, width in (("position", "vector", np.float32, 3), (".corner_vert", "value", np.int32, 1),
-                                     ("material_index", "value", np.int32, 1)):
-        attr = me.attributes.get(name)
-        if attr is None:
-            h.update(name.encode() + b" absent")
+    attrs = sorted((a for a in me.attributes if not a.name.startswith(".") or a.name in _HASHED_HIDDEN),
+                   key=lambda a: a.name)
+    for attr in attrs:
+        read = _ATTR_READ.get(attr.data_type)
+        if read is None:
             continue
+        prop, width, dtype = read
         buf = np.empty(len(attr.data) * width, dtype)
         attr.data.foreach_get(prop, buf)
-        h.update(buf.tobytes())
+        h.update(f"{attr.name} {attr.data_type} {attr.domain}".encode() + buf.tobytes())
     starts = np.empty(len(me.polygons), np.int32)
     me.polygons.foreach_get("loop_start", starts)
     h.update(starts.tobytes())
@@ -56,12 +74,66 @@ def import_mdl(context, path: str, profile: str = "auto", all_lods: bool = False
     result = bscene.build_scene(context, core_scene, name, os.path.dirname(path))
     objects = [o for o in result.objects if o.type == "MESH"]
     for ob, cmesh in zip(objects, core_scene.meshes):  # build_scene makes one object per core mesh, in order
-        kept = {k: cmesh.extras.get("urho", {}).get(k) for k in ("elements", "centers", "magic")}
+        kept = {k: cmesh.extras.get("urho", {}).get(k) for k in _KEPT}
+        if kept["magic"] is not None:  # LOD 0: the mesh holds its vertex buffer whole, in file order
+            _keep_file_data(ob, cmesh, model.vertex_buffers[cmesh.extras["urho"]["vertex_buffer"]])
         ob.data[MESH_PROP] = json.dumps({**kept, "fingerprint": mesh_fingerprint(ob)})
     if result.armature is not None:  # motions loaded onto this armature later read with the same axes
         result.armature[AXES_PROP] = convert.resolve_profile(model, profile)
+        if not _binds_are_similarities(core_scene.skeleton):
+            # the initial pose through binds Blender cannot hold exactly is measured as the animations' keys are
+            warnings += baction.deformation_warning(result.armature, cm.Animation(f"{name} initial pose", 0.0),
+                                                    baction.bone_frames(result.armature), {},
+                                                    context.scene.render.fps)
     result.warnings[:0] = warnings
     return result
+
+
+def _binds_are_similarities(skel: cm.Skeleton) -> bool:
+    """Every bind a rotation with uniform scale: then Blender holds the initial pose exactly and measuring it
+    (a per-bone walk) is skipped."""
+    m = np.array([b.bind for b in skel.bones], np.float64).reshape(-1, 4, 4)[:, :3, :3]
+    gram = np.einsum("nji,njk->nik", m, m)
+    s2 = np.trace(gram, axis1=1, axis2=2)[:, None, None] / 3.0
+    return bool(np.all(np.abs(gram - s2 * np.eye(3)) <= 1e-6 * np.maximum(s2, 1e-30)))
+
+
+def _keep_file_data(ob, cmesh, vb: umd2.VertexBuffer) -> None:
+    """The file's vertex records (tangents, the normals and UVs of line vertices, exact floats) and, when Blender
+    could not hold every triangle (degenerate ones), the file's triangles with their slots."""
+    records = np.ascontiguousarray(vb.vertices)
+    if records.dtype.itemsize % 4 == 0 and len(records) == len(ob.data.vertices):
+        ob.data[RECORDS_PROP] = records.view(np.int32).reshape(-1)
+    if len(ob.data.polygons) != len(cmesh.triangles):
+        mats = cmesh.material_indices if cmesh.material_indices is not None else \
+            np.zeros(len(cmesh.triangles), np.int32)
+        ob.data[PRIMITIVES_PROP] = np.concatenate([cmesh.triangles.reshape(-1), mats]).astype(np.int32)
+
+
+def _restore_file_data(ob, cmesh, elements) -> None:
+    """Give an unchanged gathered mesh the file data `_keep_file_data` kept, while its vertices are the file's
+    own, one to one and in order."""
+    n = cmesh.vertex_count
+    source = cmesh.extras.get("source_vertex")
+    if source is None or len(source) != n or not np.array_equal(source, np.arange(n)):
+        return
+    words = ob.data.get(RECORDS_PROP)
+    if words is not None and elements is not None:
+        try:
+            dtype = umd2.vertex_dtype(convert.elements_of(elements))
+        except (TypeError, ValueError):
+            dtype = None
+        kept = np.asarray(words, np.int32)
+        if dtype is not None and kept.nbytes == n * dtype.itemsize:
+            cmesh.extras["urho"]["records"] = kept.view(dtype)
+    flat = ob.data.get(PRIMITIVES_PROP)
+    if flat is not None:
+        flat = np.asarray(flat, np.int32)
+        t = len(flat) // 4
+        tris, mats = flat[:3 * t].reshape(t, 3), flat[3 * t:]
+        proper = (tris[:, 0] != tris[:, 1]) & (tris[:, 1] != tris[:, 2]) & (tris[:, 0] != tris[:, 2])
+        if len(flat) == 4 * t and int(proper.sum()) == len(cmesh.triangles) and (tris < n).all():
+            cmesh.triangles, cmesh.material_indices = tris, mats
 
 
 def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool = False,
@@ -93,9 +165,10 @@ def _file_values_of_unchanged_meshes(context, core_scene) -> None:
         if not isinstance(kept, dict) or kept.get("fingerprint") != mesh_fingerprint(ob):
             continue
         urho = cmesh.extras.setdefault("urho", {})
-        for key in ("elements", "centers", "magic"):
+        for key in _KEPT:
             if kept.get(key) is not None:
                 urho[key] = kept[key]
+        _restore_file_data(ob, cmesh, kept.get("elements"))
 
 
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:

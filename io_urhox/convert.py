@@ -277,6 +277,7 @@ def to_scene(model: umd2.Model, name: str = "Model", profile: str = "urhox",
             _add_morphs(model, mesh, vb_index, rows, ax, warnings)
             if k == 0:  # the file's geometry centres, per material slot, written again while the mesh is unchanged
                 mesh.extras["urho"]["magic"] = model.magic
+                mesh.extras["urho"]["axes"] = profile
                 mesh.extras["urho"]["centers"] = [
                     [float(x) for x in model.centers[gi]] if gi < len(model.centers) else None
                     for gi in mesh.materials]
@@ -465,9 +466,9 @@ def _vertex_buffer_to_mesh(vb: umd2.VertexBuffer, vb_index: int, ax: _Axes, name
 
 def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> tuple[umd2.Model, list[str]]:
     """Build UMD2 records from a core Scene. Raises ExportError naming what cannot be written."""
-    ax = _Axes(profile)
     warnings: list[str] = []
     skel = scene.skeleton
+    ax = _Axes(_kept_axes(scene, profile, warnings))
     n_bones = len(skel.bones) if skel else 0
     _check_bone_count(scene, profile, max_bones, n_bones)
     meshes = [m for m in scene.meshes if len(m.triangles) or (m.edges is not None and len(m.edges))]
@@ -523,6 +524,20 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
     model.bbox_max = pos.max(axis=0).astype(np.float32)
     model.centers = np.array(centers, dtype=np.float32).reshape(-1, 3)
     return model, warnings
+
+
+def _kept_axes(scene: cm.Scene, profile: str, warnings: list[str]) -> str:
+    """The axes the points are written in: a model without bones whose meshes all still carry the axes they
+    were read with (`extras["urho"]["axes"]`, kept while unchanged) keeps them, since nothing in a bone-less
+    UMD2 file tells Urho3D's axes from UrhoX's and a profile change would mirror it; else the profile's."""
+    if scene.skeleton is not None and scene.skeleton.bones:
+        return profile
+    kept = {m.extras.get("urho", {}).get("axes") for m in scene.meshes}
+    if len(kept) != 1 or (axes := kept.pop()) not in PROFILES or axes == profile:
+        return profile
+    warnings.append(f"model without bones written with the axes it was read with ({axes}), not the {profile} "
+                    "profile's, so that it is not mirrored")
+    return axes
 
 
 def _check_bone_count(scene: cm.Scene, profile: str, max_bones: int, n_bones: int) -> None:
@@ -651,6 +666,7 @@ def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
             joints[sl, :k] = np.where(m.weights[:, :k] > 0, m.joints[:, :k], 0)
             verts["BLENDWEIGHTS0"][sl] = weights[sl]
             verts["BLENDINDICES0"][sl] = joints[sl].astype(np.uint8)
+        _file_records(m, verts, sl, ax)
         mat_idx = m.material_indices if m.material_indices is not None else np.zeros(len(m.triangles), np.int32)
         one_slot = len(mat_idx) and mat_idx.min() == mat_idx.max()
         for slot in (mat_idx[:1] if one_slot else np.unique(mat_idx)):
@@ -661,6 +677,20 @@ def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
             parts.append((m.materials[0] if m.materials else None, 1, m.edges.astype(np.int64) + base, (mi, 0, 1)))
         base += m.vertex_count
     return verts, joints, weights, parts
+
+
+def _file_records(m: cm.Mesh, verts: np.ndarray, sl: slice, ax: _Axes) -> None:
+    """An unchanged mesh's own vertex records (`extras["urho"]["records"]`, kept by the Blender side) replace
+    what was computed, blend data aside (it follows the geometries' bone mappings): the file's tangents,
+    the normals and UVs of line vertices and its exact floats, in the axes they were read with."""
+    urho = m.extras.get("urho", {})
+    records = urho.get("records")
+    if records is None or urho.get("axes") != ax.profile or records.dtype != verts.dtype \
+            or len(records) != sl.stop - sl.start:
+        return
+    for name in verts.dtype.names:
+        if name not in ("BLENDWEIGHTS0", "BLENDINDICES0"):
+            verts[name][sl] = records[name]
 
 
 def _split_by_bones(tris: np.ndarray, joints: np.ndarray, weights: np.ndarray, max_bones: int):
@@ -819,6 +849,11 @@ def _morphs_to_file(meshes: list[cm.Mesh], src: np.ndarray, ax: _Axes, vb: umd2.
     return morphs
 
 
+def elements_of(descriptors) -> list[VertexElement]:
+    """Vertex elements from their descriptors (`extras["urho"]["elements"]`); TypeError/ValueError if not ints."""
+    return [VertexElement(int(d) & 0xFF, (int(d) >> 8) & 0xFF, (int(d) >> 16) & 0xFF) for d in descriptors]
+
+
 def _file_elements(meshes: list[cm.Mesh], skinned: bool) -> list[VertexElement] | None:
     """The file's own vertex elements (`extras["urho"]["elements"]`), when every mesh came from one element
     list and the export can fill every element of it from the meshes' data; else None (computed ones)."""
@@ -826,7 +861,7 @@ def _file_elements(meshes: list[cm.Mesh], skinned: bool) -> list[VertexElement] 
     if not stored or stored[0] is None or any(x != stored[0] for x in stored):
         return None
     try:
-        els = [VertexElement(int(d) & 0xFF, (int(d) >> 8) & 0xFF, (int(d) >> 16) & 0xFF) for d in stored[0]]
+        els = elements_of(stored[0])
     except (TypeError, ValueError):
         return None
     names = [e.field_name for e in els]
