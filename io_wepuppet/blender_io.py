@@ -33,6 +33,8 @@ from . import convert, mdl, tex
 PROP = "skinbridge_we"
 ATTACHMENT_PROP = "skinbridge_we_attachment"
 MODEL_PROP = "skinbridge_we_model"  # the file-level extras, on the armature (or the first mesh of a static model)
+# on each imported mesh object: the file's vertex records and index list (bytes), written again where unchanged
+RECORD_PROPS = (("skinbridge_we_vertices", convert.VERTEX_BYTES), ("skinbridge_we_indices", convert.INDEX_BYTES))
 _ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "actions")
 
 
@@ -83,6 +85,8 @@ def import_wepuppet(context, path: str, scale: float = convert.DEFAULT_SCALE,
         meshes = [ob for ob in result.objects if ob.type == "MESH"]
         for ob, cmesh in zip(meshes, core_scene.meshes):
             ob[PROP] = json.dumps(cmesh.extras.get(convert.KEY, {}))
+            for prop, key in RECORD_PROPS:
+                ob[prop] = cmesh.extras[key]
         for mat, cmat in zip([ob.data.materials[0] for ob in meshes if ob.data.materials],
                              [core_scene.materials[c.materials[0]] for c in core_scene.meshes]):
             mat[PROP] = json.dumps(cmat.extras.get(convert.KEY, {}))
@@ -219,6 +223,9 @@ def gather_model(context, wide: bool = False, scale: float | None = None, select
             _undeformed_positions(ob, cmesh)
         if keep and ob is not None and PROP in ob:
             cmesh.extras[convert.KEY] = _json_prop(ob)
+            for prop, key in RECORD_PROPS:
+                if isinstance(ob.get(prop), bytes):
+                    cmesh.extras[key] = ob[prop]
         elif ob is not None and ob.data.materials and ob.data.materials[0] is not None:
             path = _json_prop(ob.data.materials[0]).get("path")
             cmesh.extras[convert.KEY] = {"materials": [path or f"materials/{ob.data.materials[0].name}.json"]}
