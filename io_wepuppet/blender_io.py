@@ -26,7 +26,7 @@ from ..blender import scene as bscene
 from ..core import model as cm
 from ..core.errors import ExportError, FormatError
 from ..core.fileio import output_path, read_bytes, write_atomic
-from ..core.naming import safe_file_name
+from ..core.naming import NameAllocator, safe_file_name
 from ..core.png import encode_png
 from . import convert, mdl, tex
 
@@ -250,32 +250,51 @@ def gather_model(context, wide: bool = False, scale: float | None = None, select
 
 
 def export_wepuppet(context, path: str, wide: bool = False, scale: float | None = None,
-                    selected_only: bool = False, project_files: bool = False) -> list[str]:
+                    selected_only: bool = False, project_files: bool = False, written: list | None = None) -> list[str]:
     """Write the visible model to `path`. `wide`: MDLV0023 with 80-byte vertices (unverified against Wallpaper
     Engine). `project_files`: also models/<name>.json, materials/<name>.tex and materials/<name>.json beside
-    the folder of `path`."""
+    the folder of `path` (one material file per Blender material); `written` gets the paths of those files."""
     model, warnings = gather_model(context, wide, scale, selected_only, keep=not wide)
-    if project_files:  # the meshes name the material file written beside them
-        material = f"materials/{_project_stem(path)}.json"
-        for mesh in model.meshes:
-            mesh.materials = [material] * model.materials_per_mesh
+    sources = _project_materials(context, path, model, selected_only) if project_files else {}
     data = convert.write_model(model)
     bscene._stage("write")
     write_atomic(path, data)
     if project_files:
-        warnings += write_project_files(context, path, model)
+        warnings += write_project_files(context, path, model, sources, written)
     return warnings
 
 
-def _first_image(meshes):
+def _project_materials(context, path: str, model: mdl.Model, selected_only: bool = False) -> dict:
+    """Point each mesh at the material file written beside it ({path: Blender material or None}): one per
+    Blender material, so that per-mesh materials stay per mesh; a model with one material names it after the
+    model, as before."""
+    meshes, _ = bscene.exportable_objects(context, selected_only)
+    by_path = {}
     for ob in meshes:
         for mat in ob.data.materials:
-            if mat is None or mat.node_tree is None:
-                continue
-            for node in mat.node_tree.nodes:
-                if node.type == "TEX_IMAGE" and node.image is not None and node.image.size[0] \
-                        and not bmat.is_placeholder(node.image):
-                    return node.image
+            if mat is not None:
+                by_path.setdefault(_json_prop(mat).get("path") or f"materials/{mat.name}.json", mat)
+    first = [m.materials[0] if m.materials else "" for m in model.meshes]
+    distinct = list(dict.fromkeys(first))
+    names = NameAllocator()
+    renamed = {}
+    for old in distinct:
+        stem = _project_stem(path) if len(distinct) == 1 else \
+            os.path.splitext(old.replace("\\", "/").split("/")[-1])[0]
+        renamed[old] = f"materials/{names.take(stem or 'material')}.json"
+    for mesh, old in zip(model.meshes, first):
+        mesh.materials = [renamed[old]] + mesh.materials[1:] if mesh.materials else [renamed[old]]
+    return {renamed[old]: by_path.get(old) for old in distinct}
+
+
+def _first_image(materials):
+    for mat in materials:
+        if mat is None or mat.node_tree is None:
+            continue
+        for node in mat.node_tree.nodes:
+            if node.type == "TEX_IMAGE" and node.image is not None and node.image.size[0] \
+                    and not bmat.is_placeholder(node.image):
+                return node.image
     return None
 
 
@@ -284,48 +303,56 @@ def _project_stem(path: str) -> str:
     return (name[:-len("_puppet")] if name.endswith("_puppet") else name) or "puppet"
 
 
-def write_project_files(context, path: str, model: mdl.Model) -> list[str]:
-    """models/<name>.json (autosize, material, puppet), materials/<name>.json and materials/<name>.tex, with
-    the model written under models/ of the same project folder."""
+def write_project_files(context, path: str, model: mdl.Model, sources: dict | None = None,
+                        written: list | None = None) -> list[str]:
+    """models/<name>.json (autosize, material, puppet), and per material file the meshes name (`sources`:
+    {materials/<stem>.json: Blender material}) materials/<stem>.json and materials/<stem>.tex, with the model
+    written under models/ of the same project folder."""
     warnings = []
+    written = [] if written is None else written
     folder = os.path.dirname(os.path.abspath(path))
     root = os.path.dirname(folder) if os.path.basename(folder) == "models" else folder
     name = safe_file_name(os.path.splitext(os.path.basename(path))[0])
     stem = _project_stem(path)
-    material = f"materials/{stem}.json"
-    meshes, _ = bscene.exportable_objects(context)
-    img = _first_image(meshes)
-    if img is not None:
-        w, h = img.size
-        px = np.empty(w * h * 4, np.float32)
-        img.pixels.foreach_get(px)
-        rgba = np.clip(np.round(px.reshape(h, w, 4)[::-1] * 255), 0, 255).astype(np.uint8)
-        write_atomic(os.path.join(root, "materials", stem + ".tex"), tex.write(tex.from_rgba(rgba, lz4=True)))
-    else:
-        warnings.append("no image on the exported materials: materials/" + stem + ".tex not written")
-    doc = {"passes": [{"blending": "translucent", "cullmode": "nocull", "depthtest": "disabled",
-                       "depthwrite": "disabled", "shader": "genericimage2", "textures": [stem]}]}
-    write_atomic(os.path.join(root, "materials", stem + ".json"), json.dumps(doc, indent=1).encode("utf-8"))
-    model_json = {"autosize": True, "material": material,
+    if not sources:
+        meshes, _ = bscene.exportable_objects(context)
+        sources = {f"materials/{stem}.json": next((m for ob in meshes for m in ob.data.materials if m), None)}
+    for material, mat in sources.items():
+        mat_stem = os.path.splitext(os.path.basename(material))[0]
+        img = _first_image([mat])
+        if img is not None:
+            written.append(os.path.join(root, "materials", mat_stem + ".tex"))
+            write_atomic(written[-1], _image_tex(img))
+        else:
+            warnings.append(f"no image on the exported material: materials/{mat_stem}.tex not written")
+        doc = {"passes": [{"blending": "translucent", "cullmode": "nocull", "depthtest": "disabled",
+                           "depthwrite": "disabled", "shader": "genericimage2", "textures": [mat_stem]}]}
+        written.append(os.path.join(root, "materials", mat_stem + ".json"))
+        write_atomic(written[-1], json.dumps(doc, indent=1).encode("utf-8"))
+    model_json = {"autosize": True, "material": next(iter(sources)),
                   "puppet": f"models/{name}.mdl" if model.skeleton is not None else None}
     if model_json["puppet"] is None:
         del model_json["puppet"]
-    write_atomic(os.path.join(root, "models", f"{stem}.json"),
-                 json.dumps(model_json, indent="\t").encode("utf-8"))
+    written.append(os.path.join(root, "models", f"{stem}.json"))
+    write_atomic(written[-1], json.dumps(model_json, indent="\t").encode("utf-8"))
     return warnings
+
+
+def _image_tex(img) -> bytes:
+    w, h = img.size
+    px = np.empty(w * h * 4, np.float32)
+    img.pixels.foreach_get(px)
+    rgba = np.clip(np.round(px.reshape(h, w, 4)[::-1] * 255), 0, 255).astype(np.uint8)
+    return tex.write(tex.from_rgba(rgba, lz4=True))
 
 
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to wepuppet`: OUTDIR/models/NAME_puppet.mdl with models/NAME.json, materials/NAME.json and
-    materials/NAME.tex."""
+    materials/NAME.tex (with several materials: materials/<material>.json and .tex each)."""
     stem = _project_stem(name)
     path = output_path(outdir, os.path.join("models", stem + "_puppet.mdl"))
-    warnings = export_wepuppet(context, path, project_files=True)
-    written = [path, os.path.join(outdir, "models", stem + ".json"),
-               os.path.join(outdir, "materials", stem + ".json")]
-    tex_path = os.path.join(outdir, "materials", stem + ".tex")
-    if os.path.isfile(tex_path):
-        written.append(tex_path)
+    written = [path]
+    warnings = export_wepuppet(context, path, project_files=True, written=written)
     return written, warnings
 
 

@@ -299,7 +299,7 @@ def _clip_to_core(clip: mdl.Clip, skel: cm.Skeleton | None, scale: float, w: War
     fps = float(clip.fps)
     if not (np.isfinite(fps) and fps > 0):
         raise FormatError(f"clip {clip.name!r}: fps {fps} is not a positive number", None, "clip fps")
-    anim = cm.Animation(name=clip.name, length=clip.length / fps)
+    anim = cm.Animation(name=clip.name, length=clip.length / fps, extras={"fps": fps})
     n_bones = len(skel.bones) if skel else 0
     if len(clip.track_flags) != n_bones:
         w.add(f"clip {clip.name!r}: {len(clip.track_flags)} tracks for {n_bones} bones"
@@ -494,10 +494,31 @@ def _reuse_samples(samples: np.ndarray, kept: np.ndarray) -> np.ndarray:
     return out
 
 
+def key_rate(anim: cm.Animation) -> float | None:
+    """The frame rate every key time of `anim` lies on (a whole number of frames per second, or the rate of
+    its closest keys), or None when there is no such rate."""
+    times = np.unique(np.concatenate([np.asarray(t, np.float64) for tr in anim.tracks for t in
+                                      (tr.translation_times, tr.rotation_times, tr.scale_times) if t is not None]
+                                     + [np.zeros(1)]))
+    steps = np.diff(times)
+    steps = steps[steps > 1e-6]
+    if not len(steps):
+        return None
+    rate = 1.0 / steps.min()
+    for candidate in (round(rate), rate):
+        frames = times * candidate
+        if candidate > 0 and np.abs(frames - np.round(frames)).max() <= 1e-3:
+            return float(candidate)
+    return None
+
+
 def _clip_from_core(anim: cm.Animation, skel: cm.Skeleton, scale: float, default_fps: float,
                     w: Warnings) -> mdl.Clip:
     x = anim.extras.get(KEY) or {}
-    fps = float(x.get("fps") or default_fps)
+    fps = float(x.get("fps") or anim.extras.get("fps") or key_rate(anim) or 0)
+    if not fps > 0:
+        fps = float(default_fps)
+        w.add(f"clips whose keys lie on no one frame rate are sampled at {fps:g} fps")  # once for them all
     length = int(x["length"]) if "length" in x else max(int(round(anim.length * fps)), 1)
     samples = _clip_samples(anim, skel, fps, length, scale)
     if "samples" in x:
@@ -698,6 +719,51 @@ def _mesh_from_core(cmesh: cm.Mesh, fmt: int, scale: float, version: int, n_bone
     return mesh
 
 
+def _material_path(material: cm.Material) -> str:
+    return (material.extras.get(KEY) or {}).get("path") or f"materials/{material.name}.json"
+
+
+def _one_material_meshes(cmesh: cm.Mesh, materials: list[cm.Material], w: Warnings) -> list[cm.Mesh]:
+    """A Wallpaper Engine mesh has one material: a mesh whose triangles use several becomes one mesh per
+    material (with a warning), so that each keeps its own."""
+    if cmesh.material_indices is None or not len(cmesh.triangles) or len(cmesh.materials) < 2:
+        return [cmesh]
+    slots = np.unique(cmesh.material_indices)
+    slots = slots[(slots >= 0) & (slots < len(cmesh.materials))]
+    if len(slots) < 2:
+        return [cmesh]
+    w.add(f"mesh {cmesh.name!r}: {len(slots)} materials, written as {len(slots)} meshes (one material each)")
+    out = []
+    for slot in slots:
+        tris = cmesh.triangles[cmesh.material_indices == slot]
+        used, remap = np.unique(tris, return_inverse=True)
+        part = cm.Mesh(name=f"{cmesh.name}.{int(slot)}", positions=cmesh.positions[used],
+                       triangles=remap.reshape(-1, 3).astype(np.int32),
+                       normals=None if cmesh.normals is None else cmesh.normals[used],
+                       tangents=None if cmesh.tangents is None else cmesh.tangents[used],
+                       uvs=[(n, uv[used]) for n, uv in cmesh.uvs], colors=[(n, c[used]) for n, c in cmesh.colors],
+                       joints=None if cmesh.joints is None else cmesh.joints[used],
+                       weights=None if cmesh.weights is None else cmesh.weights[used],
+                       material_indices=np.zeros(len(tris), np.int32), materials=[cmesh.materials[int(slot)]])
+        index = cmesh.materials[int(slot)]
+        kept = {k: v for k, v in (cmesh.extras.get(KEY) or {}).items() if k in ("flags", "format")}
+        if 0 <= index < len(materials):
+            kept["materials"] = [_material_path(materials[index])]
+        part.extras[KEY] = kept
+        out.append(part)
+    return out
+
+
+def _distinct_clip_ids(clips: list[mdl.Clip], kept: list[dict]) -> None:
+    """Clips from another format get ids no other clip of the model has (the file's own ids stay)."""
+    used = {c.id for c, x in zip(clips, kept) if "id" in x}
+    next_id = max(used, default=0) + 1
+    for c, x in zip(clips, kept):
+        if "id" not in x:
+            c.id = next_id
+            next_id += 1
+
+
 def from_scene(scene: cm.Scene, wide: bool = False, scale: float | None = None, keep: bool = True,
                fps: float = 30.0, attachments: list | None = None) -> tuple[mdl.Model, list[str]]:
     """A puppet/model record set for a core Scene (Blender axes). Default: narrow MDLV0013 (52-byte vertices)
@@ -728,11 +794,11 @@ def from_scene(scene: cm.Scene, wide: bool = False, scale: float | None = None, 
     model = mdl.Model(tag=tag, legacy_format=fmt if version < mdl.MESH_FORMAT_VERSION else
                       int(x.get("legacy_format", fmt)), materials_per_mesh=1)
     kept_meshes = x.get("mesh_extras") or []
-    for k, cmesh in enumerate(scene.meshes):
+    meshes = [part for cmesh in scene.meshes for part in _one_material_meshes(cmesh, scene.materials, w)]
+    for k, cmesh in enumerate(meshes):
         kept = cmesh.extras.get(KEY) or (kept_meshes[k] if k < len(kept_meshes) else {})
         if not kept.get("materials") and cmesh.materials and cmesh.materials[0] < len(scene.materials):
-            path = (scene.materials[cmesh.materials[0]].extras.get(KEY) or {}).get("path")
-            kept = {**kept, "materials": [path or f"materials/{scene.materials[cmesh.materials[0]].name}.json"]}
+            kept = {**kept, "materials": [_material_path(scene.materials[cmesh.materials[0]])]}
         model.meshes.append(_mesh_from_core(cmesh, fmt, scale, version, len(skel.bones) if skel else 0, k, kept))
     model.materials_per_mesh = max([len(m.materials) for m in model.meshes] or [1])
     for m in model.meshes:
@@ -769,6 +835,7 @@ def from_scene(scene: cm.Scene, wide: bool = False, scale: float | None = None, 
             a = kept_sections.get("MDLA", {})
             a_version = int(a.get("version", 1))
             clips = [_clip_from_core(anim, skel, scale, fps, w) for anim in scene.animations]
+            _distinct_clip_ids(clips, [anim.extras.get(KEY) or {} for anim in scene.animations])
             # the v2+ blocks hold one track per link and constraint of MDLS v2+, sized by the clip length
             if a_version > 1 and (not tables or any(not c.blocks for c in clips)):
                 a_version = 1

@@ -63,3 +63,15 @@ def test_edited_vertex_changes_that_vertex_record_alone(clean_scene, testdata, t
     assert len(changed) and changed.min() >= start and changed.max() < start + stride, changed[:8]
     back = mdl.read(got).meshes[mesh].vertices[vertex]
     assert back["position"][0] == pytest.approx(m.meshes[mesh].vertices[vertex]["position"][0] + 10, abs=1e-3)
+
+
+def test_convert_writes_a_material_file_per_material(clean_scene, testdata, tmp_path):
+    path = testdata / "wepuppet" / "blacryu_Arwing_static.mdl"
+    m = mdl.read(path.read_bytes())
+    blender_io.import_wepuppet(bpy.context, str(path))
+    written, _ = blender_io.export_target(bpy.context, str(tmp_path), "Arwing", None)
+    back = mdl.read((tmp_path / "models" / "Arwing_puppet.mdl").read_bytes())
+    want = [f"materials/{x.materials[0].split('/')[-1]}" for x in m.meshes]
+    assert [x.materials for x in back.meshes] == [[p] for p in want]
+    for p in want:
+        assert (tmp_path / p).is_file() and str(tmp_path / p) in written
