@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import zlib
 
 import bpy
 import numpy as np
@@ -35,6 +36,7 @@ ATTACHMENT_PROP = "skinbridge_we_attachment"
 MODEL_PROP = "skinbridge_we_model"  # the file-level extras, on the armature (or the first mesh of a static model)
 # on each imported mesh object: the file's vertex records and index list (bytes), written again where unchanged
 RECORD_PROPS = (("skinbridge_we_vertices", convert.VERTEX_BYTES), ("skinbridge_we_indices", convert.INDEX_BYTES))
+TEX_PROP, TEX_KEY_PROP = "skinbridge_we_tex", "skinbridge_we_tex_pixels"  # on an image: its `.tex`, a pixel digest
 _ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "actions")
 
 
@@ -89,7 +91,12 @@ def import_wepuppet(context, path: str, scale: float = convert.DEFAULT_SCALE,
                 ob[prop] = cmesh.extras[key]
         for mat, cmat in zip([ob.data.materials[0] for ob in meshes if ob.data.materials],
                              [core_scene.materials[c.materials[0]] for c in core_scene.meshes]):
-            mat[PROP] = json.dumps(cmat.extras.get(convert.KEY, {}))
+            x = dict(cmat.extras.get(convert.KEY, {}))
+            texture_file = x.pop("texture_file", None)
+            mat[PROP] = json.dumps(x)
+            img = _first_image([mat]) if texture_file else None
+            if img is not None:
+                keep_texture(img, read_bytes(texture_file))
         target = arm_ob if arm_ob is not None else (meshes[0] if meshes else None)
         if target is not None:
             target[MODEL_PROP] = json.dumps(core_scene.extras.get(convert.KEY, {}))
@@ -122,14 +129,15 @@ def blender_import(context, path: str, options=None) -> list[str]:
 
 def import_texture(context, path: str) -> tuple[object, list[str]]:
     """A `.tex` as a packed Blender image (its first image's top mip)."""
-    t = tex.read(read_bytes(path))
+    raw = read_bytes(path)
+    t = tex.read(raw)
     if not t.images or not t.images[0]:
         raise FormatError("texture holds no image", None, "image count")
     name = os.path.splitext(os.path.basename(path))[0]
     if t.image_format != -1:
         data = tex.mip_bytes(t, 0, 0)
     else:
-        data = encode_png(tex.mip_pixels(t, 0, 0), level=1)
+        data = encode_png(tex.image_pixels(t), level=1)
     img = bpy.data.images.load_from_memory(data) if hasattr(bpy.data.images, "load_from_memory") else None
     if img is None:
         with tempfile.TemporaryDirectory() as d:
@@ -142,11 +150,55 @@ def import_texture(context, path: str) -> tuple[object, list[str]]:
         if not img.size[0] or not img.size[1]:  # an image file Blender cannot read loads as 0×0, not as an error
             raise FormatError("the embedded image file is not one Blender reads", None, "image format")
         img.name = name
+        keep_texture(img, raw)
         bscene._stage("done")
     except BaseException:  # atomic: a failure after the image exists takes it away again
         bpy.data.images.remove(img)
         raise
     return img, list(t.warnings)
+
+
+def _rgba_of(img) -> np.ndarray:
+    """(h, w, 4) uint8 rows top first: the image as a `.tex` stores it."""
+    w, h = img.size
+    px = np.empty(w * h * 4, np.float32)
+    img.pixels.foreach_get(px)
+    return np.clip(np.round(px.reshape(h, w, 4)[::-1] * 255), 0, 255).astype(np.uint8)
+
+
+def _pixels_key(rgba: np.ndarray) -> str:
+    return f"{rgba.shape[1]}x{rgba.shape[0]}:{zlib.crc32(rgba.tobytes()):08x}"
+
+
+def keep_texture(img, raw: bytes) -> None:
+    """The `.tex` a Blender image came from, written again while the image's pixels are unchanged."""
+    img[TEX_PROP] = raw
+    img[TEX_KEY_PROP] = _pixels_key(_rgba_of(img))
+
+
+def texture_bytes(img, lz4: bool = True) -> tuple[bytes, list[str]]:
+    """A Blender image as a `.tex`: the file it came from while its pixels are unchanged; else encoded in that
+    file's format and flags where we have an encoder (R8, RG88, RGBA8888), RGBA8888 with a warning otherwise,
+    LZ4 where that file used it (`lz4` for an image of no file)."""
+    rgba = _rgba_of(img)
+    raw = img.get(TEX_PROP)
+    if not isinstance(raw, bytes):
+        return tex.write(tex.from_rgba(rgba, lz4=lz4)), []
+    if img.get(TEX_KEY_PROP) == _pixels_key(rgba):
+        return raw, []
+    kept = tex.read(raw)
+    warnings = []
+    fmt = kept.format if kept.image_format == -1 else -1
+    if fmt not in tex.ENCODED_FORMATS:
+        what = tex.FORMAT_NAMES.get(fmt, "an embedded image file") if fmt != -1 else "an embedded image file"
+        warnings.append(f"image {img.name!r}: changed, and {what} has no encoder here: written as RGBA8888")
+        fmt = tex.FORMAT_RGBA8888
+    flags = kept.flags
+    if flags & tex.FLAG_SPRITE:
+        warnings.append(f"image {img.name!r}: changed: its sprite-sheet frames are not written")
+        flags &= ~tex.FLAG_SPRITE
+    lz4 = any(m.lz4 for mips in kept.images for m in mips)
+    return tex.write(tex.from_rgba(rgba, lz4=lz4, flags=flags, fmt=fmt)), warnings
 
 
 def blender_import_tex(context, path: str, options=None) -> list[str]:
@@ -321,8 +373,10 @@ def write_project_files(context, path: str, model: mdl.Model, sources: dict | No
         mat_stem = os.path.splitext(os.path.basename(material))[0]
         img = _first_image([mat])
         if img is not None:
+            data, more = texture_bytes(img)
+            warnings += more
             written.append(os.path.join(root, "materials", mat_stem + ".tex"))
-            write_atomic(written[-1], _image_tex(img))
+            write_atomic(written[-1], data)
         else:
             warnings.append(f"no image on the exported material: materials/{mat_stem}.tex not written")
         doc = {"passes": [{"blending": "translucent", "cullmode": "nocull", "depthtest": "disabled",
@@ -338,14 +392,6 @@ def write_project_files(context, path: str, model: mdl.Model, sources: dict | No
     return warnings
 
 
-def _image_tex(img) -> bytes:
-    w, h = img.size
-    px = np.empty(w * h * 4, np.float32)
-    img.pixels.foreach_get(px)
-    rgba = np.clip(np.round(px.reshape(h, w, 4)[::-1] * 255), 0, 255).astype(np.uint8)
-    return tex.write(tex.from_rgba(rgba, lz4=True))
-
-
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to wepuppet`: OUTDIR/models/NAME_puppet.mdl with models/NAME.json, materials/NAME.json and
     materials/NAME.tex (with several materials: materials/<material>.json and .tex each)."""
@@ -356,12 +402,11 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     return written, warnings
 
 
-def export_texture(image, path: str, lz4: bool = False) -> None:
-    """A Blender image as an RGBA8888 `.tex` with its mip chain."""
+def export_texture(image, path: str, lz4: bool = False) -> list[str]:
+    """A Blender image as a `.tex` (`texture_bytes`; `lz4` for an image that came from no `.tex`)."""
     w, h = image.size
     if not (w and h):
         raise ExportError(f"image {image.name!r} has no pixels")
-    px = np.empty(w * h * 4, np.float32)
-    image.pixels.foreach_get(px)
-    rgba = np.clip(np.round(px.reshape(h, w, 4)[::-1] * 255), 0, 255).astype(np.uint8)
-    write_atomic(path, tex.write(tex.from_rgba(rgba, lz4=lz4)))
+    data, warnings = texture_bytes(image, lz4)
+    write_atomic(path, data)
+    return warnings

@@ -177,7 +177,7 @@ def texture_png(path: str) -> bytes:
         raise FormatError("texture holds no image", None, "image count")
     if t.image_format != -1:
         return tex.mip_bytes(t, 0, 0)
-    return encode_png(tex.mip_pixels(t, 0, 0), level=1)  # a 4096² image: speed over size
+    return encode_png(tex.image_pixels(t), level=1)  # a 4096² image: speed over size
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -352,6 +352,7 @@ def to_scene(model: mdl.Model, name: str = "puppet", scale: float = DEFAULT_SCAL
                         try:
                             mat.base_color_texture = cm.Texture(os.path.basename(found)[:-4] + ".png",
                                                                 data=texture_png(found))
+                            mat.extras[KEY]["texture_file"] = found  # its bytes ride on the Blender image
                         except (FormatError, OSError) as e:
                             w.add(f"texture {found}: {e}")
                     else:
