@@ -387,6 +387,10 @@ def write_project_files(context, path: str, model: mdl.Model, sources: dict | No
                   "puppet": f"models/{name}.mdl" if model.skeleton is not None else None}
     if model_json["puppet"] is None:
         del model_json["puppet"]
+    meshes, arm_ob = bscene.exportable_objects(context)
+    holder = next((ob for ob in [arm_ob, *meshes] if ob is not None and MODEL_PROP in ob), None)
+    if holder is not None:  # what the imported project's model JSON said (the crop offset)
+        model_json.update(_json_prop(holder, MODEL_PROP).get("project") or {})
     written.append(os.path.join(root, "models", f"{stem}.json"))
     write_atomic(written[-1], json.dumps(model_json, indent="\t").encode("utf-8"))
     return warnings

@@ -378,8 +378,25 @@ def to_scene(model: mdl.Model, name: str = "puppet", scale: float = DEFAULT_SCAL
         "bones": len(sk.bones) if sk is not None else 0,
         "vertex_counts": [len(m.vertices) for m in model.meshes],
         "padding": _padding(model),
+        "project": _project_fields(path) if path is not None else {},
     }
     return scene, list(w)
+
+
+PROJECT_FIELDS = ("cropoffset",)  # of the model JSON beside a puppet, written again with the project
+
+
+def _project_fields(mdl_path: str) -> dict:
+    """What the project's model JSON (`<stem without _puppet>.json` beside the `.mdl`) says that the `.mdl`
+    does not: the crop offset of the part in its texture atlas."""
+    stem = os.path.splitext(os.path.basename(mdl_path))[0]
+    stem = stem[:-len("_puppet")] if stem.endswith("_puppet") else stem
+    json_path = os.path.join(os.path.dirname(os.path.abspath(mdl_path)), stem + ".json")
+    try:
+        doc = json.loads(read_bytes(json_path, 1 << 24).decode("utf-8", "replace"))
+    except (OSError, ValueError, FormatError):
+        return {}
+    return {k: doc[k] for k in PROJECT_FIELDS if isinstance(doc, dict) and isinstance(doc.get(k), (str, list))}
 
 
 def _padding(model: mdl.Model) -> dict:

@@ -1,7 +1,10 @@
 """Wallpaper Engine textures through Blender: a padded texture is cropped to its header's image size; an
 unchanged texture is written from its own bytes; a changed one keeps its format (R8, RG88, RGBA8888), flags
-and LZ4, and a format we cannot encode (DXT) becomes RGBA8888 with a warning. Small `.tex` files from our writer."""
+and LZ4, and a format we cannot encode (DXT) becomes RGBA8888 with a warning. The project's crop offset is written again.
+Small `.tex` files from our writer."""
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
@@ -88,3 +91,14 @@ def test_project_texture_of_an_unchanged_puppet_is_its_own_file(clean_scene, tes
     assert str(out) in written
     assert_same_bytes(out.read_bytes(), (folder / "blacryu_goose_t.tex").read_bytes(), tex.read)
     assert convert.texture_png(str(out))[:4] == b"\x89PNG"
+
+
+def test_the_crop_offset_of_the_project_model_json_is_written_again(clean_scene, testdata, tmp_path):
+    src = tmp_path / "src" / "models"
+    src.mkdir(parents=True)
+    (src / "goose_puppet.mdl").write_bytes((testdata / "wepuppet" / "blacryu_goose_t_puppet.mdl").read_bytes())
+    (src / "goose.json").write_text('{"autosize": true, "cropoffset": "233 241", "material": "materials/g.json"}')
+    blender_io.import_wepuppet(bpy.context, str(src / "goose_puppet.mdl"))
+    blender_io.export_target(bpy.context, str(tmp_path / "out"), "goose", None)
+    doc = json.loads((tmp_path / "out" / "models" / "goose.json").read_text())
+    assert doc["cropoffset"] == "233 241" and doc["puppet"] == "models/goose_puppet.mdl"
