@@ -1,7 +1,7 @@
 """Wallpaper Engine textures through Blender: a padded texture is cropped to its header's image size; an
 unchanged texture is written from its own bytes; a changed one keeps its format (R8, RG88, RGBA8888), flags
-and LZ4, and a format we cannot encode (DXT) becomes RGBA8888 with a warning. The project's crop offset is written again.
-Small `.tex` files from our writer."""
+and LZ4, and a format we cannot encode (DXT) becomes RGBA8888 with a warning; the project's crop offset is
+written again. Small `.tex` files from our writer."""
 from __future__ import annotations
 
 import json
