@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import zlib
 
 import bpy
 import numpy as np
@@ -26,13 +27,16 @@ from ..blender import scene as bscene
 from ..core import model as cm
 from ..core.errors import ExportError, FormatError
 from ..core.fileio import output_path, read_bytes, write_atomic
-from ..core.naming import safe_file_name
+from ..core.naming import NameAllocator, safe_file_name
 from ..core.png import encode_png
 from . import convert, mdl, tex
 
 PROP = "skinbridge_we"
 ATTACHMENT_PROP = "skinbridge_we_attachment"
 MODEL_PROP = "skinbridge_we_model"  # the file-level extras, on the armature (or the first mesh of a static model)
+# on each imported mesh object: the file's vertex records and index list (bytes), written again where unchanged
+RECORD_PROPS = (("skinbridge_we_vertices", convert.VERTEX_BYTES), ("skinbridge_we_indices", convert.INDEX_BYTES))
+TEX_PROP, TEX_KEY_PROP = "skinbridge_we_tex", "skinbridge_we_tex_pixels"  # on an image: its `.tex`, a pixel digest
 _ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "actions")
 
 
@@ -83,9 +87,16 @@ def import_wepuppet(context, path: str, scale: float = convert.DEFAULT_SCALE,
         meshes = [ob for ob in result.objects if ob.type == "MESH"]
         for ob, cmesh in zip(meshes, core_scene.meshes):
             ob[PROP] = json.dumps(cmesh.extras.get(convert.KEY, {}))
+            for prop, key in RECORD_PROPS:
+                ob[prop] = cmesh.extras[key]
         for mat, cmat in zip([ob.data.materials[0] for ob in meshes if ob.data.materials],
                              [core_scene.materials[c.materials[0]] for c in core_scene.meshes]):
-            mat[PROP] = json.dumps(cmat.extras.get(convert.KEY, {}))
+            x = dict(cmat.extras.get(convert.KEY, {}))
+            texture_file = x.pop("texture_file", None)
+            mat[PROP] = json.dumps(x)
+            img = _first_image([mat]) if texture_file else None
+            if img is not None:
+                keep_texture(img, read_bytes(texture_file))
         target = arm_ob if arm_ob is not None else (meshes[0] if meshes else None)
         if target is not None:
             target[MODEL_PROP] = json.dumps(core_scene.extras.get(convert.KEY, {}))
@@ -118,14 +129,15 @@ def blender_import(context, path: str, options=None) -> list[str]:
 
 def import_texture(context, path: str) -> tuple[object, list[str]]:
     """A `.tex` as a packed Blender image (its first image's top mip)."""
-    t = tex.read(read_bytes(path))
+    raw = read_bytes(path)
+    t = tex.read(raw)
     if not t.images or not t.images[0]:
         raise FormatError("texture holds no image", None, "image count")
     name = os.path.splitext(os.path.basename(path))[0]
     if t.image_format != -1:
         data = tex.mip_bytes(t, 0, 0)
     else:
-        data = encode_png(tex.mip_pixels(t, 0, 0), level=1)
+        data = encode_png(tex.image_pixels(t), level=1)
     img = bpy.data.images.load_from_memory(data) if hasattr(bpy.data.images, "load_from_memory") else None
     if img is None:
         with tempfile.TemporaryDirectory() as d:
@@ -138,11 +150,55 @@ def import_texture(context, path: str) -> tuple[object, list[str]]:
         if not img.size[0] or not img.size[1]:  # an image file Blender cannot read loads as 0×0, not as an error
             raise FormatError("the embedded image file is not one Blender reads", None, "image format")
         img.name = name
+        keep_texture(img, raw)
         bscene._stage("done")
     except BaseException:  # atomic: a failure after the image exists takes it away again
         bpy.data.images.remove(img)
         raise
     return img, list(t.warnings)
+
+
+def _rgba_of(img) -> np.ndarray:
+    """(h, w, 4) uint8 rows top first: the image as a `.tex` stores it."""
+    w, h = img.size
+    px = np.empty(w * h * 4, np.float32)
+    img.pixels.foreach_get(px)
+    return np.clip(np.round(px.reshape(h, w, 4)[::-1] * 255), 0, 255).astype(np.uint8)
+
+
+def _pixels_key(rgba: np.ndarray) -> str:
+    return f"{rgba.shape[1]}x{rgba.shape[0]}:{zlib.crc32(rgba.tobytes()):08x}"
+
+
+def keep_texture(img, raw: bytes) -> None:
+    """The `.tex` a Blender image came from, written again while the image's pixels are unchanged."""
+    img[TEX_PROP] = raw
+    img[TEX_KEY_PROP] = _pixels_key(_rgba_of(img))
+
+
+def texture_bytes(img, lz4: bool = True) -> tuple[bytes, list[str]]:
+    """A Blender image as a `.tex`: the file it came from while its pixels are unchanged; else encoded in that
+    file's format and flags where we have an encoder (R8, RG88, RGBA8888), RGBA8888 with a warning otherwise,
+    LZ4 where that file used it (`lz4` for an image of no file)."""
+    rgba = _rgba_of(img)
+    raw = img.get(TEX_PROP)
+    if not isinstance(raw, bytes):
+        return tex.write(tex.from_rgba(rgba, lz4=lz4)), []
+    if img.get(TEX_KEY_PROP) == _pixels_key(rgba):
+        return raw, []
+    kept = tex.read(raw)
+    warnings = []
+    fmt = kept.format if kept.image_format == -1 else -1
+    if fmt not in tex.ENCODED_FORMATS:
+        what = tex.FORMAT_NAMES.get(fmt, "an embedded image file") if fmt != -1 else "an embedded image file"
+        warnings.append(f"image {img.name!r}: changed, and {what} has no encoder here: written as RGBA8888")
+        fmt = tex.FORMAT_RGBA8888
+    flags = kept.flags
+    if flags & tex.FLAG_SPRITE:
+        warnings.append(f"image {img.name!r}: changed: its sprite-sheet frames are not written")
+        flags &= ~tex.FLAG_SPRITE
+    lz4 = any(m.lz4 for mips in kept.images for m in mips)
+    return tex.write(tex.from_rgba(rgba, lz4=lz4, flags=flags, fmt=fmt)), warnings
 
 
 def blender_import_tex(context, path: str, options=None) -> list[str]:
@@ -219,6 +275,9 @@ def gather_model(context, wide: bool = False, scale: float | None = None, select
             _undeformed_positions(ob, cmesh)
         if keep and ob is not None and PROP in ob:
             cmesh.extras[convert.KEY] = _json_prop(ob)
+            for prop, key in RECORD_PROPS:
+                if isinstance(ob.get(prop), bytes):
+                    cmesh.extras[key] = ob[prop]
         elif ob is not None and ob.data.materials and ob.data.materials[0] is not None:
             path = _json_prop(ob.data.materials[0]).get("path")
             cmesh.extras[convert.KEY] = {"materials": [path or f"materials/{ob.data.materials[0].name}.json"]}
@@ -243,32 +302,51 @@ def gather_model(context, wide: bool = False, scale: float | None = None, select
 
 
 def export_wepuppet(context, path: str, wide: bool = False, scale: float | None = None,
-                    selected_only: bool = False, project_files: bool = False) -> list[str]:
+                    selected_only: bool = False, project_files: bool = False, written: list | None = None) -> list[str]:
     """Write the visible model to `path`. `wide`: MDLV0023 with 80-byte vertices (unverified against Wallpaper
     Engine). `project_files`: also models/<name>.json, materials/<name>.tex and materials/<name>.json beside
-    the folder of `path`."""
+    the folder of `path` (one material file per Blender material); `written` gets the paths of those files."""
     model, warnings = gather_model(context, wide, scale, selected_only, keep=not wide)
-    if project_files:  # the meshes name the material file written beside them
-        material = f"materials/{_project_stem(path)}.json"
-        for mesh in model.meshes:
-            mesh.materials = [material] * model.materials_per_mesh
+    sources = _project_materials(context, path, model, selected_only) if project_files else {}
     data = convert.write_model(model)
     bscene._stage("write")
     write_atomic(path, data)
     if project_files:
-        warnings += write_project_files(context, path, model)
+        warnings += write_project_files(context, path, model, sources, written)
     return warnings
 
 
-def _first_image(meshes):
+def _project_materials(context, path: str, model: mdl.Model, selected_only: bool = False) -> dict:
+    """Point each mesh at the material file written beside it ({path: Blender material or None}): one per
+    Blender material, so that per-mesh materials stay per mesh; a model with one material names it after the
+    model, as before."""
+    meshes, _ = bscene.exportable_objects(context, selected_only)
+    by_path = {}
     for ob in meshes:
         for mat in ob.data.materials:
-            if mat is None or mat.node_tree is None:
-                continue
-            for node in mat.node_tree.nodes:
-                if node.type == "TEX_IMAGE" and node.image is not None and node.image.size[0] \
-                        and not bmat.is_placeholder(node.image):
-                    return node.image
+            if mat is not None:
+                by_path.setdefault(_json_prop(mat).get("path") or f"materials/{mat.name}.json", mat)
+    first = [m.materials[0] if m.materials else "" for m in model.meshes]
+    distinct = list(dict.fromkeys(first))
+    names = NameAllocator()
+    renamed = {}
+    for old in distinct:
+        stem = _project_stem(path) if len(distinct) == 1 else \
+            os.path.splitext(old.replace("\\", "/").split("/")[-1])[0]
+        renamed[old] = f"materials/{names.take(stem or 'material')}.json"
+    for mesh, old in zip(model.meshes, first):
+        mesh.materials = [renamed[old]] + mesh.materials[1:] if mesh.materials else [renamed[old]]
+    return {renamed[old]: by_path.get(old) for old in distinct}
+
+
+def _first_image(materials):
+    for mat in materials:
+        if mat is None or mat.node_tree is None:
+            continue
+        for node in mat.node_tree.nodes:
+            if node.type == "TEX_IMAGE" and node.image is not None and node.image.size[0] \
+                    and not bmat.is_placeholder(node.image):
+                return node.image
     return None
 
 
@@ -277,57 +355,62 @@ def _project_stem(path: str) -> str:
     return (name[:-len("_puppet")] if name.endswith("_puppet") else name) or "puppet"
 
 
-def write_project_files(context, path: str, model: mdl.Model) -> list[str]:
-    """models/<name>.json (autosize, material, puppet), materials/<name>.json and materials/<name>.tex, with
-    the model written under models/ of the same project folder."""
+def write_project_files(context, path: str, model: mdl.Model, sources: dict | None = None,
+                        written: list | None = None) -> list[str]:
+    """models/<name>.json (autosize, material, puppet), and per material file the meshes name (`sources`:
+    {materials/<stem>.json: Blender material}) materials/<stem>.json and materials/<stem>.tex, with the model
+    written under models/ of the same project folder."""
     warnings = []
+    written = [] if written is None else written
     folder = os.path.dirname(os.path.abspath(path))
     root = os.path.dirname(folder) if os.path.basename(folder) == "models" else folder
     name = safe_file_name(os.path.splitext(os.path.basename(path))[0])
     stem = _project_stem(path)
-    material = f"materials/{stem}.json"
-    meshes, _ = bscene.exportable_objects(context)
-    img = _first_image(meshes)
-    if img is not None:
-        w, h = img.size
-        px = np.empty(w * h * 4, np.float32)
-        img.pixels.foreach_get(px)
-        rgba = np.clip(np.round(px.reshape(h, w, 4)[::-1] * 255), 0, 255).astype(np.uint8)
-        write_atomic(os.path.join(root, "materials", stem + ".tex"), tex.write(tex.from_rgba(rgba, lz4=True)))
-    else:
-        warnings.append("no image on the exported materials: materials/" + stem + ".tex not written")
-    doc = {"passes": [{"blending": "translucent", "cullmode": "nocull", "depthtest": "disabled",
-                       "depthwrite": "disabled", "shader": "genericimage2", "textures": [stem]}]}
-    write_atomic(os.path.join(root, "materials", stem + ".json"), json.dumps(doc, indent=1).encode("utf-8"))
-    model_json = {"autosize": True, "material": material,
+    if not sources:
+        meshes, _ = bscene.exportable_objects(context)
+        sources = {f"materials/{stem}.json": next((m for ob in meshes for m in ob.data.materials if m), None)}
+    for material, mat in sources.items():
+        mat_stem = os.path.splitext(os.path.basename(material))[0]
+        img = _first_image([mat])
+        if img is not None:
+            data, more = texture_bytes(img)
+            warnings += more
+            written.append(os.path.join(root, "materials", mat_stem + ".tex"))
+            write_atomic(written[-1], data)
+        else:
+            warnings.append(f"no image on the exported material: materials/{mat_stem}.tex not written")
+        doc = {"passes": [{"blending": "translucent", "cullmode": "nocull", "depthtest": "disabled",
+                           "depthwrite": "disabled", "shader": "genericimage2", "textures": [mat_stem]}]}
+        written.append(os.path.join(root, "materials", mat_stem + ".json"))
+        write_atomic(written[-1], json.dumps(doc, indent=1).encode("utf-8"))
+    model_json = {"autosize": True, "material": next(iter(sources)),
                   "puppet": f"models/{name}.mdl" if model.skeleton is not None else None}
     if model_json["puppet"] is None:
         del model_json["puppet"]
-    write_atomic(os.path.join(root, "models", f"{stem}.json"),
-                 json.dumps(model_json, indent="\t").encode("utf-8"))
+    meshes, arm_ob = bscene.exportable_objects(context)
+    holder = next((ob for ob in [arm_ob, *meshes] if ob is not None and MODEL_PROP in ob), None)
+    if holder is not None:  # what the imported project's model JSON said (the crop offset)
+        model_json.update(_json_prop(holder, MODEL_PROP).get("project") or {})
+    written.append(os.path.join(root, "models", f"{stem}.json"))
+    write_atomic(written[-1], json.dumps(model_json, indent="\t").encode("utf-8"))
     return warnings
 
 
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to wepuppet`: OUTDIR/models/NAME_puppet.mdl with models/NAME.json, materials/NAME.json and
-    materials/NAME.tex."""
+    materials/NAME.tex (with several materials: materials/<material>.json and .tex each)."""
     stem = _project_stem(name)
     path = output_path(outdir, os.path.join("models", stem + "_puppet.mdl"))
-    warnings = export_wepuppet(context, path, project_files=True)
-    written = [path, os.path.join(outdir, "models", stem + ".json"),
-               os.path.join(outdir, "materials", stem + ".json")]
-    tex_path = os.path.join(outdir, "materials", stem + ".tex")
-    if os.path.isfile(tex_path):
-        written.append(tex_path)
+    written = [path]
+    warnings = export_wepuppet(context, path, project_files=True, written=written)
     return written, warnings
 
 
-def export_texture(image, path: str, lz4: bool = False) -> None:
-    """A Blender image as an RGBA8888 `.tex` with its mip chain."""
+def export_texture(image, path: str, lz4: bool = False) -> list[str]:
+    """A Blender image as a `.tex` (`texture_bytes`; `lz4` for an image that came from no `.tex`)."""
     w, h = image.size
     if not (w and h):
         raise ExportError(f"image {image.name!r} has no pixels")
-    px = np.empty(w * h * 4, np.float32)
-    image.pixels.foreach_get(px)
-    rgba = np.clip(np.round(px.reshape(h, w, 4)[::-1] * 255), 0, 255).astype(np.uint8)
-    write_atomic(path, tex.write(tex.from_rgba(rgba, lz4=lz4)))
+    data, warnings = texture_bytes(image, lz4)
+    write_atomic(path, data)
+    return warnings

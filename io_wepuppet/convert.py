@@ -41,6 +41,7 @@ DEFAULT_SCALE = 0.01
 AXES = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])  # file → Blender rotation A
 AXES_Q = matrix3_to_quat(AXES)  # w, x, y, z
 KEY = "we"
+VERTEX_BYTES, INDEX_BYTES = "we_vertex_bytes", "we_index_bytes"  # core mesh extras: the file's raw records
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -177,7 +178,7 @@ def texture_png(path: str) -> bytes:
         raise FormatError("texture holds no image", None, "image count")
     if t.image_format != -1:
         return tex.mip_bytes(t, 0, 0)
-    return encode_png(tex.mip_pixels(t, 0, 0), level=1)  # a 4096² image: speed over size
+    return encode_png(tex.image_pixels(t), level=1)  # a 4096² image: speed over size
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -230,8 +231,29 @@ def _mesh_to_core(mesh: mdl.Mesh, k: int, scale: float, n_bones: int, name: str,
         w.add(f"mesh {k}: non-finite positions")
     out.material_indices = np.zeros(len(out.triangles), np.int32)
     out.extras[KEY] = {"mesh": k, "materials": list(mesh.materials), "flags": mesh.flags,
-                       "flags_extra": mesh.flags_extra, "format": mesh.format}
+                       "flags_extra": mesh.flags_extra, "format": mesh.format,
+                       "bbox": None if mesh.bbox is None else _f32_list(mesh.bbox), "blocks": _mesh_blocks(mesh)}
+    # the file's own records, written again for every vertex the scene still holds as imported
+    out.extras[VERTEX_BYTES] = mesh.vertices.tobytes()
+    out.extras[INDEX_BYTES] = np.asarray(mesh.indices).tobytes()
     return out
+
+
+def _mesh_blocks(mesh: mdl.Mesh) -> dict:
+    """The v21+ per-mesh blocks and v23 groups (meaning unconfirmed) as JSON values."""
+    return {"extra_flag": mesh.extra_flag, "extra_u32": mesh.extra_u32, "extra_blob": _b64(mesh.extra_blob),
+            "vector4_flag": mesh.vector4_flag, "vector4_blob": _b64(mesh.vector4_blob),
+            "groups": [[g.id, g.name, g.flags, [int(x) for x in g.list_a], [int(x) for x in g.list_b]]
+                       for g in mesh.groups]}
+
+
+def _put_mesh_blocks(mesh: mdl.Mesh, blocks: dict) -> None:
+    mesh.extra_flag, mesh.extra_u32 = int(blocks.get("extra_flag", 0)), int(blocks.get("extra_u32", 0))
+    mesh.extra_blob = base64.b64decode(blocks.get("extra_blob", ""))
+    mesh.vector4_flag = int(blocks.get("vector4_flag", 0))
+    mesh.vector4_blob = base64.b64decode(blocks.get("vector4_blob", ""))
+    mesh.groups = [mdl.Group(int(i), str(n), int(f), np.asarray(a, "<u4"), np.asarray(b, "<u4"))
+                   for i, n, f, a, b in blocks.get("groups", [])]
 
 
 def _skeleton_to_core(sk: mdl.Skeleton, scale: float) -> tuple[cm.Skeleton, np.ndarray]:
@@ -278,7 +300,7 @@ def _clip_to_core(clip: mdl.Clip, skel: cm.Skeleton | None, scale: float, w: War
     fps = float(clip.fps)
     if not (np.isfinite(fps) and fps > 0):
         raise FormatError(f"clip {clip.name!r}: fps {fps} is not a positive number", None, "clip fps")
-    anim = cm.Animation(name=clip.name, length=clip.length / fps)
+    anim = cm.Animation(name=clip.name, length=clip.length / fps, extras={"fps": fps})
     n_bones = len(skel.bones) if skel else 0
     if len(clip.track_flags) != n_bones:
         w.add(f"clip {clip.name!r}: {len(clip.track_flags)} tracks for {n_bones} bones"
@@ -339,6 +361,7 @@ def to_scene(model: mdl.Model, name: str = "puppet", scale: float = DEFAULT_SCAL
                         try:
                             mat.base_color_texture = cm.Texture(os.path.basename(found)[:-4] + ".png",
                                                                 data=texture_png(found))
+                            mat.extras[KEY]["texture_file"] = found  # its bytes ride on the Blender image
                         except (FormatError, OSError) as e:
                             w.add(f"texture {found}: {e}")
                     else:
@@ -363,8 +386,33 @@ def to_scene(model: mdl.Model, name: str = "puppet", scale: float = DEFAULT_SCAL
                          "format": m.format} for m in model.meshes],
         "bones": len(sk.bones) if sk is not None else 0,
         "vertex_counts": [len(m.vertices) for m in model.meshes],
+        "padding": _padding(model),
+        "project": _project_fields(path) if path is not None else {},
     }
     return scene, list(w)
+
+
+PROJECT_FIELDS = ("cropoffset",)  # of the model JSON beside a puppet, written again with the project
+
+
+def _project_fields(mdl_path: str) -> dict:
+    """What the project's model JSON (`<stem without _puppet>.json` beside the `.mdl`) says that the `.mdl`
+    does not: the crop offset of the part in its texture atlas."""
+    stem = os.path.splitext(os.path.basename(mdl_path))[0]
+    stem = stem[:-len("_puppet")] if stem.endswith("_puppet") else stem
+    json_path = os.path.join(os.path.dirname(os.path.abspath(mdl_path)), stem + ".json")
+    try:
+        doc = json.loads(read_bytes(json_path, 1 << 24).decode("utf-8", "replace"))
+    except (OSError, ValueError, FormatError):
+        return {}
+    return {k: doc[k] for k in PROJECT_FIELDS if isinstance(doc, dict) and isinstance(doc.get(k), (str, list))}
+
+
+def _padding(model: mdl.Model) -> dict:
+    """What follows the end tag: zeros up to the file's size (a writer's fixed buffer), or other bytes as they are."""
+    if model.tail.count(0) != len(model.tail) or "tail" not in model.offsets:
+        return {"tail": _b64(model.tail)}
+    return {"pad_to": model.offsets["tail"] + len(model.tail) if model.tail else 0}
 
 
 def _section_extras(s: mdl.Section) -> dict:
@@ -473,10 +521,31 @@ def _reuse_samples(samples: np.ndarray, kept: np.ndarray) -> np.ndarray:
     return out
 
 
+def key_rate(anim: cm.Animation) -> float | None:
+    """The frame rate every key time of `anim` lies on (a whole number of frames per second, or the rate of
+    its closest keys), or None when there is no such rate."""
+    times = np.unique(np.concatenate([np.asarray(t, np.float64) for tr in anim.tracks for t in
+                                      (tr.translation_times, tr.rotation_times, tr.scale_times) if t is not None]
+                                     + [np.zeros(1)]))
+    steps = np.diff(times)
+    steps = steps[steps > 1e-6]
+    if not len(steps):
+        return None
+    rate = 1.0 / steps.min()
+    for candidate in (round(rate), rate):
+        frames = times * candidate
+        if candidate > 0 and np.abs(frames - np.round(frames)).max() <= 1e-3:
+            return float(candidate)
+    return None
+
+
 def _clip_from_core(anim: cm.Animation, skel: cm.Skeleton, scale: float, default_fps: float,
                     w: Warnings) -> mdl.Clip:
     x = anim.extras.get(KEY) or {}
-    fps = float(x.get("fps") or default_fps)
+    fps = float(x.get("fps") or anim.extras.get("fps") or key_rate(anim) or 0)
+    if not fps > 0:
+        fps = float(default_fps)
+        w.add(f"clips whose keys lie on no one frame rate are sampled at {fps:g} fps")  # once for them all
     length = int(x["length"]) if "length" in x else max(int(round(anim.length * fps)), 1)
     samples = _clip_samples(anim, skel, fps, length, scale)
     if "samples" in x:
@@ -528,15 +597,65 @@ def _bones_from_core(skel: cm.Skeleton, scale: float) -> list[mdl.Bone]:
     return out
 
 
-def _mesh_from_core(cmesh: cm.Mesh, fmt: int, scale: float, version: int, n_bones: int, k: int,
-                    kept: dict) -> mdl.Mesh:
-    n = len(cmesh.positions)
+def _kept_records(cmesh: cm.Mesh, fmt: int, kept: dict) -> tuple[np.ndarray | None, bool]:
+    """(the file's vertex record behind each vertex of `cmesh`, whether they are the file's vertices one for
+    one in order), or (None, False) when the mesh no longer maps onto them."""
+    raw = cmesh.extras.get(VERTEX_BYTES)
     dt = mdl.vertex_dtype(fmt)
+    if raw is None or kept.get("format") != fmt or not mdl.vertex_stride(fmt) or len(raw) % dt.itemsize:
+        return None, False
+    records = np.frombuffer(raw, dt)
+    n = len(cmesh.positions)
+    source = cmesh.extras.get("source_vertex")
+    if source is None:
+        return (records, True) if len(records) == n else (None, False)
+    source = np.asarray(source, np.int64)
+    if cmesh.extras.get("source_vertex_count") != len(records) or len(source) != n:
+        return None, False
+    return records[source], bool(np.array_equal(source, np.arange(len(records))))
+
+
+def _same_influences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per vertex: the same (bone, weight) pairs with nonzero weight, in any slot order, a bone's slots summed
+    (as one vertex group holds them)."""
+    def canonical(v):
+        w = np.asarray(v["weights"], np.float64)
+        key = np.where(w != 0, np.asarray(v["joints"], np.int64), 1 << 40)
+        same = key[:, :, None] == key[:, None, :]
+        w = (same * w[:, None, :]).sum(axis=2)
+        first = ~np.tril(same, -1).any(axis=2)
+        key, w = np.where(first, key, 1 << 40), np.where(first, w, 0.0)
+        order = np.argsort(key, axis=1, kind="stable")
+        return np.take_along_axis(key, order, 1), np.take_along_axis(w, order, 1)
+    ka, wa = canonical(a)
+    kb, wb = canonical(b)
+    return (ka == kb).all(axis=1) & (np.abs(wa - wb) <= 1e-6).all(axis=1)
+
+
+def _reuse_records(v: np.ndarray, records: np.ndarray) -> np.ndarray:
+    """Per vertex, True where the computed record `v` still describes the file's record: same position (float
+    rounding aside), normal, UV and influences. Those vertices are written as the file had them (slot order,
+    tangents, fields the scene does not carry); the others keep the file's fields the scene does not carry."""
+    names = v.dtype.names
+    pos = records["position"].astype(np.float64)
+    same = (np.abs(v["position"] - pos) <= KEEP_TOLERANCE * np.maximum(1.0, np.abs(pos))).all(axis=1)
+    if "normal" in names:
+        same &= (np.abs(v["normal"] - records["normal"].astype(np.float64)) <= 1e-4).all(axis=1)
+    if "uv0" in names:
+        same &= (np.abs(v["uv0"] - records["uv0"].astype(np.float64)) <= 1e-6).all(axis=1)
+    if "joints" in names and "weights" in names:
+        same &= _same_influences(v, records)
+    carried = {"position", "normal", "tangent", "uv0", "joints", "weights"}
+    for name in names:
+        if name not in carried:
+            v[name] = records[name]
+    v[same] = records[same]
+    return same
+
+
+def _mesh_vertices(cmesh: cm.Mesh, dt: np.dtype, pos: np.ndarray, n_bones: int) -> np.ndarray:
+    n = len(cmesh.positions)
     v = np.zeros(n, dt)
-    pos = np.asarray(cmesh.positions, np.float64) @ (AXES / scale)  # (A·s)⁻¹ = Aᵀ / s, applied to rows
-    if not np.isfinite(pos).all():
-        i = int(np.flatnonzero(~np.isfinite(pos).all(axis=1))[0])
-        raise ExportError(f"mesh {cmesh.name!r} vertex {i}: position is not finite")
     v["position"] = pos
     if "normal" in dt.names:
         nrm = np.asarray(cmesh.normals, np.float64) @ AXES if cmesh.normals is not None else \
@@ -573,15 +692,103 @@ def _mesh_from_core(cmesh: cm.Mesh, fmt: int, scale: float, version: int, n_bone
         v["weights"][:, :kk] = w
     elif "weights" in dt.names:
         v["weights"][:, 0] = 1.0  # an unweighted mesh of a skinned model follows the first bone
+    return v
+
+
+def _kept_indices(cmesh: cm.Mesh, tris: np.ndarray, kept: dict) -> np.ndarray | None:
+    """The file's index list while the triangles are still its own (Blender drops degenerate ones: the file's
+    list, with them in place, is written again)."""
+    raw = cmesh.extras.get(INDEX_BYTES)
+    if raw is None:
+        return None
+    size = 4 if int(kept.get("flags", 0)) & mdl.FLAG_INDEX32 else 2
+    if len(raw) % size:
+        return None
+    idx = np.frombuffer(raw, "<u4" if size == 4 else "<u2")
+    if np.array_equal(idx, tris):
+        return idx
+    whole = idx[:len(idx) - len(idx) % 3].reshape(-1, 3).astype(np.int64)
+    proper = (whole[:, 0] != whole[:, 1]) & (whole[:, 1] != whole[:, 2]) & (whole[:, 0] != whole[:, 2])
+    return idx if np.array_equal(whole[proper].reshape(-1), tris) else None
+
+
+def _mesh_from_core(cmesh: cm.Mesh, fmt: int, scale: float, version: int, n_bones: int, k: int,
+                    kept: dict) -> mdl.Mesh:
+    n = len(cmesh.positions)
+    pos = np.asarray(cmesh.positions, np.float64) @ (AXES / scale)  # (A·s)⁻¹ = Aᵀ / s, applied to rows
+    if not np.isfinite(pos).all():
+        i = int(np.flatnonzero(~np.isfinite(pos).all(axis=1))[0])
+        raise ExportError(f"mesh {cmesh.name!r} vertex {i}: position is not finite")
+    v = _mesh_vertices(cmesh, mdl.vertex_dtype(fmt), pos, n_bones)
+    records, in_order = _kept_records(cmesh, fmt, kept)
+    same = _reuse_records(v, records) if records is not None else np.zeros(n, bool)
     tris = np.asarray(cmesh.triangles, np.int64).reshape(-1)
-    flags = int(kept.get("flags", 0)) & ~mdl.FLAG_INDEX32 & ~mdl.FLAG_EXTRA
-    if n > 0xFFFF:
+    kept_flags = int(kept.get("flags", 0))
+    flags = kept_flags & ~mdl.FLAG_INDEX32 & ~mdl.FLAG_EXTRA
+    indices = _kept_indices(cmesh, tris, kept) if in_order else None
+    if indices is not None:
+        flags |= kept_flags & mdl.FLAG_INDEX32
+    elif n > 0xFFFF:
         flags |= mdl.FLAG_INDEX32
+    if kept_flags & mdl.FLAG_EXTRA:
+        flags |= mdl.FLAG_EXTRA
+    if indices is None:
+        indices = tris.astype("<u4" if flags & mdl.FLAG_INDEX32 else "<u2")
     mesh = mdl.Mesh(materials=list(kept.get("materials") or [cmesh.name]), flags=flags, format=fmt, vertices=v,
-                    indices=tris.astype("<u4" if flags & mdl.FLAG_INDEX32 else "<u2"))
+                    indices=indices, flags_extra=kept.get("flags_extra") if flags & mdl.FLAG_EXTRA else None)
+    if in_order and kept.get("blocks"):
+        _put_mesh_blocks(mesh, kept["blocks"])
     if version >= mdl.MESH_BBOX_VERSION:
-        mesh.bbox = (np.concatenate([pos.min(axis=0), pos.max(axis=0)]) if n else np.zeros(6)).astype("<f4")
+        if in_order and same.all() and kept.get("bbox") is not None:
+            mesh.bbox = np.asarray(kept["bbox"], "<f4")
+        else:
+            mesh.bbox = (np.concatenate([pos.min(axis=0), pos.max(axis=0)]) if n else np.zeros(6)).astype("<f4")
     return mesh
+
+
+def _material_path(material: cm.Material) -> str:
+    return (material.extras.get(KEY) or {}).get("path") or f"materials/{material.name}.json"
+
+
+def _one_material_meshes(cmesh: cm.Mesh, materials: list[cm.Material], w: Warnings) -> list[cm.Mesh]:
+    """A Wallpaper Engine mesh has one material: a mesh whose triangles use several becomes one mesh per
+    material (with a warning), so that each keeps its own."""
+    if cmesh.material_indices is None or not len(cmesh.triangles) or len(cmesh.materials) < 2:
+        return [cmesh]
+    slots = np.unique(cmesh.material_indices)
+    slots = slots[(slots >= 0) & (slots < len(cmesh.materials))]
+    if len(slots) < 2:
+        return [cmesh]
+    w.add(f"mesh {cmesh.name!r}: {len(slots)} materials, written as {len(slots)} meshes (one material each)")
+    out = []
+    for slot in slots:
+        tris = cmesh.triangles[cmesh.material_indices == slot]
+        used, remap = np.unique(tris, return_inverse=True)
+        part = cm.Mesh(name=f"{cmesh.name}.{int(slot)}", positions=cmesh.positions[used],
+                       triangles=remap.reshape(-1, 3).astype(np.int32),
+                       normals=None if cmesh.normals is None else cmesh.normals[used],
+                       tangents=None if cmesh.tangents is None else cmesh.tangents[used],
+                       uvs=[(n, uv[used]) for n, uv in cmesh.uvs], colors=[(n, c[used]) for n, c in cmesh.colors],
+                       joints=None if cmesh.joints is None else cmesh.joints[used],
+                       weights=None if cmesh.weights is None else cmesh.weights[used],
+                       material_indices=np.zeros(len(tris), np.int32), materials=[cmesh.materials[int(slot)]])
+        index = cmesh.materials[int(slot)]
+        kept = {k: v for k, v in (cmesh.extras.get(KEY) or {}).items() if k in ("flags", "format")}
+        if 0 <= index < len(materials):
+            kept["materials"] = [_material_path(materials[index])]
+        part.extras[KEY] = kept
+        out.append(part)
+    return out
+
+
+def _distinct_clip_ids(clips: list[mdl.Clip], kept: list[dict]) -> None:
+    """Clips from another format get ids no other clip of the model has (the file's own ids stay)."""
+    used = {c.id for c, x in zip(clips, kept) if "id" in x}
+    next_id = max(used, default=0) + 1
+    for c, x in zip(clips, kept):
+        if "id" not in x:
+            c.id = next_id
+            next_id += 1
 
 
 def from_scene(scene: cm.Scene, wide: bool = False, scale: float | None = None, keep: bool = True,
@@ -614,15 +821,16 @@ def from_scene(scene: cm.Scene, wide: bool = False, scale: float | None = None, 
     model = mdl.Model(tag=tag, legacy_format=fmt if version < mdl.MESH_FORMAT_VERSION else
                       int(x.get("legacy_format", fmt)), materials_per_mesh=1)
     kept_meshes = x.get("mesh_extras") or []
-    for k, cmesh in enumerate(scene.meshes):
+    meshes = [part for cmesh in scene.meshes for part in _one_material_meshes(cmesh, scene.materials, w)]
+    for k, cmesh in enumerate(meshes):
         kept = cmesh.extras.get(KEY) or (kept_meshes[k] if k < len(kept_meshes) else {})
         if not kept.get("materials") and cmesh.materials and cmesh.materials[0] < len(scene.materials):
-            path = (scene.materials[cmesh.materials[0]].extras.get(KEY) or {}).get("path")
-            kept = {**kept, "materials": [path or f"materials/{scene.materials[cmesh.materials[0]].name}.json"]}
+            kept = {**kept, "materials": [_material_path(scene.materials[cmesh.materials[0]])]}
         model.meshes.append(_mesh_from_core(cmesh, fmt, scale, version, len(skel.bones) if skel else 0, k, kept))
     model.materials_per_mesh = max([len(m.materials) for m in model.meshes] or [1])
     for m in model.meshes:
         m.materials = (m.materials + [""] * model.materials_per_mesh)[:model.materials_per_mesh]
+    _put_padding(model, x.get("padding") if not wide else None)
     if version < mdl.SECTION_VERSION:
         if skinned:
             w.add(f"{tag} files have no skeleton: bones and clips not written")
@@ -654,6 +862,7 @@ def from_scene(scene: cm.Scene, wide: bool = False, scale: float | None = None, 
             a = kept_sections.get("MDLA", {})
             a_version = int(a.get("version", 1))
             clips = [_clip_from_core(anim, skel, scale, fps, w) for anim in scene.animations]
+            _distinct_clip_ids(clips, [anim.extras.get(KEY) or {} for anim in scene.animations])
             # the v2+ blocks hold one track per link and constraint of MDLS v2+, sized by the clip length
             if a_version > 1 and (not tables or any(not c.blocks for c in clips)):
                 a_version = 1
@@ -677,8 +886,19 @@ def from_scene(scene: cm.Scene, wide: bool = False, scale: float | None = None, 
     return model, list(w)
 
 
+def _put_padding(model: mdl.Model, padding: dict | None) -> None:
+    """The imported file's padding (a model of our own gets `write_model`'s)."""
+    if padding is None:
+        return
+    if "tail" in padding:
+        model.tail, model.pad_to = base64.b64decode(padding["tail"]), None
+    else:
+        model.pad_to = int(padding.get("pad_to", 0))
+
+
 def write_model(model: mdl.Model) -> bytes:
-    """Bytes of an exported model: MDLV0013–0016 files zero-padded to 1 MiB as every such sample is."""
-    pad = mdl.PAD_SIZE if mdl.SECTION_VERSION <= model.version <= 16 else None
-    model.tail = b""
-    return mdl.write(model, pad_to=pad)
+    """Bytes of an exported model: padded as the file it was imported from, else (MDLV0013–0016) zero-padded to
+    1 MiB as every such sample is."""
+    if model.pad_to is None and not model.tail:
+        model.pad_to = mdl.PAD_SIZE if mdl.SECTION_VERSION <= model.version <= 16 else 0
+    return mdl.write(model)

@@ -187,6 +187,7 @@ class Model:
     sections: list[Section] = field(default_factory=list)
     end_tag: bool = True  # the empty tag after the sections (v ≥ 13)
     tail: bytes = b""  # bytes after the end tag (zero padding), or after the meshes of a v < 13 file
+    pad_to: int | None = None  # write zeros up to this size instead of `tail` (a writer's fixed buffer)
     warnings: list[str] = field(default_factory=list)
     offsets: dict[str, int] = field(default_factory=dict)  # where records start (for check)
 
@@ -549,6 +550,7 @@ def read(data: bytes) -> Model:
     m.meshes = [_read_mesh(r, m, k) for k in range(n)]
     if version < SECTION_VERSION:
         m.end_tag = False
+        m.offsets["tail"] = r.pos
         m.tail = r.data[r.pos:]
         if m.tail:
             m.warnings.append(f"{len(m.tail)} bytes after the last mesh of an MDLV{version:04d} file (kept)")
@@ -573,6 +575,7 @@ def read(data: bytes) -> Model:
             raise FormatError(f"section {name} ends at {r.pos}, its stored end offset is {end}", end_at,
                               f"section {name} end")
         m.sections.append(Section(name, body))
+    m.offsets["tail"] = r.pos
     m.tail = r.data[r.pos:]
     stray = len(m.tail) - m.tail.count(0)
     if stray:
@@ -705,8 +708,9 @@ def _write_section(w: Writer, s: Section) -> None:
 
 
 def write(m: Model, pad_to: int | None = None) -> bytes:
-    """The file's bytes. `pad_to`: zero-pad after the end tag up to that size (when smaller), as MDLV0013-era
-    writers did, instead of writing `m.tail`."""
+    """The file's bytes. `pad_to` (default `m.pad_to`): zero-pad after the end tag up to that size (when
+    smaller), as MDLV0013-era writers did, instead of writing `m.tail`."""
+    pad_to = m.pad_to if pad_to is None else pad_to
     w = Writer()
     w.cstring(m.tag, "latin-1")
     w.u32(m.legacy_format)

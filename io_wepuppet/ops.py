@@ -77,11 +77,10 @@ class ExportWETexture(ExportFile, Operator, ExportHelper):
         image = getattr(space, "image", None) if space is not None else None
         if image is None:
             meshes = [ob for ob in context.view_layer.objects if ob.type == "MESH"]
-            image = blender_io._first_image(meshes)
+            image = blender_io._first_image([m for ob in meshes for m in ob.data.materials])
         if image is None:
             raise ExportError("no image to export")
-        blender_io.export_texture(image, self.filepath, self.lz4)
-        return []
+        return blender_io.export_texture(image, self.filepath, self.lz4)
 
 
 register, unregister = registrar(

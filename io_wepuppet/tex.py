@@ -438,6 +438,16 @@ def mip_pixels(t: Texture, image: int = 0, level: int = 0) -> np.ndarray:
     return decode_pixels(mip_bytes(t, image, level), m.width, m.height, t.format)
 
 
+def image_pixels(t: Texture, image: int = 0) -> np.ndarray:
+    """The image's top mip as (h, w, 4) uint8 RGBA cropped to the header's image size: a texture padded to
+    whole blocks (3840×2232 holding a 3840×2230 picture) loses its padding rows and columns."""
+    px = mip_pixels(t, image, 0)
+    h, w = t.image_height, t.image_width
+    if 0 < h <= px.shape[0] and 0 < w <= px.shape[1]:
+        px = px[:h, :w]
+    return px
+
+
 def make_mips(level0: np.ndarray, levels: int | None = None) -> list[np.ndarray]:
     """The mip chain of an (h, w, 4) uint8 image as Wallpaper Engine makes it: each level the floor of the
     mean of the 2×2 blocks of the one above, an odd last row or column dropped."""
@@ -452,9 +462,24 @@ def make_mips(level0: np.ndarray, levels: int | None = None) -> list[np.ndarray]
     return out
 
 
+ENCODED_FORMATS = (FORMAT_RGBA8888, FORMAT_RG88, FORMAT_R8)  # the raw formats `from_rgba` writes
+
+
+def _channels(level: np.ndarray, fmt: int) -> np.ndarray:
+    """The stored channels of RGBA pixels, as `decode_pixels` reads them back: R8 grey, RG88 grey + alpha."""
+    if fmt == FORMAT_R8:
+        return level[..., :1]
+    if fmt == FORMAT_RG88:
+        return level[..., [0, 3]]
+    return level
+
+
 def from_rgba(pixels: np.ndarray, levels: int | None = None, lz4: bool = False, flags: int = 0,
-              texture_size: tuple[int, int] | None = None) -> Texture:
-    """A TEXB0003 RGBA8888 texture of an (h, w, 4) uint8 image (rows top first) with its mip chain."""
+              texture_size: tuple[int, int] | None = None, fmt: int = FORMAT_RGBA8888) -> Texture:
+    """A TEXB0003 texture of an (h, w, 4) uint8 image (rows top first) with its mip chain, stored as `fmt`
+    (one of ENCODED_FORMATS)."""
+    if fmt not in ENCODED_FORMATS:
+        raise ExportError(f"no encoder for {FORMAT_NAMES.get(fmt, fmt)} textures")
     pixels = np.asarray(pixels)
     if pixels.ndim != 3 or pixels.shape[2] != 4 or pixels.dtype != np.uint8:
         raise ExportError(f"expected an (h, w, 4) uint8 image, got {pixels.shape} {pixels.dtype}")
@@ -462,10 +487,10 @@ def from_rgba(pixels: np.ndarray, levels: int | None = None, lz4: bool = False, 
     if not (1 <= w <= MAX_SIDE and 1 <= h <= MAX_SIDE):
         raise ExportError(f"image of {w}×{h} pixels: sides must be 1..{MAX_SIDE}")
     tw, th = texture_size or (w, h)
-    t = Texture(FORMAT_RGBA8888, flags, tw, th, w, h, 0, "TEXB0003", -1)
+    t = Texture(fmt, flags, tw, th, w, h, 0, "TEXB0003", -1)
     mips = []
     for level in make_mips(pixels, levels):
-        raw = level.tobytes()
+        raw = np.ascontiguousarray(_channels(level, fmt)).tobytes()
         if lz4:
             packed = lz4_compress(raw)
             if len(packed) < len(raw):
