@@ -152,3 +152,11 @@ def walking_humanoid(frame: int) -> tuple[bpy.types.Object, bpy.types.Object]:
     demo.add_walk(result.armature)
     bpy.context.scene.frame_set(frame)
     return result.armature, mesh_ob
+
+
+def import_urhox(path) -> list:
+    """The objects an import of an UrhoX / Urho3D model through its File › Import operator adds."""
+    before = set(bpy.data.objects)
+    assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(path)) == {"FINISHED"}
+    return [o for o in bpy.data.objects if o not in before]
+

@@ -10,6 +10,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
+from blender_scenes import import_urhox  # noqa: E402
 from skinbridge import formats  # noqa: E402
 
 pytestmark = pytest.mark.blender
@@ -17,10 +18,7 @@ pytestmark = pytest.mark.blender
 URHO = "urho3d"
 
 
-def _import(path) -> list:
-    before = set(bpy.data.objects)
-    assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(path)) == {"FINISHED"}
-    return [o for o in bpy.data.objects if o not in before]
+_import = import_urhox
 
 
 def _deselect_all():

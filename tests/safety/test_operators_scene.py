@@ -6,6 +6,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
+from blender_scenes import import_urhox  # noqa: E402
 from skinbridge.app import pipeline  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
 from skinbridge.core.errors import ExportError  # noqa: E402
@@ -17,9 +18,8 @@ URHO = "urho3d"
 
 
 def _import(path) -> object:
-    before = set(bpy.data.objects)
-    assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(path)) == {"FINISHED"}
-    return next(o for o in bpy.data.objects if o not in before and o.type == "ARMATURE")
+    """The armature of an UrhoX model imported through the operator."""
+    return next(o for o in import_urhox(path) if o.type == "ARMATURE")
 
 
 def _choose(arm) -> None:

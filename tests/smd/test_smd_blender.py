@@ -109,12 +109,18 @@ def test_animation_without_armature_builds_one(clean_scene):
     assert len(arms) == 1 and sorted(arms[0].data.bones.keys()) == ["Bone", "blender_implicit"]
 
 
-def test_vta_shape_key_and_back(clean_scene, tmp_path):
+def _cube_with_shape_key():
+    """Blender Source Tools' cube and its VTA imported through the operator: (the mesh object, the VTA's path)."""
     assert bpy.ops.import_scene.skinbridge_smd(filepath=str(SMD_DIR / "bst_Cube_NoArmature_ref.smd")) == \
         {"FINISHED"}
     vta = SMD_DIR / "bst_Cube_NoArmature_flex.vta"
     assert bpy.ops.import_scene.skinbridge_smd(filepath=str(vta)) == {"FINISHED"}
     ob = next(o for o in bpy.data.objects if o.type == "MESH")
+    return ob, vta
+
+
+def test_vta_shape_key_and_back(clean_scene, tmp_path):
+    ob, vta = _cube_with_shape_key()
     assert [kb.name for kb in ob.data.shape_keys.key_blocks] == ["Basis", "Key 1"]
     out = tmp_path / "cube.smd"
     assert bpy.ops.export_scene.skinbridge_smd(filepath=str(out)) == {"FINISHED"}
@@ -126,11 +132,7 @@ def test_vta_shape_key_and_back(clean_scene, tmp_path):
 
 
 def test_vta_import_shows_the_basis_and_writes_the_same_vta(clean_scene, tmp_path):
-    assert bpy.ops.import_scene.skinbridge_smd(filepath=str(SMD_DIR / "bst_Cube_NoArmature_ref.smd")) == \
-        {"FINISHED"}
-    vta = SMD_DIR / "bst_Cube_NoArmature_flex.vta"
-    assert bpy.ops.import_scene.skinbridge_smd(filepath=str(vta)) == {"FINISHED"}
-    ob = next(o for o in bpy.data.objects if o.type == "MESH")
+    ob, vta = _cube_with_shape_key()
     keys = ob.data.shape_keys.key_blocks
     assert [kb.value for kb in keys[1:]] == [0.0] and not ob.show_only_shape_key
     n = len(ob.data.vertices)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from skinbridge.core import skinning
 from skinbridge.core.transforms import matrix_to_trs, trs_to_matrix
-from skinbridge.io_urhox import umd2
+from skinbridge.io_urhox import convert, umd2
 from skinbridge.io_urhox.umd2 import SEM, TYPE, VertexElement
 
 
@@ -139,3 +140,21 @@ def morph_model(seed: int = 11) -> umd2.Model:
             buffers.append(umd2.MorphBuffer(0, mask, rec))
         m.morphs.append(umd2.Morph(name, buffers, weight))
     return m
+
+
+def initial_pose_positions(model) -> np.ndarray:
+    """The first vertex buffer's positions (file axes) skinned by core skinning at the model's initial bone
+    transforms, the blend indices read through the first geometry's bone mapping (every geometry shares it)."""
+    parents = [-1 if b.parent == i else b.parent for i, b in enumerate(model.bones)]
+    world = skinning.world_matrices(parents, trs_to_matrix([b.position for b in model.bones],
+                                                           [b.rotation for b in model.bones],
+                                                           [b.scale for b in model.bones]))
+    bind = np.array([np.linalg.inv(convert.offset_to_matrix(b.offset)) for b in model.bones])
+    v = model.vertex_buffers[0].vertices
+    joints = v["BLENDINDICES0"].astype(np.int64)
+    mapping = model.geometries[0].bone_mapping.astype(np.int64)
+    assert all(np.array_equal(g.bone_mapping, mapping) for g in model.geometries)
+    if len(mapping):
+        joints = mapping[joints]
+    return skinning.skin(v["POSITION0"], joints, v["BLENDWEIGHTS0"], skinning.skin_matrices(world, bind))
+

@@ -21,7 +21,7 @@ from skinbridge.core.transforms import BLENDER_TO_GLTF, trs_to_matrix  # noqa: E
 from skinbridge.io_urhox import blender_io, convert, umd2  # noqa: E402
 
 from conftest import run_cli  # noqa: E402
-from support.urho_models import many_bones_model  # noqa: E402
+from support.urho_models import initial_pose_positions, many_bones_model  # noqa: E402
 from support.urho_walker import columns, walk  # noqa: E402
 from test_urho3d_breadth_codec import assert_same_deformation  # noqa: E402
 
@@ -70,14 +70,8 @@ def test_ninja_posed_at_its_initial_transforms_matches_core_skinning(clean_scene
     assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(path)) == {"FINISHED"}
     arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
     assert arm.data.pose_position == "POSE"
-    parents = [-1 if b.parent == i else b.parent for i, b in enumerate(model.bones)]
-    world = skinning.world_matrices(parents, trs_to_matrix([b.position for b in model.bones],
-                                                           [b.rotation for b in model.bones],
-                                                           [b.scale for b in model.bones]))
-    bind = np.array([np.linalg.inv(convert.offset_to_matrix(b.offset)) for b in model.bones])
     v = model.vertex_buffers[0].vertices
-    expected = skinning.skin(v["POSITION0"], v["BLENDINDICES0"], v["BLENDWEIGHTS0"],
-                             skinning.skin_matrices(world, bind))
+    expected = initial_pose_positions(model)
     [ob] = _meshes()
     got = evaluated_world_positions(ob) @ SWAP_YZ.T  # Blender → file axes
     rest = v["POSITION0"].astype(np.float64)

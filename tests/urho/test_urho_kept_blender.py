@@ -13,6 +13,7 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from support.bytes_compare import assert_same_bytes  # noqa: E402
+from support.urho_models import initial_pose_positions  # noqa: E402
 
 from skinbridge.blender.mesh import evaluated_world_positions  # noqa: E402
 from skinbridge.core import model as cm  # noqa: E402
@@ -135,18 +136,8 @@ def test_urho3d_profile_writes_classic_uani_by_default(testdata, tmp_path):
 
 def _initial_pose_error(model: umd2.Model) -> float:
     """Blender's evaluated mesh at import against core skinning of the file's initial pose, of the diagonal."""
-    parents = [-1 if b.parent == i else b.parent for i, b in enumerate(model.bones)]
-    world = skinning.world_matrices(parents, trs_to_matrix([b.position for b in model.bones],
-                                                           [b.rotation for b in model.bones],
-                                                           [b.scale for b in model.bones]))
-    bind = np.array([np.linalg.inv(convert.offset_to_matrix(b.offset)) for b in model.bones])
     v = model.vertex_buffers[0].vertices
-    joints = v["BLENDINDICES0"].astype(np.int64)
-    mapping = model.geometries[0].bone_mapping.astype(np.int64)
-    assert all(np.array_equal(g.bone_mapping, mapping) for g in model.geometries)
-    if len(mapping):
-        joints = mapping[joints]
-    expected = skinning.skin(v["POSITION0"], joints, v["BLENDWEIGHTS0"], skinning.skin_matrices(world, bind))
+    expected = initial_pose_positions(model)
     got = evaluated_world_positions(_mesh_object()) @ SWAP_YZ.T
     rest = v["POSITION0"].astype(np.float64)
     return float(np.abs(got - expected).max() / np.linalg.norm(rest.max(0) - rest.min(0)))
