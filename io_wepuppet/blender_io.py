@@ -406,6 +406,40 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     return written, warnings
 
 
+def _exportable_image(img) -> bool:
+    return img.type not in ("RENDER_RESULT", "COMPOSITING") and not bmat.is_placeholder(img) and \
+        bool(img.size[0] and img.size[1])
+
+
+def texture_to_export(context, name: str = ""):
+    """The image a `.tex` export writes: the one named `name`; else the image editor's; else the active
+    object's active material's; else the only image imported from a `.tex` (the only image at all when none
+    was). Several candidates and none chosen: refused, naming them, since writing an arbitrary one would be a
+    silent guess."""
+    if name:
+        img = bpy.data.images.get(name)
+        if img is None:
+            known = ", ".join(repr(i.name) for i in bpy.data.images if _exportable_image(i)) or "none"
+            raise ExportError(f"no image named {name!r} (images: {known})")
+        return img
+    space = getattr(context, "space_data", None)
+    img = getattr(space, "image", None) if space is not None else None
+    if img is not None and _exportable_image(img):
+        return img
+    ob = getattr(context, "active_object", None)
+    img = _first_image([ob.active_material]) if ob is not None and ob.active_material is not None else None
+    if img is not None:
+        return img
+    candidates = [i for i in bpy.data.images if _exportable_image(i)]
+    pool = [i for i in candidates if isinstance(i.get(TEX_PROP), bytes)] or candidates
+    if len(pool) == 1:
+        return pool[0]
+    if not pool:
+        raise ExportError("no image to export")
+    names = ", ".join(repr(i.name) for i in pool)
+    raise ExportError(f"{len(pool)} images could be exported ({names}): choose one with Image (image=...)")
+
+
 def export_texture(image, path: str, lz4: bool = False) -> list[str]:
     """A Blender image as a `.tex` (`texture_bytes`; `lz4` for an image that came from no `.tex`)."""
     w, h = image.size

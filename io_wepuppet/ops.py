@@ -3,12 +3,12 @@ Thin: options map to `blender_io` arguments; errors become reports. Drag and dro
 registry (the application builds them), not from here."""
 from __future__ import annotations
 
-from bpy.props import BoolProperty, EnumProperty, FloatProperty
+import bpy
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, StringProperty
 from bpy.types import Operator
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..blender.ops_common import ExportFile, ImportFiles, file_operator, registrar
-from ..core.errors import ExportError
 from . import FORMATS, blender_io, convert
 
 _PUPPET, _TEXTURE = (next(s for s in FORMATS if s.name == n) for n in ("wepuppet", "wetex"))
@@ -67,19 +67,21 @@ class ImportWETexture(ImportFiles, Operator, ImportHelper):
 
 @file_operator(_TEXTURE.extensions)
 class ExportWETexture(ExportFile, Operator, ExportHelper):
-    """Export the active image (image editor, else the first material image) as a Wallpaper Engine texture"""
+    """Export an image as a Wallpaper Engine texture: the one named, else the image editor's, else the active
+    material's, else the only image imported from a .tex"""
     bl_idname = "export_scene.skinbridge_wetex"
     bl_label = "Export Wallpaper Engine texture"
+    image: StringProperty(name="Image", default="",
+                          description="The Blender image to write. Empty: the image editor's image, else the active "
+                                      "material's, else the only image imported from a .tex")
     lz4: BoolProperty(name="LZ4", description="Compress the mips with LZ4 where it helps", default=False)
 
+    def draw(self, context):
+        self.layout.prop_search(self, "image", bpy.data, "images")
+        self.layout.prop(self, "lz4")
+
     def export(self, context) -> list[str]:
-        space = getattr(context, "space_data", None)
-        image = getattr(space, "image", None) if space is not None else None
-        if image is None:
-            meshes = [ob for ob in context.view_layer.objects if ob.type == "MESH"]
-            image = blender_io._first_image([m for ob in meshes for m in ob.data.materials])
-        if image is None:
-            raise ExportError("no image to export")
+        image = blender_io.texture_to_export(context, self.image)
         return blender_io.export_texture(image, self.filepath, self.lz4)
 
 
