@@ -282,8 +282,8 @@ def read(data: bytes | bytearray | memoryview) -> Motion:
                           "VMD header", 0, "header")
     signature = r.bytes(SIGNATURE_SIZE, "signature")
     if not signature.startswith(SIGNATURE):
-        raise FormatError(f"expected {SIGNATURE.decode()!r}, found {quoted(signature.split(b'\0', 1)[0])}", 0,
-                          "signature")
+        found = quoted(signature.split(b"\0", 1)[0])  # outside the f-string: Python 3.11 allows no backslash there
+        raise FormatError(f"expected {SIGNATURE.decode()!r}, found {found}", 0, "signature")
     m = Motion(signature=signature, model_name_raw=r.bytes(MODEL_NAME_SIZE, "model name"))
     m.bone_keys = _read_group(r, BONE_KEY, "bone keys")
     m.morph_keys = _read_group(r, MORPH_KEY, "morph keys")
