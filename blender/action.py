@@ -353,6 +353,40 @@ def kept_keys(act) -> dict:
     return json_prop(act, KEYS_PROP)
 
 
+NO_CURVES = _curves_fingerprint([])  # the fingerprint of a bone (or a track naming no bone) without F-curves
+
+
+def curve_fingerprints(arm_ob, act, slot=None) -> dict[str, str | None]:
+    """Per bone with F-curves in the action's slot for ``arm_ob``: a fingerprint of what they hold, or None
+    where export does not read them as they are (a bone moved by constraints, drivers or NLA, or curves with
+    F-curve modifiers). A format package keeps these at import to tell the tracks the user left alone."""
+    slot = slot or _slot_for(arm_ob, act)
+    by_bone: dict[str, list] = {}
+    for cb in _channelbags(act):
+        if slot is None or cb.slot == slot:
+            for bone, fcs in _bone_fcurves(cb).items():
+                by_bone.setdefault(bone, []).extend(fcs)
+    moved = _moved_elsewhere(arm_ob, act)
+    return {bone: None if bone in moved or any(not m.mute for fc in fcs for m in fc.modifiers)
+            else _curves_fingerprint(fcs) for bone, fcs in by_bone.items()}
+
+
+def rig_fingerprint(arm_ob) -> str:
+    """What maps a track to its F-curves: bone names and parents, rest and bind matrices, the armature's world
+    matrix. While it holds, unchanged F-curves stand for unchanged file keys."""
+    h = hashlib.sha1()
+    bones = arm_ob.data.bones
+    h.update("\0".join(f"{b.name}\1{b.parent.name if b.parent else ''}" for b in bones).encode("utf-8",
+                                                                                            "surrogateescape"))
+    rest = np.empty(16 * len(bones), np.float32)
+    bones.foreach_get("matrix_local", rest)
+    h.update(rest.tobytes())
+    binds = bind_matrices(arm_ob)
+    h.update(np.array([binds[b.name] for b in bones], np.float64).tobytes())
+    h.update(np.array(arm_ob.matrix_world, np.float64).tobytes())
+    return h.hexdigest()
+
+
 # -- how near Blender's deformation comes to the engine's ----------------------------------------------------
 
 def _engine_sample(times, values, at, kind: str) -> np.ndarray:
