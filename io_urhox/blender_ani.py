@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+from dataclasses import dataclass
 
 
 from ..blender import action as bact
@@ -95,10 +96,11 @@ def import_ani(context, paths, arm_ob, profile: str = "urhox", assign: bool = Tr
     with bact.rollback_on_failure(arm_ob, created):
         for anim, more, data in parsed:
             warnings += more
-            act, more = bact.build_action(arm_ob, anim, fps)
+            prints: dict[str, str] = {}
+            act, more = bact.build_action(arm_ob, anim, fps, fingerprints=prints)
             created.append(act)
             act[bact.PROP] = json.dumps({"urho": anim.extras.get("urho", {})})
-            _keep_file(act, arm_ob, data, [t.bone for t in anim.tracks], profile, fps)
+            _keep_file(act, arm_ob, data, [t.bone for t in anim.tracks], prints, profile, fps)
             warnings += more
         if assign and created:
             bact.assign(arm_ob, created[-1])
@@ -109,59 +111,84 @@ def _frame_range(act) -> list:
     return [bool(act.use_frame_range), float(act.frame_start), float(act.frame_end)]
 
 
-def _keep_file(act, arm_ob, data: bytes, names: list[str], profile: str, fps: float) -> None:
+def _keep_file(act, arm_ob, data: bytes, names: list[str], prints: dict[str, str], profile: str,
+               fps: float) -> None:
     """The file's bytes on the action, with the fingerprint of the F-curves each of its tracks became (in the
-    file's track order, ``names``) and of what maps tracks to curves (module docstring)."""
-    prints = bact.curve_fingerprints(arm_ob, act)
+    file's track order, ``names``; ``prints`` from `build_action`) and of what maps tracks to curves."""
     act[FILE_PROP] = data
     act[FILE_KEPT_PROP] = json.dumps({"profile": profile, "fps": fps, "range": _frame_range(act),
                                       "rig": bact.rig_fingerprint(arm_ob),
                                       "tracks": [prints.get(n, bact.NO_CURVES) for n in names]})
 
 
-def _with_kept_file(context, arm_ob, act, records: uani.Animation, profile: str) -> uani.Animation:
-    """``records`` with the file's record of every track whose F-curves are unchanged, the file's track order,
-    length and header fields (module docstring); ``records`` as they are when the file no longer applies."""
+@dataclass
+class _Kept:
+    """What export takes of the file kept on an action: the file's records, which of its tracks are unchanged
+    (by index), whether its length and header still hold."""
+
+    original: uani.Animation
+    unchanged: list[bool]
+    length: bool
+    header: bool
+
+    def bones(self) -> set[str]:
+        return {t.name for t, same in zip(self.original.tracks, self.unchanged) if same}
+
+
+def _kept_file(context, arm_ob, act, profile: str, fmt: str) -> _Kept | None:
+    """The file kept on ``act`` and what of it still holds for an export in ``fmt`` (module docstring); None
+    when nothing does (another profile, frame rate or rig, or no file)."""
     kept = json_prop(act, FILE_KEPT_PROP)
     data = act.get(FILE_PROP)
     if (not kept or not isinstance(data, bytes) or kept.get("profile") != profile
             or kept.get("fps") != bact.fps_of(context.scene) or kept.get("rig") != bact.rig_fingerprint(arm_ob)):
-        return records
+        return None
     try:
         original = uani.read(data)
     except (FormatError, ValueError):
-        return records
+        return None
     prints = kept.get("tracks")
-    frame_range = _frame_range(act)
-    kept_range = kept.get("range") or []
     if not isinstance(prints, list) or len(prints) != len(original.tracks):
-        return records
+        return None
+    frame_range, kept_range = _frame_range(act), kept.get("range") or []
+    variant = uani.VARIANT_URHOX if fmt == "urhox" else uani.VARIANT_URHO3D
     # a classic track record is an rbfx one without its weights: what Blender holds of either is the same
-    same_tracks = (original.variant == uani.VARIANT_URHOX) == (records.variant == uani.VARIANT_URHOX)
+    same_tracks = (original.variant == uani.VARIANT_URHOX) == (variant == uani.VARIANT_URHOX)
+    unchanged = [False] * len(prints)
     if same_tracks and frame_range[:2] == kept_range[:2]:  # the first frame is time 0 of every key
         current = bact.curve_fingerprints(arm_ob, act)
-        computed: dict[str, uani.Track] = {}
-        for track in records.tracks:
-            computed.setdefault(track.name, track)
-        tracks, used = [], set()
-        for track, fp in zip(original.tracks, prints):
-            if fp is not None and current.get(track.name, bact.NO_CURVES) == fp:
-                if original.variant != records.variant:
-                    track.weights = None
-                tracks.append(track)
-            elif track.name in computed and track.name not in used:
-                tracks.append(computed[track.name])
-            else:
-                continue
-            used.add(track.name)
-        records.tracks = tracks + [t for t in records.tracks if t.name not in used]
-    if frame_range == kept_range:
-        records.length = original.length
-    if original.variant != records.variant:
+        unchanged = [fp is not None and current.get(t.name, bact.NO_CURVES) == fp
+                     for t, fp in zip(original.tracks, prints)]
+    return _Kept(original, unchanged, frame_range == kept_range, original.variant == variant)
+
+
+def _with_kept_file(kept: _Kept | None, records: uani.Animation) -> uani.Animation:
+    """``records`` with the file's record of every unchanged track, in the file's track order, and the file's
+    length and header fields while they hold."""
+    if kept is None:
         return records
-    records.name, records.version = original.name, original.version
-    records.trigger_count, records.metadata_count = original.trigger_count, original.metadata_count
-    records.trigger_data, records.trailing = original.trigger_data, original.trailing
+    original = kept.original
+    computed: dict[str, uani.Track] = {}
+    for track in records.tracks:
+        computed.setdefault(track.name, track)
+    tracks, used = [], set()
+    for track, same in zip(original.tracks, kept.unchanged):
+        if same:
+            if original.variant != records.variant:
+                track.weights = None
+            tracks.append(track)
+        elif track.name in computed and track.name not in used:
+            tracks.append(computed[track.name])
+        else:
+            continue
+        used.add(track.name)
+    records.tracks = tracks + [t for t in records.tracks if t.name not in used]
+    if kept.length:
+        records.length = original.length
+    if kept.header:
+        records.name, records.version = original.name, original.version
+        records.trigger_count, records.metadata_count = original.trigger_count, original.metadata_count
+        records.trigger_data, records.trailing = original.trigger_data, original.trailing
     return records
 
 
@@ -201,10 +228,11 @@ def export_actions(context, outdir: str, arm_ob, fmt: str = "urhox", profile: st
     pending, warnings = [], []
     for act in actions:
         try:
+            kept = _kept_file(context, arm_ob, act, profile, fmt)
             anim, more = bact.read_action(context, arm_ob, act, step_tracks=fmt == "urhox",
-                                          fill_missing=fmt == "urhox")
+                                          fill_missing=fmt == "urhox", skip=kept.bones() if kept else ())
             records, more2 = ani_convert.from_core(anim, profile, fmt, roots)
-            records = _with_kept_file(context, arm_ob, act, records, profile)
+            records = _with_kept_file(kept, records)
             data = uani.write(records)
         except ValueError as e:
             raise ExportError(f"action {act.name}: {e}") from None
