@@ -150,36 +150,47 @@ def slerp_keys(times: np.ndarray, q: np.ndarray, tolerance: float = ANGLE_TOLERA
 # -- import: core Animation → action ---------------------------------------------------------------------
 
 def _add_curve(cb, bone: str, prop: str, index: int, frames: np.ndarray, values: np.ndarray,
-               interpolation: str, generated: np.ndarray | None = None):
-    fc = compat.new_fcurve(cb, _bone_path(bone, prop), index=index, group_name=bone)
+               interpolation: str, generated: np.ndarray | None = None, digests: dict | None = None):
+    """A new F-curve; ``digests`` (when given) gets its `_curve_digest` under the bone, from the arrays set
+    (reading a thousand curves back costs a tenth of an import)."""
+    path = _bone_path(bone, prop)
+    fc = compat.new_fcurve(cb, path, index=index, group_name=bone)
     n = len(frames)
     fc.keyframe_points.add(n)
     co = np.empty(2 * n, np.float32)
     co[0::2] = frames
     co[1::2] = values
     fc.keyframe_points.foreach_set("co", co)
-    fc.keyframe_points.foreach_set("interpolation", np.full(n, _INTERP[interpolation], np.int32))
+    interp = np.full(n, _INTERP[interpolation], np.int32)
+    fc.keyframe_points.foreach_set("interpolation", interp)
+    types = np.full(n, _KEYTYPE["KEYFRAME"], np.int32)
     if generated is not None and generated.any():
-        fc.keyframe_points.foreach_set("type", np.where(generated, _KEYTYPE["GENERATED"],
-                                                        _KEYTYPE["KEYFRAME"]).astype(np.int32))
+        types = np.where(generated, _KEYTYPE["GENERATED"], _KEYTYPE["KEYFRAME"]).astype(np.int32)
+        fc.keyframe_points.foreach_set("type", types)
     fc.update()
+    if digests is not None:  # keys out of order or at one time (a step): read back what `update` made of them
+        exact = n < 2 or bool((np.diff(co[0::2]) > 0).all())
+        digests.setdefault(bone, []).append(
+            (path, index, _curve_digest(path, index, False, co, interp, types)) if exact else _read_digest(fc))
     return fc
 
 
 def _add_vector_curves(cb, bone: str, prop: str, values: np.ndarray, times, fps: float,
-                       interpolation: str) -> tuple[np.ndarray, np.ndarray, str]:
+                       interpolation: str, digests: dict | None = None) -> tuple[np.ndarray, np.ndarray, str]:
     """The three F-curves of a location or scale track (`values` already in the bone's basis); returns what
     `build_action` keeps of them: (frames, values, interpolation)."""
     f = np.asarray(times, np.float64) * fps
     for i in range(3):
-        _add_curve(cb, bone, prop, i, f, values[:, i], interpolation)
+        _add_curve(cb, bone, prop, i, f, values[:, i], interpolation, digests=digests)
     return f, values, interpolation
 
 
 def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None = None,
-                 tolerance: float = ANGLE_TOLERANCE) -> tuple[bpy.types.Action, list[str]]:
+                 tolerance: float = ANGLE_TOLERANCE, fingerprints: dict | None = None
+                 ) -> tuple[bpy.types.Action, list[str]]:
     """A new action (with one slot for ``arm_ob``) holding ``animation``; tracks are matched to bones by
     name, and the unmatched ones listed in one warning and kept on the action (written back on export).
+    ``fingerprints`` (when given) gets, per bone, what `curve_fingerprints` reads of the curves made.
     Pose bones of animated bones are set to quaternion rotation. Never refuses a bind Blender cannot hold
     (see the module's docstring). Removes the action again if building fails."""
     frames = bone_frames(arm_ob)
@@ -191,6 +202,7 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
     act = bpy.data.actions.new(name or animation.name)
     progress = Progress(f"action {act.name}", len(animation.tracks))
     written: dict[str, dict[str, tuple]] = {}
+    digests: dict[str, list] | None = None if fingerprints is None else {}
     try:
         slot = act.slots.new(id_type="OBJECT", name=arm_ob.name)
         cb = compat.channelbag_for_slot(act, slot)
@@ -204,7 +216,7 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
             interp = "CONSTANT" if track.interpolation == "STEP" else "LINEAR"
             if track.translations is not None and len(track.translations):
                 curves["t"] = _add_vector_curves(cb, track.bone, "location", bf.to_basis("t", track.translations),
-                                                 track.translation_times, fps, interp)
+                                                 track.translation_times, fps, interp, digests)
             if track.rotations is not None and len(track.rotations):
                 v = bf.to_basis("r", track.rotations)
                 t = np.asarray(track.rotation_times, np.float64)
@@ -213,14 +225,16 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
                 else:
                     gen = np.zeros(len(t), bool)
                 for i in range(4):
-                    _add_curve(cb, track.bone, "rotation_quaternion", i, t * fps, v[:, i], interp, gen)
+                    _add_curve(cb, track.bone, "rotation_quaternion", i, t * fps, v[:, i], interp, gen, digests)
                 curves["q"] = (t * fps, v, interp)
             if track.scales is not None and len(track.scales):
                 curves["s"] = _add_vector_curves(cb, track.bone, "scale", bf.to_basis("s", track.scales),
-                                                 track.scale_times, fps, interp)
+                                                 track.scale_times, fps, interp, digests)
         if fitted:
-            _add_fitted_curves(cb, arm_ob, animation, frames, written, fitted, fps, tolerance)
+            _add_fitted_curves(cb, arm_ob, animation, frames, written, fitted, fps, tolerance, digests)
         progress.end()
+        if digests is not None:
+            fingerprints.update({bone: _bone_digest(d) for bone, d in digests.items()})
         for time, text in animation.markers:
             marker = act.pose_markers.new(str(text)[:63])
             marker.frame = int(round(time * fps))
@@ -301,7 +315,8 @@ def _fitted_bones(arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame])
     return out
 
 
-def _add_fitted_curves(cb, arm_ob, animation, frames, written, fitted: list[str], fps: float, tolerance: float):
+def _add_fitted_curves(cb, arm_ob, animation, frames, written, fitted: list[str], fps: float, tolerance: float,
+                       digests: dict | None = None):
     """Curves of the fitted bones, parents first, keyed at every key time of the animation's tracks."""
     chain = _Chain(arm_ob, animation, frames, written, _key_times(animation, frames), fps)
     times = chain.times
@@ -310,11 +325,11 @@ def _add_fitted_curves(cb, arm_ob, animation, frames, written, fitted: list[str]
         f = times * fps
         t, q, gen = slerp_keys(times, keys["q"], tolerance)
         for i in range(3):
-            _add_curve(cb, name, "location", i, f, keys["t"][:, i], "LINEAR")
+            _add_curve(cb, name, "location", i, f, keys["t"][:, i], "LINEAR", digests=digests)
         for i in range(4):
-            _add_curve(cb, name, "rotation_quaternion", i, t * fps, q[:, i], "LINEAR", gen)
+            _add_curve(cb, name, "rotation_quaternion", i, t * fps, q[:, i], "LINEAR", gen, digests)
         for i in range(3):
-            _add_curve(cb, name, "scale", i, f, keys["s"][:, i], "LINEAR")
+            _add_curve(cb, name, "scale", i, f, keys["s"][:, i], "LINEAR", digests=digests)
         written[name] = {"t": (f, keys["t"], "LINEAR"), "q": (t * fps, q, "LINEAR"), "s": (f, keys["s"], "LINEAR")}
 
 
@@ -351,6 +366,65 @@ def _has_step(track: cm.Track) -> bool:
 
 def kept_keys(act) -> dict:
     return json_prop(act, KEYS_PROP)
+
+
+def _curve_digest(path: str, index: int, mute: bool, co: np.ndarray, interp: np.ndarray, types: np.ndarray
+                  ) -> bytes:
+    """One F-curve's path, keys (float32 frame, value), interpolations and key types."""
+    h = hashlib.sha1(f"{path}[{index}]{len(interp)}{int(mute)}".encode("utf-8", "surrogateescape"))
+    for a in (co, interp, types):
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.digest()
+
+
+def _bone_digest(digests: list[tuple[str, int, bytes]]) -> str:
+    return hashlib.sha1(b"".join(d for _, _, d in sorted(digests))).hexdigest()
+
+
+def _read_digest(fc) -> tuple[str, int, bytes]:
+    kp = fc.keyframe_points
+    n = len(kp)
+    co = np.empty(2 * n, np.float32)
+    kp.foreach_get("co", co)
+    interp = np.empty(n, np.int32)
+    kp.foreach_get("interpolation", interp)
+    types = np.empty(n, np.int32)
+    kp.foreach_get("type", types)
+    return fc.data_path, fc.array_index, _curve_digest(fc.data_path, fc.array_index, fc.mute, co, interp, types)
+
+
+NO_CURVES = _bone_digest([])  # the fingerprint of a bone (or a track naming no bone) without F-curves
+
+
+def curve_fingerprints(arm_ob, act, slot=None) -> dict[str, str | None]:
+    """Per bone with F-curves in the action's slot for ``arm_ob``: a fingerprint of what they hold, or None
+    where export does not read them as they are (a bone moved by constraints, drivers or NLA, or curves with
+    F-curve modifiers). A format package keeps these at import to tell the tracks the user left alone."""
+    slot = slot or _slot_for(arm_ob, act)
+    by_bone: dict[str, list] = {}
+    for cb in _channelbags(act):
+        if slot is None or cb.slot == slot:
+            for bone, fcs in _bone_fcurves(cb).items():
+                by_bone.setdefault(bone, []).extend(fcs)
+    moved = _moved_elsewhere(arm_ob, act)
+    return {bone: None if bone in moved or any(not m.mute for fc in fcs for m in fc.modifiers)
+            else _bone_digest([_read_digest(fc) for fc in fcs]) for bone, fcs in by_bone.items()}
+
+
+def rig_fingerprint(arm_ob) -> str:
+    """What maps a track to its F-curves: bone names and parents, rest and bind matrices, the armature's world
+    matrix. While it holds, unchanged F-curves stand for unchanged file keys."""
+    h = hashlib.sha1()
+    bones = arm_ob.data.bones
+    h.update("\0".join(f"{b.name}\1{b.parent.name if b.parent else ''}" for b in bones).encode("utf-8",
+                                                                                            "surrogateescape"))
+    rest = np.empty(16 * len(bones), np.float32)
+    bones.foreach_get("matrix_local", rest)
+    h.update(rest.tobytes())
+    binds = bind_matrices(arm_ob)
+    h.update(np.array([binds[b.name] for b in bones], np.float64).tobytes())
+    h.update(np.array(arm_ob.matrix_world, np.float64).tobytes())
+    return h.hexdigest()
 
 
 # -- how near Blender's deformation comes to the engine's ----------------------------------------------------
@@ -779,11 +853,12 @@ def _moved_elsewhere(arm_ob, act) -> set[str]:
     return moved
 
 
-def read_action(context, arm_ob, act, slot=None, step_tracks: bool = True, fill_missing: bool = True
-                ) -> tuple[cm.Animation, list[str]]:
+def read_action(context, arm_ob, act, slot=None, step_tracks: bool = True, fill_missing: bool = True,
+                skip=()) -> tuple[cm.Animation, list[str]]:
     """A core Animation (times in seconds from the action's first frame) from an action's channelbag for
     ``arm_ob``. ``step_tracks``: a track whose every segment is CONSTANT may stay STEP (else hold keys);
-    ``fill_missing``: channels without F-curves are filled from the pose bone's own value."""
+    ``fill_missing``: channels without F-curves are filled from the pose bone's own value; ``skip``: bones
+    left out (their tracks are written from elsewhere: a format package's kept file records)."""
     warnings: list[str] = []
     fps = fps_of(context.scene)
     slot = slot or _slot_for(arm_ob, act)
@@ -797,6 +872,8 @@ def read_action(context, arm_ob, act, slot=None, step_tracks: bool = True, fill_
             if not m or fc.mute or m.group(2) not in _CHANNELS or not len(fc.keyframe_points):
                 continue
             bone = _unescape(m.group(1))
+            if bone in skip:
+                continue
             curves.setdefault(bone, {}).setdefault(_CHANNELS[m.group(2)], []).append((fc.array_index, fc))
     unknown = [b for b in curves if b not in frames_of]
     if unknown:

@@ -5,15 +5,24 @@ action is created; each becomes an action named after the file, on the given arm
 name. If anything fails, the actions made so far are removed and the armature's assignment restored.
 Export: every action of the armature (or the chosen ones) goes to `Animations/<action>.ani`, its pose
 markers to `Animations/<action>.xml`; file names come from `core.naming`. Export only reads the scene.
+
+While a track is unchanged in Blender, its file bytes are written again: import keeps the file on the action
+(``FILE_PROP``, its bytes) with a fingerprint of each track's F-curves and of what maps them to the file
+(``FILE_KEPT_PROP``: profile, frame rate, frame range, rig). Export writes the file's record of every track
+whose bone's F-curves still match (bit for bit: float32 rounding of a rotation, a −0.0, a key time), computed
+keys for the others, in the file's track order; the file's length while the frame range is unchanged, and its
+header fields (version, trigger bytes, trailing bytes) while the format is the file's.
 """
 from __future__ import annotations
 
 import json
 import os
 import pathlib
+from dataclasses import dataclass
 
 
 from ..blender import action as bact
+from ..blender.props import json_prop
 from ..core import model as cm
 from ..core.errors import ExportError, FormatError
 from ..core.fileio import output_path, read_bytes, write_atomic
@@ -21,6 +30,8 @@ from ..core.naming import NameAllocator
 from . import ani_convert, triggers, uani
 
 AXES_PROP = "skinbridge_axes"  # on an imported armature: the profile whose axes its file used
+FILE_PROP = "skinbridge_ani_file"  # on an imported action: the `.ani` file's bytes
+FILE_KEPT_PROP = "skinbridge_ani_kept"  # on an imported action: what decides which of those bytes still hold
 
 ANIMATIONS_DIR = "Animations"
 
@@ -39,8 +50,14 @@ def _sidecar(path: str) -> str | None:
 
 def read_ani(path: str, roots, profile: str = "urhox") -> tuple[cm.Animation, list[str]]:
     """A `.ani` file (and its trigger sidecar) as a core Animation named after the file."""
+    anim, warnings, _ = _read_ani(path, roots, profile)
+    return anim, warnings
+
+
+def _read_ani(path: str, roots, profile: str) -> tuple[cm.Animation, list[str], bytes]:
     name = os.path.splitext(os.path.basename(path))[0]
-    records = uani.read(read_bytes(path))
+    data = read_bytes(path)
+    records = uani.read(data)
     anim, warnings = ani_convert.to_core(records, name, profile, roots)
     warnings = [f"{os.path.basename(path)}: {w}" for w in warnings]
     side = _sidecar(path)
@@ -48,7 +65,7 @@ def read_ani(path: str, roots, profile: str = "urhox") -> tuple[cm.Animation, li
         found = triggers.read_triggers(pathlib.Path(side), float(records.length))
         anim.markers = [(t, _marker_text(v)) for t, v in found]
         anim.extras["urho"]["triggers"] = [[t, *triggers._typed(v, i)] for i, (t, v) in enumerate(found)]
-    return anim, warnings
+    return anim, warnings, bytes(data)
 
 
 def _marker_text(value) -> str:
@@ -68,24 +85,111 @@ def import_ani(context, paths, arm_ob, profile: str = "urhox", assign: bool = Tr
     if arm_ob is None or arm_ob.type != "ARMATURE":
         raise ExportError("select an armature to import animations onto")
     roots = root_bones(arm_ob)
-    parsed = [read_ani(p, roots, profile) for p in paths]
+    parsed = [_read_ani(p, roots, profile) for p in paths]
     bones = set(arm_ob.data.bones.keys())
-    for path, (anim, _) in zip(paths, parsed):
+    for path, (anim, _, _) in zip(paths, parsed):
         if anim.tracks and not any(t.bone in bones for t in anim.tracks):
             raise ExportError(f"{os.path.basename(path)}: none of its {len(anim.tracks)} tracks names a bone of "
                               f"{arm_ob.name}: {', '.join(t.bone for t in anim.tracks)}")
     fps = bact.fps_of(context.scene)
     created, warnings = [], []
     with bact.rollback_on_failure(arm_ob, created):
-        for anim, more in parsed:
+        for anim, more, data in parsed:
             warnings += more
-            act, more = bact.build_action(arm_ob, anim, fps)
+            prints: dict[str, str] = {}
+            act, more = bact.build_action(arm_ob, anim, fps, fingerprints=prints)
             created.append(act)
             act[bact.PROP] = json.dumps({"urho": anim.extras.get("urho", {})})
+            _keep_file(act, arm_ob, data, [t.bone for t in anim.tracks], prints, profile, fps)
             warnings += more
         if assign and created:
             bact.assign(arm_ob, created[-1])
     return created, warnings
+
+
+def _frame_range(act) -> list:
+    return [bool(act.use_frame_range), float(act.frame_start), float(act.frame_end)]
+
+
+def _keep_file(act, arm_ob, data: bytes, names: list[str], prints: dict[str, str], profile: str,
+               fps: float) -> None:
+    """The file's bytes on the action, with the fingerprint of the F-curves each of its tracks became (in the
+    file's track order, ``names``; ``prints`` from `build_action`) and of what maps tracks to curves."""
+    act[FILE_PROP] = data
+    act[FILE_KEPT_PROP] = json.dumps({"profile": profile, "fps": fps, "range": _frame_range(act),
+                                      "rig": bact.rig_fingerprint(arm_ob),
+                                      "tracks": [prints.get(n, bact.NO_CURVES) for n in names]})
+
+
+@dataclass
+class _Kept:
+    """What export takes of the file kept on an action: the file's records, which of its tracks are unchanged
+    (by index), whether its length and header still hold."""
+
+    original: uani.Animation
+    unchanged: list[bool]
+    length: bool
+    header: bool
+
+    def bones(self) -> set[str]:
+        return {t.name for t, same in zip(self.original.tracks, self.unchanged) if same}
+
+
+def _kept_file(context, arm_ob, act, profile: str, fmt: str) -> _Kept | None:
+    """The file kept on ``act`` and what of it still holds for an export in ``fmt`` (module docstring); None
+    when nothing does (another profile, frame rate or rig, or no file)."""
+    kept = json_prop(act, FILE_KEPT_PROP)
+    data = act.get(FILE_PROP)
+    if (not kept or not isinstance(data, bytes) or kept.get("profile") != profile
+            or kept.get("fps") != bact.fps_of(context.scene) or kept.get("rig") != bact.rig_fingerprint(arm_ob)):
+        return None
+    try:
+        original = uani.read(data)
+    except (FormatError, ValueError):
+        return None
+    prints = kept.get("tracks")
+    if not isinstance(prints, list) or len(prints) != len(original.tracks):
+        return None
+    frame_range, kept_range = _frame_range(act), kept.get("range") or []
+    variant = uani.VARIANT_URHOX if fmt == "urhox" else uani.VARIANT_URHO3D
+    # a classic track record is an rbfx one without its weights: what Blender holds of either is the same
+    same_tracks = (original.variant == uani.VARIANT_URHOX) == (variant == uani.VARIANT_URHOX)
+    unchanged = [False] * len(prints)
+    if same_tracks and frame_range[:2] == kept_range[:2]:  # the first frame is time 0 of every key
+        current = bact.curve_fingerprints(arm_ob, act)
+        unchanged = [fp is not None and current.get(t.name, bact.NO_CURVES) == fp
+                     for t, fp in zip(original.tracks, prints)]
+    return _Kept(original, unchanged, frame_range == kept_range, original.variant == variant)
+
+
+def _with_kept_file(kept: _Kept | None, records: uani.Animation) -> uani.Animation:
+    """``records`` with the file's record of every unchanged track, in the file's track order, and the file's
+    length and header fields while they hold."""
+    if kept is None:
+        return records
+    original = kept.original
+    computed: dict[str, uani.Track] = {}
+    for track in records.tracks:
+        computed.setdefault(track.name, track)
+    tracks, used = [], set()
+    for track, same in zip(original.tracks, kept.unchanged):
+        if same:
+            if original.variant != records.variant:
+                track.weights = None
+            tracks.append(track)
+        elif track.name in computed and track.name not in used:
+            tracks.append(computed[track.name])
+        else:
+            continue
+        used.add(track.name)
+    records.tracks = tracks + [t for t in records.tracks if t.name not in used]
+    if kept.length:
+        records.length = original.length
+    if kept.header:
+        records.name, records.version = original.name, original.version
+        records.trigger_count, records.metadata_count = original.trigger_count, original.metadata_count
+        records.trigger_data, records.trailing = original.trigger_data, original.trailing
+    return records
 
 
 def _triggers_of(anim: cm.Animation, fps: float) -> list[tuple[float, object]]:
@@ -124,9 +228,11 @@ def export_actions(context, outdir: str, arm_ob, fmt: str = "urhox", profile: st
     pending, warnings = [], []
     for act in actions:
         try:
+            kept = _kept_file(context, arm_ob, act, profile, fmt)
             anim, more = bact.read_action(context, arm_ob, act, step_tracks=fmt == "urhox",
-                                          fill_missing=fmt == "urhox")
+                                          fill_missing=fmt == "urhox", skip=kept.bones() if kept else ())
             records, more2 = ani_convert.from_core(anim, profile, fmt, roots)
+            records = _with_kept_file(kept, records)
             data = uani.write(records)
         except ValueError as e:
             raise ExportError(f"action {act.name}: {e}") from None
