@@ -144,7 +144,7 @@ def test_fox_without_rig_every_key_lands_on_a_bone(testdata, tmp_path, addon):
 @pytest.mark.slow
 def test_vmd_import_sets_30_fps_and_the_frame_range(testdata, addon, tmp_path):
     from skinbridge.io_pmx.blender_side import blender_io
-    from skinbridge.io_pmx.blender_side import motion_import as blender_vmd_import
+    from skinbridge.io_pmx.blender_side import motion_import
     from test_vmd_blender import generated_motion
 
     bpy.ops.wm.read_factory_settings(use_empty=True)

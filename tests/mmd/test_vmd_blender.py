@@ -443,7 +443,7 @@ def test_import_is_atomic(luka, tmp_path, monkeypatch):
     def failing(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(blender_vmd_import, "_camera", failing)
+    monkeypatch.setattr(motion_import, "_camera", failing)
     motion.camera_keys = np.zeros(2, vmd.CAMERA_KEY)
     path.write_bytes(vmd.write(motion))
     with pytest.raises(RuntimeError):

@@ -97,8 +97,9 @@ def _png() -> bytes:
 
 
 def test_pmx_texture_paths(tmp_path):
-    """PMX texture paths point anywhere (`../../x.png`, absolute, drive letters); images are read from
-    there, but the textures written by `convert --to urhox` stay in OUT/Textures."""
+    """PMX texture paths point anywhere (`../../x.png`, absolute, drive letters): an image outside the model's
+    folder is not opened (a warning says so), no placeholder stands in for it in the package, and nothing is
+    written outside OUT."""
     import hostile_pmx
 
     model_dir = tmp_path / "models" / "m"
@@ -115,5 +116,5 @@ def test_pmx_texture_paths(tmp_path):
     r = run_cli("convert", src, "--to", "urhox", "-o", out)
     assert r.returncode == 0, r.stderr
     _assert_confined(tmp_path, {src, tmp_path / "x.png"}, out)
-    assert [p.name for p in (out / "Textures").iterdir()] and all(
-        p.parent == out / "Textures" for p in (out / "Textures").iterdir())
+    assert "'../../x.png' not opened (path climbs out of the model's folder)" in r.stderr
+    assert not (out / "Textures").exists()  # the placeholder of the unopened image is not written
