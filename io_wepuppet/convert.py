@@ -615,21 +615,33 @@ def _kept_records(cmesh: cm.Mesh, fmt: int, kept: dict) -> tuple[np.ndarray | No
     return records[source], bool(np.array_equal(source, np.arange(len(records))))
 
 
-def _same_influences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per vertex: the same (bone, weight) pairs with nonzero weight, in any slot order, a bone's slots summed
-    (as one vertex group holds them)."""
-    def canonical(v):
-        w = np.asarray(v["weights"], np.float64)
-        key = np.where(w != 0, np.asarray(v["joints"], np.int64), 1 << 40)
+def _influence_pairs(v: np.ndarray, summed: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per vertex, its (bone, weight) pairs with nonzero weight sorted by bone (empty slots last); `summed`: a
+    bone's slots added into its first one (as one vertex group holds them)."""
+    w = np.asarray(v["weights"], np.float64)
+    key = np.where(w != 0, np.asarray(v["joints"], np.int64), 1 << 40)
+    if summed:
         same = key[:, :, None] == key[:, None, :]
         w = (same * w[:, None, :]).sum(axis=2)
         first = ~np.tril(same, -1).any(axis=2)
         key, w = np.where(first, key, 1 << 40), np.where(first, w, 0.0)
-        order = np.argsort(key, axis=1, kind="stable")
-        return np.take_along_axis(key, order, 1), np.take_along_axis(w, order, 1)
-    ka, wa = canonical(a)
-    kb, wb = canonical(b)
-    return (ka == kb).all(axis=1) & (np.abs(wa - wb) <= 1e-6).all(axis=1)
+    order = np.argsort(key, axis=1, kind="stable")
+    return np.take_along_axis(key, order, 1), np.take_along_axis(w, order, 1)
+
+
+def _same_influences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per vertex: the same (bone, weight) pairs with nonzero weight, in any slot order, a bone's slots summed.
+    Equal sorted pairs are equal summed pairs, so only the vertices that differ sorted pay for the summing."""
+    def equal(x, y, summed):
+        kx, wx = _influence_pairs(x, summed)
+        ky, wy = _influence_pairs(y, summed)
+        return (kx == ky).all(axis=1) & (np.abs(wx - wy) <= 1e-6).all(axis=1)
+
+    same = equal(a, b, False)
+    rest = np.flatnonzero(~same)
+    if len(rest):
+        same[rest] = equal(a[rest], b[rest], True)
+    return same
 
 
 def _reuse_records(v: np.ndarray, records: np.ndarray) -> np.ndarray:
