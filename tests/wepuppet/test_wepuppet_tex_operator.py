@@ -12,19 +12,11 @@ from skinbridge.core.png import encode_png  # noqa: E402
 from skinbridge.io_wepuppet import tex  # noqa: E402
 
 from support.bytes_compare import assert_same_bytes  # noqa: E402
+from test_wepuppet_tex_keep import _picture  # noqa: E402  (grey blocks R8 and RG88 hold whole)
 
 pytestmark = pytest.mark.blender
 
 FIF_PNG = 13  # FreeImage's number for PNG
-
-
-def _picture(h: int, w: int) -> np.ndarray:
-    """Grey blocks (R8 and RG88 hold them whole, LZ4 shrinks them) with a varying alpha."""
-    yy, xx = np.mgrid[0:h, 0:w]
-    px = np.empty((h, w, 4), np.uint8)
-    px[..., 0] = px[..., 1] = px[..., 2] = (xx // 8 * 40 + yy // 8 * 17) % 256
-    px[..., 3] = 255 - (yy // 4) * 7 % 256
-    return px
 
 
 def _dxt(fmt: int, lz4: bool) -> tex.Texture:
