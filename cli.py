@@ -325,8 +325,10 @@ def _without_noise():
     os.dup2(write_end, 2)
     os.close(write_end)
 
+    err_fd = os.dup(saved[1])  # before the thread starts: the block may end (closing `saved`) before it runs
+
     def forward() -> None:
-        with os.fdopen(read_end, "rb") as lines, os.fdopen(os.dup(saved[1]), "wb") as err:
+        with os.fdopen(read_end, "rb") as lines, os.fdopen(err_fd, "wb") as err:
             for line in lines:
                 if not line.startswith(_NOISE):
                     err.write(line)
