@@ -55,35 +55,42 @@ def test_readme_marks_are_read():
     assert any(" convert Fox.glb " in c for c in commands)
 
 
-def _stand_in(tmp: pathlib.Path) -> pathlib.Path:
-    """A repository of links to this one, with a `.venv-5.2` whose packages are this run's (a .pth file) and
-    whose set-up stamp matches, so tools/run sets nothing up; its `skinbridge` link and command go there."""
+# tools/run's environments: venv folder → (Blender version, requirements file)
+ENVIRONMENTS = {".venv-4.5": ("4.5", "tools/requirements-4.5.txt"), ".venv": ("5.0", "tools/requirements.txt"),
+                ".venv-5.2": ("5.2", "tools/requirements-5.2.txt")}
+
+
+def _stand_in(tmp: pathlib.Path, venv_name: str, requirements: str) -> pathlib.Path:
+    """A repository of links to this one, with a venv of this run's name whose packages are this run's (a .pth
+    file) and whose set-up stamp matches, so tools/run sets nothing up; its `skinbridge` link and command go there."""
     repo = tmp / "repo"
     repo.mkdir()
     for entry in ROOT.iterdir():
         if not entry.name.startswith((".venv", ".git")):
             (repo / entry.name).symlink_to(entry)
-    venv = repo / ".venv-5.2"
+    venv = repo / venv_name
     subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(venv)],
                    check=True)
     site = next(venv.glob("lib/python*/site-packages"))
     here = [p for p in sys.path if p.endswith("site-packages") and os.path.isdir(os.path.join(p, "bpy"))]
     (site / "reuse.pth").write_text("\n".join(here) + "\n")
-    stamp = subprocess.run(["bash", "-c", "(cat tools/requirements-5.2.txt tools/package.json 2>/dev/null || true)"
+    stamp = subprocess.run(["bash", "-c", f"(cat {requirements} tools/package.json 2>/dev/null || true)"
                             " | sha256sum | cut -c1-16"], cwd=repo, capture_output=True, text=True, check=True)
     (venv / ".skinbridge-setup").write_text(stamp.stdout)
     return repo
 
 
 def test_every_readme_command_works_verbatim(tmp_path):
-    if sys.version_info[:2] != (3, 13):
-        pytest.skip("the stand-in venv is Blender 5.2's (Python 3.13), the README's default")
-    repo = _stand_in(tmp_path)
+    venv_name = pathlib.Path(sys.prefix).name
+    if venv_name not in ENVIRONMENTS:
+        pytest.fail(f"run this test from one of tools/run's environments ({', '.join(ENVIRONMENTS)}), not {sys.prefix}")
+    version, requirements = ENVIRONMENTS[venv_name]
+    repo = _stand_in(tmp_path, venv_name, requirements)
     work = tmp_path / "work"
     work.mkdir()
     shutil.copyfile(TESTDATA / "gltf" / "Fox.glb", work / "Fox.glb")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BLENDER_USER_", "SKINBRIDGE_USER"))}
-    env["SKINBRIDGE_BLENDER"] = "5.2"
+    env["SKINBRIDGE_BLENDER"] = version  # the README's commands on this run's Blender
     ran = []
     for line_no, commands in readme_blocks((ROOT / "README.md").read_text(encoding="utf-8")):
         for command in commands:
