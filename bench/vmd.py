@@ -39,7 +39,7 @@ def main(argv=None) -> None:
 
     import bpy
     import skinbridge
-    from skinbridge.io_pmx.blender_side import motion_import
+    from skinbridge.io_pmx.blender_side import blender_motion_import
     from skinbridge.io_pmx.motion import vmd
 
     data = vmd.write(make_motion(a.bones, a.frames, a.step))
@@ -67,7 +67,7 @@ def main(argv=None) -> None:
         prev = eb
     bpy.ops.object.mode_set(mode="OBJECT")
     t0 = time.perf_counter()
-    acts, _ = motion_import.import_vmd(bpy.context, [path], arm)
+    acts, _ = blender_motion_import.import_vmd(bpy.context, [path], arm)
     t_import = time.perf_counter() - t0
     points = sum(len(fc.keyframe_points) for layer in acts[0].layers for s in layer.strips for cb in s.channelbags
                  for fc in cb.fcurves)

@@ -55,6 +55,6 @@ FORMATS = (
             "read": "io_pmx.motion.vmd:read", "write": "io_pmx.motion.vmd:write",
             "info": "io_pmx.motion.info:info", "check": "io_pmx.motion.check:check",
             "load": "io_pmx.motion.convert:load_vmd",
-            "motion_loader": "io_pmx.blender_side.motion_import:load_motion",
+            "motion_loader": "io_pmx.blender_side.blender_motion_import:load_motion",
         }),
 )

@@ -16,16 +16,16 @@ import re
 from ...blender import scene as bscene
 from ...core.errors import ExportError, FormatError
 from ...core.fileio import output_path, read_bytes, write_atomic
-from . import mmd
+from . import blender_mmd
 from ..model import convert
 from ..model import pmx
 from ..model.validate import raise_for_errors, validate
 from ..rig.bone_map import load_bone_map
 from ..motion.names import shorten_bone_names
-from . import physics
-from . import motion_retarget
+from . import blender_physics
+from . import blender_motion_retarget
 from ..rig import rig
-from .textures import write_textures
+from .blender_textures import write_textures
 
 # Faults that would index out of range or loop when building: import refuses them (docs/architecture.md §7.1).
 _FATAL = re.compile(r"index|is not a bone|cycle|own parent|consume")
@@ -62,11 +62,11 @@ def import_pmx(context, path: str, scale: float = convert.DEFAULT_SCALE) -> bsce
     before = bscene.snapshot_ids(_ID_COLLECTIONS)
     try:
         result = bscene.build_scene(context, core_scene, name, base_dir)
-        mmd.build_extras(context, result, core_scene, textures, base_dir, warnings)
+        blender_mmd.build_extras(context, result, core_scene, textures, base_dir, warnings)
         if result.armature is not None and (model.rigid_bodies or model.joints):
             arm_ob = result.armature
             names = bscene.barm_names(arm_ob) or [b.name for b in arm_ob.data.bones]
-            physics.build_physics(context, arm_ob, core_scene.extras["pmx"], scale, names, [])
+            blender_physics.build_physics(context, arm_ob, core_scene.extras["pmx"], scale, names, [])
     except BaseException:
         bscene.remove_new(before)
         raise
@@ -89,7 +89,7 @@ def gather_model(context, scale: float | None = None, selected_only: bool = Fals
                                                objects=objects)
     if not core_scene.meshes:
         raise ExportError("nothing to export: no visible mesh with faces")
-    mmd.read_extras(core_scene, arm_ob, meshes)
+    blender_mmd.read_extras(core_scene, arm_ob, meshes)
     model, more = convert.from_scene(core_scene, scale)
     if arm_ob is not None:
         _physics_from_blender(model, arm_ob, scale, core_scene.extras.get("pmx") or {})
@@ -105,11 +105,11 @@ def _physics_from_blender(model: pmx.PmxModel, arm_ob, scale: float | None, extr
         pmx_index.setdefault(b.name, i)
     bone_index = {}
     for bone in arm_ob.data.bones:
-        names = mmd.pmx_names(bone)
+        names = blender_mmd.pmx_names(bone)
         k = pmx_index.get(names[0] if names and names[0] else bone.name)
         if k is not None:
             bone_index[bone.name] = k
-    read = physics.read_physics(arm_ob, scale, bone_index)
+    read = blender_physics.read_physics(arm_ob, scale, bone_index)
     if read is not None:
         model.rigid_bodies, model.joints = read
 
@@ -152,7 +152,7 @@ def export_model(context, path: str, scale: float | None = None, selected_only: 
     objects = bscene.exportable_objects(context, selected_only)
     meshes, arm_ob = objects
     model, warnings = gather_model(context, scale, selected_only, objects)
-    from_pmx = arm_ob is not None and bool((mmd.stored_extras(arm_ob, []) or {}).get("name"))
+    from_pmx = arm_ob is not None and bool((blender_mmd.stored_extras(arm_ob, []) or {}).get("name"))
     if model_name or not from_pmx:
         name = model_name
         if not name and arm_ob is not None and arm_ob.name.lower().rstrip(".0123456789") not in GENERIC_NAMES:
@@ -178,7 +178,7 @@ def export_model(context, path: str, scale: float | None = None, selected_only: 
     raise_for_errors(findings)
     warnings += [str(f) for f in findings]
     tall = height_warning(model, scale if scale is not None else
-                          (mmd.stored_extras(arm_ob, []) or {}).get("scale") if arm_ob is not None else None)
+                          (blender_mmd.stored_extras(arm_ob, []) or {}).get("scale") if arm_ob is not None else None)
     if tall:
         warnings.append(tall)
     data = pmx.write(model)
@@ -214,7 +214,7 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     pending: list = []
 
     def motions(model, names) -> list[str]:  # made before the PMX is written: they fit its knee limits
-        built, more = motion_retarget.build_target_motions(context, options, scale, model, names, bone_map)
+        built, more = blender_motion_retarget.build_target_motions(context, options, scale, model, names, bone_map)
         pending.extend(built)
         return more
 
@@ -222,5 +222,5 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
         context, path, scale, mmd_rig=options.mmd_rig,
         bone_map=bone_map, arm_angle=options.arm_angle,
         model_name=model_name, textures=True, before_write=motions)
-    written += motion_retarget.write_motions(outdir, pending)
+    written += blender_motion_retarget.write_motions(outdir, pending)
     return written, warnings

@@ -9,10 +9,10 @@ from ...blender.ops_common import (ExportFile, ImportFiles, OptionsPopup, export
                                    import_motions, option_values, registrar)
 from ...blender.selection import armatures
 from .. import FORMATS, OPTIONS, UNITS_PER_METRE
-from .physics_chain import menu_entry, POSE_OT_skinbridge_mmd_physics_chain
+from .blender_physics_chain import menu_entry, POSE_OT_skinbridge_mmd_physics_chain
 from . import blender_io
-from . import motion_import
-from . import motion_export
+from . import blender_motion_import
+from . import blender_motion_export
 
 _PMX, _VMD = (next(s for s in FORMATS if s.name == n) for n in ("pmx", "vmd"))
 
@@ -69,7 +69,7 @@ class IMPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ImportHelper):
         return bool(armatures(context))  # which one: decided (or refused, naming them) when it runs
 
     def execute(self, context):
-        return import_motions(self, context, lambda path, arm: motion_import.import_vmd(
+        return import_motions(self, context, lambda path, arm: blender_motion_import.import_vmd(
             context, [path], arm, self.camera, mmd_time=self.mmd_time))
 
 
@@ -85,7 +85,7 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
     def execute(self, context):
         return export_motions(self, context, lambda arm, act: (
             f"Exported {act.name} to {bpy.path.basename(self.filepath)}",
-            motion_export.export_vmd(context, self.filepath, arm, act, self.bake)),
+            blender_motion_export.export_vmd(context, self.filepath, arm, act, self.bake)),
             "motion", "has no action to export: assign one")
 
 

@@ -141,13 +141,13 @@ def _module_of_import(rel: pathlib.PurePath, node: ast.ImportFrom) -> list[str]:
 
 def _bpy_allowed(rel: pathlib.PurePath) -> bool:
     """bpy may be imported by the bridge, the application and the entry points; inside a format package only by
-    its operators (`ops.py`) and its Blender parts (`blender_*` modules or sub-packages)."""
+    its operators (`ops.py`) and its `blender_*.py` modules, wherever they sit (a module's name says it needs
+    Blender, also inside a Blender part such as io_pmx/blender_side/)."""
     if rel.parts[0] in ("blender", "app") or rel.parts[0] in ("cli.py", "__init__.py"):
         return True
     if not rel.parts[0].startswith("io_"):
         return False
-    inner = list(rel.with_suffix("").parts[1:])
-    return rel.name == "ops.py" or any(p.startswith("blender_") for p in inner)
+    return rel.name == "ops.py" or rel.name.startswith("blender_")
 
 
 def _part_violations(root: pathlib.Path = ROOT) -> list[str]:
@@ -203,3 +203,15 @@ def test_the_checker_sees_a_part_importing_upward(tmp_path):
     assert len(bad) == 3, bad
     assert any("imports bpy outside" in b for b in bad)
     assert sum("a part above its own" in b for b in bad) == 2
+
+
+def test_a_blender_part_holds_only_modules_named_for_blender(tmp_path):
+    """Inside a Blender part (io_pmx/blender_side/) a module that imports bpy still needs a `blender_*.py` name."""
+    pkg = tmp_path / "io_fake"
+    (pkg / "blender_side").mkdir(parents=True)
+    (pkg / "__init__.py").write_text('PARTS = ("blender_side",)\n')
+    (pkg / "blender_side" / "__init__.py").write_text("")
+    (pkg / "blender_side" / "physics.py").write_text("import bpy\n")
+    (pkg / "blender_side" / "blender_physics.py").write_text("import bpy\n")
+    bad = _part_violations(tmp_path)
+    assert bad == ["io_fake/blender_side/physics.py:1: imports bpy outside the Blender parts"], bad

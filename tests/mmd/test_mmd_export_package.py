@@ -109,7 +109,7 @@ def test_short_names_are_unique_and_fit():
 @pytest.mark.slow
 def test_fox_without_rig_every_key_lands_on_a_bone(testdata, tmp_path, addon):
     from skinbridge.io_pmx.blender_side import blender_io
-    from skinbridge.io_pmx.blender_side import motion_import
+    from skinbridge.io_pmx.blender_side import blender_motion_import
 
     out = tmp_path / "plain"
     r = _convert(testdata, out)
@@ -127,7 +127,7 @@ def test_fox_without_rig_every_key_lands_on_a_bone(testdata, tmp_path, addon):
         motion = vmd.read_file(p)
         names, _ = vmd.distinct_names(motion.bone_keys["name"])
         assert set(names) <= {b.name for b in model.bones}, p.name
-        acts, warnings = motion_import.import_vmd(bpy.context, [str(p)], arm)
+        acts, warnings = blender_motion_import.import_vmd(bpy.context, [str(p)], arm)
         assert not [w for w in warnings if "not in" in w], warnings
         total += len(motion.bone_keys)
     assert total > 0
@@ -144,7 +144,7 @@ def test_fox_without_rig_every_key_lands_on_a_bone(testdata, tmp_path, addon):
 @pytest.mark.slow
 def test_vmd_import_sets_30_fps_and_the_frame_range(testdata, addon, tmp_path):
     from skinbridge.io_pmx.blender_side import blender_io
-    from skinbridge.io_pmx.blender_side import motion_import
+    from skinbridge.io_pmx.blender_side import blender_motion_import
     from test_vmd_blender import generated_motion
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
@@ -154,7 +154,7 @@ def test_vmd_import_sets_30_fps_and_the_frame_range(testdata, addon, tmp_path):
     motion, _ = generated_motion()  # keys of Luka's bones on frames up to about 100, Bézier blocks
     path = tmp_path / "gen.vmd"
     path.write_bytes(vmd.write(motion))
-    acts, _ = motion_import.import_vmd(bpy.context, [str(path)], luka)
+    acts, _ = blender_motion_import.import_vmd(bpy.context, [str(path)], luka)
     assert scene.render.fps / scene.render.fps_base == 30
     frames = vmd.all_frames(motion)
     assert (scene.frame_start, scene.frame_end) == (int(frames.min()), int(frames.max()))
@@ -170,7 +170,7 @@ def test_vmd_import_sets_30_fps_and_the_frame_range(testdata, addon, tmp_path):
     # off: the scene keeps its 24 fps and range, and keys land on 24/30 of their frame
     bpy.ops.wm.read_factory_settings(use_empty=True)
     luka = blender_io.import_pmx(bpy.context, str(testdata / "pmx" / "mmdtools_megurine_luka.pmx")).armature
-    acts, _ = motion_import.import_vmd(bpy.context, [str(path)], luka, mmd_time=False)
+    acts, _ = blender_motion_import.import_vmd(bpy.context, [str(path)], luka, mmd_time=False)
     scene = bpy.context.scene
     assert (scene.render.fps, scene.frame_start, scene.frame_end) == (24, 1, 250)
     keyed = {round(float(kp.co[0]), 3) for fc in bact_fcurves(acts[0]) for kp in fc.keyframe_points
@@ -225,7 +225,7 @@ def test_array_solving_equals_one_at_a_time():
 
 
 def test_curve_segments_equal_segment(addon):
-    from skinbridge.io_pmx.blender_side.motion_curves import Curve
+    from skinbridge.io_pmx.blender_side.blender_motion_curves import Curve
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     ob = bpy.data.objects.new("o", None)

@@ -12,7 +12,7 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from skinbridge.io_pmx.blender_side import blender_io
-from skinbridge.io_pmx.blender_side import physics as blender_physics
+from skinbridge.io_pmx.blender_side import blender_physics as blender_physics
 from skinbridge.io_pmx.model import pmx  # noqa: E402
 from skinbridge.io_pmx.model import convert  # noqa: E402
 from support.bytes_compare import assert_same_bytes  # noqa: E402

@@ -308,7 +308,7 @@ def test_a_rigged_convert_reads_the_scene_and_the_bone_map_once(humanoid, tmp_pa
     """`convert --to pmx --mmd-rig --bone-map` with two actions: the exported objects are found once and the bone
     map file is read once, for the model and every motion."""
     from skinbridge.app.options import ConvertOptions
-    from skinbridge.io_pmx.blender_side import motion_retarget
+    from skinbridge.io_pmx.blender_side import blender_motion_retarget
     from skinbridge.io_pmx.rig import rig
 
     arm = humanoid
@@ -335,7 +335,7 @@ def test_a_rigged_convert_reads_the_scene_and_the_bone_map_once(humanoid, tmp_pa
         return real_load(*args, **kwargs)
 
     monkeypatch.setattr(bscene, "exportable_objects", objects)
-    for module in (blender_io, motion_retarget, rig):
+    for module in (blender_io, blender_motion_retarget, rig):
         monkeypatch.setattr(module, "load_bone_map", load)
     options = ConvertOptions(target="pmx", mmd_rig=True, bone_map=str(bone_map))
     written, _ = blender_io.export_target(bpy.context, str(tmp_path / "out"), "Humanoid", options)

@@ -16,7 +16,7 @@ from support.fingerprint import data_lengths  # noqa: E402
 from support.failures import export_fails_at, import_fails_at  # noqa: E402
 from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
 from skinbridge.io_pmx.blender_side import blender_io
-from skinbridge.io_pmx.blender_side import mmd as blender_mmd
+from skinbridge.io_pmx.blender_side import blender_mmd as blender_mmd
 from skinbridge.io_pmx.model import pmx  # noqa: E402
 from test_pmx_babylon import babylon_parse  # noqa: E402
 from test_pmx_codec import build_full_model  # noqa: E402

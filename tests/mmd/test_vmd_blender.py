@@ -19,8 +19,8 @@ bpy = pytest.importorskip("bpy")
 from skinbridge.core.errors import FormatError  # noqa: E402
 from skinbridge.core.transforms import quat_multiply  # noqa: E402
 from skinbridge.io_pmx.blender_side import blender_io
-from skinbridge.io_pmx.blender_side import motion_export
-from skinbridge.io_pmx.blender_side import motion_import
+from skinbridge.io_pmx.blender_side import blender_motion_export
+from skinbridge.io_pmx.blender_side import blender_motion_import
 from skinbridge.io_pmx.model import pmx
 from skinbridge.io_pmx.motion import vmd  # noqa: E402
 from skinbridge.io_pmx.motion import channels as vc  # noqa: E402
@@ -129,7 +129,7 @@ def generated_motion(seed: int = 9) -> tuple[vmd.Motion, dict]:
 def _import(tmp_path, arm, motion: vmd.Motion, name="gen.vmd", **options):
     path = tmp_path / name
     path.write_bytes(vmd.write(motion))
-    acts, warnings = motion_import.import_vmd(bpy.context, [str(path)], arm, **options)
+    acts, warnings = blender_motion_import.import_vmd(bpy.context, [str(path)], arm, **options)
     return acts[0], warnings, path
 
 
@@ -140,7 +140,7 @@ def _import(tmp_path, arm, motion: vmd.Motion, name="gen.vmd", **options):
 def test_sample_round_trip_through_blender(luka, testdata, tmp_path, name):
     path = testdata / "pmx" / name
     original = vmd.read_file(path)
-    acts, warnings = motion_import.import_vmd(bpy.context, [str(path)], luka)
+    acts, warnings = blender_motion_import.import_vmd(bpy.context, [str(path)], luka)
     # keys for bones / morphs Luka lacks are listed with counts
     bones = {b.name for b in luka.data.bones}
     names, which = vmd.distinct_names(original.bone_keys["name"])
@@ -150,7 +150,7 @@ def test_sample_round_trip_through_blender(luka, testdata, tmp_path, name):
     for n in missing:
         assert f"{n} ({int(np.sum(which == names.index(n)))})" in text
     out = tmp_path / "out.vmd"
-    more = motion_export.export_vmd(bpy.context, str(out), luka, acts[0])
+    more = blender_motion_export.export_vmd(bpy.context, str(out), luka, acts[0])
     assert more == []
     back = vmd.read_file(out)
     _assert_keys_equal(original, back)
@@ -159,13 +159,13 @@ def test_sample_round_trip_through_blender(luka, testdata, tmp_path, name):
 
 def test_sample_physics_bytes_and_ik_keys_survive(luka, testdata, tmp_path):
     path = testdata / "pmx" / SAMPLES[0]
-    acts, _ = motion_import.import_vmd(bpy.context, [str(path)], luka)
+    acts, _ = blender_motion_import.import_vmd(bpy.context, [str(path)], luka)
     act = acts[0]
     paths = [fc.data_path for layer in act.layers for strip in layer.strips for cb in strip.channelbags
              for fc in cb.fcurves]
     assert any(".constraints[" in p and p.endswith(".influence") for p in paths)  # IK on/off keys
     assert any(p.startswith("key_blocks[") for p in paths)  # morph keys on shape keys
-    back = vmd.read(vmd.write(motion_export.export_motion(bpy.context, act, luka)[0]))
+    back = vmd.read(vmd.write(blender_motion_export.export_motion(bpy.context, act, luka)[0]))
     assert int(vmd.physics_off(back.bone_keys["interpolation"]).sum()) == 9
 
 
@@ -178,7 +178,7 @@ def test_generated_motion_round_trip(luka, tmp_path):
     act, warnings, path = _import(tmp_path, luka, motion)
     assert any("存在しない (1)" in w for w in warnings)
     assert any("GENERATED" in w and "センター" in w for w in warnings)  # its Y/Z channels mix MMD axes
-    back, more = motion_export.export_motion(bpy.context, act, luka)
+    back, more = blender_motion_export.export_motion(bpy.context, act, luka)
     _assert_keys_equal(motion, back)
     assert_same_bytes(vmd.write(back), path.read_bytes(), vmd.read)
     assert int(vmd.physics_off(back.bone_keys["interpolation"]).sum()) == 2
@@ -223,7 +223,7 @@ def test_edited_key_rederives_only_its_block(luka, tmp_path):
     fc.update()
     kp = next(p for p in fc.keyframe_points if abs(p.co[0] - frame) < 1e-4)  # update() may move the points
     before = next(p for p in fc.keyframe_points if abs(p.co[0] - prev) < 1e-4)
-    back, _ = motion_export.export_motion(bpy.context, act, luka)
+    back, _ = blender_motion_export.export_motion(bpy.context, act, luka)
     ra, rb = _records_by_key(motion), _records_by_key(back)
     assert ra.keys() == rb.keys()
     edited = ("センター", int(center[k]["frame"]))
@@ -294,7 +294,7 @@ def test_blender_evaluates_the_generated_motion_as_mmd(luka, testdata, tmp_path)
 @pytest.mark.parametrize("name", SAMPLES)
 def test_blender_evaluates_the_samples_as_mmd(luka, testdata, name):
     motion = vmd.read_file(testdata / "pmx" / name)
-    motion_import.import_vmd(bpy.context, [str(testdata / "pmx" / name)], luka)
+    blender_motion_import.import_vmd(bpy.context, [str(testdata / "pmx" / name)], luka)
     model = pmx.read((testdata / "pmx" / LUKA).read_bytes())
     _compare_evaluation(luka, model, motion, name)
 
@@ -308,7 +308,7 @@ def test_time_maps_with_the_scene_frame_rate(luka, tmp_path):
     real = sorted(p.co[0] for p in fc.keyframe_points if p.type == "KEYFRAME")
     frames = sorted(int(k["frame"]) for k in motion.bone_keys if vmd.decode_name(bytes(k["name"])) == "首")
     np.testing.assert_allclose(real, np.array(frames) * 2.0)
-    back, _ = motion_export.export_motion(bpy.context, act, luka)
+    back, _ = blender_motion_export.export_motion(bpy.context, act, luka)
     assert_same_bytes(vmd.write(back), path.read_bytes(), vmd.read)
 
 
@@ -328,7 +328,7 @@ def test_action_made_in_blender_exports_at_its_keys(luka, tmp_path):
         pb2.location = (0, 0, z)
         pb2.keyframe_insert("location", frame=f)
     act = luka.animation_data.action
-    motion, warnings = motion_export.export_motion(bpy.context, act, luka)
+    motion, warnings = blender_motion_export.export_motion(bpy.context, act, luka)
     by = {}
     for k in motion.bone_keys:
         by.setdefault(vmd.decode_name(bytes(k["name"])), []).append(int(k["frame"]))
@@ -340,7 +340,7 @@ def test_action_made_in_blender_exports_at_its_keys(luka, tmp_path):
     assert not np.array_equal(vmd.curves(neck[1]["interpolation"])[3], vmd.LINEAR_CURVE)
     # MMD's evaluation of the export at the keys equals Blender's pose
     model_world = None
-    baked, _ = motion_export.export_motion(bpy.context, act, luka, bake=True)
+    baked, _ = blender_motion_export.export_motion(bpy.context, act, luka, bake=True)
     assert sorted(int(k["frame"]) for k in baked.bone_keys if vmd.decode_name(bytes(k["name"])) == "首") == \
         list(range(0, 26))
     del model_world
@@ -358,7 +358,7 @@ def test_a_single_key_between_whole_frames_exports(luka):
     neck.rotation_mode = "QUATERNION"
     for f in (0, 10):
         neck.keyframe_insert("rotation_quaternion", frame=f)
-    motion, _ = motion_export.export_motion(bpy.context, luka.animation_data.action, luka)
+    motion, _ = blender_motion_export.export_motion(bpy.context, luka.animation_data.action, luka)
     centre = [k for k in motion.bone_keys if vmd.decode_name(bytes(k["name"])) == "センター"]
     assert centre and {int(k["frame"]) for k in centre} <= {7, 8}
     values = np.array([k["position"] for k in centre], np.float64)
@@ -377,7 +377,7 @@ def test_long_names_are_reported(clean_scene):
     pb.keyframe_insert("location", frame=0)
     pb.location = (1, 0, 0)
     pb.keyframe_insert("location", frame=10)
-    motion, warnings = motion_export.export_motion(bpy.context, ob.animation_data.action, ob)
+    motion, warnings = blender_motion_export.export_motion(bpy.context, ob.animation_data.action, ob)
     assert any("b_RightForeArm_0123" in w and "15" in w for w in warnings)
     assert bytes(motion.bone_keys["name"][0]) == b"b_RightForeArm_"
 
@@ -406,15 +406,15 @@ def test_bad_input_is_refused_and_imports_nothing(luka, testdata, tmp_path, name
         p = tmp_path / f"{label}.vmd"
         p.write_bytes(bad)
         with pytest.raises(FormatError):
-            motion_import.import_vmd(bpy.context, [str(p)], luka)
+            blender_motion_import.import_vmd(bpy.context, [str(p)], luka)
         assert _count_data() == before, label
     # a copy cut after the morph group imports with a warning
     cut = tmp_path / "cut.vmd"
     cut.write_bytes(data[:header + 8 + 111 * len(m.bone_keys) + 23 * len(m.morph_keys)])
-    acts, warnings = motion_import.import_vmd(bpy.context, [str(cut)], luka)
+    acts, warnings = blender_motion_import.import_vmd(bpy.context, [str(cut)], luka)
     assert any("ends after the morph keys" in w for w in warnings)
     out = tmp_path / "cut_out.vmd"
-    motion_export.export_vmd(bpy.context, str(out), luka, acts[0])
+    blender_motion_export.export_vmd(bpy.context, str(out), luka, acts[0])
     assert_same_bytes(out.read_bytes(), cut.read_bytes(), vmd.read)
 
 
@@ -425,12 +425,12 @@ def test_non_finite_values_import_with_warning_and_export_refuses(luka, tmp_path
     name = vmd.decode_name(bytes(motion.bone_keys[0]["name"]))
     path = tmp_path / "nan.vmd"
     path.write_bytes(vmd.write(motion))
-    acts, warnings = motion_import.import_vmd(bpy.context, [str(path)], luka)
+    acts, warnings = blender_motion_import.import_vmd(bpy.context, [str(path)], luka)
     assert any("not finite" in w and name in w for w in warnings)
     from skinbridge.core.errors import ExportError
 
     with pytest.raises(ExportError, match=name):
-        motion_export.export_motion(bpy.context, acts[0], luka)
+        blender_motion_export.export_motion(bpy.context, acts[0], luka)
 
 
 @pytest.mark.slow
@@ -443,11 +443,11 @@ def test_import_is_atomic(luka, tmp_path, monkeypatch):
     def failing(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(motion_import, "_camera", failing)
+    monkeypatch.setattr(blender_motion_import, "_camera", failing)
     motion.camera_keys = np.zeros(2, vmd.CAMERA_KEY)
     path.write_bytes(vmd.write(motion))
     with pytest.raises(RuntimeError):
-        motion_import.import_vmd(bpy.context, [str(path)], luka)
+        blender_motion_import.import_vmd(bpy.context, [str(path)], luka)
     assert _count_data() == before
     assert luka.animation_data is None or luka.animation_data.action is None
 
@@ -456,7 +456,7 @@ def test_no_armature_is_an_error(clean_scene, testdata):
     from skinbridge.core.errors import ExportError
 
     with pytest.raises(ExportError):
-        motion_import.import_vmd(bpy.context, [str(testdata / "pmx" / SAMPLES[1])], None)
+        blender_motion_import.import_vmd(bpy.context, [str(testdata / "pmx" / SAMPLES[1])], None)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -482,7 +482,7 @@ def test_camera_keys_make_an_animated_camera(luka, tmp_path):
     m = _camera_motion()
     path = tmp_path / "cam.vmd"
     path.write_bytes(vmd.write(m))
-    acts, _ = motion_import.import_vmd(bpy.context, [str(path)], luka)
+    acts, _ = blender_motion_import.import_vmd(bpy.context, [str(path)], luka)
     cams = [o for o in bpy.data.objects if o.type == "CAMERA"]
     assert len(cams) == 1 and cams[0].parent is not None
     rig = cams[0].parent
@@ -492,7 +492,7 @@ def test_camera_keys_make_an_animated_camera(luka, tmp_path):
     assert abs(cams[0].location[1] - m.camera_keys["distance"][0] * 0.08) < 1e-5
     assert abs(cams[0].data.angle - math.radians(30)) < 1e-5
     out = tmp_path / "cam_out.vmd"
-    motion_export.export_vmd(bpy.context, str(out), luka, acts[0])
+    blender_motion_export.export_vmd(bpy.context, str(out), luka, acts[0])
     assert_same_bytes(out.read_bytes(), path.read_bytes(), vmd.read)
 
 

@@ -13,8 +13,8 @@ bpy = pytest.importorskip("bpy")
 from skinbridge.core.compare import compare_motions  # noqa: E402
 from skinbridge.core.transforms import quat_multiply  # noqa: E402
 from skinbridge.io_pmx.blender_side import blender_io
-from skinbridge.io_pmx.blender_side import motion_export
-from skinbridge.io_pmx.blender_side import motion_import
+from skinbridge.io_pmx.blender_side import blender_motion_export
+from skinbridge.io_pmx.blender_side import blender_motion_import
 from skinbridge.io_pmx.motion import vmd
 from skinbridge.io_pmx.motion import convert as motion_convert  # noqa: E402
 
@@ -30,8 +30,8 @@ def luka(clean_scene, testdata):
 
 
 def _through_blender(arm, src, out) -> None:
-    acts, _ = motion_import.import_vmd(bpy.context, [str(src)], arm)
-    motion_export.export_vmd(bpy.context, str(out), arm, acts[-1])
+    acts, _ = blender_motion_import.import_vmd(bpy.context, [str(src)], arm)
+    blender_motion_export.export_vmd(bpy.context, str(out), arm, acts[-1])
 
 
 def _load(path):

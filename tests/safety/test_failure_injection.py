@@ -122,7 +122,7 @@ def _luka():
 
 
 def _luka_with_motion():
-    from skinbridge.io_pmx.blender_side import motion_import as blender_vmd_import
+    from skinbridge.io_pmx.blender_side import blender_motion_import as blender_vmd_import
 
     arm = _luka()
     blender_vmd_import.import_vmd(bpy.context, [str(VMD)], arm)
@@ -130,13 +130,13 @@ def _luka_with_motion():
 
 
 def _import_vmd(arm, out):
-    from skinbridge.io_pmx.blender_side import motion_import as blender_vmd_import
+    from skinbridge.io_pmx.blender_side import blender_motion_import as blender_vmd_import
 
     blender_vmd_import.import_vmd(bpy.context, [str(VMD)], arm)
 
 
 def _export_vmd(arm, out):
-    from skinbridge.io_pmx.blender_side import motion_export as blender_vmd_export
+    from skinbridge.io_pmx.blender_side import blender_motion_export as blender_vmd_export
 
     out.mkdir(parents=True, exist_ok=True)
     blender_vmd_export.export_vmd(bpy.context, str(out / "motion.vmd"), arm)
@@ -166,12 +166,12 @@ BRIDGES = [
            reader=_read_with("skinbridge.io_urhox.uani")),
     Bridge("PMX export", ("skinbridge.io_pmx.blender_side.blender_io",), _pmx_model, _export_pmx, EXPORT_STAGES,
            patches=(("skinbridge.core.fileio", "os.replace", 1),), reader=_read_with("skinbridge.io_pmx.model.pmx")),
-    Bridge("VMD import", ("skinbridge.io_pmx.blender_side.motion_import",), _luka, _import_vmd,
-           patches=(("skinbridge.io_pmx.blender_side.motion_import", "_fill_action", 1),
-                    ("skinbridge.io_pmx.blender_side.motion_import", "_plan", 1))),
-    Bridge("VMD export", ("skinbridge.io_pmx.blender_side.motion_export",), _luka_with_motion, _export_vmd,
-           patches=(("skinbridge.io_pmx.blender_side.motion_export", "_export_bones", 1),
-                    ("skinbridge.io_pmx.blender_side.motion_export", "export_morphs", 1),
+    Bridge("VMD import", ("skinbridge.io_pmx.blender_side.blender_motion_import",), _luka, _import_vmd,
+           patches=(("skinbridge.io_pmx.blender_side.blender_motion_import", "_fill_action", 1),
+                    ("skinbridge.io_pmx.blender_side.blender_motion_import", "_plan", 1))),
+    Bridge("VMD export", ("skinbridge.io_pmx.blender_side.blender_motion_export",), _luka_with_motion, _export_vmd,
+           patches=(("skinbridge.io_pmx.blender_side.blender_motion_export", "_export_bones", 1),
+                    ("skinbridge.io_pmx.blender_side.blender_motion_export", "export_morphs", 1),
                     ("skinbridge.core.fileio", "os.replace", 1)),
            reader=_read_with("skinbridge.io_pmx.motion.vmd")),
 ]

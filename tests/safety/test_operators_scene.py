@@ -10,7 +10,7 @@ from blender_scenes import import_urhox  # noqa: E402
 from skinbridge.app import pipeline  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
 from skinbridge.core.errors import ExportError  # noqa: E402
-from skinbridge.io_pmx.blender_side import physics as blender_physics  # noqa: E402
+from skinbridge.io_pmx.blender_side import blender_physics as blender_physics# noqa: E402
 
 pytestmark = pytest.mark.blender
 

@@ -17,8 +17,6 @@ from support.urho_models import initial_pose_positions  # noqa: E402
 
 from skinbridge.blender.mesh import evaluated_world_positions  # noqa: E402
 from skinbridge.core import model as cm  # noqa: E402
-from skinbridge.core import skinning  # noqa: E402
-from skinbridge.core.transforms import trs_to_matrix  # noqa: E402
 from skinbridge.io_urhox import ani_convert, blender_ani, blender_io, convert, uani, umd2  # noqa: E402
 
 from conftest import run_cli  # noqa: E402

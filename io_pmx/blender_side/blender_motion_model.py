@@ -12,7 +12,7 @@ import re
 import bpy
 import numpy as np
 
-from . import mmd
+from . import blender_mmd
 from ..model import convert
 from ..motion import vmd
 from ..motion import channels as vc
@@ -33,7 +33,7 @@ def unescape(name: str) -> str:
 
 
 def model_scale(arm_ob) -> float:
-    raw = mmd.stored_extras(arm_ob, [])
+    raw = blender_mmd.stored_extras(arm_ob, [])
     try:
         s = float(raw.get("scale", convert.DEFAULT_SCALE)) if raw else convert.DEFAULT_SCALE
     except (TypeError, ValueError):
@@ -45,7 +45,7 @@ def bone_names(arm_ob) -> dict[str, str]:
     """MMD (Japanese) name → Blender bone name; a bone not from PMX goes by its Blender name."""
     out: dict[str, str] = {}
     for bone in arm_ob.data.bones:
-        names = mmd.pmx_names(bone)
+        names = blender_mmd.pmx_names(bone)
         out.setdefault(names[0] if names and names[0] else bone.name, bone.name)
     return out
 
@@ -57,7 +57,7 @@ def skinned_meshes(arm_ob) -> list:
 
 def morph_names(arm_ob) -> dict[str, tuple]:
     """MMD morph name → (mesh object, shape key name) for the vertex morphs Blender shows as shape keys."""
-    raw = mmd.stored_extras(arm_ob, []) or {}
+    raw = blender_mmd.stored_extras(arm_ob, []) or {}
     by_index = raw.get("shape_keys", {}) if isinstance(raw.get("shape_keys"), dict) else {}
     morphs = raw.get("morphs", []) if isinstance(raw.get("morphs"), list) else []
     renamed = {}
@@ -87,7 +87,7 @@ def ik_constraints(arm_ob) -> dict[str, list[tuple[str, str]]]:
                 lst = out.setdefault(mmd_of[c.subtarget], [])
                 lst.append((pb.name, c.name))
                 for o in pb.constraints:
-                    if o.type == "LIMIT_ROTATION" and o.name.startswith(mmd.LIMIT_NAME):
+                    if o.type == "LIMIT_ROTATION" and o.name.startswith(blender_mmd.LIMIT_NAME):
                         lst.append((pb.name, o.name))
     return out
 

@@ -20,7 +20,7 @@ from ...core.fileio import may_write, output_path, read_bytes, write_atomic
 from ...core.naming import NameAllocator
 from ...core.paths import texture_to_write
 from ..model import pmx
-from .mmd import IMAGE_PROP
+from .blender_mmd import IMAGE_PROP
 
 _SOCKETS = ("Base Color", "Alpha", "Normal", "Emission Color")
 

@@ -22,14 +22,14 @@ from ...core.errors import ExportError
 from ...core.fileio import output_path, write_atomic
 from ...core.naming import NameAllocator
 from ...core.transforms import quat_normalize
-from . import mmd
+from . import blender_mmd
 from ..model import convert
 from ..motion import vmd
 from ..motion import channels as vc
-from .motion_curves import (
+from .blender_motion_curves import (
     WHOLE, Curve, channelbags, close, segments_of, unchanged, unchanged_channel, vmd_frames, whole_frames,
 )
-from .motion_model import (
+from .blender_motion_model import (
     BONE_PATH, IK_PATH, MORPH_PATH, RAW, bone_key_map, bone_names, ik_constraints, model_scale, morph_names,
     non_finite, split_keys, unescape,
 )
@@ -72,7 +72,7 @@ def export_motion(context, act, arm_ob, bake: bool = False, rest: dict | None = 
         m.tail_groups, m.trailing = int(meta["tail_groups"]), bytes(meta["trailing"])
         m.light_keys, m.shadow_keys = raw["light_keys"], raw["shadow_keys"]
     else:
-        extras = mmd.stored_extras(arm_ob, []) if arm_ob is not None else None
+        extras = blender_mmd.stored_extras(arm_ob, []) if arm_ob is not None else None
         m.model_name = model_name or (extras or {}).get("name") or (arm_ob.name if arm_ob is not None else act.name)
         if vmd.name_problem(m.model_name, vmd.MODEL_NAME_SIZE):
             warnings.append(f"model name {m.model_name!r} {vmd.name_problem(m.model_name, vmd.MODEL_NAME_SIZE)}")

@@ -36,7 +36,7 @@ from mathutils import Euler, Matrix
 from ...blender.props import MODEL_DATA_PROP
 from ..model import convert
 from ..model import pmx
-from .motion_model import model_scale
+from .blender_motion_model import model_scale
 
 COLLECTION = "Physics"
 RAW_PROP = "skinbridge_pmx_physics"

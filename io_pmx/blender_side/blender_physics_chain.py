@@ -6,7 +6,7 @@ import bpy
 from bpy.props import FloatProperty, IntProperty
 
 from ...core.errors import ExportError
-from . import physics as blender_physics
+from . import blender_physics as blender_physics
 
 
 def selected_chain(arm_ob, names) -> list[str]:

@@ -52,9 +52,9 @@ from ...core.fileio import output_path, write_atomic
 from ...core.naming import NameAllocator
 from ..motion import vmd
 from ..motion import channels
-from .motion_curves import INTERP, WHOLE, Curve, channelbags, vmd_frames, whole_frames
-from .motion_export import assemble, export_morphs, export_motion, motion_actions
-from .motion_model import BONE_PATH, bone_names, model_scale, unescape
+from .blender_motion_curves import INTERP, WHOLE, Curve, channelbags, vmd_frames, whole_frames
+from .blender_motion_export import assemble, export_morphs, export_motion, motion_actions
+from .blender_motion_model import BONE_PATH, bone_names, model_scale, unescape
 from ..rig.arm_angle import arm_angle_rest_transforms
 from ..rig.bone_map import depths, load_bone_map, map_bones
 from ..rig.knees import fit_knees

@@ -26,8 +26,8 @@ from ...core.errors import ExportError
 from ...core.fileio import read_bytes
 from ..motion import vmd
 from ..motion import channels as vc
-from .motion_curves import new_fcurve, simple_keys
-from .motion_model import (
+from .blender_motion_curves import new_fcurve, simple_keys
+from .blender_motion_model import (
     CAMERA_PROP, RAW, bone_key_map, bone_names, escape, ik_constraints, model_scale, morph_names, non_finite,
     skinned_meshes, split_keys,
 )
