@@ -37,7 +37,7 @@ from .app.loading import compare_load, import_for_view  # noqa: E402
 from .app.options import ConvertOptions  # noqa: E402
 from .blender import compat  # noqa: E402
 from .core.errors import ExportError, FormatError  # noqa: E402
-from .core.fileio import output_error, output_session, read_bytes  # noqa: E402
+from .core.fileio import OutputError, output_error, output_session, read_bytes  # noqa: E402
 from .core.naming import NameAllocator, safe_file_name  # noqa: E402
 from .core.workers import Terminated, check_stop, run_pool, signals_stop  # noqa: E402
 
@@ -277,13 +277,13 @@ def _check_one(path: str, data: bytes, out) -> int:
 
 
 def cmd_check(args) -> int:
-    """Exit 0: no error finding; 1: an error finding in some file; 2: a file we cannot check (unsupported
-    format or unreadable)."""
+    """Exit 0: no error finding; 1: an error finding in some file, or a file that cannot be read (not a regular
+    file, over the size cap); 2: a file no format with a checker claims."""
     def check(path: str, data: bytes) -> int:
         _out(f"{path}:")
         return _check_one(path, data, lambda line: _out("  " + line))
 
-    return _each_file(args.files, read_bytes, check, 2)
+    return _each_file(args.files, read_bytes, check, 1)
 
 
 # -- render -------------------------------------------------------------------------------------------------
@@ -361,7 +361,7 @@ def _render(args) -> int:
     if os.path.isdir(args.file) or not os.path.exists(args.file):  # a special file: the guarded reader says why
         what = "is a folder, not a model file" if os.path.isdir(args.file) else "no such file"
         print(f"error: {args.file}: {what}", file=sys.stderr)
-        return 2
+        return 1
     from .core.contact_sheet import parse_frames  # numpy: 60-90 ms import, not needed by --help
 
     try:  # a usage error: exit 2 before Blender loads
@@ -398,7 +398,7 @@ def _render(args) -> int:
     except (FormatError, ValueError, OSError, RuntimeError) as e:
         where = "" if str(args.file) in str(e) or str(args.output) in str(e) else f"{args.file}: "
         print(f"error: {where}{_message(e)}", file=sys.stderr)
-        return 2 if isinstance(e, (FormatError, OSError)) else 1
+        return 2 if isinstance(e, OutputError) else 1
     for w in warnings:
         print(f"warning: {args.file}: {w}", file=sys.stderr)
     h, w_ = sheet.pixels.shape[:2]
@@ -419,7 +419,7 @@ def cmd_compare(args) -> int:
         except (FormatError, OSError, ValueError, RuntimeError) as e:
             where = "" if str(path) in str(e) else f"{path}: "
             print(f"error: {where}{_message(e)}", file=sys.stderr)
-            return 2
+            return 1
         for w in warnings:
             print(f"warning: {path}: {w}", file=sys.stderr)
         scenes.append(scene)

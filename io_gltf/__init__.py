@@ -14,5 +14,6 @@ FORMATS = (
         name="gltf", label="glTF 2.0", kind="model", extensions=(".glb", ".gltf"),
         sniff=_sniff, head=4096, weak=True, import_operator="import_scene.gltf",
         foreign_operators=True,
-        capabilities={"blender_import": "io_gltf.blender_io:blender_import"}),
+        capabilities={"blender_import": "io_gltf.blender_io:blender_import",
+                      "check": "io_gltf.check:check_gltf", "info": "io_gltf.info:info"}),
 )

@@ -225,18 +225,39 @@ def _link(folder: str, n: int, real: str, originals: dict[str, str]) -> str:
     return f"files/{n}/{urllib.parse.quote(name)}"
 
 
+@dataclass
+class Inspected:
+    """A glTF that passed every check: its JSON (image URIs that failed removed), its GLB binary chunk, the real
+    file of each file buffer and image, and the warnings (images left out)."""
+    doc: dict
+    binary: bytes | None
+    buffer_files: list[str | None]
+    image_files: dict[int, str]
+    warnings: list[str]
+
+
+def inspect(data: bytes, path: str) -> Inspected:
+    """Every check of this module on the bytes of the glTF at `path` (its folder resolves the URIs); FormatError
+    naming what is refused. `skinbridge check` reports the same checks as findings."""
+    glb = data[:4] == b"glTF"
+    text, binary = _split_glb(data) if glb else (data, None)
+    doc = _doc(text)
+    model_dir = os.path.dirname(os.path.abspath(path))
+    buffer_files = _check_buffers(doc, model_dir, binary)
+    _check_views(doc)
+    warnings: list[str] = []
+    image_files = _check_images(doc, model_dir, warnings)
+    return Inspected(doc, binary, buffer_files, image_files, warnings)
+
+
 def checked_copy(path: str, folder: str) -> Checked:
     """Check the glTF at `path` (FormatError naming what is refused) and write the copy the importer may read
     into `folder` (an empty folder the caller removes)."""
     data = read_bytes(path)
     glb = data[:4] == b"glTF"
-    text, binary = _split_glb(data) if glb else (data, None)
-    doc = _doc(text)
-    model_dir = os.path.dirname(os.path.abspath(path))
-    out = Checked(os.path.join(folder, os.path.basename(path)))
-    buffer_files = _check_buffers(doc, model_dir, binary)
-    _check_views(doc)
-    image_files = _check_images(doc, model_dir, out.warnings)
+    found = inspect(data, path)
+    doc, binary, buffer_files, image_files = found.doc, found.binary, found.buffer_files, found.image_files
+    out = Checked(os.path.join(folder, os.path.basename(path)), list(found.warnings))
     links = [(doc["buffers"][i], real) for i, real in enumerate(buffer_files) if real is not None]
     links += [(doc["images"][i], real) for i, real in image_files.items()]
     for n, (item, real) in enumerate(links):
