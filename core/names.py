@@ -4,7 +4,9 @@ Codecs keep such a name as read (UTF-8 formats decode with surrogateescape, so r
 bytes); everything past the codec needs real text: Blender refuses strings with lone surrogates, and so does any
 UTF-8 stream or file name. The mapping to the core model therefore shows each bad byte as U+FFFD and warns
 naming the element and the byte; `check` lists the same names as warning findings (docs/urho.md, docs/mmd.md,
-docs/source.md, docs/wallpaper_engine.md: "Names").
+docs/source.md, docs/wallpaper_engine.md: "Names"). The name as read stays in the element's extras
+(`RAW_KEY`, a JSON-safe string: Blender keeps it in the bone's property), and a writer of bytes asks
+`file_name` for it: while the name is the one shown at import, the file gets its original bytes back.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import numpy as np
 from .findings import Finding
 
 REPLACEMENT = "\ufffd"
+RAW_KEY = "raw_name"  # in an element's extras: its name as read, while it held bytes that did not decode
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -38,6 +41,13 @@ def stored_bytes(text: str) -> bytes:
     """The bytes a name read with surrogateescape came from (lone surrogates that are not escapes as U+FFFD)."""
     return text.encode("utf-8", "surrogateescape") if all(
         "\udc80" <= c <= "\udcff" for c in _SURROGATE.findall(text)) else shown(text).encode("utf-8")
+
+
+def file_name(name: str, extras: dict | None) -> str:
+    """The name to write for an element named `name` in the core model: the name as read (`RAW_KEY` in its
+    extras, bytes that did not decode included) while `name` is still what import showed for it, else `name`."""
+    raw = (extras or {}).get(RAW_KEY)
+    return raw if isinstance(raw, str) and raw != name and shown(raw) == name else name
 
 
 def problem(text: str, encoding: str = "UTF-8") -> str | None:
@@ -105,6 +115,8 @@ def _clean(obj: Any, path: str, where, warned: dict[str, str], seen: set[int]) -
             new = _value(value, f"{path}.{f.name}" if path else f.name, where, warned, seen)
             if new is not value:
                 setattr(obj, f.name, new)
+                if f.name == "name" and isinstance(getattr(obj, "extras", None), dict):
+                    obj.extras[RAW_KEY] = value  # for `file_name`; `_clean` leaves this key as it is
     elif isinstance(obj, list):
         for i, value in enumerate(obj):
             new = _value(value, f"{path}[{i}]", where, warned, seen)
@@ -112,6 +124,8 @@ def _clean(obj: Any, path: str, where, warned: dict[str, str], seen: set[int]) -
                 obj[i] = new
     elif isinstance(obj, dict):
         for key in list(obj):
+            if key == RAW_KEY:
+                continue
             value = obj[key]
             new_key = _value(key, f"{path} key", where, warned, seen) if isinstance(key, str) else key
             new = _value(value, f"{path}[{new_key!r}]", where, warned, seen)

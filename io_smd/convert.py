@@ -490,7 +490,8 @@ def _nodes_of(skel: cm.Skeleton | None, warnings: list[str]) -> list[smd.Node]:
     for i, b in enumerate(skel.bones):
         if '"' in b.name:
             raise FormatError(f"bone {b.name!r}: a name with a quote cannot be written", None, "bone name")
-        nodes.append(smd.Node(ids[i], b.name, ids[b.parent] if b.parent >= 0 else -1))
+        parent = ids[b.parent] if b.parent >= 0 else -1
+        nodes.append(smd.Node(ids[i], names.file_name(b.name, b.extras), parent))
     return nodes
 
 

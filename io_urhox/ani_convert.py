@@ -25,6 +25,7 @@ import numpy as np
 
 from ..core.errors import quiet_float_errors
 from ..core import model as cm
+from ..core import names
 from ..core.transforms import matrix3_to_quat, quat_multiply, slerp
 from . import convert, uani
 
@@ -127,7 +128,7 @@ def to_core(anim: uani.Animation, name: str, profile: str = "urhox",
         if track.weights is not None:
             ct.extras["urho"]["weights"] = [float(w) for w in track.weights]
         out.tracks.append(ct)
-    return out, warnings
+    return out, warnings + names.clean(out)
 
 
 # -- core → file ---------------------------------------------------------------------------------------

@@ -339,8 +339,12 @@ def validate_animation(anim: uani.Animation) -> list[Finding]:
     elif length < 0:
         out.add("error", "animation", _length_offset(anim), "length", f"length {length:g} is negative")
     seen: dict[str, int] = {}
+    name_at = 4 if anim.variant == uani.VARIANT_URHOX else 0  # after the name's length, or at the record
     for i, (track, (at, keys_at)) in enumerate(zip(anim.tracks, track_offsets(anim))):
-        element = f"track {i} ({track.name})"
+        element = f"track {i} ({names.shown(track.name)})"
+        bad_name = names.finding(element, track.name, at + name_at)
+        if bad_name is not None:
+            out.items.append(bad_name)
         if track.name in seen:
             out.add("warning", element, at, "name", f"same bone as track {seen[track.name]}")
         seen.setdefault(track.name, i)

@@ -958,7 +958,7 @@ def _bones_to_file(skel: cm.Skeleton, ax: _Axes) -> list[umd2.BoneRecord]:
         offset = affine_inverse(bind_file)[:3, :].reshape(-1)
         t, r, s = matrix_to_trs(ax.local_to_file(b.rest_local, b.parent < 0))
         raw = b.extras.get("urho", {})
-        rec = umd2.BoneRecord(name=b.name, parent=i if b.parent < 0 else b.parent,
+        rec = umd2.BoneRecord(name=names.file_name(b.name, b.extras), parent=i if b.parent < 0 else b.parent,
                               position=t.astype(np.float32), rotation=r.astype(np.float32),
                               scale=s.astype(np.float32), offset=offset.astype(np.float32))
         unchanged = "offset" in raw and _bind_matches(bind_file, raw["offset"])

@@ -272,7 +272,7 @@ def _skeleton_to_core(sk: mdl.Skeleton, scale: float) -> tuple[cm.Skeleton, np.n
         used[name] = i
         skel.bones.append(cm.Bone(name=name, parent=b.parent, bind=binds[i], rest_translation=np.zeros(3),
                                   rest_rotation=np.array([1.0, 0, 0, 0]), rest_scale=np.ones(3),
-                                  extras={KEY: {"name": b.name, "flags": b.flags, "props": b.props,
+                                  extras={KEY: {"name": b.name, "as": name, "flags": b.flags, "props": b.props,
                                                 "matrix": _f32_list(b.matrix)}}))
     skel.set_rest_from_binds()
     return skel, world
@@ -592,8 +592,10 @@ def _bones_from_core(skel: cm.Skeleton, scale: float) -> list[mdl.Bone]:
                 matrix = k
         if not np.isfinite(matrix).all():
             raise ExportError(f"bone {b.name!r}: bind matrix is not finite")
-        out.append(mdl.Bone(name=str(x.get("name", b.name)), flags=int(x.get("flags", 1)), parent=b.parent,
-                            matrix=matrix, props=str(x.get("props", ""))))
+        # the file's own name (empty and duplicate names included) while the bone keeps the name it came in as
+        name = names.file_name(str(x.get("name", b.name)), b.extras) if b.name == x.get("as", b.name) else b.name
+        out.append(mdl.Bone(name=name, flags=int(x.get("flags", 1)), parent=b.parent, matrix=matrix,
+                            props=str(x.get("props", ""))))
     return out
 
 

@@ -18,6 +18,7 @@ from skinbridge.io_pmx.model import pmx
 from skinbridge.io_smd import check as smd_check
 from skinbridge.io_smd import convert as smd_convert
 from skinbridge.io_smd import smd
+from skinbridge.io_urhox import ani_convert, uani
 from skinbridge.io_urhox import check as urho_check
 from skinbridge.io_urhox import convert as urho_convert
 from skinbridge.io_urhox import umd2
@@ -124,7 +125,43 @@ def test_info_check_and_convert_succeed_with_one_line_warnings(bad_file, tmp_pat
     lines = [ln for ln in conv.stderr.splitlines() if "not valid UTF-8" in ln]
     assert len(lines) == 1 and "internal error" not in conv.stderr, conv.stderr
     written = b"".join(p.read_bytes() for p in out.rglob("*") if p.suffix in (".smd", ".mdl"))
-    assert SHOWN.encode() in written  # written as the text it was shown as
+    assert BAD in written and SHOWN.encode() not in written  # the name as read: its own bytes, not U+FFFD
+
+
+EXPORT = {"umd2": ("import_scene.skinbridge_urhox", "export_scene.skinbridge_urhox", "out.mdl"),
+          "smd": ("import_scene.skinbridge_smd", "export_scene.skinbridge_smd", "out.smd"),
+          "wepuppet": ("import_scene.skinbridge_wepuppet", "export_scene.skinbridge_wepuppet", "out.mdl")}
+
+
+def _operator(op_id: str):
+    bpy = pytest.importorskip("bpy")
+    group, name = op_id.split(".")
+    return getattr(getattr(bpy.ops, group), name)
+
+
+@pytest.mark.blender
+@pytest.mark.parametrize("fmt", sorted(EXPORT))
+def test_through_blender_the_name_keeps_its_bytes_until_renamed(fmt, clean_scene, testdata, tmp_path):
+    """Import shows U+FFFD; an export of the unchanged bone writes the bytes the file had; a bone the user renamed
+    is written as its new name."""
+    bpy = pytest.importorskip("bpy")
+    make, file_name = FORMATS[fmt][:2]
+    path = tmp_path / file_name
+    path.write_bytes(make(testdata))
+    importer, exporter, out_name = EXPORT[fmt]
+    _operator(importer)(filepath=str(path))
+    arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    assert SHOWN in arm.data.bones
+    bpy.context.view_layer.objects.active = arm
+    first = tmp_path / "first"
+    _operator(exporter)(filepath=str(first / out_name) if fmt != "smd" else str(first / out_name))
+    written = b"".join(p.read_bytes() for p in first.rglob("*") if p.is_file())
+    assert BAD in written and SHOWN.encode() not in written
+    arm.data.bones[SHOWN].name = "renamed"
+    second = tmp_path / "second"
+    _operator(exporter)(filepath=str(second / out_name))
+    written = b"".join(p.read_bytes() for p in second.rglob("*") if p.is_file())
+    assert b"renamed" in written and BAD not in written
 
 
 @pytest.mark.blender
@@ -139,3 +176,21 @@ def test_multi_file_operator_import_keeps_the_good_file_and_warns(clean_scene, t
     assert len(armatures) == 2
     bone_names = {b.name for a in armatures for b in a.data.bones}
     assert SHOWN in bone_names
+
+
+@pytest.mark.parametrize("variant", ["urhox", "urho3d"])
+def test_uani_track_names_keep_their_bytes_show_u_fffd_and_are_check_findings(variant, testdata):
+    """A UANI (UrhoX v2 and classic) whose track name holds bytes that are not UTF-8: the codec writes the file back
+    byte-identical, the core animation shows U+FFFD with a warning, and check places the bad byte."""
+    core, _ = ani_convert.to_core(uani.read((testdata / "urho3d" / "Ninja_Walk.ani").read_bytes()), "walk")
+    anim, _ = ani_convert.from_core(core, "urhox" if variant == "urhox" else "urho3d", fmt=variant)
+    anim.tracks[1].name = BAD_TEXT
+    data = uani.write(anim)
+    assert uani.detect_variant(data) == variant
+    back = uani.read(data)
+    assert uani.write(back) == data
+    core, warnings = ani_convert.to_core(back, "walk")
+    assert core.tracks[1].bone == SHOWN
+    assert len([w for w in warnings if "not valid UTF-8" in w]) == 1, warnings
+    [found] = [f for f in urho_check.validate_animation(back) if "not valid UTF-8" in f.message]
+    assert found.severity == "warning" and data[found.offset:found.offset + 2] == b"\xff\xfe"
