@@ -344,8 +344,10 @@ def scene_doc(width: int, height: int, objects: list[dict]) -> dict:
     centre = f"{width / 2:.5f} {height / 2:.5f} 0.00000"
     return {"camera": {"center": centre, "eye": f"{width / 2:.5f} {height / 2:.5f} 1.00000",
                        "up": "0.00000 1.00000 0.00000"},
-            "general": {"ambientcolor": "0.30000 0.30000 0.30000", "bloom": False, "clearcolor": "0.70000 0.70000 0.70000",
-                        "orthogonalprojection": {"height": height, "width": width}, "skylightcolor": "0.30000 0.30000 0.30000"},
+            "general": {"ambientcolor": "0.30000 0.30000 0.30000", "bloom": False,
+                        "clearcolor": "0.70000 0.70000 0.70000",
+                        "orthogonalprojection": {"height": height, "width": width},
+                        "skylightcolor": "0.30000 0.30000 0.30000"},
             "objects": objects, "version": 3}
 
 
