@@ -314,11 +314,12 @@ def read_folder(folder: str) -> tuple[Project, Scene, list[str]]:
     scene_name = project.file or SCENE_FILE
     with open(os.path.join(folder, os.path.basename(scene_name)), "rb") as f:
         data = f.read()
-    warnings, puppets = [], set()
+    warnings, puppets, seen = [], set(), set()
     for obj in _load(data, SCENE_FILE).get("objects") or []:
         image = obj.get("image") if isinstance(obj, dict) else None
-        if not isinstance(image, str) or image in puppets:
+        if not isinstance(image, str) or image in seen:
             continue
+        seen.add(image)  # built-in models (models/util/solidlayer.json) are named by many layers: warned once
         path = os.path.join(folder, *[p for p in image.replace("\\", "/").split("/") if p not in ("", ".", "..")])
         try:
             with open(path, "rb") as f:
