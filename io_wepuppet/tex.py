@@ -10,7 +10,8 @@ Layout: docs/wallpaper_engine.md §5 (RePKG's texture reader, CaptSilver's TEXB0
 Records keep every mip's bytes as stored (compressed ones compressed), so read → write is byte-identical.
 Decoding is separate: `mip_pixels` LZ4-decompresses (our own block decoder) and then decodes DXT1/3/5 (palette values
 rounded as Blender's own DDS loader rounds them, so a texture looks the same either way),
-RGBA8888, RG88 (luminance + alpha), R8 (grey) to RGBA8 rows, top row first as stored. Mips whose
+RGBA8888, RG88 (luminance + alpha), R8 (grey) and the formats of tex_formats.py (BC7 in bc7.py) to RGBA8 rows,
+top row first as stored. `sprite_frames` cuts a sprite sheet into its frames. Mips whose
 FreeImageFormat is not −1 are whole image files (PNG, JPEG, ...) and are only handed on as bytes.
 
 `make_mips` builds the chain as Wallpaper Engine does (checked on the goose texture): each level is the floor
@@ -25,10 +26,11 @@ import numpy as np
 
 from ..core.binary import Reader, Writer
 from ..core.errors import ExportError, FormatError
+from . import bc7, tex_formats
 
 MAGIC = b"TEXV"
 FORMAT_RGBA8888, FORMAT_DXT5, FORMAT_DXT3, FORMAT_DXT1, FORMAT_RG88, FORMAT_R8 = 0, 4, 6, 7, 8, 9
-FORMAT_NAMES = {0: "RGBA8888", 4: "DXT5", 6: "DXT3", 7: "DXT1", 8: "RG88", 9: "R8"}
+FORMAT_NAMES = {0: "RGBA8888", 4: "DXT5", 6: "DXT3", 7: "DXT1", 8: "RG88", 9: "R8", **tex_formats.NAMES}
 FLAG_SPRITE = 4  # the one flag bit that changes the layout; the others (1, 2, 32) are kept as read
 FLAG_VIDEO = 32
 FIF_GIF = 25  # FreeImage's number for GIF: Blender reads no GIF, so such a mip would load as a 0×0 image
@@ -392,6 +394,10 @@ def decode_pixels(data: bytes, width: int, height: int, fmt: int) -> np.ndarray:
     """Raw (decompressed) mip bytes → (height, width, 4) uint8 RGBA, rows top first."""
     if fmt in (FORMAT_DXT1, FORMAT_DXT3, FORMAT_DXT5):
         return decode_dxt(data, width, height, fmt)
+    if fmt == tex_formats.FORMAT_BC7:
+        return bc7.decode(data, width, height)
+    if fmt in tex_formats.ENCODED:
+        return tex_formats.to_rgba8(tex_formats.decode_values(data, width, height, fmt))
     channels = {FORMAT_RGBA8888: 4, FORMAT_RG88: 2, FORMAT_R8: 1}[fmt]
     need = width * height * channels
     if len(data) < need:
@@ -462,7 +468,8 @@ def make_mips(level0: np.ndarray, levels: int | None = None) -> list[np.ndarray]
     return out
 
 
-ENCODED_FORMATS = (FORMAT_RGBA8888, FORMAT_RG88, FORMAT_R8)  # the raw formats `from_rgba` writes
+ENCODED_FORMATS = (FORMAT_RGBA8888, FORMAT_RG88, FORMAT_R8)  # what a changed Blender image is written in
+WRITTEN_FORMATS = ENCODED_FORMATS + tex_formats.ENCODED  # the raw formats `from_rgba` writes
 
 
 def _channels(level: np.ndarray, fmt: int) -> np.ndarray:
@@ -477,8 +484,8 @@ def _channels(level: np.ndarray, fmt: int) -> np.ndarray:
 def from_rgba(pixels: np.ndarray, levels: int | None = None, lz4: bool = False, flags: int = 0,
               texture_size: tuple[int, int] | None = None, fmt: int = FORMAT_RGBA8888) -> Texture:
     """A TEXB0003 texture of an (h, w, 4) uint8 image (rows top first) with its mip chain, stored as `fmt`
-    (one of ENCODED_FORMATS)."""
-    if fmt not in ENCODED_FORMATS:
+    (one of WRITTEN_FORMATS; RGB565 rounds to its grid, RGB888 drops alpha)."""
+    if fmt not in WRITTEN_FORMATS:
         raise ExportError(f"no encoder for {FORMAT_NAMES.get(fmt, fmt)} textures")
     pixels = np.asarray(pixels)
     if pixels.ndim != 3 or pixels.shape[2] != 4 or pixels.dtype != np.uint8:
@@ -490,7 +497,10 @@ def from_rgba(pixels: np.ndarray, levels: int | None = None, lz4: bool = False, 
     t = Texture(fmt, flags, tw, th, w, h, 0, "TEXB0003", -1)
     mips = []
     for level in make_mips(pixels, levels):
-        raw = np.ascontiguousarray(_channels(level, fmt)).tobytes()
+        if fmt in tex_formats.ENCODED:
+            raw = tex_formats.encode_values(tex_formats.from_rgba8(level, fmt), fmt)
+        else:
+            raw = np.ascontiguousarray(_channels(level, fmt)).tobytes()
         if lz4:
             packed = lz4_compress(raw)
             if len(packed) < len(raw):
@@ -499,3 +509,25 @@ def from_rgba(pixels: np.ndarray, levels: int | None = None, lz4: bool = False, 
         mips.append(Mip(level.shape[1], level.shape[0], raw, 0, len(raw)))
     t.images = [mips]
     return t
+
+
+def sprite_frames(t: Texture) -> list[tuple[float, np.ndarray]]:
+    """A sprite sheet's frames in order: (seconds shown, (h, w, 4) uint8 RGBA cut from the frame's image).
+    A frame's values are its top-left corner and its x and y axes in pixels of that image (TEXS0001 stores
+    them as ints, later versions as floats); a frame whose axes are not along x and y is refused."""
+    out = []
+    for k, f in enumerate(t.frames):
+        x, y, xx, xy, yx, yy = (float(v) for v in f.values)
+        if xy or yx:
+            raise FormatError(f"sprite frame {k} is rotated (axes {xx, xy} and {yx, yy}): not read", None,
+                              f"frame {k} rectangle")
+        if not 0 <= f.image < len(t.images):
+            raise FormatError(f"sprite frame {k} names image {f.image} of {len(t.images)}", None, f"frame {k} image")
+        px = mip_pixels(t, f.image, 0)
+        x0, x1 = sorted((round(x), round(x + xx)))
+        y0, y1 = sorted((round(y), round(y + yy)))
+        if x0 < 0 or y0 < 0 or x1 > px.shape[1] or y1 > px.shape[0] or x0 == x1 or y0 == y1:
+            raise FormatError(f"sprite frame {k} ({x0}..{x1} × {y0}..{y1}) is outside its "
+                              f"{px.shape[1]}×{px.shape[0]} image", None, f"frame {k} rectangle")
+        out.append((float(f.time), px[y0:y1, x0:x1].copy()))
+    return out
