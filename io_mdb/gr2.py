@@ -29,9 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.errors import FormatError
-from . import oodle1
+from . import GR2_MAGIC as MAGIC_LE32, oodle1
 
-MAGIC_LE32 = bytes.fromhex("b867b0caf86db10f84728c7e5e19001e")
 HEADER_SIZE = 32
 INFO_SIZE = 56
 SECTION_SIZE = 44
