@@ -55,6 +55,9 @@ class _Coder:
             if self.pos > self.end:
                 raise FormatError("the compressed stream ends before the section is complete", self.pos,
                                   "section data")
+        if limit <= 0:
+            raise FormatError(f"a symbol drawn from {limit} values (the parameters allow none)", self.pos,
+                              "section data")
         self.step = self.denom // limit
         return min(self.numer // self.step, limit - 1)
 
@@ -115,6 +118,8 @@ class _Window:
             self.total += 1
 
     def _rebuild(self) -> None:
+        if self.total <= 0:
+            raise FormatError("an adaptive window lost every weight", None, "section data")
         scale = 8 * RANGE // self.total
         ranges, start = [], 0
         for w in self.weights:
