@@ -1,6 +1,7 @@
 """Neverwinter Nights 2 models (.mdb): codec (`mdb`), summary (`info`), findings (`check`), mapping (`convert`),
 SKIN bone order (`bones`) and, inside Blender only, import/export (`blender_io`), the demo row (`blender_demo`)
-and File menu entries (`ops`).
+and File menu entries (`ops`). Granny 2 skeletons and animations (.gr2): reader (`gr2`, with the `oodle1`
+decompressor), skeletons (`gr2_skeleton`), summary and findings (`gr2_info`).
 
 No bpy here: `import skinbridge.io_mdb.mdb` works in a Python without Blender.
 """
@@ -13,6 +14,10 @@ OPTIONS = (
     Option("limit_weights", bool, False, label="Limit and Normalise Weights",
            help="keep each vertex's 4 largest weights and renormalise them (otherwise refused)"),
 )
+
+
+# Granny 2, little-endian with 32-bit pointers: the only kind NWN2 ships (docs/nwn2.md §5.1)
+GR2_MAGIC = bytes.fromhex("b867b0caf86db10f84728c7e5e19001e")
 
 
 def _sniff(head: bytes) -> bool:
@@ -42,6 +47,20 @@ FORMATS = (
             "blender_import": "io_mdb.blender_io:blender_import",
             "export_target": "io_mdb.blender_io:export_target",
             "demo": "io_mdb.blender_demo:demo_rows",
+        },
+    ),
+    FormatSpec(
+        name="gr2",
+        label="Granny 2 skeleton or animation (NWN2)",
+        kind="model",
+        extensions=(".gr2",),
+        sniff=lambda head: head[:len(GR2_MAGIC)] == GR2_MAGIC,
+        head=len(GR2_MAGIC),
+        capabilities={
+            "read": "io_mdb.gr2:read",
+            "info": "io_mdb.gr2_info:info",
+            "check": "io_mdb.gr2_info:check",
+            "semantic": "io_mdb.gr2_skeleton:semantic",
         },
     ),
 )

@@ -1,0 +1,112 @@
+"""`skinbridge info` and `check` of Granny 2 files (docs/nwn2.md §5): sections, the root's fields, skeletons.
+
+There is no GR2 writer, so `check` reports the reader's faults, the header's checksum and what a skeleton
+cannot be (parents out of order, non-finite transforms, inverse world transforms that disagree with the
+composed local ones); its roundtrip line says it was not attempted.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..core.check import read_error
+from ..core.errors import FormatError, quiet_float_errors
+from ..core.findings import Finding, report
+from . import gr2, gr2_skeleton
+
+# how far world @ inverse world may be from the identity: rotation entries, and positions relative to the
+# skeleton's extent (the public files' exporter is off by up to 4e-5 of it: float32 along the chains)
+ROTATION_TOLERANCE = 1e-3
+POSITION_TOLERANCE = 1e-4
+NO_WRITER = "roundtrip: not attempted (no GR2 writer)"
+
+
+def _section_summary(s: gr2.Section) -> dict:
+    return {"index": s.index, "compression": gr2.COMPRESSIONS.get(s.compression, str(s.compression)),
+            "bytes": s.data_size, "decompressed": s.decompressed_size, "decompressed_read": len(s.data),
+            "stops": list(s.stops), "relocations": len(s.relocations), "marshallings": len(s.marshallings)}
+
+
+def _shown(value) -> object:
+    """A root field in a few words: counts of lists, the text of strings, the fields of a reference."""
+    if isinstance(value, gr2.Struct):
+        return {"fields": list(value)}
+    if isinstance(value, (list, np.ndarray)):
+        return {"count": len(value)}
+    return value
+
+
+def _root_fields(f: gr2.Gr2File) -> list[dict]:
+    root = f.root
+    return [{"name": m.name, "kind": gr2.KIND_NAMES.get(m.kind, str(m.kind)), "value": _shown(root.get(m.name))}
+            for m in f.root_type]
+
+
+def _animations(root: gr2.Struct) -> list[dict]:
+    out = []
+    for a in root.get("Animations") or []:
+        if isinstance(a, dict):
+            groups = a.get("TrackGroups")
+            out.append({"name": a.get("Name"), "duration": a.get("Duration"), "time_step": a.get("TimeStep"),
+                        "track_groups": len(groups) if isinstance(groups, list) else 0})
+    return out
+
+
+def info(data: bytes, path: str = "") -> dict:
+    f = gr2.read(data)
+    root = f.root
+    skeletons = gr2_skeleton.skeletons(f)
+    exporter = root.get("ExporterInfo")
+    return {
+        "format": "GR2",
+        "version": f.version,
+        "crc32": {"stored": f"{f.crc:#010x}", "computed": f"{f.computed_crc:#010x}"},
+        "exporter": exporter.get("ExporterName") if isinstance(exporter, dict) else None,
+        "from_file": root.get("FromFileName"),
+        "sections": [_section_summary(s) for s in f.sections],
+        "root": _root_fields(f),
+        "skeletons": [{"name": s.name, "units_per_metre": s.units_per_metre, "bones": len(s.bones),
+                       "bone_names": s.names, "parents": [b.parent for b in s.bones]} for s in skeletons],
+        "animations": _animations(root),
+        "warnings": list(f.warnings),
+    }
+
+
+def _inverse_world(s: gr2_skeleton.Gr2Skeleton, label: str) -> list[Finding]:
+    world = s.world_matrices()
+    stored = np.stack([b.inverse_world for b in s.bones]).astype(np.float64)
+    product = world @ stored - np.eye(4)
+    extent = 1.0 + np.abs(world[:, :3, 3]).max(initial=0.0)
+    bad = (np.abs(product[:, :3, :3]).max(axis=(1, 2)) > ROTATION_TOLERANCE) | \
+          (np.abs(product[:, :3, 3]).max(axis=1) > POSITION_TOLERANCE * extent)
+    return [Finding("warning", f"{label} bone {i} ({s.bones[i].name})", None, "InverseWorldTransform",
+                    f"differs from the inverse of the composed local transforms by {np.abs(product[i]).max():.3g}")
+            for i in np.flatnonzero(bad)]
+
+
+@quiet_float_errors
+def validate(f: gr2.Gr2File) -> list[Finding]:
+    found = [Finding("warning", "file", None, "file", w) for w in f.warnings]
+    for s in gr2_skeleton.skeletons(f):
+        label = f"skeleton {s.name}"
+        problems = s.problems()
+        found += [Finding("error", f"{label} bone {i} ({s.bones[i].name})", None, field, message)
+                  for i, field, message in problems]
+        if not problems:
+            found += _inverse_world(s, label)
+    return found
+
+
+def findings(data: bytes) -> list[Finding]:
+    try:
+        return validate(gr2.read(data))
+    except FormatError as e:
+        return [read_error(e)]
+
+
+def check(path: str, data: bytes, out: Callable[[str], None] = print) -> int:
+    """`skinbridge check FILE.gr2`: findings, the count line and the roundtrip line; 1 on an error finding."""
+    found = findings(data)
+    unreadable = len(found) == 1 and found[0].element == "file" and found[0].severity == "error"
+    return report(found, "roundtrip: not attempted (unreadable)" if unreadable else NO_WRITER, out)

@@ -1,0 +1,247 @@
+"""The Oodle1 section decompressor of Granny 2 files (docs/nwn2.md §5.2): an adaptive arithmetic coder over an
+LZ77 stream, written from the public description of nwn2mdk's `gr2_decompress.cpp` (after xoreos' Granny
+decoder).
+
+```
+stream:      3 × parameter block (12 bytes), then the arithmetic-coded symbols
+parameters:  u32 bits 0–8 literal symbols, bits 9–31 longest back-reference distance;
+             u32 bits 0–8 literal window capacity, bits 19–31 high-bits window capacity;
+             u8 × 4 capacities of the length windows
+```
+
+The output is decoded in three runs (one parameter block each) ending at the section header's two stops and
+its decompressed size. Every symbol is chosen by a small adaptive frequency table ("window") that learns the
+values seen; a length symbol of 0 means one literal byte, else a copy from earlier output.
+
+The coder is sequential (every symbol updates the tables the next one reads), so this is plain Python; only
+the copies are slice operations. Every step writes at least one byte and the output never grows past the
+declared size, so bad input ends in a `FormatError`, never a hang or a large allocation.
+"""
+from __future__ import annotations
+
+import struct
+from bisect import bisect_right
+
+from ..core.errors import FormatError
+
+PARAMETERS_SIZE = 12
+RANGE = 0x4000  # every window's cumulative frequencies span 0..RANGE
+LONG_COPIES = (128, 192, 256, 512)  # copy lengths of the length symbols 61..64
+LENGTH_SYMBOLS = 65
+SLACK = 16  # bytes the coder may read past the stream's end (as zeros) before it is cut short
+
+
+class _Coder:
+    """The arithmetic decoder: a numerator over a denominator renormalised a byte at a time, reading 7-bit
+    steps across byte boundaries."""
+
+    __slots__ = ("data", "pos", "numer", "denom", "step", "end")
+
+    def __init__(self, data: bytes, start: int):
+        self.data = data + bytes(SLACK + 2)
+        self.end = len(data) + SLACK
+        self.pos = start
+        self.numer = self.data[start] >> 1
+        self.denom = 0x80
+        self.step = 1
+
+    def peek(self, limit: int) -> int:
+        """A value below `limit` from the current interval (not yet consumed: `take` does that)."""
+        while self.denom <= 0x800000:
+            data, pos = self.data, self.pos
+            self.numer = ((self.numer << 8) | ((data[pos] << 7) & 0x80) | (data[pos + 1] >> 1)) & 0xFFFFFFFF
+            self.pos = pos + 1
+            self.denom <<= 8
+            if self.pos > self.end:
+                raise FormatError("the compressed stream ends before the section is complete", self.pos,
+                                  "section data")
+        if limit <= 0:
+            raise FormatError(f"a symbol drawn from {limit} values (the parameters allow none)", self.pos,
+                              "section data")
+        self.step = self.denom // limit
+        return min(self.numer // self.step, limit - 1)
+
+    def take(self, limit: int, low: int, width: int) -> None:
+        """Consume the sub-interval [low, low + width) of the `limit` parts."""
+        self.numer = (self.numer - self.step * low) & 0xFFFFFFFF
+        if low + width < limit:
+            self.denom = self.step * width
+        else:
+            self.denom -= self.step * low
+        if self.denom <= 0:
+            raise FormatError("the arithmetic coder's interval became empty", self.pos, "section data")
+
+    def uniform(self, limit: int) -> int:
+        """A value below `limit`, all equally likely."""
+        value = self.peek(limit)
+        self.take(limit, value, 1)
+        return value
+
+
+class _Window:
+    """An adaptive table of the values a symbol took: slot 0 is the escape (a value not seen yet), the other
+    slots are values with weights; cumulative ranges are rebuilt as the weights grow and the weights halved
+    when they grow too large."""
+
+    __slots__ = ("capacity", "ranges", "values", "weights", "total", "increase", "increase_cap", "rebuild_at",
+                 "halve_at")
+
+    def __init__(self, max_value: int, capacity: int):
+        self.capacity = capacity + 1
+        self.ranges = [0, RANGE]
+        self.values = [0]
+        self.weights = [4]
+        self.total = 4
+        self.increase = 4
+        self.rebuild_at = 8
+        self.halve_at = max(256, min(32 * max_value, 15160))
+        self.increase_cap = min(2 * max_value, self.halve_at // 2 - 32) if max_value > 64 else 128
+
+    def _halve(self) -> None:
+        weights, values = self.weights, self.values
+        for i in range(len(weights)):
+            weights[i] //= 2
+        self.total = sum(weights)
+        i = 1
+        while i < len(weights):  # drop the values whose weight fell to 0 (the last one takes the place)
+            while i < len(weights) and weights[i] == 0:
+                weights[i], values[i] = weights[-1], values[-1]
+                weights.pop()
+                values.pop()
+            i += 1
+        if len(weights) > 1:
+            top = max(range(1, len(weights)), key=weights.__getitem__)  # the first of the heaviest
+            weights[top], weights[-1] = weights[-1], weights[top]
+            values[top], values[-1] = values[-1], values[top]
+        if len(weights) < self.capacity and weights[0] == 0:
+            weights[0] = 1
+            self.total += 1
+
+    def _rebuild(self) -> None:
+        if self.total <= 0:
+            raise FormatError("an adaptive window lost every weight", None, "section data")
+        scale = 8 * RANGE // self.total
+        ranges, start = [], 0
+        for w in self.weights:
+            ranges.append(start)
+            start += w * scale // 8
+        ranges.append(RANGE)
+        self.ranges = ranges
+        if self.increase > self.increase_cap // 2:
+            self.rebuild_at = self.total + self.increase_cap
+        else:
+            self.increase *= 2
+            self.rebuild_at = self.total + self.increase
+
+    def decode(self, coder: _Coder, new_limit: int) -> int:
+        """The next value: a known one by its weight, or (escape) a new one read uniformly below `new_limit`."""
+        if self.total >= self.rebuild_at:
+            if self.rebuild_at >= self.halve_at:
+                self._halve()
+            self._rebuild()
+        ranges = self.ranges
+        slot = bisect_right(ranges, coder.peek(RANGE)) - 1
+        coder.take(RANGE, ranges[slot], ranges[slot + 1] - ranges[slot])
+        self.weights[slot] += 1
+        self.total += 1
+        if slot > 0:
+            return self.values[slot]
+        known = len(ranges)  # values added since the last rebuild have no range yet
+        if len(self.weights) >= known and coder.uniform(2) == 1:
+            slot = known - 1 + coder.uniform(len(self.weights) - known + 1)
+            self.weights[slot] += 2
+            self.total += 2
+            return self.values[slot]
+        value = coder.uniform(new_limit)
+        self.values.append(value)
+        self.weights.append(2)
+        self.total += 2
+        if len(self.weights) == self.capacity:
+            self.total -= self.weights[0]
+            self.weights[0] = 0
+        return value
+
+
+class _Run:
+    """The tables of one of the three runs, from its parameter block."""
+
+    def __init__(self, block: bytes):
+        word0, word1 = struct.unpack_from("<II", block)
+        self.literal_max = word0 & 0x1FF
+        self.distance_max = word0 >> 9
+        literal_capacity = word1 & 0x1FF
+        high_capacity = word1 >> 19
+        lengths = block[8:12]
+        self.low_max = min(self.distance_max + 1, 4)
+        self.mid_max = min(self.distance_max // 4 + 1, 256)
+        self.high_max = self.distance_max // 1024 + 1
+        self.low = _Window(self.low_max - 1, self.low_max)
+        self.high = _Window(self.high_max - 1, high_capacity + 1)
+        self.mid: dict[int, _Window] = {}  # made on first use: up to 8,193 of them, most never used
+        self.literals = [_Window(self.literal_max - 1, literal_capacity) for _ in range(4)]
+        # windows 0–15 use the 4th capacity, 16–31 the 3rd, 32–47 the 2nd, 48–64 the 1st
+        self.lengths = [_Window(64, lengths[3 - i // 16] if i < 64 else lengths[0]) for i in range(LENGTH_SYMBOLS)]
+        self.last_length = 0
+        self.decoded = 0
+
+
+def _copy(out: bytearray, pos: int, distance: int, length: int) -> None:
+    """LZ copy of `length` bytes from `distance` back (overlapping copies repeat the pattern)."""
+    source = out[pos - distance:pos - distance + length] if length <= distance else \
+        (out[pos - distance:pos] * (length // distance + 1))[:length]
+    out[pos:pos + length] = source
+
+
+def _decode_run(coder: _Coder, run: _Run, out: bytearray, pos: int, stop: int, section_start: int) -> int:
+    size = len(out)
+    while pos < stop:
+        symbol = run.lengths[run.last_length].decode(coder, LENGTH_SYMBOLS)
+        run.last_length = symbol
+        if symbol == 0:
+            window = run.literals[(pos - section_start) % 4]
+            out[pos] = window.decode(coder, run.literal_max) & 0xFF
+            run.decoded += 1
+            pos += 1
+            continue
+        length = symbol + 1 if symbol < 61 else LONG_COPIES[symbol - 61]
+        reach = min(run.distance_max, run.decoded)
+        low = run.low.decode(coder, run.low_max)
+        high = run.high.decode(coder, reach // 1024 + 1)
+        mid_window = run.mid.get(high)
+        if mid_window is None:
+            if high >= run.high_max:
+                raise FormatError(f"copy distance block {high} beyond the {run.high_max} the parameters allow",
+                                  coder.pos, "section data")
+            mid_window = run.mid[high] = _Window(run.mid_max - 1, run.mid_max)
+        mid = mid_window.decode(coder, min(reach // 4 + 1, 256))
+        distance = (high << 10) + (mid << 2) + low + 1
+        if distance > pos - section_start:
+            raise FormatError(f"a copy reaches {distance} bytes back from output byte {pos - section_start}",
+                              coder.pos, "section data")
+        if pos + length > size:
+            raise FormatError(f"the decompressed data exceed the declared {size - section_start} bytes",
+                              coder.pos, "section data")
+        _copy(out, pos, distance, length)
+        run.decoded += length
+        pos += length
+    return pos
+
+
+def decompress(data: bytes, stops: tuple[int, int], size: int) -> bytes:
+    """The `size` bytes a section's Oodle1 `data` hold; `stops` are the section header's first16bit and
+    first8bit, where the second and the third run begin."""
+    if size == 0:
+        return b""
+    if len(data) < 3 * PARAMETERS_SIZE + 1:
+        raise FormatError(f"{len(data)} bytes cannot hold the 36 bytes of parameters and a stream", 0,
+                          "section data")
+    first, second = stops
+    if not 0 <= first <= second <= size:
+        raise FormatError(f"stops {first}, {second} are not in order within the {size} bytes", None,
+                          "first16bit/first8bit")
+    out = bytearray(size)
+    coder = _Coder(bytes(data), 3 * PARAMETERS_SIZE)
+    pos = 0
+    for i, stop in enumerate((first, second, size)):
+        pos = _decode_run(coder, _Run(data[i * PARAMETERS_SIZE:(i + 1) * PARAMETERS_SIZE]), out, pos, stop, 0)
+    return bytes(out)
