@@ -212,8 +212,10 @@ def rebuild(context, arm_ob) -> list[str]:
 
 def bake(context) -> None:
     """Simulate the scene's frame range into the rigid body cache (Play then reads it back)."""
-    world = context.scene.rigidbody_world
+    scene = context.scene
+    world = scene.rigidbody_world
     if world is None:
         return
+    world.point_cache.frame_start, world.point_cache.frame_end = scene.frame_start, scene.frame_end
     with context.temp_override(scene=context.scene, point_cache=world.point_cache):
         bpy.ops.ptcache.bake(bake=True)

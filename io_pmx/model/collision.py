@@ -45,29 +45,23 @@ def _cliques(touch: np.ndarray) -> list[list[int]]:
     return out
 
 
-def _merge_cost(a: list[int], b: list[int], share: np.ndarray, touch: np.ndarray, counts: np.ndarray) -> int:
-    """Body pairs that merging cliques a and b makes share a collection although MMD keeps them apart."""
-    cost = 0
-    for t in a:
-        for u in b:
-            if t != u and not share[t, u] and not touch[t, u]:
-                cost += int(counts[t] * counts[u])
-    return cost
-
-
 def _fit(cliques: list[list[int]], touch: np.ndarray, counts: np.ndarray, slots: int) -> list[list[int]]:
     """At most `slots` collections: merge the two whose union wrongly joins the fewest body pairs."""
-    cliques = [list(c) for c in cliques]
-    while len(cliques) > slots:
-        share = np.zeros_like(touch)
-        for c in cliques:
-            share[np.ix_(c, c)] = True
-        best = min(((i, j) for i in range(len(cliques)) for j in range(i + 1, len(cliques))),
-                   key=lambda ij: _merge_cost(cliques[ij[0]], cliques[ij[1]], share, touch, counts))
-        i, j = best
-        cliques[i] = sorted(set(cliques[i]) | set(cliques[j]))
-        del cliques[j]
-    return cliques
+    kinds = len(touch)
+    sets = np.zeros((len(cliques), kinds), bool)
+    for c, clique in enumerate(cliques):
+        sets[c, clique] = True
+    weight = np.outer(counts, counts).astype(np.float64)
+    np.fill_diagonal(weight, 0.0)  # a kind's own pairs are joined already by the clique it is in
+    while len(sets) > slots:
+        share = (sets.T.astype(np.int64) @ sets.astype(np.int64)) > 0
+        wrong = np.where(share | touch, 0.0, weight)  # body pairs a merge would newly join against MMD
+        cost = sets.astype(np.float64) @ wrong @ sets.T.astype(np.float64)
+        cost[np.tril_indices(len(sets))] = np.inf
+        i, j = np.unravel_index(int(np.argmin(cost)), cost.shape)
+        sets[i] |= sets[j]
+        sets = np.delete(sets, j, axis=0)
+    return [list(np.nonzero(row)[0]) for row in sets]
 
 
 def collision_layout(groups, masks, slots: int = SLOTS) -> tuple[np.ndarray, np.ndarray]:
