@@ -31,6 +31,13 @@ OPTIONS = (
                 "makes it 20"),
 )
 
+# Options of the PMX import operator (File › Import; the command line's conversions import with physics off:
+# frames sampled out of order cannot simulate).
+IMPORT_OPTIONS = (
+    Option("physics", bool, True, label="MMD Physics",
+           help="make the rigid bodies simulate when the scene plays, the bones following their bodies as in MMD "
+                "(off: the bodies are kept for export and a motion plays as MMD plays it with physics off)"),
+)
 
 FORMATS = (
     FormatSpec(

@@ -23,6 +23,7 @@ from ..model.validate import raise_for_errors, validate
 from ..rig.bone_map import load_bone_map
 from ..motion.names import shorten_bone_names
 from . import blender_physics
+from . import blender_physics_sim
 from . import blender_motion_retarget
 from ..rig import rig
 from .blender_textures import write_textures
@@ -47,7 +48,10 @@ def load(path: str) -> tuple[pmx.PmxModel, list[str]]:
     return model, list(model.warnings) + [str(f) for f in findings if f not in fatal]
 
 
-def import_pmx(context, path: str, scale: float = convert.DEFAULT_SCALE) -> bscene.ImportResult:
+def import_pmx(context, path: str, scale: float = convert.DEFAULT_SCALE, physics: bool = True
+               ) -> bscene.ImportResult:
+    """`physics`: the rigid bodies simulate and the bones follow them when the scene plays (off: they are
+    built all the same, kept for export, and a motion plays as MMD plays it with physics off)."""
     if not scale > 0:
         raise FormatError(f"scale {scale} is not positive")
     model, warnings = load(path)
@@ -66,7 +70,8 @@ def import_pmx(context, path: str, scale: float = convert.DEFAULT_SCALE) -> bsce
         if result.armature is not None and (model.rigid_bodies or model.joints):
             arm_ob = result.armature
             names = bscene.barm_names(arm_ob) or [b.name for b in arm_ob.data.bones]
-            blender_physics.build_physics(context, arm_ob, core_scene.extras["pmx"], scale, names, [])
+            warnings += blender_physics.build_physics(context, arm_ob, core_scene.extras["pmx"], scale, names, [])
+            blender_physics_sim.link(context, arm_ob, physics)
     except BaseException:
         bscene.remove_new(before)
         raise
@@ -75,8 +80,9 @@ def import_pmx(context, path: str, scale: float = convert.DEFAULT_SCALE) -> bsce
 
 
 def blender_import(context, path: str, options) -> list[str]:
-    """The registry's `blender_import` (convert, render, drop): the PMX at its default scale."""
-    return import_pmx(context, path).warnings
+    """The registry's `blender_import` (convert, render): the PMX at its default scale, physics built but off
+    (a conversion writes the file's bodies, and frames sampled out of order cannot simulate)."""
+    return import_pmx(context, path, physics=False).warnings
 
 
 def gather_model(context, scale: float | None = None, selected_only: bool = False, objects: tuple | None = None

@@ -8,17 +8,16 @@ of radius r, a box of half extents s, a capsule of radius r and height h along i
 Blender's local Z, the axis of Blender's capsule. Blender sizes a collision shape from the object's bounds,
 so each body is a small box mesh with the shape's bounds, drawn as that shape.
 
-* Rigid body: mass, damping, friction, restitution as they are; collision group g → collision collection g
-  only; the 16-bit non-collision mask is kept as a property (`MASK_PROP`: bit k clear = no collision with
-  group k, as PMX stores it) and applied as disabled-collision constraints (`NCC`, an empty with a GENERIC
-  constraint that disables collisions) between near pairs of the same group that it excludes, as mmd_tools
-  does (bodies of different groups never collide in Blender). Mode 0 (follows the bone): kinematic,
-  parented to its bone; modes 1 and 2 (physics, physics with bone alignment): dynamic, placed at rest (not
-  parented: that would be a cycle), and their bone follows them through a Child Of constraint (`FOLLOW`;
-  location and rotation for mode 1, rotation for mode 2). Import leaves those constraints off, so that playing a motion without a
-  simulation poses the model as MMD does with physics off; the chain operator turns its own on.
+* Rigid body: mass, damping, friction, restitution as they are (Blender's 0–1 clamps a damping of 2, as
+  Bullet does: `range_notes` says so once, and export keeps the file's value); the collision group and the
+  16-bit non-collision mask as properties (`GROUP_PROP`, `MASK_PROP`: bit k clear = no collision with group
+  k, as PMX stores it), which `blender_physics_sim` turns into collision collections. Mode 0 (follows the
+  bone): kinematic, parented to its bone; modes 1 and 2 (physics, physics with bone alignment): dynamic,
+  placed at rest (not parented: that would be a cycle), their bone named by `BONE_PROP`; `blender_physics_sim`
+  makes the bone follow them.
 * Joint: an empty at the joint with a GENERIC_SPRING constraint between its two bodies, linear and angular
-  limits on every axis, springs (SPRING2) with the stiffnesses.
+  limits on every axis, springs with the stiffnesses: Bullet's first 6-DOF spring (SPRING1) with its own
+  damping of 1, the constraint MMD's Bullet and babylon-mmd use.
 * Every object keeps the record it was made from (`RAW_PROP`, JSON with the PMX file's exact values).
   Export writes that record while what it describes is unchanged (compared in float32 after the
   conversion back), so a model read and written unchanged stays byte-identical; changed fields are converted
@@ -41,9 +40,14 @@ from .blender_motion_model import model_scale
 COLLECTION = "Physics"
 RAW_PROP = "skinbridge_pmx_physics"
 MASK_PROP = "mmd_no_collision_mask"
-KIND_PROP = "mmd_physics"  # "rigid", "joint" or "ncc"
+GROUP_PROP = "mmd_group"
+BONE_PROP = "mmd_bone"  # the Blender bone a dynamic body turns (a kinematic one is parented to its bone)
+KIND_PROP = "mmd_physics"  # "rigid", "joint", "ncc" or "track"
 FOLLOW = "MMD physics"
-NCC_DISTANCE = 1.5  # pairs closer than this × the sum of their sizes get a disabled-collision constraint
+MARGIN = 0.04  # Bullet's default collision margin, in MMD units (Blender's own 0.04 is in metres)
+# Blender's ranges of the rigid body values (a value outside shows clamped; export keeps the file's)
+RANGES = {"mass": (0.001, math.inf), "linear_damping": (0.0, 1.0), "angular_damping": (0.0, 1.0),
+          "friction": (0.0, math.inf), "restitution": (0.0, 1.0)}
 SHAPES = ("SPHERE", "BOX", "CAPSULE")
 _AXES = "xyz"
 
@@ -170,7 +174,7 @@ def _constraint_of(context, ob, kind: str):
 
 
 def add_rigid_body(context, coll, arm_ob, rec: pmx.PmxRigidBody, bone_name: str | None, scale: float,
-                   raw: dict | None = None, follow: bool = False) -> bpy.types.Object:
+                   raw: dict | None = None) -> bpy.types.Object:
     """One rigid body object for a PMX record (the model's scale); `raw` is kept for export."""
     dims = rigid_dimensions(int(rec.shape), rec.size, scale)
     ob = bpy.data.objects.new(rec.name or "rigid", _box_mesh(rec.name or "rigid", np.maximum(dims, 1e-6)))
@@ -202,21 +206,29 @@ def add_rigid_body(context, coll, arm_ob, rec: pmx.PmxRigidBody, bone_name: str 
     rb.friction = float(max(rec.friction, 0))
     rb.restitution = float(np.clip(rec.restitution, 0, 1))
     rb.kinematic = int(rec.mode) == 0
-    rb.collision_collections = [k == int(rec.group) for k in range(20)]
+    rb.use_margin = True
+    rb.collision_margin = MARGIN * scale
+    rb.collision_collections = [False] * 20  # blender_physics_sim lays them out for the whole model
     ob["mmd_mode"] = int(rec.mode)
-    ob["mmd_group"] = int(rec.group)
+    ob[GROUP_PROP] = int(rec.group)
     if arm_ob is not None and bone_name and int(rec.mode) in (1, 2):
-        pb = arm_ob.pose.bones[bone_name]
-        c = pb.constraints.new("CHILD_OF")
-        c.name = FOLLOW
-        c.target = ob
-        c.set_inverse_pending = False
-        c.inverse_matrix = rest.inverted()  # at rest the body's world undoes itself: the bone stays
-        if int(rec.mode) == 2:
-            c.use_location_x = c.use_location_y = c.use_location_z = False
-        c.use_scale_x = c.use_scale_y = c.use_scale_z = False
-        c.enabled = follow
+        ob[BONE_PROP] = bone_name
     return ob
+
+
+def range_notes(records: list[pmx.PmxRigidBody]) -> list[str]:
+    """One warning naming the bodies whose values Blender shows clamped (none when every value fits)."""
+    out = []
+    for rec in records:
+        for field, (low, high) in RANGES.items():
+            v = float(getattr(rec, field))
+            if not low <= v <= high:
+                out.append(f"{rec.name} {field.replace('_', ' ')} {v:g}")
+    if not out:
+        return []
+    more = f" (and {len(out) - 5} more)" if len(out) > 5 else ""
+    return [f"{len(out)} rigid body value(s) outside Blender's ranges show clamped (Bullet clamps damping to "
+            f"0–1 as well); export writes the file's values: {', '.join(out[:5])}{more}"]
 
 
 def add_joint(context, coll, arm_ob, rec: pmx.PmxJoint, a, b, scale: float, raw: dict | None = None
@@ -236,8 +248,8 @@ def add_joint(context, coll, arm_ob, rec: pmx.PmxJoint, a, b, scale: float, raw:
         np.asarray(rec.position, np.float64)[None], scale)[0]) @ euler_to_blender(rec.rotation).to_matrix().to_4x4()
     c = _constraint_of(context, ob, "GENERIC_SPRING")
     c.object1, c.object2 = a, b
-    c.spring_type = "SPRING2"
-    c.disable_collisions = True
+    c.spring_type = "SPRING1"
+    c.disable_collisions = True  # until blender_physics_sim applies MMD's rule (jointed bodies may collide)
     tl, tu = _swap(rec.translation_lower) * scale, _swap(rec.translation_upper) * scale
     rl, ru = -_swap(rec.rotation_upper), -_swap(rec.rotation_lower)
     st, sr = _swap(rec.spring_translation), _swap(rec.spring_rotation)
@@ -252,46 +264,19 @@ def add_joint(context, coll, arm_ob, rec: pmx.PmxJoint, a, b, scale: float, raw:
         setattr(c, f"spring_stiffness_{axis}", float(max(st[j], 0)))
         setattr(c, f"use_spring_ang_{axis}", bool(sr[j] != 0))
         setattr(c, f"spring_stiffness_ang_{axis}", float(max(sr[j], 0)))
+        setattr(c, f"spring_damping_{axis}", 1.0)  # Bullet's default, which MMD keeps
+        setattr(c, f"spring_damping_ang_{axis}", 1.0)
     return ob
 
 
-def _excluded(mask: int, group: int) -> bool:
-    return not (int(mask) >> int(group)) & 1
-
-
-def add_non_collision(context, coll, bodies: list, records: list[pmx.PmxRigidBody], scale: float) -> list:
-    """Disabled-collision constraints between near pairs of one group that a mask excludes."""
-    made = []
-    centres = [np.array(ob.matrix_basis.translation) for ob in bodies]
-    radius = [float(np.max(rigid_dimensions(int(r.shape), r.size, scale))) / 2 for r in records]
-    for i, ri in enumerate(records):
-        for j in range(i + 1, len(records)):
-            rj = records[j]
-            if ri.group != rj.group:
-                continue  # different collision collections: Blender never lets them collide
-            if not (_excluded(ri.no_collision_mask, rj.group) or _excluded(rj.no_collision_mask, ri.group)):
-                continue
-            if np.linalg.norm(centres[i] - centres[j]) > NCC_DISTANCE * (radius[i] + radius[j]):
-                continue
-            ob = bpy.data.objects.new(f"ncc {bodies[i].name} {bodies[j].name}", None)
-            coll.objects.link(ob)
-            ob[KIND_PROP] = "ncc"
-            ob[MODEL_DATA_PROP] = True
-            ob.hide_viewport = True
-            _constraint_of(context, ob, "GENERIC")
-            ob.rigid_body_constraint.object1, ob.rigid_body_constraint.object2 = bodies[i], bodies[j]
-            ob.rigid_body_constraint.disable_collisions = True
-            made.append(ob)
-    return made
-
-
-def build_physics(context, arm_ob, extras: dict, scale: float, bone_names: list[str], created: list) -> None:
+def build_physics(context, arm_ob, extras: dict, scale: float, bone_names: list[str], created: list) -> list[str]:
     """Rigid bodies and joints of a PMX (its stored records) as Blender objects; `bone_names[i]` is the
-    Blender bone of PMX bone i. Every object made is appended to `created`."""
+    Blender bone of PMX bone i. Every object made is appended to `created`; returns warnings (values Blender
+    shows clamped). `blender_physics_sim.link` makes them simulate."""
     bodies_raw = extras.get("rigid_bodies", [])
     joints_raw = extras.get("joints", [])
     if not bodies_raw and not joints_raw:
-        return
+        return []
     _ensure_world(context)
     coll = _physics_collection(context, arm_ob)
     records = [convert.fixed_from_dict(pmx.PmxRigidBody, d, pmx.RIGID_BODY) for d in bodies_raw]
@@ -306,20 +291,24 @@ def build_physics(context, arm_ob, extras: dict, scale: float, bone_names: list[
         a = bodies[rec.rigid_a] if 0 <= rec.rigid_a < len(bodies) else None
         b = bodies[rec.rigid_b] if 0 <= rec.rigid_b < len(bodies) else None
         created.append(add_joint(context, coll, arm_ob, rec, a, b, scale, dict(raw, index=k)))
-    created += add_non_collision(context, coll, bodies, records, scale)
+    return range_notes(records)
 
 
 # -- reading back --------------------------------------------------------------------------------------------
 
+def find_collection(arm_ob):
+    """The model's Physics collection, or None."""
+    for parent in arm_ob.users_collection if arm_ob is not None else ():
+        coll = next((c for c in parent.children if c.get(KIND_PROP) == "collection"), None)
+        if coll is not None:
+            return coll
+    return None
+
+
 def physics_objects(arm_ob) -> tuple[list, list]:
     """(rigid body objects, joint objects) of the model: those in its Physics collection, file order first
     (the records they came from), then the user's in name order."""
-    coll = None
-    if arm_ob is not None:
-        for parent in arm_ob.users_collection:
-            coll = next((c for c in parent.children if c.get(KIND_PROP) == "collection"), None)
-            if coll is not None:
-                break
+    coll = find_collection(arm_ob)
     if coll is None:
         return [], []
 
@@ -347,14 +336,25 @@ def _rest_matrix(ob) -> Matrix:
     return ob.matrix_basis.copy()
 
 
+def followed_body(constraint):
+    """The rigid body a bone's constraint makes it follow (through the body's tracking empty), or None."""
+    target = getattr(constraint, "target", None)
+    if target is None or not constraint.name.startswith(FOLLOW):
+        return None
+    if target.get(KIND_PROP) == "track":
+        target = target.parent
+    return target if target is not None and target.get(KIND_PROP) == "rigid" else None
+
+
 def _bone_of(ob, arm_ob) -> str | None:
     if ob.parent == arm_ob and ob.parent_type == "BONE" and ob.parent_bone:
         return ob.parent_bone
     for pb in arm_ob.pose.bones if arm_ob is not None else ():
         for c in pb.constraints:
-            if c.type == "CHILD_OF" and c.target == ob:
+            if followed_body(c) == ob:
                 return pb.name
-    return None
+    bone = ob.get(BONE_PROP)
+    return bone if arm_ob is not None and isinstance(bone, str) and bone in arm_ob.data.bones else None
 
 
 def _same_name(blender: str, file: str) -> bool:
@@ -420,9 +420,9 @@ def read_rigid_body(ob, arm_ob, scale: float, bone_index: dict[str, int]) -> pmx
         actual = float(getattr(rb, field))
         if raw is None or abs(actual - v) > 1e-6 * max(1.0, abs(v)):
             setattr(rec, field, np.float32(actual))
-    groups = [k for k in range(16) if rb.collision_collections[k]]
-    if raw is None or groups != [int(rec.group)]:
-        rec.group = groups[0] if groups else 0
+    group = int(ob.get(GROUP_PROP, rec.group)) & 15  # the collision collections are derived from it
+    if raw is None or group != int(rec.group):
+        rec.group = group
     rec.no_collision_mask = int(ob.get(MASK_PROP, 0xFFFF)) & 0xFFFF
     mode = 0 if rb.kinematic else (int(ob.get("mmd_mode", 1)) if int(ob.get("mmd_mode", 1)) in (1, 2) else 1)
     if raw is None or mode != int(rec.mode):
@@ -500,8 +500,8 @@ def read_physics(arm_ob, scale: float, bone_index: dict[str, int]) -> tuple[list
 def add_chain(context, arm_ob, bone_names: list[str], scale: float | None = None, radius: float = 0.2,
               mass: float = 1.0, group: int = 1) -> tuple[list, list]:
     """Capsules along the bones `bone_names` (a chain, parent first) and joints between them: the first
-    capsule follows its bone (static, mode 0), the others are dynamic and turn their bones (mode 2, bone
-    following on); a joint at the head of every bone after the first joins it to the one before, its
+    capsule follows its bone (static, mode 0), the others are dynamic and turn their bones (mode 2, made to
+    follow by `blender_physics_sim.link`); a joint at the head of every bone after the first joins it to the one before, its
     rotation limited to ±30° (±10° of twist about the bone) with light springs. `radius`: the capsules'
     radius as a fraction of each bone's length. Returns (bodies, joints)."""
     if scale is None:
@@ -526,7 +526,7 @@ def add_chain(context, arm_ob, bone_names: list[str], scale: float | None = None
             position=_f32(convert.positions_to_pmx(centre[None], scale)[0]), rotation=_f32(rotation),
             mass=np.float32(mass), linear_damping=np.float32(0.5), angular_damping=np.float32(0.5),
             restitution=np.float32(0), friction=np.float32(0.5), mode=0 if k == 0 else 2)
-        ob = add_rigid_body(context, coll, arm_ob, rec, name, scale, None, follow=True)
+        ob = add_rigid_body(context, coll, arm_ob, rec, name, scale, None)
         bodies.append(ob)
         if k:
             jrec = pmx.PmxJoint(

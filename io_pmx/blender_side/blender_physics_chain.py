@@ -7,6 +7,7 @@ from bpy.props import FloatProperty, IntProperty
 
 from ...core.errors import ExportError
 from . import blender_physics as blender_physics
+from . import blender_physics_sim
 
 
 def selected_chain(arm_ob, names) -> list[str]:
@@ -36,11 +37,11 @@ def bones_with_bodies(arm_ob, chain: list[str]) -> list[str]:
     or one the bone follows (its FOLLOW constraint)."""
     has = {ob.parent_bone for ob in arm_ob.children
            if ob.get(blender_physics.KIND_PROP) == "rigid" and ob.parent_type == "BONE"}
+    bodies, _ = blender_physics.physics_objects(arm_ob)
+    has |= {ob.get(blender_physics.BONE_PROP) for ob in bodies}
     for name in chain:
-        for c in arm_ob.pose.bones[name].constraints:
-            if c.name.startswith(blender_physics.FOLLOW) and getattr(c, "target", None) is not None \
-                    and c.target.get(blender_physics.KIND_PROP) == "rigid":
-                has.add(name)
+        if any(blender_physics.followed_body(c) is not None for c in arm_ob.pose.bones[name].constraints):
+            has.add(name)
     return [n for n in chain if n in has]
 
 
@@ -74,6 +75,7 @@ class POSE_OT_skinbridge_mmd_physics_chain(bpy.types.Operator):
                                   "nothing added (delete those rigid bodies and joints first to make them anew)")
             bodies, joints = blender_physics.add_chain(context, arm, chain, radius=self.radius, mass=self.mass,
                                                        group=self.group)
+            blender_physics_sim.link(context, arm, True)
         except ExportError as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}

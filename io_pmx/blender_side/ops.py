@@ -8,8 +8,9 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 from ...blender.ops_common import (ExportFile, ImportFiles, OptionsPopup, export_motions, file_operator,
                                    import_motions, option_values, registrar)
 from ...blender.selection import armatures
-from .. import FORMATS, OPTIONS, UNITS_PER_METRE
+from .. import FORMATS, IMPORT_OPTIONS, OPTIONS, UNITS_PER_METRE
 from .blender_physics_chain import menu_entry, POSE_OT_skinbridge_mmd_physics_chain
+from .blender_physics_ops import CLASSES as PHYSICS_CLASSES
 from . import blender_io
 from . import blender_motion_import
 from . import blender_motion_export
@@ -17,7 +18,7 @@ from . import blender_motion_export
 _PMX, _VMD = (next(s for s in FORMATS if s.name == n) for n in ("pmx", "vmd"))
 
 
-@file_operator(_PMX.extensions, several=True)
+@file_operator(_PMX.extensions, IMPORT_OPTIONS, several=True)
 class IMPORT_SCENE_OT_skinbridge_pmx(ImportFiles, OptionsPopup, bpy.types.Operator, ImportHelper):
     """Import a MikuMikuDance model (PMX 2.0 / 2.1)"""
 
@@ -29,7 +30,8 @@ class IMPORT_SCENE_OT_skinbridge_pmx(ImportFiles, OptionsPopup, bpy.types.Operat
                                      "with the model so that export writes the same units")
 
     def import_one(self, context, path: str) -> list[str]:
-        return blender_io.import_pmx(context, path, 1.0 / self.scale).warnings
+        options = option_values(self, IMPORT_OPTIONS)
+        return blender_io.import_pmx(context, path, 1.0 / self.scale, **options).warnings
 
 
 @file_operator(_PMX.extensions, OPTIONS, collection=True)
@@ -91,7 +93,8 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
 
 _register, _unregister = registrar(
     (IMPORT_SCENE_OT_skinbridge_pmx, EXPORT_SCENE_OT_skinbridge_pmx,
-     IMPORT_ANIM_OT_skinbridge_vmd, EXPORT_ANIM_OT_skinbridge_vmd, POSE_OT_skinbridge_mmd_physics_chain),
+     IMPORT_ANIM_OT_skinbridge_vmd, EXPORT_ANIM_OT_skinbridge_vmd, POSE_OT_skinbridge_mmd_physics_chain,
+     *PHYSICS_CLASSES),
     imports=[(IMPORT_SCENE_OT_skinbridge_pmx, "MikuMikuDance model (.pmx)"),
              (IMPORT_ANIM_OT_skinbridge_vmd, "MikuMikuDance motion (.vmd)")],
     exports=[(EXPORT_SCENE_OT_skinbridge_pmx, "MikuMikuDance model (.pmx)"),

@@ -1,0 +1,129 @@
+"""The MMD physics operators (build, clear, rebuild, bake, on/off for posing) and the MMD panel of the
+3D viewport sidebar's SkinBridge tab that holds them with "Add MMD Physics to Chain"; registered with the PMX
+operators (`ops.py`)."""
+from __future__ import annotations
+
+import bpy
+
+from ...blender.selection import NoTarget, find_armature
+from . import blender_physics
+from . import blender_physics_sim as sim
+from .blender_physics_chain import POSE_OT_skinbridge_mmd_physics_chain
+
+TAB = "SkinBridge"
+
+
+def _model(context):
+    try:
+        return find_armature(context, required=True)
+    except NoTarget:
+        return None
+
+
+def _has_physics(arm_ob) -> bool:
+    bodies, joints = blender_physics.physics_objects(arm_ob)
+    return bool(bodies or joints)
+
+
+class _ModelOperator:
+    """An operator on the model the user means (the active armature, or the one of the active mesh)."""
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return context.mode in ("OBJECT", "POSE") and _model(context) is not None
+
+    def execute(self, context):
+        arm = _model(context)
+        if arm is None:
+            self.report({"ERROR"}, "select the model's armature (or one of its meshes)")
+            return {"CANCELLED"}
+        return self.run(context, arm)
+
+
+class SKINBRIDGE_OT_mmd_physics_build(_ModelOperator, bpy.types.Operator):
+    """Make the model's MMD rigid bodies and joints simulate: bones follow their dynamic bodies when the scene
+    plays, collisions as MMD decides them; bodies cleared before are made again from the model's records"""
+    bl_idname = "skinbridge.mmd_physics_build"
+    bl_label = "Build Physics"
+
+    def run(self, context, arm):
+        warnings = sim.build(context, arm)
+        if not _has_physics(arm):
+            self.report({"WARNING"}, f"{arm.name} has no MMD rigid bodies")
+            return {"CANCELLED"}
+        for w in warnings:
+            self.report({"WARNING"}, w)
+        return {"FINISHED"}
+
+
+class SKINBRIDGE_OT_mmd_physics_clear(_ModelOperator, bpy.types.Operator):
+    """Stop the physics and restore the rest pose of the bones it drove; the rigid bodies and joints stay with
+    the model (export writes them)"""
+    bl_idname = "skinbridge.mmd_physics_clear"
+    bl_label = "Clear Physics"
+
+    def run(self, context, arm):
+        sim.clear(context, arm)
+        return {"FINISHED"}
+
+
+class SKINBRIDGE_OT_mmd_physics_rebuild(_ModelOperator, bpy.types.Operator):
+    """Clear and build again, taking the bodies and joints as edited (group, mask, shape, mode, bone)"""
+    bl_idname = "skinbridge.mmd_physics_rebuild"
+    bl_label = "Rebuild Physics"
+
+    def run(self, context, arm):
+        for w in sim.rebuild(context, arm):
+            self.report({"WARNING"}, w)
+        return {"FINISHED"}
+
+
+class SKINBRIDGE_OT_mmd_physics_toggle(_ModelOperator, bpy.types.Operator):
+    """Turn the physics off for posing (bodies at rest, bones free) or on again"""
+    bl_idname = "skinbridge.mmd_physics_toggle"
+    bl_label = "Physics On/Off"
+
+    def run(self, context, arm):
+        sim.set_simulation(context, arm, not sim.is_on(arm))
+        return {"FINISHED"}
+
+
+class SKINBRIDGE_OT_mmd_physics_bake(bpy.types.Operator):
+    """Simulate the scene's frame range into the rigid body cache, from its first frame"""
+    bl_idname = "skinbridge.mmd_physics_bake"
+    bl_label = "Bake Physics"
+    bl_options = {"REGISTER"}
+
+    @classmethod
+    def poll(cls, context):
+        return context.scene.rigidbody_world is not None
+
+    def execute(self, context):
+        sim.bake(context)
+        return {"FINISHED"}
+
+
+class VIEW3D_PT_skinbridge_mmd(bpy.types.Panel):
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = TAB
+    bl_label = "MMD"
+
+    def draw(self, context):
+        layout = self.layout
+        arm = _model(context)
+        col = layout.column(align=True)
+        col.label(text="Physics")
+        col.operator(SKINBRIDGE_OT_mmd_physics_build.bl_idname, icon="PHYSICS")
+        col.operator(SKINBRIDGE_OT_mmd_physics_rebuild.bl_idname, icon="FILE_REFRESH")
+        col.operator(SKINBRIDGE_OT_mmd_physics_clear.bl_idname, icon="X")
+        on = arm is not None and sim.is_on(arm)
+        col.operator(SKINBRIDGE_OT_mmd_physics_toggle.bl_idname, depress=on,
+                     text="Physics On" if on else "Physics Off (Posing)")
+        col.operator(SKINBRIDGE_OT_mmd_physics_bake.bl_idname, icon="REC")
+        layout.operator(POSE_OT_skinbridge_mmd_physics_chain.bl_idname)
+
+
+CLASSES = (SKINBRIDGE_OT_mmd_physics_build, SKINBRIDGE_OT_mmd_physics_clear, SKINBRIDGE_OT_mmd_physics_rebuild,
+           SKINBRIDGE_OT_mmd_physics_toggle, SKINBRIDGE_OT_mmd_physics_bake, VIEW3D_PT_skinbridge_mmd)
