@@ -25,6 +25,7 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
+from ..blender import action as baction
 from ..blender import scene as bscene
 from ..core.errors import FormatError
 from ..core.fileio import read_bytes
@@ -160,6 +161,59 @@ def _model_path(root: str, layer: project.Layer, warnings: list[str]) -> str | N
     return path
 
 
+def _clip_actions(arm_ob) -> dict[int, object]:
+    """The armature's actions by the MDLA clip id each keeps."""
+    out = {}
+    for act in baction.armature_actions(arm_ob):
+        clip = bscene.json_prop(act, blender_io.PROP).get("id")
+        if isinstance(clip, int):
+            out.setdefault(clip, act)
+    return out
+
+
+def _set_influence(strip, weight: float) -> None:
+    """A strip's influence only acts while animated: Blender keys it when switched on, so the key is set too."""
+    strip.use_animated_influence = True
+    strip.influence = weight
+    fc = strip.fcurves.find("influence")
+    if fc is not None:
+        for key in fc.keyframe_points:
+            key.co.y = key.handle_left.y = key.handle_right.y = weight
+        fc.update()
+
+
+def _animation_tracks(context, arm_ob, layer: project.Layer, warnings: list[str]) -> None:
+    """One NLA track per animation layer, in the layers' order (later tracks evaluate on top): the clip's action
+    played at `rate` (strip scale 1 / rate), its weight `blend` as the strip's influence, additive layers blended
+    with ADD, blend-in/out in frames of the scene's rate, hidden layers muted."""
+    if not layer.animation_layers:
+        return
+    actions = _clip_actions(arm_ob)
+    ad = arm_ob.animation_data or arm_ob.animation_data_create()
+    fps = baction.fps_of(context.scene)
+    for k, al in enumerate(layer.animation_layers):
+        act = actions.get(al.animation)
+        if act is None:
+            warnings.append(f"puppet layer {layer.name!r}: animation layer {al.name or k!r} plays clip "
+                            f"{al.animation}, which the puppet lacks: not added")
+            continue
+        track = ad.nla_tracks.new()
+        track.name = al.name or f"layer {k + 1}"
+        strip = track.strips.new(track.name, int(np.floor(act.frame_range[0])), act)
+        slot = next((sl for sl in act.slots if sl.target_id_type == "OBJECT"), None)
+        if slot is not None and hasattr(strip, "action_slot"):
+            strip.action_slot = slot
+        if al.rate > 0:
+            strip.scale = 1.0 / al.rate
+        strip.blend_type = "ADD" if al.additive else "REPLACE"
+        _set_influence(strip, min(max(al.blend, 0.0), 1.0))
+        length = strip.frame_end - strip.frame_start
+        strip.blend_in = min(max((al.blend_in or 0.0) * fps, 0.0), length)
+        strip.blend_out = min(max((al.blend_out or 0.0) * fps, 0.0), length - strip.blend_in)
+        track.mute = not al.visible
+    ad.action = None  # the tracks play the layers; an active action would replace them
+
+
 def _model_layer(context, root: str, layer: project.Layer, scale: float, warnings: list[str]):
     path = _model_path(root, layer, warnings)
     if path is None:
@@ -167,6 +221,7 @@ def _model_layer(context, root: str, layer: project.Layer, scale: float, warning
     result = blender_io.import_wepuppet(context, path, scale)
     warnings += [f"{layer.kind} layer {layer.name!r}: {w}" for w in result.warnings]
     if result.armature is not None:
+        _animation_tracks(context, result.armature, layer, warnings)
         return result.armature
     tops = [ob for ob in result.objects if ob.parent is None]
     if len(tops) == 1:

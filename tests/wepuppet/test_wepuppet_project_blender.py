@@ -19,6 +19,9 @@ from skinbridge.io_wepuppet import project as wp  # noqa: E402
 pytestmark = pytest.mark.blender
 
 SCALE = 0.01
+ANIMATION_LAYERS = [
+    {"additive": False, "animation": 459, "blend": 0.5, "blendin": 0.2, "id": 30, "name": "walk", "rate": 1.0},
+    {"additive": True, "animation": 459, "blend": 1.0, "id": 31, "name": "hop", "rate": 2.0, "visible": False}]
 EFFECT = {"file": "effects/shake/effect.json", "id": 40, "passes": [{"constantshadervalues": {"speed": 2.5}}]}
 
 
@@ -47,7 +50,8 @@ def _make(folder, testdata) -> None:
         wp.layer_doc("image", "models/sky.json", 1, "sky", (960, 540, 0), scale=(2, 1.5, 1), size="1920 1080"),
         wp.layer_doc("image", "models/sky.json", 2, "badge", (100, -50, 0), angles=(0, 0, 0.25), parent=1,
                      effects=[EFFECT]),
-        wp.layer_doc("image", "models/goose_t.json", 3, "goose", (700.5, 300.25, 0), angles=(0, 0, 0.5)),
+        wp.layer_doc("image", "models/goose_t.json", 3, "goose", (700.5, 300.25, 0), angles=(0, 0, 0.5),
+                     animationlayers=ANIMATION_LAYERS),
         wp.layer_doc("model", "models/arwing.mdl", 4, "arwing", (100, 200, -50), angles=(0.3, -0.2, 0.1),
                      scale=(2, 3, 4)),
         wp.layer_doc("particle", "particles/snow.json", 5, "snow", (960, 1080, 0), instanceoverride={"rate": 2}),
@@ -107,6 +111,14 @@ def test_project_imports_one_object_per_layer_where_scene_json_places_it(clean_s
     assert tuple(image.size) == (8, 4)
     assert goose.type == "ARMATURE" and len(goose.data.bones) > 1
     assert any(ob.type == "MESH" and ob.parent == goose for ob in result_objects)
+    walk, hop = goose.animation_data.nla_tracks
+    assert goose.animation_data.action is None and (walk.name, hop.name) == ("walk", "hop")
+    (ws,), (hs,) = walk.strips, hop.strips
+    assert (ws.blend_type, ws.influence, ws.scale, ws.blend_in, walk.mute) == ("REPLACE", 0.5, 1.0,
+                                                                              pytest.approx(0.2 * 24), False)
+    assert (hs.blend_type, hs.influence, hs.scale, hop.mute) == ("ADD", 1.0, 0.5, True)
+    bpy.context.scene.frame_set(12)
+    assert ws.influence == 0.5  # as evaluated: the influence key holds the weight
     assert arwing.type == "EMPTY" and len([c for c in arwing.children if c.type == "MESH"]) == 15
     assert snow.type == "EMPTY" and json.loads(snow[blender_project.LAYER_PROP])["instanceoverride"] == {"rate": 2}
     cam = bpy.context.scene.camera
