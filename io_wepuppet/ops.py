@@ -1,4 +1,5 @@
-"""File › Import / Export entries for Wallpaper Engine puppets/models (`.mdl`) and textures (`.tex`).
+"""File › Import / Export entries for Wallpaper Engine puppets/models (`.mdl`), textures (`.tex`) and projects
+(`project.json` / `scene.json`, import).
 Thin: options map to `blender_io` arguments; errors become reports. Drag and drop handlers come from the
 registry (the application builds them), not from here."""
 from __future__ import annotations
@@ -9,9 +10,9 @@ from bpy.types import Operator
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..blender.ops_common import ExportFile, ImportFiles, file_operator, registrar
-from . import FORMATS, blender_io, convert
+from . import FORMATS, blender_io, blender_project, convert
 
-_PUPPET, _TEXTURE = (next(s for s in FORMATS if s.name == n) for n in ("wepuppet", "wetex"))
+_PUPPET, _TEXTURE, _PROJECT = (next(s for s in FORMATS if s.name == n) for n in ("wepuppet", "wetex", "weproject"))
 
 
 @file_operator(_PUPPET.extensions, several=True)
@@ -85,7 +86,22 @@ class ExportWETexture(ExportFile, Operator, ExportHelper):
         return blender_io.export_texture(image, self.filepath, self.lz4)
 
 
+@file_operator(_PROJECT.extensions, several=True)
+class ImportWEProject(ImportFiles, Operator, ImportHelper):
+    """Import a Wallpaper Engine project (project.json or scene.json): camera, images, puppets and models placed
+    as its layers"""
+    bl_idname = "import_scene.skinbridge_weproject"
+    bl_label = "Import Wallpaper Engine project"
+    bl_options = {"REGISTER", "UNDO"}
+    scale: FloatProperty(name="Scale", description="Blender metres per scene pixel (0.01: 100 px = 1 m)",
+                         default=convert.DEFAULT_SCALE, min=1e-6, soft_max=1.0)
+
+    def import_one(self, context, path: str) -> list[str]:
+        return blender_project.import_project(context, path, self.scale).warnings
+
+
 register, unregister = registrar(
-    [ImportWEPuppet, ExportWEPuppet, ImportWETexture, ExportWETexture],
-    imports=[(ImportWEPuppet, "Wallpaper Engine puppet (.mdl)"), (ImportWETexture, "Wallpaper Engine texture (.tex)")],
+    [ImportWEPuppet, ExportWEPuppet, ImportWETexture, ExportWETexture, ImportWEProject],
+    imports=[(ImportWEPuppet, "Wallpaper Engine puppet (.mdl)"), (ImportWETexture, "Wallpaper Engine texture (.tex)"),
+             (ImportWEProject, "Wallpaper Engine project (project.json, scene.json)")],
     exports=[(ExportWEPuppet, "Wallpaper Engine puppet (.mdl)"), (ExportWETexture, "Wallpaper Engine texture (.tex)")])

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import FormatError
+from ..core.fileio import read_bytes
 
 PROJECT_FILE, SCENE_FILE = "project.json", "scene.json"
 LAYER_KINDS = ("image", "puppet", "model", "particle", "sound", "text", "light", "group")
@@ -314,6 +315,13 @@ def read_folder(folder: str) -> tuple[Project, Scene, list[str]]:
     scene_name = project.file or SCENE_FILE
     with open(os.path.join(folder, os.path.basename(scene_name)), "rb") as f:
         data = f.read()
+    scene, warnings = read_scene_in(folder, data, project)
+    return project, scene, warnings
+
+
+def read_scene_in(folder: str, data: bytes, project: Project | None) -> tuple[Scene, list[str]]:
+    """A scene.json's bytes read with the model files of its image layers in `folder` (to tell puppets from
+    flat images)."""
     warnings, puppets, seen = [], set(), set()
     for obj in _load(data, SCENE_FILE).get("objects") or []:
         image = obj.get("image") if isinstance(obj, dict) else None
@@ -329,7 +337,55 @@ def read_folder(folder: str) -> tuple[Project, Scene, list[str]]:
             continue
         if isinstance(model.get("puppet"), str):
             puppets.add(image)
-    return project, read_scene(data, project, puppets), warnings
+    return read_scene(data, project, puppets), warnings
+
+
+def is_scene(data: bytes) -> bool:
+    doc = _load(data, SCENE_FILE)
+    return "objects" in doc or "camera" in doc
+
+
+def read_path(path: str) -> tuple[Project | None, Scene | None, list[str]]:
+    """A project.json (with the scene it names, when that file is there) or a scene.json (with the project.json
+    beside it, when there is one), read with the model files of its folder."""
+    folder = os.path.dirname(os.path.abspath(path))
+    data = read_bytes(path)
+    project_path = os.path.join(folder, PROJECT_FILE)
+    if is_scene(data):
+        project = None
+        if os.path.isfile(project_path):
+            project = read_project(read_bytes(project_path))
+        scene, warnings = read_scene_in(folder, data, project)
+        return project, scene, warnings
+    project = read_project(data)
+    scene_path = os.path.join(folder, os.path.basename((project.file or SCENE_FILE).replace("\\", "/")))
+    if project.type not in ("", "scene") or not os.path.isfile(scene_path):
+        return project, None, [f"{project.type or 'this'} project has no scene file ({os.path.basename(scene_path)})"]
+    scene, warnings = read_scene_in(folder, read_bytes(scene_path), project)
+    return project, scene, warnings
+
+
+def info_file(data: bytes, path: str = "") -> dict:
+    """`skinbridge info` of a project: title, scene size, layers by type, animation layers, effects and the user
+    properties, read with the files of its folder (so puppets are told from flat images)."""
+    if not path or not os.path.isfile(path):
+        return info(data, path)
+    project, scene, warnings = read_path(path)
+    out = {"format": "Wallpaper Engine project", "file": os.path.basename(path), "warnings": warnings,
+           "vertices": 0, "triangles": 0, "bones": 0, "animations": []}
+    if project is not None:
+        out.update(title=project.title, type=project.type, preview=project.preview,
+                   properties={n: {"type": u.type, "value": u.value} for n, u in project.properties.items()})
+    if scene is not None:
+        kinds: dict[str, int] = {}
+        for layer in scene.layers:
+            kinds[layer.kind] = kinds.get(layer.kind, 0) + 1
+        out.update(size=[scene.width, scene.height], layers=len(scene.layers), kinds=kinds,
+                   layer_names=[f"{la.kind} {la.name!r}" + (f" ({la.asset})" if la.asset else "")
+                                for la in scene.layers],
+                   animation_layers=sum(len(la.animation_layers) for la in scene.layers),
+                   effects=sum(len(la.effects) for la in scene.layers))
+    return out
 
 
 def project_doc(title: str, properties: dict[str, dict] | None = None, preview: str = "preview.jpg") -> dict:

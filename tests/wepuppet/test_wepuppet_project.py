@@ -121,3 +121,21 @@ def test_info_of_project_and_scene_and_bad_json(tmp_path):
         wp.read_scene(b'{"objects": [')
     with pytest.raises(FormatError, match="list, not an object"):
         wp.read_project(b"[1, 2]")
+
+
+def test_registry_knows_projects_by_content_and_info_reads_the_folder(tmp_path, testdata):
+    from skinbridge import formats
+    from skinbridge.io_wepuppet import project as wp_project
+
+    project_bytes, scene_bytes = _make(tmp_path)
+    for name in ("project.json", "scene.json"):
+        assert formats.identify_file(tmp_path / name).name == "weproject"
+    for other in ("blacryu_goose_t.model.json", "blacryu_goose_t_puppet.editor.json"):
+        with pytest.raises(FormatError):
+            formats.identify_file(testdata / "wepuppet" / other)
+    for name in ("project.json", "scene.json"):
+        out = formats.get("weproject").get("info")((tmp_path / name).read_bytes(), str(tmp_path / name))
+        assert out["title"] == "Goose" and out["size"] == [1920, 1080] and out["layers"] == 5
+        assert out["kinds"] == {"image": 2, "puppet": 1, "model": 1, "particle": 1}  # models/goose.json: a puppet
+        assert out["properties"]["puppetscale"] == {"type": "slider", "value": 1.5}
+    assert wp_project.info_file(scene_bytes)["kinds"]["image"] == 3  # no folder: the bytes alone

@@ -1,0 +1,372 @@
+"""Wallpaper Engine projects in Blender: a `project.json` or `scene.json` built as a scene (docs/wallpaper_engine.md
+§7): one collection named after the project holding the camera and one object per layer at the layer's place.
+
+* image layer: a plane of the layer's size (else its texture's) with the texture of its material;
+* puppet layer: the puppet imported as `blender_io.import_wepuppet` imports a `.mdl` (its armature is the layer's
+  object);
+* model layer: the model imported likewise (its one top object, else an empty holding its objects);
+* particle, sound, text, light and group layers: an empty holding the layer's JSON; they and the effects of
+  the other layers are kept, not shown, and listed in one warning.
+
+Every layer object holds its scene.json entry (`LAYER_PROP`) and the collection holds both JSON files as read
+(`PROJECT_PROP`, `SCENE_PROP`), so nothing the import does not interpret is lost. Placement: scene pixels map
+to Blender as a puppet's pixels do, p ↦ s · AXES · p (s = 0.01: 100 px = 1 m, +Y up → +Z up), so a layer's
+Blender world matrix is A · T(origin) · Rz · Ry · Rx · S · A⁻¹ with A = s · AXES; a layer with a `parent` is
+parented to that layer's object with this matrix as its local one. Import is atomic: every datablock it made
+is removed again when a layer fails.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+import bpy
+import numpy as np
+from mathutils import Matrix
+
+from ..blender import action as baction
+from ..blender import scene as bscene
+from ..core.errors import FormatError
+from ..core.fileio import read_bytes
+from ..core.paths import texture_to_open
+from . import blender_io, convert, project
+
+LAYER_PROP = "skinbridge_we_layer"  # on a layer's object: its scene.json entry as JSON text
+PROJECT_PROP, SCENE_PROP = "skinbridge_we_project", "skinbridge_we_scene"  # on the collection: the files' bytes
+_ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "actions", "cameras")
+_KEPT_KINDS = ("particle", "sound", "text", "light", "group")
+
+
+@dataclass
+class ProjectResult:
+    collection: object = None
+    camera: object = None
+    layers: list = field(default_factory=list)  # the object of each scene.json layer, in the file's order
+    warnings: list[str] = field(default_factory=list)
+
+
+def axes(scale: float) -> np.ndarray:
+    """A: scene pixels (x right, y up, z towards the viewer) → Blender metres, as convert maps a puppet."""
+    a = np.eye(4)
+    a[:3, :3] = scale * convert.AXES
+    return a
+
+
+def layer_matrix(layer: project.Layer, scale: float) -> np.ndarray:
+    """The layer's matrix in Blender: A · layer.matrix() · A⁻¹ (its parent's space when it has a parent)."""
+    a = axes(scale)
+    return a @ layer.matrix() @ np.linalg.inv(a)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# files of the project
+
+def _inside(root: str, raw: str) -> str | None:
+    """The project file `raw` names, when it lies inside the project folder and exists."""
+    path, _ = texture_to_open(raw, root)
+    return path if path is not None and os.path.isfile(path) else None
+
+
+def _json_at(root: str, raw: str, warnings: list[str], what: str) -> dict | None:
+    path = _inside(root, raw) if isinstance(raw, str) and raw else None
+    if path is None:
+        warnings.append(f"{what}: {raw!r} is not in the project folder (a Wallpaper Engine built-in file?)")
+        return None
+    try:
+        doc = json.loads(read_bytes(path, 1 << 24).decode("utf-8-sig"))
+    except (ValueError, OSError, FormatError) as e:
+        warnings.append(f"{what}: {raw!r} is not readable JSON: {e}")
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _texture_path(root: str, model_doc: dict, warnings: list[str], what: str) -> str | None:
+    """The `.tex` of an image layer: its model JSON's material → that material's first texture."""
+    material = _json_at(root, model_doc.get("material"), warnings, what)
+    try:
+        name = material["passes"][0]["textures"][0]
+    except (TypeError, KeyError, IndexError):
+        if material is not None:
+            warnings.append(f"{what}: its material names no texture (passes[0].textures[0])")
+        return None
+    path = _inside(root, f"materials/{name}.tex") if isinstance(name, str) else None
+    if path is None:
+        warnings.append(f"{what}: texture materials/{name}.tex not found")
+    return path
+
+
+# ------------------------------------------------------------------------------------------------------------
+# layers
+
+def _image_material(name: str, img) -> bpy.types.Material:
+    mat = bpy.data.materials.new(name)
+    if mat.node_tree is None:  # Blender 5 gives every new material a node tree
+        mat.use_nodes = True
+    nt = mat.node_tree
+    bsdf = next(n for n in nt.nodes if n.type == "BSDF_PRINCIPLED")
+    if img is not None:
+        node = nt.nodes.new("ShaderNodeTexImage")
+        node.image = img
+        node.location = (-400, 300)
+        nt.links.new(node.outputs["Color"], bsdf.inputs["Base Color"])
+        nt.links.new(node.outputs["Alpha"], bsdf.inputs["Alpha"])
+    return mat
+
+
+def _image_layer(context, root: str, layer: project.Layer, scale: float, warnings: list[str], props: dict):
+    what = f"image layer {layer.name!r}"
+    model_doc = _json_at(root, layer.asset, warnings, what) or {}
+    tex_path = _texture_path(root, model_doc, warnings, what) if model_doc else None
+    img = None
+    if tex_path is not None:
+        try:
+            img, more = blender_io.import_texture(context, tex_path)
+            warnings += [f"{what}: {w}" for w in more]
+        except (FormatError, OSError) as e:
+            warnings.append(f"{what}: {os.path.basename(tex_path)}: {e}")
+    size = project.resolve(layer.doc.get("size"), props)
+    w, h = project._vector(size, 2, (0, 0)) if size is not None else (0.0, 0.0)
+    if not (w > 0 and h > 0):
+        w, h = (img.size[0], img.size[1]) if img is not None else (0.0, 0.0)
+    if not (w > 0 and h > 0):
+        warnings.append(f"{what}: no size and no texture: shown 100 × 100 pixels")
+        w = h = 100.0
+    # the plane in the layer's own pixels, centred on its origin, mapped as puppet pixels are
+    corners = np.array([[-w / 2, -h / 2, 0], [w / 2, -h / 2, 0], [w / 2, h / 2, 0], [-w / 2, h / 2, 0]])
+    me = bpy.data.meshes.new(layer.name or "image")
+    me.from_pydata((corners @ (scale * convert.AXES).T).tolist(), [], [(0, 1, 2, 3)])
+    uv = me.uv_layers.new(name="UVMap")
+    uv.uv.foreach_set("vector", [0, 0, 1, 0, 1, 1, 0, 1])
+    me.materials.append(_image_material(layer.name or "image", img))
+    ob = bpy.data.objects.new(layer.name or "image", me)
+    context.view_layer.active_layer_collection.collection.objects.link(ob)
+    return ob
+
+
+def _model_path(root: str, layer: project.Layer, warnings: list[str]) -> str | None:
+    """The `.mdl` of a puppet or model layer: named directly, or by the `puppet` of the model JSON named."""
+    what = f"{layer.kind} layer {layer.name!r}"
+    raw = layer.asset
+    if not raw.lower().endswith(".mdl"):
+        doc = _json_at(root, raw, warnings, what)
+        raw = doc.get("puppet") if doc is not None else None
+        if not isinstance(raw, str):
+            if doc is not None:
+                warnings.append(f"{what}: {layer.asset!r} names no .mdl")
+            return None
+    path = _inside(root, raw)
+    if path is None:
+        warnings.append(f"{what}: {raw!r} not found in the project folder")
+    return path
+
+
+def _clip_actions(arm_ob) -> dict[int, object]:
+    """The armature's actions by the MDLA clip id each keeps."""
+    out = {}
+    for act in baction.armature_actions(arm_ob):
+        clip = bscene.json_prop(act, blender_io.PROP).get("id")
+        if isinstance(clip, int):
+            out.setdefault(clip, act)
+    return out
+
+
+def _set_influence(strip, weight: float) -> None:
+    """A strip's influence only acts while animated: Blender keys it when switched on, so the key is set too."""
+    strip.use_animated_influence = True
+    strip.influence = weight
+    fc = strip.fcurves.find("influence")
+    if fc is not None:
+        for key in fc.keyframe_points:
+            key.co.y = key.handle_left.y = key.handle_right.y = weight
+        fc.update()
+
+
+def _animation_tracks(context, arm_ob, layer: project.Layer, warnings: list[str]) -> None:
+    """One NLA track per animation layer, in the layers' order (later tracks evaluate on top): the clip's action
+    played at `rate` (strip scale 1 / rate), its weight `blend` as the strip's influence, additive layers blended
+    with ADD, blend-in/out in frames of the scene's rate, hidden layers muted."""
+    if not layer.animation_layers:
+        return
+    actions = _clip_actions(arm_ob)
+    ad = arm_ob.animation_data or arm_ob.animation_data_create()
+    fps = baction.fps_of(context.scene)
+    for k, al in enumerate(layer.animation_layers):
+        act = actions.get(al.animation)
+        if act is None:
+            warnings.append(f"puppet layer {layer.name!r}: animation layer {al.name or k!r} plays clip "
+                            f"{al.animation}, which the puppet lacks: not added")
+            continue
+        track = ad.nla_tracks.new()
+        track.name = al.name or f"layer {k + 1}"
+        strip = track.strips.new(track.name, int(np.floor(act.frame_range[0])), act)
+        slot = next((sl for sl in act.slots if sl.target_id_type == "OBJECT"), None)
+        if slot is not None and hasattr(strip, "action_slot"):
+            strip.action_slot = slot
+        if al.rate > 0:
+            strip.scale = 1.0 / al.rate
+        strip.blend_type = "ADD" if al.additive else "REPLACE"
+        _set_influence(strip, min(max(al.blend, 0.0), 1.0))
+        length = strip.frame_end - strip.frame_start
+        strip.blend_in = min(max((al.blend_in or 0.0) * fps, 0.0), length)
+        strip.blend_out = min(max((al.blend_out or 0.0) * fps, 0.0), length - strip.blend_in)
+        track.mute = not al.visible
+    ad.action = None  # the tracks play the layers; an active action would replace them
+
+
+def _model_layer(context, root: str, layer: project.Layer, scale: float, warnings: list[str]):
+    path = _model_path(root, layer, warnings)
+    if path is None:
+        return None
+    result = blender_io.import_wepuppet(context, path, scale)
+    warnings += [f"{layer.kind} layer {layer.name!r}: {w}" for w in result.warnings]
+    if result.armature is not None:
+        _animation_tracks(context, result.armature, layer, warnings)
+        return result.armature
+    tops = [ob for ob in result.objects if ob.parent is None]
+    if len(tops) == 1:
+        return tops[0]
+    holder = _empty(context, layer.name or os.path.basename(path))
+    for ob in tops:
+        ob.parent = holder
+    return holder
+
+
+def _empty(context, name: str):
+    ob = bpy.data.objects.new(name, None)
+    ob.empty_display_type = "PLAIN_AXES"
+    context.view_layer.active_layer_collection.collection.objects.link(ob)
+    return ob
+
+
+def _kept_note(layer: project.Layer) -> list[str]:
+    """What of this layer the import keeps as data without showing it."""
+    notes = []
+    if layer.kind in _KEPT_KINDS:
+        notes.append(f"{layer.kind} {layer.name!r}" + (f" ({layer.asset})" if layer.asset else ""))
+    for effect in layer.effects:
+        notes.append(f"effect {effect.get('file', '?')!s} on {layer.name!r}")
+    return notes
+
+
+def _build_layer(context, root: str, layer: project.Layer, scale: float, warnings: list[str], props: dict):
+    if layer.kind == "image":
+        ob = _image_layer(context, root, layer, scale, warnings, props)
+    elif layer.kind in ("puppet", "model"):
+        ob = _model_layer(context, root, layer, scale, warnings)
+    else:
+        ob = None
+    if ob is None:  # kept as data, or its file is missing: the place and the JSON still come in
+        ob = _empty(context, layer.name or layer.kind)
+    ob[LAYER_PROP] = json.dumps(layer.doc, ensure_ascii=False)
+    return ob
+
+
+def _place(objects: list, layers: list[project.Layer], scale: float) -> None:
+    by_id = {la.id: ob for la, ob in zip(layers, objects) if la.id is not None}
+    for ob, layer in zip(objects, layers):
+        m = Matrix(layer_matrix(layer, scale).tolist())
+        parent = by_id.get(layer.parent) if layer.parent is not None else None
+        if parent is not None and parent is not ob:
+            ob.parent = parent
+            ob.matrix_parent_inverse = Matrix.Identity(4)
+            ob.matrix_basis = m
+        else:
+            ob.matrix_world = m
+        if not layer.visible:
+            for o in [ob, *ob.children_recursive]:
+                o.hide_render = o.hide_viewport = True
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the scene
+
+def _camera(context, scene: project.Scene, scale: float, collection):
+    """An orthographic camera looking along the scene's eye → centre over its width × height pixels (a
+    perspective one where the scene has no orthogonal size); the render takes the scene's size."""
+    w, h = scene.width, scene.height
+    cam = scene.camera
+    centre = project._vector(project.resolve(cam.get("center"), {}), 3, (w / 2, h / 2, 0))
+    eye = project._vector(project.resolve(cam.get("eye"), {}), 3, (centre[0], centre[1], centre[2] + 1))
+    up = project._vector(project.resolve(cam.get("up"), {}), 3, (0, 1, 0))
+    a = scale * convert.AXES
+    forward = a @ (centre - eye)
+    forward = forward / np.linalg.norm(forward) if np.linalg.norm(forward) > 0 else np.array([0.0, 1, 0])
+    right = np.cross(forward, a @ up)
+    right = right / np.linalg.norm(right) if np.linalg.norm(right) > 0 else np.array([1.0, 0, 0])
+    m = np.eye(4)
+    m[:3, :3] = np.column_stack([right, np.cross(right, forward), -forward])
+    data = bpy.data.cameras.new("Camera")
+    ob = bpy.data.objects.new("Camera", data)
+    collection.objects.link(ob)
+    if w > 0 and h > 0:
+        data.type = "ORTHO"
+        data.ortho_scale = scale * max(w, h)
+        distance = scale * max(w, h)  # in front of every layer whose depth is within the scene's size
+        m[:3, 3] = a @ centre - forward * distance
+        data.clip_end = 4 * distance
+        context.scene.render.resolution_x, context.scene.render.resolution_y = int(w), int(h)
+        context.scene.render.resolution_percentage = 100
+    else:
+        m[:3, 3] = a @ eye
+    ob.matrix_world = Matrix(m.tolist())
+    context.scene.camera = ob
+    return ob
+
+
+def _activate(view_layer, collection) -> None:
+    """Make `collection` the one new objects go into (a layer collection is found by walking the tree)."""
+    todo = [view_layer.layer_collection]
+    while todo:
+        lc = todo.pop()
+        if lc.collection == collection:
+            view_layer.active_layer_collection = lc
+            return
+        todo += list(lc.children)
+
+
+def _collection(context, name: str):
+    coll = bpy.data.collections.new(name)
+    context.scene.collection.children.link(coll)
+    return coll
+
+
+def import_project(context, path: str, scale: float = convert.DEFAULT_SCALE) -> ProjectResult:
+    """Build the project of `path` (its project.json or scene.json) in Blender; atomic."""
+    if not scale > 0:
+        raise FormatError(f"scale {scale} is not positive")
+    proj, scene, warnings = project.read_path(path)
+    if scene is None:
+        raise FormatError(f"{os.path.basename(path)}: {'; '.join(warnings)}", None, "file")
+    root = os.path.dirname(os.path.abspath(path))
+    title = (proj.title if proj is not None else "") or os.path.basename(root) or "project"
+    props = proj.properties if proj is not None else {}
+    result = ProjectResult(warnings=list(warnings))
+    before = bscene.snapshot_ids(_ID_COLLECTIONS)
+    view_layer = context.view_layer
+    active = view_layer.active_layer_collection.collection
+    try:
+        result.collection = coll = _collection(context, title)
+        coll[SCENE_PROP] = scene.source.raw
+        if proj is not None:
+            coll[PROJECT_PROP] = proj.source.raw
+        _activate(view_layer, coll)
+        result.camera = _camera(context, scene, scale, coll)
+        for layer in scene.layers:
+            result.layers.append(_build_layer(context, root, layer, scale, result.warnings, props))
+        _place(result.layers, scene.layers, scale)
+        kept = [note for layer in scene.layers for note in _kept_note(layer)]
+        if kept:
+            result.warnings.append(f"kept as data, not shown ({len(kept)}): " + "; ".join(kept))
+        bscene._stage("done")
+    except BaseException:
+        _activate(view_layer, active)
+        bscene.remove_new(before)
+        raise
+    _activate(view_layer, active)
+    return result
+
+
+def blender_import(context, path: str, options=None) -> list[str]:
+    # convert's --scale is the PMX target's units per metre: projects come in at the puppets' default scale
+    return import_project(context, path, convert.DEFAULT_SCALE).warnings

@@ -1,0 +1,149 @@
+"""Wallpaper Engine projects through Blender: a project our writer makes (an image with its texture, an image
+parented to it, BlacRyu's goose puppet, a static model, a particle system and an effect kept as data) imports
+with the camera over the scene's size and one object per layer whose world matrix is the test's own reading of
+scene.json, mapped to Blender as puppet pixels are: (x, y, z) → 0.01 · (x, −z, y)."""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+from skinbridge.io_wepuppet import blender_project, tex  # noqa: E402
+from skinbridge.io_wepuppet import project as wp  # noqa: E402
+
+pytestmark = pytest.mark.blender
+
+SCALE = 0.01
+ANIMATION_LAYERS = [
+    {"additive": False, "animation": 459, "blend": 0.5, "blendin": 0.2, "id": 30, "name": "walk", "rate": 1.0},
+    {"additive": True, "animation": 459, "blend": 1.0, "id": 31, "name": "hop", "rate": 2.0, "visible": False}]
+EFFECT = {"file": "effects/shake/effect.json", "id": 40, "passes": [{"constantshadervalues": {"speed": 2.5}}]}
+
+
+def _write_json(path, doc) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(wp.format_json(doc))
+
+
+def _make(folder, testdata) -> None:
+    models, materials = folder / "models", folder / "materials"
+    models.mkdir()
+    materials.mkdir()
+    shutil.copyfile(testdata / "wepuppet" / "blacryu_goose_t_puppet.mdl", models / "goose_t_puppet.mdl")
+    shutil.copyfile(testdata / "wepuppet" / "blacryu_goose_t.tex", materials / "goose_t.tex")
+    shutil.copyfile(testdata / "wepuppet" / "blacryu_Arwing_static.mdl", models / "arwing.mdl")
+    _write_json(models / "goose_t.json", json.loads((testdata / "wepuppet" / "blacryu_goose_t.model.json").read_text()))
+    rgba = np.zeros((4, 8, 4), np.uint8)
+    rgba[..., 0] = np.arange(8) * 30
+    rgba[..., 3] = 255
+    (materials / "sky.tex").write_bytes(tex.write(tex.from_rgba(rgba)))
+    for name in ("sky", "goose_t"):
+        _write_json(materials / f"{name}.json", {"passes": [{"shader": "genericimage2", "textures": [name]}]})
+    _write_json(models / "sky.json", {"material": "materials/sky.json"})
+    _write_json(folder / "particles" / "snow.json", {"emitter": [{"name": "boxrandom"}]})
+    objects = [
+        wp.layer_doc("image", "models/sky.json", 1, "sky", (960, 540, 0), scale=(2, 1.5, 1), size="1920 1080"),
+        wp.layer_doc("image", "models/sky.json", 2, "badge", (100, -50, 0), angles=(0, 0, 0.25), parent=1,
+                     effects=[EFFECT]),
+        wp.layer_doc("image", "models/goose_t.json", 3, "goose", (700.5, 300.25, 0), angles=(0, 0, 0.5),
+                     animationlayers=ANIMATION_LAYERS),
+        wp.layer_doc("model", "models/arwing.mdl", 4, "arwing", (100, 200, -50), angles=(0.3, -0.2, 0.1),
+                     scale=(2, 3, 4)),
+        wp.layer_doc("particle", "particles/snow.json", 5, "snow", (960, 1080, 0), instanceoverride={"rate": 2}),
+    ]
+    objects[2]["scale"] = {"user": "goosescale", "value": "1.00000 1.00000 1.00000"}
+    props = {"goosescale": {"order": 100, "text": "Goose scale", "type": "slider", "value": 1.5}}
+    (folder / "project.json").write_bytes(wp.format_json(wp.project_doc("Goose pond", props)))
+    (folder / "scene.json").write_bytes(wp.format_json(wp.scene_doc(1920, 1080, objects)))
+
+
+def _rotation(axis: int, angle: float) -> np.ndarray:
+    k = np.zeros(3)
+    k[axis] = 1.0
+    kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    return np.eye(3) + math.sin(angle) * kx + (1 - math.cos(angle)) * kx @ kx
+
+
+def _expected(objects: list[dict], index: int, properties: dict) -> np.ndarray:
+    """World matrix in Blender of layer `index`: the parent's, then the layer's own T · Rz · Ry · Rx · S, each
+    conjugated by the pixel → Blender map."""
+    obj = objects[index]
+
+    def vec(key: str, default: str) -> np.ndarray:
+        v = obj.get(key, default)
+        if isinstance(v, dict):
+            v = properties[v["user"]]["value"]
+        return np.full(3, float(v)) if isinstance(v, (int, float)) else np.array([float(x) for x in v.split()])
+    ax, ay, az = vec("angles", "0 0 0")
+    local = np.eye(4)
+    local[:3, :3] = _rotation(2, az) @ _rotation(1, ay) @ _rotation(0, ax) @ np.diag(vec("scale", "1 1 1"))
+    local[:3, 3] = vec("origin", "0 0 0")
+    to_blender = np.diag([SCALE, SCALE, SCALE, 1.0])[:, [0, 2, 1, 3]] * np.array([1, -1, 1, 1])[:, None]
+    world = to_blender @ local @ np.linalg.inv(to_blender)
+    if "parent" in obj:
+        parent = next(i for i, o in enumerate(objects) if o.get("id") == obj["parent"])
+        world = _expected(objects, parent, properties) @ world
+    return world
+
+
+def test_project_imports_one_object_per_layer_where_scene_json_places_it(clean_scene, testdata, tmp_path):
+    _make(tmp_path, testdata)
+    before = set(bpy.data.objects)
+    assert bpy.ops.import_scene.skinbridge_weproject(filepath=str(tmp_path / "project.json")) == {"FINISHED"}
+    result_objects = set(bpy.data.objects) - before
+    layers = [ob for ob in result_objects if blender_project.LAYER_PROP in ob]
+    doc = json.loads((tmp_path / "scene.json").read_bytes())
+    props = json.loads((tmp_path / "project.json").read_bytes())["general"]["properties"]
+    by_name = {json.loads(ob[blender_project.LAYER_PROP])["name"]: ob for ob in layers}
+    assert sorted(by_name) == sorted(o["name"] for o in doc["objects"]) and len(layers) == len(doc["objects"])
+    for i, obj in enumerate(doc["objects"]):
+        world = np.array(by_name[obj["name"]].matrix_world, np.float64)
+        assert np.allclose(world, _expected(doc["objects"], i, props), rtol=0, atol=1e-5), obj["name"]
+    sky, goose, arwing, snow = (by_name[n] for n in ("sky", "goose", "arwing", "snow"))
+    assert sky.type == "MESH" and sky.dimensions.x == pytest.approx(19.2 * 2) and \
+        sky.dimensions.z == pytest.approx(10.8 * 1.5)
+    image = next(n.image for n in sky.active_material.node_tree.nodes if n.type == "TEX_IMAGE")
+    assert tuple(image.size) == (8, 4)
+    assert goose.type == "ARMATURE" and len(goose.data.bones) > 1
+    assert any(ob.type == "MESH" and ob.parent == goose for ob in result_objects)
+    walk, hop = goose.animation_data.nla_tracks
+    assert goose.animation_data.action is None and (walk.name, hop.name) == ("walk", "hop")
+    (ws,), (hs,) = walk.strips, hop.strips
+    assert (ws.blend_type, ws.influence, ws.scale, ws.blend_in, walk.mute) == ("REPLACE", 0.5, 1.0,
+                                                                              pytest.approx(0.2 * 24), False)
+    assert (hs.blend_type, hs.influence, hs.scale, hop.mute) == ("ADD", 1.0, 0.5, True)
+    bpy.context.scene.frame_set(12)
+    assert ws.influence == 0.5  # as evaluated: the influence key holds the weight
+    assert arwing.type == "EMPTY" and len([c for c in arwing.children if c.type == "MESH"]) == 15
+    assert snow.type == "EMPTY" and json.loads(snow[blender_project.LAYER_PROP])["instanceoverride"] == {"rate": 2}
+    cam = bpy.context.scene.camera
+    assert cam.data.type == "ORTHO" and cam.data.ortho_scale == pytest.approx(19.2)
+    assert np.allclose(np.array(cam.matrix_world)[:3, 2], [0, -1, 0], atol=1e-6)  # looks along +Y at the layers
+    assert (bpy.context.scene.render.resolution_x, bpy.context.scene.render.resolution_y) == (1920, 1080)
+    coll = sky.users_collection[0]
+    assert bytes(coll[blender_project.SCENE_PROP]) == (tmp_path / "scene.json").read_bytes()
+
+
+def test_kept_layers_are_listed_in_one_warning_and_a_failure_leaves_nothing(clean_scene, testdata, tmp_path,
+                                                                            monkeypatch):
+    _make(tmp_path, testdata)
+    result = blender_project.import_project(bpy.context, str(tmp_path / "scene.json"))
+    kept = [w for w in result.warnings if w.startswith("kept as data")]
+    assert len(kept) == 1 and "particle 'snow' (particles/snow.json)" in kept[0] and \
+        "effect effects/shake/effect.json on 'badge'" in kept[0]
+    assert [ob.name for ob in result.layers][:1] == ["sky"] and result.collection.name == "Goose pond"
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    names = {c: set(getattr(bpy.data, c).keys()) for c in ("objects", "meshes", "images", "collections", "cameras")}
+
+    def fail(stage: str) -> None:
+        if stage == "done":
+            raise RuntimeError("injected")
+    monkeypatch.setattr("skinbridge.blender.scene.fail_hook", fail)
+    with pytest.raises(RuntimeError, match="injected"):
+        blender_project.import_project(bpy.context, str(tmp_path / "project.json"))
+    assert {c: set(getattr(bpy.data, c).keys()) for c in names} == names
