@@ -31,7 +31,7 @@ from . import dmx_kv2
 from .dmx_records import (FIXED, AttrType, Attribute, DmxFile, Element, GzipWrap, Stub, item_size,  # noqa: F401
                           reachable)
 
-VERSIONS = {"binary": (0, 1, 2, 3, 4, 5, 9), "keyvalues2": (1,), "keyvalues2_noids": (1,)}
+VERSIONS = {"binary": (0, 1, 2, 3, 4, 5, 9), "keyvalues2": (0, 1), "keyvalues2_noids": (1,)}  # 0: legacy header
 GZIP_MAGIC = b"\x1f\x8b"
 MAX_HEADER = 1024  # bytes searched for the end of the header comment
 _HEADER = re.compile(r"<!--\s*dmx\s+encoding\s+(unicode_)?(\S+)\s+(\d+)\s+format\s+(\S+)\s+(\d+)\s*-->")
@@ -55,7 +55,7 @@ def _parse_header(data: bytes) -> tuple[str, int, dict]:
     end = data.find(b"-->", 0, MAX_HEADER)
     if not data.startswith(b"<!--") or end < 0:
         raise FormatError("no DMX header comment '<!-- dmx encoding ... -->' at the start", 0, "header")
-    text = data[:end + 3].decode("ascii", "replace")
+    text = data[:end + 3].decode("utf-8", "surrogateescape")
     m = _HEADER.fullmatch(text)
     if m:
         fields = {"unicode": bool(m.group(1)), "encoding": m.group(2), "encoding_version": int(m.group(3)),
@@ -76,7 +76,7 @@ def header_text(dmx: DmxFile) -> str:
     """The header comment: the one read while it still says what the records say."""
     if dmx.header is not None:
         try:
-            _, _, fields = _parse_header(dmx.header.encode("ascii"))
+            _, _, fields = _parse_header(dmx.header.encode("utf-8", "surrogateescape"))
         except (FormatError, UnicodeEncodeError):
             fields = None
         if fields == {"unicode": dmx.unicode, "encoding": dmx.encoding, "encoding_version": dmx.encoding_version,
@@ -270,7 +270,7 @@ def write(dmx: DmxFile) -> bytes:
         raise ValueError(f"cannot write DMX encoding {dmx.encoding} {dmx.encoding_version}")
     header = header_text(dmx)
     if dmx.binary:
-        payload = header.encode("ascii") + (dmx.after_header or b"\n\0") + _write_binary(dmx)
+        payload = header.encode("utf-8", "surrogateescape") + (dmx.after_header or b"\n\0") + _write_binary(dmx)
     else:
         payload = dmx_kv2.write(dmx, header)
     return _gzip(payload, dmx.gzip) if dmx.gzip is not None else payload

@@ -32,8 +32,9 @@ ALIASES = {"angle": AttrType.QANGLE, "matrix": AttrType.VMATRIX, "void": AttrTyp
 NAME_OF = {t: n for n, t in TYPE_NAMES.items()}
 MAX_DEPTH = 200  # nested inline elements (a deeper file is refused rather than overflowing the stack)
 
-_TOKEN = re.compile(r'((?:\s+|//[^\n]*)*)(?:("(?:[^"\\]|\\.)*")|([{}\[\],])|([^\s"{}\[\],]+))', re.S)
-_TRIVIA = re.compile(r'(?:\s+|//[^\n]*)*', re.S)
+# possessive quantifiers: no backtracking, so odd input (long runs of slashes, quotes) costs linear time
+_TOKEN = re.compile(r'((?:\s++|//[^\n]*+)*+)(?:("(?:[^"\\]++|\\.)*+")|([{}\[\],])|([^\s"{}\[\],]++))', re.S)
+_TRIVIA = re.compile(r'(?:\s++|//[^\n]*+)*+', re.S)
 _ESCAPE = re.compile(r"\\(.)", re.S)
 _UNESCAPE = {"n": "\n", "t": "\t", "v": "\v", "b": "\b", "r": "\r", "f": "\f", "a": "\a"}
 _INT_RANGE = {"<i4": (-2**31, 2**31 - 1), "<u8": (0, 2**64 - 1), "u1": (0, 255)}
@@ -58,9 +59,7 @@ def _tokenize(text: str, start: int) -> tuple[list[str], list[str], list[int]]:
     """Tokens, the text before each (and after the last, as one more entry) and each token's position."""
     raws, trivia, where = [], [], []
     pos = start
-    for m in _TOKEN.finditer(text, start):
-        if m.start() != pos:
-            break
+    while (m := _TOKEN.match(text, pos)) is not None:
         trivia.append(m.group(1))
         raws.append(m.group(2) or m.group(3) or m.group(4))
         where.append(m.end(1))
@@ -227,7 +226,10 @@ def values(t: AttrType, array: bool, texts: list[str], fail) -> Any:
         return blobs if array else blobs[0]
     dtype, shape = FIXED[t]
     if t == AttrType.OBJECTID:
-        out = np.array([np.frombuffer(uuid.UUID(x).bytes_le, "u1") for x in texts] or np.zeros((0, 16)), "u1")
+        try:
+            out = np.array([list(uuid.UUID(x).bytes_le) for x in texts], "u1").reshape(-1, 16)
+        except ValueError:
+            raise fail("an object id is not a UUID", "value") from None
         return out if array else out[0]
     words = " ".join(texts).split()
     k = int(np.prod(shape, dtype=np.int64))
@@ -323,6 +325,7 @@ class _Writer:
             e for k, e in enumerate(self.elements) if k == 0 or self.users.get(id(e), 0) != 1]
         self.top_ids = {id(e) for e in self.top}
         self.written: set[int] = set()
+        self.depth = 0
         self.total = len({id(e) for e in self.elements})
 
     def tok(self, raw: str, before: str) -> None:
@@ -346,6 +349,7 @@ class _Writer:
     def element(self, e: Element, indent: str) -> None:
         """The braces and attributes of `e` (its type token already written), braces at `indent`."""
         self.written.add(id(e))
+        self.depth += 1
         inner = indent + "\t"
         self.tok("{", self.nl + indent)
         raw = e.raw or (None, None, None)
@@ -359,6 +363,7 @@ class _Writer:
             if a is not None:
                 self.attribute(a, inner)
         self.tok("}", self.nl + indent)
+        self.depth -= 1
 
     def line(self, indent: str, *raws: str) -> None:
         self.tok(raws[0], self.nl + indent)
@@ -386,7 +391,8 @@ class _Writer:
         self.element_attribute(a, indent, name_tok, same)
 
     def inline(self, a: Attribute, k: int | None, child: Any) -> bool:
-        if not isinstance(child, Element) or id(child) in self.written or id(child) in self.top_ids:
+        if not isinstance(child, Element) or id(child) in self.written or id(child) in self.top_ids \
+                or self.depth >= MAX_DEPTH:
             return False
         flag = a.inline if k is None or a.inline is None else (a.inline[k] if k < len(a.inline) else None)
         return bool(flag) if flag is not None else self.users.get(id(child), 0) == 1
