@@ -1,6 +1,7 @@
 """Valve SMD and VTA (Studiomdl Data, text): codec (`smd`), `info`, `check`, mapping (`convert`) and, inside
 Blender only, import/export (`blender_io`) with File menu entries (`ops`). Valve DMX (the element graph of the
-Source tools, binary or keyvalues2 text): codec (`dmx`), `info` and `check` (`dmx_check`).
+Source tools, binary or keyvalues2 text): codec (`dmx`), `info` and `check` (`dmx_check`), the model as a core
+Scene (`dmx_convert`) and, inside Blender only, its import (`blender_dmx`).
 
 No bpy here: `import skinbridge.io_smd.smd` works in a Python without Blender.
 """
@@ -60,6 +61,9 @@ FORMATS = (
             "write": "io_smd.dmx:write",
             "info": "io_smd.dmx_check:info",
             "check": "io_smd.dmx_check:check",
+            "load": "io_smd.dmx_convert:load",
+            "semantic": "io_smd.dmx_convert:semantic",
+            "blender_import": "io_smd.blender_dmx:blender_import",
         },
     ),
 )

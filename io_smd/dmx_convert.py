@@ -40,6 +40,15 @@ def _elems(e: Element | None, name: str) -> list[Element]:
     return [x for x in a.value if isinstance(x, Element)]
 
 
+def _scalar(e: Element | None, name: str, t: AttrType, default):
+    """A single value of type `t`, or `default` when absent or of another type (then the file's value is not
+    what the name means elsewhere: ignored, as Valve's tools ignore an attribute of the wrong type)."""
+    a = e.get(name) if e is not None else None
+    if a is None or a.type != t or a.array:
+        return default
+    return a.value.item() if isinstance(a.value, np.ndarray) and a.value.ndim == 0 else a.value
+
+
 def _values(e: Element, name: str, t: AttrType, where: str) -> np.ndarray | None:
     """An array attribute of type `t`, or None when absent; another type is a FormatError naming it."""
     a = e.get(name)
@@ -61,13 +70,12 @@ def _indexed(values: np.ndarray, indices: np.ndarray, where: str, field: str) ->
 
 
 def up_matrix(model: Element | None) -> np.ndarray:
-    axis = _elem(model, "axisSystem")
-    up = axis.value("upAxis") if axis is not None else None
+    up = _scalar(_elem(model, "axisSystem"), "upAxis", AttrType.INT, 3)
     m = np.eye(4)
-    if up is not None and int(np.asarray(up).reshape(-1)[0]) in (1, 2):
-        c, s = 0.0, 1.0  # cos and sin of 90°
-        m[:3, :3] = ([[c, 0, s], [0, 1, 0], [-s, 0, c]] if int(np.asarray(up).reshape(-1)[0]) == 1
-                     else [[1, 0, 0], [0, c, -s], [0, s, c]])
+    if up == 1:  # X up: +90° about Y
+        m[:3, :3] = [[0, 0, 1], [0, 1, 0], [-1, 0, 0]]
+    elif up == 2:  # Y up: +90° about X
+        m[:3, :3] = [[1, 0, 0], [0, 0, -1], [0, 1, 0]]
     return m
 
 
@@ -76,10 +84,8 @@ def _transform(e: Element, base: dict[str, Element]) -> np.ndarray:
     t = base.get(e.name or "") or _elem(e, "transform")
     if t is None:
         return np.eye(4)
-    pos = np.asarray(t.value("position", np.zeros(3)), np.float64).reshape(-1)
-    q = np.asarray(t.value("orientation", np.array([0, 0, 0, 1])), np.float64).reshape(-1)
-    if pos.shape != (3,) or q.shape != (4,):
-        raise FormatError(f"transform {t.name!r}: position or orientation has the wrong type", None, "transform")
+    pos = np.asarray(_scalar(t, "position", AttrType.VECTOR3, np.zeros(3)), np.float64)
+    q = np.asarray(_scalar(t, "orientation", AttrType.QUATERNION, np.array([0, 0, 0, 1])), np.float64)
     return trs_to_matrix(pos, np.array([q[3], q[0], q[1], q[2]]), np.ones(3))
 
 
@@ -139,7 +145,7 @@ def _faces(mesh: Element, corners: int, scene: cm.Scene, where: str) -> tuple[np
         if not fan:
             continue
         mat = _elem(face_set, "material")
-        name = os.path.basename(str((mat.value("mtlName") if mat is not None else None) or face_set.name or "material"))
+        name = os.path.basename(_scalar(mat, "mtlName", AttrType.STRING, None) or face_set.name or "material")
         scene.materials.append(cm.Material(name=name))
         materials.append(len(scene.materials) - 1)
         tris.append(np.concatenate(fan))
@@ -177,7 +183,7 @@ def _weights(data: Element, kw: dict, positions: int, joint_bones: np.ndarray, w
     j = _values(data, kw["joint"], AttrType.INT, where)
     if w is None or j is None:
         return None
-    count = int(np.asarray(data.value("jointCount", 0)).reshape(-1)[0])
+    count = int(_scalar(data, "jointCount", AttrType.INT, 0))
     if count <= 0 or len(w) != positions * count or len(j) != positions * count:
         raise FormatError(f"{where}: {len(w)} weights and {len(j)} joint indices for {positions} positions of "
                           f"{count} joints each", None, kw["weight"])
@@ -222,8 +228,10 @@ def mesh_of(mesh: Element, parent: int, joint_bones: np.ndarray, up: np.ndarray,
                 np.zeros((0, 3), np.int32))
     normals = _field(data, kw["normal"], AttrType.VECTOR3, corners, where)
     m.normals = None if normals is None else (normals.astype(np.float64) @ rot.T).astype(np.float32)
-    flip = bool(np.asarray(data.value("flipVCoordinates", 0)).reshape(-1)[0])
-    uv_names = [kw["uv"]] + [f for f in (data.value("vertexFormat") or []) if f.startswith("texcoord$") and f != kw["uv"]]
+    flip = bool(_scalar(data, "flipVCoordinates", AttrType.BOOL, 0))
+    fields = data.get("vertexFormat")
+    fields = fields.value if fields is not None and fields.type == AttrType.STRING and fields.array else []
+    uv_names = [kw["uv"]] + [f for f in fields if f.startswith("texcoord$") and f != kw["uv"]]
     for name in uv_names:
         uv = _field(data, name, AttrType.VECTOR2, corners, where)
         if uv is not None:
