@@ -1,5 +1,7 @@
 """Valve SMD and VTA (Studiomdl Data, text): codec (`smd`), `info`, `check`, mapping (`convert`) and, inside
-Blender only, import/export (`blender_io`) with File menu entries (`ops`).
+Blender only, import/export (`blender_io`) with File menu entries (`ops`). Valve DMX (the element graph of the
+Source tools, binary or keyvalues2 text): codec (`dmx`), `info` and `check` (`dmx_check`), the model as a core
+Scene (`dmx_convert`) and, inside Blender only, its import (`blender_dmx`).
 
 No bpy here: `import skinbridge.io_smd.smd` works in a Python without Blender.
 """
@@ -8,6 +10,12 @@ from ..core.formatspec import FormatSpec
 
 def _sniff(head: bytes) -> bool:
     from .smd import sniff  # numpy, 60-90 ms import: the registry loads for --help without it
+
+    return sniff(head)
+
+
+def _sniff_dmx(head: bytes) -> bool:
+    from .dmx import sniff  # numpy, 60-90 ms import: the registry loads for --help without it
 
     return sniff(head)
 
@@ -39,6 +47,23 @@ FORMATS = (
             "export_target": "io_smd.blender_io:export_target",
             "write_scene": "io_smd.convert:write_scene",
             "demo": "io_smd.blender_demo:demo_rows",
+        },
+    ),
+    FormatSpec(
+        name="dmx",
+        label="Valve DMX",
+        kind="model",
+        extensions=(".dmx",),
+        sniff=_sniff_dmx,
+        head=512,  # a gzip-compressed file's header comment lies inside its first few hundred bytes
+        capabilities={
+            "read": "io_smd.dmx:read",
+            "write": "io_smd.dmx:write",
+            "info": "io_smd.dmx_check:info",
+            "check": "io_smd.dmx_check:check",
+            "load": "io_smd.dmx_convert:load",
+            "semantic": "io_smd.dmx_convert:semantic",
+            "blender_import": "io_smd.blender_dmx:blender_import",
         },
     ),
 )

@@ -1,0 +1,67 @@
+"""`skinbridge info` and `skinbridge check` for DMX: what the element graph holds, then the write-back compared.
+
+Findings name the element (its index in the file and its name) and the attribute: a reference to an element the
+file lacks (a binary -2 stub or a text id naming no element, which Valve's tools resolve from other files: a
+warning; an index past the element table: an error, nothing can resolve it), and elements sharing one id (the
+second cannot be referred to: a warning). Reader warnings (bytes after the last element) come first.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from ..core.check import Checker, Findings
+from ..core.findings import Finding, first_difference
+from . import dmx
+from .dmx_records import AttrType, DmxFile, Element, Stub, references
+
+
+def info(data: bytes, path: str | None = None) -> dict:
+    d = dmx.read(data)
+    root = d.root
+    return {
+        "format": "DMX",
+        "encoding": f"{'unicode_' if d.unicode else ''}{d.encoding} {d.encoding_version}",
+        "content": f"{d.format} {d.format_version}",
+        "gzip": d.gzip is not None,
+        "elements": len(d.elements),
+        "element_types": dict(sorted(Counter(e.type or "" for e in d.elements).items())),
+        "attributes": sum(len(e.attributes) for e in d.elements),
+        "root": {"type": root.type, "name": root.name} if root is not None else None,
+        "prefix": [a.name for attrs in d.prefix for a in attrs],
+        "strings": len(d.strings) if d.strings is not None else None,
+        "warnings": list(d.warnings),
+    }
+
+
+def _where(k: int, e: Element) -> str:
+    return f"element {k} ({e.type} {e.name!r})"
+
+
+def validate(d: DmxFile) -> list[Finding]:
+    out = Findings()
+    out.warnings(d.warnings)
+    owner: dict = {}
+    for k, e in enumerate(d.elements):
+        if e.id is not None and owner.setdefault(e.id, k) != k:
+            out.add("warning", _where(k, e), None, "id", f"id {e.id} is element {owner[e.id]}'s too")
+        for a in e.attributes:
+            if a.type != AttrType.ELEMENT:
+                continue
+            for ref in references(a.value, a.array):
+                if isinstance(ref, Stub) and ref.index is not None:
+                    out.add("error", _where(k, e), None, a.name,
+                            f"refers to element {ref.index}, past the {len(d.elements)} of the file")
+                elif isinstance(ref, Stub):
+                    out.add("warning", _where(k, e), None, a.name, f"refers to element {ref.id}, not in the file")
+    return out.items
+
+
+def _differs(data: bytes, written: bytes, records: DmxFile) -> str:
+    at = first_difference(data, written)
+    if records.gzip is not None or records.binary:
+        return f"roundtrip: differs at offset {at}" + (" (of the gzip stream)" if records.gzip else "")
+    line = data.count(b"\n", 0, at) + 1
+    return f"roundtrip: differs at line {line}"
+
+
+check = Checker(read=dmx.read, validate=validate, write=dmx.write, differs=_differs)

@@ -1,0 +1,278 @@
+"""DMX model → core Scene: the DmeModel's joints as the skeleton (bind pose from its base state), each DmeMesh's
+vertex data and face sets as a mesh with materials, and its delta states as shape keys. docs/source.md §6.5 has
+the element types and attributes read.
+
+A DMX vertex is an index into the vertex data's `<field>Indices` arrays: it has one position, normal and UV (each
+a value of its field), so the DMX vertices are the core mesh's split vertices as they are. Joint weights belong to
+position values and delta states move position values; both are spread to the vertices through the position
+indices. Quaternions are (x, y, z, w) in the file, (w, x, y, z) in the core. The DmeAxisSystem's up axis turns
+the model into Blender's Z up as Blender Source Tools does (Y up: +90° about X; X up: +90° about Y).
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..core import model as cm
+from ..core.errors import FormatError
+from ..core.transforms import matrix_to_trs, trs_to_matrix
+from . import dmx
+from .dmx_records import AttrType, DmxFile, Element
+
+IMPLICIT_BONE = "blender_implicit"  # Blender Source Tools' stand-in bone of an unskinned model: not a bone
+# field names of model format 22 and later, and of earlier ones
+KEYWORDS_22 = {"position": "position$0", "normal": "normal$0", "uv": "texcoord$0", "weight": "blendweights$0",
+               "joint": "blendindices$0"}
+KEYWORDS_OLD = {"position": "positions", "normal": "normals", "uv": "textureCoordinates", "weight": "jointWeights",
+                "joint": "jointIndices"}
+
+
+def _elem(e: Element | None, name: str) -> Element | None:
+    v = e.value(name) if e is not None else None
+    return v if isinstance(v, Element) else None
+
+
+def _elems(e: Element | None, name: str) -> list[Element]:
+    a = e.get(name) if e is not None else None
+    if a is None or a.type != AttrType.ELEMENT or not a.array:
+        return []
+    return [x for x in a.value if isinstance(x, Element)]
+
+
+def _scalar(e: Element | None, name: str, t: AttrType, default):
+    """A single value of type `t`, or `default` when absent or of another type (then the file's value is not
+    what the name means elsewhere: ignored, as Valve's tools ignore an attribute of the wrong type)."""
+    a = e.get(name) if e is not None else None
+    if a is None or a.type != t or a.array:
+        return default
+    return a.value.item() if isinstance(a.value, np.ndarray) and a.value.ndim == 0 else a.value
+
+
+def _values(e: Element, name: str, t: AttrType, where: str) -> np.ndarray | None:
+    """An array attribute of type `t`, or None when absent; another type is a FormatError naming it."""
+    a = e.get(name)
+    if a is None:
+        return None
+    if a.type != t or not a.array:
+        raise FormatError(f"{where}: {name} is a {a.type.name.lower()}{' array' if a.array else ''}, not a "
+                          f"{t.name.lower()} array", None, name)
+    return np.asarray(a.value)
+
+
+def _indexed(values: np.ndarray, indices: np.ndarray, where: str, field: str) -> np.ndarray:
+    bad = (indices < 0) | (indices >= len(values))
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise FormatError(f"{where}: index {int(indices[k])} (item {k}) outside the {len(values)} values", None,
+                          field)
+    return values[indices]
+
+
+def up_matrix(model: Element | None) -> np.ndarray:
+    up = _scalar(_elem(model, "axisSystem"), "upAxis", AttrType.INT, 3)
+    m = np.eye(4)
+    if up == 1:  # X up: +90° about Y
+        m[:3, :3] = [[0, 0, 1], [0, 1, 0], [-1, 0, 0]]
+    elif up == 2:  # Y up: +90° about X
+        m[:3, :3] = [[1, 0, 0], [0, 0, -1], [0, 1, 0]]
+    return m
+
+
+def _transform(e: Element, base: dict[str, Element]) -> np.ndarray:
+    """The element's local matrix: its base-state transform of the same name (the bind pose), else its own."""
+    t = base.get(e.name or "") or _elem(e, "transform")
+    if t is None:
+        return np.eye(4)
+    pos = np.asarray(_scalar(t, "position", AttrType.VECTOR3, np.zeros(3)), np.float64)
+    q = np.asarray(_scalar(t, "orientation", AttrType.QUATERNION, np.array([0, 0, 0, 1])), np.float64)
+    return trs_to_matrix(pos, np.array([q[3], q[0], q[1], q[2]]), np.ones(3))
+
+
+def _shape_mesh(e: Element) -> Element | None:
+    shape = _elem(e, "shape")
+    return shape if shape is not None and shape.type == "DmeMesh" else None
+
+
+def skeleton_of(model: Element, up: np.ndarray, warnings: list[str]
+                ) -> tuple[cm.Skeleton | None, list[Element], list[tuple[Element, int]]]:
+    """The bones (parents first), their elements, and the meshes with their parent bone."""
+    base_list = _elems(model, "baseStates")
+    base = {t.name or "": t for t in _elems(base_list[0], "transforms")} if base_list else {}
+    skel = cm.Skeleton(name=model.name or "Armature")
+    index: dict[int, int] = {}
+    elems: list[Element] = []
+    meshes: list[tuple[Element, int]] = []
+    stack = [(c, -1) for c in reversed(_elems(model, "children"))]
+    seen = {id(model)}
+    while stack:
+        e, parent = stack.pop()
+        if id(e) in seen:
+            warnings.append(f"element {e.type} {e.name!r} is a child twice (or of itself): its second place is left out")
+            continue
+        seen.add(id(e))
+        mesh = _shape_mesh(e) if e.type == "DmeDag" else None
+        if mesh is not None:
+            meshes.append((mesh, parent))
+        elif e.type in ("DmeJoint", "DmeDag") and e.name != IMPLICIT_BONE:
+            local = _transform(e, base)
+            bind = (up @ local) if parent < 0 else skel.bones[parent].bind @ local
+            t, r, s = matrix_to_trs(up @ local if parent < 0 else local)
+            index[id(e)] = len(skel.bones)
+            elems.append(e)
+            skel.bones.append(cm.Bone(e.name or f"bone{len(skel.bones)}", parent, bind, t, r, s))
+            parent = index[id(e)]
+        elif e.type != "DmeModel":
+            continue
+        stack += [(c, parent) for c in reversed(_elems(e, "children"))]
+    return (skel if skel.bones else None), elems, meshes
+
+
+def _faces(mesh: Element, corners: int, scene: cm.Scene, where: str) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Triangles (fans of each polygon), their material slot, and the slots' scene materials."""
+    tris, slots, materials = [], [], []
+    for k, face_set in enumerate(_elems(mesh, "faceSets")):
+        faces = _values(face_set, "faces", AttrType.INT, f"{where} face set {k}")
+        if faces is None or not len(faces):
+            continue
+        if faces[-1] != -1:
+            faces = np.append(faces, -1)
+        ends = np.flatnonzero(faces == -1)
+        starts = np.concatenate([[0], ends[:-1] + 1])
+        _indexed(np.arange(corners), faces[faces >= 0], f"{where} face set {k}", "faces")
+        fan = [np.stack([np.full(e - s - 2, faces[s]), faces[s + 1:e - 1], faces[s + 2:e]], 1)
+               for s, e in zip(starts, ends) if e - s >= 3]
+        if not fan:
+            continue
+        mat = _elem(face_set, "material")
+        name = os.path.basename(_scalar(mat, "mtlName", AttrType.STRING, None) or face_set.name or "material")
+        scene.materials.append(cm.Material(name=name))
+        materials.append(len(scene.materials) - 1)
+        tris.append(np.concatenate(fan))
+        slots.append(np.full(len(tris[-1]), len(materials) - 1, np.int32))
+    if not tris:
+        return np.zeros((0, 3), np.int32), np.zeros(0, np.int32), materials
+    return np.concatenate(tris).astype(np.int32), np.concatenate(slots), materials
+
+
+def _joint_bones(model: Element, bones: list[Element], fmt_version: int) -> np.ndarray:
+    """Bone index of each entry of the list blend indices point into (-1: not a bone, e.g. the DmeModel)."""
+    by_elem = {id(e): i for i, e in enumerate(bones)}
+    if fmt_version >= 11 or model.get("jointTransforms") is None:
+        return np.array([by_elem.get(id(e), -1) for e in _elems(model, "jointList")], np.int64).reshape(-1)
+    by_transform = {id(_elem(e, "transform")): i for i, e in enumerate(bones)}
+    return np.array([by_transform.get(id(t), -1) for t in _elems(model, "jointTransforms")], np.int64).reshape(-1)
+
+
+def _field(data: Element, name: str, t: AttrType, corners: int, where: str) -> np.ndarray | None:
+    """A vertex field's value for each DMX vertex (through its indices), or None when absent."""
+    values = _values(data, name, t, where)
+    indices = _values(data, name + "Indices", AttrType.INT, where)
+    if values is None or indices is None:
+        return None
+    if len(indices) != corners:
+        raise FormatError(f"{where}: {name}Indices has {len(indices)} items for {corners} vertices", None,
+                          name + "Indices")
+    return _indexed(values, indices, where, name + "Indices")
+
+
+def _weights(data: Element, kw: dict, positions: int, joint_bones: np.ndarray, where: str
+             ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per position value: (bone indices, weights), jointCount of each; None when the mesh has none."""
+    w = _values(data, kw["weight"], AttrType.FLOAT, where)
+    j = _values(data, kw["joint"], AttrType.INT, where)
+    if w is None or j is None:
+        return None
+    count = int(_scalar(data, "jointCount", AttrType.INT, 0))
+    if count <= 0 or len(w) != positions * count or len(j) != positions * count:
+        raise FormatError(f"{where}: {len(w)} weights and {len(j)} joint indices for {positions} positions of "
+                          f"{count} joints each", None, kw["weight"])
+    bones = _indexed(joint_bones, j, where, kw["joint"]).reshape(positions, count)
+    w = w.reshape(positions, count).astype(np.float32)
+    return np.where(bones < 0, 0, bones).astype(np.int32), np.where(bones < 0, 0, w).astype(np.float32)
+
+
+def _shape_keys(mesh: Element, data: Element, kw: dict, pos_index: np.ndarray, rot: np.ndarray, where: str
+                ) -> list[cm.ShapeKey]:
+    base = _values(data, kw["position"], AttrType.VECTOR3, where).astype(np.float64)
+    out = []
+    for delta in _elems(mesh, "deltaStates"):
+        here = f"{where} delta state {delta.name!r}"
+        moved = np.zeros_like(base)
+        d = _values(delta, kw["position"], AttrType.VECTOR3, here)
+        di = _values(delta, kw["position"] + "Indices", AttrType.INT, here)
+        if d is not None and di is not None:
+            if len(d) != len(di):
+                raise FormatError(f"{here}: {len(d)} deltas for {len(di)} indices", None, kw["position"])
+            _indexed(base, di, here, kw["position"] + "Indices")
+            np.add.at(moved, di, d.astype(np.float64))
+        positions = ((base + moved)[pos_index] @ rot.T).astype(np.float32)
+        out.append(cm.ShapeKey(delta.name or f"shape{len(out)}", positions))
+    return out
+
+
+def mesh_of(mesh: Element, parent: int, joint_bones: np.ndarray, up: np.ndarray, kw: dict, scene: cm.Scene,
+            warnings: list[str]) -> cm.Mesh:
+    where = f"mesh {mesh.name!r}"
+    data = _elem(mesh, "currentState") or _elem(mesh, "bindState")
+    if data is None:
+        raise FormatError(f"{where}: no vertex data (bindState)", None, "bindState")
+    pos_index = _values(data, kw["position"] + "Indices", AttrType.INT, where)
+    values = _values(data, kw["position"], AttrType.VECTOR3, where)
+    if pos_index is None or values is None:
+        raise FormatError(f"{where}: no {kw['position']} with its indices", None, kw["position"])
+    corners = len(pos_index)
+    _indexed(values, pos_index, where, kw["position"] + "Indices")
+    rot = up[:3, :3]
+    m = cm.Mesh(mesh.name or "mesh", (values[pos_index].astype(np.float64) @ rot.T).astype(np.float32),
+                np.zeros((0, 3), np.int32))
+    normals = _field(data, kw["normal"], AttrType.VECTOR3, corners, where)
+    m.normals = None if normals is None else (normals.astype(np.float64) @ rot.T).astype(np.float32)
+    flip = bool(_scalar(data, "flipVCoordinates", AttrType.BOOL, 0))
+    fields = data.get("vertexFormat")
+    fields = fields.value if fields is not None and fields.type == AttrType.STRING and fields.array else []
+    uv_names = [kw["uv"]] + [f for f in fields if f.startswith("texcoord$") and f != kw["uv"]]
+    for name in uv_names:
+        uv = _field(data, name, AttrType.VECTOR2, corners, where)
+        if uv is not None:
+            uv = uv.astype(np.float32)
+            if not flip:  # unflipped files keep V from the top, as the engine samples it
+                uv[:, 1] = 1 - uv[:, 1]
+            m.uvs.append(("UVMap" if name == kw["uv"] else name, uv))
+    skin = _weights(data, kw, len(values), joint_bones, where)
+    if skin is not None:
+        m.joints, m.weights = skin[0][pos_index], skin[1][pos_index]
+    elif parent >= 0:  # a mesh under a joint without weights moves with that joint
+        m.joints, m.weights = np.full((corners, 1), parent, np.int32), np.ones((corners, 1), np.float32)
+    m.triangles, m.material_indices, m.materials = _faces(mesh, corners, scene, where)
+    m.shape_keys = _shape_keys(mesh, data, kw, pos_index, rot, where)
+    return m
+
+
+def to_scene(d: DmxFile, name: str) -> tuple[cm.Scene, list[str]]:
+    """The model a DMX holds (root's `model`, else its `skeleton`) as a core Scene."""
+    warnings = list(d.warnings)
+    scene = cm.Scene(name=name)
+    root = d.root
+    model = _elem(root, "model") or _elem(root, "skeleton")
+    if model is None:
+        return scene, warnings + ["the file holds no model (its root has no 'model' or 'skeleton' element)"]
+    up = up_matrix(model)
+    skel, bones, meshes = skeleton_of(model, up, warnings)
+    scene.skeleton = skel
+    kw = KEYWORDS_22 if d.format_version >= 22 else KEYWORDS_OLD
+    joint_bones = _joint_bones(model, bones, d.format_version)
+    for mesh, parent in meshes:
+        scene.meshes.append(mesh_of(mesh, parent if skel is not None else -1, joint_bones, up, kw, scene, warnings))
+    return scene, warnings
+
+
+def load(path: str, data: bytes, with_animations: bool = True) -> tuple[cm.Scene, list[str]]:
+    """The `load` capability: the model of a DMX (animations are not read yet)."""
+    name = os.path.basename(path).split(".")[0] if path else "dmx"
+    return to_scene(dmx.read(data), name)
+
+
+def semantic(d: DmxFile) -> list[str]:
+    """What an import runs after the read (hostile suite): the mapping's FormatError or warnings."""
+    return to_scene(d, "hostile")[1]

@@ -1,0 +1,443 @@
+"""DMX keyvalues2 (the text encoding): text ⇄ `DmxFile`.
+
+The text is a list of elements, each a quoted type name and a braced list of attributes `"name" "type" value`:
+`"id" "elementid" "<uuid>"` and `"name" "string" "<name>"` are the element's own id and name; a value is one
+quoted token (a vector's numbers inside it, space-separated), an array `[ "a", "b" ]`, an element reference
+`"element" "<uuid>"` ("" for null), or an element written inline (`"attr" "DmeTransform" { ... }`, or inside an
+element array `"DmeTransform" { ... }`). Elements used once are usually written inline, others at the top level.
+
+What makes the write-back the same text: each attribute keeps its tokens as read and reuses them while its value
+is unchanged (numbers are not reformatted); which elements stood inline is kept; and the text between tokens
+(whitespace and // comments) is kept and reused while the file's tokens keep the same kinds in the same order.
+"""
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+import numpy as np
+
+from ..core.errors import FormatError
+from .dmx_records import (FIXED, TIME_TICKS, AttrType, Attribute, DmxFile, Element, Stub, element_refs,
+                          reachable)
+
+TYPE_NAMES = {"element": AttrType.ELEMENT, "int": AttrType.INT, "float": AttrType.FLOAT, "bool": AttrType.BOOL,
+              "string": AttrType.STRING, "binary": AttrType.BINARY, "time": AttrType.TIME,
+              "color": AttrType.COLOR, "vector2": AttrType.VECTOR2, "vector3": AttrType.VECTOR3,
+              "vector4": AttrType.VECTOR4, "qangle": AttrType.QANGLE, "quaternion": AttrType.QUATERNION,
+              "vmatrix": AttrType.VMATRIX, "uint64": AttrType.UINT64, "uint8": AttrType.UINT8,
+              "objectid": AttrType.OBJECTID}
+ALIASES = {"angle": AttrType.QANGLE, "matrix": AttrType.VMATRIX, "void": AttrType.BINARY}  # older spellings
+NAME_OF = {t: n for n, t in TYPE_NAMES.items()}
+MAX_DEPTH = 200  # nested inline elements (a deeper file is refused rather than overflowing the stack)
+
+# possessive quantifiers: no backtracking, so odd input (long runs of slashes, quotes) costs linear time
+_TOKEN = re.compile(r'((?:\s++|//[^\n]*+)*+)(?:("(?:[^"\\]++|\\.)*+")|([{}\[\],])|([^\s"{}\[\],]++))', re.S)
+_TRIVIA = re.compile(r'(?:\s++|//[^\n]*+)*+', re.S)
+_ESCAPE = re.compile(r"\\(.)", re.S)
+_UNESCAPE = {"n": "\n", "t": "\t", "v": "\v", "b": "\b", "r": "\r", "f": "\f", "a": "\a"}
+_INT_RANGE = {"<i4": (-2**31, 2**31 - 1), "<u8": (0, 2**64 - 1), "u1": (0, 255)}
+
+
+def kind(raw: str) -> str:
+    """q (quoted), w (a bare word) or the punctuation itself."""
+    return "q" if raw[0] == '"' else raw if raw in "{}[]," else "w"
+
+
+def unquote(raw: str) -> str:
+    if raw[0] != '"':
+        return raw
+    return _ESCAPE.sub(lambda m: _UNESCAPE.get(m.group(1), m.group(1)), raw[1:-1])
+
+
+def quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
+
+
+def _tokenize(text: str, start: int) -> tuple[list[str], list[str], list[int]]:
+    """Tokens, the text before each (and after the last, as one more entry) and each token's position."""
+    raws, trivia, where = [], [], []
+    pos = start
+    while (m := _TOKEN.match(text, pos)) is not None:
+        trivia.append(m.group(1))
+        raws.append(m.group(2) or m.group(3) or m.group(4))
+        where.append(m.end(1))
+        pos = m.end()
+    end = _TRIVIA.match(text, pos).end()
+    if end != len(text):
+        line = text.count("\n", 0, end) + 1
+        raise FormatError(f"line {line}: unterminated quoted string", None, "token")
+    trivia.append(text[pos:])
+    return raws, trivia, where
+
+
+class _Parser:
+    def __init__(self, text: str, raws: list[str], where: list[int]):
+        self.text, self.raws, self.where = text, raws, where
+        self.kinds = "".join(kind(r) for r in raws)
+        self.i = 0
+        self.elements: list[Element] = []
+        self.fixups: list[tuple[Attribute, int | None, str]] = []
+        self.linked: list[Attribute] = []  # element attributes: their value key is known once resolved
+
+    def fail(self, message: str, field: str) -> FormatError:
+        at = self.where[min(self.i, len(self.where) - 1)] if self.where else 0
+        return FormatError(f"line {self.text.count(chr(10), 0, at) + 1}: {message}", None, field)
+
+    def take(self, kinds: str, field: str) -> str:
+        if self.i >= len(self.raws):
+            raise self.fail(f"the text ends where {field} should be", field)
+        if self.kinds[self.i] not in kinds:
+            raise self.fail(f"expected {field}, found {self.raws[self.i][:40]}", field)
+        self.i += 1
+        return self.raws[self.i - 1]
+
+    def peek(self) -> str:
+        return self.kinds[self.i] if self.i < len(self.raws) else ""
+
+    def element(self, type_raw: str, depth: int) -> Element:
+        if depth > MAX_DEPTH:
+            raise self.fail(f"elements nested deeper than {MAX_DEPTH}", "element")
+        self.take("{", "'{' opening an element")
+        e = Element(unquote(type_raw), None, None)
+        self.elements.append(e)
+        id_raw = name_raw = None
+        while self.peek() != "}":
+            name_tok = self.take("qw", "an attribute name")
+            type_tok = self.take("qw", "an attribute type")
+            name, tname = unquote(name_tok), unquote(type_tok)
+            if name == "id" and tname == "elementid" and id_raw is None:
+                id_raw = self.take("qw", "an element id")
+                e.id = self.uuid(unquote(id_raw), "element id")
+            elif name == "name" and tname == "string" and name_raw is None:
+                name_raw = self.take("qw", "an element name")
+                e.name, e.name_at = unquote(name_raw), len(e.attributes)
+            else:
+                e.attributes.append(self.attribute(name_tok, type_tok, depth))
+        self.i += 1
+        e.raw = (type_raw, id_raw, name_raw)
+        return e
+
+    def uuid(self, text: str, field: str) -> uuid.UUID:
+        try:
+            return uuid.UUID(text)
+        except ValueError:
+            raise self.fail(f"{text[:40]!r} is not an element id", field) from None
+
+    def attribute(self, name_tok: str, type_tok: str, depth: int) -> Attribute:
+        name, tname = unquote(name_tok), unquote(type_tok)
+        array = tname.endswith("_array")
+        base = tname[:-6] if array else tname
+        t = TYPE_NAMES.get(base) or ALIASES.get(base)
+        if t is None:
+            if array or self.peek() != "{":
+                raise self.fail(f"attribute {name!r} has unknown type {tname!r}", "attribute type")
+            a = Attribute(name, AttrType.ELEMENT, False, None, inline=True, raw=(name_tok, type_tok, None))
+            a.value = self.element(type_tok, depth + 1)
+            self.linked.append(a)
+            return a
+        a = Attribute(name, t, array, None)
+        if t == AttrType.ELEMENT:
+            a.raw = (name_tok, type_tok)
+            self.elements_of(a, depth)
+            self.linked.append(a)
+            return a
+        items = self.items() if array else [self.take("qw", f"the value of {name!r}")]
+        a.value = values(t, array, [unquote(x) for x in items], self.fail)
+        a.raw = (name_tok, type_tok, *items)
+        a.seen = value_key(a)
+        return a
+
+    def items(self) -> list[str]:
+        self.take("[", "'['")
+        out = []
+        while self.peek() != "]":
+            out.append(self.take("qw", "an array item"))
+            if self.peek() == ",":
+                self.i += 1
+        self.take("]", "']'")
+        return out
+
+    def elements_of(self, a: Attribute, depth: int) -> None:
+        if not a.array:
+            if self.peek() == "}":  # Blender Source Tools writes a null element as a type with no value
+                a.value, a.inline = None, False
+                return
+            tok = self.take("qw", f"the element id of {a.name!r}")
+            self.fixups.append((a, None, unquote(tok)))
+            a.inline, a.raw = False, (a.raw[0], a.raw[1], tok)
+            return
+        self.take("[", "'['")
+        a.value, a.inline = [], []
+        while self.peek() != "]":
+            tok = self.take("qw", "an array item")
+            if self.peek() == "{":
+                a.value.append(self.element(tok, depth + 1))
+                a.inline.append(True)
+                a.raw += (None,)
+            else:
+                if unquote(tok) != "element":
+                    raise self.fail(f"expected \"element\" or an element type, found {tok[:40]}", "array item")
+                tok = self.take("qw", "an element id")
+                self.fixups.append((a, len(a.value), unquote(tok)))
+                a.value.append(None)
+                a.inline.append(False)
+                a.raw += (tok,)
+            if self.peek() == ",":
+                self.i += 1
+        self.i += 1
+
+    def resolve(self) -> None:
+        by_id: dict[str, Element] = {}
+        for e in self.elements:
+            if e.id is not None:
+                by_id.setdefault(str(e.id), e)
+        for a, index, text in self.fixups:
+            if text == "":
+                target = None
+            else:
+                target = by_id.get(_id_key(text)) or Stub(id=text)
+            if index is None:
+                a.value = target
+            else:
+                a.value[index] = target
+        for a in self.linked:
+            a.seen = value_key(a)
+
+
+def _id_key(text: str) -> str:
+    """An id's text as `str(uuid)` spells it, so that references match ids in any case or brace style."""
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        return text
+
+
+def values(t: AttrType, array: bool, texts: list[str], fail) -> Any:
+    """The value of one attribute from the text of its items."""
+    if t == AttrType.STRING:
+        return texts if array else texts[0]
+    if t == AttrType.BINARY:
+        try:
+            blobs = [bytes.fromhex("".join(x.split())) for x in texts]
+        except ValueError:
+            raise fail("a binary value is not hexadecimal digits", "binary value") from None
+        return blobs if array else blobs[0]
+    dtype, shape = FIXED[t]
+    if t == AttrType.OBJECTID:
+        try:
+            out = np.array([list(uuid.UUID(x).bytes_le) for x in texts], "u1").reshape(-1, 16)
+        except ValueError:
+            raise fail("an object id is not a UUID", "value") from None
+        return out if array else out[0]
+    words = " ".join(texts).split()
+    k = int(np.prod(shape, dtype=np.int64))
+    if len(words) != len(texts) * k:
+        raise fail(f"{len(texts)} {NAME_OF[t]} values need {len(texts) * k} numbers, found {len(words)}", "value")
+    try:
+        if t == AttrType.BOOL:
+            words = [{"true": "1", "false": "0"}.get(w.lower(), w) for w in words]
+        if dtype == "<f4" or t == AttrType.TIME:
+            numbers = np.array(words, np.float64)
+        else:
+            numbers = np.array([int(w) for w in words], object)
+    except (ValueError, OverflowError):
+        raise fail(f"a {NAME_OF[t]} value is not a number", "value") from None
+    if t == AttrType.TIME:
+        numbers = np.round(numbers * TIME_TICKS)
+    if dtype != "<f4":
+        low, high = _INT_RANGE[dtype]
+        bad = ~np.isfinite(numbers) if t == AttrType.TIME else np.zeros(len(numbers), bool)
+        if bad.any() or (len(numbers) and (numbers[~bad].min() < low or numbers[~bad].max() > high)):
+            raise fail(f"a {NAME_OF[t]} value is outside {low} to {high}", "value")
+    out = numbers.astype(dtype).reshape((len(texts),) + shape)
+    return out if array else out[0]
+
+
+def value_key(a: Attribute) -> Any:
+    """What the attribute's tokens as read stand for: equal while the value is unchanged."""
+    if a.type == AttrType.ELEMENT:
+        targets = a.value if a.array else [a.value]
+        return (a.name, a.type, a.array, tuple(e.id if isinstance(e, Element) else e for e in targets))
+    if a.type in FIXED:
+        v = np.asarray(a.value)
+        return (a.name, a.type, a.array, v.shape, np.ascontiguousarray(v, FIXED[a.type][0]).tobytes())
+    return (a.name, a.type, a.array, tuple(a.value) if a.array else a.value)
+
+
+def read(data: bytes, start: int, fields: dict) -> DmxFile:
+    text = data.decode("utf-8", "surrogateescape")
+    raws, trivia, where = _tokenize(text, start)
+    p = _Parser(text, raws, where)
+    top = []
+    while p.i < len(raws):
+        top.append(p.element(p.take("qw", "an element type"), 0))
+    p.resolve()
+    dmx = DmxFile(fields["encoding"], fields["encoding_version"], fields["format"], fields["format_version"],
+                  p.elements, unicode=fields["unicode"], top_level=top, layout=(p.kinds, trivia))
+    if not top:
+        dmx.warnings.append("the file holds no element")
+    return dmx
+
+
+# -- write ------------------------------------------------------------------------------------------------------
+
+def _number(x: float) -> str:
+    """A float32 as Blender Source Tools spells it (the shortest text of the float64 it widens to)."""
+    return repr(float(x))
+
+
+def format_item(t: AttrType, v: Any) -> str:
+    """One item of a value as the text inside its quotes."""
+    if t == AttrType.STRING:
+        return v or ""
+    if t == AttrType.BINARY:
+        return bytes(v).hex()
+    if t == AttrType.OBJECTID:
+        return str(uuid.UUID(bytes_le=np.asarray(v, "u1").tobytes()))
+    if t == AttrType.TIME:
+        return _number(int(v) / TIME_TICKS)
+    flat = np.asarray(v).reshape(-1)
+    if FIXED[t][0] == "<f4":
+        return " ".join(_number(x) for x in flat)
+    return " ".join(str(int(x)) for x in flat)
+
+
+def _users(elements: list[Element]) -> dict[int, int]:
+    users: dict[int, int] = {}
+    for e in elements:
+        for child in element_refs(e):
+            users[id(child)] = users.get(id(child), 0) + 1
+    return users
+
+
+class _Writer:
+    """Emits tokens with the text before each as this writer lays it out (tabs, Blender Source Tools' style)."""
+
+    def __init__(self, dmx: DmxFile, nl: str):
+        self.nl = nl
+        self.raws: list[str] = []
+        self.trivia: list[str] = []
+        self.elements = reachable(dmx)
+        self.users = _users(self.elements)
+        self.top = list(dmx.top_level) if dmx.top_level is not None else [
+            e for k, e in enumerate(self.elements) if k == 0 or self.users.get(id(e), 0) != 1]
+        self.top_ids = {id(e) for e in self.top}
+        self.written: set[int] = set()
+        self.depth = 0
+        self.total = len({id(e) for e in self.elements})
+
+    def tok(self, raw: str, before: str) -> None:
+        self.raws.append(raw)
+        self.trivia.append(before)
+
+    def run(self) -> None:
+        queue = list(self.top)
+        k = 0
+        while k < len(queue) or len(self.written) < self.total:
+            if k == len(queue):  # an element no written one holds inline: it goes to the top level
+                queue += [e for e in self.elements if id(e) not in self.written][:1]
+            e = queue[k]
+            k += 1
+            if id(e) in self.written:
+                continue
+            self.tok(e.raw[0] if e.raw and e.raw[0] else quote(e.type or ""), self.nl + self.nl if k > 1 else self.nl)
+            self.element(e, "")
+        self.trivia.append(self.nl + self.nl)
+
+    def element(self, e: Element, indent: str) -> None:
+        """The braces and attributes of `e` (its type token already written), braces at `indent`."""
+        self.written.add(id(e))
+        self.depth += 1
+        inner = indent + "\t"
+        self.tok("{", self.nl + indent)
+        raw = e.raw or (None, None, None)
+        if e.id is not None:
+            self.line(inner, '"id"', '"elementid"', raw[1] or quote(str(e.id)))
+        name_at = e.name_at if e.name_at is not None else 0
+        for k, a in enumerate(e.attributes + [None]):
+            if k == name_at and e.name is not None:
+                self.line(inner, '"name"', '"string"', raw[2] if raw[2] and unquote(raw[2]) == e.name
+                          else quote(e.name))
+            if a is not None:
+                self.attribute(a, inner)
+        self.tok("}", self.nl + indent)
+        self.depth -= 1
+
+    def line(self, indent: str, *raws: str) -> None:
+        self.tok(raws[0], self.nl + indent)
+        for r in raws[1:]:
+            self.tok(r, " ")
+
+    def attribute(self, a: Attribute, indent: str) -> None:
+        same = a.raw is not None and a.seen == value_key(a)
+        name_tok = a.raw[0] if same else quote(a.name)
+        if a.type != AttrType.ELEMENT:
+            type_tok = a.raw[1] if same else quote(NAME_OF[a.type] + ("_array" if a.array else ""))
+            items = list(a.raw[2:]) if same else [
+                quote(format_item(a.type, v)) for v in (a.value if a.array else [a.value])]
+            if not a.array:
+                self.line(indent, name_tok, type_tok, items[0])
+                return
+            self.line(indent, name_tok, type_tok)
+            self.tok("[", " ")
+            for k, item in enumerate(items):
+                if k:
+                    self.tok(",", "")
+                self.tok(item, " " if k else "")
+            self.tok("]", "" if items else " ")
+            return
+        self.element_attribute(a, indent, name_tok, same)
+
+    def inline(self, a: Attribute, k: int | None, child: Any) -> bool:
+        if not isinstance(child, Element) or id(child) in self.written or id(child) in self.top_ids \
+                or self.depth >= MAX_DEPTH:
+            return False
+        flag = a.inline if k is None or a.inline is None else (a.inline[k] if k < len(a.inline) else None)
+        return bool(flag) if flag is not None else self.users.get(id(child), 0) == 1
+
+    def reference(self, child: Any, a: Attribute, k: int, same: bool) -> str:
+        if same and 2 + k < len(a.raw) and a.raw[2 + k] is not None:
+            return a.raw[2 + k]
+        if child is None:
+            return '""'
+        if isinstance(child, Stub):
+            return quote(child.id or "")
+        return child.raw[1] if child.raw and child.raw[1] else quote(str(child.id or ""))
+
+    def element_attribute(self, a: Attribute, indent: str, name_tok: str, same: bool) -> None:
+        if not a.array:
+            if self.inline(a, None, a.value):
+                self.line(indent, name_tok, a.value.raw[0] if a.value.raw else quote(a.value.type or ""))
+                self.element(a.value, indent)
+            else:
+                self.line(indent, name_tok, '"element"', self.reference(a.value, a, 0, same))
+            return
+        self.line(indent, name_tok, '"element_array"')
+        if not a.value:
+            self.tok("[", " ")
+            self.tok("]", " ")
+            return
+        self.tok("[", " " + self.nl + indent)
+        inner = indent + "\t"
+        for k, child in enumerate(a.value):
+            if k:
+                self.tok(",", "")
+            if self.inline(a, k, child):
+                self.tok(child.raw[0] if child.raw else quote(child.type or ""), self.nl + inner)
+                self.element(child, inner)
+            else:
+                self.line(inner, '"element"', self.reference(child, a, k, same))
+        self.tok("]", self.nl + indent)
+
+
+def write(dmx: DmxFile, header: str) -> bytes:
+    nl = "\r\n" if dmx.layout and dmx.layout[1] and dmx.layout[1][0].startswith("\r\n") else "\n"
+    w = _Writer(dmx, nl)
+    w.run()
+    trivia = w.trivia
+    if dmx.layout is not None and dmx.layout[0] == "".join(kind(r) for r in w.raws):
+        trivia = dmx.layout[1]
+    text = header + "".join(t + r for t, r in zip(trivia, w.raws)) + trivia[-1]
+    return text.encode("utf-8", "surrogateescape")
