@@ -8,7 +8,7 @@ from bpy.props import StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..blender.ops_common import ExportFile, OptionsPopup, file_operator, import_each, option_values, registrar
-from . import FORMATS, OPTIONS, blender_io
+from . import EXPORT_OPTIONS, FORMATS, blender_io
 
 _MDB = FORMATS[0]
 
@@ -36,7 +36,7 @@ class IMPORT_SCENE_OT_skinbridge_mdb(OptionsPopup, bpy.types.Operator, ImportHel
         return import_each(self, lambda path: blender_io.import_mdb(context, path, arm))
 
 
-@file_operator(_MDB.extensions, OPTIONS, collection=True)
+@file_operator(_MDB.extensions, EXPORT_OPTIONS, collection=True)
 class EXPORT_SCENE_OT_skinbridge_mdb(ExportFile, bpy.types.Operator, ExportHelper):
     """Export the visible MDB objects (and hidden LODs) as a Neverwinter Nights 2 model (.mdb)"""
 
@@ -46,7 +46,7 @@ class EXPORT_SCENE_OT_skinbridge_mdb(ExportFile, bpy.types.Operator, ExportHelpe
 
     def export(self, context) -> list[str]:
         coll = bpy.data.collections.get(self.collection) if self.collection else None
-        return blender_io.export_mdb(context, self.filepath, coll, **option_values(self, OPTIONS))
+        return blender_io.export_mdb(context, self.filepath, coll, **option_values(self, EXPORT_OPTIONS))
 
 
 class OBJECT_PT_nwn2_mdb(bpy.types.Panel):
