@@ -200,7 +200,8 @@ def to_scene(m: mdb.MdbFile, name: str = "mdb", skeleton_names: list[str] | None
             points.append(d)
     if skins and skeleton_names is None:
         warnings.append(f"{skins} SKIN packet(s) without a skeleton: weights kept as vertex groups bone_<n>; "
-                        "bone names and positions are only in the GR2 skeleton")
+                        "bone names and positions are only in the GR2 skeleton, found by the name the packets give "
+                        "in the .gr2 files beside the MDB or in --skeleton-path DIR")
     scene.extras["mdb"] = {"points": points, "packets": len(m.packets), "major": m.major, "minor": m.minor,
                            "gaps": [g.hex() for g in m.gaps], "tail": m.tail.hex()}
     return scene, warnings

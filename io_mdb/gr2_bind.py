@@ -91,7 +91,7 @@ def core_skeleton(skel: gr2_skeleton.Gr2Skeleton) -> cm.Skeleton:
 def bind(m: mdb.MdbFile, mdb_path: str, skeleton_path: str | Sequence[str] | None = None
          ) -> tuple[cm.Skeleton | None, str | None, list[str]]:
     """(core skeleton, GR2 file, warnings) of the skeleton the MDB's SKIN packets name; (None, None, warnings)
-    when it has no SKIN packet or the skeleton is in none of the folders (a warning says where it looked)."""
+    when it has no SKIN packet or the skeleton is in none of the folders."""
     warnings: list[str] = []
     names = skin_skeleton_names(m)
     if not names:
@@ -100,9 +100,7 @@ def bind(m: mdb.MdbFile, mdb_path: str, skeleton_path: str | Sequence[str] | Non
         warnings.append(f"SKIN packets name {len(names)} skeletons ({', '.join(names)}): bound to {names[0]}")
     folders = search_folders(mdb_path, skeleton_path)
     found = find_skeleton(names[0], folders, warnings)
-    if found is None:
-        warnings.append(f"skeleton {names[0]} is in no .gr2 file of {', '.join(folders)} (give its folder with "
-                        "--skeleton-path DIR)")
+    if found is None:  # the mapping's warning about SKIN packets without a skeleton says it once
         return None, None, warnings
     path, skel = found
     problems = skel.problems()
