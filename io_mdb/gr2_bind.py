@@ -7,8 +7,8 @@ of the folders the user lists (`--skeleton-path DIR`), and takes the first, in n
 that name (compared without case, as the game's resource names are).
 
 NWN2's GR2 files are 3ds Max exports, Z up like the MDB, in centimetres (`UnitsPerMeter` 100): measured on the
-sample head, the skeleton's world positions scaled by 1 / UnitsPerMeter with no axis change put the weighted
-bones among the nearest to their vertices; of the 48 axis permutations and signs, this one fits best.
+sample head, the skeleton's world positions scaled by 1 / UnitsPerMeter with no axis change put the lips' face
+bones within 1 cm of the vertices they weigh most (docs/nwn2.md §5.4 has the figures).
 """
 from __future__ import annotations
 
