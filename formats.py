@@ -147,7 +147,10 @@ def option_takers() -> dict[str, tuple[Option, list[str]]]:
     out: dict[str, tuple[Option, list[str]]] = {}
     for target, spec in targets().items():
         for o in spec.options:
-            out.setdefault(o.name, (o, []))[1].append(target)
+            takers = out.setdefault(o.name, (o, []))[1]
+            for t in (targets() if o.reading else (target,)):
+                if t not in takers:
+                    takers.append(t)
     return out
 
 

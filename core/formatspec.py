@@ -83,6 +83,8 @@ class Option:
     ui_default: Any = None
     check: str | None = None           # "module:function" reading a given value, raising on a bad one (convert
                                        # runs it before any input, so a bad value is a usage error)
+    reading: bool = False              # an option of reading this format's files (a folder to search): every
+                                       # `--to` takes it, and the format's export operator has no property for it
 
     def __post_init__(self):
         if self.type not in OPTION_TYPES:

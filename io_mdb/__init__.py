@@ -1,7 +1,8 @@
 """Neverwinter Nights 2 models (.mdb): codec (`mdb`), summary (`info`), findings (`check`), mapping (`convert`),
 SKIN bone order (`bones`) and, inside Blender only, import/export (`blender_io`), the demo row (`blender_demo`)
 and File menu entries (`ops`). Granny 2 skeletons and animations (.gr2): reader (`gr2`, with the `oodle1`
-decompressor), skeletons (`gr2_skeleton`), summary and findings (`gr2_info`).
+decompressor), skeletons (`gr2_skeleton`), summary and findings (`gr2_info`), an MDB's skeleton found and
+bound (`gr2_bind`).
 
 No bpy here: `import skinbridge.io_mdb.mdb` works in a Python without Blender.
 """
@@ -13,7 +14,11 @@ OPTIONS = (
                 "meshes without one)"),
     Option("limit_weights", bool, False, label="Limit and Normalise Weights",
            help="keep each vertex's 4 largest weights and renormalise them (otherwise refused)"),
+    Option("skeleton_path", str, None, metavar="DIR", reading=True,
+           help="when the input is an MDB: folders (separated by the system's path separator) searched after the "
+                "MDB's own for the .gr2 holding the skeleton its SKIN packets name"),
 )
+EXPORT_OPTIONS = tuple(o for o in OPTIONS if not o.reading)  # skeleton_path is the import's (see gr2_bind)
 
 
 # Granny 2, little-endian with 32-bit pointers: the only kind NWN2 ships (docs/nwn2.md §5.1)

@@ -28,6 +28,7 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
+from ..blender import armature as barmature
 from ..blender import mesh as bmesh_
 from ..blender import scene as bscene
 from ..core import model as cm
@@ -36,7 +37,7 @@ from ..core.skinning import merge_repeated_bones
 from ..core.fileio import output_path, read_bytes, write_atomic
 from . import bones as mdb_bones
 from . import check as mdb_check
-from . import convert, mdb
+from . import convert, gr2_bind, mdb
 
 PROP = "nwn2_mdb"  # JSON of the raw fields of the packet an object (or a model collection) came from
 SKELETON_PROP = "nwn2_skeleton"  # the GR2 skeleton name of a SKIN object, shown in its panel
@@ -331,15 +332,20 @@ def _armature(armature):
     return armature
 
 
-def import_mdb(context, path: str, armature=None) -> bscene.ImportResult:
-    """Import the MDB at `path`; `armature` (object or name): its bones name the SKIN groups (filtered order)."""
+def import_mdb(context, path: str, armature=None, skeleton_path=None) -> bscene.ImportResult:
+    """Import the MDB at `path`; `armature` (object or name): its bones name the SKIN groups (filtered order).
+    Without one, the GR2 skeleton the SKIN packets name, beside the file or in `skeleton_path` (gr2_bind),
+    becomes a new armature the SKIN meshes are parented to."""
     arm_ob = _armature(armature)
     data = read_bytes(path)
     m = mdb.read(data)
     stem = os.path.splitext(os.path.basename(path))[0]
+    skeleton, found = None, []
+    if arm_ob is None:
+        skeleton, _, found = gr2_bind.bind(m, path, skeleton_path)
     names = [b.name for b in arm_ob.data.bones] if arm_ob is not None else None
-    scene, warnings = convert.to_scene(m, stem, names)  # every check before the first datablock
-    result = bscene.ImportResult(warnings=list(m.warnings) + list(warnings))
+    scene, warnings = convert.to_scene(m, stem, names, skeleton)  # every check before the first datablock
+    result = bscene.ImportResult(warnings=list(m.warnings) + found + list(warnings))
     base_dir = os.path.dirname(os.path.abspath(path))
     created: list = []
     if context.mode != "OBJECT" and context.view_layer.objects.active is not None:
@@ -353,6 +359,9 @@ def import_mdb(context, path: str, armature=None) -> bscene.ImportResult:
         raw = [d for d in scene.extras["mdb"]["points"]
                if d["type"] not in ("COLS",) + mdb.POINT_TYPES or (d["type"] == "COLS" and not d["bones"])]
         coll[PROP] = json.dumps({k: v for k, v in scene.extras["mdb"].items() if k != "points"} | {"raw": raw})
+        if skeleton is not None:
+            arm_ob = barmature.build_armature(context, skeleton, skeleton.name, coll, created)
+            result.objects.append(arm_ob)
         lods = None
         meshes = iter(scene.meshes)
         for i, p in enumerate(m.packets):
@@ -408,8 +417,10 @@ def _layer_collection(layer, coll):
 
 
 def blender_import(context, path: str, options) -> list[str]:
-    """The registry's `blender_import`: options may name an armature (`armature`)."""
-    return import_mdb(context, path, getattr(options, "armature", None)).warnings
+    """The registry's `blender_import`: options may name an armature (`armature`) or skeleton folders
+    (`skeleton_path`)."""
+    return import_mdb(context, path, getattr(options, "armature", None),
+                      getattr(options, "skeleton_path", None)).warnings
 
 
 # -- export -------------------------------------------------------------------------------------------------

@@ -4,10 +4,10 @@ handedness) rides as the core tangent's w.
 
 Without a skeleton (names and positions of the bones live only in the GR2 file) a SKIN mesh's joints are its
 raw u8 indices and the scene has no skeleton; with the skeleton's bone names the filtered index of the file
-(`bones.skin_bone_order`) becomes the skeleton index. Everything the core model does not hold (raw 32-byte
-names and maps, packet order and type, material values, walk flags, hook/hair/helm/cols records) rides in
-`extras["mdb"]` as JSON-compatible values, from which `packet_from_mesh` and `records_from_extras` rebuild
-the packets.
+(`bones.skin_bone_order`) becomes the skeleton index; `load` finds the GR2 skeleton itself (`gr2_bind`).
+Everything the core model does not hold (raw 32-byte names and maps, packet order and type, material values,
+walk flags, hook/hair/helm/cols records) rides in `extras["mdb"]` as JSON-compatible values, from which
+`packet_from_mesh` and `records_from_extras` rebuild the packets.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from ..core import model as cm
 from ..core.errors import ExportError, FormatError, quiet_float_errors
 from . import bones as mdb_bones
 from . import check as mdb_check
-from . import mdb
+from . import gr2_bind, mdb
 
 WALK_SURFACES = {  # walk material name → face flags (bit 0 walkable, bits 3–13 the surface)
     "w_Nonwalk": 0x0, "w_Dirt": 0x9, "w_Grass": 0x11, "w_Stone": 0x21, "w_Wood": 0x41, "w_Carpet": 0x81,
@@ -175,11 +175,14 @@ def _material(p: mdb.MeshPacket, name: str) -> cm.Material:
 
 
 @quiet_float_errors
-def to_scene(m: mdb.MdbFile, name: str = "mdb", skeleton_names: list[str] | None = None
-             ) -> tuple[cm.Scene, list[str]]:
-    """The records as a core Scene (atomic: everything is checked before anything is returned)."""
+def to_scene(m: mdb.MdbFile, name: str = "mdb", skeleton_names: list[str] | None = None,
+             skeleton: cm.Skeleton | None = None) -> tuple[cm.Scene, list[str]]:
+    """The records as a core Scene (atomic: everything is checked before anything is returned); with the
+    GR2 `skeleton` (gr2_bind) the scene holds it and the SKIN joints index it."""
     warnings = [str(f) for f in mdb_check.validate(m)]
-    scene = cm.Scene(name)
+    scene = cm.Scene(name, skeleton=skeleton)
+    if skeleton is not None:
+        skeleton_names = skeleton.names
     points = []
     skins = 0
     for i, p in enumerate(m.packets):
@@ -197,7 +200,8 @@ def to_scene(m: mdb.MdbFile, name: str = "mdb", skeleton_names: list[str] | None
             points.append(d)
     if skins and skeleton_names is None:
         warnings.append(f"{skins} SKIN packet(s) without a skeleton: weights kept as vertex groups bone_<n>; "
-                        "bone names and positions are only in the GR2 skeleton")
+                        "bone names and positions are only in the GR2 skeleton, found by the name the packets give "
+                        "in the .gr2 files beside the MDB or in --skeleton-path DIR")
     scene.extras["mdb"] = {"points": points, "packets": len(m.packets), "major": m.major, "minor": m.minor,
                            "gaps": [g.hex() for g in m.gaps], "tail": m.tail.hex()}
     return scene, warnings
@@ -208,11 +212,14 @@ def semantic(m: mdb.MdbFile) -> list[str]:
     return to_scene(m)[1]
 
 
-def load(path: str, data: bytes, with_animations: bool = True, motions=()) -> tuple[cm.Scene, list[str]]:
-    """The registry's `load`: the file as a core Scene (an MDB holds no animation; `motions` are not MDB's)."""
+def load(path: str, data: bytes, with_animations: bool = True, motions=(), skeleton_path=None
+         ) -> tuple[cm.Scene, list[str]]:
+    """The registry's `load`: the file as a core Scene, bound to the GR2 skeleton its SKIN packets name when
+    it lies beside the file or in `skeleton_path` (an MDB holds no animation; `motions` are not MDB's)."""
     m = mdb.read(data)
-    scene, warnings = to_scene(m, os.path.splitext(os.path.basename(path))[0] or "mdb")
-    return scene, list(m.warnings) + warnings
+    skeleton, _, found = gr2_bind.bind(m, path, skeleton_path)
+    scene, warnings = to_scene(m, os.path.splitext(os.path.basename(path))[0] or "mdb", skeleton=skeleton)
+    return scene, list(m.warnings) + found + warnings
 
 
 # -- packets from mesh data --------------------------------------------------------------------------------

@@ -8,9 +8,10 @@ from bpy.props import StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..blender.ops_common import ExportFile, OptionsPopup, file_operator, import_each, option_values, registrar
-from . import FORMATS, OPTIONS, blender_io
+from . import EXPORT_OPTIONS, FORMATS, OPTIONS, blender_io
 
 _MDB = FORMATS[0]
+_SKELETON_PATH = next(o for o in OPTIONS if o.name == "skeleton_path")
 
 
 @file_operator(_MDB.extensions, several=True)
@@ -24,19 +25,23 @@ class IMPORT_SCENE_OT_skinbridge_mdb(OptionsPopup, bpy.types.Operator, ImportHel
                              description="An armature of the model's GR2 skeleton: SKIN bone indices name its "
                                          "bones (attachment and face bones dropped, Ribcage last). Empty: vertex "
                                          "groups bone_<n>")
+    skeleton_path: StringProperty(name="Skeleton Path", default="", subtype="DIR_PATH",
+                                  description=_SKELETON_PATH.help[0].upper() + _SKELETON_PATH.help[1:])
 
     def draw(self, context):
         self.layout.prop_search(self, "armature", bpy.data, "objects")
+        self.layout.prop(self, "skeleton_path")
 
     def execute(self, context):
         arm = bpy.data.objects.get(self.armature) if self.armature else None
         if self.armature and (arm is None or arm.type != "ARMATURE"):
             self.report({"ERROR"}, f"{self.armature} is not an armature")
             return {"CANCELLED"}
-        return import_each(self, lambda path: blender_io.import_mdb(context, path, arm))
+        folders = bpy.path.abspath(self.skeleton_path) if self.skeleton_path else None
+        return import_each(self, lambda path: blender_io.import_mdb(context, path, arm, folders))
 
 
-@file_operator(_MDB.extensions, OPTIONS, collection=True)
+@file_operator(_MDB.extensions, EXPORT_OPTIONS, collection=True)
 class EXPORT_SCENE_OT_skinbridge_mdb(ExportFile, bpy.types.Operator, ExportHelper):
     """Export the visible MDB objects (and hidden LODs) as a Neverwinter Nights 2 model (.mdb)"""
 
@@ -46,7 +51,7 @@ class EXPORT_SCENE_OT_skinbridge_mdb(ExportFile, bpy.types.Operator, ExportHelpe
 
     def export(self, context) -> list[str]:
         coll = bpy.data.collections.get(self.collection) if self.collection else None
-        return blender_io.export_mdb(context, self.filepath, coll, **option_values(self, OPTIONS))
+        return blender_io.export_mdb(context, self.filepath, coll, **option_values(self, EXPORT_OPTIONS))
 
 
 class OBJECT_PT_nwn2_mdb(bpy.types.Panel):

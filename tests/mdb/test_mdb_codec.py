@@ -204,9 +204,10 @@ def test_skin_bone_order_drops_attachment_and_face_bones_and_moves_ribcage_last(
     assert bones.skin_bone_order(SKELETON) == [0, 1, 4, 6, 9, 2]
 
 
-def test_skin_bone_order_for_head_meshes_is_the_face_bones():
+def test_skin_bone_order_for_head_meshes_puts_the_face_bones_first():
     assert bones.uses_head_bones(0x11) and not bones.uses_head_bones(0x8)
-    assert bones.skin_bone_names(SKELETON, head=True) == ["f_jaw", "f_brow_l"]
+    # an index below the face bone count names a face bone, a higher one the body list's bone at that index
+    assert bones.skin_bone_names(SKELETON, head=True) == ["f_jaw", "f_brow_l", "Neck", "Head", "Spine1", "Ribcage"]
 
 
 def test_skin_bone_order_without_ribcage():

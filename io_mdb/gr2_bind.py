@@ -1,0 +1,111 @@
+"""A skinned MDB's GR2 skeleton (docs/nwn2.md §5.4): found by the name its SKIN packets give, as a core Skeleton
+in the MDB's units and axes.
+
+A SKIN packet names the skeleton inside a GR2 file, not the file (the four public Genasi skeletons
+`P_H?F_skel83.GR2` all hold `P_HHF_skel`), so the lookup reads the `.gr2` files beside the MDB first, then those
+of the folders the user lists (`--skeleton-path DIR`), and takes the first, in name order, whose skeleton has
+that name (compared without case, as the game's resource names are).
+
+NWN2's GR2 files are 3ds Max exports, Z up like the MDB, in centimetres (`UnitsPerMeter` 100): measured on the
+sample head, the skeleton's world positions scaled by 1 / UnitsPerMeter with no axis change put the lips' face
+bones within 1 cm of the vertices they weigh most (docs/nwn2.md §5.4 has the figures).
+"""
+from __future__ import annotations
+
+import os
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..core import model as cm
+from ..core.errors import FormatError
+from . import GR2_MAGIC, gr2, gr2_skeleton, mdb
+
+GR2_EXTENSION = ".gr2"
+
+
+def skin_skeleton_names(m: mdb.MdbFile) -> list[str]:
+    """The skeleton names the SKIN packets give, in packet order without repeats."""
+    names = [mdb.text_of(p.skeleton) for p in m.packets if isinstance(p, mdb.MeshPacket) and p.type == "SKIN"]
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def search_folders(mdb_path: str, skeleton_path: str | Sequence[str] | None) -> list[str]:
+    """The MDB's own folder, then the user's (an `os.pathsep`-separated string or a list), without repeats."""
+    given = skeleton_path.split(os.pathsep) if isinstance(skeleton_path, str) else list(skeleton_path or ())
+    folders = [os.path.dirname(os.path.abspath(mdb_path))] + [os.path.abspath(f) for f in given if f]
+    return list(dict.fromkeys(folders))
+
+
+def _gr2_files(folder: str) -> list[str]:
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []  # a listed folder that is gone: the next one may still hold the skeleton
+    return [os.path.join(folder, n) for n in names
+            if n.lower().endswith(GR2_EXTENSION) and os.path.isfile(os.path.join(folder, n))]
+
+
+def _skeletons_of(path: str) -> list[gr2_skeleton.Gr2Skeleton]:
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if not data.startswith(GR2_MAGIC):
+        return []  # a file named .gr2 that is no Granny file holds no skeleton
+    return gr2_skeleton.skeletons(gr2.read(data))
+
+
+def find_skeleton(name: str, folders: Iterable[str], warnings: list[str] | None = None
+                  ) -> tuple[str, gr2_skeleton.Gr2Skeleton] | None:
+    """(file, skeleton) of the first `.gr2` in `folders` holding a skeleton called `name`; None when none does.
+    A file that does not read is passed over (with a warning naming it): it may be an unrelated animation."""
+    wanted = name.lower()
+    for folder in folders:
+        for path in _gr2_files(folder):
+            try:
+                found = _skeletons_of(path)
+            except (FormatError, OSError) as e:
+                if warnings is not None:
+                    warnings.append(f"{path}: not read while looking for skeleton {name} ({e})")
+                continue
+            for s in found:
+                if s.name.lower() == wanted:
+                    return path, s
+    return None
+
+
+def core_skeleton(skel: gr2_skeleton.Gr2Skeleton) -> cm.Skeleton:
+    """The skeleton in the MDB's metres and axes: bind = rest = the world transforms the local ones compose
+    (a SKIN mesh is bound at the skeleton's rest pose: nw2fbx links its clusters there). Attachment bones
+    (`ap_*`) are no deform bones: no SKIN index reaches them."""
+    scale = 1.0 / skel.units_per_metre
+    world = skel.world_matrices()
+    world[:, :3, 3] *= scale
+    out = cm.Skeleton(skel.name)
+    for b, bind in zip(skel.bones, world):
+        out.bones.append(cm.Bone(b.name, b.parent, bind, np.zeros(3), np.array([1.0, 0, 0, 0]), np.ones(3),
+                                 deform=not b.name.startswith("ap_"), extras={"gr2": {"flags": b.flags}}))
+    out.set_rest_from_binds()
+    return out
+
+
+def bind(m: mdb.MdbFile, mdb_path: str, skeleton_path: str | Sequence[str] | None = None
+         ) -> tuple[cm.Skeleton | None, str | None, list[str]]:
+    """(core skeleton, GR2 file, warnings) of the skeleton the MDB's SKIN packets name; (None, None, warnings)
+    when it has no SKIN packet or the skeleton is in none of the folders."""
+    warnings: list[str] = []
+    names = skin_skeleton_names(m)
+    if not names:
+        return None, None, warnings
+    if len(names) > 1:
+        warnings.append(f"SKIN packets name {len(names)} skeletons ({', '.join(names)}): bound to {names[0]}")
+    folders = search_folders(mdb_path, skeleton_path)
+    found = find_skeleton(names[0], folders, warnings)
+    if found is None:  # the mapping's warning about SKIN packets without a skeleton says it once
+        return None, None, warnings
+    path, skel = found
+    problems = skel.problems()
+    if problems:
+        i, field, message = problems[0]
+        raise FormatError(f"{path}: skeleton {skel.name} bone {i} ({skel.bones[i].name}): {field}: {message}",
+                          None, field)
+    return core_skeleton(skel), path, warnings
