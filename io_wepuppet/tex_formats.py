@@ -42,7 +42,7 @@ def decode_values(data: bytes, width: int, height: int, fmt: int) -> np.ndarray:
     """(height, width, channels) float32 of the stored values, rows top first; not for BC7 (a block format)."""
     raw = _raw(data, width, height, fmt)
     if fmt in HALF_CHANNELS:
-        return raw.view("<f2").reshape(height, width, -1).astype(np.float32)
+        return raw.view("<f2").reshape(height, width, HALF_CHANNELS[fmt]).astype(np.float32)
     if fmt == FORMAT_RGB888:
         return raw.reshape(height, width, 3).astype(np.float32) / np.float32(255)
     packed = raw.view("<u2" if fmt == FORMAT_RGB565 else "<u4").astype(np.int64).reshape(height, width)
