@@ -11,10 +11,13 @@ import os
 import bpy
 
 from .. import formats
+from ..blender import action as bact
 from ..blender.ops_common import unmatched_motion
+from ..blender.props import json_prop
 from ..blender.ops_common import protect_scene_files  # noqa: F401  (also used by the render command)
 from ..blender.selection import NoTarget, find_armature
 from ..core import fileio
+from ..core import model as cm
 from ..core.errors import ExportError, FormatError
 from .options import ConvertOptions  # noqa: F401  (re-exported)
 
@@ -90,4 +93,19 @@ def convert_file(src: str, outdir: str, name: str, options: ConvertOptions) -> t
             _, more = targets[options.target].get("export_target")(context, outdir, name, options)
         except NoTarget as e:  # several rigged models and none chosen: the user must say which
             raise ExportError(str(e)) from None
-    return list(session.written), warnings + more
+    return list(session.written), warnings + more + modes_not_kept(targets[options.target])
+
+
+def modes_not_kept(spec) -> list[str]:
+    """One warning naming the clips whose play mode (core.model CLIP_KEY) is not a loop when the target stores
+    none: they will play as loops."""
+    if spec.clip_modes:
+        return []
+    lost = []
+    for act in bpy.data.actions:
+        mode = (json_prop(act, bact.PROP).get(cm.CLIP_KEY) or {}).get("mode", cm.LOOP)
+        if mode != cm.LOOP:
+            lost.append(f"{act.name} ({mode})")
+    if not lost:
+        return []
+    return [f"clip play modes not kept: {spec.label} stores none, so these play as loops: {', '.join(lost)}"]

@@ -242,6 +242,8 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
         act.frame_start = 0.0
         act.frame_end = max(float(animation.length) * fps, 0.0)
         act.use_fake_user = True
+        if animation.extras.get(cm.CLIP_KEY):  # format-neutral clip facts: read back by `read_action`
+            act[PROP] = json.dumps({cm.CLIP_KEY: animation.extras[cm.CLIP_KEY]})
         _keep_keys(act, cb, arm_ob, animation, frames, fitted)
         warnings += deformation_warning(arm_ob, animation, frames, written, fps)
     except BaseException:

@@ -136,6 +136,8 @@ class FormatSpec:
     foreign_operators: bool = False   # the operators named are another add-on's (Blender's glTF importer):
     #                                   no File menu entry and no drag-and-drop handler of ours
     capabilities: dict[str, Any] = field(default_factory=dict)
+    clip_modes: bool = False          # a target that stores a clip's play mode (core.model CLIP_KEY "mode"):
+    #                                   convert warns once when a clip whose mode is not a loop goes to one that does not
 
     def __post_init__(self):
         if self.kind not in KINDS:

@@ -170,12 +170,19 @@ class MorphTrack:
 
 @dataclass
 class Animation:
+    """`extras[CLIP_KEY]` holds what a format that has clips says of one, format-neutrally: `mode` ("loop",
+    "mirror" — forward then backward —, "single"); a target whose FormatSpec has no `clip_modes` plays every clip
+    as a loop."""
     name: str
     length: float  # seconds
     tracks: list[Track] = field(default_factory=list)
     morph_tracks: list[MorphTrack] = field(default_factory=list)
     markers: list[tuple[float, str]] = field(default_factory=list)  # (time in seconds, text)
     extras: dict = field(default_factory=dict)
+
+
+CLIP_KEY = "clip"
+LOOP = "loop"
 
 
 @dataclass

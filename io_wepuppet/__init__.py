@@ -40,7 +40,8 @@ FORMATS = (
                       "load": "io_wepuppet.convert:load", "semantic": "io_wepuppet.convert:semantic",
                       "blender_import": "io_wepuppet.blender_io:blender_import",
                       "export_target": "io_wepuppet.blender_io:export_target",
-                      "demo": "io_wepuppet.blender_demo:demo_rows"}),
+                      "demo": "io_wepuppet.blender_demo:demo_rows"},
+        clip_modes=True),
     FormatSpec(
         name="wetex", label="Wallpaper Engine texture", kind="texture", extensions=(".tex",),
         sniff=_sniff_tex, head=16, operators="io_wepuppet.ops",

@@ -313,6 +313,7 @@ def _clip_to_core(clip: mdl.Clip, skel: cm.Skeleton | None, scale: float, w: War
         w.add(f"clip {clip.name!r}: non-finite samples in track(s) {np.flatnonzero(bad)[:5].tolist()}")
     for frame, text in clip.events:
         anim.markers.append((float(frame) / fps, text))
+    anim.extras[cm.CLIP_KEY] = {"mode": clip.mode or cm.LOOP}
     anim.extras[KEY] = {
         "id": clip.id, "reserved": clip.reserved, "mode": clip.mode, "fps": float(clip.fps), "length": clip.length,
         "flags": clip.flags, "track_flags": [int(x) for x in clip.track_flags],
@@ -565,7 +566,8 @@ def _clip_from_core(anim: cm.Animation, skel: cm.Skeleton, scale: float, default
         [(np.float32(time * fps), str(text)) for time, text in anim.markers]
     ref = x.get("reference")
     return mdl.Clip(id=int(x.get("id", 0)), reserved=int(x.get("reserved", 0)), name=anim.name,
-                    mode=str(x.get("mode", "loop")), fps=np.float32(fps), length=length, flags=int(x.get("flags", 0)),
+                    mode=str(x.get("mode", (anim.extras.get(cm.CLIP_KEY) or {}).get("mode", cm.LOOP))),
+                    fps=np.float32(fps), length=length, flags=int(x.get("flags", 0)),
                     track_flags=track_flags, samples=samples,
                     blocks=base64.b64decode(x.get("blocks", "")) if "blocks" in x else b"",
                     reference=tuple(ref) if ref else None, events=events)
