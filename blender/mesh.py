@@ -205,12 +205,50 @@ def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings, wan
         source = np.concatenate([source, extra]).astype(np.int32)
     if len(edges):
         cmesh.edges = edges
+    source = _keep_isolated(me, cmesh, source, pos, m, normal_m)
     if bone_index:
         cmesh.joints = vertex_joints[source]
         cmesh.weights = vertex_weights[source]
     cmesh.extras["source_vertex"] = source
     cmesh.extras["source_vertex_count"] = nv
     return cmesh
+
+
+def _keep_isolated(me, cmesh: cm.Mesh, source: np.ndarray, pos: np.ndarray, m: np.ndarray,
+                   normal_m: np.ndarray) -> np.ndarray:
+    """Vertices no face or edge uses (a file's unreferenced vertices) are output vertices too, and every output
+    vertex is put in Blender's vertex order (stable: a vertex split by its corners keeps its copies' order), so
+    that the indices after such a vertex do not shift. Returns the output vertices' Blender vertex indices."""
+    nv = len(me.vertices)
+    used = np.zeros(nv, bool)
+    used[source] = True
+    isolated = np.flatnonzero(~used)
+    if not len(isolated):
+        return source
+    k = len(isolated)
+    vn = _foreach(me.vertex_normals, "vector", nv, 3, np.float32)[isolated].astype(np.float64) @ normal_m.T
+    vn /= np.maximum(np.linalg.norm(vn, axis=1, keepdims=True), 1e-30)
+    lin = m[:3, :3]
+    cmesh.positions = np.concatenate([cmesh.positions,
+                                      (pos[isolated].astype(np.float64) @ lin.T + m[:3, 3]).astype(np.float32)])
+    cmesh.normals = np.concatenate([cmesh.normals, vn.astype(np.float32)])
+    cmesh.uvs = [(n, np.concatenate([uv, np.zeros((k, 2), np.float32)])) for n, uv in cmesh.uvs]
+    cmesh.colors = [(n, np.concatenate([c, np.ones((k, 4), np.float32)])) for n, c in cmesh.colors]
+    if cmesh.tangents is not None:
+        cmesh.tangents = np.concatenate([cmesh.tangents, np.tile(np.float32([1, 0, 0, 1]), (k, 1))])
+    source = np.concatenate([source, isolated]).astype(np.int32)
+    order = np.argsort(source, kind="stable")
+    new_index = np.empty(len(order), np.int64)
+    new_index[order] = np.arange(len(order))
+    cmesh.positions, cmesh.normals = cmesh.positions[order], cmesh.normals[order]
+    cmesh.uvs = [(n, uv[order]) for n, uv in cmesh.uvs]
+    cmesh.colors = [(n, c[order]) for n, c in cmesh.colors]
+    if cmesh.tangents is not None:
+        cmesh.tangents = cmesh.tangents[order]
+    cmesh.triangles = new_index[cmesh.triangles].astype(np.int32)
+    if cmesh.edges is not None and len(cmesh.edges):
+        cmesh.edges = new_index[cmesh.edges].astype(np.int32)
+    return source[order]
 
 
 def _split_corners(columns: list[np.ndarray], corner_vert: np.ndarray, nv: int) -> tuple[np.ndarray, np.ndarray]:
