@@ -181,8 +181,9 @@ def test_export_target_writes_reference_vta_and_actions(clean_scene, tmp_path):
     spec.get("blender_import")(bpy.context, str(SMD_DIR / "bst_Cube_NoArmature_ref.smd"), ConvertOptions())
     spec.get("motion_loader")(bpy.context, str(SMD_DIR / "bst_Cube_NoArmature_flex.vta"), None, ConvertOptions())
     written, _ = spec.get("export_target")(bpy.context, str(tmp_path), "cube", ConvertOptions(target="smd"))
-    assert [pathlib.Path(p).name for p in written] == ["cube.smd", "cube.vta"]
+    assert [pathlib.Path(p).name for p in written] == ["cube.smd", "cube.vta", "cube.qc"]
     assert (tmp_path / "cube.vta").read_bytes() == (SMD_DIR / "bst_Cube_NoArmature_flex.vta").read_bytes()
+    assert '$model "cube" "cube.smd"\n{\n\tflexfile "cube.vta"\n}\n' in (tmp_path / "cube.qc").read_text()
 
 
 def test_import_refuses_a_cycle_and_creates_nothing(clean_scene, tmp_path):
