@@ -2,7 +2,8 @@
 
 Layout: a collection named after the QC holding one collection per body ($body, $model), one per bodygroup
 choice (all but the first hidden), one per LOD (hidden) and one for the collision model (hidden, drawn as
-wire); each sequence becomes one action on the first body's armature, its keys at the sequence's fps.
+wire); each sequence becomes one action on the first body's armature, its keys at the sequence's fps (a
+sequence made of a reference SMD is its one-frame rest pose; a model without bones gets no action).
 A model file whose bones all exist in that armature with the same rest pose is bound to it (its own armature
 is dropped), as Blender Source Tools appends bones to the armature already there.
 Atomic: every file is read and checked first; a fault while building removes everything made.
@@ -149,8 +150,11 @@ def _sequences(context, project: qc.QcProject, records: dict, main) -> list[str]
             continue  # an $animation becomes an action through the sequences that use it
         path = seq.files[0]
         record = records[path]
-        if not isinstance(record, smd.SmdFile) or record.kind != "motion":
+        if not isinstance(record, smd.SmdFile) or record.kind == "flex":
             warnings.append(f"sequence {seq.name!r}: {os.path.basename(path)} is not an SMD animation; not read")
+            continue
+        if main is None:  # a static prop's sequence is its reference's rest pose: there are no bones to key
+            warnings.append(f"sequence {seq.name!r}: the model has no bones (a plain mesh): no action")
             continue
         if len(seq.files) > 1:
             warnings.append(f"sequence {seq.name!r}: {len(seq.files)} files (a blend); the first one is read")
@@ -168,8 +172,6 @@ def blender_import(context, path: str, options=None) -> list[str]:
         root = _new_collection(os.path.splitext(os.path.basename(path))[0],
                                context.view_layer.active_layer_collection.collection)
         main, warnings = _models(context, project, records, root)
-        if project.sequences and main is None:
-            raise FormatError(f"{os.path.basename(path)}: sequences but no model with bones", None, "$sequence")
         warnings += _sequences(context, project, records, main)
     except BaseException:
         bscene.remove_new(before)

@@ -89,6 +89,16 @@ def test_sequence_at_its_fps_and_a_fault_leaves_nothing(clean_scene, tmp_path):
     assert {k: len(getattr(bpy.data, k)) for k in before} == before
 
 
+def test_static_prop_sequence_gives_no_action(clean_scene, tmp_path):
+    # HammerAddons' props name their plain-mesh reference as the `idle` sequence (studiomdl's rest pose)
+    (tmp_path / "cube.smd").write_bytes((QC_DIR.parents[1] / "smd" / "bst_Cube_NoArmature_ref.smd").read_bytes())
+    prop = tmp_path / "prop.qc"
+    prop.write_text('$staticprop\n$model "studio" "cube.smd"\n$sequence "idle" "cube.smd"\n')
+    warnings = _import(prop)
+    assert [o.type for o in bpy.data.objects] == ["MESH"] and not bpy.data.actions
+    assert "sequence 'idle': the model has no bones (a plain mesh): no action" in warnings
+
+
 @pytest.mark.slow
 def test_fox_to_smd_writes_a_qc_that_compare_reads(testdata, tmp_path):
     out = tmp_path / "fox"
