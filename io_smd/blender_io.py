@@ -282,9 +282,11 @@ def gather_reference(context) -> tuple[cm.Scene, list[str], str, bool]:
     return scene, warnings, newline, goldsrc
 
 
-def export_reference(context, path: str, vta_path: str | None = None, flavour: str = "AUTO") -> list[str]:
-    """The reference SMD at `path` (and, with `vta_path`, the shape keys as a VTA when there are any).
-    `flavour`: AUTO (as the mesh was read: GoldSrc with CRLF, else Source with LF), SOURCE or GOLDSRC."""
+def export_reference(context, path: str, vta_path: str | None = None, flavour: str = "AUTO",
+                     written: list[str] | None = None) -> list[str]:
+    """The reference SMD at `path` (and, with `vta_path`, the shape keys as a VTA when there are any: its path
+    then goes into `written`). `flavour`: AUTO (as the mesh was read: GoldSrc with CRLF, else Source with LF),
+    SOURCE or GOLDSRC."""
     scene, warnings, newline, goldsrc = gather_reference(context)
     if flavour != "AUTO":
         goldsrc = flavour == "GOLDSRC"
@@ -298,8 +300,8 @@ def export_reference(context, path: str, vta_path: str | None = None, flavour: s
         raise ExportError("nothing to export: no visible mesh")
     ref = convert.reference_of(scene, warnings, newline, goldsrc)
     write_atomic(path, smd.write_pieces(ref))
-    if vta_path is not None:
-        export_vta(context, vta_path, scene, ref)
+    if vta_path is not None and export_vta(context, vta_path, scene, ref) and written is not None:
+        written.append(vta_path)
     return warnings
 
 

@@ -20,6 +20,7 @@ from ..core.errors import FormatError
 from ..core.fileio import read_bytes
 
 MAX_INCLUDE_DEPTH = 16
+MAX_INCLUDES = 256  # files read per project: one .qci included twice per level would otherwise double per level
 MAX_BLOCK_DEPTH = 64
 DEFAULT_FPS = 30.0  # studiomdl's rate of a sequence that gives none
 SOURCE_EXTENSIONS = (".smd", ".dmx", ".vta")
@@ -237,6 +238,8 @@ class _Reader:
             raise self.fail(via, f"includes {os.path.basename(path)!r} again: an $include cycle")
         if len(self.stack) >= MAX_INCLUDE_DEPTH:
             raise self.fail(via, f"$include nests deeper than {MAX_INCLUDE_DEPTH}")
+        if len(self.project.includes) > MAX_INCLUDES:
+            raise self.fail(via, f"more than {MAX_INCLUDES} $include files")
         text = read_bytes(path).decode("utf-8", "replace")
         self.stack.append(real)
         try:
@@ -437,7 +440,8 @@ def sequence_rates(folder: str) -> dict[str, tuple[float, bool]]:
 # -- writing ---------------------------------------------------------------------------------------------
 
 def _q(text: str) -> str:
-    return '"' + text.replace('"', "'") + '"'
+    """A quoted token: a QC string has no escapes, so a quote or a line break inside cannot be written."""
+    return '"' + re.sub(r"[\x00-\x1f]", "_", text.replace('"', "'")) + '"'
 
 
 def _rate(fps: float) -> str:

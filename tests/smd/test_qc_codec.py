@@ -91,6 +91,13 @@ def test_include_depth_is_capped(tmp_path):
         _project(tmp_path, '$include "i0.qci"\n', **chain)
 
 
+def test_includes_are_counted(tmp_path):
+    # each level includes the next twice: 2^9 reads without the cap
+    chain = {f"i{k}.qci": f'$include "i{k + 1}.qci"\n$include "i{k + 1}.qci"\n' for k in range(9)}
+    with pytest.raises(FormatError, match=f"more than {qc.MAX_INCLUDES} \\$include files"):
+        _project(tmp_path, '$include "i0.qci"\n', **chain, **{"i9.qci": "$scale 1\n"})
+
+
 def test_written_qc_reads_back(tmp_path):
     for name in ("Fox.smd", "Fox.vta", "Run.smd", "Walk.smd"):
         (tmp_path / name).write_text("version 1\n")
@@ -99,6 +106,7 @@ def test_written_qc_reads_back(tmp_path):
     (tmp_path / "Fox.qc").write_text(text)
     p = qc.read(str(tmp_path / "Fox.qc"))
     assert text.startswith("// a note\n") and not p.others
+    assert qc.write_text('a"b\nc', [], []) == "$modelname \"a'b_c\"\n"
     assert [(b.name, pathlib.Path(b.file).name, pathlib.Path(b.flex_file).name) for b in p.bodies] == \
         [("Fox", "Fox.smd", "Fox.vta")]
     assert [(s.name, s.fps, s.loop) for s in p.sequences] == [("Run", 120.0, False), ("Walk", 23.976, True)]

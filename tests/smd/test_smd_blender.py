@@ -78,6 +78,10 @@ def test_animation_onto_the_cube_armature(clean_scene, tmp_path):
 
     written, _ = blender_io.export_animations(bpy.context, str(tmp_path), arms[0], actions=[act])
     again = smd.read(pathlib.Path(written[0]).read_bytes())
+    out = tmp_path / "op" / "cube.smd"
+    assert bpy.ops.export_scene.skinbridge_smd(filepath=str(out), animations=True) == {"FINISHED"}
+    assert (out.parent / "cube.qc").read_text().endswith(
+        '$body "cube" "cube.smd"\n$sequence "bst_ActionFilter_X_Axis_anim" "bst_ActionFilter_X_Axis_anim.smd" fps 24\n')
     original = smd.read(anim_path.read_bytes())
     assert [fr.time for fr in again.skeleton] == [0, 1, 2]
     _, pos_a, rot_a = convert.frame_table(again)
