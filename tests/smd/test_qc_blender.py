@@ -112,3 +112,17 @@ def test_fox_to_smd_writes_a_qc_that_compare_reads(testdata, tmp_path):
     assert len(smd.read((out / "Run.smd").read_bytes()).skeleton) == 140  # 27.8 / 24 s × 120, plus frame 0
     r = run_cli("compare", testdata / "gltf" / "Fox.glb", out)
     assert "result: same within the tolerances" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_dmx_body(clean_scene, tmp_path):
+    from skinbridge.io_smd import dmx_convert
+
+    data = (QC_DIR.parents[1] / "dmx" / "bst_Curve_Armature_BezierCurve.dmx").read_bytes()
+    (tmp_path / "curve.dmx").write_bytes(data)
+    (tmp_path / "curve.qc").write_text('$body "curve" "curve"\n')  # no extension: studiomdl tries .smd, then .dmx
+    _import(tmp_path / "curve.qc")
+    scene, _ = dmx_convert.load(str(tmp_path / "curve.dmx"), data)
+    body = bpy.data.collections["curve"].children[0]  # the QC's collection holds the body's
+    meshes = [o for o in body.objects if o.type == "MESH"]
+    assert [len(o.data.vertices) for o in meshes] == [m.vertex_count for m in scene.meshes]
+    assert [len(o.data.bones) for o in bpy.data.objects if o.type == "ARMATURE"] == [len(scene.skeleton.bones)]
