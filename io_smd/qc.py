@@ -216,6 +216,10 @@ class _Reader:
         """The file `name` of `cmd` inside the QC's folder tree (an extension added where the name has none);
         FormatError when it leaves the tree, or (`required`) when no such file exists."""
         rel = name.replace("\\", "/")
+        if not rel or re.search(r"[\x00-\x1f]", rel):
+            if not required:  # a sequence option's value, never a file
+                return None
+            raise self.fail(cmd, f"{name!r} is no file name (empty, or a control character in it)")
         if os.path.isabs(rel) or re.match(r"^[A-Za-z]:", rel):
             raise self.fail(cmd, f"{name!r} is an absolute path: files must lie in the QC's folder")
         has_ext = os.path.splitext(rel)[1].lower() in extensions

@@ -76,6 +76,7 @@ def test_grammar_includes_animations_and_options(tmp_path):
     ('$sequence s "walk" fps fast\n', {}, ["m.qc line 1: $sequence", "'fast' is not a number"]),
     ('$sequence s "nothing"\n', {}, ["m.qc line 1: $sequence", "names no animation file"]),
     ('$upaxis w\n', {}, ["m.qc line 1: $upaxis"]),
+    ('$body b "a\x00b"\n', {}, ["m.qc line 1: $body", "is no file name"]),
     ('$modelname "unclosed\n', {}, ["line 1", "not closed"]),
 ])
 def test_bad_projects_are_refused_naming_line_and_command(tmp_path, text, files, words):
