@@ -100,7 +100,7 @@ def test_static_prop_sequence_gives_no_action(clean_scene, tmp_path):
 
 
 @pytest.mark.slow
-def test_fox_to_smd_writes_a_qc_that_compare_reads(testdata, tmp_path):
+def test_fox_to_smd_writes_a_qc_that_compare_reads(clean_scene, testdata, tmp_path):
     out = tmp_path / "fox"
     r = run_cli("convert", testdata / "gltf" / "Fox.glb", "--to", "smd", "-o", out)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -112,6 +112,11 @@ def test_fox_to_smd_writes_a_qc_that_compare_reads(testdata, tmp_path):
     assert len(smd.read((out / "Run.smd").read_bytes()).skeleton) == 140  # 27.8 / 24 s × 120, plus frame 0
     r = run_cli("compare", testdata / "gltf" / "Fox.glb", out)
     assert "result: same within the tolerances" in r.stdout, r.stdout + r.stderr
+    # the SMD import reads the QC beside the files: Run's 139 frames at 120 fps end at scene frame 27.8
+    _import(out / "Fox.smd")
+    _import(out / "Run.smd")
+    scene_fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+    assert tuple(bpy.data.actions["Run"].frame_range) == pytest.approx((0.0, 139 * scene_fps / 120))
 
 
 def test_a_dmx_body(clean_scene, tmp_path):
