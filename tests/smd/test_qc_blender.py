@@ -91,11 +91,18 @@ def test_sequence_at_its_fps_and_a_fault_leaves_nothing(clean_scene, tmp_path):
 
 def test_static_prop_sequence_gives_no_action(clean_scene, tmp_path):
     # HammerAddons' props name their plain-mesh reference as the `idle` sequence (studiomdl's rest pose)
-    (tmp_path / "cube.smd").write_bytes((QC_DIR.parents[1] / "smd" / "bst_Cube_NoArmature_ref.smd").read_bytes())
+    smd_dir = QC_DIR.parents[1] / "smd"
+    (tmp_path / "cube.smd").write_bytes((smd_dir / "bst_Cube_NoArmature_ref.smd").read_bytes())
+    vta = (smd_dir / "bst_Cube_NoArmature_flex.vta").read_bytes()
+    (tmp_path / "cube_flex.vta").write_bytes(vta)
     prop = tmp_path / "prop.qc"
-    prop.write_text('$staticprop\n$model "studio" "cube.smd"\n$sequence "idle" "cube.smd"\n')
+    prop.write_text('$staticprop\n$model "studio" "cube.smd" {\n\tflexfile "cube_flex" {\n\t\tdefaultflex frame 0\n'
+                    '\t}\n}\n$sequence "idle" "cube.smd"\n')
     warnings = _import(prop)
     assert [o.type for o in bpy.data.objects] == ["MESH"] and not bpy.data.actions
+    shapes = [fr.comment for fr in smd.read(vta).skeleton[1:]]  # frame 0 is the basis
+    keys = bpy.data.objects[0].data.shape_keys.key_blocks
+    assert [k.name for k in keys] == ["Basis", *shapes] and all(k.value == 0 for k in keys[1:])
     assert "sequence 'idle': the model has no bones (a plain mesh): no action" in warnings
 
 
