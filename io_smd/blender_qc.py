@@ -81,7 +81,9 @@ def _bind_to(main, objects: list) -> list:
         for mod in ob.modifiers:
             if mod.type == "ARMATURE" and mod.object == own:
                 mod.object = main
+    data = own.data
     bpy.data.objects.remove(own)
+    bpy.data.armatures.remove(data)
     return [o for o in objects if o != own]
 
 

@@ -55,6 +55,7 @@ def test_health_charger_imports_whole(clean_scene):
     # one armature: every LOD and the collision model share the body's bones and rest pose
     arms = [o for o in bpy.data.objects if o.type == "ARMATURE"]
     assert len(arms) == 1 and [b.name for b in arms[0].data.bones] == ["base", "healthbar", "roundcap"]
+    assert len(bpy.data.armatures) == 1  # the LODs' and collision model's own armatures are gone, data too
     assert all(o.parent == arms[0] for c in expected for o in meshes[c])
     assert [children[c].hide_viewport for c in expected] == [False, True, True, True, True]
     assert meshes["collision"][0].display_type == "WIRE"
