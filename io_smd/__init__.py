@@ -1,7 +1,8 @@
 """Valve SMD and VTA (Studiomdl Data, text): codec (`smd`), `info`, `check`, mapping (`convert`) and, inside
 Blender only, import/export (`blender_io`) with File menu entries (`ops`). Valve DMX (the element graph of the
 Source tools, binary or keyvalues2 text): codec (`dmx`), `info` and `check` (`dmx_check`), the model as a core
-Scene (`dmx_convert`) and, inside Blender only, its import (`blender_dmx`).
+Scene (`dmx_convert`) and, inside Blender only, its import (`blender_dmx`). Valve QC projects: reader and
+writer (`qc`) and, inside Blender only, the import of every file a QC names (`blender_qc`).
 
 No bpy here: `import skinbridge.io_smd.smd` works in a Python without Blender.
 """
@@ -64,6 +65,18 @@ FORMATS = (
             "load": "io_smd.dmx_convert:load",
             "semantic": "io_smd.dmx_convert:semantic",
             "blender_import": "io_smd.blender_dmx:blender_import",
+        },
+    ),
+    FormatSpec(
+        name="qc",
+        label="Valve QC project",
+        kind="model",
+        extensions=(".qc",),
+        sniff=None,  # free text of commands: only the extension names it
+        capabilities={
+            "info": "io_smd.qc:info",
+            "kind_of": "io_smd.qc:kind_of",
+            "blender_import": "io_smd.blender_qc:blender_import",
         },
     ),
 )

@@ -36,7 +36,7 @@ from ..core.errors import ExportError, FormatError
 from ..core.fileio import read_bytes, write_atomic
 from ..core.names import clean, shown
 from ..core.naming import NameAllocator, safe_file_name
-from . import convert, smd
+from . import convert, qc, smd
 
 STEM_PROP = "smd_stem"
 FLAVOUR_PROP = "smd_flavour"  # "GoldSrc" when read from a file without link columns
@@ -60,7 +60,7 @@ def import_file(context, path: str, options=None, armature=None) -> list[str]:
     if f.kind == "model":
         return import_reference(context, f, name)
     if f.kind == "motion":
-        return import_motion(context, f, name, armature)
+        return import_motion(context, f, name, armature, qc_rate(path))
     return import_flex(context, f, name)
 
 
@@ -123,7 +123,14 @@ def target_armature(context):
         raise ExportError(f"animation: {e}") from None
 
 
-def import_motion(context, f: smd.SmdFile, name: str, armature=None) -> list[str]:
+def qc_rate(path: str) -> float | None:
+    """The fps a QC beside `path` gives the sequence made of it (docs/source.md §7), else None."""
+    return qc.sequence_rates(os.path.dirname(os.path.abspath(path))).get(os.path.realpath(path), (None,))[0]
+
+
+def import_motion(context, f: smd.SmdFile, name: str, armature=None, rate: float | None = None) -> list[str]:
+    """The animation as an action; SMD time t at `rate` frames per second (a QC's fps) lands at t / rate
+    seconds, else at scene frame t."""
     _, warnings = convert.to_scene(f, name, with_animation=False)  # refuses bad ids and cycles naming the line
     arm_ob = armature if armature is not None else target_armature(context)
     created = []
@@ -135,16 +142,17 @@ def import_motion(context, f: smd.SmdFile, name: str, armature=None) -> list[str
         created = [arm_ob, arm_ob.data]
     own_rig = bool(created)  # made from the file: every track matches
     fps = bact.fps_of(context.scene)
-    anim = convert.animation_of(f, name, warnings, fps)
+    anim = convert.animation_of(f, name, warnings, rate or fps)
     clean(anim)
+    to_frame = fps / (rate or fps)
     try:
         act, more = bact.build_action(arm_ob, anim, fps, name)
         created.append(act)
         if not own_rig and unmatched_motion(arm_ob, [act]):  # the rule of every motion import
             raise ExportError(f"{name}: none of its {len(anim.tracks)} tracks matches a bone of {arm_ob.name}: "
                               "nothing imported (select the armature this motion was made for)")
-        act.frame_start = float(min(fr.time for fr in f.skeleton)) if f.skeleton else 0.0
-        act.frame_end = float(max(fr.time for fr in f.skeleton)) if f.skeleton else 0.0
+        act.frame_start = float(min(fr.time for fr in f.skeleton)) * to_frame if f.skeleton else 0.0
+        act.frame_end = float(max(fr.time for fr in f.skeleton)) * to_frame if f.skeleton else 0.0
         bact.assign(arm_ob, act)
     except BaseException:
         bscene.remove_created(created)
@@ -208,7 +216,7 @@ def load_motion(context, path: str, armature, options) -> list[str]:
         return import_flex(context, f, stem_of(path))
     if f.kind != "motion":
         raise FormatError(f"{os.path.basename(path)} is a reference SMD, not an animation", None, "triangles")
-    return import_motion(context, f, stem_of(path), armature)
+    return import_motion(context, f, stem_of(path), armature, qc_rate(path))
 
 
 # -- export ----------------------------------------------------------------------------------------------
@@ -274,9 +282,11 @@ def gather_reference(context) -> tuple[cm.Scene, list[str], str, bool]:
     return scene, warnings, newline, goldsrc
 
 
-def export_reference(context, path: str, vta_path: str | None = None, flavour: str = "AUTO") -> list[str]:
-    """The reference SMD at `path` (and, with `vta_path`, the shape keys as a VTA when there are any).
-    `flavour`: AUTO (as the mesh was read: GoldSrc with CRLF, else Source with LF), SOURCE or GOLDSRC."""
+def export_reference(context, path: str, vta_path: str | None = None, flavour: str = "AUTO",
+                     written: list[str] | None = None) -> list[str]:
+    """The reference SMD at `path` (and, with `vta_path`, the shape keys as a VTA when there are any: its path
+    then goes into `written`). `flavour`: AUTO (as the mesh was read: GoldSrc with CRLF, else Source with LF),
+    SOURCE or GOLDSRC."""
     scene, warnings, newline, goldsrc = gather_reference(context)
     if flavour != "AUTO":
         goldsrc = flavour == "GOLDSRC"
@@ -290,8 +300,8 @@ def export_reference(context, path: str, vta_path: str | None = None, flavour: s
         raise ExportError("nothing to export: no visible mesh")
     ref = convert.reference_of(scene, warnings, newline, goldsrc)
     write_atomic(path, smd.write_pieces(ref))
-    if vta_path is not None:
-        export_vta(context, vta_path, scene, ref)
+    if vta_path is not None and export_vta(context, vta_path, scene, ref) and written is not None:
+        written.append(vta_path)
     return warnings
 
 
@@ -306,22 +316,26 @@ def export_flex_only(context, path: str) -> list[str]:
 
 
 def export_animations(context, folder: str, arm_ob, names: NameAllocator | None = None,
-                      actions=None) -> tuple[list[str], list[str]]:
-    """One animation SMD per action of `arm_ob` (every bone at every frame of the action's range)."""
+                      actions=None, sequences: list | None = None) -> tuple[list[str], list[str]]:
+    """One animation SMD per action of `arm_ob` (every bone at every frame of the action's range), sampled at
+    `convert.sequence_rate`; `sequences` (when given) gets (action name, path, rate) of each, for the QC."""
     names = names or NameAllocator()
     skel = scene_skeleton(arm_ob)
     fps = bact.fps_of(context.scene)
     written, warnings = [], []
     for act in actions if actions is not None else bact.armature_actions(arm_ob):
         anim, more = bact.read_action(context, arm_ob, act)
-        off = convert.off_frame_warning(anim, fps)
+        rate = convert.sequence_rate(anim, fps)
+        off = convert.off_frame_warning(anim, rate)
         warnings += more + ([off] if off else [])
-        count = int(round(anim.length * fps)) + 1
-        locals_ = convert.animation_locals(skel, anim, np.arange(count) / fps)
+        count = int(round(anim.length * rate)) + 1
+        locals_ = convert.animation_locals(skel, anim, np.arange(count) / rate)
         f = convert.animation_smd(skel, locals_, np.arange(count), warnings)
         path = os.path.join(folder, names.take(act.name, ".smd") + ".smd")
         write_atomic(path, smd.write_pieces(f))
         written.append(path)
+        if sequences is not None:
+            sequences.append((act.name, path, rate))
     return written, warnings
 
 
@@ -365,8 +379,8 @@ def export_vta(context, path: str, scene: cm.Scene, ref: smd.SmdFile) -> bool:
 
 
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
-    """`convert --to smd`: <name>.smd (reference), <name>.vta when there are shape keys, and one animation
-    SMD per action of the armature."""
+    """`convert --to smd`: <name>.smd (reference), <name>.vta when there are shape keys, one animation SMD per
+    action of the armature, and <name>.qc naming them all with each sequence's rate."""
     names = NameAllocator()
     scene, warnings, newline, goldsrc = gather_reference(context)
     if not scene.meshes:
@@ -380,8 +394,27 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     if export_vta(context, vta_path, scene, ref):
         written.append(vta_path)
     _, arm_ob = bscene.exportable_objects(context)
+    sequences: list[tuple[str, str, float]] = []
     if arm_ob is not None:
-        more_written, more = export_animations(context, outdir, arm_ob, names)
+        more_written, more = export_animations(context, outdir, arm_ob, names, sequences=sequences)
         written += more_written
         warnings += more
+    written.append(write_qc(outdir, names.take(stem, ".qc") + ".qc", ref_path,
+                            vta_path if vta_path in written else None, sequences, bact.fps_of(context.scene)))
     return written, warnings
+
+
+def write_qc(folder: str, file_name: str, ref_path: str, vta_path: str | None,
+             sequences: list[tuple[str, str, float]], scene_fps: float) -> str:
+    """The QC beside the written files: the reference (with its VTA) as the body, every sequence with its rate,
+    and the export's settings as comments."""
+    stem = os.path.splitext(file_name)[0]
+    flex = os.path.basename(vta_path) if vta_path else None
+    notes = [f"written by SkinBridge beside the files it names: Z up, 1 unit = 1 Blender unit, scene rate "
+             f"{scene_fps:g} fps; a sequence whose keys fall between the scene's frames is sampled at the rate "
+             "given"]
+    text = qc.write_text(stem + ".mdl", [(stem, os.path.basename(ref_path), flex)],
+                         [(name, os.path.basename(path), rate, False) for name, path, rate in sequences], notes)
+    path = os.path.join(folder, file_name)
+    write_atomic(path, text.encode("utf-8"))
+    return path

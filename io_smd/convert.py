@@ -22,12 +22,14 @@ from ..core.errors import FormatError, quiet_float_errors
 from ..core.fileio import read_bytes, write_atomic
 from ..core.naming import NameAllocator
 from ..core.transforms import affine_inverse, matrix3_to_quat, matrix_to_trs, slerp, trs_to_matrix
-from . import smd
+from . import qc, smd
 
 # An SMD holds frame numbers, no rate (a .qc's `fps` gives it; studiomdl's default is 30). Without Blender,
 # frames are read and written at Blender's default scene rate, the rate our exports are sampled at; inside
 # Blender the scene's rate is used, so that a key's frame equals its SMD time.
 FPS = 24.0
+# rates an exported sequence may take when the scene's rate misses its keys (film, PAL, NTSC and their multiples)
+SEQUENCE_RATES = (24.0, 25.0, 30.0, 48.0, 50.0, 60.0, 100.0, 120.0, 240.0)
 PIECE = 1 << 16  # rows per piece where whole-array temporaries would cost fresh memory
 
 
@@ -388,6 +390,7 @@ def load(path: str, data: bytes, with_animations: bool = True, motions=()) -> tu
     name = os.path.splitext(os.path.basename(path))[0] if path else "smd"
     f = smd.read(data)
     scene, warnings = to_scene(f, name, with_animations, split=True)
+    rates: dict[str, dict[str, tuple[float, bool]]] = {}  # per folder: a QC there gives its sequences' fps
     for motion in motions:
         other = smd.read(read_bytes(motion))
         stem = os.path.splitext(os.path.basename(motion))[0]
@@ -396,7 +399,11 @@ def load(path: str, data: bytes, with_animations: bool = True, motions=()) -> tu
             m.shape_keys = flex_shapes(other, m.positions.astype(np.float64), m.extras["smd"]["corner_vertex"])
         elif other.kind == "motion" and with_animations:
             smd.validate(other)
-            scene.animations.append(animation_of(other, stem, warnings))
+            folder = os.path.dirname(os.path.abspath(motion))
+            if folder not in rates:
+                rates[folder] = qc.sequence_rates(folder)
+            fps = rates[folder].get(os.path.realpath(motion), (FPS,))[0]
+            scene.animations.append(animation_of(other, stem, warnings, fps))
     if not with_animations:
         scene.animations = []
     return scene, warnings
@@ -659,14 +666,29 @@ def rest_locals(skel: cm.Skeleton) -> np.ndarray:
     return out
 
 
+def _key_frames(anim: cm.Animation, fps: float) -> np.ndarray:
+    times = np.concatenate([np.asarray(t, np.float64) for tr in anim.tracks
+                            for t in (tr.translation_times, tr.rotation_times, tr.scale_times)
+                            if t is not None and len(t)] + [np.array([anim.length], np.float64)])
+    return times * fps
+
+
+def sequence_rate(anim: cm.Animation, fps: float) -> float:
+    """The rate an animation SMD is sampled at: `fps` (the scene's) while every key and the end fall on its
+    whole frames, else the smallest common rate that holds them all (a QC beside the files gives it), else
+    `fps` (`off_frame_warning` says so)."""
+    for rate in (fps, *SEQUENCE_RATES):
+        frames = _key_frames(anim, rate)
+        if not (np.abs(frames - np.round(frames)) > 1e-3).any():
+            return float(rate)
+    return float(fps)
+
+
 def off_frame_warning(anim: cm.Animation, fps: float) -> str | None:
     """A warning when keys or the end of `anim` fall between whole frames of `fps`: an SMD holds whole frame
     numbers only (its rate comes from a .qc), so such keys are sampled at the frames around them and the
     length grows to a whole frame."""
-    times = np.concatenate([np.asarray(t, np.float64) for tr in anim.tracks
-                            for t in (tr.translation_times, tr.rotation_times, tr.scale_times)
-                            if t is not None and len(t)] + [np.array([anim.length], np.float64)])
-    frames = times * fps
+    frames = _key_frames(anim, fps)
     off = np.abs(frames - np.round(frames)) > 1e-3
     if not off.any():
         return None

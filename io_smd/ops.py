@@ -7,6 +7,7 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
+from ..blender import action as bact
 from ..blender.ops_common import ExportFile, ImportFiles, file_operator, registrar
 from ..core.errors import ExportError, FormatError
 from . import FORMATS, blender_io
@@ -42,6 +43,8 @@ class EXPORT_SCENE_OT_skinbridge_smd(ExportFile, bpy.types.Operator, ExportHelpe
                              description="Write each action of the armature as <action>.smd in the same folder")
     flex: BoolProperty(name="Shape Keys (VTA)", default=True,
                        description="Write the shape keys as <name>.vta beside the reference")
+    write_qc: BoolProperty(name="QC", default=True,
+                           description="Write <name>.qc beside the files, naming them and each animation's fps")
     flavour: EnumProperty(name="Flavour", default="AUTO", items=(
         ("AUTO", "As Read", "The flavour the mesh was imported in (Source for new meshes)"),
         ("SOURCE", "Source", "Link columns on every vertex line, LF line ends"),
@@ -52,12 +55,17 @@ class EXPORT_SCENE_OT_skinbridge_smd(ExportFile, bpy.types.Operator, ExportHelpe
         folder, stem = os.path.dirname(path), os.path.splitext(os.path.basename(path))[0]
         if path.lower().endswith(".vta"):
             return blender_io.export_flex_only(context, path)
+        vta: list[str] = []
         warnings = blender_io.export_reference(context, path, os.path.join(folder, stem + ".vta")
-                                               if self.flex else None, self.flavour)
+                                               if self.flex else None, self.flavour, vta)
+        sequences: list[tuple[str, str, float]] = []
         if self.animations:
             _, arm_ob = exportable_objects(context)
             if arm_ob is not None:
-                warnings += blender_io.export_animations(context, folder, arm_ob)[1]
+                warnings += blender_io.export_animations(context, folder, arm_ob, sequences=sequences)[1]
+        if self.write_qc:
+            blender_io.write_qc(folder, stem + ".qc", path, vta[0] if vta else None, sequences,
+                                bact.fps_of(context.scene))
         return warnings
 
 

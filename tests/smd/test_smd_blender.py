@@ -78,6 +78,10 @@ def test_animation_onto_the_cube_armature(clean_scene, tmp_path):
 
     written, _ = blender_io.export_animations(bpy.context, str(tmp_path), arms[0], actions=[act])
     again = smd.read(pathlib.Path(written[0]).read_bytes())
+    out = tmp_path / "op" / "cube.smd"
+    assert bpy.ops.export_scene.skinbridge_smd(filepath=str(out), animations=True) == {"FINISHED"}
+    assert (out.parent / "cube.qc").read_text().endswith(
+        '$body "cube" "cube.smd"\n$sequence "bst_ActionFilter_X_Axis_anim" "bst_ActionFilter_X_Axis_anim.smd" fps 24\n')
     original = smd.read(anim_path.read_bytes())
     assert [fr.time for fr in again.skeleton] == [0, 1, 2]
     _, pos_a, rot_a = convert.frame_table(again)
@@ -181,8 +185,9 @@ def test_export_target_writes_reference_vta_and_actions(clean_scene, tmp_path):
     spec.get("blender_import")(bpy.context, str(SMD_DIR / "bst_Cube_NoArmature_ref.smd"), ConvertOptions())
     spec.get("motion_loader")(bpy.context, str(SMD_DIR / "bst_Cube_NoArmature_flex.vta"), None, ConvertOptions())
     written, _ = spec.get("export_target")(bpy.context, str(tmp_path), "cube", ConvertOptions(target="smd"))
-    assert [pathlib.Path(p).name for p in written] == ["cube.smd", "cube.vta"]
+    assert [pathlib.Path(p).name for p in written] == ["cube.smd", "cube.vta", "cube.qc"]
     assert (tmp_path / "cube.vta").read_bytes() == (SMD_DIR / "bst_Cube_NoArmature_flex.vta").read_bytes()
+    assert '$model "cube" "cube.smd"\n{\n\tflexfile "cube.vta"\n}\n' in (tmp_path / "cube.qc").read_text()
 
 
 def test_import_refuses_a_cycle_and_creates_nothing(clean_scene, tmp_path):

@@ -1,0 +1,186 @@
+"""A QC project into Blender: every SMD / DMX / VTA it names in one scene (docs/source.md §7).
+
+Layout: a collection named after the QC holding one collection per body ($body, $model), one per bodygroup
+choice (all but the first hidden), one per LOD (hidden) and one for the collision model (hidden, drawn as
+wire); each sequence becomes one action on the first body's armature, its keys at the sequence's fps (a
+sequence made of a reference SMD is its one-frame rest pose; a model without bones gets no action).
+A model file whose bones all exist in that armature with the same rest pose is bound to it (its own armature
+is dropped), as Blender Source Tools appends bones to the armature already there.
+Atomic: every file is read and checked first; a fault while building removes everything made.
+"""
+from __future__ import annotations
+
+import os
+
+import bpy
+import numpy as np
+
+from ..blender import scene as bscene
+from ..core.errors import FormatError
+from ..core.fileio import read_bytes
+from . import blender_io, dmx, dmx_convert, qc, smd
+
+REST_TOLERANCE = 1e-4  # Blender units: bone heads and axes of two files' rest poses that count as one skeleton
+
+
+def _read_all(project: qc.QcProject) -> dict[str, object]:
+    """Every file of the project parsed before anything is built; FormatError naming the file on a fault."""
+    out: dict[str, object] = {}
+    for path in project.files():
+        try:
+            data = read_bytes(path)
+            out[path] = dmx.read(data) if path.lower().endswith(".dmx") else smd.read(data)
+        except FormatError as e:
+            raise FormatError(f"{os.path.basename(path)} (named by {os.path.basename(project.path)}): {e}",
+                              e.offset, e.field) from None
+    return out
+
+
+def _new_collection(name: str, parent, hidden: bool = False):
+    coll = bpy.data.collections.new(name)
+    parent.children.link(coll)
+    coll.hide_viewport = hidden
+    coll.hide_render = hidden
+    return coll
+
+
+def _activate(context, coll) -> None:
+    def find(lc):
+        if lc.collection == coll:
+            return lc
+        for child in lc.children:
+            found = find(child)
+            if found is not None:
+                return found
+        return None
+
+    context.view_layer.active_layer_collection = find(context.view_layer.layer_collection)
+
+
+def _same_rest(main, other) -> bool:
+    for bone in other.data.bones:
+        mine = main.data.bones.get(bone.name)
+        if mine is None:
+            return False
+        a, b = np.array(mine.matrix_local), np.array(bone.matrix_local)
+        if np.abs(a - b).max() > REST_TOLERANCE:
+            return False
+    return True
+
+
+def _bind_to(main, objects: list) -> list:
+    """Mesh objects of `objects` moved onto `main` where their own armature matches it; what is left over."""
+    arms = [o for o in objects if o.type == "ARMATURE"]
+    if main is None or len(arms) != 1 or not _same_rest(main, arms[0]):
+        return objects
+    own = arms[0]
+    for ob in objects:
+        if ob.type != "MESH":
+            continue
+        ob.parent = main
+        for mod in ob.modifiers:
+            if mod.type == "ARMATURE" and mod.object == own:
+                mod.object = main
+    data = own.data
+    bpy.data.objects.remove(own)
+    bpy.data.armatures.remove(data)
+    return [o for o in objects if o != own]
+
+
+def _import_model(context, path: str, record, coll, main) -> tuple[list, list[str]]:
+    """One model file into `coll`; (the objects made, warnings)."""
+    _activate(context, coll)
+    before = set(bpy.data.objects)
+    name = blender_io.stem_of(path)
+    if isinstance(record, dmx.DmxFile):
+        scene, warnings = dmx_convert.to_scene(record, name)
+        warnings += bscene.build_scene(context, scene, name, os.path.dirname(path)).warnings
+    else:
+        if record.kind != "model":
+            raise FormatError(f"{os.path.basename(path)} is an SMD {record.kind}, named as a model", None, "kind")
+        warnings = blender_io.import_reference(context, record, name)
+    made = [o for o in bpy.data.objects if o not in before]
+    return _bind_to(main, made), warnings
+
+
+def _import_flex(context, path: str, record, mesh_ob) -> list[str]:
+    if mesh_ob is None or not isinstance(record, smd.SmdFile) or record.kind != "flex":
+        return [f"{os.path.basename(path)}: flex not read (a VTA onto an SMD model is)"]
+    context.view_layer.objects.active = mesh_ob
+    return blender_io.import_flex(context, record, blender_io.stem_of(path))
+
+
+def _models(context, project: qc.QcProject, records: dict, root) -> tuple[object, list[str]]:
+    """Bodies, bodygroups, LODs and the collision model; returns (the first armature, warnings)."""
+    main, warnings = None, []
+
+    def place(path: str, coll, hidden_wire: bool = False) -> list:
+        nonlocal main
+        made, more = _import_model(context, path, records[path], coll, main)
+        warnings.extend(more)
+        if main is None:
+            main = next((o for o in made if o.type == "ARMATURE"), None)
+        for ob in made:
+            if hidden_wire and ob.type == "MESH":
+                ob.display_type = "WIRE"
+        return made
+
+    for body in project.bodies:
+        made = place(body.file, _new_collection(body.name, root))
+        if body.flex_file:
+            mesh_ob = next((o for o in made if o.type == "MESH"), None)
+            warnings += _import_flex(context, body.flex_file, records[body.flex_file], mesh_ob)
+    for group in project.body_groups:
+        for k, choice in enumerate(group.choices):
+            label = os.path.splitext(os.path.basename(choice))[0] if choice else "blank"
+            coll = _new_collection(f"{group.name} {k}: {label}", root, hidden=k > 0)
+            if choice:
+                place(choice, coll)
+    for k, lod in enumerate(project.lods):
+        coll = _new_collection(f"LOD {k + 1} ({lod.threshold:g})", root, hidden=True)
+        for _, new in lod.replacements:
+            place(new, coll)
+    if project.collision is not None:
+        place(project.collision.file, _new_collection("collision", root, hidden=True), hidden_wire=True)
+    return main, warnings
+
+
+def _sequences(context, project: qc.QcProject, records: dict, main) -> list[str]:
+    warnings = []
+    for seq in project.sequences:
+        if seq.animation:
+            continue  # an $animation becomes an action through the sequences that use it
+        path = seq.files[0]
+        record = records[path]
+        if not isinstance(record, smd.SmdFile) or record.kind == "flex":
+            warnings.append(f"sequence {seq.name!r}: {os.path.basename(path)} is not an SMD animation; not read")
+            continue
+        if main is None:  # a static prop's sequence is its reference's rest pose: there are no bones to key
+            warnings.append(f"sequence {seq.name!r}: the model has no bones (a plain mesh): no action")
+            continue
+        if len(seq.files) > 1:
+            warnings.append(f"sequence {seq.name!r}: {len(seq.files)} files (a blend); the first one is read")
+        warnings += blender_io.import_motion(context, record, seq.name, main, seq.fps)
+    return warnings
+
+
+def blender_import(context, path: str, options=None) -> list[str]:
+    """The registry's `blender_import` of a .qc; returns warnings."""
+    project = qc.read(path)
+    records = _read_all(project)
+    before = bscene.snapshot_ids()
+    active = context.view_layer.active_layer_collection
+    try:
+        root = _new_collection(os.path.splitext(os.path.basename(path))[0],
+                               context.view_layer.active_layer_collection.collection)
+        main, warnings = _models(context, project, records, root)
+        warnings += _sequences(context, project, records, main)
+    except BaseException:
+        bscene.remove_new(before)
+        raise
+    finally:
+        try:
+            context.view_layer.active_layer_collection = active
+        except ReferenceError:
+            pass
+    return project.warnings + warnings
