@@ -81,15 +81,19 @@ def test_luka_physics_in_blender_and_back(clean_scene, testdata, tmp_path):
         c = ob.rigid_body_constraint
         assert c.type == "GENERIC_SPRING"
         assert (c.object1, c.object2) == (bodies[j.rigid_a], bodies[j.rigid_b])
-        # rotation limits: lower and upper swap and negate, Y and Z swap (docs/mmd.md §4.3)
+        # the empty's axes are the joint's X, Y, −Z (docs/mmd.md §4.3): rotation limits of X and Y swap lower
+        # and upper and negate, Z's stay; translation limits of Z swap and negate
         lo = np.float32([c.limit_ang_x_lower, c.limit_ang_y_lower, c.limit_ang_z_lower])
         hi = np.float32([c.limit_ang_x_upper, c.limit_ang_y_upper, c.limit_ang_z_upper])
-        np.testing.assert_array_equal(lo, -j.rotation_upper[[0, 2, 1]])
-        np.testing.assert_array_equal(hi, -j.rotation_lower[[0, 2, 1]])
+        np.testing.assert_array_equal(lo, [-j.rotation_upper[0], -j.rotation_upper[1], j.rotation_lower[2]])
+        np.testing.assert_array_equal(hi, [-j.rotation_lower[0], -j.rotation_lower[1], j.rotation_upper[2]])
         stiff = np.float32([c.spring_stiffness_ang_x, c.spring_stiffness_ang_y, c.spring_stiffness_ang_z])
-        np.testing.assert_array_equal(stiff, j.spring_rotation[[0, 2, 1]])
-        lin = np.float32([c.limit_lin_x_upper, c.limit_lin_y_upper, c.limit_lin_z_upper])
-        np.testing.assert_allclose(lin, j.translation_upper[[0, 2, 1]] * scale, rtol=1e-6)
+        np.testing.assert_array_equal(stiff, j.spring_rotation)
+        lin = np.float32([c.limit_lin_x_upper, c.limit_lin_y_upper, c.limit_lin_z_lower])
+        np.testing.assert_allclose(lin, j.translation_upper * [scale, scale, -scale], rtol=1e-6)
+        # the empty's Y axis is MMD's Y, Blender's Z (up) turned by the joint's rotation
+        mmd_y = np.array(blender_physics.euler_to_blender(j.rotation).to_matrix())[:, 2]
+        np.testing.assert_allclose(np.array(ob.matrix_world.to_3x3().normalized())[:, 1], mmd_y, atol=1e-6)
     # excluded pairs that share a collision collection get disabled-collision constraints
     ncc = _objects("ncc")
     assert ncc and all(o.rigid_body_constraint.disable_collisions for o in ncc)
