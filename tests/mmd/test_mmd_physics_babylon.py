@@ -21,7 +21,7 @@ from skinbridge.io_pmx.blender_side import blender_physics_sim as sim  # noqa: E
 from skinbridge.io_pmx.model import convert  # noqa: E402
 from skinbridge.io_pmx.model import pmx  # noqa: E402
 
-pytestmark = [pytest.mark.blender, pytest.mark.slow]
+pytestmark = pytest.mark.blender
 
 SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "js" / "mmd_physics_settle.mjs"
 LUKA = "mmdtools_megurine_luka.pmx"
@@ -117,6 +117,7 @@ def _compare(model, ours: dict, theirs: dict, label: str) -> dict[int, float]:
     return err
 
 
+@pytest.mark.slow
 def test_luka_settles_as_in_babylon_mmd(clean_scene, testdata):
     path = testdata / "pmx" / LUKA
     model = pmx.read(path.read_bytes())
@@ -172,6 +173,7 @@ def _demo_with_chains(tmp_path) -> tuple:
     return arm, out
 
 
+@pytest.mark.slow
 def test_chain_operator_settles_as_in_babylon_mmd(clean_scene, tmp_path, addon):
     """Both arms of the demo humanoid (a T pose) made chains by the operator: they hang at their joints'
     limits in Blender where babylon-mmd hangs them on the exported PMX, and left and right alike."""
