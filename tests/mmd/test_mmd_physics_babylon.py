@@ -15,11 +15,13 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
+from skinbridge.app import demo  # noqa: E402
+from skinbridge.blender import scene as bscene  # noqa: E402
 from skinbridge.io_pmx.blender_side import blender_io  # noqa: E402
-from skinbridge.io_pmx.blender_side import blender_physics as bp  # noqa: E402
 from skinbridge.io_pmx.blender_side import blender_physics_sim as sim  # noqa: E402
 from skinbridge.io_pmx.model import convert  # noqa: E402
 from skinbridge.io_pmx.model import pmx  # noqa: E402
+from support.tools import NODE_MODULES, node_with_babylon  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -32,8 +34,6 @@ SCALE = convert.DEFAULT_SCALE
 
 def babylon_settled(model_path: pathlib.Path, steps: int, bones: list[str]) -> dict[str, np.ndarray]:
     """Bone name → its 4×4 world matrix (row vectors, MMD units) after `steps` steps of babylon-mmd's physics."""
-    from support.tools import NODE_MODULES, node_with_babylon
-
     node = node_with_babylon()
     done = subprocess.run([node, str(SCRIPT), str(NODE_MODULES), str(model_path), json.dumps([steps]),
                            json.dumps(bones, ensure_ascii=False)], capture_output=True, text=True, timeout=300)
@@ -128,8 +128,6 @@ def test_luka_settles_as_in_babylon_mmd(clean_scene, testdata):
     arm = blender_io.import_pmx(bpy.context, str(path)).armature
     assert tuple(bpy.context.scene.gravity) == pytest.approx((0, 0, -98 * SCALE))  # 7.84 m/s²: MMD's at 8 cm
     settle_in_blender()
-    from skinbridge.blender import scene as bscene
-
     ours = blender_centres(arm, model, dict(enumerate(bscene.barm_names(arm))), tips)
     err = _compare(model, ours, theirs, "Luka")
     assert max(err.values()) <= TOL
@@ -157,9 +155,6 @@ def test_luka_hair_is_not_mirrored(testdata):
 
 
 def _demo_with_chains(tmp_path) -> tuple:
-    from skinbridge.app import demo
-    from skinbridge.blender import scene as bscene
-
     arm = bscene.build_scene(bpy.context, demo.humanoid_scene(), "Humanoid").armature
     bpy.context.view_layer.objects.active = arm
     bpy.ops.object.mode_set(mode="POSE")
