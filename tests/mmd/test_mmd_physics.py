@@ -11,6 +11,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
+from mathutils import Matrix  # noqa: E402
 from skinbridge.io_pmx.blender_side import blender_io
 from skinbridge.io_pmx.blender_side import blender_physics as blender_physics
 from skinbridge.io_pmx.model import pmx  # noqa: E402
@@ -172,3 +173,33 @@ def test_chain_operator_on_the_demo(clean_scene, tmp_path, addon):
     hand_end = np.array(arm.pose.bones[chain[-1]].matrix)
     assert np.isfinite(hand_end).all() and np.abs(hand_end - hand_start).max() > 1e-3
     assert math.isfinite(float(end[bodies[2].name][0, 0]))
+
+
+def test_joint_turns_are_bounded_in_mmds_order(clean_scene):
+    """A turn MMD's Bullet splits into X, Y, Z angles (a, b, c) in the joint's frame (R = Rx·Ry·Rz, Bullet's
+    6-DOF order) is, in Blender, the turn Rx(−a)·Ry(−b)·Rz(c) in the joint empty's frame: Bullet there takes
+    the angles in the same order, and each lies inside the constraint's limits exactly when MMD's does."""
+    rng = np.random.default_rng(3)
+    flip = Matrix(((1, 0, 0), (0, 0, 1), (0, 1, 0)))  # MMD ⇄ Blender axes (a reflection)
+    arm = bpy.data.objects.new("model", bpy.data.armatures.new("model"))
+    bpy.context.scene.collection.objects.link(arm)
+    blender_physics._ensure_world(bpy.context)
+    coll = blender_physics._physics_collection(bpy.context, arm)
+    for _ in range(20):
+        lower, upper = np.sort(rng.uniform(-1.2, 1.2, (2, 3)), axis=0).astype(np.float32)
+        rec = pmx.PmxJoint(name="j", rotation=np.float32(rng.uniform(-3, 3, 3)), rotation_lower=lower,
+                           rotation_upper=upper)
+        ob = blender_physics.add_joint(bpy.context, coll, arm, rec, None, None, 1.0)
+        c = ob.rigid_body_constraint
+        lo = np.array([getattr(c, f"limit_ang_{a}_lower") for a in "xyz"])
+        hi = np.array([getattr(c, f"limit_ang_{a}_upper") for a in "xyz"])
+        frame = ob.matrix_basis.to_3x3().normalized()  # (no parent; matrix_world is not evaluated yet)
+        joint = flip @ blender_physics.euler_to_blender(rec.rotation).to_matrix() @ flip  # in MMD's axes
+        angles = rng.uniform(-1.4, 1.4, 3)
+        turn = Matrix.Rotation(angles[0], 3, "X") @ Matrix.Rotation(angles[1], 3, "Y") @ \
+            Matrix.Rotation(angles[2], 3, "Z")
+        in_blender = flip @ joint @ turn @ joint.inverted() @ flip  # the same turn of body B, Blender's axes
+        seen = np.array((frame.transposed() @ in_blender @ frame).to_euler("ZYX"))  # R = Rx·Ry·Rz
+        np.testing.assert_allclose(seen, angles * [-1, -1, 1], atol=1e-5)
+        inside_mmd = (angles >= lower) & (angles <= upper)
+        assert ((seen >= lo - 1e-6) & (seen <= hi + 1e-6) == inside_mmd).all()
