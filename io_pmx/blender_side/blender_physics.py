@@ -2,8 +2,8 @@
 in a `Physics` collection; read back for export; and a chain of capsules and joints made from bones
 ("Add MMD physics to chain").
 
-Conventions (docs/mmd.md §4.3, as mmd_tools): position = pos.xzy · scale; Euler rotation (YXZ) =
-−rot.xzy; a joint's rotation limits swap lower and upper and negate; box size = size.xzy. Shapes: a sphere
+Conventions (docs/mmd.md §4.3, as mmd_tools but for joints): position = pos.xzy · scale; Euler rotation
+(YXZ) = −rot.xzy; box size = size.xzy; a joint's empty and limits on MMD's axes (below). Shapes: a sphere
 of radius r, a box of half extents s, a capsule of radius r and height h along its local Y (MMD), which is
 Blender's local Z, the axis of Blender's capsule. Blender sizes a collision shape from the object's bounds,
 so each body is a small box mesh with the shape's bounds, drawn as that shape.
