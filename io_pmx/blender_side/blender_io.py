@@ -71,7 +71,7 @@ def import_pmx(context, path: str, scale: float = convert.DEFAULT_SCALE, physics
             arm_ob = result.armature
             names = bscene.barm_names(arm_ob) or [b.name for b in arm_ob.data.bones]
             warnings += blender_physics.build_physics(context, arm_ob, core_scene.extras["pmx"], scale, names, [])
-            blender_physics_sim.link(context, arm_ob, physics)
+            warnings += blender_physics_sim.link(context, arm_ob, physics)
     except BaseException:
         bscene.remove_new(before)
         raise

@@ -2,8 +2,8 @@
 in a `Physics` collection; read back for export; and a chain of capsules and joints made from bones
 ("Add MMD physics to chain").
 
-Conventions (docs/mmd.md §4.3, as mmd_tools): position = pos.xzy · scale; Euler rotation (YXZ) =
-−rot.xzy; a joint's rotation limits swap lower and upper and negate; box size = size.xzy. Shapes: a sphere
+Conventions (docs/mmd.md §4.3, as mmd_tools but for joints): position = pos.xzy · scale; Euler rotation
+(YXZ) = −rot.xzy; box size = size.xzy; a joint's empty and limits on MMD's axes (below). Shapes: a sphere
 of radius r, a box of half extents s, a capsule of radius r and height h along its local Y (MMD), which is
 Blender's local Z, the axis of Blender's capsule. Blender sizes a collision shape from the object's bounds,
 so each body is a small box mesh with the shape's bounds, drawn as that shape.
@@ -17,7 +17,11 @@ so each body is a small box mesh with the shape's bounds, drawn as that shape.
   makes the bone follow them.
 * Joint: an empty at the joint with a GENERIC_SPRING constraint between its two bodies, linear and angular
   limits on every axis, springs with the stiffnesses: Bullet's first 6-DOF spring (SPRING1) with its own
-  damping of 1, the constraint MMD's Bullet and babylon-mmd use.
+  damping of 1, the constraint MMD's Bullet and babylon-mmd use. The empty's axes are the joint's X, Y, −Z
+  (`JOINT_AXES` after the joint's rotation): Bullet splits a joint's turn into X, then Y, then Z angles in the
+  empty's axes, and only with MMD's axes in MMD's order do the limits bound the turn MMD bounds (the plain
+  conversion's X, Z, Y order let Luka's hair tips settle 3 % of her height off babylon-mmd's; docs/mmd.md §6).
+  Rotation limits: x, y negate and swap lower and upper, z as it is; translation limits: z does.
 * Every object keeps the record it was made from (`RAW_PROP`, JSON with the PMX file's exact values).
   Export writes that record while what it describes is unchanged (compared in float32 after the
   conversion back), so a model read and written unchanged stays byte-identical; changed fields are converted
@@ -50,6 +54,11 @@ RANGES = {"mass": (0.001, math.inf), "linear_damping": (0.0, 1.0), "angular_damp
           "friction": (0.0, math.inf), "restitution": (0.0, 1.0)}
 SHAPES = ("SPHERE", "BOX", "CAPSULE")
 _AXES = "xyz"
+# A joint empty's axes in the joint's converted frame: (X, Z, Y) of Blender's conversion turned to (X, Y, −Z),
+# a right-handed frame whose axes are MMD's X, Y, Z (the −Z keeps it right-handed).
+JOINT_AXES = Matrix.Rotation(math.pi / 2, 4, "X")
+_ROT_SIGN = np.array([-1.0, -1.0, 1.0])  # a turn about MMD's X, Y, Z is one about the empty's −X, −Y, Z
+_LIN_SIGN = np.array([1.0, 1.0, -1.0])  # a shift along MMD's X, Y, Z is one along the empty's X, Y, −Z
 
 
 # -- conversions (MMD records ⇄ Blender values) ------------------------------------------------------------
@@ -98,6 +107,13 @@ def _f32(v) -> np.ndarray:
 def _same(a, b, tol: float) -> bool:
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return bool(np.all(np.abs(a - b) <= tol * np.maximum(1.0, np.abs(b))))
+
+
+def _signed_limits(lower, upper, sign: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) of a joint's limits on the empty's axes from MMD's: a negated axis swaps its bounds.
+    Also the way back (the same sign, 1/scale)."""
+    lower, upper = np.asarray(lower, np.float64), np.asarray(upper, np.float64)
+    return np.where(sign > 0, lower, -upper) * scale, np.where(sign > 0, upper, -lower) * scale
 
 
 # -- building ------------------------------------------------------------------------------------------------
@@ -244,15 +260,14 @@ def add_joint(context, coll, arm_ob, rec: pmx.PmxJoint, a, b, scale: float, raw:
     ob.empty_display_type = "ARROWS"
     ob.empty_display_size = 0.1 * scale / 0.08
     world = arm_ob.matrix_world if arm_ob is not None else Matrix()
-    ob.matrix_basis = world @ Matrix.Translation(convert.positions_to_blender(
-        np.asarray(rec.position, np.float64)[None], scale)[0]) @ euler_to_blender(rec.rotation).to_matrix().to_4x4()
+    ob.matrix_basis = world @ _placement(rec, scale) @ JOINT_AXES
     c = _constraint_of(context, ob, "GENERIC_SPRING")
     c.object1, c.object2 = a, b
     c.spring_type = "SPRING1"
     c.disable_collisions = True  # until blender_physics_sim applies MMD's rule (jointed bodies may collide)
-    tl, tu = _swap(rec.translation_lower) * scale, _swap(rec.translation_upper) * scale
-    rl, ru = -_swap(rec.rotation_upper), -_swap(rec.rotation_lower)
-    st, sr = _swap(rec.spring_translation), _swap(rec.spring_rotation)
+    tl, tu = _signed_limits(rec.translation_lower, rec.translation_upper, _LIN_SIGN, scale)
+    rl, ru = _signed_limits(rec.rotation_lower, rec.rotation_upper, _ROT_SIGN, 1.0)
+    st, sr = np.asarray(rec.spring_translation, np.float64), np.asarray(rec.spring_rotation, np.float64)
     for j, axis in enumerate(_AXES):
         setattr(c, f"use_limit_lin_{axis}", True)
         setattr(c, f"limit_lin_{axis}_lower", float(tl[j]))
@@ -386,13 +401,14 @@ def _same_matrix(a: Matrix, b: Matrix, scale: float) -> bool:
                 np.abs(a[:3, 3] - b[:3, 3]).max() <= 2e-5 * max(1.0, float(np.abs(b[:3, 3]).max())))
 
 
-def _kept_record(ob, arm_ob, scale: float, cls, layout):
+def _kept_record(ob, arm_ob, scale: float, cls, layout, axes: Matrix | None = None):
     """(the record kept at import or None, the PMX record of `ob`): the kept fields, with the object's own
-    placement once it no longer matches the kept one."""
+    placement once it no longer matches the kept one. `axes`: the object's axes in its record's frame
+    (`JOINT_AXES` for a joint)."""
     raw = json.loads(ob[RAW_PROP]) if ob.get(RAW_PROP) else None
     rec = convert.fixed_from_dict(cls, {k: v for k, v in raw.items() if k != "index"}, layout) if raw \
         else cls(name=ob.name)
-    local = _local_rest(ob, arm_ob)
+    local = _local_rest(ob, arm_ob) @ (axes.inverted() if axes is not None else Matrix())
     if raw is None or not _same_matrix(local, _placement(rec, scale), scale):
         loc, rot, _ = local.decompose()
         rec.position = _f32(convert.positions_to_pmx(np.array(loc)[None], scale)[0])
@@ -437,12 +453,12 @@ def read_rigid_body(ob, arm_ob, scale: float, bone_index: dict[str, int]) -> pmx
 
 def _joint_settings(rec: pmx.PmxJoint, scale: float) -> dict:
     """The Blender constraint values `add_joint` sets for a record, per group of PMX fields."""
-    st, sr = _swap(rec.spring_translation), _swap(rec.spring_rotation)
+    st, sr = np.asarray(rec.spring_translation, np.float64), np.asarray(rec.spring_rotation, np.float64)
     return {
         ("translation_lower", "translation_upper"): np.concatenate(
-            [_swap(rec.translation_lower) * scale, _swap(rec.translation_upper) * scale]),
+            _signed_limits(rec.translation_lower, rec.translation_upper, _LIN_SIGN, scale)),
         ("rotation_lower", "rotation_upper"): np.concatenate(
-            [-_swap(rec.rotation_upper), -_swap(rec.rotation_lower)]),
+            _signed_limits(rec.rotation_lower, rec.rotation_upper, _ROT_SIGN, 1.0)),
         ("spring_translation",): np.maximum(st, 0) * (st != 0),
         ("spring_rotation",): np.maximum(sr, 0) * (sr != 0),
     }
@@ -450,7 +466,7 @@ def _joint_settings(rec: pmx.PmxJoint, scale: float) -> dict:
 
 def read_joint(ob, arm_ob, scale: float, body_index: dict) -> pmx.PmxJoint:
     """The PMX record of a joint object, field by field as `read_rigid_body`."""
-    raw, rec = _kept_record(ob, arm_ob, scale, pmx.PmxJoint, pmx.JOINT)
+    raw, rec = _kept_record(ob, arm_ob, scale, pmx.PmxJoint, pmx.JOINT, JOINT_AXES)
     c = ob.rigid_body_constraint
 
     def axes(prefix):
@@ -469,11 +485,13 @@ def read_joint(ob, arm_ob, scale: float, body_index: dict) -> pmx.PmxJoint:
         if raw is not None and _same(got, expected[fields], 2e-5):
             continue
         if fields[0] == "translation_lower":
-            rec.translation_lower, rec.translation_upper = _f32(_swap(got[:3]) / scale), _f32(_swap(got[3:]) / scale)
+            lo, up = _signed_limits(got[:3], got[3:], _LIN_SIGN, 1.0 / scale)
+            rec.translation_lower, rec.translation_upper = _f32(lo), _f32(up)
         elif fields[0] == "rotation_lower":
-            rec.rotation_lower, rec.rotation_upper = _f32(-_swap(got[3:])), _f32(-_swap(got[:3]))
+            lo, up = _signed_limits(got[:3], got[3:], _ROT_SIGN, 1.0)
+            rec.rotation_lower, rec.rotation_upper = _f32(lo), _f32(up)
         else:
-            setattr(rec, fields[0], _f32(_swap(got)))
+            setattr(rec, fields[0], _f32(got))
     a = body_index.get(c.object1.name, -1) if c.object1 is not None else -1
     b = body_index.get(c.object2.name, -1) if c.object2 is not None else -1
     rec.rigid_a, rec.rigid_b = a, b

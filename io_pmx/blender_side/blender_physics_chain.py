@@ -75,7 +75,8 @@ class POSE_OT_skinbridge_mmd_physics_chain(bpy.types.Operator):
                                   "nothing added (delete those rigid bodies and joints first to make them anew)")
             bodies, joints = blender_physics.add_chain(context, arm, chain, radius=self.radius, mass=self.mass,
                                                        group=self.group)
-            blender_physics_sim.link(context, arm, True)
+            for w in blender_physics_sim.link(context, arm, True):
+                self.report({"WARNING"}, w)
         except ExportError as e:
             self.report({"ERROR"}, str(e))
             return {"CANCELLED"}

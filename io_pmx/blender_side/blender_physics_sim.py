@@ -9,7 +9,10 @@ Blender as MMD does (docs/mmd.md §6).
   placed at the bone's rest, so the bone is where the body is, whatever its parents do (a Child Of would add
   the parent's motion a second time). Mode 1 copies the whole transform, mode 2 the rotation only; a mode 2
   body jointed to the dynamic body of its bone's parent moves as mode 1, as MMD does.
-* World: one Bullet step per 1/60 s of scene time (MMD's fixed step).
+* World: one Bullet step per 1/60 s of scene time (MMD's fixed step); gravity MMD's 98 units/s² at the
+  model's scale (7.84 m/s² at 0.08), set on the scene because Blender has one gravity per scene: it is set
+  only when nothing else in the scene falls by it (no other rigid bodies, cloth, soft bodies or particles),
+  else left as it is with a warning (docs/mmd.md §6.2).
 * Off (posing): the follow constraints off and the dynamic bodies out of the simulation, at rest.
 """
 from __future__ import annotations
@@ -27,6 +30,7 @@ from . import blender_mmd
 
 NEAR = 1.5  # excluded pairs closer at rest than this × the sum of their sizes get a disabled-collision constraint
 STEP = 1.0 / 60.0  # MMD's fixed physics step, seconds
+GRAVITY = 98.0  # MMD's gravity, units/s² (9.8 m/s² at MMD's nominal 10 units a metre)
 TRACK = "track"
 NCC = "ncc"
 
@@ -45,6 +49,30 @@ def set_world_step(scene) -> None:
     world.substeps_per_frame = max(1, round(1.0 / (fps * STEP)))
     world.point_cache.frame_start = scene.frame_start
     world.point_cache.frame_end = max(world.point_cache.frame_end, scene.frame_end)
+
+
+def _falls_by_gravity(ob) -> bool:
+    """Whether a scene object other than an MMD body simulates under the scene's gravity."""
+    if ob.rigid_body is not None and ob.get(bp.KIND_PROP) != "rigid" and ob.rigid_body.type == "ACTIVE":
+        return True
+    return any(m.type in ("CLOTH", "SOFT_BODY", "PARTICLE_SYSTEM") for m in getattr(ob, "modifiers", ()))
+
+
+def set_gravity(scene, scale: float) -> list[str]:
+    """The scene's gravity made MMD's at the model's scale (straight down, 98 units/s² × `scale`) unless
+    something else in the scene falls by it; returns a warning when it is left."""
+    want = (0.0, 0.0, -GRAVITY * scale)
+    others = [ob.name for ob in scene.objects if _falls_by_gravity(ob)]
+    if others:
+        have = float(np.linalg.norm(scene.gravity))
+        if abs(have - GRAVITY * scale) > 1e-6 or not scene.use_gravity:
+            return [f"scene gravity left at {have:g} m/s² (it also moves {', '.join(sorted(others)[:3])}"
+                    f"{' ...' if len(others) > 3 else ''}); MMD physics at this scale falls at "
+                    f"{GRAVITY * scale:g} m/s²"]
+        return []
+    scene.use_gravity = True
+    scene.gravity = want
+    return []
 
 
 def _remove(objects) -> None:
@@ -81,7 +109,9 @@ def apply_collisions(context, arm_ob) -> int:
         if i is not None and j is not None:
             c.disable_collisions = not meet[i, j]
             apart[i, j] = apart[j, i] = False
-    centres = np.array([np.array(ob.matrix_world.translation) for ob in bodies])
+    # at rest, whatever the frame: a body's world matrix is where the last frame left it (or, new, not yet
+    # evaluated), and a rebuild after Clear found 311 of Luka's 819 near pairs from it
+    centres = np.array([np.array(bp._rest_matrix(ob).translation) for ob in bodies])
     size = np.array([float(max(ob.dimensions)) / 2 for ob in bodies])
     near = np.linalg.norm(centres[:, None] - centres[None], axis=2) <= NEAR * (size[:, None] + size[None])
     coll = bp.find_collection(arm_ob)
@@ -167,13 +197,16 @@ def is_on(arm_ob) -> bool:
     return any(c.enabled for _, c in _follow_constraints(arm_ob))
 
 
-def link(context, arm_ob, enabled: bool = True) -> None:
-    """Make the model's rigid bodies and joints simulate as MMD's (collisions, bones, world step)."""
+def link(context, arm_ob, enabled: bool = True) -> list[str]:
+    """Make the model's rigid bodies and joints simulate as MMD's (collisions, bones, world step, gravity
+    when `enabled`); returns warnings."""
     bp._ensure_world(context)
     set_world_step(context.scene)
+    warnings = set_gravity(context.scene, model_scale(arm_ob)) if enabled else []
     apply_collisions(context, arm_ob)
     link_bones(context, arm_ob, enabled)
     set_simulation(context, arm_ob, enabled)
+    return warnings
 
 
 def build(context, arm_ob) -> list[str]:
@@ -185,8 +218,7 @@ def build(context, arm_ob) -> list[str]:
         extras = blender_mmd.stored_extras(arm_ob, []) or {}
         names = bscene.barm_names(arm_ob) or [b.name for b in arm_ob.data.bones]
         warnings += bp.build_physics(context, arm_ob, extras, model_scale(arm_ob), names, [])
-    link(context, arm_ob, True)
-    return warnings
+    return warnings + link(context, arm_ob, True)
 
 
 def clear(context, arm_ob) -> None:

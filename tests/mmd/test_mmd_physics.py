@@ -11,6 +11,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
+from mathutils import Matrix  # noqa: E402
 from skinbridge.io_pmx.blender_side import blender_io
 from skinbridge.io_pmx.blender_side import blender_physics as blender_physics
 from skinbridge.io_pmx.model import pmx  # noqa: E402
@@ -81,15 +82,19 @@ def test_luka_physics_in_blender_and_back(clean_scene, testdata, tmp_path):
         c = ob.rigid_body_constraint
         assert c.type == "GENERIC_SPRING"
         assert (c.object1, c.object2) == (bodies[j.rigid_a], bodies[j.rigid_b])
-        # rotation limits: lower and upper swap and negate, Y and Z swap (docs/mmd.md §4.3)
+        # the empty's axes are the joint's X, Y, −Z (docs/mmd.md §4.3): rotation limits of X and Y swap lower
+        # and upper and negate, Z's stay; translation limits of Z swap and negate
         lo = np.float32([c.limit_ang_x_lower, c.limit_ang_y_lower, c.limit_ang_z_lower])
         hi = np.float32([c.limit_ang_x_upper, c.limit_ang_y_upper, c.limit_ang_z_upper])
-        np.testing.assert_array_equal(lo, -j.rotation_upper[[0, 2, 1]])
-        np.testing.assert_array_equal(hi, -j.rotation_lower[[0, 2, 1]])
+        np.testing.assert_array_equal(lo, [-j.rotation_upper[0], -j.rotation_upper[1], j.rotation_lower[2]])
+        np.testing.assert_array_equal(hi, [-j.rotation_lower[0], -j.rotation_lower[1], j.rotation_upper[2]])
         stiff = np.float32([c.spring_stiffness_ang_x, c.spring_stiffness_ang_y, c.spring_stiffness_ang_z])
-        np.testing.assert_array_equal(stiff, j.spring_rotation[[0, 2, 1]])
-        lin = np.float32([c.limit_lin_x_upper, c.limit_lin_y_upper, c.limit_lin_z_upper])
-        np.testing.assert_allclose(lin, j.translation_upper[[0, 2, 1]] * scale, rtol=1e-6)
+        np.testing.assert_array_equal(stiff, j.spring_rotation)
+        lin = np.float32([c.limit_lin_x_upper, c.limit_lin_y_upper, c.limit_lin_z_lower])
+        np.testing.assert_allclose(lin, j.translation_upper * [scale, scale, -scale], rtol=1e-6)
+        # the empty's Y axis is MMD's Y, Blender's Z (up) turned by the joint's rotation
+        mmd_y = np.array(blender_physics.euler_to_blender(j.rotation).to_matrix())[:, 2]
+        np.testing.assert_allclose(np.array(ob.matrix_world.to_3x3().normalized())[:, 1], mmd_y, atol=1e-6)
     # excluded pairs that share a collision collection get disabled-collision constraints
     ncc = _objects("ncc")
     assert ncc and all(o.rigid_body_constraint.disable_collisions for o in ncc)
@@ -168,3 +173,33 @@ def test_chain_operator_on_the_demo(clean_scene, tmp_path, addon):
     hand_end = np.array(arm.pose.bones[chain[-1]].matrix)
     assert np.isfinite(hand_end).all() and np.abs(hand_end - hand_start).max() > 1e-3
     assert math.isfinite(float(end[bodies[2].name][0, 0]))
+
+
+def test_joint_turns_are_bounded_in_mmds_order(clean_scene):
+    """A turn MMD's Bullet splits into X, Y, Z angles (a, b, c) in the joint's frame (R = Rx·Ry·Rz, Bullet's
+    6-DOF order) is, in Blender, the turn Rx(−a)·Ry(−b)·Rz(c) in the joint empty's frame: Bullet there takes
+    the angles in the same order, and each lies inside the constraint's limits exactly when MMD's does."""
+    rng = np.random.default_rng(3)
+    flip = Matrix(((1, 0, 0), (0, 0, 1), (0, 1, 0)))  # MMD ⇄ Blender axes (a reflection)
+    arm = bpy.data.objects.new("model", bpy.data.armatures.new("model"))
+    bpy.context.scene.collection.objects.link(arm)
+    blender_physics._ensure_world(bpy.context)
+    coll = blender_physics._physics_collection(bpy.context, arm)
+    for _ in range(20):
+        lower, upper = np.sort(rng.uniform(-1.2, 1.2, (2, 3)), axis=0).astype(np.float32)
+        rec = pmx.PmxJoint(name="j", rotation=np.float32(rng.uniform(-3, 3, 3)), rotation_lower=lower,
+                           rotation_upper=upper)
+        ob = blender_physics.add_joint(bpy.context, coll, arm, rec, None, None, 1.0)
+        c = ob.rigid_body_constraint
+        lo = np.array([getattr(c, f"limit_ang_{a}_lower") for a in "xyz"])
+        hi = np.array([getattr(c, f"limit_ang_{a}_upper") for a in "xyz"])
+        frame = ob.matrix_basis.to_3x3().normalized()  # (no parent; matrix_world is not evaluated yet)
+        joint = flip @ blender_physics.euler_to_blender(rec.rotation).to_matrix() @ flip  # in MMD's axes
+        angles = rng.uniform(-1.4, 1.4, 3)
+        turn = Matrix.Rotation(angles[0], 3, "X") @ Matrix.Rotation(angles[1], 3, "Y") @ \
+            Matrix.Rotation(angles[2], 3, "Z")
+        in_blender = flip @ joint @ turn @ joint.inverted() @ flip  # the same turn of body B, Blender's axes
+        seen = np.array((frame.transposed() @ in_blender @ frame).to_euler("ZYX"))  # R = Rx·Ry·Rz
+        np.testing.assert_allclose(seen, angles * [-1, -1, 1], atol=1e-5)
+        inside_mmd = (angles >= lower) & (angles <= upper)
+        assert ((seen >= lo - 1e-6) & (seen <= hi + 1e-6) == inside_mmd).all()

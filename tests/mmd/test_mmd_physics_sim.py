@@ -146,3 +146,20 @@ def test_operators_and_export(clean_scene, testdata, tmp_path):
     out = tmp_path / "same.pmx"
     blender_io.export_pmx(bpy.context, str(out))
     assert_same_bytes(out.read_bytes(), edited.read_bytes(), pmx.read)  # the damping of 2 written back
+
+
+def test_gravity_is_mmds_unless_something_else_falls(clean_scene, testdata):
+    """The build sets the scene's gravity to MMD's 98 units/s² at the import scale (7.84 m/s² at 0.08), since
+    Blender's gravity is the scene's; with another rigid body in the scene it leaves it and says so."""
+    src = str(testdata / "pmx" / LUKA)
+    blender_io.import_pmx(bpy.context, src)
+    assert tuple(bpy.context.scene.gravity) == pytest.approx((0.0, 0.0, -7.84))
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    crate = bpy.data.objects.new("crate", bpy.data.meshes.new("crate"))
+    bpy.context.scene.collection.objects.link(crate)
+    bp._ensure_world(bpy.context)
+    bp._rigid_body_of(bpy.context, crate)  # an active body of the user's: it falls by the scene's gravity too
+    result = blender_io.import_pmx(bpy.context, src)
+    assert tuple(bpy.context.scene.gravity) == pytest.approx((0.0, 0.0, -9.81))
+    notes = [w for w in result.warnings if "scene gravity" in w]
+    assert len(notes) == 1 and "crate" in notes[0] and "7.84" in notes[0]
