@@ -68,6 +68,14 @@ def source_text(facts) -> tuple[str, str]:
     return os.path.basename(path), _format_of(path, mtime)
 
 
+def export_name(facts) -> str:
+    """The name the check exports as: the model's own name from its file, else its object's."""
+    if facts is None:
+        return "model"
+    stem = os.path.splitext(os.path.basename(facts.source_path))[0]
+    return facts.source_name or stem or facts.name
+
+
 def count_rows(facts) -> list[tuple[str, str]]:
     """(label, value) of the counts the panel lists."""
     rows = [("Meshes", str(len(facts.meshes))), ("Vertices", f"{facts.vertices:,}"), ("Faces", f"{facts.faces:,}"),
@@ -142,7 +150,7 @@ class SKINBRIDGE_OT_check_target(bpy.types.Operator):
         props = getattr(context.scene, SCENE_PROP)
         target = props.target
         facts = _facts(context)
-        result = check_target(context, target, target_options(props, target), facts.name if facts else "model")
+        result = check_target(context, target, target_options(props, target), export_name(facts))
         props.findings.clear()
         for kind, text in result.findings:
             item = props.findings.add()
