@@ -1,6 +1,7 @@
-"""The SkinBridge tab of the 3D viewport sidebar (README "The SkinBridge sidebar", docs/blender.md §9): the
-panels register under the tab, the model facts equal counts read from the file, the check for a target lists
-what the export then prints without leaving a file, and an export with several warnings gives one report."""
+"""The SkinBridge tab of the 3D viewport sidebar (README "Installing the add-on in Blender", docs/blender.md
+§10): the panels register under the tab, the model facts equal counts read from the file, the check for a
+target lists what the export then prints without leaving a file, and an export with several warnings gives one
+report."""
 from __future__ import annotations
 
 import re
