@@ -27,6 +27,7 @@ PANEL = "VIEW3D_PT_skinbridge"
 SCENE_PROP = "skinbridge_sidebar"
 KIND_ICONS = {"refuse": "CANCEL", "warn": "ERROR", "file": "FILE"}
 CHAR_PIXELS = 7  # a rough width of one character of the UI font, to wrap long findings to the sidebar's width
+POPUP_WIDTH = 600  # pixels: a warning of about 80 characters on one line
 
 _facts_cache: dict = {}
 _generation = [0]  # bumped on every depsgraph update: the facts of a model are computed once per change
@@ -251,6 +252,31 @@ class VIEW3D_PT_skinbridge_target(bpy.types.Panel):
             _wrapped(layout, item.text, KIND_ICONS[item.kind], _width(context))
 
 
+def _draw_outcome(layout, width: int) -> None:
+    if not LAST_OUTCOME.headline:
+        layout.label(text="No operation yet")
+        return
+    _wrapped(layout, f"{LAST_OUTCOME.operation}: {LAST_OUTCOME.headline}", "INFO", width)
+    for w in LAST_OUTCOME.warnings:
+        _wrapped(layout, w, "ERROR", width)
+
+
+class SKINBRIDGE_OT_last_report(bpy.types.Operator):
+    """Every message of the last SkinBridge operation, in a popup"""
+    bl_idname = "skinbridge.last_report"
+    bl_label = "Messages of the Last Operation"
+    bl_options = {"REGISTER"}
+
+    def invoke(self, context, event):
+        return context.window_manager.invoke_popup(self, width=POPUP_WIDTH)
+
+    def draw(self, context):
+        _draw_outcome(self.layout, POPUP_WIDTH // CHAR_PIXELS - 4)
+
+    def execute(self, context):
+        return {"FINISHED"}
+
+
 class VIEW3D_PT_skinbridge_report(bpy.types.Panel):
     """Every message of the last SkinBridge operation (the status bar shows its summary)"""
     bl_space_type = "VIEW_3D"
@@ -261,13 +287,8 @@ class VIEW3D_PT_skinbridge_report(bpy.types.Panel):
     bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, context):
-        layout = self.layout
-        if not LAST_OUTCOME.headline:
-            layout.label(text="No operation yet")
-            return
-        _wrapped(layout, f"{LAST_OUTCOME.operation}: {LAST_OUTCOME.headline}", "INFO", _width(context))
-        for w in LAST_OUTCOME.warnings:
-            _wrapped(layout, w, "ERROR", _width(context))
+        self.layout.operator(SKINBRIDGE_OT_last_report.bl_idname, text="Show in a Popup", icon="WINDOW")
+        _draw_outcome(self.layout, _width(context))
 
 
 _registered: list = []
@@ -277,7 +298,7 @@ def register() -> None:
     """Register the tab's classes and the scene property (before any format's child panel)."""
     groups = _option_groups()
     classes = [SKINBRIDGE_PG_finding, *groups.values(), _sidebar_group(groups), SKINBRIDGE_OT_check_target,
-               VIEW3D_PT_skinbridge, VIEW3D_PT_skinbridge_target, VIEW3D_PT_skinbridge_report]
+               SKINBRIDGE_OT_last_report, VIEW3D_PT_skinbridge, VIEW3D_PT_skinbridge_target, VIEW3D_PT_skinbridge_report]
     for cls in classes:
         bpy.utils.register_class(cls)
         _registered.append(cls)

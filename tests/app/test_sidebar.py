@@ -194,3 +194,6 @@ def test_an_export_with_several_warnings_gives_one_report(ninja_long_bone, tmp_p
     assert LAST_OUTCOME.warnings == lines and LAST_OUTCOME.headline == "Exported Ninja.pmx"
     labels = _drawn(bpy.context)
     assert all(any(w.startswith(text) for text in labels) for w in lines)
+    popup = StandInPanel()
+    bpy.types.SKINBRIDGE_OT_last_report.draw(popup, bpy.context)
+    assert all(any(w.startswith(text) for text in popup.layout.labels) for w in lines)
