@@ -8,16 +8,19 @@ one property group per target holds its options, as its export operator does.
 """
 from __future__ import annotations
 
+import ast
 import functools
 import os
+import re
 import textwrap
 
 import bpy
 from bpy.app.handlers import persistent
-from bpy.props import CollectionProperty, EnumProperty, PointerProperty, StringProperty
+from bpy.props import CollectionProperty, EnumProperty, IntProperty, PointerProperty, StringProperty
 
 from .. import formats
 from ..blender import model_facts as mf
+from ..blender.compat import set_pose_bone_flag
 from ..blender.ops_common import LAST_OUTCOME, option_property, option_values, report_outcome
 from ..core.errors import FormatError
 from .target_check import check_target
@@ -28,6 +31,8 @@ SCENE_PROP = "skinbridge_sidebar"
 KIND_ICONS = {"refuse": "CANCEL", "warn": "ERROR", "file": "FILE"}
 CHAR_PIXELS = 7  # a rough width of one character of the UI font, to wrap long findings to the sidebar's width
 POPUP_WIDTH = 600  # pixels: a warning of about 80 characters on one line
+
+QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")  # a name as the exporters quote it (repr)
 
 _facts_cache: dict = {}
 _generation = [0]  # bumped on every depsgraph update: the facts of a model are computed once per change
@@ -164,6 +169,59 @@ class SKINBRIDGE_OT_check_target(bpy.types.Operator):
         return {"FINISHED"}
 
 
+def quoted_names(text: str) -> list[str]:
+    """The names a finding quotes, in order (the exporters quote names with `repr`)."""
+    out = []
+    for m in QUOTED.finditer(text):
+        try:
+            name = ast.literal_eval(m.group(0))
+        except (ValueError, SyntaxError):
+            continue
+        if isinstance(name, str) and name not in out:
+            out.append(name)
+    return out
+
+
+def named_elements(context, text: str) -> tuple[list[str], list[str]]:
+    """(bones of the active model's armature, objects of the view layer) that the finding `text` names."""
+    names = quoted_names(text)
+    arm, _ = mf.active_model(context)
+    bones = [n for n in names if arm is not None and n in arm.data.bones]
+    objects = [n for n in names if n in context.view_layer.objects]
+    return bones, objects
+
+
+class SKINBRIDGE_OT_select_finding(bpy.types.Operator):
+    """Select what this finding names: its bones (the armature active, in Pose Mode's selection) or objects"""
+    bl_idname = "skinbridge.select_finding"
+    bl_label = "Select"
+    bl_options = {"REGISTER", "UNDO"}
+    index: IntProperty(min=0, options={"HIDDEN"})
+
+    def execute(self, context):
+        findings = getattr(context.scene, SCENE_PROP).findings
+        if self.index >= len(findings):
+            self.report({"ERROR"}, "no such finding: check the target again")
+            return {"CANCELLED"}
+        bones, objects = named_elements(context, findings[self.index].text)
+        if not bones and not objects:
+            self.report({"WARNING"}, "this finding names no bone or object of the scene")
+            return {"CANCELLED"}
+        layer = context.view_layer
+        for ob in layer.objects:
+            ob.select_set(ob.name in objects)
+        if bones:
+            arm, _ = mf.active_model(context)
+            for pb in arm.pose.bones:
+                set_pose_bone_flag(pb, "select", pb.name in bones)
+            arm.select_set(True)
+            layer.objects.active = arm
+        elif objects:
+            layer.objects.active = layer.objects[objects[0]]
+        self.report({"INFO"}, f"selected {', '.join(bones + objects)}")
+        return {"FINISHED"}
+
+
 def _wrapped(layout, text: str, icon: str, width: int) -> None:
     """`text` as labels of at most `width` characters, the icon on the first."""
     lines = textwrap.wrap(text, max(20, width)) or [""]
@@ -248,8 +306,10 @@ class VIEW3D_PT_skinbridge_target(bpy.types.Panel):
             layout.label(text=props.checked)
         if props.checked and not props.findings:
             layout.label(text="Nothing to report", icon="CHECKMARK")
-        for item in props.findings:
+        for i, item in enumerate(props.findings):
             _wrapped(layout, item.text, KIND_ICONS[item.kind], _width(context))
+            if item.kind != "file" and any(named_elements(context, item.text)):
+                layout.operator(SKINBRIDGE_OT_select_finding.bl_idname, icon="RESTRICT_SELECT_OFF").index = i
 
 
 def _draw_outcome(layout, width: int) -> None:
@@ -298,7 +358,7 @@ def register() -> None:
     """Register the tab's classes and the scene property (before any format's child panel)."""
     groups = _option_groups()
     classes = [SKINBRIDGE_PG_finding, *groups.values(), _sidebar_group(groups), SKINBRIDGE_OT_check_target,
-               SKINBRIDGE_OT_last_report, VIEW3D_PT_skinbridge, VIEW3D_PT_skinbridge_target, VIEW3D_PT_skinbridge_report]
+               SKINBRIDGE_OT_select_finding, SKINBRIDGE_OT_last_report, VIEW3D_PT_skinbridge, VIEW3D_PT_skinbridge_target, VIEW3D_PT_skinbridge_report]
     for cls in classes:
         bpy.utils.register_class(cls)
         _registered.append(cls)

@@ -15,6 +15,7 @@ from skinbridge import formats  # noqa: E402  (after the bpy check: these module
 from skinbridge.app import operators, sidebar  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
 from skinbridge.app.target_check import check_target  # noqa: E402
+from skinbridge.blender import compat  # noqa: E402
 from skinbridge.blender import model_facts as mf  # noqa: E402
 from skinbridge.blender.ops_common import LAST_OUTCOME  # noqa: E402
 from skinbridge.io_pmx.model import pmx  # noqa: E402
@@ -47,10 +48,20 @@ class StandInLayout:
         else:
             assert name in data.bl_rna.properties.keys(), f"{type(data).__name__} has no property {name}"
 
-    def operator(self, idname: str, text: str = "", icon: str = "NONE", **kwargs) -> None:
+    def operator(self, idname: str, text: str = "", icon: str = "NONE", **kwargs) -> "StandInOperatorProperties":
         category, _, name = idname.partition(".")
         assert icon in ICONS, icon
-        assert getattr(getattr(bpy.ops, category), name).get_rna_type() is not None
+        return StandInOperatorProperties(getattr(getattr(bpy.ops, category), name).get_rna_type())
+
+
+class StandInOperatorProperties:
+    """What `layout.operator()` returns: setting a property the operator does not have fails."""
+
+    def __init__(self, rna):
+        object.__setattr__(self, "rna", rna)
+
+    def __setattr__(self, name: str, value) -> None:
+        assert name in self.rna.properties.keys(), f"{self.rna.identifier} has no property {name}"
 
 
 class StandInPanel:
@@ -155,6 +166,15 @@ def test_check_for_pmx_lists_the_vmd_name_and_writes_nothing(ninja_long_bone, tm
     assert [(f.kind, f.text) for f in props.findings] == result.findings
     labels = _drawn(bpy.context)
     assert any(short in text for text in labels)
+    index = next(i for i, f in enumerate(props.findings) if LONG_NAME in f.text)
+    assert bpy.ops.skinbridge.select_finding(index=index) == {"FINISHED"}
+    chosen = [pb.name for pb in ninja_long_bone.pose.bones if compat.pose_bone_flag(pb, "select")]
+    assert chosen == [LONG_NAME] and bpy.context.view_layer.objects.active == ninja_long_bone
+
+
+def test_a_finding_names_what_it_quotes():
+    text = "mesh 'Body': bone \"Arm's\" (was 'a\\'b') and 'Body' again"
+    assert sidebar.quoted_names(text) == ["Body", "Arm's", "a'b"]
 
 
 def test_the_check_lists_what_each_target_export_prints(ninja_long_bone, tmp_path):
