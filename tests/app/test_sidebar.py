@@ -14,7 +14,7 @@ bpy = pytest.importorskip("bpy")
 from skinbridge import formats  # noqa: E402  (after the bpy check: these modules need Blender)
 from skinbridge.app import operators, sidebar  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
-from skinbridge.app.target_check import check_target  # noqa: E402
+from skinbridge.app.target_check import TargetCheck, check_target  # noqa: E402
 from skinbridge.blender import compat  # noqa: E402
 from skinbridge.blender import model_facts as mf  # noqa: E402
 from skinbridge.blender.ops_common import LAST_OUTCOME  # noqa: E402
@@ -177,21 +177,39 @@ def test_a_finding_names_what_it_quotes():
     assert sidebar.quoted_names(text) == ["Body", "Arm's", "a'b"]
 
 
-def test_the_check_lists_what_each_target_export_prints(ninja_long_bone, tmp_path):
+def _compare_each_target(tmp_path, name: str) -> dict[str, TargetCheck]:
+    """For every target: the check (its temporary folder gone afterwards), then the export itself; the check
+    refuses with the export's error, or lists the export's warnings and files. The checks, by target."""
     checks = tmp_path / "checks"
     checks.mkdir()
+    out = {}
     for target, spec in formats.targets().items():
-        result = check_target(bpy.context, target, {}, "Ninja", parent=str(checks))
+        result = out[target] = check_target(bpy.context, target, {}, name, parent=str(checks))
         assert list(checks.iterdir()) == []
-        out = tmp_path / target
-        out.mkdir()
+        folder = tmp_path / target
+        folder.mkdir()
         try:
-            written, warnings = spec.get("export_target")(bpy.context, str(out), "Ninja", ConvertOptions(target=target))
+            _, warnings = spec.get("export_target")(bpy.context, str(folder), name, ConvertOptions(target=target))
         except ValueError as e:  # ExportError and NoTarget: the check says it refuses, with the same words
             assert result.refused == str(e), target
             continue
         assert not result.refused and result.warnings == warnings, target
-        assert result.files == sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()), target
+        assert result.files == sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    return out
+
+
+def test_the_check_lists_what_each_target_export_prints(ninja_long_bone, tmp_path):
+    checks = _compare_each_target(tmp_path, "Ninja")
+    assert any(LONG_NAME in w for w in checks["pmx"].warnings)
+
+
+@pytest.mark.slow
+def test_the_check_of_luka_lists_what_each_target_export_prints(clean_scene, testdata, tmp_path):
+    _import(testdata / "pmx" / "mmdtools_megurine_luka.pmx")
+    checks = _compare_each_target(tmp_path, "Luka")
+    # the two textures the sample does not ship (the import warned about them too)
+    assert sum("was not found" in w for w in checks["pmx"].warnings) == 2
+    assert "at most 64 bones" in checks["urhox"].refused
 
 
 def test_an_export_with_several_warnings_gives_one_report(ninja_long_bone, tmp_path, capfd):
