@@ -272,7 +272,7 @@ def _draw_settings(layout, ob) -> None:
     helm hiding, ...), editable; long ones hold file data and are only counted above."""
     if ob is None:
         return
-    keys = [k for k in ob.keys() if k != mf.SOURCE_PATH_PROP and (
+    keys = [k for k in ob.keys() if k not in mf.SOURCE_PROPS and (
         isinstance(ob[k], (int, float)) or (isinstance(ob[k], str) and len(ob[k]) <= 64))]
     if not keys:
         return

@@ -18,6 +18,7 @@ from .selection import armature_of, find_armature
 
 SOURCE_PATH_PROP = "skinbridge_file"  # on an imported object: the absolute path of the file it came from
 SOURCE_NAME_PROP = "skinbridge_source"  # on an imported armature: the model's name (blender/scene.py sets it)
+SOURCE_PROPS = (SOURCE_PATH_PROP, SOURCE_NAME_PROP)
 
 
 @dataclass
@@ -89,11 +90,11 @@ def _rigid_bodies(arm) -> int:
 
 def _kept(blocks: list[tuple[str, object]]) -> list[KeptData]:
     """The custom properties an import left on `blocks` ((where, block) pairs), counted per property and place
-    (the source path is shown apart)."""
+    (the source is shown apart)."""
     found: dict[tuple[str, str], int] = {}
     for where, block in blocks:
         for key in block.keys():
-            if key != SOURCE_PATH_PROP:
+            if key not in SOURCE_PROPS:
                 found[(key, where)] = found.get((key, where), 0) + 1
     return [KeptData(k, w, n) for (k, w), n in sorted(found.items())]
 

@@ -142,6 +142,9 @@ def test_the_panels_draw_for_a_mesh_and_for_nothing(clean_scene):
     bpy.ops.mesh.primitive_cube_add()
     labels = _drawn(bpy.context)
     assert "Cube" in labels and "8" in labels and "6" in labels and "12" in labels  # vertices, faces, triangles
+    assert "Cube settings" not in labels
+    bpy.context.object["nwn2_hiding"] = "HIDE_HAIR"  # a format's per-object setting: editable in the tab
+    assert "Cube settings" in _drawn(bpy.context)
 
 
 @pytest.fixture
