@@ -19,7 +19,7 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper, poll_file_object_dro
 from .. import formats
 from ..blender.ops_common import ExportFile, ImportFiles, file_operator, option_values
 from ..blender.selection import armatures
-from . import ops_render
+from . import ops_render, sidebar
 from .options import ConvertOptions
 from ..core.errors import FormatError
 
@@ -182,6 +182,7 @@ def register() -> None:
     if _registered or _modules:
         raise ValueError("SkinBridge is already registered")
     errors.clear()
+    sidebar.register()  # first: format packages hang their panels under the SkinBridge tab's model panel
     for spec in formats.all_specs():
         if spec.operators and spec.operators not in _modules:
             try:
@@ -220,3 +221,4 @@ def unregister() -> None:
         bpy.utils.unregister_class(_registered.pop())
     while _modules:
         importlib.import_module(f"{_ROOT}.{_modules.pop()}").unregister()
+    sidebar.unregister()

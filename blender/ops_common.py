@@ -4,6 +4,7 @@ report per operation (`report_outcome`)."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 
 import bpy
 from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
@@ -13,10 +14,9 @@ from ..core.fileio import output_session
 from ..core.formatspec import Option
 from . import action as bact
 from . import compat
+from .model_facts import stamp_source
 from .scene import export_scope
 from .selection import NoTarget, armature_of, find_armature
-
-SHOWN_WARNINGS = 3  # warnings quoted in the status bar's summary; the Info log has them all
 
 
 def option_property(o: Option):
@@ -78,19 +78,29 @@ def file_operator(extensions: tuple[str, ...], options: tuple[Option, ...] = (),
     return decorate
 
 
+@dataclass
+class Outcome:
+    """The last operation's summary and every warning it gave (the SkinBridge panel lists them)."""
+    operation: str = ""
+    headline: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+LAST_OUTCOME = Outcome()
+
+
 def report_outcome(op, headline: str, warnings: list[str], level: str = "WARNING") -> None:
-    """One report of an operation in the status bar: `headline`, the count of warnings and the first few; every
-    warning before it in the Info log. The status bar shows the last report of type INFO, WARNING or ERROR
-    (Blender's BKE_reports_last_displayable), so each warning goes in as an INFO report first and the summary
-    comes last, as WARNING when there are warnings (`level`), else INFO."""
-    for w in warnings:
-        op.report({"INFO"}, f"warning: {w}")
+    """One report per operation: `headline` and the count of warnings as its first line (what the status bar
+    shows), every warning on a line of its own below it (the Info log shows them); as WARNING when there are
+    warnings (`level`), else INFO. The warnings are kept in `LAST_OUTCOME` for the SkinBridge panel."""
+    LAST_OUTCOME.operation = getattr(op, "bl_label", "") or type(op).__name__
+    LAST_OUTCOME.headline, LAST_OUTCOME.warnings = headline, list(warnings)
     if not warnings:
         op.report({"INFO"}, headline)
         return
-    shown = "; ".join(warnings[:SHOWN_WARNINGS]) + ("; …" if len(warnings) > SHOWN_WARNINGS else "")
     count = f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}"
-    op.report({level}, f"{headline}: {count}: {shown} (see Info log)")
+    lines = "".join(f"\n  {w}" for w in warnings)
+    op.report({level}, f"{headline}: {count}, see the SkinBridge panel or Info{lines}")
 
 
 def registrar(classes, imports=(), exports=(), aliases=None):
@@ -183,6 +193,7 @@ def import_each(op, import_one) -> set[str]:
     done: list[str] = []
     warnings: list[str] = []
     for path in paths:
+        made_before = {ob.as_pointer() for ob in bpy.data.objects}
         try:
             result = import_one(path)
         except (FormatError, ExportError, OSError) as e:
@@ -192,6 +203,7 @@ def import_each(op, import_one) -> set[str]:
             op.report({"ERROR"}, f"{os.path.basename(path)}: internal error ({type(e).__name__}: {e})")
             continue
         more = result if isinstance(result, list) else result.warnings
+        stamp_source([ob for ob in bpy.data.objects if ob.as_pointer() not in made_before], os.path.abspath(path))
         warnings += [f"{os.path.basename(path)}: {w}" for w in more]
         done.append(os.path.basename(path))
     if done:

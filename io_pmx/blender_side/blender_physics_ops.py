@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import bpy
 
+from ...blender.ops_common import report_outcome
 from ...blender.selection import NoTarget, find_armature
 from . import blender_physics
 from . import blender_physics_sim as sim
 from .blender_physics_chain import POSE_OT_skinbridge_mmd_physics_chain
 
 TAB = "SkinBridge"
+SIDEBAR = "VIEW3D_PT_skinbridge"  # the SkinBridge tab's model panel (app/sidebar.py): this panel is its child
 
 
 def _model(context):
@@ -52,8 +54,7 @@ class SKINBRIDGE_OT_mmd_physics_build(_ModelOperator, bpy.types.Operator):
         if not _has_physics(arm):
             self.report({"WARNING"}, f"{arm.name} has no MMD rigid bodies")
             return {"CANCELLED"}
-        for w in warnings:
-            self.report({"WARNING"}, w)
+        report_outcome(self, f"Physics built for {arm.name}", warnings)
         return {"FINISHED"}
 
 
@@ -74,8 +75,7 @@ class SKINBRIDGE_OT_mmd_physics_rebuild(_ModelOperator, bpy.types.Operator):
     bl_label = "Rebuild Physics"
 
     def run(self, context, arm):
-        for w in sim.rebuild(context, arm):
-            self.report({"WARNING"}, w)
+        report_outcome(self, f"Physics rebuilt for {arm.name}", sim.rebuild(context, arm))
         return {"FINISHED"}
 
 
@@ -109,6 +109,7 @@ class VIEW3D_PT_skinbridge_mmd(bpy.types.Panel):
     bl_region_type = "UI"
     bl_category = TAB
     bl_label = "MMD"
+    bl_parent_id = SIDEBAR
 
     def draw(self, context):
         layout = self.layout

@@ -1,0 +1,68 @@
+"""Check for a target: what an export to a `convert --to` target would refuse, warn about and write, found by
+running that target's own exporter into a temporary folder that is removed afterwards, so that the list the
+SkinBridge panel shows is the list the export prints (no rule is written twice).
+
+The export is read-only on the scene (docs/architecture.md §7.3), so the dry run leaves the user's data as it
+found it; nothing is written outside the temporary folder (the output session of core/fileio.py holds it there).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import formats
+from ..blender.ops_common import protect_scene_files
+from ..blender.scene import export_scope
+from ..blender.selection import NoTarget
+from ..core.errors import ExportError
+from ..core.fileio import output_session
+from ..core.naming import safe_file_name
+from .options import ConvertOptions
+
+
+@dataclass
+class TargetCheck:
+    target: str
+    refused: str = ""                                   # the export's error, "" when it would succeed
+    warnings: list[str] = field(default_factory=list)   # what it changes or warns about, as the export says it
+    files: list[str] = field(default_factory=list)      # what it writes, relative to the chosen folder
+
+    @property
+    def findings(self) -> list[tuple[str, str]]:
+        """(kind, text) in the order the panel lists them: "refuse", then "warn", then "file"."""
+        return ([("refuse", self.refused)] if self.refused else []) + [("warn", w) for w in self.warnings] + [
+            ("file", f) for f in self.files]
+
+
+def _written(folder: str) -> list[str]:
+    out = []
+    for root, _, names in os.walk(folder):
+        out += [os.path.relpath(os.path.join(root, n), folder).replace(os.sep, "/") for n in names]
+    return sorted(out)
+
+
+def check_target(context, target: str, values: dict[str, Any] | None = None, name: str = "model",
+                 parent: str | None = None, collection: str | None = None, selected_only: bool = False
+                 ) -> TargetCheck:
+    """Run the export of `convert --to target` with the options `values` (the target's own, from its spec;
+    the others at their defaults) as `name` into a temporary folder made in `parent` (the system's when None),
+    and remove the folder: what it refused, warned about and wrote. `collection` and `selected_only` scope
+    the model as the export operator's do."""
+    spec = formats.targets()[target]
+    options = ConvertOptions(target=target, **(values or {}))
+    result = TargetCheck(target)
+    folder = tempfile.mkdtemp(prefix="skinbridge-check-", dir=parent)
+    try:
+        with export_scope(collection, selected_only):
+            with output_session(folder) as session:
+                protect_scene_files(session)
+                _, result.warnings = spec.get("export_target")(context, folder, safe_file_name(name), options)
+        result.files = _written(folder)
+    except (ExportError, NoTarget, OSError) as e:
+        result.refused = str(e)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return result
