@@ -1,0 +1,168 @@
+"""Rest Compare (app/rest_compare.py, the sidebar operators): the overlay of two models in Rest Position.
+
+The expected figures come from Blender's own data, not from the overlay's code: the diagonal from the mesh's
+positions, the displaced vertices from the positions before and after a pose was applied to the mesh, and what
+Clear must restore from `scene_fingerprint` taken before the overlay.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from skinbridge import formats
+
+bpy = pytest.importorskip("bpy")
+
+from mathutils import Matrix  # noqa: E402
+
+from skinbridge.app import rest_compare  # noqa: E402
+from skinbridge.app.options import ConvertOptions  # noqa: E402
+from skinbridge.core import rest_overlay  # noqa: E402
+from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
+
+pytestmark = pytest.mark.blender
+
+TOL = 1e-5  # of the diagonal (issue 34)
+BONE = "b_Tail02_013"  # posed by 1 cm: its region is the tail's end (b_Tail02, b_Tail03)
+
+
+def _import_fox(testdata):
+    before = set(bpy.data.objects)
+    formats.get("gltf").get("blender_import")(bpy.context, str(testdata / "gltf" / "Fox.glb"), ConvertOptions())
+    bpy.context.view_layer.update()
+    new = [ob for ob in bpy.data.objects if ob not in before and ob.name in bpy.context.view_layer.objects]
+    arm = next(ob for ob in new if ob.type == "ARMATURE")
+    mesh = next(ob for ob in new if ob.type == "MESH" and ob.parent == arm)
+    return arm, mesh
+
+
+def _positions(ob) -> np.ndarray:
+    n = len(ob.data.vertices)
+    co = np.empty(n * 3, np.float32)
+    ob.data.attributes["position"].data.foreach_get("vector", co)
+    m = np.array(ob.matrix_world, np.float64)
+    return co.reshape(n, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+
+
+def _diagonal(ob) -> float:
+    p = _positions(ob)
+    return float(np.linalg.norm(p.max(axis=0) - p.min(axis=0)))
+
+
+def _values(ob) -> np.ndarray:
+    attr = ob.data.attributes[rest_compare.VALUE_ATTRIBUTE]
+    out = np.empty(len(ob.data.vertices), np.float32)
+    attr.data.foreach_get("value", out)
+    return out.astype(np.float64)
+
+
+def _coloured(ob) -> np.ndarray:
+    """Vertices whose overlay colour is not the 'within the limit' one."""
+    attr = ob.data.color_attributes[rest_compare.COLOR_ATTRIBUTE]
+    rgba = np.empty(len(ob.data.vertices) * 4, np.float32)
+    attr.data.foreach_get("color", rgba)
+    same = rest_overlay.srgb_to_linear(np.array(rest_overlay.SAME_COLOR))
+    return ~np.isclose(rgba.reshape(-1, 4)[:, :3], same, atol=1e-6).all(axis=1)
+
+
+def _marked(arm) -> set[str]:
+    return {b.name for b in arm.data.bones if b.color.palette == rest_compare.MARK_PALETTE}
+
+
+def test_fox_against_its_own_umd2_export(clean_scene, testdata, fox_mdl):
+    arm, mesh = _import_fox(testdata)
+    bpy.context.view_layer.objects.active = arm
+    before = scene_fingerprint()
+    assert bpy.ops.skinbridge.rest_compare(source="FILE", filepath=str(fox_mdl), tolerance=TOL) == {"FINISHED"}
+    overlay = rest_compare.shown
+    other = bpy.data.objects[overlay.names[1][1]]
+    limit = TOL * _diagonal(mesh)
+    assert overlay.limit == pytest.approx(limit, rel=1e-6)  # gathered positions are float32
+    for ob in (mesh, other):
+        values = _values(ob)
+        assert len(values) == 1728 and values.max() <= limit, (ob.name, values.max())
+        assert not _coloured(ob).any()
+    assert _marked(arm) == set() and _marked(bpy.data.objects[overlay.names[1][0]]) == set()
+    assert overlay.result.same, overlay.result.lines()
+    assert arm.data.pose_position == "REST"
+    assert bpy.ops.skinbridge.rest_compare_clear() == {"FINISHED"}
+    assert rest_compare.shown is None
+    assert diff_fingerprints(before, scene_fingerprint()) == []
+
+
+def _pose_and_apply(arm, mesh, bone: str, shift) -> None:
+    """Pose `bone` moved by `shift` (armature space), bake the deformed positions into the mesh, reset the pose.
+    The import assigned an action: without it every other bone stays at rest."""
+    if arm.animation_data is not None:
+        arm.animation_data.action = None
+    for other in arm.pose.bones:
+        other.matrix_basis = Matrix.Identity(4)
+    bpy.context.view_layer.update()
+    pb = arm.pose.bones[bone]
+    pb.matrix = Matrix.Translation(shift) @ pb.matrix
+    bpy.context.view_layer.update()
+    dg = bpy.context.evaluated_depsgraph_get()
+    baked = bpy.data.meshes.new_from_object(mesh.evaluated_get(dg), depsgraph=dg)
+    co = np.empty(len(baked.vertices) * 3, np.float32)
+    baked.attributes["position"].data.foreach_get("vector", co)
+    bpy.data.meshes.remove(baked)
+    mesh.data.attributes["position"].data.foreach_set("vector", co)
+    mesh.data.update()
+    pb.matrix_basis = Matrix.Identity(4)
+    bpy.context.view_layer.update()
+
+
+def _region(arm, mesh, bone: str) -> np.ndarray:
+    """Vertices weighted (> 0) by `bone` or a bone below it."""
+    names = {b.name for b in arm.data.bones[bone].children_recursive} | {bone}
+    groups = {g.index for g in mesh.vertex_groups if g.name in names}
+    return np.array([any(g.group in groups and g.weight > 0 for g in v.groups) for v in mesh.data.vertices])
+
+
+def test_a_rest_mesh_deformed_by_one_bone_is_coloured_where_it_moved(clean_scene, testdata):
+    arm_a, mesh_a = _import_fox(testdata)
+    arm_b, mesh_b = _import_fox(testdata)
+    original = _positions(mesh_b)
+    _pose_and_apply(arm_b, mesh_b, BONE, (0.01, 0.0, 0.0))
+    displaced = np.linalg.norm(_positions(mesh_b) - original, axis=1)
+    limit = TOL * _diagonal(mesh_a)
+    expected = displaced > limit
+    assert 20 < expected.sum() < 400 and displaced.max() == pytest.approx(0.01, rel=1e-3)
+    for ob in bpy.context.view_layer.objects:
+        ob.select_set(ob in (arm_a, arm_b))
+    bpy.context.view_layer.objects.active = arm_a
+    mesh_b.data.update()
+    before = scene_fingerprint()
+    assert bpy.ops.skinbridge.rest_compare(source="SELECTED", layout="SIDE_BY_SIDE", tolerance=TOL) == {"FINISHED"}
+    overlay = rest_compare.shown
+    assert overlay.mode == "same vertex order"
+    for ob in (mesh_a, mesh_b):
+        np.testing.assert_array_equal(_coloured(ob), expected)
+        # within 4 float32 ulps of the Fox's largest coordinate (88): the gathered positions are float32
+        np.testing.assert_allclose(_values(ob), displaced, rtol=0, atol=4 * np.spacing(np.float32(88.0)))
+    assert not (expected & ~_region(arm_b, mesh_b, BONE)).any()  # the colour lies in the bone's region
+    assert _marked(arm_a) == set() and _marked(arm_b) == set()
+    gap = _positions(mesh_b)[:, 0].min() - _positions(mesh_a)[:, 0].max()
+    assert gap == pytest.approx(0.1 * _diagonal(mesh_a), rel=1e-5)  # B beside A, a tenth of the diagonal apart
+    assert any(BONE in name or "b_Tail03_014" in name for name, _ in overlay.largest), overlay.largest
+    assert bpy.ops.skinbridge.rest_compare_clear() == {"FINISHED"}
+    assert diff_fingerprints(before, scene_fingerprint()) == []
+
+
+def test_a_moved_bone_is_marked(clean_scene, testdata):
+    arm_a, _ = _import_fox(testdata)
+    arm_b, _ = _import_fox(testdata)
+    bpy.context.view_layer.objects.active = arm_b
+    bpy.ops.object.mode_set(mode="EDIT")
+    eb = arm_b.data.edit_bones["b_Head_05"]
+    eb.use_connect = False
+    eb.head.z += 1.0
+    eb.tail.z += 1.0
+    bpy.ops.object.mode_set(mode="POSE")  # a mode the Clear must give back
+    a, b = rest_compare.model_of(bpy.context, arm_a, "A"), rest_compare.model_of(bpy.context, arm_b, "B")
+    before = scene_fingerprint()
+    overlay = rest_compare.show(bpy.context, a, b, tol=TOL)
+    assert _marked(arm_a) == _marked(arm_b) == {"b_Head_05"} == overlay.marked
+    assert rest_compare.clear(bpy.context)
+    assert diff_fingerprints(before, scene_fingerprint()) == []
+    assert arm_b.mode == "POSE"
