@@ -11,6 +11,9 @@ active object and its mode; a model imported from a file for the comparison is r
 """
 from __future__ import annotations
 
+import os
+import tempfile
+import time
 from dataclasses import dataclass, field
 
 import bpy
@@ -20,9 +23,15 @@ from ..blender import scene as bscene
 from ..blender.selection import armature_of
 from ..core import model as cm
 from ..core import rest_overlay as ro
+from ..core.bitmap_font import draw_text, fit_text
 from ..core.compare import DEFAULT_ROT_TOL, Comparison, compare_scenes
+from ..core.contact_sheet import (
+    BACKGROUND, DEFAULT_PANEL, HEADER_COLOR, LABEL_HEIGHT, PALETTE, TEXT_COLOR, VIEWS, Sheet, compose_sheet,
+    panel_origin, panel_size,
+)
 from . import pipeline
 from .options import ConvertOptions
+from . import render
 from .render import scene_objects
 
 COLOR_ATTRIBUTE = "skinbridge_rest_distance"  # FLOAT_COLOR, POINT: the band colour
@@ -398,3 +407,99 @@ def compare_file(context, path: str, layout: str = "SUPERIMPOSED", tol: float = 
         _restore_selection(context, saved)
         raise
     return show(context, a, b, layout, tol, rot_tol, saved), warnings
+
+
+# ---------------------------------------------------------------------------------------------------
+# the picture: `skinbridge render A --compare B`
+
+MARKED_CLASS = ("marked", True)  # a bone class of the picture's palette, beside render's side classes
+MAX_PICTURE_LINES = 10  # findings written under the panels
+
+
+def _snapshot(context, model: Model, marked: set[str], created: list):
+    """The model captured by the contact sheet's own path, its marked bones in `MARKED_CLASS`."""
+    weighted = render.weighted_bones(model.meshes, model.armature) if model.armature is not None else set()
+    [snap] = render._capture(context, model.armature, model.meshes, None, None, created, weighted)
+    if model.armature is not None:
+        names = [pb.name for pb in model.armature.pose.bones]
+        snap.classes = [MARKED_CLASS if n in marked else c for n, c in zip(names, snap.classes)]
+    for me in snap.meshes:
+        if COLOR_ATTRIBUTE in me.color_attributes:
+            me.color_attributes.active_color_name = COLOR_ATTRIBUTE
+    return snap
+
+
+def _picture_lines(overlay: Overlay) -> list[str]:
+    lines = [f"largest: {name} {value:.3g} ({value / overlay.diagonal:.1e} of diag)"
+             for name, value in overlay.largest]
+    if overlay.marked:
+        lines.append("marked bones: " + ", ".join(sorted(overlay.marked)))
+    lines += [f"difference: {d}" for d in overlay.result.differences]
+    if len(lines) > MAX_PICTURE_LINES:
+        lines = lines[:MAX_PICTURE_LINES - 1] + [f"... {len(lines) - MAX_PICTURE_LINES + 1} more (skinbridge "
+                                                 "compare --rest lists them all)"]
+    return lines or ["no difference beyond the tolerances"]
+
+
+def _relabel(img, labels: tuple[str, str], views, panel) -> None:
+    pw = panel[0]
+    for r, label in enumerate(labels):
+        for c, view in enumerate(views):
+            x0, top = panel_origin(r, c, panel)
+            img[top - LABEL_HEIGHT:top, x0:x0 + pw] = HEADER_COLOR
+            draw_text(img, x0 + 6, top - LABEL_HEIGHT + 3, fit_text(f"{label}: {view}", pw - 12, 2), TEXT_COLOR, 2)
+
+
+def render_compare(context, a: Model, b: Model, *, views=VIEWS, panel: tuple[int, int] = DEFAULT_PANEL,
+                   title: str = "", labels: tuple[str, str] = ("A", "B"), tol: float = DEFAULT_TOL,
+                   saved: _Saved | None = None) -> Sheet:
+    """The overlay as a picture: A's row and B's row of front, side and top panels, each vertex in its band
+    colour, marked bones in `MARKED_BONE_COLOR`, the legend and the largest differences under the panels.
+    The overlay is cleared afterwards (and a model imported for B, listed in `saved`, removed)."""
+    start = time.perf_counter()
+    views = tuple(views)
+    panel = panel_size(len(views), 2, panel)
+    overlay = show(context, a, b, "SUPERIMPOSED", tol, saved=saved)
+    created: list = []
+    had_result = "Render Result" in bpy.data.images
+    palette = {**PALETTE, MARKED_CLASS: ro.MARKED_BONE_COLOR}
+    try:
+        with tempfile.TemporaryDirectory(prefix="skinbridge-render-") as tmpdir:
+            snapshots = [_snapshot(context, m, overlay.marked, created) for m in (a, b)]
+            mesh_pass, bone_pass = render._render_grid(snapshots, views, panel, np.zeros(3), created, tmpdir,
+                                                       palette, "VERTEX")
+    finally:
+        bscene.remove_created(created)
+        if not had_result and "Render Result" in bpy.data.images:
+            bpy.data.images.remove(bpy.data.images["Render Result"])
+        clear(context)
+    grid = ro.composite_colors(mesh_pass, bone_pass, list(palette.values()), BACKGROUND)
+    result = overlay.result
+    info = (f"rest position | {'same within the tolerances' if result.same else f'{len(result.differences)} differences'}"
+            f", {len(overlay.marked)} bones marked | limit {overlay.limit:.3g} ({tol:g} of diagonal "
+            f"{overlay.diagonal:.3g}), {overlay.mode}")
+    pixels, panels = compose_sheet(grid, [None, None], views, panel, title, info)
+    _relabel(pixels, labels, views, panel)
+    entries = overlay.legend() + [(ro.MARKED_BONE_COLOR, "marked bone")]
+    strip = ro.footer(pixels.shape[1], entries, _picture_lines(overlay), HEADER_COLOR, TEXT_COLOR)
+    pixels = np.concatenate([pixels, strip], axis=0)
+    counts = {"differences": len(result.differences), "marked_bones": len(overlay.marked),
+              "vertices": sum(len(ob.data.vertices) for ob in a.meshes)}
+    return Sheet(pixels, panels, counts, time.perf_counter() - start)
+
+
+def render_files(context, name_a: str, path_b: str, *, views=VIEWS, tol: float = DEFAULT_TOL
+                 ) -> tuple[Sheet, list[str]]:
+    """The model in the scene (as an export would take it; `name_a` names it) against the file `path_b`:
+    (picture, warnings)."""
+    arm, meshes = scene_objects(context)
+    if arm is None and not meshes:
+        raise ValueError("nothing to compare: no armature and no visible mesh")
+    a = Model("A", arm, meshes)
+    saved = _Saved()
+    _save_selection(context, saved)
+    b, warnings = import_model(context, path_b, saved)
+    name_b = os.path.basename(path_b)
+    sheet = render_compare(context, a, b, views=views, title=f"{name_a} against {name_b}",
+                           labels=(f"A {name_a}", f"B {name_b}"), tol=tol, saved=saved)
+    return sheet, warnings

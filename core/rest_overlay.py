@@ -115,3 +115,19 @@ def footer(width: int, entries: list[tuple[tuple[int, int, int], str]], lines: l
     for i, line in enumerate(lines):
         draw_text(img, 8, LEGEND_HEIGHT + i * FINDING_LINE, fit_text(line, width - 16, 1), text_color, 1)
     return img
+
+
+def composite_colors(mesh_pass: np.ndarray, bone_pass: np.ndarray, palette: np.ndarray, background) -> np.ndarray:
+    """The two RGBA passes (H, W, 4) uint8 of the compare picture as one RGB grid: the meshes in their overlay
+    colours as rendered, the bones over them snapped to the nearest colour of `palette` (K, 3)."""
+    h, w = mesh_pass.shape[:2]
+    out = np.empty((h, w, 3), np.uint8)
+    out[:] = background
+    mesh = mesh_pass[..., 3] >= 128
+    out[mesh] = mesh_pass[mesh][:, :3]
+    bone = bone_pass[..., 3] >= 128
+    if bone.any():
+        colors = np.asarray(palette, np.float64)
+        px = bone_pass[bone][:, :3].astype(np.float64)
+        out[bone] = colors[np.argmin(((px[:, None, :] - colors[None]) ** 2).sum(axis=2), axis=1)].astype(np.uint8)
+    return out
