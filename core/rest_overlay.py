@@ -117,17 +117,23 @@ def footer(width: int, entries: list[tuple[tuple[int, int, int], str]], lines: l
     return img
 
 
-def composite_colors(mesh_pass: np.ndarray, bone_pass: np.ndarray, palette: np.ndarray, background) -> np.ndarray:
-    """The two RGBA passes (H, W, 4) uint8 of the compare picture as one RGB grid: the meshes in their overlay
-    colours as rendered, the bones over them snapped to the nearest colour of `palette` (K, 3)."""
+def _snap(px: np.ndarray, colors) -> np.ndarray:
+    colors = np.asarray(colors, np.float64)
+    px = px[:, :3].astype(np.float64)
+    return colors[np.argmin(((px[:, None, :] - colors[None]) ** 2).sum(axis=2), axis=1)].astype(np.uint8)
+
+
+def composite_colors(mesh_pass: np.ndarray, bone_pass: np.ndarray, palette, background) -> np.ndarray:
+    """The two RGBA passes (H, W, 4) uint8 of the compare picture as one RGB grid of exact classes: mesh pixels
+    snapped to the nearest band colour (Workbench dithers, and a face between two bands blends them), bone
+    pixels over them snapped to the nearest colour of `palette` (K, 3)."""
     h, w = mesh_pass.shape[:2]
     out = np.empty((h, w, 3), np.uint8)
     out[:] = background
     mesh = mesh_pass[..., 3] >= 128
-    out[mesh] = mesh_pass[mesh][:, :3]
+    if mesh.any():
+        out[mesh] = _snap(mesh_pass[mesh], band_colors_srgb())
     bone = bone_pass[..., 3] >= 128
     if bone.any():
-        colors = np.asarray(palette, np.float64)
-        px = bone_pass[bone][:, :3].astype(np.float64)
-        out[bone] = colors[np.argmin(((px[:, None, :] - colors[None]) ** 2).sum(axis=2), axis=1)].astype(np.uint8)
+        out[bone] = _snap(bone_pass[bone], palette)
     return out

@@ -11,6 +11,9 @@ import pytest
 
 from skinbridge import formats
 
+from conftest import run_cli
+from support.png_decode import decode_png
+
 bpy = pytest.importorskip("bpy")
 
 from mathutils import Matrix  # noqa: E402
@@ -19,6 +22,7 @@ from skinbridge.app import rest_compare  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
 from skinbridge.core import rest_overlay  # noqa: E402
 from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
+from test_render import header_has_text, panel_boxes  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -166,3 +170,49 @@ def test_a_moved_bone_is_marked(clean_scene, testdata):
     assert rest_compare.clear(bpy.context)
     assert diff_fingerprints(before, scene_fingerprint()) == []
     assert arm_b.mode == "POSE"
+
+
+# -- the picture -------------------------------------------------------------------------------------------------
+
+def _mesh_classes(px: np.ndarray, box) -> dict[tuple[int, int, int], int]:
+    """Pixel count per overlay band colour inside one panel (bones and background left out)."""
+    x0, y0, x1, y1 = box
+    p = px[y0:y1, x0:x1, :3].reshape(-1, 3)
+    return {tuple(int(v) for v in c): int((p == c).all(axis=1).sum()) for c in rest_overlay.band_colors_srgb()}
+
+
+def test_render_fox_against_its_umd2_export(testdata, fox_mdl, tmp_path):
+    out = tmp_path / "compare.png"
+    r = run_cli("render", testdata / "gltf" / "Fox.glb", "--compare", fox_mdl, "-o", out)
+    assert r.returncode == 0, r.stderr
+    px = decode_png(out.read_bytes())
+    assert header_has_text(px, 8, 6, "Fox.glb against Fox.mdl", 2)
+    assert header_has_text(px, 8, 28, "rest position | same within the tolerances, 0 bones marked", 1)
+    boxes = panel_boxes(3, 2)
+    for box in boxes:
+        counts = _mesh_classes(px, box)
+        assert counts[rest_overlay.SAME_COLOR] > 3000, counts  # the fox, all of it within the limit
+        assert sum(counts.values()) == counts[rest_overlay.SAME_COLOR], counts
+    legend_top = boxes[-1][3] + 8
+    assert (px[legend_top + 2, 10:20] == rest_overlay.SAME_COLOR).all()  # the legend's first swatch
+
+
+def test_render_of_a_deformed_tail_colours_it_and_changes_nothing(clean_scene, testdata):
+    arm_a, mesh_a = _import_fox(testdata)
+    arm_b, mesh_b = _import_fox(testdata)
+    _pose_and_apply(arm_b, mesh_b, BONE, (0.01, 0.0, 0.0))
+    a, b = rest_compare.model_of(bpy.context, arm_a, "A"), rest_compare.model_of(bpy.context, arm_b, "B")
+    before = scene_fingerprint()
+    sheet = rest_compare.render_compare(bpy.context, a, b, title="deformed", tol=TOL)
+    assert diff_fingerprints(before, scene_fingerprint()) == []
+    for panel in sheet.panels:
+        counts = _mesh_classes(sheet.pixels, panel.box)
+        coloured = sum(counts.values()) - counts[rest_overlay.SAME_COLOR]
+        assert 0 < coloured < 0.5 * counts[rest_overlay.SAME_COLOR], (panel.view, counts)  # the tail, not the body
+    side = sheet.panels[1]  # the side view looks along +X: the tail is on the right of the body
+    x0, y0, x1, y1 = side.box
+    p = sheet.pixels[y0:y1, x0:x1, :3]
+    body = (p == rest_overlay.SAME_COLOR).all(axis=2)
+    tail = ~body & np.isin(p, rest_overlay.band_colors_srgb()[1:]).all(axis=2) & \
+        ((p[..., None, :] == rest_overlay.band_colors_srgb()[1:]).all(axis=-1)).any(axis=-1)
+    assert np.nonzero(tail)[1].min() > np.nonzero(body)[1].mean()
