@@ -475,9 +475,9 @@ def render_compare(context, a: Model, b: Model, *, views=VIEWS, panel: tuple[int
         clear(context)
     grid = ro.composite_colors(mesh_pass, bone_pass, list(palette.values()), BACKGROUND)
     result = overlay.result
-    info = (f"rest position | {'same within the tolerances' if result.same else f'{len(result.differences)} differences'}"
-            f", {len(overlay.marked)} bones marked | limit {overlay.limit:.3g} ({tol:g} of diagonal "
-            f"{overlay.diagonal:.3g}), {overlay.mode}")
+    verdict = "same within the tolerances" if result.same else f"{len(result.differences)} differences"
+    info = (f"rest position | {verdict}, {len(overlay.marked)} bones marked | limit {overlay.limit:.3g} ({tol:g} of "
+            f"diagonal {overlay.diagonal:.3g}), {overlay.mode}")
     pixels, panels = compose_sheet(grid, [None, None], views, panel, title, info)
     _relabel(pixels, labels, views, panel)
     entries = overlay.legend() + [(ro.MARKED_BONE_COLOR, "marked bone")]

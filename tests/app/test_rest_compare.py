@@ -181,6 +181,7 @@ def _mesh_classes(px: np.ndarray, box) -> dict[tuple[int, int, int], int]:
     return {tuple(int(v) for v in c): int((p == c).all(axis=1).sum()) for c in rest_overlay.band_colors_srgb()}
 
 
+@pytest.mark.slow
 def test_render_fox_against_its_umd2_export(testdata, fox_mdl, tmp_path):
     out = tmp_path / "compare.png"
     r = run_cli("render", testdata / "gltf" / "Fox.glb", "--compare", fox_mdl, "-o", out)
@@ -197,6 +198,7 @@ def test_render_fox_against_its_umd2_export(testdata, fox_mdl, tmp_path):
     assert (px[legend_top + 2, 10:20] == rest_overlay.SAME_COLOR).all()  # the legend's first swatch
 
 
+@pytest.mark.slow
 def test_render_of_a_deformed_tail_colours_it_and_changes_nothing(clean_scene, testdata):
     arm_a, mesh_a = _import_fox(testdata)
     arm_b, mesh_b = _import_fox(testdata)
