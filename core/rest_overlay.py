@@ -39,7 +39,10 @@ def vertex_distances(pa: np.ndarray, pb: np.ndarray, limit: float, scale: float
             return in_order, in_order.copy(), "same vertex order"
     if not len(pa) or not len(pb):
         return np.full(len(pa), np.inf), np.full(len(pb), np.inf), "nearest vertex"
-    return (_match_distances(pa, pb, limit, scale), _match_distances(pb, pa, limit, scale), "nearest vertex")
+    # the search grid's first cell: never finer than 1e-4 of the diagonal (a grid of cell `limit` at 1e-6 of it
+    # has more cells than an int64 key holds); the distances stay exact, the grid only grows from there
+    radius = max(limit, scale * 1e-4)
+    return (_match_distances(pa, pb, radius, scale), _match_distances(pb, pa, radius, scale), "nearest vertex")
 
 
 def bands(distances: np.ndarray, limit: float) -> np.ndarray:

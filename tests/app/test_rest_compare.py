@@ -6,10 +6,12 @@ Clear must restore from `scene_fingerprint` taken before the overlay.
 """
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 
-from skinbridge import formats
+from skinbridge import cli, formats
 
 from conftest import run_cli
 from support.png_decode import decode_png
@@ -18,7 +20,7 @@ bpy = pytest.importorskip("bpy")
 
 from mathutils import Matrix  # noqa: E402
 
-from skinbridge.app import rest_compare  # noqa: E402
+from skinbridge.app import ops_rest_compare, rest_compare  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
 from skinbridge.core import rest_overlay  # noqa: E402
 from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
@@ -153,6 +155,34 @@ def test_a_rest_mesh_deformed_by_one_bone_is_coloured_where_it_moved(clean_scene
     assert diff_fingerprints(before, scene_fingerprint()) == []
 
 
+class _Layout:
+    """Records what a panel draws (UILayout cannot be made headless)."""
+
+    def __init__(self, labels: list[str]):
+        self.labels = labels
+
+    def prop(self, *args, **kwargs) -> None:
+        pass
+
+    def operator(self, *args, **kwargs):
+        return types.SimpleNamespace()
+
+    def row(self, align: bool = False):
+        return self
+
+    def box(self):
+        return self
+
+    def label(self, text: str = "") -> None:
+        self.labels.append(text)
+
+
+def _panel_labels() -> list[str]:
+    labels: list[str] = []
+    ops_rest_compare.SKINBRIDGE_PT_rest_compare.draw(types.SimpleNamespace(layout=_Layout(labels)), bpy.context)
+    return labels
+
+
 def test_a_moved_bone_is_marked(clean_scene, testdata):
     arm_a, _ = _import_fox(testdata)
     arm_b, _ = _import_fox(testdata)
@@ -167,6 +197,12 @@ def test_a_moved_bone_is_marked(clean_scene, testdata):
     before = scene_fingerprint()
     overlay = rest_compare.show(bpy.context, a, b, tol=TOL)
     assert _marked(arm_a) == _marked(arm_b) == {"b_Head_05"} == overlay.marked
+    labels = _panel_labels()
+    assert [t for t in labels if t.startswith("difference: skeleton: bone b_Head_05: rest head: moved by 1 ")]
+    legend = [text for _, text in rest_overlay.legend(TOL, _diagonal(bpy.data.objects[overlay.names[0][1]]))]
+    assert [t for t in labels if t in legend] == legend
+    assert legend[0] == "<= 1e-05 of diag (0.00176)" and legend[1] == "1e-05 - 1e-04 (0.0176)"
+    assert labels[0] == "Distance to the other model (same vertex order)"
     assert rest_compare.clear(bpy.context)
     assert diff_fingerprints(before, scene_fingerprint()) == []
     assert arm_b.mode == "POSE"
@@ -217,3 +253,12 @@ def test_render_of_a_deformed_tail_colours_it_and_changes_nothing(clean_scene, t
     body = (p == rest_overlay.SAME_COLOR).all(axis=2)
     tail = (p[..., None, :] == rest_overlay.band_colors_srgb()[1:]).all(axis=-1).any(axis=-1)
     assert np.nonzero(tail)[1].min() > np.nonzero(body)[1].mean()
+
+
+def test_render_compare_usage_errors_exit_before_blender(testdata, tmp_path, capsys):
+    fox = str(testdata / "gltf" / "Fox.glb")
+    assert cli.main(["render", fox, "--compare", fox, "--frame", "3", "-o", str(tmp_path / "x.png")]) == 2
+    assert "--compare draws the Rest Position" in capsys.readouterr().err
+    assert cli.main(["render", fox, "--compare", str(tmp_path / "none.mdl"), "-o", str(tmp_path / "x.png")]) == 1
+    assert f"{tmp_path / 'none.mdl'}: no such file" in capsys.readouterr().err
+    assert not (tmp_path / "x.png").exists()
