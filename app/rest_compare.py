@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
+from .. import formats
 from ..blender import scene as bscene
 from ..blender.selection import armature_of
 from ..core import model as cm
@@ -124,6 +125,9 @@ def selected_models(context) -> tuple[Model, Model]:
 def import_model(context, path: str, saved: _Saved) -> tuple[Model, list[str]]:
     """Import any file we read as model B; its datablocks are listed in `saved.imported` for `clear`."""
     spec = pipeline.importable(path)
+    kind = formats.file_kind(path, spec)
+    if kind != "model":  # a motion would go onto the user's armature, not stand beside it
+        raise ValueError(f"{path}: a {spec.label} file of kind {kind}, not a model to compare")
     before = bscene.snapshot_ids()
     try:
         warnings = spec.get("blender_import")(context, path, ConvertOptions())
@@ -253,10 +257,9 @@ def _mark(arm, marked: set[str]) -> None:
             arm.pose.bones[bone.name].color.palette = MARK_PALETTE
 
 
-def _side_by_side(a: Model, b: Model, distances_space: tuple[np.ndarray, np.ndarray], diagonal: float,
-                  saved: _Saved) -> None:
-    """B's root objects moved along +X until B's bounds start a tenth of the diagonal beyond A's."""
-    pa, pb = distances_space
+def _side_by_side(b: Model, points: tuple[np.ndarray, np.ndarray], diagonal: float, saved: _Saved) -> None:
+    """B's root objects moved along +X until B's points (world) start a tenth of the diagonal beyond A's."""
+    pa, pb = points
     if not len(pa) or not len(pb):
         return
     shift = float(np.nanmax(pa[:, 0]) - np.nanmin(pb[:, 0]) + 0.1 * diagonal)
@@ -306,7 +309,7 @@ def show(context, a: Model, b: Model, layout: str = "SUPERIMPOSED", tol: float =
                     _paint(ob, distances[ob.name], result.position_limit)
         if layout == "SIDE_BY_SIDE":
             bounds = tuple(_world_points(m) for m in (a, b))
-            _side_by_side(a, b, bounds, result.diagonal, saved)
+            _side_by_side(b, bounds, result.diagonal, saved)
         _viewport_shading(context, saved)
         context.view_layer.update()
     except BaseException:
@@ -404,6 +407,7 @@ def compare_file(context, path: str, layout: str = "SUPERIMPOSED", tol: float = 
     try:
         b, warnings = import_model(context, path, saved)
     except BaseException:
+        _remove_imported(saved.imported)
         _restore_selection(context, saved)
         raise
     return show(context, a, b, layout, tol, rot_tol, saved), warnings

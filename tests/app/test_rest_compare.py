@@ -94,6 +94,13 @@ def test_fox_against_its_own_umd2_export(clean_scene, testdata, fox_mdl):
     assert bpy.ops.skinbridge.rest_compare_clear() == {"FINISHED"}
     assert rest_compare.shown is None
     assert diff_fingerprints(before, scene_fingerprint()) == []
+    motion = fox_mdl.parent / "Animations" / "Walk.ani"  # written by convert beside the model
+    with pytest.raises(RuntimeError, match="cannot be imported as a model"):
+        bpy.ops.skinbridge.rest_compare(source="FILE", filepath=str(motion))
+    smd_motion = testdata / "smd" / "bst_ActionFilter_X_Axis_anim.smd"  # imports, but onto the active armature
+    with pytest.raises(RuntimeError, match="of kind motion, not a model to compare"):
+        bpy.ops.skinbridge.rest_compare(source="FILE", filepath=str(smd_motion))
+    assert diff_fingerprints(before, scene_fingerprint()) == []
 
 
 def _pose_and_apply(arm, mesh, bone: str, shift) -> None:
