@@ -151,8 +151,9 @@ def import_model(context, path: str, saved: _Saved) -> tuple[Model, list[str]]:
 # ---------------------------------------------------------------------------------------------------
 # measuring
 
-def _gathered(context, model: Model) -> cm.Scene:
-    scene, _ = bscene.gather_scene(context, tangents=False, objects=(list(model.meshes), model.armature))
+def _gathered(context, model: Model, notes: list[str]) -> cm.Scene:
+    scene, warnings = bscene.gather_scene(context, tangents=False, objects=(list(model.meshes), model.armature))
+    notes += [f"{model.label}: {w}" for w in warnings]
     return scene
 
 
@@ -197,10 +198,10 @@ def _per_object(scene: cm.Scene, distances: np.ndarray, notes: list[str]) -> dic
 
 def measure(context, a: Model, b: Model, tol: float = DEFAULT_TOL, rot_tol: float = DEFAULT_ROT_TOL):
     """(comparison, distance per vertex of every mesh object of A and B, mode, largest named, notes)."""
-    sa, sb = _gathered(context, a), _gathered(context, b)
+    notes: list[str] = []
+    sa, sb = _gathered(context, a, notes), _gathered(context, b, notes)
     result = compare_scenes(sa, sb, tol=tol, rot_tol=rot_tol, rest=True)
     da, db, mode = ro.vertex_distances(_pooled(sa), _pooled(sb), result.position_limit, result.diagonal)
-    notes: list[str] = []
     distances = _per_object(sa, da, notes)
     distances.update(_per_object(sb, db, notes))
     names = _vertex_names("A", sa) + _vertex_names("B", sb)
