@@ -4,6 +4,7 @@
     skinbridge info FILE
     skinbridge check FILE...
     skinbridge render FILE [--rest | --frame N | --frames A:B:STEP] [--action NAME] [--views front,side,top] -o OUT.png
+    skinbridge render A --compare B [--tol X] [--views front,side,top] -o OUT.png
     skinbridge compare A B [--rest] [--tol X] [--pos-tol P] [--rot-tol R]
     skinbridge demo [-o OUTDIR]
 
@@ -362,6 +363,15 @@ def _render(args) -> int:
         what = "is a folder, not a model file" if os.path.isdir(args.file) else "no such file"
         print(f"error: {args.file}: {what}", file=sys.stderr)
         return 1
+    if args.compare is not None:
+        if args.frame is not None or args.frames or args.action:
+            print("error: --compare draws the Rest Position: it takes no --frame, --frames or --action",
+                  file=sys.stderr)
+            return 2
+        if os.path.isdir(args.compare) or not os.path.exists(args.compare):
+            what = "is a folder, not a model file" if os.path.isdir(args.compare) else "no such file"
+            print(f"error: {args.compare}: {what}", file=sys.stderr)
+            return 1
     from .core.contact_sheet import parse_frames  # numpy: 60-90 ms import, not needed by --help
 
     try:  # a usage error: exit 2 before Blender loads
@@ -379,26 +389,36 @@ def _render(args) -> int:
         from .app import pipeline  # imports bpy: after the argument checks above
 
         outdir = os.path.dirname(os.path.abspath(args.output))
-        with output_session(outdir, [args.file]) as session:
+        inputs = [args.file] + ([args.compare] if args.compare is not None else [])
+        compared_warnings: list[str] = []
+        with output_session(outdir, inputs) as session:
             session.check(args.output)  # before the import: the model is never replaced by a picture
             bpy, warnings, options = import_for_view(args.file)
-            if args.action and not args.rest and args.action not in bpy.data.actions:
-                motion = _motion_beside(args.file, args.action)
-                if motion is not None:  # an output folder: the model's motion beside it
-                    session.protect(motion)
-                    warnings += pipeline.load_motion(bpy.context, motion, options)
-            if args.action and not args.rest and frames is None:
-                act = render._find_action(args.action)
-                frames = [int(round(act.frame_range[0]))]
-            sheet = render.render_sheet(bpy.context, frames=None if args.rest else frames,
-                                        action=None if args.rest else args.action, views=views,
-                                        title=os.path.basename(args.file))
+            if args.compare is not None:
+                from .app import rest_compare  # imports bpy: after the argument checks above
+
+                sheet, compared_warnings = rest_compare.render_files(bpy.context, os.path.basename(args.file),
+                                                                     args.compare, views=views, tol=args.tol)
+            else:
+                if args.action and not args.rest and args.action not in bpy.data.actions:
+                    motion = _motion_beside(args.file, args.action)
+                    if motion is not None:  # an output folder: the model's motion beside it
+                        session.protect(motion)
+                        warnings += pipeline.load_motion(bpy.context, motion, options)
+                if args.action and not args.rest and frames is None:
+                    act = render._find_action(args.action)
+                    frames = [int(round(act.frame_range[0]))]
+                sheet = render.render_sheet(bpy.context, frames=None if args.rest else frames,
+                                            action=None if args.rest else args.action, views=views,
+                                            title=os.path.basename(args.file))
             pipeline.protect_scene_files(session)
             render.write_sheet(sheet, args.output)
     except (FormatError, ValueError, OSError, RuntimeError) as e:
         where = "" if str(args.file) in str(e) or str(args.output) in str(e) else f"{args.file}: "
         print(f"error: {where}{_message(e)}", file=sys.stderr)
         return 2 if isinstance(e, OutputError) else 1
+    for w in compared_warnings:
+        print(f"warning: {args.compare}: {w}", file=sys.stderr)
     for w in warnings:
         print(f"warning: {args.file}: {w}", file=sys.stderr)
     h, w_ = sheet.pixels.shape[:2]
@@ -546,6 +566,10 @@ def build_parser() -> argparse.ArgumentParser:
     when.add_argument("--frames", metavar="A:B[:STEP]", help="one row per frame, A to B included (or a list 1,5,9)")
     r.add_argument("--action", metavar="NAME", help="pose with this action (for .mdl also Animations/NAME.ani beside it)")
     r.add_argument("--views", default="front,side,top", help="comma-separated views (default front,side,top)")
+    r.add_argument("--compare", metavar="B", help="overlay FILE and B in Rest Position: one row each, every vertex "
+                   "coloured by its distance to the other model, moved bones marked, the largest differences named")
+    r.add_argument("--tol", type=_number(float, 1e-9, 1.0, "a fraction of the diagonal"), default=1e-5,
+                   help="with --compare: the distance drawn as the same, × the bounding-box diagonal (default 1e-5)")
     r.add_argument("-o", "--output", required=True, metavar="OUT.png")
     r.set_defaults(func=cmd_render)
     m = sub.add_parser("compare", help="compare two models (any formats we read, or an output folder with "

@@ -1,6 +1,6 @@
 """The add-on's registration, read from the format registry: each format's own operators, a plain Import /
 Export entry for a format that has a Blender import or export target but no operators of its own, the
-drag-and-drop handlers, and the contact-sheet operator.
+drag-and-drop handlers, the contact-sheet operator and the Rest Compare sidebar.
 
 Drag and drop: a FileHandler per format for the extensions no other format claims; for an extension that
 several formats share (UrhoX and Wallpaper Engine `.mdl`), one handler whose operator reads each dropped
@@ -19,7 +19,7 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper, poll_file_object_dro
 from .. import formats
 from ..blender.ops_common import ExportFile, ImportFiles, file_operator, option_values
 from ..blender.selection import armatures
-from . import ops_render, sidebar
+from . import ops_render, ops_rest_compare, sidebar
 from .options import ConvertOptions
 from ..core.errors import FormatError
 
@@ -210,9 +210,11 @@ def register() -> None:
             menu.append(draw)
             _menus.append((menu, draw))
     ops_render.register()
+    ops_rest_compare.register()
 
 
 def unregister() -> None:
+    ops_rest_compare.unregister()
     ops_render.unregister()
     while _menus:
         menu, draw = _menus.pop()

@@ -284,20 +284,22 @@ def _layout(snapshots, views, panel, bone_offset) -> tuple[float, dict]:
     return view_scale(np.concatenate(points) if points else np.zeros((0, 3)), views, panel)
 
 
-def _render_grid(snapshots, views, panel, bone_offset, created, tmpdir) -> tuple[np.ndarray, np.ndarray]:
-    """The mesh pass and the bone pass of the whole grid: (H, W, 4) uint8 each."""
+def _render_grid(snapshots, views, panel, bone_offset, created, tmpdir, palette: dict = PALETTE,
+                 mesh_color: str = "SINGLE") -> tuple[np.ndarray, np.ndarray]:
+    """The mesh pass and the bone pass of the whole grid: (H, W, 4) uint8 each. `palette`: the bone classes'
+    colours; `mesh_color` "VERTEX": the meshes in their active colour attribute, unlit (the Rest Compare)."""
     pw, ph = panel
     rows, cols = len(snapshots), len(views)
     s, centres = _layout(snapshots, views, panel, bone_offset)
     scene = bpy.data.scenes.new("skinbridge_render")
     created.append(scene)
-    classes = list(PALETTE)
+    classes = list(palette)
     class_index = {c: i for i, c in enumerate(classes)}
     mats = []
     for c in classes:
         mat = bpy.data.materials.new(f"skinbridge_render_{c[0]}_{int(c[1])}")
         created.append(mat)
-        mat.diffuse_color = srgb_to_linear(PALETTE[c])
+        mat.diffuse_color = srgb_to_linear(palette[c])
         mats.append(mat)
     mesh_objects, bone_objects = [], []
     zmin, zmax = math.inf, -math.inf
@@ -348,8 +350,8 @@ def _render_grid(snapshots, views, panel, bone_offset, created, tmpdir) -> tuple
             ob.hide_render = not visible
 
     show(bone_objects, False)
-    sh.light = "STUDIO"
-    sh.color_type = "SINGLE"
+    sh.light = "STUDIO" if mesh_color == "SINGLE" else "FLAT"
+    sh.color_type = mesh_color
     sh.single_color = (0.8, 0.8, 0.8)
     mesh_pass = _render_pass(scene, path) if mesh_objects else np.zeros((height, width, 4), np.uint8)
     show(bone_objects, True)
