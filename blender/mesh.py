@@ -118,8 +118,10 @@ def _foreach(collection_or_attr, prop: str, count: int, width: int, dtype) -> np
 
 
 def read_mesh(ob, depsgraph, matrix: np.ndarray, bone_index: dict[str, int], max_influences: int,
-              warnings: list[str], tangents: bool = True) -> cm.Mesh | None:
-    """The evaluated mesh of `ob` in the space `matrix` maps object space to, split per corner data."""
+              warnings: list[str], tangents: bool = True, isolated: bool = False) -> cm.Mesh | None:
+    """The evaluated mesh of `ob` in the space `matrix` maps object space to, split per corner data.
+    `isolated`: vertices no face or edge uses are output too, in their place (`_keep_isolated`), for an exporter
+    that writes them from its kept records; otherwise they are left out."""
     ob_eval = ob.evaluated_get(depsgraph)
     me = ob_eval.to_mesh(preserve_all_data_layers=True, depsgraph=depsgraph)
     try:
@@ -131,12 +133,13 @@ def read_mesh(ob, depsgraph, matrix: np.ndarray, bone_index: dict[str, int], max
             bmesh.ops.triangulate(bm, faces=bm.faces[:])
             bm.to_mesh(me)
             bm.free()
-        return _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings, tangents)
+        return _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings, tangents, isolated)
     finally:
         ob_eval.to_mesh_clear()
 
 
-def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings, want_tangents=True) -> cm.Mesh:
+def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings, want_tangents=True,
+                       isolated=False) -> cm.Mesh:
     nv, nl, nf = len(me.vertices), len(me.loops), len(me.polygons)
     if bone_index:  # first, while little else is in memory
         # as many columns as the widest vertex needs (a format allowing 32 links pays for the links there are),
@@ -205,7 +208,8 @@ def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings, wan
         source = np.concatenate([source, extra]).astype(np.int32)
     if len(edges):
         cmesh.edges = edges
-    source = _keep_isolated(me, cmesh, source, pos, m, normal_m)
+    if isolated:
+        source = _keep_isolated(me, cmesh, source, pos, m, normal_m)
     if bone_index:
         cmesh.joints = vertex_joints[source]
         cmesh.weights = vertex_weights[source]

@@ -274,13 +274,14 @@ def exportable_objects(context, selected_only: bool = False) -> tuple[list, obje
 
 
 def gather_scene(context, selected_only: bool = False, max_influences: int = 4,
-                 deform_only: bool = False, tangents: bool = True, objects: tuple | None = None
-                 ) -> tuple[cm.Scene, list[str]]:
+                 deform_only: bool = False, tangents: bool = True, objects: tuple | None = None,
+                 isolated: bool = False) -> tuple[cm.Scene, list[str]]:
     """Read what would be exported into a core Scene (world space, Blender axes); `tangents=False` for formats
     that do not store them (they cost a MikkTSpace pass). Read-only for the user:
     the armature is switched to Rest Position and meshes with shape keys to their basis key (shape key
     lock) while reading, and both are put back in `finally`. `objects`: the (meshes, armature) of
-    `exportable_objects`, when the caller has them already."""
+    `exportable_objects`, when the caller has them already. `isolated`: meshes keep the vertices no face or edge
+    uses, in their place (`mesh.read_mesh`)."""
     warnings: list[str] = []
     meshes, arm_ob = objects if objects is not None else exportable_objects(context, selected_only)
     lod_levels = [ob for ob in meshes if int(ob.get(LOD_PROP, 0)) > 0]
@@ -322,7 +323,7 @@ def gather_scene(context, selected_only: bool = False, max_influences: int = 4,
             is_skinned = ob in skinned
             matrix = np.array(ob.matrix_world, dtype=np.float64)
             cmesh = bmesh_.read_mesh(ob, depsgraph, matrix, bone_index if is_skinned else {}, max_influences,
-                                     warnings, tangents)
+                                     warnings, tangents, isolated)
             if cmesh is None:
                 continue
             if scene.skeleton is not None and not is_skinned:

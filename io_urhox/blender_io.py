@@ -138,7 +138,9 @@ def _restore_file_data(ob, cmesh, elements) -> None:
 
 def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool = False,
                deform_only: bool = False, max_bones: int = 64) -> list[str]:
-    core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only, deform_only=deform_only)
+    # a file's unreferenced vertices come back in their place: its kept vertex records cover them
+    core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only, deform_only=deform_only,
+                                               isolated=True)
     if not core_scene.meshes:
         raise ExportError("nothing to export: no visible mesh with faces")
     _file_values_of_unchanged_meshes(context, core_scene)
