@@ -12,6 +12,8 @@ PROFILES = (
 ANI_FORMATS = (
     ("urhox", "UrhoX (UANI v2)", "Versioned UANI: u32-length names, step/linear byte, full T/R/S keys"),
     ("urho3d", "Urho3D (classic)", "Classic UANI: C-string names, channel mask from the animated channels"),
+    ("rbfx", "rbfx (UAN2)", "rbfx's UAN2: the classic layout with a version, track weights and attribute tracks "
+                            "(the file's own while kept)"),
 )
 
 OPTIONS = (
@@ -23,7 +25,7 @@ OPTIONS = (
     Option("deform_only", bool, False, label="Deforming Bones Only",
            help="drop bones that deform nothing and have no deforming descendants"),
     Option("ani_format", str, "urhox", choices=ANI_FORMATS, default_from="profile", label="Animation Format",
-           help="animation files: UrhoX UANI v2 or classic Urho3D UANI"),
+           help="animation files: UrhoX UANI v2, classic Urho3D UANI or rbfx UAN2"),
 )
 
 FORMATS = (

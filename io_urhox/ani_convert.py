@@ -19,6 +19,8 @@ hold keys ``HOLD_GAP`` seconds before each next key, with a warning.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Collection, Mapping
 
 import numpy as np
@@ -30,7 +32,8 @@ from ..core.transforms import matrix3_to_quat, quat_multiply, slerp
 from . import convert, uani
 
 HOLD_GAP = 1e-4  # seconds between a hold key and the key it holds up to
-FORMATS = ("urhox", "urho3d")
+FORMATS = ("urhox", "urho3d", "rbfx")
+RBFX_DEFAULT_VERSION = uani.RBFX_VARIANT_TRACK_VERSION  # the version of rbfx's stock UAN2 files
 
 
 # -- axes ----------------------------------------------------------------------------------------------
@@ -110,6 +113,10 @@ def to_core(anim: uani.Animation, name: str, profile: str = "urhox",
     warnings = list(anim.warnings) + uani.check(anim)
     out = cm.Animation(name=name, length=float(anim.length))
     out.extras["urho"] = {"variant": anim.variant, "version": anim.version, "name": anim.name}
+    if anim.variant_tracks:  # rbfx attribute tracks: no bone to hold them, so their bytes travel with the clip
+        out.extras["urho"]["variant_tracks"] = [
+            {"name": vt.name, "type": vt.variant_type, "interpolation": vt.interpolation,
+             "keys": vt.key_count, "raw": base64.b64encode(vt.raw).decode("ascii")} for vt in anim.variant_tracks]
     for track in anim.tracks:
         times = np.asarray(track.times, np.float64)
         ct = cm.Track(bone=track.name)
@@ -166,18 +173,22 @@ def _hold_times(times: np.ndarray) -> np.ndarray:
 def from_core(animation: cm.Animation, profile: str = "urhox", fmt: str = "urhox",
               roots: Collection[str] = (), rest: Mapping[str, tuple] | None = None
               ) -> tuple[uani.Animation, list[str]]:
-    """Records for ``fmt`` ('urhox' or 'urho3d') from a core Animation. ``rest`` maps a bone name to its
-    default (t, r, s) in core axes, used for channels a UrhoX track must hold but the core track lacks.
-    Raises ValueError naming the track for non-finite or out-of-order keys."""
+    """Records for ``fmt`` ('urhox', 'urho3d' or 'rbfx': UAN2, the classic layout with a version, track weights
+    and attribute tracks, the file's own while kept, else version `RBFX_DEFAULT_VERSION`) from a core
+    Animation. ``rest`` maps a bone name to its default (t, r, s) in core axes, used for channels a UrhoX track
+    must hold but the core track lacks. Raises ValueError naming the track for non-finite or out-of-order
+    keys."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown animation format {fmt!r}; expected one of {FORMATS}")
     axes = Axes.of(profile, inverse=True)
     warnings: list[str] = []
-    classic = fmt == "urho3d"
+    classic = fmt in ("urho3d", "rbfx")  # rbfx keeps the classic layout
     raw = animation.extras.get("urho", {})
     name = raw.get("name") if isinstance(raw.get("name"), str) and raw.get("name") else animation.name
-    out = uani.Animation(variant="urho3d" if classic else "urhox", version=None if classic else uani.URHOX_VERSION,
-                         name=name if classic else "", length=np.float32(animation.length))
+    out = uani.Animation(variant=fmt, version=_version_for(fmt, raw), name=name if classic else "",
+                         length=np.float32(animation.length))
+    if fmt == "rbfx" and out.version >= uani.RBFX_VARIANT_TRACK_VERSION:
+        out.variant_tracks = _kept_variant_tracks(raw)
     held = []
     for track in animation.tracks:
         _check_track(track)
@@ -215,11 +226,44 @@ def from_core(animation: cm.Animation, profile: str = "urhox", fmt: str = "urhox
                                                              else uani.INTERPOLATION_LINEAR))
         for key, values in channels.items():
             setattr(rec, key, np.asarray(values, np.float32))
+        rec.weights = _track_weights(track, uani._weight_count(out.version)) if fmt == "rbfx" else None
         out.tracks.append(rec)
     if held:
         warnings.append(f"classic UANI cannot step: {len(held)} stepped track(s) written with hold keys "
                         f"{HOLD_GAP:g} s before each next key ({', '.join(held[:5])}{', ...' if len(held) > 5 else ''})")
     return out, warnings
+
+
+def _version_for(fmt: str, raw: dict) -> int | None:
+    """The header version of `fmt`: none for classic UANI, UrhoX's, or the rbfx file's own (else the default)."""
+    if fmt == "urho3d":
+        return None
+    if fmt == "urhox":
+        return uani.URHOX_VERSION
+    kept = raw.get("version")
+    return kept if raw.get("variant") == uani.VARIANT_RBFX and kept in uani.RBFX_VERSIONS else RBFX_DEFAULT_VERSION
+
+
+def _kept_variant_tracks(raw: dict) -> list[uani.VariantTrack]:
+    """The attribute tracks an rbfx file had (their bytes, kept in the clip's extras)."""
+    out = []
+    for vt in raw.get("variant_tracks") or []:
+        try:
+            out.append(uani.VariantTrack(str(vt["name"]), int(vt["type"]), int(vt["interpolation"]),
+                                         int(vt["keys"]), base64.b64decode(vt["raw"], validate=True)))
+        except (KeyError, TypeError, ValueError, binascii.Error):
+            continue  # a damaged entry (hand-edited property) is left out rather than written half
+    return out
+
+
+def _track_weights(track: cm.Track, count: int) -> np.ndarray | None:
+    """A UAN2 track's weights: the file's while kept with the right count, else full weight."""
+    if not count:
+        return None
+    kept = (track.extras.get("urho") or {}).get("weights")
+    if isinstance(kept, list) and len(kept) == count:
+        return np.asarray(kept, "<f4")
+    return np.ones(count, "<f4")
 
 
 def _check_track(track: cm.Track) -> None:

@@ -151,7 +151,7 @@ def _kept_file(context, arm_ob, act, profile: str, fmt: str) -> _Kept | None:
     if not isinstance(prints, list) or len(prints) != len(original.tracks):
         return None
     frame_range, kept_range = _frame_range(act), kept.get("range") or []
-    variant = uani.VARIANT_URHOX if fmt == "urhox" else uani.VARIANT_URHO3D
+    variant = {"urhox": uani.VARIANT_URHOX, "rbfx": uani.VARIANT_RBFX}.get(fmt, uani.VARIANT_URHO3D)
     # a classic track record is an rbfx one without its weights: what Blender holds of either is the same
     same_tracks = (original.variant == uani.VARIANT_URHOX) == (variant == uani.VARIANT_URHOX)
     unchanged = [False] * len(prints)
@@ -189,6 +189,7 @@ def _with_kept_file(kept: _Kept | None, records: uani.Animation) -> uani.Animati
         records.name, records.version = original.name, original.version
         records.trigger_count, records.metadata_count = original.trigger_count, original.metadata_count
         records.trigger_data, records.trailing = original.trigger_data, original.trailing
+        records.variant_tracks = original.variant_tracks
     return records
 
 

@@ -506,3 +506,29 @@ def test_sidecar_hostile_input(tmp_path):
     assert e.value.field == "file size"
     with pytest.raises(ValueError):
         triggers.write_triggers([(0.0, "bell\x07")])
+
+
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
+def test_rbfx_records_through_the_core_model_keep_version_weights_and_attribute_tracks(testdata, version):
+    """An rbfx UAN2 of every version, with track weights (v3: one, v4: three) and a colour attribute track (v2+):
+    to the core model and back with the rbfx format keeps the version, each track's weights and the attribute
+    track's bytes (the bone keys are what the core model resamples)."""
+    from skinbridge.io_urhox import ani_convert  # numpy-only module, imported where the rbfx path is tested
+
+    anim = uani.read((testdata / "urho3d" / "Ninja_Walk.ani").read_bytes())
+    anim.variant, anim.version = uani.VARIANT_RBFX, version
+    weights = uani._weight_count(version)
+    for i, t in enumerate(anim.tracks):
+        t.weights = np.full(weights, 0.25 + 0.01 * i, "<f4") if weights else None
+    if version >= uani.RBFX_VARIANT_TRACK_VERSION:
+        raw = (b"Color\0" + bytes([8, 1]) + np.float32(0.5).tobytes()
+               + (np.float32(1).tobytes() if version >= uani.RBFX_TRACK_WEIGHT_VERSION else b"")
+               + np.uint32(1).tobytes() + np.float32(0).tobytes() + np.float32([1, 0, 0, 1]).tobytes())
+        anim.variant_tracks = [uani.VariantTrack("Color", 8, 1, 1, raw)]
+    original = uani.read(uani.write(anim))
+    core, _ = ani_convert.to_core(original, "walk")
+    back = uani.read(uani.write(ani_convert.from_core(core, "urho3d", fmt="rbfx")[0]))
+    assert (back.variant, back.version, back.name) == (uani.VARIANT_RBFX, version, original.name)
+    assert [None if t.weights is None else t.weights.tolist() for t in back.tracks] == \
+        [None if t.weights is None else t.weights.tolist() for t in original.tracks]
+    assert [vt.raw for vt in back.variant_tracks] == [vt.raw for vt in original.variant_tracks]

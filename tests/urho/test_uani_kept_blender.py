@@ -100,6 +100,13 @@ def test_kachujin_rbfx_tracks_and_length_come_back(clean_scene, testdata, tmp_pa
     assert all(_same_track(a, b) for a, b in zip(back.tracks, original.tracks))
 
 
+def test_kachujin_rbfx_unchanged_is_byte_identical_as_rbfx(clean_scene, testdata, tmp_path):
+    """Issue 29: an rbfx UAN2 written with the rbfx animation format comes back as the same UAN2 bytes."""
+    src = testdata / "urho3d" / "Kachujin_Walk.ani"
+    arm, _ = _import(testdata, "Kachujin.mdl", [src])
+    assert_same_bytes(_export(arm, tmp_path, "rbfx")["Kachujin_Walk"], src.read_bytes(), uani.read, "rbfx UAN2")
+
+
 def test_kachujin_classic_unchanged_is_byte_identical(clean_scene, testdata, tmp_path):
     rbfx = uani.read((testdata / "urho3d" / "Kachujin_Walk.ani").read_bytes())
     rbfx.variant, rbfx.version = uani.VARIANT_URHO3D, None
