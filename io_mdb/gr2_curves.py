@@ -49,6 +49,7 @@ _QUATERNION_TABLE = np.array([
 QUATERNION_TABLE = np.concatenate([_QUATERNION_TABLE, -_QUATERNION_TABLE])
 QUATERNION_BITS = {"D4nK16uC15u": 15, "D4nK8uC7u": 7}
 INTEGER_TYPES = {"16u": np.uint16, "8u": np.uint8}
+MAX_DEGREE = 6  # Granny's sampler holds degree + 1 < 8 knots of a window
 
 
 @dataclass
@@ -123,6 +124,8 @@ def decode(curve_data: Mapping, identity_dimension: int | None = None) -> Curve:
     fmt = format_of(curve_data)
     header = curve_data[HEADER_PREFIX + fmt]
     degree = int(header["Degree"])
+    if degree > MAX_DEGREE:
+        raise FormatError(f"{fmt}: degree {degree} is above Granny's {MAX_DEGREE}", None, "CurveData.Degree")
     if fmt == "DaIdentity":
         dim = int(curve_data["Dimension"])
         return Curve(fmt, 0, dim, np.zeros(0, np.float32), np.zeros((0, dim), np.float32), "identity")

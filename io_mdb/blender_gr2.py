@@ -1,0 +1,46 @@
+"""GR2 animations in Blender (docs/nwn2.md §5.5): `--motion FILE.gr2` and the motion loader of the registry.
+
+Each animation of the file becomes an action on the armature (an MDB import builds it from the skeleton its SKIN
+packets name): of its track groups, the one whose tracks name most of the armature's bones; the file is parsed,
+decoded and sampled before the first action is created, and the actions made are removed again if building
+fails.
+"""
+from __future__ import annotations
+
+import os
+
+from ..blender import action as bact
+from ..core.errors import ExportError
+from ..core.fileio import read_bytes
+from . import gr2, gr2_anim
+
+
+def import_gr2_animations(context, path: str, arm_ob, assign: bool = True) -> tuple[list, list[str]]:
+    """(actions, warnings) of the file's animations on `arm_ob`. ExportError when no track group names a bone
+    of the armature."""
+    if arm_ob is None or arm_ob.type != "ARMATURE":
+        raise ExportError("select an armature to import animations onto")
+    f = gr2.read(read_bytes(path))
+    stem = os.path.splitext(os.path.basename(path))[0]
+    bones = set(arm_ob.data.bones.keys())
+    animations, warnings = gr2_anim.for_bones(f, stem, bones)
+    if not animations:
+        groups = [g.name for a in gr2_anim.animations(f) for g in a.groups]
+        raise ExportError(f"{os.path.basename(path)}: no track group names a bone of {arm_ob.name} (groups: "
+                          f"{', '.join(groups) or 'none'})")
+    warnings = [f"{os.path.basename(path)}: {w}" for w in list(f.warnings) + warnings]
+    fps = bact.fps_of(context.scene)
+    created: list = []
+    with bact.rollback_on_failure(arm_ob, created):
+        for anim in animations:
+            act, more = bact.build_action(arm_ob, anim, fps)
+            created.append(act)
+            warnings += more
+        if assign and created:
+            bact.assign(arm_ob, created[-1])
+    return created, warnings
+
+
+def load_motion(context, path: str, arm_ob, options) -> list[str]:
+    """`convert --motion FILE.gr2`: the file's animations as actions on the model's armature."""
+    return import_gr2_animations(context, path, arm_ob)[1]
