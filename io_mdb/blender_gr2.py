@@ -1,4 +1,5 @@
-"""GR2 animations in Blender (docs/nwn2.md §5.5): `--motion FILE.gr2` and the motion loader of the registry.
+"""GR2 animations in Blender (docs/nwn2.md §5.5, §5.6): `--motion FILE.gr2` (the registry's motion loader), and
+an armature with its actions written as GR2 files (`export_gr2`; no `--to` target or menu entry yet).
 
 Each animation of the file becomes an action on the armature (an MDB import builds it from the skeleton its SKIN
 packets name): of its track groups, the one whose tracks name most of the armature's bones; the file is parsed,
@@ -10,9 +11,12 @@ from __future__ import annotations
 import os
 
 from ..blender import action as bact
+from ..blender import armature as barm
+from ..blender import scene as bscene
 from ..core.errors import ExportError
-from ..core.fileio import read_bytes
-from . import gr2, gr2_anim
+from ..core.fileio import output_path, read_bytes, write_atomic
+from ..core.naming import NameAllocator
+from . import gr2, gr2_anim, gr2_export
 
 
 def import_gr2_animations(context, path: str, arm_ob, assign: bool = True) -> tuple[list, list[str]]:
@@ -44,3 +48,25 @@ def import_gr2_animations(context, path: str, arm_ob, assign: bool = True) -> tu
 def load_motion(context, path: str, arm_ob, options) -> list[str]:
     """`convert --motion FILE.gr2`: the file's animations as actions on the model's armature."""
     return import_gr2_animations(context, path, arm_ob)[1]
+
+
+def export_gr2(context, outdir: str, name: str, arm_ob=None, skeleton_name: str | None = None
+               ) -> tuple[list[str], list[str]]:
+    """The armature's skeleton as OUTDIR/NAME.gr2 and each of its actions as OUTDIR/<action>.gr2 (one track
+    group named after the skeleton). Only reads the scene."""
+    if arm_ob is None:
+        _, arm_ob = bscene.exportable_objects(context)
+    if arm_ob is None or arm_ob.type != "ARMATURE":
+        raise ExportError("no armature to export as a GR2 skeleton")
+    skeleton = gr2_export.parents_first(barm.read_skeleton(arm_ob))
+    skeleton.name = skeleton_name or arm_ob.name
+    names = NameAllocator()
+    paths = [output_path(outdir, names.take(name, ".gr2") + ".gr2")]
+    write_atomic(paths[0], gr2_export.skeleton_file(skeleton))
+    warnings: list[str] = []
+    for act in bact.armature_actions(arm_ob):
+        anim, more = bact.read_action(context, arm_ob, act)
+        warnings += more
+        paths.append(output_path(outdir, names.take(act.name, ".gr2") + ".gr2"))
+        write_atomic(paths[-1], gr2_export.animation_file(anim, skeleton.name, skeleton))
+    return paths, warnings

@@ -121,6 +121,17 @@ def _root(types: dict, name: str) -> dict:
     return {"ArtToolInfo": art, "ExporterInfo": exporter, "FromFileName": name}
 
 
+def parents_first(skel: cm.Skeleton) -> cm.Skeleton:
+    """The skeleton with every parent before its children, as Granny's bone order needs (ValueError on a cycle)."""
+    order = skel.topological_order()
+    if order == list(range(len(skel.bones))):
+        return skel
+    new_index = {old: new for new, old in enumerate(order)}
+    bones = [cm.Bone(b.name, new_index.get(b.parent, -1), b.bind, b.rest_translation, b.rest_rotation, b.rest_scale,
+                     b.deform, b.extras) for b in (skel.bones[i] for i in order)]
+    return cm.Skeleton(skel.name, bones)
+
+
 def skeleton_file(skel: cm.Skeleton) -> bytes:
     """A skeleton file as the game's: the skeleton and a model of it."""
     types = gr2_types.build()
