@@ -53,7 +53,7 @@ def _field_size(f: Field) -> int:
     if f.kind == gr2.TRANSFORM:
         return gr2.TRANSFORM_DTYPE.itemsize * f.count
     if f.kind == gr2.INLINE:
-        return f.type.size() * f.count
+        return f.type.size() * f.count if f.type is not None else 0
     return gr2.POINTER_SIZES[f.kind] * f.count
 
 
@@ -123,7 +123,7 @@ class _Layout:
             dtype = np.dtype(gr2.SCALARS[kind]) if kind in gr2.SCALARS else gr2.TRANSFORM_DTYPE
             raw = _numbers(value, dtype, f.count, where)
             self.data[at:at + len(raw)] = raw
-        elif kind == gr2.INLINE:
+        elif kind == gr2.INLINE and f.type is not None:
             items = value if f.length else [value]
             size = f.type.size()
             for i in range(f.count):
@@ -147,7 +147,7 @@ class _Layout:
                 variant = self.variant_type(items[0])
                 self.pointer(at, "type", None, variant)
                 self.pointer(at + 8, "array", variant, items)
-        elif kind != gr2.EMPTY_REFERENCE:
+        elif kind not in (gr2.EMPTY_REFERENCE, gr2.INLINE):
             raise ExportError(f"{where}: member kind {kind} cannot be written")
 
     def place(self, p: _Pending) -> int:

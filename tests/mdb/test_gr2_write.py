@@ -9,7 +9,7 @@ import zlib
 import numpy as np
 import pytest
 
-from skinbridge.io_mdb import gr2, gr2_anim, gr2_skeleton, gr2_write
+from skinbridge.io_mdb import gr2, gr2_anim, gr2_info, gr2_skeleton, gr2_write
 
 GR2_DIR = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata" / "gr2"
 SKELETON = GR2_DIR / "ovr_P_HEF_skel83.GR2"
@@ -56,3 +56,20 @@ def test_a_value_the_type_cannot_hold_is_refused():
     t = gr2_write.TypeDef([gr2_write.Field(gr2.REAL32, "Values", None, 3)])
     with pytest.raises(gr2_write.ExportError, match="Values"):
         gr2_write.write(t, {"Values": np.zeros(4)})
+
+
+def test_check_compares_the_file_with_our_writers(tmp_path):
+    lines: list[str] = []
+    assert gr2_info.check(str(SKELETON), SKELETON.read_bytes(), lines.append) == 0
+    assert lines[-1].startswith("roundtrip: typed data identical; bytes differ (written uncompressed")
+    ours = gr2_write.rewrite(gr2.read(SKELETON.read_bytes()))
+    lines = []
+    assert gr2_info.check("ours.gr2", ours, lines.append) == 0
+    assert lines[-2:] == ["0 error(s), 0 warning(s)", "roundtrip: identical"]
+    changed = bytearray(ours)
+    at = ours.index(b"Ribcage\0")
+    changed[at] = ord("X")  # a bone renamed in a file of our layout: written back byte for byte all the same
+    changed[40:44] = struct.pack("<I", zlib.crc32(bytes(changed[88:])))
+    (renamed,) = gr2_skeleton.skeletons(gr2.read(bytes(changed)))
+    assert "Xibcage" in renamed.names and "Ribcage" not in renamed.names
+    assert gr2_info.roundtrip(bytes(changed)) == "roundtrip: identical"
