@@ -23,7 +23,7 @@ from ..core.errors import FormatError
 from . import gr2, gr2_bind, gr2_curves, gr2_skeleton
 
 DEFAULT_FPS = 30.0  # what the files' TimeStep · Oversampling gives; used when those fields say nothing sensible
-MAX_FRAMES = 1_000_000  # a Duration whose frames exceed this is no animation a reader can sample
+MAX_FRAMES = 100_000  # a Duration whose frames exceed this (55 min at 30 fps) is refused, not sampled
 SHEAR_TOLERANCE = 1e-4
 IDENTITY = {"position": np.zeros(3), "orientation": np.array([0.0, 0.0, 0.0, 1.0]),
             "scale_shear": np.eye(3).ravel()}
@@ -247,7 +247,8 @@ def load(path: str, data: bytes, with_animations: bool = True, motions=()) -> tu
 
 
 def semantic(f: gr2.Gr2File) -> list[str]:
-    """What an import runs after the read: the skeletons' problems, and every animation decoded and sampled."""
+    """What an import runs after the read: the skeletons' problems, and every animation's curves decoded (the
+    sampling an import adds is bounded by MAX_FRAMES)."""
     out = gr2_skeleton.semantic(f)
-    out += core_animations(f, "animation")[1]
+    animations(f)
     return out
