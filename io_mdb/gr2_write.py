@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -61,7 +62,7 @@ class FileTypes:
     """A file's own type tree as TypeDefs, made on first use by where each type lies: `root`, and `of(obj)` for
     an object the reader decoded (a variant's object names its type only through its members' places)."""
 
-    def __init__(self, f: gr2.Gr2File):
+    def __init__(self, f: gr2.Gr2File) -> None:
         self._decoder = gr2._Decoder(f)
         self._made: dict[gr2.Ref, TypeDef] = {}
         self.root = self.make(f.root_type_ref)
@@ -93,7 +94,7 @@ class _Pending:
 class _Layout:
     """Section 0 being written: the bytes, the relocations, and where each object, string and type lies."""
 
-    def __init__(self, variant_type):
+    def __init__(self, variant_type: Callable[[object], TypeDef]) -> None:
         self.data = bytearray()
         self.relocations: list[tuple[int, int]] = []
         self.placed: dict[tuple, int] = {}
@@ -106,18 +107,18 @@ class _Layout:
         self.data += b"\0" * size
         return at
 
-    def pointer(self, slot: int, what: str, type_: TypeDef | None, value) -> None:
+    def pointer(self, slot: int, what: str, type_: TypeDef | None, value: object) -> None:
         if value is None or (what in ("array", "pointers") and not len(value)):
             return
         self.queue.append(_Pending(slot, what, type_, value))
 
-    def struct(self, type_: TypeDef, value, at: int, where: str) -> None:
+    def struct(self, type_: TypeDef, value: object, at: int, where: str) -> None:
         for f in type_.fields:
             item = value.get(f.name) if isinstance(value, dict) else None
             self.member(f, item, at, f"{where}.{f.name}")
             at += _field_size(f)
 
-    def member(self, f: Field, value, at: int, where: str) -> None:
+    def member(self, f: Field, value: object, at: int, where: str) -> None:
         kind = f.kind
         if kind in gr2.SCALARS or kind == gr2.TRANSFORM:
             dtype = np.dtype(gr2.SCALARS[kind]) if kind in gr2.SCALARS else gr2.TRANSFORM_DTYPE
@@ -223,7 +224,8 @@ def _numbers(value, dtype: np.dtype, count: int, where: str) -> bytes:
     return array.tobytes()
 
 
-def write(root_type: TypeDef, root: dict, variant_type=None, tag: int = TAG) -> bytes:
+def write(root_type: TypeDef, root: dict, variant_type: Callable[[object], TypeDef] | None = None,
+          tag: int = TAG) -> bytes:
     """The file of `root` (laid out by `root_type`). `variant_type(value)` gives the TypeDef of a variant
     reference's object (by default its `gr2_type` attribute or key)."""
     layout = _Layout(variant_type or _own_type)
