@@ -62,6 +62,10 @@ FORMATS = (
         extensions=(".gr2",),
         sniff=lambda head: head[:len(GR2_MAGIC)] == GR2_MAGIC,
         head=len(GR2_MAGIC),
+        target="gr2",
+        folder_suffix="_GR2",
+        operators="io_mdb.ops",
+        export_operator="export_scene.skinbridge_gr2",
         capabilities={
             "read": "io_mdb.gr2:read",
             "info": "io_mdb.gr2_info:info",
@@ -70,6 +74,7 @@ FORMATS = (
             "semantic": "io_mdb.gr2_anim:semantic",
             "kind_of": "io_mdb.gr2_anim:kind_of",
             "motion_loader": "io_mdb.blender_gr2:load_motion",
+            "export_target": "io_mdb.blender_gr2:export_target",
         },
     ),
 )

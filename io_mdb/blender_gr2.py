@@ -1,5 +1,6 @@
 """GR2 animations in Blender (docs/nwn2.md §5.5, §5.6): `--motion FILE.gr2` (the registry's motion loader), and
-an armature with its actions written as GR2 files (`export_gr2`; no `--to` target or menu entry yet).
+an armature with its actions written as GR2 files (`convert --to gr2` and File › Export, through the registry's
+`export_target`).
 
 Each animation of the file becomes an action on the armature (an MDB import builds it from the skeleton its SKIN
 packets name): of its track groups, the one whose tracks name most of the armature's bones; the file is parsed,
@@ -14,9 +15,9 @@ from ..blender import action as bact
 from ..blender import armature as barm
 from ..blender import scene as bscene
 from ..core.errors import ExportError
-from ..core.fileio import output_path, read_bytes, write_atomic
+from ..core.fileio import makedirs, output_path, read_bytes, write_atomic
 from ..core.naming import NameAllocator
-from . import gr2, gr2_anim, gr2_export
+from . import blender_io, gr2, gr2_anim, gr2_export
 
 
 def import_gr2_animations(context, path: str, arm_ob, assign: bool = True) -> tuple[list, list[str]]:
@@ -54,14 +55,17 @@ def export_gr2(context, outdir: str, name: str, arm_ob=None, skeleton_name: str 
                ) -> tuple[list[str], list[str]]:
     """The armature's skeleton as OUTDIR/NAME.gr2 and each of its actions as OUTDIR/<action>.gr2 (one track
     group named after the skeleton). Only reads the scene."""
+    makedirs(outdir)  # an output folder that cannot be is named before the model is looked at
+    names = NameAllocator()
+    paths = [output_path(outdir, names.take(name, ".gr2") + ".gr2")]
+    meshes = []
     if arm_ob is None:
-        _, arm_ob = bscene.exportable_objects(context)
+        meshes, arm_ob = bscene.exportable_objects(context)
     if arm_ob is None or arm_ob.type != "ARMATURE":
         raise ExportError("no armature to export as a GR2 skeleton")
     skeleton = gr2_export.parents_first(barm.read_skeleton(arm_ob))
-    skeleton.name = skeleton_name or arm_ob.name
-    names = NameAllocator()
-    paths = [output_path(outdir, names.take(name, ".gr2") + ".gr2")]
+    named = [ob.get(blender_io.SKELETON_PROP) for ob in meshes if ob.get(blender_io.SKELETON_PROP)]
+    skeleton.name = skeleton_name or (named[0] if named else arm_ob.name)
     write_atomic(paths[0], gr2_export.skeleton_file(skeleton))
     warnings: list[str] = []
     for act in bact.armature_actions(arm_ob):
@@ -70,3 +74,9 @@ def export_gr2(context, outdir: str, name: str, arm_ob=None, skeleton_name: str 
         paths.append(output_path(outdir, names.take(act.name, ".gr2") + ".gr2"))
         write_atomic(paths[-1], gr2_export.animation_file(anim, skeleton.name, skeleton))
     return paths, warnings
+
+
+def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
+    """`convert --to gr2`: the model's armature as OUTDIR/NAME.gr2 (its skeleton named as the SKIN meshes name it,
+    else after the armature) and each action of it as OUTDIR/<action>.gr2."""
+    return export_gr2(context, outdir, name)

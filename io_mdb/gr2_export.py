@@ -5,9 +5,9 @@ Units and axes as the import (§5.4): the file's centimetres are metres × `UNIT
 A track's channels become 32-bit float curves of degree 1 (DaK32fC32f) with one knot per key, so Granny
 interpolates linearly between the keys (orientations: the normalised lerp, which meets the slerp at the keys and
 half-way between them); a channel of one key is a constant (D3Constant32f, D4Constant32f); a bone without scale
-keys, or with unit scales only, gets the identity scale/shear (DaIdentity). Tracks are sorted by name (byte
-order), as Granny's track lookup needs. The animation's TimeStep and Oversampling are the game's (1/240 s and 8:
-30 fps).
+keys, or with unit scales only (within 1e-6), gets the identity scale/shear (DaIdentity). Tracks are sorted by
+name (byte order), as Granny's track lookup needs. The animation's TimeStep and Oversampling are the game's
+(1/240 s and 8: 30 fps).
 """
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def _track(types: dict, track: cm.Track, rest: cm.Bone | None) -> dict:
         r_times, r = [0.0], np.array([rest.rest_rotation if rest else [1.0, 0, 0, 0]], np.float64)
     r = _continuous(np.asarray(r)[:, [1, 2, 3, 0]])
     scales = track.scales if track.scales is not None and len(track.scales) else None
-    if scales is None or np.array_equal(np.asarray(scales), np.ones_like(scales)):
+    if scales is None or np.allclose(scales, 1.0, rtol=0, atol=IDENTITY_TOLERANCE):  # Blender's float32 noise
         scale_curve = _curve(types, "DaIdentity", 0, [], np.zeros((1, 9)))
     else:
         matrices = np.asarray(scales, np.float64)[:, :, None] * np.eye(3)

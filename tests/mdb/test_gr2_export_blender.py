@@ -3,6 +3,8 @@ same pose at every key and half key (the action as the core reads it, slerped, a
 of the written curves) within 1e-5 of the Fox's height."""
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,7 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge import formats  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
+from skinbridge.app.pipeline import convert_file  # noqa: E402
 from skinbridge.blender import action as bact  # noqa: E402
 from skinbridge.blender import armature as barm  # noqa: E402
 from skinbridge.core.transforms import quat_to_matrix3, slerp  # noqa: E402
@@ -85,3 +88,19 @@ def test_fox_walk_written_as_gr2_reads_back_with_the_same_pose(clean_scene, test
         moved = max(moved, float(np.abs(a - rest).max()))
     assert moved > 0.05 * height  # the walk moves the legs: the comparison is not of rest poses
     assert worst < 1e-5 * height
+
+
+def test_convert_to_gr2_writes_the_heads_skeleton_and_the_loaded_attack(addon, tmp_path):
+    gr2_dir = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata" / "gr2"
+    attack = gr2_dir / "ovr_p_ddf_glaive01.GR2"
+    paths, _ = convert_file(str(gr2_dir / "ovr_P_HEF_head83.MDB"), str(tmp_path), "head",
+                            ConvertOptions(target="gr2", motions=[str(attack)]))
+    assert sorted(pathlib.Path(p).name for p in paths) == ["head.gr2", "ovr_p_ddf_glaive01.gr2"]
+    (skeleton,) = gr2_skeleton.skeletons(gr2.read((tmp_path / "head.gr2").read_bytes()))
+    assert skeleton.name == "P_HHF_skel" and len(skeleton.bones) == 88  # as the head's SKIN packets name it
+    (anim,) = gr2_anim.animations(gr2.read((tmp_path / "ovr_p_ddf_glaive01.gr2").read_bytes()))
+    (group,) = anim.groups
+    # the body group's 67 tracks: 55 on bones, 12 on none kept on the action and written back
+    assert group.name == "P_HHF_skel" and len(group.tracks) == 67
+    assert anim.duration == pytest.approx(5 / 3, abs=1e-6)
+    assert {t.scale_shear.format for t in group.tracks} == {"DaIdentity"}
