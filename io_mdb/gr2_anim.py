@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core import model as cm
 from ..core.errors import FormatError
-from . import gr2, gr2_bind, gr2_curves, gr2_skeleton
+from . import GR2_MAGIC, gr2, gr2_bind, gr2_curves, gr2_skeleton
 
 DEFAULT_FPS = 30.0  # what the files' TimeStep · Oversampling gives; used when those fields say nothing sensible
 MAX_FRAMES = 100_000  # a Duration whose frames exceed this (55 min at 30 fps) is refused, not sampled
@@ -234,14 +234,25 @@ def kind_of(data: bytes) -> str:
 
 def load(path: str, data: bytes, with_animations: bool = True, motions=()) -> tuple[cm.Scene, list[str]]:
     """A `.gr2` as a core Scene without Blender: its first skeleton (as an MDB import binds it) and, with
-    `with_animations`, every track group of its animations."""
+    `with_animations`, every track group of its animations and of the `.gr2` motions given (an output folder's
+    `<action>.gr2` beside its skeleton file)."""
     f = gr2.read(data)
     warnings = list(f.warnings)
     stem = os.path.splitext(os.path.basename(path))[0]
     skeletons = gr2_skeleton.skeletons(f)
     scene = cm.Scene(name=stem, skeleton=gr2_bind.core_skeleton(skeletons[0]) if skeletons else None)
-    if with_animations:
-        scene.animations, more = core_animations(f, stem)
+    if not with_animations:
+        return scene, warnings
+    scene.animations, more = core_animations(f, stem)
+    warnings += more
+    for motion in motions:
+        with open(motion, "rb") as fh:
+            raw = fh.read()
+        if not raw.startswith(GR2_MAGIC):
+            warnings.append(f"{os.path.basename(motion)}: not a GR2 file; left out")
+            continue
+        found, more = core_animations(gr2.read(raw), os.path.splitext(os.path.basename(motion))[0])
+        scene.animations += found
         warnings += more
     return scene, warnings
 

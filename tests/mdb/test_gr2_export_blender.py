@@ -104,3 +104,7 @@ def test_convert_to_gr2_writes_the_heads_skeleton_and_the_loaded_attack(addon, t
     assert group.name == "P_HHF_skel" and len(group.tracks) == 67
     assert anim.duration == pytest.approx(5 / 3, abs=1e-6)
     assert {t.scale_shear.format for t in group.tracks} == {"DaIdentity"}
+    # the output folder as `compare` reads it: the skeleton file with the motion beside it
+    scene, _ = gr2_anim.load(str(tmp_path / "head.gr2"), (tmp_path / "head.gr2").read_bytes(), True,
+                             [str(tmp_path / "ovr_p_ddf_glaive01.gr2")])
+    assert len(scene.skeleton.bones) == 88 and [len(a.tracks) for a in scene.animations] == [67]
