@@ -1,8 +1,9 @@
 """Neverwinter Nights 2 models (.mdb): codec (`mdb`), summary (`info`), findings (`check`), mapping (`convert`),
 SKIN bone order (`bones`) and, inside Blender only, import/export (`blender_io`), the demo row (`blender_demo`)
 and File menu entries (`ops`). Granny 2 skeletons and animations (.gr2): reader (`gr2`, with the `oodle1`
-decompressor), skeletons (`gr2_skeleton`), summary and findings (`gr2_info`), an MDB's skeleton found and
-bound (`gr2_bind`).
+decompressor), skeletons (`gr2_skeleton`), curves (`gr2_curves`), animations (`gr2_anim`), summary and findings
+(`gr2_info`), an MDB's skeleton found and bound (`gr2_bind`) and, inside Blender only, animations loaded onto
+an armature (`blender_gr2`).
 
 No bpy here: `import skinbridge.io_mdb.mdb` works in a Python without Blender.
 """
@@ -61,11 +62,19 @@ FORMATS = (
         extensions=(".gr2",),
         sniff=lambda head: head[:len(GR2_MAGIC)] == GR2_MAGIC,
         head=len(GR2_MAGIC),
+        target="gr2",
+        folder_suffix="_GR2",
+        operators="io_mdb.ops",
+        export_operator="export_scene.skinbridge_gr2",
         capabilities={
             "read": "io_mdb.gr2:read",
             "info": "io_mdb.gr2_info:info",
             "check": "io_mdb.gr2_info:check",
-            "semantic": "io_mdb.gr2_skeleton:semantic",
+            "load": "io_mdb.gr2_anim:load",
+            "semantic": "io_mdb.gr2_anim:semantic",
+            "kind_of": "io_mdb.gr2_anim:kind_of",
+            "motion_loader": "io_mdb.blender_gr2:load_motion",
+            "export_target": "io_mdb.blender_gr2:export_target",
         },
     ),
 )

@@ -1,16 +1,19 @@
-"""File › Import / Export "Neverwinter Nights 2 model (.mdb)" and the object panel showing what an MDB keeps.
+"""File › Import / Export "Neverwinter Nights 2 model (.mdb)", File › Export of GR2 skeletons and animations, and
+the object panel showing what an MDB keeps.
 
 Drag and drop is built by the application from the format registry (io_mdb.FORMATS)."""
 from __future__ import annotations
+
+import os
 
 import bpy
 from bpy.props import StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..blender.ops_common import ExportFile, OptionsPopup, file_operator, import_each, option_values, registrar
-from . import EXPORT_OPTIONS, FORMATS, OPTIONS, blender_io
+from . import EXPORT_OPTIONS, FORMATS, OPTIONS, blender_gr2, blender_io
 
-_MDB = FORMATS[0]
+_MDB, _GR2 = FORMATS
 _SKELETON_PATH = next(o for o in OPTIONS if o.name == "skeleton_path")
 
 
@@ -54,6 +57,19 @@ class EXPORT_SCENE_OT_skinbridge_mdb(ExportFile, bpy.types.Operator, ExportHelpe
         return blender_io.export_mdb(context, self.filepath, coll, **option_values(self, EXPORT_OPTIONS))
 
 
+@file_operator(_GR2.extensions, collection=True)
+class EXPORT_SCENE_OT_skinbridge_gr2(ExportFile, bpy.types.Operator, ExportHelper):
+    """Export the model's armature as a GR2 skeleton and each of its actions as a GR2 animation beside it"""
+
+    bl_idname = "export_scene.skinbridge_gr2"
+    bl_label = "Export Granny 2 Skeleton and Animations (NWN2)"
+    bl_options = {"PRESET"}
+
+    def export(self, context) -> list[str]:
+        folder, base = os.path.split(self.filepath)
+        return blender_gr2.export_gr2(context, folder or ".", os.path.splitext(base)[0])[1]
+
+
 class OBJECT_PT_nwn2_mdb(bpy.types.Panel):
     bl_label = "NWN2 MDB"
     bl_space_type = "PROPERTIES"
@@ -74,9 +90,11 @@ class OBJECT_PT_nwn2_mdb(bpy.types.Panel):
 
 
 register, unregister = registrar(
-    (IMPORT_SCENE_OT_skinbridge_mdb, EXPORT_SCENE_OT_skinbridge_mdb, OBJECT_PT_nwn2_mdb),
+    (IMPORT_SCENE_OT_skinbridge_mdb, EXPORT_SCENE_OT_skinbridge_mdb, EXPORT_SCENE_OT_skinbridge_gr2,
+     OBJECT_PT_nwn2_mdb),
     imports=[(IMPORT_SCENE_OT_skinbridge_mdb, "Neverwinter Nights 2 model (.mdb)")],
-    exports=[(EXPORT_SCENE_OT_skinbridge_mdb, "Neverwinter Nights 2 model (.mdb)")],
+    exports=[(EXPORT_SCENE_OT_skinbridge_mdb, "Neverwinter Nights 2 model (.mdb)"),
+             (EXPORT_SCENE_OT_skinbridge_gr2, "NWN2 GR2 skeleton and animations (.gr2)")],
     aliases={"import_scene.nwn2_mdb": IMPORT_SCENE_OT_skinbridge_mdb,  # the ids of earlier versions
              "export_scene.nwn2_mdb": EXPORT_SCENE_OT_skinbridge_mdb},
 )

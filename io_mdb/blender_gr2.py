@@ -1,0 +1,82 @@
+"""GR2 animations in Blender (docs/nwn2.md §5.5, §5.6): `--motion FILE.gr2` (the registry's motion loader), and
+an armature with its actions written as GR2 files (`convert --to gr2` and File › Export, through the registry's
+`export_target`).
+
+Each animation of the file becomes an action on the armature (an MDB import builds it from the skeleton its SKIN
+packets name): of its track groups, the one whose tracks name most of the armature's bones; the file is parsed,
+decoded and sampled before the first action is created, and the actions made are removed again if building
+fails.
+"""
+from __future__ import annotations
+
+import os
+
+from ..blender import action as bact
+from ..blender import armature as barm
+from ..blender import scene as bscene
+from ..core.errors import ExportError
+from ..core.fileio import makedirs, output_path, read_bytes, write_atomic
+from ..core.naming import NameAllocator
+from . import blender_io, gr2, gr2_anim, gr2_export
+
+
+def import_gr2_animations(context, path: str, arm_ob, assign: bool = True) -> tuple[list, list[str]]:
+    """(actions, warnings) of the file's animations on `arm_ob`. ExportError when no track group names a bone
+    of the armature."""
+    if arm_ob is None or arm_ob.type != "ARMATURE":
+        raise ExportError("select an armature to import animations onto")
+    f = gr2.read(read_bytes(path))
+    stem = os.path.splitext(os.path.basename(path))[0]
+    bones = set(arm_ob.data.bones.keys())
+    animations, warnings = gr2_anim.for_bones(f, stem, bones)
+    if not animations:
+        groups = [g.name for a in gr2_anim.animations(f) for g in a.groups]
+        raise ExportError(f"{os.path.basename(path)}: no track group names a bone of {arm_ob.name} (groups: "
+                          f"{', '.join(groups) or 'none'})")
+    warnings = [f"{os.path.basename(path)}: {w}" for w in list(f.warnings) + warnings]
+    fps = bact.fps_of(context.scene)
+    created: list = []
+    with bact.rollback_on_failure(arm_ob, created):
+        for anim in animations:
+            act, more = bact.build_action(arm_ob, anim, fps)
+            created.append(act)
+            warnings += more
+        if assign and created:
+            bact.assign(arm_ob, created[-1])
+    return created, warnings
+
+
+def load_motion(context, path: str, arm_ob, options) -> list[str]:
+    """`convert --motion FILE.gr2`: the file's animations as actions on the model's armature."""
+    return import_gr2_animations(context, path, arm_ob)[1]
+
+
+def export_gr2(context, outdir: str, name: str, arm_ob=None, skeleton_name: str | None = None
+               ) -> tuple[list[str], list[str]]:
+    """The armature's skeleton as OUTDIR/NAME.gr2 and each of its actions as OUTDIR/<action>.gr2 (one track
+    group named after the skeleton). Only reads the scene."""
+    makedirs(outdir)  # an output folder that cannot be is named before the model is looked at
+    names = NameAllocator()
+    paths = [output_path(outdir, names.take(name, ".gr2") + ".gr2")]
+    meshes = []
+    if arm_ob is None:
+        meshes, arm_ob = bscene.exportable_objects(context)
+    if arm_ob is None or arm_ob.type != "ARMATURE":
+        raise ExportError("no armature to export as a GR2 skeleton")
+    skeleton = gr2_export.parents_first(barm.read_skeleton(arm_ob))
+    named = [ob.get(blender_io.SKELETON_PROP) for ob in meshes if ob.get(blender_io.SKELETON_PROP)]
+    skeleton.name = skeleton_name or (named[0] if named else arm_ob.name)
+    write_atomic(paths[0], gr2_export.skeleton_file(skeleton))
+    warnings: list[str] = []
+    for act in bact.armature_actions(arm_ob):
+        anim, more = bact.read_action(context, arm_ob, act)
+        warnings += more
+        paths.append(output_path(outdir, names.take(act.name, ".gr2") + ".gr2"))
+        write_atomic(paths[-1], gr2_export.animation_file(anim, skeleton.name, skeleton))
+    return paths, warnings
+
+
+def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
+    """`convert --to gr2`: the model's armature as OUTDIR/NAME.gr2 (its skeleton named as the SKIN meshes name it,
+    else after the armature) and each action of it as OUTDIR/<action>.gr2."""
+    return export_gr2(context, outdir, name)
