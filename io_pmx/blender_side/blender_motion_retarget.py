@@ -118,7 +118,8 @@ def _rig_sources(model, arm_ob, bone_map, mmd_rig: bool = True) -> tuple:
     mmd_of = {b: m for m, b in bone_names(arm_ob).items()}
     names = [mmd_of.get(n, n) for n in skel.names]  # the names the PMX export starts from
     parents = [int(p) for p in skel.parents]
-    mapping = map_bones(names, parents, None, bone_map)
+    exported = {b.name for b in model.bones}  # the rig kept these (its own IK chains), helper-like names or not
+    mapping = map_bones(names, parents, None, bone_map, keep=[i for i, nm in enumerate(names) if nm in exported])
     by_name: dict[str, int] = {}
     merged = [i for i in range(len(names)) if mapping.merged(i)]
     for i in range(len(names)):

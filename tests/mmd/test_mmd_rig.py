@@ -17,6 +17,7 @@ from skinbridge.io_pmx.rig import names as rig_names
 from skinbridge.io_pmx.rig import rig as mmd_rig
 from skinbridge.io_pmx.model import pmx
 from skinbridge.io_pmx.model.validate import validate
+from support import mmd_extras
 
 FOX = ["_rootJoint", "b_Root_00", "b_Hip_01", "b_Spine01_02", "b_Spine02_03", "b_Neck_04", "b_Head_05",
        "b_RightUpperArm_06", "b_RightForeArm_07", "b_RightHand_08", "b_LeftUpperArm_09", "b_LeftForeArm_010",
@@ -356,3 +357,31 @@ def test_exported_parents_tell_the_vmd_exporter_the_pmx_hierarchy():
     fox = mmd_bone_map.map_bones(FOX, FOX_PARENTS)
     assert mmd_rig.exported_parents(fox)[FOX.index("b_Spine01_02")] == "腰"  # not the hips, as in Blender
     assert mmd_rig.exported_parents(fox)[FOX.index("b_Root_00")] is None
+
+
+def test_mmd_rig_keeps_every_bone_and_ik_chain_of_an_mmd_model(testdata):
+    """Issue 31 item 2: Luka with necktie and hair IK chains (ﾈｸﾀｲＩＫ, 左髪ＩＫ, 右髪ＩＫ, their tips) added by our
+    writer: after the rig every input bone is there, and every IK chain with its target, links, limits, loop
+    and angle (7 IK bones in, 7 out)."""
+    src = pmx.read(mmd_extras.luka_with_ik_chains(testdata / "pmx" / mmd_extras.LUKA))
+    m = pmx.read(mmd_extras.luka_with_ik_chains(testdata / "pmx" / mmd_extras.LUKA))
+    warnings = mmd_rig.apply(m)
+    assert not any("dropped" in w for w in warnings), warnings
+    k = _by_name(m)
+    assert {b.name for b in src.bones} <= set(k)
+    src_ik = {b.name: b.ik for b in src.bones if b.ik is not None}
+    assert len(src_ik) == 7 and {b.name for b in m.bones if b.ik is not None} == set(src_ik)
+    for name, ik in src_ik.items():
+        out = m.bones[k[name]].ik
+        assert m.bones[out.target].name == src.bones[ik.target].name, name
+        assert (out.loop, np.float32(out.limit_angle)) == (ik.loop, np.float32(ik.limit_angle)), name
+        assert [m.bones[link.bone].name for link in out.links] == [src.bones[link.bone].name for link in ik.links]
+        for a, b in zip(out.links, ik.links):
+            assert (a.lower is None) == (b.lower is None), name
+            if b.lower is not None:
+                np.testing.assert_array_equal(a.lower, b.lower)
+                np.testing.assert_array_equal(a.upper, b.upper)
+    # the tips hang on their IK bones, after them
+    for name, _, _, _ in mmd_extras.IK_CHAINS + (("左足ＩＫ", 0, 0, 0), ("右つま先ＩＫ", 0, 0, 0)):
+        assert m.bones[k[name + "先"]].parent == k[name] < k[name + "先"]
+    assert [f for f in validate(m, for_export=True) if f.severity == "error"] == []
