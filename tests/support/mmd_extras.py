@@ -46,3 +46,54 @@ def luka_with_ik_chains(path: pathlib.Path) -> bytes:
         m.bones.append(_bone(name + "先", ik_index, np.asarray(at) + (0, -0.5, 0), BoneFlag.OPERABLE))
         index[name] = ik_index
     return pmx.write(m)
+
+
+# the morphs `luka_with_every_morph` adds, by kind (PMX morph type)
+EVERY_MORPH = {pmx.MORPH_GROUP: "テスト群", pmx.MORPH_BONE: "テスト骨", pmx.MORPH_MATERIAL: "テスト材質",
+               pmx.MORPH_UV: "テストUV", pmx.MORPH_UV1: "テスト追加UV1", pmx.MORPH_UV2: "テスト追加UV2",
+               pmx.MORPH_UV3: "テスト追加UV3", pmx.MORPH_UV4: "テスト追加UV4", pmx.MORPH_FLIP: "テストフリップ",
+               pmx.MORPH_IMPULSE: "テスト衝撃"}  # each fits a VMD name (15 cp932 bytes)
+MORPHED_BONES = ("頭", "左腕")  # neither is the other's ancestor, so each one's pose is its morph alone
+
+
+def _offsets(kind: int, rows: list[tuple]) -> np.ndarray:
+    out = pmx.empty_records(pmx.MORPH_OFFSETS[kind], len(rows))
+    for i, row in enumerate(rows):
+        for (name, _, _), value in zip(pmx.MORPH_OFFSETS[kind], row):
+            out[name][i] = value
+    return out
+
+
+def _material_row(material: int, operation: int, base: float) -> tuple:
+    """Every field of a material offset, values that differ per field (diffuse, specular, power, ambient, edge
+    colour, edge size, texture / sphere / toon tints)."""
+    return (material, operation, (base, base * 0.5, base * 1.5, base * 0.25), (base, 0.1, 0.2), base * 3,
+            (0.3, base, 0.1), (0.1, 0.2, 0.3, base), base * 2, (base, 1, 1, 1), (1, base, 1, 1), (1, 1, base, 1))
+
+
+def luka_with_every_morph(path: pathlib.Path) -> bytes:
+    """Luka with one morph of every kind but vertex added after its own (written as PMX 2.1): a group (あ at
+    0.5, the bone morph at 1), a bone morph (頭 moved and turned, 左腕 turned), a material morph (multiply on
+    material 0, add on material 1), UV and additional UV 1-4 morphs on the first vertices, a flip (あ, い) and
+    an impulse on rigid body 0."""
+    m = pmx.read_file(path)
+    index = {b.name: i for i, b in enumerate(m.bones)}
+    morph_index = {mo.name: i for i, mo in enumerate(m.morphs)}
+    first = len(m.morphs)
+    order = list(EVERY_MORPH)
+    at = {kind: first + k for k, kind in enumerate(order)}
+    rows = {
+        pmx.MORPH_GROUP: [(morph_index["あ"], 0.5), (at[pmx.MORPH_BONE], 1.0)],
+        pmx.MORPH_BONE: [(index["頭"], (0.0, 0.5, -0.25), (0.1736482, 0.0, 0.0, 0.9848078)),
+                         (index["左腕"], (0.0, 0.0, 0.0), (0.0, 0.2588190, 0.0, 0.9659258))],
+        pmx.MORPH_MATERIAL: [_material_row(0, 0, 0.5), _material_row(1, 1, 0.25)],
+        pmx.MORPH_FLIP: [(morph_index["あ"], 1.0), (morph_index["い"], 1.0)],
+        pmx.MORPH_IMPULSE: [(0, 0, (0.0, 1.0, 0.0), (0.0, 0.0, 0.5))],
+    }
+    for k, kind in enumerate(range(pmx.MORPH_UV, pmx.MORPH_UV4 + 1)):
+        rows[kind] = [(v, (0.01 * (v % 7) + k, -0.02 * k, 0.5 * k, 0.25)) for v in range(0, 400, 3)]
+    for kind in order:
+        m.morphs.append(pmx.PmxMorph(name=EVERY_MORPH[kind], name_e="", panel=4, kind=kind,
+                                     offsets=_offsets(kind, rows[kind])))
+    m.version = None  # flip and impulse morphs are PMX 2.1: the writer picks the version they need
+    return pmx.write(m)

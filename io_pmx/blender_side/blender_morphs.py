@@ -1,0 +1,396 @@
+"""Every MMD morph a slider in Blender, its effect shown in the viewport, and the "MMD Morphs" sidebar panel.
+
+docs/mmd.md §6. Vertex morphs are the mesh's shape keys (their value is the slider). Every other morph (group,
+bone, material, UV, additional UV 1-4, flip, impulse) gets a float custom property on the armature,
+`SLIDER_PREFIX + name` (keyable; 0-1 as MMD's morph panel offers it; the file morph index → property name is
+`morph_sliders` in the stored PMX data). `apply` evaluates all sliders as MMD does (`model.morphs`) and shows
+the result without the depsgraph: group and flip members (shape key values included) follow their factors,
+bone morphs pose their bones, material morphs change the Principled BSDF's base colour and alpha (the other
+MMD material fields have no Blender counterpart; their values are `material_values`), UV morphs move the
+active UV map, additional-UV morphs write `pmx_morph_add_uv1..4` (the file's own sets stay untouched). What
+`apply` adds is recorded on the armature (`STATE_PROP`) and taken away first on the next call, so a user's
+pose, colours and UV edits in between are kept. Handlers call it after every depsgraph update (only when a
+slider changed) and around frame changes, so keyed sliders play. Export sees the model with every slider at
+0 (`at_rest`), so an unchanged model writes the same bytes.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+
+import bpy
+import numpy as np
+from mathutils import Matrix
+
+from ...blender import armature as barm
+from ...core.transforms import trs_to_matrix
+from ..model import convert, morphs as mmd_morphs
+from ..model import pmx
+from . import blender_mmd
+from .blender_motion_model import bone_key_map, bone_names, model_scale, skinned_meshes
+
+SLIDER_PREFIX = "MMD "
+STATE_PROP = "skinbridge_pmx_morph_state"
+ADD_UV_ATTR = "pmx_morph_add_uv{}"
+UV_SHOWN_ATTR = "pmx_morph_uv_shown"  # the UV offset `apply` added to the active UV map (corner domain)
+PANELS = ("System", "Eyebrow", "Eye", "Mouth", "Other")
+KINDS = ("group", "vertex", "bone", "UV", "additional UV 1", "additional UV 2", "additional UV 3",
+         "additional UV 4", "material", "flip", "impulse")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# sliders
+
+def build_sliders(holder) -> None:
+    """A keyable float property on `holder` (the armature) per non-vertex morph; the stored PMX data's
+    `morph_sliders` maps the file morph index to its property name. Called once on import."""
+    raw = holder.get(blender_mmd.PROP)
+    extras = json.loads(raw) if raw else {}
+    sliders: dict[str, str] = {}
+    used = set(holder.keys())
+    for k, m in enumerate(extras.get("morphs", [])):
+        if m["kind"] == pmx.MORPH_VERTEX:
+            continue
+        name = SLIDER_PREFIX + (m["name"] or f"morph{k}")
+        base, n = name, 2
+        while name in used:
+            name, n = f"{base}.{n:03d}", n + 1
+        used.add(name)
+        holder[name] = 0.0
+        panel = PANELS[m["panel"]] if 0 <= m["panel"] < len(PANELS) else str(m["panel"])
+        kind = KINDS[m["kind"]] if 0 <= m["kind"] < len(KINDS) else str(m["kind"])
+        holder.id_properties_ui(name).update(min=0.0, max=1.0, soft_min=0.0, soft_max=1.0, default=0.0,
+                                             description=f"MMD {kind} morph ({panel} panel)")
+        sliders[str(k)] = name
+    if sliders:
+        extras["morph_sliders"] = sliders
+        holder[blender_mmd.PROP] = json.dumps(extras, ensure_ascii=False)
+
+
+class Model:
+    """The stored morphs of an armature imported from PMX and where each morph's slider lives."""
+
+    def __init__(self, arm_ob) -> None:
+        self.arm_ob = arm_ob
+        self.extras = blender_mmd.stored_extras(arm_ob, []) or {}
+        self.morphs = [convert.morph_from_dict(d) for d in self.extras.get("morphs", [])]
+        self.sliders = {int(k): v for k, v in (self.extras.get("morph_sliders") or {}).items()}
+        self.keys = {int(k): v for k, v in (self.extras.get("shape_keys") or {}).items()}
+        self.meshes = [ob for ob in skinned_meshes(arm_ob) if ob.data.shape_keys is not None
+                       or ob.data.attributes.get("pmx_uv") is not None]
+
+    def key_blocks(self, k: int) -> list:
+        name = self.keys.get(k)
+        return [ob.data.shape_keys.key_blocks[name] for ob in self.meshes
+                if name is not None and ob.data.shape_keys is not None and name in ob.data.shape_keys.key_blocks]
+
+    def own_weights(self, state: dict) -> np.ndarray:
+        """The slider of each morph: the property, or the shape key's value less what `apply` added to it."""
+        out = np.zeros(len(self.morphs))
+        added = state.get("keys", {})
+        for k, m in enumerate(self.morphs):
+            if m.kind == pmx.MORPH_VERTEX:
+                blocks = self.key_blocks(k)
+                if blocks:
+                    out[k] = blocks[0].value - added.get(str(k), 0.0)
+            elif k in self.sliders:
+                out[k] = float(self.arm_ob.get(self.sliders[k], 0.0))
+        return out
+
+    def slider(self, name: str) -> tuple[object, str] | None:
+        """(ID, RNA path) of the slider of the morph named `name` (its first morph of that name)."""
+        for k, m in enumerate(self.morphs):
+            if m.name != name:
+                continue
+            if m.kind == pmx.MORPH_VERTEX:
+                blocks = self.key_blocks(k)
+                return (blocks[0].id_data, blocks[0].path_from_id("value")) if blocks else None
+            if k in self.sliders:
+                return self.arm_ob, f'["{self.sliders[k]}"]'
+        return None
+
+
+def has_morphs(arm_ob) -> bool:
+    return arm_ob is not None and arm_ob.type == "ARMATURE" and bool(arm_ob.get(blender_mmd.PROP))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# evaluation
+
+def _state(arm_ob) -> dict:
+    try:
+        out = json.loads(arm_ob.get(STATE_PROP, "{}"))
+    except (TypeError, ValueError):
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def undo(arm_ob) -> None:
+    """Take away what the last `apply` added (the pose offsets, shape key additions, colours, UV offsets)."""
+    if not has_morphs(arm_ob) or STATE_PROP not in arm_ob:
+        return
+    model = Model(arm_ob)
+    _undo(model, _state(arm_ob))
+    del arm_ob[STATE_PROP]
+
+
+def _undo(model: Model, state: dict) -> None:
+    pose = model.arm_ob.pose
+    for bone, (m, before) in state.get("bones", {}).items():
+        pb = pose.bones.get(bone)
+        if pb is None:
+            continue
+        now = np.asarray(pb.matrix_basis, np.float64)
+        if np.allclose(now, np.asarray(before) @ m, atol=1e-6):  # untouched since: the exact pose comes back
+            pb.matrix_basis = Matrix(before)
+        else:
+            pb.matrix_basis = Matrix((now @ np.linalg.inv(np.asarray(m))).tolist())
+    for k, add in state.get("keys", {}).items():
+        for kb in model.key_blocks(int(k)):
+            kb.value -= add
+    for name, (base, shown) in state.get("materials", {}).items():
+        bsdf = _bsdf(bpy.data.materials.get(name))
+        if bsdf is not None and np.allclose(_colour(bsdf), shown, atol=1e-6):
+            _set_colour(bsdf, base)
+    for ob in model.meshes:
+        me = ob.data
+        shown = me.attributes.get(UV_SHOWN_ATTR)
+        if shown is not None and me.uv_layers.active is not None:
+            offset = np.empty(len(me.loops) * 2, np.float32)
+            shown.data.foreach_get("vector", offset)
+            uv = np.empty(len(me.loops) * 2, np.float32)
+            me.uv_layers.active.data.foreach_get("uv", uv)
+            me.uv_layers.active.data.foreach_set("uv", uv - offset)
+            me.attributes.remove(me.attributes[UV_SHOWN_ATTR])
+
+
+def apply(arm_ob, force: bool = False) -> bool:
+    """Show every slider's effect (see the module docstring); returns whether anything was redone. Without
+    `force`, nothing happens while the sliders hold the values the last call showed."""
+    if not has_morphs(arm_ob):
+        return False
+    model = Model(arm_ob)
+    state = _state(arm_ob)
+    own = model.own_weights(state)
+    if not force and (state.get("own") or [0.0] * len(own)) == own.tolist():
+        return False
+    _undo(model, state)
+    if STATE_PROP in arm_ob:
+        del arm_ob[STATE_PROP]
+    if not own.any():  # at rest nothing is recorded, so that an untouched model stays untouched
+        return True
+    weights = mmd_morphs.effective_weights(model.morphs, own)
+    new = {"own": own.tolist(), "keys": _apply_keys(model, own, weights), "bones": _apply_bones(model, weights),
+           "materials": _apply_materials(model, weights)}
+    _apply_uvs(model, weights)
+    arm_ob[STATE_PROP] = json.dumps(new)
+    return True
+
+
+def _apply_keys(model: Model, own: np.ndarray, weights: np.ndarray) -> dict[str, float]:
+    out = {}
+    for k, m in enumerate(model.morphs):
+        add = float(weights[k] - own[k])
+        if m.kind == pmx.MORPH_VERTEX and add != 0:
+            for kb in model.key_blocks(k):
+                kb.value += add
+            out[str(k)] = add
+    return out
+
+
+def _apply_bones(model: Model, weights: np.ndarray) -> dict[str, list]:
+    arm_ob = model.arm_ob
+    names = bone_names(arm_ob)
+    file_names = [d.get("pmx", {}).get("name") for d in _bone_records(arm_ob)]
+    offsets = mmd_morphs.bone_offsets(model.morphs, weights, len(file_names))
+    scale = model_scale(arm_ob)
+    out = {}
+    for b, (t, q) in offsets.items():
+        bone = names.get(file_names[b] or "")
+        pb = arm_ob.pose.bones.get(bone) if bone else None
+        if pb is None:
+            continue
+        loc, quat = bone_key_map(arm_ob, bone, scale).from_mmd(t, q)
+        m = trs_to_matrix(loc, quat, np.ones(3))
+        before = np.asarray(pb.matrix_basis, np.float64)
+        pb.matrix_basis = Matrix((before @ m).tolist())
+        out[bone] = [m.tolist(), before.tolist()]
+    return out
+
+
+def _bone_records(arm_ob) -> list[dict]:
+    """Per file bone index, the bone's stored `skinbridge` extras (empty where no bone has that index)."""
+    records: dict[int, dict] = {}
+    for bone in arm_ob.data.bones:
+        extras = barm.bone_extras(bone)
+        raw = extras.get("pmx")
+        if isinstance(raw, dict) and isinstance(raw.get("index"), int):
+            records[raw["index"]] = extras
+    return [records.get(i, {}) for i in range(max(records) + 1)] if records else []
+
+
+def _bsdf(mat):
+    if mat is None or mat.node_tree is None:
+        return None
+    return next((n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED"), None)
+
+
+def _colour(bsdf) -> list[float]:
+    return [*bsdf.inputs["Base Color"].default_value[:3], bsdf.inputs["Alpha"].default_value]
+
+
+def _set_colour(bsdf, rgba) -> None:
+    bsdf.inputs["Base Color"].default_value = (*rgba[:3], 1.0)
+    bsdf.inputs["Alpha"].default_value = rgba[3]
+
+
+def _apply_materials(model: Model, weights: np.ndarray) -> dict[str, list]:
+    if not any(m.kind == pmx.MORPH_MATERIAL and w for m, w in zip(model.morphs, weights)) or not model.meshes:
+        return {}
+    mats = list(model.meshes[0].data.materials)
+    records = []
+    for mat in mats:
+        bsdf = _bsdf(mat)
+        rec = convert.material_from_dict(json.loads(mat[blender_mmd.PROP])) if mat and mat.get(
+            blender_mmd.PROP) else pmx.PmxMaterial()
+        if bsdf is not None:  # the colour the user sees now is the base the morphs change
+            rec.diffuse = np.asarray(_colour(bsdf), np.float32)
+        records.append(rec)
+    values = mmd_morphs.material_values(records, model.morphs, weights)
+    out = {}
+    for mat, rec, v in zip(mats, records, values):
+        bsdf = _bsdf(mat)
+        shown = [float(x) for x in v["diffuse"]]
+        if bsdf is None or np.allclose(shown, rec.diffuse, atol=0):
+            continue
+        _set_colour(bsdf, shown)
+        out[mat.name] = [[float(x) for x in rec.diffuse], _colour(bsdf)]
+    return out
+
+
+def _apply_uvs(model: Model, weights: np.ndarray) -> None:
+    for ob in model.meshes:
+        me = ob.data
+        n = len(me.vertices)
+        offsets = mmd_morphs.uv_offsets(model.morphs, weights, n)
+        if pmx.MORPH_UV in offsets and me.uv_layers.active is not None:
+            corner = np.empty(len(me.loops), np.int64)
+            me.loops.foreach_get("vertex_index", corner)
+            shift = offsets[pmx.MORPH_UV][corner, :2] * (1.0, -1.0)  # the file's v runs down (v' = 1 − v)
+            shift = shift.astype(np.float32).reshape(-1)
+            uv = np.empty(len(me.loops) * 2, np.float32)
+            me.uv_layers.active.data.foreach_get("uv", uv)
+            me.uv_layers.active.data.foreach_set("uv", uv + shift)
+            attr = me.attributes.new(UV_SHOWN_ATTR, "FLOAT2", "CORNER")
+            attr.data.foreach_set("vector", shift)
+        for j in range(1, 5):
+            raw = me.attributes.get(f"pmx_add_uv{j}")
+            kind = pmx.MORPH_UV + j
+            name = ADD_UV_ATTR.format(j)
+            if raw is None or (kind not in offsets and name not in me.attributes):
+                continue
+            values = np.empty(n * 4, np.float32)
+            raw.data.foreach_get("value", values)
+            if kind in offsets:
+                values = (values.reshape(n, 4) + offsets[kind]).astype(np.float32).reshape(-1)
+            attr = me.attributes.get(name) or me.attributes.new(name, "QUATERNION", "POINT")
+            attr.data.foreach_set("value", values)
+
+
+@contextlib.contextmanager
+def at_rest(arm_ob):
+    """Within the block the model shows no morph (every effect of `apply` taken away); afterwards it shows
+    them again. Export reads the model inside it."""
+    if not has_morphs(arm_ob) or STATE_PROP not in arm_ob:
+        yield
+        return
+    _paused.add(arm_ob.name)  # the export's depsgraph updates must not show the morphs again meanwhile
+    undo(arm_ob)
+    try:
+        yield
+    finally:
+        _paused.discard(arm_ob.name)
+        apply(arm_ob, force=True)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# handlers: sliders dragged or keyed show at once
+
+_paused: set[str] = set()  # armatures inside `at_rest`
+
+
+def _armatures() -> list:
+    return [ob for ob in bpy.data.objects if has_morphs(ob) and ob.name not in _paused]
+
+
+@bpy.app.handlers.persistent
+def _on_update(scene, depsgraph=None) -> None:
+    for ob in _armatures():
+        apply(ob)
+
+
+@bpy.app.handlers.persistent
+def _before_frame(scene, depsgraph=None) -> None:
+    for ob in _armatures():  # so that keyed channels are not offset twice: the keys set them afresh
+        undo(ob)
+
+
+_HANDLERS = ((bpy.app.handlers.depsgraph_update_post, _on_update),
+             (bpy.app.handlers.frame_change_pre, _before_frame),
+             (bpy.app.handlers.frame_change_post, _on_update))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the panel
+
+class VIEW3D_PT_skinbridge_mmd_morphs(bpy.types.Panel):
+    """Every morph of the active MMD model as a slider, by MMD's morph panels."""
+
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "SkinBridge"
+    bl_label = "MMD Morphs"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    @classmethod
+    def poll(cls, context):
+        return has_morphs(_active_armature(context))
+
+    def draw(self, context):
+        arm_ob = _active_armature(context)
+        model = Model(arm_ob)
+        by_panel: dict[int, list[int]] = {}
+        for k, m in enumerate(model.morphs):
+            by_panel.setdefault(int(m.panel), []).append(k)
+        for panel in sorted(by_panel):
+            col = self.layout.column(align=True)
+            col.label(text=PANELS[panel] if 0 <= panel < len(PANELS) else str(panel))
+            for k in by_panel[panel]:
+                m = model.morphs[k]
+                if m.kind == pmx.MORPH_VERTEX:
+                    for kb in model.key_blocks(k)[:1]:
+                        col.prop(kb, "value", text=m.name, slider=True)
+                elif k in model.sliders:
+                    col.prop(arm_ob, f'["{model.sliders[k]}"]', text=m.name, slider=True)
+
+
+def _active_armature(context):
+    ob = context.active_object
+    if ob is not None and ob.type != "ARMATURE":
+        ob = ob.find_armature() or ob.parent
+    return ob if ob is not None and ob.type == "ARMATURE" else None
+
+
+CLASSES = (VIEW3D_PT_skinbridge_mmd_morphs,)
+
+
+def register_handlers() -> None:
+    for handlers, fn in _HANDLERS:
+        if fn not in handlers:
+            handlers.append(fn)
+
+
+def unregister_handlers() -> None:
+    for handlers, fn in _HANDLERS:
+        if fn in handlers:
+            handlers.remove(fn)
