@@ -1,7 +1,7 @@
 """Every MMD morph a slider in Blender, its effect shown in the viewport, and the "MMD Morphs" sidebar panel.
 
-docs/mmd.md §6. Vertex morphs are the mesh's shape keys (their value is the slider). Every other morph (group,
-bone, material, UV, additional UV 1-4, flip, impulse) gets a float custom property on the armature,
+docs/mmd.md §4.7. Vertex morphs are the mesh's shape keys (their value is the slider). Every other morph
+(group, bone, material, UV, additional UV 1-4, flip, impulse) gets a float custom property on the armature,
 `SLIDER_PREFIX + name` (keyable; 0-1 as MMD's morph panel offers it; the file morph index → property name is
 `morph_sliders` in the stored PMX data). `apply` evaluates all sliders as MMD does (`model.morphs`) and shows
 the result without the depsgraph: group and flip members (shape key values included) follow their factors,
@@ -67,13 +67,27 @@ def build_sliders(holder) -> None:
         holder[blender_mmd.PROP] = json.dumps(extras, ensure_ascii=False)
 
 
+_PARSED: dict[str, tuple[str, dict, list]] = {}  # armature → (its stored text, extras, morphs): the handlers
+# run on every depsgraph update, and parsing Luka's 200 kB each time would cost milliseconds
+
+
+def _parsed(arm_ob) -> tuple[dict, list[pmx.PmxMorph]]:
+    raw = arm_ob.get(blender_mmd.PROP) or ""
+    cached = _PARSED.get(arm_ob.name_full)
+    if cached is not None and cached[0] == raw:
+        return cached[1], cached[2]
+    extras = blender_mmd.stored_extras(arm_ob, []) or {}
+    morphs = [convert.morph_from_dict(d) for d in extras.get("morphs", [])]
+    _PARSED[arm_ob.name_full] = (raw, extras, morphs)
+    return extras, morphs
+
+
 class Model:
     """The stored morphs of an armature imported from PMX and where each morph's slider lives."""
 
     def __init__(self, arm_ob) -> None:
         self.arm_ob = arm_ob
-        self.extras = blender_mmd.stored_extras(arm_ob, []) or {}
-        self.morphs = [convert.morph_from_dict(d) for d in self.extras.get("morphs", [])]
+        self.extras, self.morphs = _parsed(arm_ob)
         self.sliders = {int(k): v for k, v in (self.extras.get("morph_sliders") or {}).items()}
         self.keys = {int(k): v for k, v in (self.extras.get("shape_keys") or {}).items()}
         self.meshes = [ob for ob in skinned_meshes(arm_ob) if ob.data.shape_keys is not None

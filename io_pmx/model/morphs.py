@@ -1,8 +1,8 @@
 """What MMD morphs do at given weights, on PMX records in MMD axes and units (no bpy).
 
-docs/mmd.md §6 ("Morph sliders"). The slider of each morph has a weight; `effective_weights` adds what group
-and flip morphs pass on to their members, and the other functions give the effect of every morph kind at
-those weights:
+docs/mmd.md §4.7 ("Morph sliders"). The slider of each morph has a weight; `effective_weights` adds what
+group and flip morphs pass on to their members, and the other functions give the effect of every morph kind
+at those weights:
 
 * group (0): each member gets weight × its ratio (groups may not hold groups; a deeper chain is cut at
   `MAX_DEPTH` and never loops);
