@@ -220,3 +220,30 @@ def test_vmd_morph_keys_drive_the_sliders_both_ways(model, tmp_path):
     out = tmp_path / "back.vmd"
     blender_motion_export.export_vmd(bpy.context, str(out), arm, act)
     assert_same_bytes(out.read_bytes(), path.read_bytes(), vmd.read)
+
+
+BABYLON_BONES = ["頭", "頭先", "左目", "左腕", "左ひじ", "左手首"]  # the morphed bones and what hangs on them
+
+
+@pytest.mark.parametrize("kind", [pmx.MORPH_BONE, pmx.MORPH_GROUP])
+def test_bone_and_group_sliders_pose_as_babylon_mmd_plays_them(model, written, tmp_path, kind):
+    """The slider at 1.0 against babylon-mmd's runtime playing a VMD key of that morph at 1.0: the heads of
+    the morphed bones and of what hangs on them within 1e-4 of the model's height."""
+    from test_mmd_runtime import runtime_positions  # node and babylon-mmd, only for this test
+
+    arm, mesh, m = model
+    name = mmd_extras.EVERY_MORPH[kind]
+    motion = vmd.Motion(morph_keys=np.array([(vmd.encode_name(name), 0, 1.0)], vmd.MORPH_KEY))
+    path = tmp_path / "key.vmd"
+    path.write_bytes(vmd.write(motion))
+    theirs = runtime_positions(written, path, [0.0], BABYLON_BONES)[0]
+    _set(arm, kind, 1.0)
+    bpy.context.view_layer.update()
+    world = np.array(arm.matrix_world)
+    heads = np.array([(world @ np.append(np.array(arm.pose.bones[n].head), 1.0))[:3] for n in BABYLON_BONES])
+    ours = heads @ SWAP / SCALE  # Blender metres → MMD units (the swap is its own inverse)
+    height = float(np.ptp(m.vertices["position"][:, 1]))
+    assert np.abs(ours - theirs).max() <= 1e-4 * height, np.abs(ours - theirs).max() / height
+    rest = np.array([m.bones[next(i for i, b in enumerate(m.bones) if b.name == n)].position for n in
+                     BABYLON_BONES])
+    assert np.abs(theirs - rest).max() > 0.1  # the morph moved them

@@ -48,6 +48,31 @@ def luka_with_ik_chains(path: pathlib.Path) -> bytes:
     return pmx.write(m)
 
 
+def missing_chains(src: pmx.PmxModel, out: pmx.PmxModel) -> list[str]:
+    """What of `src`'s bones and IK chains `out` lacks or changed (by name): bones, IK targets, links, limits
+    (exact float32 bits), loop counts and unit angles; empty when `out` keeps them all."""
+    by_name = {b.name: b for b in out.bones}
+    problems = [f"bone {b.name} missing" for b in src.bones if b.name not in by_name]
+    for b in src.bones:
+        if b.ik is None or b.name not in by_name:
+            continue
+        ik, got = b.ik, by_name[b.name].ik
+        if got is None:
+            problems.append(f"{b.name}: no IK")
+            continue
+        want = (src.bones[ik.target].name, ik.loop, np.float32(ik.limit_angle),
+                [(src.bones[k.bone].name, _bits(k.lower), _bits(k.upper)) for k in ik.links])
+        have = (out.bones[got.target].name, got.loop, np.float32(got.limit_angle),
+                [(out.bones[k.bone].name, _bits(k.lower), _bits(k.upper)) for k in got.links])
+        if want != have:
+            problems.append(f"{b.name}: IK {have} instead of {want}")
+    return problems
+
+
+def _bits(v) -> tuple | None:
+    return None if v is None else tuple(np.asarray(v, "<f4").view("<u4").tolist())
+
+
 # the morphs `luka_with_every_morph` adds, by kind (PMX morph type)
 EVERY_MORPH = {pmx.MORPH_GROUP: "テスト群", pmx.MORPH_BONE: "テスト骨", pmx.MORPH_MATERIAL: "テスト材質",
                pmx.MORPH_UV: "テストUV", pmx.MORPH_UV1: "テスト追加UV1", pmx.MORPH_UV2: "テスト追加UV2",
