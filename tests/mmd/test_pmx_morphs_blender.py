@@ -247,3 +247,37 @@ def test_bone_and_group_sliders_pose_as_babylon_mmd_plays_them(model, written, t
     rest = np.array([m.bones[next(i for i, b in enumerate(m.bones) if b.name == n)].position for n in
                      BABYLON_BONES])
     assert np.abs(theirs - rest).max() > 0.1  # the morph moved them
+
+
+class _Layout:
+    """Records what a panel draws."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple] = []
+
+    def column(self, align: bool = False) -> "_Layout":
+        return self
+
+    def label(self, text: str = "") -> None:
+        self.rows.append(("label", text))
+
+    def prop(self, data, path: str, text: str = "", slider: bool = False) -> None:
+        self.rows.append(("prop", data.path_resolve(path) if path.startswith("[") else getattr(data, path), text))
+
+
+def test_morphs_panel_lists_every_slider_by_mmd_panel(model):
+    arm, mesh, m = model
+    panel_class = blender_morphs.VIEW3D_PT_skinbridge_mmd_morphs
+    assert (panel_class.bl_space_type, panel_class.bl_region_type, panel_class.bl_category) == (
+        "VIEW_3D", "UI", "SkinBridge")
+    assert getattr(bpy.types, panel_class.__name__, None) is panel_class  # registered with the add-on
+    context = type("Context", (), {"active_object": mesh})()  # the mesh selected: its armature's morphs
+    assert panel_class.poll(context)
+    fake = type("Panel", (), {"layout": _Layout()})()
+    arm[blender_morphs.SLIDER_PREFIX + mmd_extras.EVERY_MORPH[pmx.MORPH_UV]] = 0.75
+    panel_class.draw(fake, context)
+    rows = fake.layout.rows
+    assert [r[2] for r in rows if r[0] == "prop"] == [x.name for p in range(5) for x in m.morphs if x.panel == p]
+    assert [r[1] for r in rows if r[0] == "label"] == [blender_morphs.PANELS[p] for p in sorted(
+        {x.panel for x in m.morphs})]
+    assert ("prop", 0.75, mmd_extras.EVERY_MORPH[pmx.MORPH_UV]) in rows
