@@ -23,7 +23,7 @@ import numpy as np
 from mathutils import Matrix
 
 from ...blender import armature as barm
-from ...core.transforms import trs_to_matrix
+from ...core.transforms import matrix3_to_quat, trs_to_matrix
 from ..model import convert, morphs as mmd_morphs
 from ..model import pmx
 from . import blender_mmd
@@ -328,6 +328,97 @@ def at_rest(arm_ob):
 
 
 # ------------------------------------------------------------------------------------------------------------
+# editing a bone morph
+
+def store_pose(arm_ob, morph_name: str) -> int:
+    """The bone morph `morph_name` becomes what it shows plus the armature's own pose: each bone it lists, and
+    each other bone posed away from rest, gets (its pose) · (this morph at its slider's weight) as its offset at
+    weight 1 (a value within 1e-6 of the stored one keeps the file's bits); those bones go back to rest and the
+    slider to 1, so the model looks as before. Returns the number of offsets; ValueError for an unknown name."""
+    model = Model(arm_ob)
+    k = next((i for i, m in enumerate(model.morphs) if m.name == morph_name and m.kind == pmx.MORPH_BONE), None)
+    if k is None:
+        raise ValueError(f"{arm_ob.name} has no bone morph named {morph_name!r}")
+    weight = float(model.own_weights(_state(arm_ob))[k])
+    undo(arm_ob)
+    index = {r["pmx"]["index"]: bone for bone in arm_ob.data.bones
+             if isinstance((r := barm.bone_extras(bone)).get("pmx"), dict) and "index" in r["pmx"]}
+    old = model.morphs[k].offsets
+    listed = [int(b) for b in old["bone"]]
+    posed = [i for i, bone in index.items() if i not in listed and _is_posed(arm_ob.pose.bones[bone.name])]
+    rows = pmx.empty_records(pmx.MORPH_OFFSETS[pmx.MORPH_BONE], len(listed) + len(posed))
+    scale = model_scale(arm_ob)
+    shown = mmd_morphs.bone_offsets([model.morphs[k]], [weight], max(index, default=-1) + 1)
+    for r, b in enumerate(listed + posed):
+        rows[r] = old[r] if r < len(old) else rows[r]
+        rows["bone"][r] = b
+        bone = index.get(b)
+        if bone is None:
+            continue
+        pb = arm_ob.pose.bones[bone.name]
+        bmap = bone_key_map(arm_ob, bone.name, scale)
+        basis = np.asarray(pb.matrix_basis, np.float64)
+        if b in shown:
+            basis = basis @ trs_to_matrix(*bmap.from_mmd(*shown[b]), np.ones(3))
+        t, q = bmap.to_mmd(basis[:3, 3], _rotation_of(basis))
+        if q[3] < 0:  # the same turn, written with w ≥ 0 as MMD's tools write it
+            q = -q
+        same = r < len(old) and np.allclose(old["translation"][r], t, atol=1e-6) and (
+            np.allclose(old["rotation"][r], q, atol=1e-6) or np.allclose(old["rotation"][r], -q, atol=1e-6))
+        if not same:
+            rows["translation"][r], rows["rotation"][r] = t, q
+        pb.matrix_basis = Matrix()
+    model.morphs[k].offsets = rows
+    extras = dict(model.extras)
+    extras["morphs"] = list(extras["morphs"])
+    extras["morphs"][k] = convert.morph_to_dict(model.morphs[k])
+    arm_ob[blender_mmd.PROP] = json.dumps(extras, ensure_ascii=False)
+    if k in model.sliders:
+        arm_ob[model.sliders[k]] = 1.0
+    apply(arm_ob, force=True)
+    return len(rows)
+
+
+def _rotation_of(m: np.ndarray) -> np.ndarray:
+    """The rotation (w, x, y, z) of a pose basis, its scale divided out."""
+    r = np.asarray(m, np.float64)[:3, :3]
+    return matrix3_to_quat(r / np.linalg.norm(r, axis=0, keepdims=True))
+
+
+POSED_DISTANCE = 1e-5  # metres (1/8 mm in MMD units): import leaves rest bases a few µm and 1e-5 rad off
+POSED_TURN = 1e-4  # quaternion x, y, z: 0.01°
+
+
+def _is_posed(pb) -> bool:
+    """Moved or turned away from rest by more than the float error import leaves on some bones."""
+    m = np.asarray(pb.matrix_basis, np.float64)
+    return bool(np.abs(m[:3, 3]).max() > POSED_DISTANCE or np.abs(_rotation_of(m)[1:]).max() > POSED_TURN)
+
+
+class SKINBRIDGE_OT_mmd_bone_morph_from_pose(bpy.types.Operator):
+    """Make this bone morph the current pose: the posed bones' offsets at weight 1, the bones back at rest and
+    the slider at 1"""
+
+    bl_idname = "skinbridge.mmd_bone_morph_from_pose"
+    bl_label = "Bone Morph from Pose"
+    bl_options = {"REGISTER", "UNDO"}
+    morph: bpy.props.StringProperty(name="Morph")
+
+    @classmethod
+    def poll(cls, context):
+        return has_morphs(_active_armature(context))
+
+    def execute(self, context):
+        try:
+            n = store_pose(_active_armature(context), self.morph)
+        except ValueError as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"{self.morph}: {n} bone offset(s)")
+        return {"FINISHED"}
+
+
+# ------------------------------------------------------------------------------------------------------------
 # handlers: sliders dragged or keyed show at once
 
 _paused: set[str] = set()  # armatures inside `at_rest`
@@ -385,7 +476,11 @@ class VIEW3D_PT_skinbridge_mmd_morphs(bpy.types.Panel):
                     for kb in model.key_blocks(k)[:1]:
                         col.prop(kb, "value", text=m.name, slider=True)
                 elif k in model.sliders:
-                    col.prop(arm_ob, f'["{model.sliders[k]}"]', text=m.name, slider=True)
+                    row = col.row(align=True)
+                    row.prop(arm_ob, f'["{model.sliders[k]}"]', text=m.name, slider=True)
+                    if m.kind == pmx.MORPH_BONE:
+                        row.operator(SKINBRIDGE_OT_mmd_bone_morph_from_pose.bl_idname, text="",
+                                     icon="POSE_HLT").morph = m.name
 
 
 def _active_armature(context):
@@ -395,7 +490,7 @@ def _active_armature(context):
     return ob if ob is not None and ob.type == "ARMATURE" else None
 
 
-CLASSES = (VIEW3D_PT_skinbridge_mmd_morphs,)
+CLASSES = (SKINBRIDGE_OT_mmd_bone_morph_from_pose, VIEW3D_PT_skinbridge_mmd_morphs)
 
 
 def register_handlers() -> None:

@@ -271,6 +271,7 @@ def _morph_from_dict(d: dict) -> pmx.PmxMorph:
 
 
 morph_from_dict = _morph_from_dict  # the Blender sliders read the stored morphs back
+morph_to_dict = _morph_to_dict  # and store a bone morph made from a pose
 
 
 def _soft_to_dict(s: pmx.PmxSoftBody) -> dict:

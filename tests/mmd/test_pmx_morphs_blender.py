@@ -258,6 +258,13 @@ class _Layout:
     def column(self, align: bool = False) -> "_Layout":
         return self
 
+    def row(self, align: bool = False) -> "_Layout":
+        return self
+
+    def operator(self, idname: str, text: str = "", icon: str = "") -> object:
+        self.rows.append(("operator", idname))
+        return type("Properties", (), {})()
+
     def label(self, text: str = "") -> None:
         self.rows.append(("label", text))
 
@@ -281,3 +288,42 @@ def test_morphs_panel_lists_every_slider_by_mmd_panel(model):
     assert [r[1] for r in rows if r[0] == "label"] == [blender_morphs.PANELS[p] for p in sorted(
         {x.panel for x in m.morphs})]
     assert ("prop", 0.75, mmd_extras.EVERY_MORPH[pmx.MORPH_UV]) in rows
+    bone_morph = rows.index(("prop", 0.0, mmd_extras.EVERY_MORPH[pmx.MORPH_BONE]))
+    assert rows[bone_morph + 1] == ("operator", "skinbridge.mmd_bone_morph_from_pose")
+
+
+def _armature_matrix(arm, name: str, t, q_xyzw) -> np.ndarray:
+    """The armature-space matrix of bone `name` moved by MMD translation `t` and turned by MMD rotation `q`
+    about its head (parents at rest)."""
+    rest = np.array(arm.data.bones[name].matrix_local, np.float64)
+    head = rest[:3, 3].copy()
+    out = np.eye(4)
+    out[:3, :3] = SWAP @ _quat_matrix(q_xyzw) @ SWAP
+    out[:3, 3] = SWAP @ np.asarray(t, np.float64) * SCALE + head - out[:3, :3] @ head
+    return out @ rest
+
+
+def test_bone_morph_edited_from_a_pose_exports_changed_and_nothing_else(model, written, tmp_path):
+    arm, mesh, m = model
+    name = mmd_extras.EVERY_MORPH[pmx.MORPH_BONE]
+    _set(arm, pmx.MORPH_BONE, 1.0)  # the morph shown; the user then moves the head elsewhere
+    want_t, want_q = np.array([0.25, -0.5, 1.0]), np.array([0.0, np.sin(np.pi / 12), 0.0, np.cos(np.pi / 12)])
+    arm.pose.bones["頭"].matrix = _armature_matrix(arm, "頭", want_t, want_q).T.tolist()  # Matrix: by columns
+    bpy.context.view_layer.objects.active = arm
+    assert bpy.ops.skinbridge.mmd_bone_morph_from_pose(morph=name) == {"FINISHED"}
+    assert arm[blender_morphs.SLIDER_PREFIX + name] == 1.0
+    np.testing.assert_allclose(_pose(arm, "頭"), _armature_matrix(arm, "頭", want_t, want_q), atol=1e-5)
+    out = tmp_path / "edited.pmx"
+    blender_io.export_pmx(bpy.context, str(out))
+    got = pmx.read(out.read_bytes())
+    morph = next(x for x in got.morphs if x.name == name).offsets
+    head = next(i for i, b in enumerate(m.bones) if b.name == "頭")
+    assert len(morph) == 2  # 頭 and 左腕, as before: no other bone was posed
+    row = morph[morph["bone"] == head][0]
+    np.testing.assert_allclose(row["translation"], want_t, atol=5e-5)  # 4 µm: float32 pose matrices
+    np.testing.assert_allclose(row["rotation"], want_q, atol=1e-6)
+    # nothing else changed: the input with this one row replaced is the exported file, byte for byte
+    old = _morph(m, pmx.MORPH_BONE).offsets
+    assert old[old["bone"] != head].tobytes() == morph[morph["bone"] != head].tobytes()
+    old[old["bone"] == head] = row
+    assert_same_bytes(out.read_bytes(), pmx.write(m), pmx.read)
