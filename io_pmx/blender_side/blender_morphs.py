@@ -313,12 +313,12 @@ def _apply_uvs(model: Model, weights: np.ndarray) -> None:
 
 @contextlib.contextmanager
 def at_rest(arm_ob):
-    """Within the block the model shows no morph (every effect of `apply` taken away); afterwards it shows
-    them again. Export reads the model inside it."""
-    if not has_morphs(arm_ob) or STATE_PROP not in arm_ob:
+    """Within the block the model shows no morph (every effect of `apply` taken away, the handlers paused, so
+    frames set inside show none either); afterwards it shows them again. Export reads the model inside it."""
+    if not has_morphs(arm_ob):
         yield
         return
-    _paused.add(arm_ob.name)  # the export's depsgraph updates must not show the morphs again meanwhile
+    _paused.add(arm_ob.name)  # the export's depsgraph updates and frame changes must not show the morphs
     undo(arm_ob)
     try:
         yield

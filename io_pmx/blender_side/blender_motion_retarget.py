@@ -52,6 +52,7 @@ from ...core.fileio import output_path, write_atomic
 from ...core.naming import NameAllocator
 from ..motion import vmd
 from ..motion import channels
+from . import blender_morphs
 from .blender_motion_curves import INTERP, WHOLE, Curve, channelbags, vmd_frames, whole_frames
 from .blender_motion_export import assemble, export_morphs, export_motion, motion_actions
 from .blender_motion_model import BONE_PATH, bone_names, model_scale, unescape
@@ -273,7 +274,8 @@ def _rig_deformations(context, act, arm_ob, model, skel, mapping, src, times: np
     source that are not IK bones."""
     used = sorted({s for s in src if s is not None})
     binds = skel.binds()
-    posed = _posed_world(context, arm_ob, act, times, [skel.names[i] for i in used])
+    with blender_morphs.at_rest(arm_ob):  # bone morphs travel as morph keys, not inside the bone keys
+        posed = _posed_world(context, arm_ob, act, times, [skel.names[i] for i in used])
     heads = binds[:, :3, 3]
     arms = {i: side for side, prefix in SIDES.items() if (i := mapping.index(prefix + "腕")) is not None}
     d = arm_angle_rest_transforms([int(p) for p in skel.parents], heads, arms, float(arm_angle or 0.0))
