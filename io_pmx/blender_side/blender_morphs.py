@@ -328,7 +328,7 @@ def at_rest(arm_ob):
 
 
 # ------------------------------------------------------------------------------------------------------------
-# editing a bone morph
+# editing a bone or material morph
 
 def store_pose(arm_ob, morph_name: str) -> int:
     """The bone morph `morph_name` becomes what it shows plus the armature's own pose: each bone it lists, and
@@ -393,6 +393,71 @@ def _is_posed(pb) -> bool:
     """Moved or turned away from rest by more than the float error import leaves on some bones."""
     m = np.asarray(pb.matrix_basis, np.float64)
     return bool(np.abs(m[:3, 3]).max() > POSED_DISTANCE or np.abs(_rotation_of(m)[1:]).max() > POSED_TURN)
+
+
+def store_colour(arm_ob, morph_name: str) -> int:
+    """The material morph `morph_name` takes the colours the user set while it shows: for each material it
+    names (not −1, "all") whose Base Color or Alpha was changed since the sliders were shown, the diffuse
+    offset becomes what gives that colour at the slider's weight (multiply: 1 + (wanted / base − 1) / weight
+    per channel, a base of 0 keeping its value; add: (wanted − base) / weight). Returns how many offsets
+    changed; ValueError for an unknown name or a slider at 0."""
+    model = Model(arm_ob)
+    k = next((i for i, m in enumerate(model.morphs) if m.name == morph_name and m.kind == pmx.MORPH_MATERIAL),
+             None)
+    if k is None:
+        raise ValueError(f"{arm_ob.name} has no material morph named {morph_name!r}")
+    state = _state(arm_ob)
+    weight = float(model.own_weights(state)[k])
+    if weight == 0:
+        raise ValueError(f"{morph_name}: set its slider above 0 and change the colours it shows first")
+    mats = list(model.meshes[0].data.materials) if model.meshes else []
+    seen = state.get("materials", {})
+    rows = model.morphs[k].offsets.copy()
+    changed = 0
+    for r, t in enumerate(rows["material"].tolist()):
+        bsdf = _bsdf(mats[t]) if 0 <= t < len(mats) else None
+        if bsdf is None or mats[t].name not in seen:
+            continue
+        base, shown = (np.asarray(x, np.float64) for x in seen[mats[t].name])
+        wanted = np.asarray(_colour(bsdf), np.float64)
+        if np.allclose(wanted, shown, atol=1e-6):
+            continue
+        if int(rows["operation"][r]) == 0:
+            safe = np.where(base != 0, base, 1.0)
+            rows["diffuse"][r] = np.where(base != 0, 1 + (wanted / safe - 1) / weight, rows["diffuse"][r])
+        else:
+            rows["diffuse"][r] = (wanted - base) / weight
+        _set_colour(bsdf, shown.tolist())  # so that the next `apply` finds its own colour and starts from base
+        changed += 1
+    model.morphs[k].offsets = rows
+    extras = dict(model.extras)
+    extras["morphs"] = list(extras["morphs"])
+    extras["morphs"][k] = convert.morph_to_dict(model.morphs[k])
+    arm_ob[blender_mmd.PROP] = json.dumps(extras, ensure_ascii=False)
+    apply(arm_ob, force=True)
+    return changed
+
+
+class SKINBRIDGE_OT_mmd_material_morph_from_colour(bpy.types.Operator):
+    """Make this material morph give the colours you set while it shows (Base Color and Alpha)"""
+
+    bl_idname = "skinbridge.mmd_material_morph_from_colour"
+    bl_label = "Material Morph from Colour"
+    bl_options = {"REGISTER", "UNDO"}
+    morph: bpy.props.StringProperty(name="Morph")
+
+    @classmethod
+    def poll(cls, context):
+        return has_morphs(_active_armature(context))
+
+    def execute(self, context):
+        try:
+            n = store_colour(_active_armature(context), self.morph)
+        except ValueError as e:
+            self.report({"ERROR"}, str(e))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"{self.morph}: {n} material offset(s) changed")
+        return {"FINISHED"}
 
 
 class SKINBRIDGE_OT_mmd_bone_morph_from_pose(bpy.types.Operator):
@@ -481,6 +546,9 @@ class VIEW3D_PT_skinbridge_mmd_morphs(bpy.types.Panel):
                     if m.kind == pmx.MORPH_BONE:
                         row.operator(SKINBRIDGE_OT_mmd_bone_morph_from_pose.bl_idname, text="",
                                      icon="POSE_HLT").morph = m.name
+                    elif m.kind == pmx.MORPH_MATERIAL:
+                        row.operator(SKINBRIDGE_OT_mmd_material_morph_from_colour.bl_idname, text="",
+                                     icon="MATERIAL").morph = m.name
 
 
 def _active_armature(context):
@@ -490,7 +558,8 @@ def _active_armature(context):
     return ob if ob is not None and ob.type == "ARMATURE" else None
 
 
-CLASSES = (SKINBRIDGE_OT_mmd_bone_morph_from_pose, VIEW3D_PT_skinbridge_mmd_morphs)
+CLASSES = (SKINBRIDGE_OT_mmd_bone_morph_from_pose, SKINBRIDGE_OT_mmd_material_morph_from_colour,
+           VIEW3D_PT_skinbridge_mmd_morphs)
 
 
 def register_handlers() -> None:

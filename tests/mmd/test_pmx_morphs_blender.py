@@ -290,6 +290,8 @@ def test_morphs_panel_lists_every_slider_by_mmd_panel(model):
     assert ("prop", 0.75, mmd_extras.EVERY_MORPH[pmx.MORPH_UV]) in rows
     bone_morph = rows.index(("prop", 0.0, mmd_extras.EVERY_MORPH[pmx.MORPH_BONE]))
     assert rows[bone_morph + 1] == ("operator", "skinbridge.mmd_bone_morph_from_pose")
+    material_morph = rows.index(("prop", 0.0, mmd_extras.EVERY_MORPH[pmx.MORPH_MATERIAL]))
+    assert rows[material_morph + 1] == ("operator", "skinbridge.mmd_material_morph_from_colour")
 
 
 def _armature_matrix(arm, name: str, t, q_xyzw) -> np.ndarray:
@@ -326,4 +328,29 @@ def test_bone_morph_edited_from_a_pose_exports_changed_and_nothing_else(model, w
     old = _morph(m, pmx.MORPH_BONE).offsets
     assert old[old["bone"] != head].tobytes() == morph[morph["bone"] != head].tobytes()
     old[old["bone"] == head] = row
+    assert_same_bytes(out.read_bytes(), pmx.write(m), pmx.read)
+
+
+def test_material_morph_edited_from_a_colour_exports_changed_and_nothing_else(model, written, tmp_path):
+    arm, mesh, m = model
+    name = mmd_extras.EVERY_MORPH[pmx.MORPH_MATERIAL]
+    _set(arm, pmx.MORPH_MATERIAL, 0.5)
+    wanted = np.array([0.2, 0.4, 0.6, 0.8])
+    bsdf = next(n for n in mesh.data.materials[0].node_tree.nodes if n.type == "BSDF_PRINCIPLED")
+    bsdf.inputs["Base Color"].default_value = (*wanted[:3], 1.0)
+    bsdf.inputs["Alpha"].default_value = wanted[3]
+    bpy.context.view_layer.objects.active = arm
+    assert bpy.ops.skinbridge.mmd_material_morph_from_colour(morph=name) == {"FINISHED"}
+    np.testing.assert_allclose(_colour(mesh.data.materials[0]), wanted, atol=1e-6)  # shown as set
+    _set(arm, pmx.MORPH_MATERIAL, 0.0)
+    np.testing.assert_allclose(_colour(mesh.data.materials[0]), m.materials[0].diffuse, atol=1e-7)
+    out = tmp_path / "edited.pmx"
+    blender_io.export_pmx(bpy.context, str(out))
+    got = next(x for x in pmx.read(out.read_bytes()).morphs if x.name == name).offsets
+    base = m.materials[0].diffuse.astype(np.float64)
+    # multiply at weight 0.5: base · (1 + (f − 1) · 0.5) = wanted, so f = 1 + (wanted / base − 1) / 0.5
+    np.testing.assert_allclose(got["diffuse"][0], 1 + (wanted / base - 1) / 0.5, rtol=1e-6)
+    old = _morph(m, pmx.MORPH_MATERIAL).offsets
+    assert old[1:].tobytes() == got[1:].tobytes()  # the add row on material 1 was not touched
+    old["diffuse"][0] = got["diffuse"][0]
     assert_same_bytes(out.read_bytes(), pmx.write(m), pmx.read)
