@@ -11,7 +11,8 @@ active UV map, additional-UV morphs write `pmx_morph_add_uv1..4` (the file's own
 `apply` adds is recorded on the armature (`STATE_PROP`) and taken away first on the next call, so a user's
 pose, colours and UV edits in between are kept. Handlers call it after every depsgraph update (only when a
 slider changed) and around frame changes, so keyed sliders play. Export sees the model with every slider at
-0 (`at_rest`), so an unchanged model writes the same bytes.
+0 (`at_rest`), so an unchanged model writes the same bytes. A bone morph is edited from a pose (`store_pose`),
+a material morph from colours (`store_colour`); the panel has a button for each.
 """
 from __future__ import annotations
 
@@ -110,18 +111,6 @@ class Model:
             elif k in self.sliders:
                 out[k] = float(self.arm_ob.get(self.sliders[k], 0.0))
         return out
-
-    def slider(self, name: str) -> tuple[object, str] | None:
-        """(ID, RNA path) of the slider of the morph named `name` (its first morph of that name)."""
-        for k, m in enumerate(self.morphs):
-            if m.name != name:
-                continue
-            if m.kind == pmx.MORPH_VERTEX:
-                blocks = self.key_blocks(k)
-                return (blocks[0].id_data, blocks[0].path_from_id("value")) if blocks else None
-            if k in self.sliders:
-                return self.arm_ob, f'["{self.sliders[k]}"]'
-        return None
 
 
 def has_morphs(arm_ob) -> bool:
