@@ -28,7 +28,7 @@ from ...core.transforms import matrix3_to_quat, trs_to_matrix
 from ..model import convert, morphs as mmd_morphs
 from ..model import pmx
 from . import blender_mmd
-from .blender_motion_model import bone_key_map, bone_names, model_scale, skinned_meshes
+from .blender_motion_model import bone_key_map, bone_names, escape, model_scale, skinned_meshes
 
 SLIDER_PREFIX = "MMD "
 STATE_PROP = "skinbridge_pmx_morph_state"
@@ -52,10 +52,7 @@ def build_sliders(holder) -> None:
     for k, m in enumerate(extras.get("morphs", [])):
         if m["kind"] == pmx.MORPH_VERTEX:
             continue
-        name = SLIDER_PREFIX + (m["name"] or f"morph{k}")
-        base, n = name, 2
-        while name in used:
-            name, n = f"{base}.{n:03d}", n + 1
+        name = _slider_name(m["name"] or f"morph{k}", used)
         used.add(name)
         holder[name] = 0.0
         panel = PANELS[m["panel"]] if 0 <= m["panel"] < len(PANELS) else str(m["panel"])
@@ -66,6 +63,23 @@ def build_sliders(holder) -> None:
     if sliders:
         extras["morph_sliders"] = sliders
         holder[blender_mmd.PROP] = json.dumps(extras, ensure_ascii=False)
+
+
+MAX_PROP_BYTES = 63  # Blender's limit on an ID property's name (UTF-8)
+
+
+def _slider_name(morph_name: str, used: set[str]) -> str:
+    """`SLIDER_PREFIX + morph_name` as an ID property name: control characters (a C string ends at NUL) as
+    `_`, cut to MAX_PROP_BYTES at a character boundary, `.002`, `.003`, ... where taken."""
+    clean = "".join("_" if ord(c) < 32 or c == "\x7f" else c for c in morph_name)
+    n = 1
+    while True:
+        suffix = f".{n:03d}" if n > 1 else ""
+        room = MAX_PROP_BYTES - len(suffix.encode())
+        name = (SLIDER_PREFIX + clean).encode("utf-8")[:room].decode("utf-8", "ignore") + suffix
+        if name not in used:
+            return name
+        n += 1
 
 
 _PARSED: dict[str, tuple[str, dict, list]] = {}  # armature → (its stored text, extras, morphs): the handlers
@@ -531,7 +545,7 @@ class VIEW3D_PT_skinbridge_mmd_morphs(bpy.types.Panel):
                         col.prop(kb, "value", text=m.name, slider=True)
                 elif k in model.sliders:
                     row = col.row(align=True)
-                    row.prop(arm_ob, f'["{model.sliders[k]}"]', text=m.name, slider=True)
+                    row.prop(arm_ob, f'["{escape(model.sliders[k])}"]', text=m.name, slider=True)
                     if m.kind == pmx.MORPH_BONE:
                         row.operator(SKINBRIDGE_OT_mmd_bone_morph_from_pose.bl_idname, text="",
                                      icon="POSE_HLT").morph = m.name

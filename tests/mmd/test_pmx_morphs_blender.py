@@ -354,3 +354,27 @@ def test_material_morph_edited_from_a_colour_exports_changed_and_nothing_else(mo
     assert old[1:].tobytes() == got[1:].tobytes()  # the add row on material 1 was not touched
     old["diffuse"][0] = got["diffuse"][0]
     assert_same_bytes(out.read_bytes(), pmx.write(m), pmx.read)
+
+
+def test_long_control_and_repeated_morph_names_still_get_sliders(clean_scene, written, tmp_path):
+    m = pmx.read(written.read_bytes())
+    bone, material, uv = (_morph(m, kind) for kind in (pmx.MORPH_BONE, pmx.MORPH_MATERIAL, pmx.MORPH_UV))
+    bone.name = "長い名前" * 8  # 96 UTF-8 bytes, over Blender's 63 for a property name
+    material.name = "a\x00b\x07"
+    uv.name = material.name
+    path = tmp_path / "names.pmx"
+    path.write_bytes(pmx.write(m))
+    arm = blender_io.import_pmx(bpy.context, str(path), physics=False).armature
+    sliders = blender_morphs.Model(arm).sliders
+    names = {blender_morphs.Model(arm).morphs[k].name: p for k, p in sliders.items() if k in (
+        m.morphs.index(bone), m.morphs.index(material))}
+    assert names[bone.name] == (blender_morphs.SLIDER_PREFIX + bone.name).encode()[:63].decode("utf-8", "ignore")
+    assert names[material.name] == blender_morphs.SLIDER_PREFIX + "a_b_"
+    assert sliders[m.morphs.index(uv)] == blender_morphs.SLIDER_PREFIX + "a_b_.002"
+    assert all(p in arm for p in sliders.values())
+    arm[names[bone.name]] = 1.0
+    assert blender_morphs.apply(arm)
+    out = tmp_path / "back.pmx"
+    arm[names[bone.name]] = 0.0
+    blender_io.export_pmx(bpy.context, str(out))
+    assert_same_bytes(out.read_bytes(), path.read_bytes(), pmx.read)
