@@ -69,9 +69,10 @@ MAX_PROP_BYTES = 63  # Blender's limit on an ID property's name (UTF-8)
 
 
 def _slider_name(morph_name: str, used: set[str]) -> str:
-    """`SLIDER_PREFIX + morph_name` as an ID property name: control characters (a C string ends at NUL) as
-    `_`, cut to MAX_PROP_BYTES at a character boundary, `.002`, `.003`, ... where taken."""
-    clean = "".join("_" if ord(c) < 32 or c == "\x7f" else c for c in morph_name)
+    """`SLIDER_PREFIX + morph_name` as an ID property name: control characters (a C string ends at NUL) and
+    bytes that did not decode (lone surrogates) as `_`, cut to MAX_PROP_BYTES at a character boundary,
+    `.002`, `.003`, ... where taken."""
+    clean = "".join("_" if ord(c) < 32 or c == "\x7f" or 0xD800 <= ord(c) < 0xE000 else c for c in morph_name)
     n = 1
     while True:
         suffix = f".{n:03d}" if n > 1 else ""
