@@ -17,6 +17,7 @@ from ...blender import scene as bscene
 from ...core.errors import ExportError, FormatError
 from ...core.fileio import output_path, read_bytes, write_atomic
 from . import blender_mmd
+from . import blender_morphs
 from ..model import convert
 from ..model import pmx
 from ..model.validate import raise_for_errors, validate
@@ -67,6 +68,8 @@ def import_pmx(context, path: str, scale: float = convert.DEFAULT_SCALE, physics
     try:
         result = bscene.build_scene(context, core_scene, name, base_dir)
         blender_mmd.build_extras(context, result, core_scene, textures, base_dir, warnings)
+        if result.armature is not None:
+            blender_morphs.build_sliders(result.armature)
         if result.armature is not None and (model.rigid_bodies or model.joints):
             arm_ob = result.armature
             names = bscene.barm_names(arm_ob) or [b.name for b in arm_ob.data.bones]
@@ -91,11 +94,12 @@ def gather_model(context, scale: float | None = None, selected_only: bool = Fals
     `exportable_objects`, when the caller has them already."""
     objects = objects if objects is not None else bscene.exportable_objects(context, selected_only)
     meshes, arm_ob = objects
-    core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only, tangents=False,
-                                               objects=objects)
-    if not core_scene.meshes:
-        raise ExportError("nothing to export: no visible mesh with faces")
-    blender_mmd.read_extras(core_scene, arm_ob, meshes)
+    with blender_morphs.at_rest(arm_ob):  # the model's own values, whatever the morph sliders show
+        core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only, tangents=False,
+                                                   objects=objects)
+        if not core_scene.meshes:
+            raise ExportError("nothing to export: no visible mesh with faces")
+        blender_mmd.read_extras(core_scene, arm_ob, meshes)
     model, more = convert.from_scene(core_scene, scale)
     if arm_ob is not None:
         _physics_from_blender(model, arm_ob, scale, core_scene.extras.get("pmx") or {})

@@ -30,8 +30,8 @@ from .blender_motion_curves import (
     WHOLE, Curve, channelbags, close, segments_of, unchanged, unchanged_channel, vmd_frames, whole_frames,
 )
 from .blender_motion_model import (
-    BONE_PATH, IK_PATH, MORPH_PATH, RAW, bone_key_map, bone_names, ik_constraints, model_scale, morph_names,
-    non_finite, split_keys, unescape,
+    BONE_PATH, IK_PATH, MORPH_PATH, RAW, SLIDER_PATH, bone_key_map, bone_names, ik_constraints, model_scale,
+    morph_names, non_finite, slider_names, split_keys, unescape,
 )
 
 
@@ -471,6 +471,21 @@ def _export_ik(act, arm_ob, ik_curves, raw, fps):
     return out
 
 
+def _slider_curves(act, arm_ob, taken: set[str]) -> dict[str, Curve]:
+    """MMD morph name → the F-curve of its slider (a custom property of the armature, blender_morphs)."""
+    name_of = {p: n for n, p in slider_names(arm_ob).items() if n not in taken}
+    out: dict[str, Curve] = {}
+    for slot in act.slots:
+        if slot.target_id_type != "OBJECT" or not name_of:
+            continue
+        for cb in channelbags(act, slot):
+            for fc in cb.fcurves:
+                m = SLIDER_PATH.match(fc.data_path)
+                if m and not fc.mute and len(fc.keyframe_points) and unescape(m.group(1)) in name_of:
+                    out.setdefault(name_of[unescape(m.group(1))], Curve(fc))
+    return out
+
+
 def export_morphs(act, arm_ob, raw, fps, bake):
     warnings: list[str] = []
     morphs = morph_names(arm_ob)
@@ -490,6 +505,7 @@ def export_morphs(act, arm_ob, raw, fps, bake):
                 if name is None:
                     name = next((n for (k, kn), n in morph_of.items() if kn == key_name), key_name)
                 curves[name] = Curve(fc)
+    curves.update(_slider_curves(act, arm_ob, set(curves)))
     parts = []
     big = 1 << 40
     raw_keys = raw["morph_keys"] if raw is not None else np.zeros(0, vmd.MORPH_KEY)

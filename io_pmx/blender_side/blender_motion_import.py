@@ -29,7 +29,7 @@ from ..motion import channels as vc
 from .blender_motion_curves import new_fcurve, simple_keys
 from .blender_motion_model import (
     CAMERA_PROP, RAW, bone_key_map, bone_names, escape, ik_constraints, model_scale, morph_names, non_finite,
-    skinned_meshes, split_keys,
+    skinned_meshes, slider_names, split_keys,
 )
 
 
@@ -67,11 +67,13 @@ def _plan(context, motion: vmd.Motion, arm_ob, label: str) -> dict:
         warnings.append(f"{label}: position curves of {', '.join(fitted)} mix MMD axes with different curves in "
                         "Blender's axes; followed with GENERATED keys")
     morphs = morph_names(arm_ob)
-    mhit, mmiss, mmissing = split_keys(motion.morph_keys, morphs)
+    sliders = {n: p for n, p in slider_names(arm_ob).items() if n not in morphs}
+    mhit, mmiss, mmissing = split_keys(motion.morph_keys, morphs.keys() | sliders.keys())
     if mmissing:
-        warnings.append(f"{label}: {len(mmiss)} morph key(s) for {len(mmissing)} morph(s) without a shape key in "
-                        f"{arm_ob.name}, kept unchanged for export: {', '.join(mmissing)}")
-    plan_morphs = {}
+        warnings.append(f"{label}: {len(mmiss)} morph key(s) for {len(mmissing)} morph(s) without a shape key or "
+                        f"slider in {arm_ob.name}, kept unchanged for export: {', '.join(mmissing)}")
+    plan_morphs: dict = {}
+    plan_sliders: dict = {}
     mk = motion.morph_keys[mhit]
     names, which = vmd.distinct_names(mk["name"])
     for j, name in enumerate(names):
@@ -79,9 +81,12 @@ def _plan(context, motion: vmd.Motion, arm_ob, label: str) -> dict:
         order = sel[np.lexsort((sel, mk["frame"][sel]))]
         fr = mk["frame"][order].astype(np.float64)
         last = np.append(fr[1:] != fr[:-1], True)
+        keys = simple_keys(fr[last] * fps / vmd.FPS, mk["weight"][order][last])
+        if name in sliders:
+            plan_sliders[sliders[name]] = keys
+            continue
         ob, key_name = morphs[name]
-        plan_morphs.setdefault(ob.name, {})[key_name] = simple_keys(fr[last] * fps / vmd.FPS,
-                                                                mk["weight"][order][last])
+        plan_morphs.setdefault(ob.name, {})[key_name] = keys
     iks = ik_constraints(arm_ob)
     plan_ik: dict[tuple[str, str], list] = {}
     unknown_ik = set()
@@ -97,7 +102,8 @@ def _plan(context, motion: vmd.Motion, arm_ob, label: str) -> dict:
     if unknown_ik:
         warnings.append(f"{label}: IK keys for {', '.join(sorted(unknown_ik))}, which {arm_ob.name} has no IK "
                         "constraint for, kept unchanged for export")
-    return {"fps": fps, "scale": scale, "bones": plan_bones, "morphs": plan_morphs, "ik": plan_ik,
+    return {"fps": fps, "scale": scale, "bones": plan_bones, "morphs": plan_morphs, "sliders": plan_sliders,
+            "ik": plan_ik,
             "warnings": warnings, "bone_hit": hit, "morph_hit": mhit}
 
 
@@ -188,6 +194,8 @@ def _fill_action(context, act, arm_ob, motion, plan, objects, assign: bool) -> N
             new_fcurve(cb, f'pose.bones["{escape(bone)}"].{prop}', index, bone, ck)
         if arm_ob.pose.bones[bone].rotation_mode != "QUATERNION":
             arm_ob.pose.bones[bone].rotation_mode = "QUATERNION"
+    for prop, ck in plan["sliders"].items():
+        new_fcurve(cb, f'["{escape(prop)}"]', 0, "MMD Morphs", ck, "LINEAR")
     for (bone, cname), keys in plan["ik"].items():
         keys.sort(key=lambda k: k[0])
         x = np.array([k[0] for k in keys])

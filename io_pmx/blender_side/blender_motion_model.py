@@ -22,6 +22,7 @@ CAMERA_PROP = "skinbridge_vmd_camera"
 BONE_PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]\.(location|rotation_quaternion|rotation_euler)$')
 IK_PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]\.constraints\["((?:[^"\\]|\\.)*)"\]\.influence$')
 MORPH_PATH = re.compile(r'^key_blocks\["((?:[^"\\]|\\.)*)"\]\.value$')
+SLIDER_PATH = re.compile(r'^\["((?:[^"\\]|\\.)*)"\]$')  # a morph slider: a custom property of the armature
 
 
 def escape(name: str) -> str:
@@ -73,6 +74,23 @@ def morph_names(arm_ob) -> dict[str, tuple]:
             continue
         for kb in list(keys.key_blocks)[1:]:
             out.setdefault(renamed.get(kb.name, kb.name), (ob, kb.name))
+    return out
+
+
+def slider_names(arm_ob) -> dict[str, str]:
+    """MMD morph name → the armature's custom property that is the slider of that non-vertex morph
+    (blender_morphs); a name that is also a vertex morph's stays with its shape key."""
+    raw = blender_mmd.stored_extras(arm_ob, []) or {}
+    sliders = raw.get("morph_sliders", {}) if isinstance(raw.get("morph_sliders"), dict) else {}
+    morphs = raw.get("morphs", []) if isinstance(raw.get("morphs"), list) else []
+    out: dict[str, str] = {}
+    for k, prop in sliders.items():
+        try:
+            name = morphs[int(k)]["name"]
+        except (IndexError, KeyError, ValueError, TypeError):
+            continue
+        if prop in arm_ob:
+            out.setdefault(name, prop)
     return out
 
 

@@ -52,6 +52,7 @@ from ...core.fileio import output_path, write_atomic
 from ...core.naming import NameAllocator
 from ..motion import vmd
 from ..motion import channels
+from . import blender_morphs
 from .blender_motion_curves import INTERP, WHOLE, Curve, channelbags, vmd_frames, whole_frames
 from .blender_motion_export import assemble, export_morphs, export_motion, motion_actions
 from .blender_motion_model import BONE_PATH, bone_names, model_scale, unescape
@@ -118,7 +119,8 @@ def _rig_sources(model, arm_ob, bone_map, mmd_rig: bool = True) -> tuple:
     mmd_of = {b: m for m, b in bone_names(arm_ob).items()}
     names = [mmd_of.get(n, n) for n in skel.names]  # the names the PMX export starts from
     parents = [int(p) for p in skel.parents]
-    mapping = map_bones(names, parents, None, bone_map)
+    exported = {b.name for b in model.bones}  # the rig kept these (its own IK chains), helper-like names or not
+    mapping = map_bones(names, parents, None, bone_map, keep=[i for i, nm in enumerate(names) if nm in exported])
     by_name: dict[str, int] = {}
     merged = [i for i in range(len(names)) if mapping.merged(i)]
     for i in range(len(names)):
@@ -272,7 +274,8 @@ def _rig_deformations(context, act, arm_ob, model, skel, mapping, src, times: np
     source that are not IK bones."""
     used = sorted({s for s in src if s is not None})
     binds = skel.binds()
-    posed = _posed_world(context, arm_ob, act, times, [skel.names[i] for i in used])
+    with blender_morphs.at_rest(arm_ob):  # bone morphs travel as morph keys, not inside the bone keys
+        posed = _posed_world(context, arm_ob, act, times, [skel.names[i] for i in used])
     heads = binds[:, :3, 3]
     arms = {i: side for side, prefix in SIDES.items() if (i := mapping.index(prefix + "腕")) is not None}
     d = arm_angle_rest_transforms([int(p) for p in skel.parents], heads, arms, float(arm_angle or 0.0))

@@ -270,6 +270,10 @@ def _morph_from_dict(d: dict) -> pmx.PmxMorph:
                         records_from_text(d["offsets"], pmx.MORPH_OFFSETS[d["kind"]]))
 
 
+morph_from_dict = _morph_from_dict  # the Blender sliders read the stored morphs back
+morph_to_dict = _morph_to_dict  # and store a bone morph made from a pose
+
+
 def _soft_to_dict(s: pmx.PmxSoftBody) -> dict:
     out = fixed_to_dict(s, pmx.SOFT_BODY)
     out.update(anchors=records_to_text(s.anchors), pins=[int(p) for p in s.pins])

@@ -18,12 +18,13 @@ dropped as a helper. In order of precedence:
 A bone that is an ancestor of the body (下半身 or 上半身), or a root named root/master/全ての親, merges into
 全ての親. Helper bones (colliders, handles, poles, targets, IK/control/MCH/ORG/WGT bones, twist bones without
 weights) are dropped: their children move to the nearest exported ancestor and their weights go there too
-(docs/mmd.md §5.4). A leg chain that is not found in full (足, ひざ, 足首) is reported and gets no IK; nothing is
-guessed from positions.
+(docs/mmd.md §5.4), except the bones an IK chain or append (付与) of the model itself uses (`keep`). A leg
+chain that is not found in full (足, ひざ, 足首) is reported and gets no IK; nothing is guessed from positions.
 """
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from ...core.errors import ExportError, FormatError
@@ -116,9 +117,13 @@ def ancestors(parents: list[int], i: int) -> list[int]:
     return out
 
 
-def map_bones(names: list[str], parents: list[int], weighted=None, bone_map: dict | None = None) -> BoneMapping:
-    """Map source bones to MMD names (see the module docstring). `weighted[i]`: bone i deforms some vertex."""
+def map_bones(names: list[str], parents: list[int], weighted=None, bone_map: dict | None = None,
+              keep: Collection[int] = ()) -> BoneMapping:
+    """Map source bones to MMD names (see the module docstring). `weighted[i]`: bone i deforms some vertex;
+    `keep`: bones the model's own IK chains and appends (付与) use, never dropped as helpers by their names
+    (only the user's bone map can drop them)."""
     n = len(names)
+    keep = set(keep)
     parents = [int(p) if 0 <= int(p) < n else -1 for p in parents]
     weighted = [True] * n if weighted is None else [bool(w) for w in weighted]
     mmd: list[str | None] = [None] * n
@@ -165,7 +170,7 @@ def map_bones(names: list[str], parents: list[int], weighted=None, bone_map: dic
             continue
         w = word_sets[i]
         ws = set(w)
-        if ws & HELPER_WORDS or (ws & TWIST_WORDS and not weighted[i]):
+        if i not in keep and (ws & HELPER_WORDS or (ws & TWIST_WORDS and not weighted[i])):
             how[i] = "helper"
             continue
         if ws & TIP_WORDS or ws & TWIST_WORDS:

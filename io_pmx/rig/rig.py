@@ -101,7 +101,7 @@ def apply(model: pmx.PmxModel, rig: bool = True, bone_map: dict | str | None = N
         return ["no armature: the MMD rig and the arm angle need bones"]
     names = [b.name for b in model.bones]
     parents = [int(b.parent) for b in model.bones]
-    mapping = map_bones(names, parents, _weighted_bones(model), bone_map)
+    mapping = map_bones(names, parents, _weighted_bones(model), bone_map, keep=chain_bones(model.bones))
     warnings = list(mapping.warnings)
     if rig:
         warnings += _build_rig(model, mapping)
@@ -118,6 +118,30 @@ def apply(model: pmx.PmxModel, rig: bool = True, bone_map: dict | str | None = N
     return warnings
 
 
+def chain_bones(bones: list[pmx.PmxBone]) -> set[int]:
+    """The bones the model's own IK chains and appends (付与) use: IK bones with their targets, links and
+    everything hanging on them (the tips, ﾈｸﾀｲＩＫ先), appended bones and their append parents. The rig keeps
+    them even when their names read like helpers (ＩＫ), so that the model's chains survive."""
+    n = len(bones)
+    out: set[int] = set()
+    for i, b in enumerate(bones):
+        if b.ik is not None:
+            out.add(i)
+            out.update(k for k in [b.ik.target, *(link.bone for link in b.ik.links)] if 0 <= k < n)
+        if b.append_parent is not None and 0 <= b.append_parent < n:
+            out.update((i, b.append_parent))
+    children: dict[int, list[int]] = {}
+    for i, b in enumerate(bones):
+        children.setdefault(int(b.parent), []).append(i)
+    stack = [i for i, b in enumerate(bones) if b.ik is not None]
+    while stack:
+        for c in children.get(stack.pop(), []):
+            if c not in out:
+                out.add(c)
+                stack.append(c)
+    return out
+
+
 # -- the control layer ---------------------------------------------------------------------------------------
 
 _COPIED_FIELDS = ("name", "name_e", "position", "parent", "layer", "flags", "tail_bone", "tail_offset",
@@ -125,8 +149,21 @@ _COPIED_FIELDS = ("name", "name_e", "position", "parent", "layer", "flags", "tai
 
 
 def _kept(m: BoneMapping) -> list[int]:
-    """Source bones exported as themselves (not merged into a control bone, not dropped)."""
-    return [i for i in range(len(m.names)) if not m.dropped(i) and not m.merged(i) and m.how[i] != "control"]
+    """Source bones exported as themselves (not merged into a control bone, not dropped, not hanging on a
+    control bone: those follow the control bone the rig builds, `_control_ancestor`)."""
+    return [i for i in range(len(m.names)) if not m.dropped(i) and not m.merged(i) and m.how[i] != "control"
+            and _control_ancestor(m, i) is None]
+
+
+def _control_ancestor(m: BoneMapping, i: int) -> int | None:
+    """The source leg IK control bone (左足ＩＫ, ...) bone i hangs on, passing only dropped helpers; else None
+    (what hangs on センター, グルーブ or 腰 is placed by `rig_parents`)."""
+    for a in ancestors(m.parents, i):
+        if m.how[a] == "control":
+            return None if m.names[a] in (CENTER, GROOVE, WAIST) else a
+        if not m.dropped(a):
+            return None
+    return None
 
 
 def rig_parents(m: BoneMapping) -> dict[int, tuple[str, int | str]]:
@@ -232,7 +269,8 @@ def _build_rig(model: pmx.PmxModel, m: BoneMapping) -> list[str]:
                         f"exported ancestor: {', '.join(dropped)}")
     for i in src_order:
         _remap_bone_references(rb.new[rb.new_of_src[i]], lookup, n, warnings)
-    _add_leg_ik(rb, m, root, unit, warnings)  # after the source bones, so that every bone it names comes first
+    _add_leg_ik(rb, m, root, unit, warnings, lookup)  # after the source bones: every bone it names comes first
+    _add_control_children(rb, m, lookup, root, warnings)
     _set_body_bones(rb.new, unit)
     _remap_model_references(model, lookup, n)
     model.bones = rb.new
@@ -334,8 +372,10 @@ def _map_unexported(rb: _RigBones, m: BoneMapping, fallback: int, root: int) -> 
     return lookup
 
 
-def _add_leg_ik(rb: _RigBones, m: BoneMapping, root: int, unit: float, warnings: list[str]) -> None:
-    """足IK親, 足ＩＫ and つま先ＩＫ of each side whose leg chain is complete."""
+def _add_leg_ik(rb: _RigBones, m: BoneMapping, root: int, unit: float, warnings: list[str],
+                lookup: np.ndarray) -> None:
+    """足IK親, 足ＩＫ and つま先ＩＫ of each side whose leg chain is complete; an IK bone the source already has
+    keeps its own IK record (target, links, limits, loop, angle), its indices mapped through `lookup`."""
     new = rb.new
     by_name = {b.name: k for k, b in enumerate(new)}
     for side, prefix in SIDES.items():
@@ -359,6 +399,42 @@ def _add_leg_ik(rb: _RigBones, m: BoneMapping, root: int, unit: float, warnings:
         new[toe_ik].tail_offset = np.float32([0, -unit, 0])
         new[toe_ik].ik = pmx.PmxIK(target=toe, loop=TOE_IK_LOOP, limit_angle=TOE_IK_ANGLE,
                                    links=[pmx.PmxIKLink(ankle)])
+    n = len(rb.src)
+    for name, s in rb.control_src.items():
+        k = rb.new_of_src.get(s)
+        if rb.src[s].ik is not None and k is not None and new[k].name == name and new[k].ik is not None:
+            new[k].ik = rb.src[s].ik
+            _remap_bone_references(new[k], lookup, n, warnings, ik_only=True)
+
+
+def _add_control_children(rb: _RigBones, m: BoneMapping, lookup: np.ndarray, root: int,
+                          warnings: list[str]) -> None:
+    """Source bones hanging on a source control bone (the tips 左足ＩＫ先) follow the control bone the rig
+    built, after it; `lookup` is updated for the control bones and these bones."""
+    n = len(rb.src)
+    depth = {i: len(ancestors(m.parents, i)) for i in range(n)}
+    late = sorted((i for i in range(n) if not m.dropped(i) and not m.merged(i) and m.how[i] != "control"
+                   and _control_ancestor(m, i) is not None), key=lambda i: (depth[i], i))
+    built = {s for s in rb.control_src.values() if rb.new_of_src.get(s, root) != root}
+    lost = []
+    for i in late:
+        p = next(a for a in ancestors(m.parents, i) if not m.dropped(a))
+        if p not in built:
+            lost.append(m.names[i])
+            continue
+        copy = pmx.PmxBone(**{f: getattr(rb.src[i], f) for f in _COPIED_FIELDS})
+        copy.parent = rb.new_of_src[p]
+        rb.new_of_src[i] = len(rb.new)
+        rb.new.append(copy)
+        built.add(i)
+    for s in built:
+        lookup[s] = rb.new_of_src[s]
+    for i in late:
+        if i in built:
+            _remap_bone_references(rb.new[rb.new_of_src[i]], lookup, n, warnings)
+    if lost:
+        warnings.append(f"--mmd-rig: {len(lost)} bone(s) hang on a control bone the rig does not build; their "
+                        f"weights moved to 全ての親's subtree: {', '.join(lost)}")
 
 
 def _set_body_bones(new: list[pmx.PmxBone], unit: float) -> None:
@@ -397,14 +473,15 @@ def _subtree(bones: list[pmx.PmxBone], top: int) -> list[int]:
     return out
 
 
-def _remap_bone_references(b: pmx.PmxBone, lookup: np.ndarray, n: int, warnings: list[str]) -> None:
+def _remap_bone_references(b: pmx.PmxBone, lookup: np.ndarray, n: int, warnings: list[str],
+                            ik_only: bool = False) -> None:
     """Tail, append parent and IK of a copied source bone: source indices → new indices."""
     def one(i):
         return int(lookup[i]) if 0 <= i < n else (i if i < 0 else -1)
 
-    if b.tail_bone is not None:
+    if b.tail_bone is not None and not ik_only:
         b.tail_bone = one(b.tail_bone)
-    if b.append_parent is not None:
+    if b.append_parent is not None and not ik_only:
         b.append_parent = one(b.append_parent)
     if b.ik is not None:
         links = []

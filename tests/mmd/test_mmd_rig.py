@@ -17,6 +17,7 @@ from skinbridge.io_pmx.rig import names as rig_names
 from skinbridge.io_pmx.rig import rig as mmd_rig
 from skinbridge.io_pmx.model import pmx
 from skinbridge.io_pmx.model.validate import validate
+from support import mmd_extras
 
 FOX = ["_rootJoint", "b_Root_00", "b_Hip_01", "b_Spine01_02", "b_Spine02_03", "b_Neck_04", "b_Head_05",
        "b_RightUpperArm_06", "b_RightForeArm_07", "b_RightHand_08", "b_LeftUpperArm_09", "b_LeftForeArm_010",
@@ -356,3 +357,22 @@ def test_exported_parents_tell_the_vmd_exporter_the_pmx_hierarchy():
     fox = mmd_bone_map.map_bones(FOX, FOX_PARENTS)
     assert mmd_rig.exported_parents(fox)[FOX.index("b_Spine01_02")] == "腰"  # not the hips, as in Blender
     assert mmd_rig.exported_parents(fox)[FOX.index("b_Root_00")] is None
+
+
+def test_mmd_rig_keeps_every_bone_and_ik_chain_of_an_mmd_model(testdata):
+    """Issue 31 item 2: Luka with necktie and hair IK chains (ﾈｸﾀｲＩＫ, 左髪ＩＫ, 右髪ＩＫ, their tips) added by our
+    writer: after the rig every input bone is there, and every IK chain with its target, links, limits, loop
+    and angle (7 IK bones in, 7 out)."""
+    src = pmx.read(mmd_extras.luka_with_ik_chains(testdata / "pmx" / mmd_extras.LUKA))
+    m = pmx.read(mmd_extras.luka_with_ik_chains(testdata / "pmx" / mmd_extras.LUKA))
+    warnings = mmd_rig.apply(m)
+    assert not any("dropped" in w for w in warnings), warnings
+    k = _by_name(m)
+    assert {b.name for b in src.bones} <= set(k)
+    assert len([b for b in src.bones if b.ik is not None]) == 7
+    assert len([b for b in m.bones if b.ik is not None]) == 7
+    assert mmd_extras.missing_chains(src, m) == []
+    # the tips hang on their IK bones, after them
+    for name, _, _, _ in mmd_extras.IK_CHAINS + (("左足ＩＫ", 0, 0, 0), ("右つま先ＩＫ", 0, 0, 0)):
+        assert m.bones[k[name + "先"]].parent == k[name] < k[name + "先"]
+    assert [f for f in validate(m, for_export=True) if f.severity == "error"] == []

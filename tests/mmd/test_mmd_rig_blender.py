@@ -29,6 +29,7 @@ from skinbridge.io_pmx.model import pmx  # noqa: E402
 from skinbridge.io_pmx.model.validate import validate  # noqa: E402
 from test_pmx_babylon import babylon_parse  # noqa: E402
 from support.bytes_compare import assert_same_bytes  # noqa: E402
+from support import mmd_extras  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -211,6 +212,19 @@ def test_export_operator_has_the_rig_options(humanoid, tmp_path):
     assert [b.name for b in by_operator.bones] == [b.name for b in direct.bones]
     # the angle property is a float32 in radians: the same turn within its precision
     np.testing.assert_allclose(by_operator.vertices["position"], direct.vertices["position"], atol=1e-4)
+
+
+def test_rig_operator_keeps_an_mmd_models_own_ik_chains(clean_scene, testdata, tmp_path):
+    """Issue 31: Luka with necktie and hair IK chains, imported and exported with MMD Rig: every bone and IK
+    chain of the input (links, limits, loop, angle) is in the output, and the file validates."""
+    path = tmp_path / "luka_ik.pmx"
+    path.write_bytes(mmd_extras.luka_with_ik_chains(testdata / "pmx" / mmd_extras.LUKA))
+    blender_io.import_pmx(bpy.context, str(path), physics=False)
+    out = tmp_path / "rigged.pmx"
+    assert bpy.ops.export_scene.skinbridge_pmx(filepath=str(out), mmd_rig=True) == {"FINISHED"}
+    rigged = pmx.read_file(out)
+    assert mmd_extras.missing_chains(pmx.read_file(path), rigged) == []
+    assert [f for f in validate(rigged, for_export=True) if f.severity == "error"] == []
 
 
 # -- item 3 ---------------------------------------------------------------------------------------------------
