@@ -525,6 +525,7 @@ class VIEW3D_PT_skinbridge_mmd_morphs(bpy.types.Panel):
     bl_category = "SkinBridge"
     bl_label = "MMD Morphs"
     bl_options = {"DEFAULT_CLOSED"}
+    bl_parent_id = "VIEW3D_PT_skinbridge"  # the SkinBridge tab's model panel (app/sidebar.py), registered first
 
     @classmethod
     def poll(cls, context):
