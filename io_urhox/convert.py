@@ -289,6 +289,11 @@ def to_scene(model: umd2.Model, name: str = "Model", profile: str = "urhox",
                 mesh.extras["urho"]["centers"] = [
                     [float(x) for x in model.centers[gi]] if gi < len(model.centers) else None
                     for gi in mesh.materials]
+                # an empty bone mapping (blend indices are the model's bone indices) and the file's bounds are
+                # written again while the mesh is unchanged
+                mesh.extras["urho"]["global_blend"] = all(len(model.geometries[gi].bone_mapping) == 0
+                                                          for gi in mesh.materials)
+                mesh.extras["urho"]["bbox"] = [[float(x) for x in model.bbox_min], [float(x) for x in model.bbox_max]]
             scene.meshes.append(mesh)
     return scene, warnings
 
@@ -483,17 +488,18 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
     if not meshes:
         raise ExportError("nothing to export: no mesh with triangles or edges")
     for m in meshes:
-        _check_mesh(m, n_bones)
+        _check_mesh(m, n_bones, _keeps_records(m, ax))
     skinned = skel is not None and any(m.weights is not None for m in meshes)
     elements = _file_elements(meshes, skinned) or _elements_for(meshes, skinned)
-    full, joints, weights, parts = _gather_vertices(meshes, elements, skinned, ax)
+    full, joints, weights, parts, kept_records = _gather_vertices(meshes, elements, skinned, ax)
     file_centers = [_file_center(meshes, origin) for *_, origin in parts]
     parts = [part[:3] for part in parts]
     model = umd2.Model(magic="UMD2")
     if skel:
         model.bones = _bones_to_file(skel, ax)
         if profile == "urho3d" and skinned:
-            _collision_to_file(model.bones, full["POSITION0"], joints, weights)
+            _collision_to_file(model.bones, full["POSITION0"], joints, weights,
+                               [b.extras.get("urho", {}) for b in skel.bones], kept_records)
         elif profile == "urhox":
             for b in model.bones:
                 b.collision_mask, b.radius, b.bbox = 0, None, None
@@ -507,6 +513,11 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
         src, verts = np.arange(len(full)), full
         geoms = _shared_geometries(parts, verts, joints, weights, shared, n_bones, skinned)
         geom_centers = file_centers
+        if skinned and kept_records and len(shared) == n_bones and \
+                all(m.extras.get("urho", {}).get("global_blend") for m in meshes):
+            geoms = [(material, kind, tris, np.zeros(0, np.uint32)) for material, kind, tris, _ in geoms]
+        if skinned:
+            _kept_unweighted_indices(meshes, verts, ax)
     indices, centers = _geometries_to_file(model, geoms, geom_centers, verts, ax)
     size = 2 if len(verts) <= 65535 else 4
     vb = umd2.VertexBuffer(elements, verts)
@@ -531,6 +542,11 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
     model.bbox_min = pos.min(axis=0).astype(np.float32)
     model.bbox_max = pos.max(axis=0).astype(np.float32)
     model.centers = np.array(centers, dtype=np.float32).reshape(-1, 3)
+    kept_box = _kept_bounds(meshes, kept_records)
+    if kept_box is not None:
+        model.bbox_min, model.bbox_max = kept_box
+        if all(c is None for m in meshes for c in m.extras.get("urho", {}).get("centers") or [0]):
+            model.centers = np.zeros((0, 3), np.float32)  # a file from before geometry centers: it stays so
     return model, warnings
 
 
@@ -652,6 +668,7 @@ def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
     weights = np.zeros((total, 4), np.float32)
     parts = []
     base = 0
+    kept_records = True
     for mi, m in enumerate(meshes):
         sl = slice(base, base + m.vertex_count)
         verts["POSITION0"][sl] = ax.vectors_to_file(m.positions)
@@ -674,7 +691,7 @@ def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
             joints[sl, :k] = np.where(m.weights[:, :k] > 0, m.joints[:, :k], 0)
             verts["BLENDWEIGHTS0"][sl] = weights[sl]
             verts["BLENDINDICES0"][sl] = joints[sl].astype(np.uint8)
-        _file_records(m, verts, sl, ax)
+        kept_records &= _file_records(m, verts, sl, ax)
         mat_idx = m.material_indices if m.material_indices is not None else np.zeros(len(m.triangles), np.int32)
         one_slot = len(mat_idx) and mat_idx.min() == mat_idx.max()
         for slot in (mat_idx[:1] if one_slot else np.unique(mat_idx)):
@@ -684,10 +701,50 @@ def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
         if m.edges is not None and len(m.edges):
             parts.append((m.materials[0] if m.materials else None, 1, m.edges.astype(np.int64) + base, (mi, 0, 1)))
         base += m.vertex_count
-    return verts, joints, weights, parts
+    return verts, joints, weights, parts, kept_records
 
 
-def _file_records(m: cm.Mesh, verts: np.ndarray, sl: slice, ax: _Axes) -> None:
+def _kept_unweighted_indices(meshes: list[cm.Mesh], verts: np.ndarray, ax: _Axes) -> None:
+    """The file's blend weights and indices of a mesh left unchanged, where they hold the same influences (bone
+    and weight) as what was computed: a file may order a vertex's slots its own way and hold any index in a slot
+    of weight 0 (the engine multiplies it by 0)."""
+    base = 0
+    for m in meshes:
+        sl = slice(base, base + m.vertex_count)
+        base += m.vertex_count
+        urho = m.extras.get("urho", {})
+        records = urho.get("records")
+        if records is None or urho.get("axes") != ax.profile or records.dtype != verts.dtype \
+                or len(records) != sl.stop - sl.start:
+            continue
+        if all(np.array_equal(a, b) for a, b in zip(_influences(records), _influences(verts[sl]))):
+            verts["BLENDWEIGHTS0"][sl] = records["BLENDWEIGHTS0"]
+            verts["BLENDINDICES0"][sl] = records["BLENDINDICES0"]
+
+
+def _influences(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each vertex's (bone, weight) pairs of weight > 0, slots sorted by bone (-1, 0 for the empty ones)."""
+    w = rows["BLENDWEIGHTS0"]
+    live = w > 0
+    bone = np.where(live, rows["BLENDINDICES0"].astype(np.int64), -1)
+    order = np.argsort(bone, axis=1, kind="stable")
+    return np.take_along_axis(bone, order, 1), np.take_along_axis(np.where(live, w, 0), order, 1)
+
+
+def _kept_bounds(meshes: list[cm.Mesh], kept_records: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """The file's bounding box (which may be larger than its vertices) while every mesh wrote the file's own
+    vertex records and all name the same box; else None."""
+    boxes = [m.extras.get("urho", {}).get("bbox") for m in meshes]
+    if not kept_records or not boxes or any(b != boxes[0] for b in boxes):
+        return None
+    try:
+        lo, hi = (np.asarray(v, np.float32).reshape(3) for v in boxes[0])
+    except (TypeError, ValueError):
+        return None
+    return lo, hi
+
+
+def _file_records(m: cm.Mesh, verts: np.ndarray, sl: slice, ax: _Axes) -> bool:
     """An unchanged mesh's own vertex records (`extras["urho"]["records"]`, kept by the Blender side) replace
     what was computed, blend data aside (it follows the geometries' bone mappings): the file's tangents,
     the normals and UVs of line vertices and its exact floats, in the axes they were read with."""
@@ -695,10 +752,11 @@ def _file_records(m: cm.Mesh, verts: np.ndarray, sl: slice, ax: _Axes) -> None:
     records = urho.get("records")
     if records is None or urho.get("axes") != ax.profile or records.dtype != verts.dtype \
             or len(records) != sl.stop - sl.start:
-        return
+        return False
     for name in verts.dtype.names:
         if name not in ("BLENDWEIGHTS0", "BLENDINDICES0"):
             verts[name][sl] = records[name]
+    return True
 
 
 def _split_by_bones(tris: np.ndarray, joints: np.ndarray, weights: np.ndarray, max_bones: int):
@@ -777,9 +835,15 @@ def _runs_of(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order, np.r_[np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]), len(ordered)]
 
 
-def _collision_to_file(bones: list[umd2.BoneRecord], positions, joints, weights) -> None:
+KEEP_COLLISION = 1e-5  # relative: a recomputed radius or box this close to the file's is the file's (float rounding)
+
+
+def _collision_to_file(bones: list[umd2.BoneRecord], positions, joints, weights, kept: list[dict],
+                       unchanged: bool = False) -> None:
     """Mask 3 with radius and bone-local box (file space, through the offset matrix) on every bone that has
-    weighted vertices; 0 on the others."""
+    weighted vertices; 0 on the others. The file's own mask, radius and box (`kept`, the bones' extras) are
+    written again while every mesh is `unchanged` and the bone keeps its offset matrix, and otherwise where the
+    recomputed ones agree with them within float rounding."""
     n = len(bones)
     radius = np.zeros(n)
     lo = np.full((n, 3), np.inf)
@@ -801,12 +865,34 @@ def _collision_to_file(bones: list[umd2.BoneRecord], positions, joints, weights)
         hi[i] = [c.max() for c in local]
         weighted[i] = True
     for i, b in enumerate(bones):
-        if weighted[i]:
+        own = kept[i] if i < len(kept) else {}
+        # the file's box is in the bone's own space: only while the bone keeps the file's offset matrix
+        same = unchanged and own.get("offset") is not None and "collision_mask" in own and \
+            np.asarray(own["offset"], np.float32).tobytes() == np.asarray(b.offset, np.float32).tobytes()
+        if same:  # the file's own collision data, whatever rule made it (Urho3D's importer skips light weights)
+            b.collision_mask = int(own["collision_mask"])
+            b.radius = None if own.get("radius") is None else np.float32(own["radius"])
+            b.bbox = None if own.get("bbox") is None else np.asarray(own["bbox"], np.float32)
+        elif weighted[i]:
             b.collision_mask = umd2.BONECOLLISION_SPHERE | umd2.BONECOLLISION_BOX
-            b.radius = np.float32(radius[i])
-            b.bbox = np.concatenate([lo[i], hi[i]]).astype(np.float32)
+            b.radius = np.float32(_kept_close(radius[i], own.get("radius")))
+            b.bbox = _kept_close(np.concatenate([lo[i], hi[i]]), own.get("bbox")).astype(np.float32)
         else:
             b.collision_mask, b.radius, b.bbox = 0, None, None
+
+
+def _kept_close(value, kept):
+    """`kept` (the file's value) where it agrees with the recomputed `value` within KEEP_COLLISION, else
+    `value`."""
+    if kept is None:
+        return np.asarray(value, np.float64)
+    try:
+        k = np.asarray(kept, np.float64).reshape(np.shape(value))
+    except (TypeError, ValueError):
+        return np.asarray(value, np.float64)
+    v = np.asarray(value, np.float64)
+    close = np.abs(v - k) <= KEEP_COLLISION * np.maximum(1.0, np.abs(k))
+    return k if bool(np.all(close)) else v
 
 
 def _morphs_to_file(meshes: list[cm.Mesh], src: np.ndarray, ax: _Axes, vb: umd2.VertexBuffer,
@@ -926,11 +1012,19 @@ def _elements_for(meshes: list[cm.Mesh], skinned: bool) -> list[VertexElement]:
     return els
 
 
-def _check_mesh(m: cm.Mesh, n_bones: int) -> None:
-    """Invariants checked before writing; violations name the mesh and vertex."""
+def _keeps_records(m: cm.Mesh, ax: _Axes) -> bool:
+    """The mesh is unchanged since import and carries the file's vertex records, in the axes being written."""
+    urho = m.extras.get("urho", {})
+    records = urho.get("records")
+    return records is not None and urho.get("axes") == ax.profile and len(records) == m.vertex_count
+
+
+def _check_mesh(m: cm.Mesh, n_bones: int, kept: bool = False) -> None:
+    """Invariants checked before writing; violations name the mesh and vertex. A mesh that writes the file's
+    own vertex records (`kept`) writes its non-finite values too: the file had them."""
     for label, arr in (("position", m.positions), ("normal", m.normals), ("tangent", m.tangents),
                        ("weight", m.weights)):
-        if arr is not None:
+        if arr is not None and not (kept and label != "weight"):
             bad = ~np.isfinite(np.asarray(arr, dtype=np.float64)).all(axis=-1)
             if bad.any():
                 raise ExportError(f"mesh {m.name}: vertex {int(np.argmax(bad))} has a non-finite {label}")

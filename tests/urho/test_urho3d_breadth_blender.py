@@ -315,16 +315,22 @@ def test_deform_only_drops_bones_that_deform_nothing_below_them(clean_scene, tes
     assert_same_deformation(model, again, 1e-6, deltas={})  # at the initial pose
 
 
+def src_blend_indices(path) -> np.ndarray:
+    return umd2.read(path.read_bytes()).vertex_buffers[0].vertices["BLENDINDICES0"]
+
+
 def test_profile_errors_name_the_problem(clean_scene, tmp_path):
     src = tmp_path / "Tube.mdl"
     src.write_bytes(umd2.write(many_bones_model(n_bones=70)))
     assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(src)) == {"FINISHED"}
     with pytest.raises(ExportError, match="70 bones"):
         blender_io.export_mdl(bpy.context, str(tmp_path / "x.mdl"), "urhox")
-    # deform-only cannot help here (every bone deforms); urho3d with room for every bone writes one geometry
+    # deform-only cannot help here (every bone deforms); urho3d with room for every bone writes one geometry,
+    # with the file's own empty mapping (blend indices are bone indices) while the mesh is unchanged
     blender_io.export_mdl(bpy.context, str(tmp_path / "y.mdl"), "urho3d", max_bones=128)
     m = umd2.read((tmp_path / "y.mdl").read_bytes())
-    assert [g.bone_mapping.tolist() for g in m.geometries] == [list(range(70))]
+    assert [g.bone_mapping.tolist() for g in m.geometries] == [[]]
+    assert (m.vertex_buffers[0].vertices["BLENDINDICES0"] == src_blend_indices(src)).all()
 
 
 def test_glb_urhox_axes_unchanged_by_this_issue(fox_mdl):

@@ -95,6 +95,34 @@ def test_tangents_of_an_unchanged_skinned_mesh_are_the_files(clean_scene, testda
         np.testing.assert_array_equal(a[field], b[field], err_msg=field)
 
 
+@pytest.mark.parametrize("name", ["Kachujin.mdl", "Ninja.mdl", "UnitX.mdl", "ScaleAxes.mdl", "Box.mdl"])
+def test_unchanged_model_is_byte_identical_whole(clean_scene, testdata, tmp_path, name):
+    """The whole file, not only its vertex records: the empty bone mappings (Kachujin, Ninja: blend indices are
+    the model's bone indices), the bones' collision masks, radii and boxes as Urho3D's importer made them
+    (Kachujin's Head: radius 0.263 in the file, 0.326 from every weighted vertex), a bounding box larger than the
+    vertices (UnitX) and a file without geometry centers come back as they were."""
+    src, out, _ = _round_trip(testdata, tmp_path, name)
+    assert_same_bytes(out, src, umd2.read, f"{name} through Blender")
+
+
+def test_a_moved_bone_gets_computed_collision_data(clean_scene, testdata, tmp_path):
+    """Once a bone's bind changes, the file's bone-local box no longer fits: it is computed again."""
+    blender_io.import_mdl(bpy.context, str(testdata / "urho3d" / "Kachujin.mdl"))
+    arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    bpy.context.view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode="EDIT")
+    head = arm.data.edit_bones["Head"]
+    head.head.z += 0.05
+    head.tail.z += 0.05
+    bpy.ops.object.mode_set(mode="OBJECT")
+    out = tmp_path / "moved.mdl"
+    blender_io.export_mdl(bpy.context, str(out), "urho3d")
+    src = {b.name: b for b in umd2.read((testdata / "urho3d" / "Kachujin.mdl").read_bytes()).bones}
+    got = {b.name: b for b in umd2.read(out.read_bytes()).bones}
+    assert got["Head"].radius != src["Head"].radius
+    assert got["Hips"].radius == src["Hips"].radius  # an unmoved bone keeps the file's
+
+
 def test_line_vertices_keep_their_normals_and_uvs(clean_scene, testdata, tmp_path):
     src, out, _ = _round_trip(testdata, tmp_path, "UnitX.mdl")
     a, b = umd2.read(src).vertex_buffers[0].vertices, umd2.read(out).vertex_buffers[0].vertices
