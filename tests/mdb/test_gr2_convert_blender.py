@@ -1,0 +1,99 @@
+"""Issue 35: the sample head converted with the GR2 skeleton beside it keeps its bones and its weights in PMX,
+UrhoX and SMD. Each output is read back through its own codec and mapping (the registry's `load`) and compared
+with the MDB + GR2 scene: bones by name (parent and rest head), and every output vertex's weights by bone name
+against the MDB vertex at its position."""
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+
+from skinbridge import formats
+from skinbridge.core import model as cm
+from skinbridge.core.fileio import read_bytes
+from skinbridge.io_mdb import convert
+
+pytestmark = [pytest.mark.blender, pytest.mark.slow]
+
+GR2_DIR = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata" / "gr2"
+HEAD = GR2_DIR / "ovr_P_HEF_head83.MDB"
+TOLERANCE = 1e-6
+# SMD writes each bone's local translation and Euler angles with 6 decimals: 5e-7 m and 5e-7 rad per value,
+# composed along chains up to 12 bones deep from the root (a 1 m lever), so a head may move by 12 · 1e-6
+SMD_HEAD_TOLERANCE = 1.2e-5
+
+TARGETS = {  # --to name, its options: all 88 bones in every target (UrhoX's 64-bone limit: the Urho3D profile)
+    "pmx": {},
+    "smd": {},
+    "urhox": {"profile": "urho3d"},
+}
+
+
+def _bone_name(bone: cm.Bone) -> str:
+    """PMX cuts names to 15 bytes (for VMD) and keeps the full name as the bone's English name."""
+    return bone.extras.get("pmx", {}).get("name_e") or bone.name
+
+
+def _weights(scene: cm.Scene, lod0: bool) -> tuple[np.ndarray, list[dict[str, float]]]:
+    """Pooled positions and per-vertex {bone name: weight} of the scene's skinned meshes (the MDB's full-detail
+    packets only: the LODs go to a hidden collection, which the exporters leave out)."""
+    names = [_bone_name(b) for b in scene.skeleton.bones]
+    positions, weights = [], []
+    for m in scene.meshes:
+        if lod0 and m.extras.get("mdb", {}).get("lod", 0):
+            continue
+        positions.append(np.asarray(m.positions, np.float64))
+        for joints, ws in zip(m.joints, m.weights):
+            d: dict[str, float] = {}
+            for j, w in zip(joints, ws):
+                if w > 0:
+                    d[names[j]] = d.get(names[j], 0.0) + float(w)
+            weights.append(d)
+    return np.concatenate(positions), weights
+
+
+def _load(path: str) -> cm.Scene:
+    scene, _ = formats.identify_file(path).get("load")(path, read_bytes(path), False, ())
+    return scene
+
+
+@pytest.fixture(scope="module")
+def source() -> cm.Scene:
+    scene, warnings = convert.load(str(HEAD), read_bytes(str(HEAD)))
+    assert scene.skeleton is not None and len(scene.skeleton) == 88, warnings
+    return scene
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_head_converts_with_its_bones_and_weights(addon, tmp_path, source, target):
+    from skinbridge.app import pipeline  # imports bpy: after the addon fixture set the user folder
+
+    written, warnings = pipeline.convert_file(str(HEAD), str(tmp_path), "head",
+                                              pipeline.ConvertOptions(target=target, **TARGETS[target]))
+    assert not any("single root bone" in w or "without a skeleton" in w for w in warnings)
+    extensions = formats.targets()[target].extensions
+    [model] = [p for p in written if p.lower().endswith(extensions) and formats.file_kind(p) == "model"]
+    out = _load(model)
+
+    a, b = source.skeleton, out.skeleton
+    names_b = [_bone_name(x) for x in b.bones]
+    assert names_b and sorted(names_b) == sorted(a.names)
+    limit = SMD_HEAD_TOLERANCE if target == "smd" else TOLERANCE
+    for bone in b.bones:
+        name = _bone_name(bone)
+        mine = a.bones[a.index(name)]
+        parent = names_b[bone.parent] if bone.parent >= 0 else None
+        assert parent == (a.names[mine.parent] if mine.parent >= 0 else None), name
+        assert np.abs(bone.bind[:3, 3] - mine.bind[:3, 3]).max() <= limit, name
+
+    pa, wa = _weights(source, lod0=True)
+    pb, wb = _weights(out, lod0=False)
+    d = np.linalg.norm(pb[:, None] - pa[None], axis=2)
+    assert d.min(axis=1).max() <= TOLERANCE  # every output vertex lies on an MDB vertex
+    assert d.min(axis=0).max() <= TOLERANCE  # and every MDB vertex is written
+    for i, row in enumerate(d):
+        # vertices at one position (UV seams) carry the same weights in the MDB: any of them will do
+        errors = [max(abs(wa[k].get(n, 0.0) - wb[i].get(n, 0.0)) for n in set(wa[k]) | set(wb[i]))
+                  for k in np.flatnonzero(row <= row.min() + 1e-9)]
+        assert min(errors) <= TOLERANCE, (target, i, wb[i])
