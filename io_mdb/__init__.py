@@ -2,7 +2,8 @@
 SKIN bone order (`bones`) and, inside Blender only, import/export (`blender_io`), the demo row (`blender_demo`)
 and File menu entries (`ops`). Granny 2 skeletons and animations (.gr2): reader (`gr2`, with the `oodle1`
 decompressor), skeletons (`gr2_skeleton`), summary and findings (`gr2_info`), an MDB's skeleton found and
-bound (`gr2_bind`).
+bound (`gr2_bind`), the file as a core Scene (`gr2_convert`) and, inside Blender only, as an armature
+(`blender_gr2`).
 
 No bpy here: `import skinbridge.io_mdb.mdb` works in a Python without Blender.
 """
@@ -66,6 +67,8 @@ FORMATS = (
             "info": "io_mdb.gr2_info:info",
             "check": "io_mdb.gr2_info:check",
             "semantic": "io_mdb.gr2_skeleton:semantic",
+            "load": "io_mdb.gr2_convert:load",
+            "blender_import": "io_mdb.blender_gr2:blender_import",
         },
     ),
 )

@@ -97,3 +97,25 @@ def test_head_converts_with_its_bones_and_weights(addon, tmp_path, source, targe
         errors = [max(abs(wa[k].get(n, 0.0) - wb[i].get(n, 0.0)) for n in set(wa[k]) | set(wb[i]))
                   for k in np.flatnonzero(row <= row.min() + 1e-9)]
         assert min(errors) <= TOLERANCE, (target, i, wb[i])
+
+
+def test_skeleton_file_imports_and_renders_as_an_armature(clean_scene, tmp_path):
+    from skinbridge.app import render  # imports bpy: after the addon fixture set the user folder
+    from skinbridge.core.errors import FormatError
+
+    bpy = pytest.importorskip("bpy")
+    path = GR2_DIR / "ovr_P_HEF_skel83.GR2"
+    spec = formats.identify_file(path)
+    assert spec.get("blender_import")(bpy.context, str(path), None) == []
+    [rig] = [ob for ob in bpy.context.scene.objects if ob.type == "ARMATURE"]
+    skel = _load(str(path)).skeleton
+    heads = np.array([rig.data.bones[n].head_local for n in skel.names])
+    assert np.abs(heads - skel.binds()[:, :3, 3]).max() < 1e-6
+    assert [rig.data.bones[n].parent.name if rig.data.bones[n].parent else None for n in skel.names] == \
+        [skel.names[b.parent] if b.parent >= 0 else None for b in skel.bones]
+    sheet = render.render_sheet(bpy.context, views=("front",), panel=(200, 200))
+    assert sheet.counts == {"vertices": 0, "triangles": 0, "bones": 88, "weighted_bones": 0}
+    panel = sheet.pixels[-150:].astype(np.int32)  # below the title lines
+    assert (np.abs(panel - panel[-1, -1]).max(axis=-1) > 30).sum() > 100  # the bones are drawn
+    with pytest.raises(FormatError, match="holds no skeleton"):
+        spec.get("blender_import")(bpy.context, str(GR2_DIR / "ovr_p_ddf_glaive01.GR2"), None)
