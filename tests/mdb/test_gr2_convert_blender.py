@@ -119,3 +119,44 @@ def test_skeleton_file_imports_and_renders_as_an_armature(clean_scene, tmp_path)
     assert (np.abs(panel - panel[-1, -1]).max(axis=-1) > 30).sum() > 100  # the bones are drawn
     with pytest.raises(FormatError, match="holds no skeleton"):
         spec.get("blender_import")(bpy.context, str(GR2_DIR / "ovr_p_ddf_glaive01.GR2"), None)
+
+
+def _with_points(tmp_path: pathlib.Path) -> pathlib.Path:
+    """The head with a HOOK named after the skeleton's `ap_halo` bone and a HAIR point named as the public
+    hair parts name theirs (no bone of that name), turned and placed off the origin."""
+    from skinbridge.io_mdb import mdb
+
+    m = mdb.read(HEAD.read_bytes())
+    turn = np.array([[0, -1, 0], [1, 0, 0], [0, 0, 1]], np.float32)  # 90° about z: rows as stored
+    m.packets += [mdb.PointPacket("HOOK", mdb.raw_name("AP_Halo"), 0, 0, np.float32([0.01, 0.02, 2.1]), turn),
+                  mdb.PointPacket("HAIR", mdb.raw_name("HHF_Hair short Dummy01"), 1, 0,
+                                  np.float32([0.0, -0.24, 1.519]), np.eye(3, dtype=np.float32))]
+    path = tmp_path / "head_points.mdb"
+    path.write_bytes(mdb.write(m))
+    return path
+
+
+def test_points_follow_their_bones_and_export_unchanged(clean_scene, tmp_path):
+    from mathutils import Matrix
+
+    from skinbridge.io_mdb import blender_io
+
+    bpy = pytest.importorskip("bpy")
+    path = _with_points(tmp_path)
+    result = blender_io.import_mdb(bpy.context, str(path), skeleton_path=str(GR2_DIR))
+    rig = result.armature
+    hook, hair = bpy.data.objects["AP_Halo"], bpy.data.objects["HHF_Hair short Dummy01"]
+    # the hook by its name (case ignored); the hair point by the bone the head's SKIN weights reach most: its
+    # scalp weighs on Head (docs/nwn2.md §3.2)
+    assert (hook.parent, hook.parent_type, hook.parent_bone) == (rig, "BONE", "ap_halo")
+    assert (hair.parent, hair.parent_type, hair.parent_bone) == (rig, "BONE", "Head")
+    bpy.context.view_layer.update()
+    assert np.abs(np.array(hook.matrix_world)[:3, 3] - [0.01, 0.02, 2.1]).max() < 1e-6
+    assert np.abs(np.array(hair.matrix_world)[:3, 3] - [0.0, -0.24, 1.519]).max() < 1e-6
+    out = tmp_path / "out.mdb"
+    blender_io.export_mdb(bpy.context, str(out))
+    assert out.read_bytes() == path.read_bytes()  # the points' packets as the file had them
+    before = np.array(hair.matrix_world)
+    rig.pose.bones["Head"].matrix_basis = Matrix.Rotation(0.5, 4, "X")
+    bpy.context.view_layer.update()
+    assert np.abs(np.array(hair.matrix_world) - before).max() > 0.05  # the point moves with its bone
