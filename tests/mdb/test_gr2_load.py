@@ -53,3 +53,13 @@ def test_animation_file_loads_without_a_skeleton():
     scene, warnings = _load(ANIMATION)
     assert scene.skeleton is None and scene.meshes == []
     assert warnings == ["1 animation(s) not read: GR2 animations are not supported yet"]
+
+
+def test_a_part_without_its_skeleton_says_a_convert_loses_its_weights(tmp_path):
+    alone = tmp_path / HEAD.name  # no .gr2 beside it
+    alone.write_bytes(HEAD.read_bytes())
+    scene, warnings = convert.load(str(alone), alone.read_bytes())
+    assert scene.skeleton is None
+    [w] = [w for w in warnings if "without a skeleton" in w]
+    assert w.startswith("5 SKIN packet(s) without a skeleton (P_HHF_skel not found)")
+    assert "a convert writes the meshes rigid" in w and "--skeleton-path" in w
