@@ -14,7 +14,7 @@ def blender_import(context, path: str, options) -> list[str]:
     """The registry's `blender_import`: the file's skeleton as an armature; an animation file (no skeleton) is
     refused, since it has nothing to show without the skeleton it plays on."""
     scene, warnings = gr2_convert.load(path, read_bytes(path))
-    if scene.skeleton is None:
+    if scene.skeleton is None or not len(scene.skeleton):
         raise FormatError(f"{os.path.basename(path)} holds no skeleton (an animation file: GR2 animations "
                           "are not supported yet)", None, "Skeletons")
     result = bscene.build_scene(context, scene, scene.skeleton.name)

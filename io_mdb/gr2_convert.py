@@ -28,8 +28,8 @@ def to_scene(f: gr2.Gr2File, name: str) -> tuple[cm.Scene, list[str]]:
         skeleton = gr2_bind.core_skeleton(first)
     if len(found) > 1:
         warnings.append(f"{len(found)} skeletons ({', '.join(s.name for s in found)}): only {found[0].name} read")
-    animations = f.root.get("Animations") or []
-    if animations:
+    animations = f.root.get("Animations")
+    if isinstance(animations, list) and animations:
         warnings.append(f"{len(animations)} animation(s) not read: GR2 animations are not supported yet")
     return cm.Scene(name, skeleton=skeleton), warnings
 
