@@ -14,7 +14,7 @@ from skinbridge.core import model as cm
 from skinbridge.core.fileio import read_bytes
 from skinbridge.io_mdb import convert
 
-pytestmark = [pytest.mark.blender, pytest.mark.slow]
+pytestmark = pytest.mark.blender
 
 GR2_DIR = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata" / "gr2"
 HEAD = GR2_DIR / "ovr_P_HEF_head83.MDB"
