@@ -2,8 +2,8 @@
 SKIN bone order (`bones`) and, inside Blender only, import/export (`blender_io`), the demo row (`blender_demo`)
 and File menu entries (`ops`). Granny 2 skeletons and animations (.gr2): reader (`gr2`, with the `oodle1`
 decompressor), skeletons (`gr2_skeleton`), curves (`gr2_curves`), animations (`gr2_anim`), summary and findings
-(`gr2_info`), an MDB's skeleton found and bound (`gr2_bind`) and, inside Blender only, animations loaded onto
-an armature (`blender_gr2`).
+(`gr2_info`), an MDB's skeleton found and bound (`gr2_bind`), a skeleton file as a core Scene (`gr2_convert`) and,
+inside Blender only, a skeleton file as an armature and animations loaded onto one (`blender_gr2`).
 
 No bpy here: `import skinbridge.io_mdb.mdb` works in a Python without Blender.
 """
@@ -75,6 +75,7 @@ FORMATS = (
             "kind_of": "io_mdb.gr2_anim:kind_of",
             "motion_loader": "io_mdb.blender_gr2:load_motion",
             "export_target": "io_mdb.blender_gr2:export_target",
+            "blender_import": "io_mdb.blender_gr2:blender_import",
         },
     ),
 )

@@ -14,10 +14,10 @@ import os
 from ..blender import action as bact
 from ..blender import armature as barm
 from ..blender import scene as bscene
-from ..core.errors import ExportError
+from ..core.errors import ExportError, FormatError
 from ..core.fileio import makedirs, output_path, read_bytes, write_atomic
 from ..core.naming import NameAllocator
-from . import blender_io, gr2, gr2_anim, gr2_export
+from . import blender_io, gr2, gr2_anim, gr2_convert, gr2_export
 
 
 def import_gr2_animations(context, path: str, arm_ob, assign: bool = True) -> tuple[list, list[str]]:
@@ -80,3 +80,18 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     """`convert --to gr2`: the model's armature as OUTDIR/NAME.gr2 (its skeleton named as the SKIN meshes name it,
     else after the armature) and each action of it as OUTDIR/<action>.gr2."""
     return export_gr2(context, outdir, name)
+
+
+def blender_import(context, path: str, options) -> list[str]:
+    """The registry's `blender_import` (File › Import, `render`): the file's skeleton as an armature, with the
+    file's own animations on it; an animation file (no skeleton) is refused, since it has nothing to show
+    without the skeleton it plays on (load it onto one: `convert --motion`)."""
+    scene, warnings = gr2_convert.load(path, read_bytes(path))
+    if scene.skeleton is None or not len(scene.skeleton):
+        raise FormatError(f"{os.path.basename(path)} holds no skeleton (an animation file: load it onto the "
+                          "armature of its skeleton with convert --motion)", None, "Skeletons")
+    result = bscene.build_scene(context, scene, scene.skeleton.name)
+    if gr2_anim.animations(gr2.read(read_bytes(path))):
+        _, more = import_gr2_animations(context, path, result.armature)
+        warnings += more
+    return warnings + result.warnings

@@ -298,6 +298,31 @@ def _point_object(d: dict, created: list):
     return [ob]
 
 
+def _followed_bones(scene: cm.Scene, names: list[str] | None) -> dict[int, str]:
+    """Point packet → the bone it follows (gr2_bind.point_bone), read from the SKIN joints before the build
+    renumbers them into vertex groups; empty without bones."""
+    out = {}
+    for d in scene.extras["mdb"]["points"] if names else ():
+        if d["type"] in mdb.POINT_TYPES:
+            bone = gr2_bind.point_bone(mdb.text_of(bytes.fromhex(d["name"])), names, scene.meshes)
+            if bone is not None:
+                out[d["packet"]] = names[bone]
+    return out
+
+
+def _follow_bone(ob, arm_ob, bone_name: str) -> None:
+    """Parent a point empty to the bone it follows (gr2_bind.point_bone), its world matrix unchanged: Blender
+    places a bone child at the bone's tail, which the parent inverse takes out."""
+    world = ob.matrix_world.copy()
+    ob.parent = arm_ob
+    ob.parent_type = "BONE"
+    ob.parent_bone = bone_name
+    b = arm_ob.data.bones[bone_name]
+    tail = Matrix.Translation((0.0, b.length, 0.0))
+    ob.matrix_parent_inverse = (arm_ob.matrix_world @ b.matrix_local @ tail).inverted()
+    ob.matrix_basis = world
+
+
 def _cols_objects(d: dict, arm_ob, created: list):
     out = []
     names = [b.name for b in arm_ob.data.bones] if arm_ob is not None else []
@@ -346,6 +371,7 @@ def import_mdb(context, path: str, armature=None, skeleton_path=None) -> bscene.
     names = [b.name for b in arm_ob.data.bones] if arm_ob is not None else None
     scene, warnings = convert.to_scene(m, stem, names, skeleton)  # every check before the first datablock
     result = bscene.ImportResult(warnings=list(m.warnings) + found + list(warnings))
+    followed = _followed_bones(scene, skeleton.names if skeleton is not None else names)
     base_dir = os.path.dirname(os.path.abspath(path))
     created: list = []
     if context.mode != "OBJECT" and context.view_layer.objects.active is not None:
@@ -380,6 +406,8 @@ def import_mdb(context, path: str, armature=None, skeleton_path=None) -> bscene.
                     obs = _cols_objects(d, arm_ob, created)
                 elif d["type"] in mdb.POINT_TYPES:
                     obs = _point_object(d, created)
+                    if followed.get(i) is not None:
+                        _follow_bone(obs[0], arm_ob, followed[i])
                 else:
                     continue
                 level = 0

@@ -199,9 +199,12 @@ def to_scene(m: mdb.MdbFile, name: str = "mdb", skeleton_names: list[str] | None
             d["packet"] = i
             points.append(d)
     if skins and skeleton_names is None:
-        warnings.append(f"{skins} SKIN packet(s) without a skeleton: weights kept as vertex groups bone_<n>; "
-                        "bone names and positions are only in the GR2 skeleton, found by the name the packets give "
-                        "in the .gr2 files beside the MDB or in --skeleton-path DIR")
+        named = ", ".join(gr2_bind.skin_skeleton_names(m)) or "(none named)"
+        # without bones a convert target writes the meshes rigid (PMX: on one root bone): say so here, once
+        warnings.append(f"{skins} SKIN packet(s) without a skeleton ({named} not found): no bones, so the weights "
+                        "stay vertex groups bone_<n> and a convert writes the meshes rigid; bone names and positions "
+                        "are only in the GR2 skeleton, found by the name the packets give in the .gr2 files beside "
+                        "the MDB or in --skeleton-path DIR")
     scene.extras["mdb"] = {"points": points, "packets": len(m.packets), "major": m.major, "minor": m.minor,
                            "gaps": [g.hex() for g in m.gaps], "tail": m.tail.hex()}
     return scene, warnings

@@ -88,6 +88,24 @@ def core_skeleton(skel: gr2_skeleton.Gr2Skeleton) -> cm.Skeleton:
     return out
 
 
+def point_bone(point_name: str, names: Sequence[str], meshes: Iterable[cm.Mesh]) -> int | None:
+    """The bone a HOOK, HAIR or HELM point of a bound part follows (docs/nwn2.md §5.4): the bone of its name
+    (case ignored: a hook named after an attachment bone `ap_*`), else the bone that carries the most SKIN
+    weight of the part (a head's or a helm's points follow `Head`); None when the part weighs no bone."""
+    by_name = {n.lower(): i for i, n in enumerate(names)}
+    if point_name.lower() in by_name:
+        return by_name[point_name.lower()]
+    total = np.zeros(len(names))
+    for mesh in meshes:
+        if mesh.joints is None or mesh.weights is None:
+            continue
+        joints = np.asarray(mesh.joints).reshape(-1)
+        weights = np.asarray(mesh.weights, np.float64).reshape(-1)
+        live = (joints >= 0) & (joints < len(names)) & (weights > 0)
+        total += np.bincount(joints[live], weights[live], minlength=len(names))
+    return int(np.argmax(total)) if total.any() else None
+
+
 def bind(m: mdb.MdbFile, mdb_path: str, skeleton_path: str | Sequence[str] | None = None
          ) -> tuple[cm.Skeleton | None, str | None, list[str]]:
     """(core skeleton, GR2 file, warnings) of the skeleton the MDB's SKIN packets name; (None, None, warnings)

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Granny 2 skeletons: reading the largest public GR2 skeleton and building its armature, against an MDB import
+of the same bone count, in the same run.
+
+usage: bench/gr2.py [--repeat N] [--json FILE]
+
+The public NWN2 skeleton files are the four Genasi `P_H?F_skel83.GR2` (41 KB, 88 bones each; the larger public
+GR2 files are animations, without a skeleton); ../shared/testdata/gr2 holds one of them and the head that names
+it. Rows: the codec read without Blender (header, Oodle1 decompression of every section, type tree, skeleton),
+the decompression alone, and in fresh Blender processes the `.gr2` import (file → armature of 88 bones) and the
+baseline, the head's MDB import, which finds that skeleton beside it and builds the same 88-bone armature under
+its five SKIN meshes. The issue asks for the GR2 import to cost at most the MDB import plus the decompression.
+
+bench/run calls `measure` once per model size; the rows do not depend on the size, so they come once a run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import resource
+import runpy
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+GR2_DIR = ROOT.parent / "shared" / "testdata" / "gr2"
+SKELETON = GR2_DIR / "ovr_P_HEF_skel83.GR2"
+HEAD = GR2_DIR / "ovr_P_HEF_head83.MDB"
+# bench/run's "import" rows are against glTF's import of its synthetic models; these compare with each other
+ARMATURE = "to armature"
+CODEC_REPEAT = 20  # the codec read takes milliseconds: the fastest of this many
+
+runpy.run_path(str(ROOT / "bench" / "_checkout.py"))  # `skinbridge` importable before its first import
+
+_measured = False  # bench/run asks once per size; one set of rows is enough
+
+
+def _best(n: int, fn) -> float:
+    best = float("inf")
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def codec_figures() -> dict:
+    """Seconds of the codec read (decompression and skeleton included) and of the decompression alone."""
+    from skinbridge.io_mdb import gr2, gr2_skeleton  # numpy and the codec: not for --help or a worker's bpy
+
+    oodle1_kind = next(k for k, v in gr2.COMPRESSIONS.items() if v == "Oodle1")
+
+    data = SKELETON.read_bytes()
+    f = gr2.read(data)
+    packed = [s for s in f.sections if s.compression == oodle1_kind and s.data_size]
+
+    def decompress():
+        for s in packed:
+            gr2.decompress_section(data, s)
+
+    read = _best(CODEC_REPEAT, lambda: gr2_skeleton.skeletons(gr2.read(data)))
+    return {"read": read, "decompress": _best(CODEC_REPEAT, decompress),
+            "bones": len(gr2_skeleton.skeletons(f)[0].bones)}
+
+
+def _measure(spec: dict) -> dict:
+    os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="skinbridge-bench-user-"))
+    import bpy  # bpy: only in a worker, after its private user folder is set
+
+    from skinbridge import register  # registers bpy classes: see above
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    try:
+        register()
+    except ValueError:
+        pass
+    if spec["task"] == "gr2_import":
+        from skinbridge.io_mdb import blender_gr2  # bpy: see above
+
+        t = time.perf_counter()
+        blender_gr2.blender_import(bpy.context, str(SKELETON), None)
+    else:
+        from skinbridge.io_mdb import blender_io  # bpy: see above
+
+        t = time.perf_counter()
+        blender_io.import_mdb(bpy.context, str(HEAD))
+    seconds = time.perf_counter() - t
+    return {"seconds": seconds, "bones": sum(len(a.bones) for a in bpy.data.armatures),
+            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def run_worker(spec: dict, repeat: int, timeout: float) -> dict:
+    best = None
+    for _ in range(max(repeat, 1)):
+        cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), "--worker", json.dumps(spec)]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+        if p.returncode or not lines:
+            tail = (p.stderr or p.stdout).strip().splitlines()[-8:]
+            return {"error": " | ".join(tail) or f"exit {p.returncode}"}
+        got = json.loads(lines[-1][7:])
+        if best is None or got["seconds"] < best["seconds"]:
+            best = got
+    return best
+
+
+def _row(stage: str, got: dict) -> dict:
+    row = {"size": "Genasi", "vertices": None, "format": "GR2 skeleton", "stage": stage}
+    row.update({"status": "error", "error": got["error"]} if "error" in got else {"status": "ok", **got})
+    return row
+
+
+def measure(size: str = "", tmp: pathlib.Path | None = None, repeat: int = 1, timeout: float = 900) -> list[dict]:
+    """The rows in bench/run's shape (once a process: the sample does not depend on `size`)."""
+    global _measured
+    if _measured or not SKELETON.is_file() or not HEAD.is_file():
+        return []
+    _measured = True
+    codec = codec_figures()
+    rows = [_row("codec read", {"seconds": codec["read"], "bones": codec["bones"]}),
+            _row("decompress", {"seconds": codec["decompress"]})]
+    rows.append(_row(ARMATURE, run_worker({"task": "gr2_import"}, repeat, timeout)))
+    baseline = _row(ARMATURE, run_worker({"task": "mdb_import"}, repeat, timeout))
+    baseline["format"] = "MDB head + GR2"
+    rows.append(baseline)
+    gr2_row = rows[2]
+    if gr2_row["status"] == "ok" and baseline["status"] == "ok":
+        limit = baseline["seconds"] + codec["decompress"]
+        gr2_row["limit_seconds"] = limit
+        gr2_row["within_limit"] = gr2_row["seconds"] <= limit
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    lines = [f"{'format':<16} {'stage':<12} {'seconds':>8} {'bones':>5}  limit (MDB import + decompression)"]
+    for r in rows:
+        if r["status"] != "ok":
+            lines.append(f"{r['format']:<16} {r['stage']:<12} ERROR {r.get('error', '')[:200]}")
+            continue
+        limit = "" if "limit_seconds" not in r else \
+            f"≤{r['limit_seconds']:.3f} " + ("ok" if r["within_limit"] else "OVER")
+        lines.append(f"{r['format']:<16} {r['stage']:<12} {r['seconds']:>8.4f} {r.get('bones', ''):>5}  {limit}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=3, help="fresh processes per import; the fastest is kept")
+    ap.add_argument("--json", metavar="FILE", help="write the rows here")
+    ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        print("RESULT " + json.dumps(_measure(json.loads(args.worker))), flush=True)
+        return 0
+    rows = measure(repeat=args.repeat, timeout=args.timeout)
+    print(table(rows))
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 1 if any(r["status"] == "error" for r in rows) else 0
+
+
+if __name__ == "__main__":
+    from skinbridge.blender.compat import exit_process  # Blender 4.5's wheel hangs in teardown
+
+    exit_process(main())
