@@ -13,6 +13,7 @@ second rule, and the finding it fixed leaves the panel's list (check the target 
 from __future__ import annotations
 
 import ast
+import json
 import re
 
 import bpy
@@ -20,6 +21,7 @@ import numpy as np
 from bpy.props import IntProperty
 from mathutils import Matrix
 
+from ..blender import armature as barm
 from ..blender import compat
 from ..blender import model_facts as mf
 from ..blender.mesh import _deform_items
@@ -108,6 +110,20 @@ def _scale_bone_locations(arm, factor: float) -> None:
                 fc.update()
 
 
+def _file_name(bone) -> str | None:
+    """The name a bone's file gave it, kept with the bone for write-back (PMX), else None."""
+    raw = barm.bone_extras(bone).get("pmx")
+    return raw.get("name") if isinstance(raw, dict) else None
+
+
+def rename_kept(bone, old: str, new: str) -> None:
+    """Give a bone whose file name is kept (PMX) the name `new` there, the full name `old` as its English name,
+    as the export would; Blender's name of the bone stays."""
+    data = barm.bone_extras(bone)
+    data["pmx"].update(name=new, name_e=old)
+    bone[barm.PROP] = json.dumps(data, ensure_ascii=False)
+
+
 def fix_of(text: str) -> str | None:
     """The idname of the operator that fixes the finding `text`, None when no safe fix applies."""
     for cls in CLASSES:
@@ -170,6 +186,10 @@ class SKINBRIDGE_OT_fix_rename_bone(_Fix, bpy.types.Operator):
     def fix(self, context, match):
         old, new = ast.literal_eval(match.group("old")), ast.literal_eval(match.group("new"))
         arm, _ = mf.active_model(context)
+        kept = [b for b in arm.data.bones if _file_name(b) == old] if arm is not None else []
+        if kept:  # a bone from a PMX file: the export writes the file's name, kept with the bone
+            rename_kept(kept[0], old, new)
+            return f"bone {kept[0].name!r}: its PMX name {old!r} is now {new!r}, {old!r} its English name"
         if arm is None or old not in arm.data.bones or new in arm.data.bones:
             self.report({"ERROR"}, f"the active armature has no bone {old!r}, or has one named {new!r} already")
             return None

@@ -3,6 +3,8 @@ rename to fit and apply scale each change only what their finding names (data co
 after each the check no longer lists that finding."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,7 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge.app import sidebar_fixes  # noqa: E402  (after the bpy check: these modules need Blender)
 from skinbridge.app.target_check import check_target  # noqa: E402
+from skinbridge.blender import armature as barm  # noqa: E402
 from skinbridge.blender import compat  # noqa: E402
 from test_sidebar import _drawn, _import  # noqa: E402
 
@@ -125,3 +128,23 @@ def test_apply_scale_scales_the_model_to_the_height_the_target_wants(fox):
         assert after[key] == pytest.approx(want, abs=1e-5 * max(1.0, float(np.abs(values).max())))
     assert _weights(mesh) == weights
     assert not any(t.startswith("the model is ") for t in _check("pmx"))
+
+
+def test_rename_to_fit_renames_a_pmx_bone_where_the_export_reads_its_name(clean_scene, testdata):
+    """A bone from a PMX file is written with its file's name (kept with the bone), not Blender's."""
+    _import(testdata / "pmx" / "babylonmmd_constraint_test.pmx")
+    arm = next(ob for ob in bpy.data.objects if ob.type == "ARMATURE")
+    bone = arm.data.bones[1]
+    long = "新規ボーン1の長い名前"  # 21 cp932 bytes
+    data = barm.bone_extras(bone)
+    data["pmx"].update(name=long, name_e="")
+    bone[barm.PROP] = json.dumps(data, ensure_ascii=False)
+    short = long.encode("cp932")[:15].decode("cp932", "ignore")
+    text = (f"bone name {long!r} is longer than the 15 bytes a VMD name holds: PMX and VMD call it {short!r} "
+            "(the full name is its English name)")
+    blender_names = [b.name for b in arm.data.bones]
+    assert text in _check("pmx")
+    _fix("skinbridge.fix_rename_bone", text)
+    assert [b.name for b in arm.data.bones] == blender_names
+    assert {k: barm.bone_extras(bone)["pmx"][k] for k in ("name", "name_e")} == {"name": short, "name_e": long}
+    assert not any("15 bytes" in t for t in _check("pmx"))
