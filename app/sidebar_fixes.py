@@ -32,8 +32,8 @@ LIMIT = re.compile(r"^(?P<object>.+): (?P<count>\d+) vertices had more than (?P<
 _REPR = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""  # a name as the exporters quote it (repr)
 RENAME = re.compile(rf"^bone name (?P<old>{_REPR}) is longer than the \d+ bytes a VMD name holds: PMX and VMD call "
                     rf"it (?P<new>{_REPR}) ")
-TALL = re.compile(r"^the model is (?P<height>[0-9.e+]+) MMD units tall, outside .* would make it "
-                  r"(?P<want>[0-9.e+]+) units tall$")
+TALL = re.compile(r"^the model is (?P<height>[0-9.e+-]+) MMD units tall, outside .* would make it "
+                  r"(?P<want>[0-9.e+-]+) units tall$")
 BONE_LOCATION = re.compile(r'^pose\.bones\["(?P<bone>(?:[^"\\]|\\.)*)"\]\.location$')
 
 
