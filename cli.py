@@ -3,6 +3,7 @@
     skinbridge convert INPUT... --to TARGET [-o OUTDIR] [-n NAME] [options]   (TARGET: see --help)
     skinbridge info FILE
     skinbridge check FILE...
+    skinbridge check-target FILE --to TARGET [-n NAME] [--motion FILE] [options]
     skinbridge render FILE [--rest | --frame N | --frames A:B:STEP] [--action NAME] [--views front,side,top] -o OUT.png
     skinbridge render A --compare B [--tol X] [--views front,side,top] -o OUT.png
     skinbridge compare A B [--rest] [--tol X] [--pos-tol P] [--rot-tol R]
@@ -167,17 +168,16 @@ def _convert_worker(src: str, outdir: str, name: str, options) -> tuple[list[str
     return written, warnings, None
 
 
-def cmd_convert(args) -> int:
-    if len(args.inputs) > 1 and args.name:
-        print("error: -n/--name applies to one input only", file=sys.stderr)
-        return 2
+def _target_options(args) -> dict | None:
+    """The target options given on the command line, checked; None (the error printed) when one is given to a
+    target that does not take it or names a file that cannot be read."""
     given = {name: getattr(args, name) for name in formats.option_takers() if hasattr(args, name)}
     for name in given:  # given on the command line (whatever its value) to a target that does not take it
         option, targets = formats.option_takers()[name]
         if args.to not in targets:
             print(f"error: {option.cli_flag} applies to --to {' or '.join(targets)} only, not --to {args.to}",
                   file=sys.stderr)
-            return 2
+            return None
     for name, value in given.items():  # a file an option names is read now, whether or not another flag uses it
         check = formats.option_takers()[name][0].checker()
         try:
@@ -185,7 +185,17 @@ def cmd_convert(args) -> int:
                 check(value)
         except (ExportError, FormatError, ValueError, OSError) as e:
             print(f"error: {_message(e)}", file=sys.stderr)
-            return 2
+            return None
+    return given
+
+
+def cmd_convert(args) -> int:
+    if len(args.inputs) > 1 and args.name:
+        print("error: -n/--name applies to one input only", file=sys.stderr)
+        return 2
+    given = _target_options(args)
+    if given is None:
+        return 2
     options = ConvertOptions(target=args.to, motions=args.motion or [], name=args.name,
                              protected={os.path.realpath(p) for p in args.inputs}, **given)
     plan = _plan(args)
@@ -224,6 +234,34 @@ def cmd_convert(args) -> int:
             check_stop()  # a signal whose exception the interrupted code turned into an error fails the run
             report(i, src, result)
     return 1 if failed else 0
+
+
+def cmd_check_target(args) -> int:
+    """What `convert FILE --to TARGET` would print and write, writing nothing: its warning and error lines (the
+    same words, on stdout: they are the result here) and one `writes:` line per file. Exits as `convert` would:
+    0 when the export would succeed, 1 when it would refuse or the file cannot be imported, 2 for a bad option."""
+    given = _target_options(args)
+    if given is None:
+        return 2
+    options = ConvertOptions(target=args.to, motions=args.motion or [], name=args.name,
+                             protected={os.path.realpath(args.file)}, **given)
+    stem = os.path.splitext(os.path.basename(args.file))[0]
+    bpy = _bpy()
+    from .app.target_check import check_file  # imports bpy: after _bpy() set the user folder
+
+    try:
+        warnings, result = check_file(bpy.context, args.file, options, safe_file_name(args.name or stem))
+    except (FormatError, ExportError, OSError, RuntimeError) as e:
+        _out(f"error: {args.file}: {_message(e)}")
+        return 1
+    if result.refused:
+        _out(f"error: {args.file}: {_message(ExportError(result.refused))}")
+        return 1
+    for w in warnings + result.warnings:
+        _out(f"warning: {args.file}: {w}")
+    for f in result.files:
+        _out(f"writes: {f}")
+    return 0
 
 
 def info_file(path: str) -> dict:
@@ -548,6 +586,16 @@ def build_parser() -> argparse.ArgumentParser:
     for option, takers in formats.option_takers().values():
         _add_option(c, option, f"{' or '.join(takers)}: {formats.option_text(option)}")
     c.set_defaults(func=cmd_convert)
+    t = sub.add_parser("check-target", help="what convert --to TARGET would refuse, warn about and write, "
+                       "writing nothing: the same lines convert prints, on stdout; the exit status convert's")
+    t.add_argument("file", metavar="FILE")
+    t.add_argument("--to", required=True, choices=list(targets), help="target format, as convert's --to")
+    t.add_argument("-n", "--name", help="model file name without extension, as convert's")
+    t.add_argument("--motion", action="append", metavar="FILE",
+                   help="load a motion file onto the model as an action first (repeatable)")
+    for option, takers in formats.option_takers().values():
+        _add_option(t, option, f"{' or '.join(takers)}: {formats.option_text(option)}")
+    t.set_defaults(func=cmd_check_target)
     i = sub.add_parser("info", help="print a JSON summary of model or animation files")
     i.add_argument("files", nargs="+", metavar="FILE")
     i.set_defaults(func=cmd_info)

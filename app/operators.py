@@ -19,7 +19,7 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper, poll_file_object_dro
 from .. import formats
 from ..blender.ops_common import ExportFile, ImportFiles, file_operator, option_values
 from ..blender.selection import armatures
-from . import ops_render, ops_rest_compare, sidebar
+from . import ops_render, ops_rest_compare, preferences, sidebar
 from .options import ConvertOptions
 from ..core.errors import FormatError
 
@@ -211,9 +211,11 @@ def register() -> None:
             _menus.append((menu, draw))
     ops_render.register()
     ops_rest_compare.register()
+    preferences.register({export_idname(s): t for t, s in formats.targets().items() if export_idname(s)})
 
 
 def unregister() -> None:
+    preferences.unregister()
     ops_rest_compare.unregister()
     ops_render.unregister()
     while _menus:

@@ -23,6 +23,7 @@ from ..blender import model_facts as mf
 from ..blender.compat import set_pose_bone_flag
 from ..blender.ops_common import LAST_OUTCOME, option_property, option_values, report_outcome
 from ..core.errors import FormatError
+from .sidebar_fixes import CLASSES as FIX_CLASSES, fix_of
 from .target_check import check_target
 
 TAB = "SkinBridge"
@@ -310,6 +311,9 @@ class VIEW3D_PT_skinbridge_target(bpy.types.Panel):
             _wrapped(layout, item.text, KIND_ICONS[item.kind], _width(context))
             if item.kind != "file" and any(named_elements(context, item.text)):
                 layout.operator(SKINBRIDGE_OT_select_finding.bl_idname, icon="RESTRICT_SELECT_OFF").index = i
+            fix = fix_of(item.text) if item.kind == "warn" else None
+            if fix is not None:
+                layout.operator(fix, icon="TOOL_SETTINGS").index = i
 
 
 def _draw_outcome(layout, width: int) -> None:
@@ -358,7 +362,7 @@ def register() -> None:
     """Register the tab's classes and the scene property (before any format's child panel)."""
     groups = _option_groups()
     classes = [SKINBRIDGE_PG_finding, *groups.values(), _sidebar_group(groups), SKINBRIDGE_OT_check_target,
-               SKINBRIDGE_OT_select_finding, SKINBRIDGE_OT_last_report, VIEW3D_PT_skinbridge, VIEW3D_PT_skinbridge_target, VIEW3D_PT_skinbridge_report]
+               SKINBRIDGE_OT_select_finding, *FIX_CLASSES, SKINBRIDGE_OT_last_report, VIEW3D_PT_skinbridge, VIEW3D_PT_skinbridge_target, VIEW3D_PT_skinbridge_report]
     for cls in classes:
         bpy.utils.register_class(cls)
         _registered.append(cls)

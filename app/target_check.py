@@ -21,6 +21,7 @@ from ..core.errors import ExportError
 from ..core.fileio import output_session
 from ..core.naming import safe_file_name
 from .options import ConvertOptions
+from .pipeline import importable, load_motion, modes_not_kept, reset_scene
 
 
 @dataclass
@@ -45,14 +46,15 @@ def _written(folder: str) -> list[str]:
 
 
 def check_target(context, target: str, values: dict[str, Any] | None = None, name: str = "model",
-                 parent: str | None = None, collection: str | None = None, selected_only: bool = False
-                 ) -> TargetCheck:
+                 parent: str | None = None, collection: str | None = None, selected_only: bool = False,
+                 options: ConvertOptions | None = None) -> TargetCheck:
     """Run the export of `convert --to target` with the options `values` (the target's own, from its spec;
     the others at their defaults) as `name` into a temporary folder made in `parent` (the system's when None),
     and remove the folder: what it refused, warned about and wrote. `collection` and `selected_only` scope
-    the model as the export operator's do."""
+    the model as the export operator's do. `options`, when given, are used as they are instead of `values`
+    (the command line's, built as `convert` builds them)."""
     spec = formats.targets()[target]
-    options = ConvertOptions(target=target, **(values or {}))
+    options = options or ConvertOptions(target=target, **(values or {}))
     result = TargetCheck(target)
     folder = tempfile.mkdtemp(prefix="skinbridge-check-", dir=parent)
     try:
@@ -66,3 +68,24 @@ def check_target(context, target: str, values: dict[str, Any] | None = None, nam
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return result
+
+
+def check_file(context, src: str, options: ConvertOptions, name: str) -> tuple[list[str], TargetCheck]:
+    """What `convert src --to options.target -n name` would do, written nowhere: the file and its `--motion`
+    files brought into an empty scene as `convert` brings them (app/pipeline.py), then `check_target`. Returns
+    the import's warnings and the check, whose warnings end with the one `convert` adds after a successful
+    export (clip play modes the target does not store), so that the lines equal `convert`'s; a file that cannot
+    be imported raises FormatError or OSError as `convert` does."""
+    spec = importable(src)
+    reset_scene()
+    warnings = spec.get("blender_import")(context, src, options)
+    for motion in options.motions:
+        if os.path.isdir(motion):  # convert's words for the same faults
+            raise IsADirectoryError(f"--motion {motion} is a folder, not a motion file: give a file inside it")
+        if not os.path.exists(motion):
+            raise FileNotFoundError(f"--motion {motion}: no such file")
+        warnings += load_motion(context, motion, options)
+    result = check_target(context, options.target, name=name, options=options)
+    if not result.refused:
+        result.warnings += modes_not_kept(formats.targets()[options.target])
+    return warnings, result

@@ -231,12 +231,26 @@ class OptionsPopup:
         return self.invoke_popup(context)
 
 
+# Run by an export's invoke before the file browser opens, each as f(operator, context): the add-on's
+# preferred option values (app/preferences.py), kept out of this layer, which knows no format.
+START_VALUES: list = []
+
+
 class ExportFile:
     """Mixin of an export operator: the class gives `export(context)` returning warnings, run through
     `export_reporting` (the scope the user chose, the output guard, one report)."""
 
     def export(self, context) -> list[str]:
         raise NotImplementedError
+
+    def invoke(self, context, event):
+        """The preferred option values first (`START_VALUES`), then the file browser; in background mode,
+        which has none, the export runs with the path given."""
+        for start in START_VALUES:
+            start(self, context)
+        if bpy.app.background:
+            return self.execute(context)
+        return super().invoke(context, event)
 
     def execute(self, context):
         return export_reporting(self, lambda: self.export(context))
