@@ -1,6 +1,6 @@
 """DMX model → core Scene: the DmeModel's joints as the skeleton (bind pose from its base state), each DmeMesh's
-vertex data and face sets as a mesh with materials, and its delta states as shape keys. docs/source.md §6.5 has
-the element types and attributes read.
+vertex data and face sets as a mesh with materials, its delta states as shape keys, and each DmeChannelsClip of
+the root's animation list as an animation. docs/source.md §6.5 has the element types and attributes read.
 
 A DMX vertex is an index into the vertex data's `<field>Indices` arrays: it has one position, normal and UV (each
 a value of its field), so the DMX vertices are the core mesh's split vertices as they are. Joint weights belong to
@@ -16,9 +16,9 @@ import numpy as np
 
 from ..core import model as cm
 from ..core.errors import FormatError
-from ..core.transforms import matrix_to_trs, trs_to_matrix
+from ..core.transforms import matrix3_to_quat, matrix_to_trs, quat_multiply, trs_to_matrix
 from . import dmx
-from .dmx_records import AttrType, DmxFile, Element
+from .dmx_records import TIME_TICKS, AttrType, DmxFile, Element
 
 IMPLICIT_BONE = "blender_implicit"  # Blender Source Tools' stand-in bone of an unskinned model: not a bone
 # field names of model format 22 and later, and of earlier ones
@@ -249,7 +249,90 @@ def mesh_of(mesh: Element, parent: int, joint_bones: np.ndarray, up: np.ndarray,
     return m
 
 
-def to_scene(d: DmxFile, name: str) -> tuple[cm.Scene, list[str]]:
+def _seconds(ticks: np.ndarray, rate: float) -> np.ndarray:
+    """Key times in seconds; a time within one tick of a frame of the clip's rate is that frame's time, since
+    the writers cut frame times to whole ticks (Valve's 1/30 s is 333 ticks, 0.1 ms early)."""
+    seconds = ticks.astype(np.float64) / TIME_TICKS
+    if rate <= 0:
+        return seconds
+    frames = np.round(seconds * rate)
+    return np.where(np.abs(frames / rate - seconds) * TIME_TICKS <= 1, frames / rate, seconds)
+
+
+def _log_keys(channel: Element, t: AttrType, rate: float, where: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """(seconds, values) of the channel's log: its first layer, the one Valve's tools and Blender Source Tools
+    write and play (later layers are edits over it)."""
+    layers = _elems(_elem(channel, "log"), "layers")
+    if not layers:
+        return None
+    times = _values(layers[0], "times", AttrType.TIME, where)
+    values = _values(layers[0], "values", t, where)
+    if times is None or values is None:
+        return None
+    if len(times) != len(values):
+        raise FormatError(f"{where}: {len(times)} times for {len(values)} values", None, "values")
+    return _seconds(times, rate), values.astype(np.float64)
+
+
+def _frame_rate(clip: Element) -> float:
+    """The clip's frame rate: an int in Valve's files, a float in Blender Source Tools' (0: not given)."""
+    rate = _scalar(clip, "frameRate", AttrType.INT, None)
+    return float(rate if rate is not None else _scalar(clip, "frameRate", AttrType.FLOAT, 0.0))
+
+
+def animation_of(clip: Element, skel: cm.Skeleton, bones: list[Element], up: np.ndarray, warnings: list[str]
+                 ) -> cm.Animation:
+    """One DmeChannelsClip: its channels into a bone's transform (position, orientation) as that bone's keys,
+    parent-relative as the skeleton's rest values; a root bone's keys turned by the up axis as its rest is."""
+    by_transform = {id(_elem(e, "transform")): i for i, e in enumerate(bones)}
+    by_name = {b.name: i for i, b in enumerate(skel.bones)}
+    tracks: dict[int, cm.Track] = {}
+    skipped = 0
+    rate = _frame_rate(clip)
+    up_q = matrix3_to_quat(up[:3, :3])
+    for channel in _elems(clip, "channels"):
+        target = _elem(channel, "toElement")
+        attr = _scalar(channel, "toAttribute", AttrType.STRING, "")
+        i = by_transform.get(id(target), by_name.get(target.name if target is not None else None))
+        kind = {"position": AttrType.VECTOR3, "orientation": AttrType.QUATERNION}.get(attr)
+        keys = _log_keys(channel, kind, rate, f"channel {channel.name!r}") if i is not None and kind else None
+        if keys is None:
+            skipped += 1
+            continue
+        times, values = keys
+        track = tracks.setdefault(i, cm.Track(skel.bones[i].name))
+        root = skel.bones[i].parent < 0
+        if kind == AttrType.VECTOR3:
+            track.translation_times, track.translations = times, (values @ up[:3, :3].T if root else values)
+        else:
+            q = values[:, [3, 0, 1, 2]]
+            track.rotation_times, track.rotations = times, (quat_multiply(up_q, q) if root else q)
+    if skipped:
+        warnings.append(f"animation {clip.name!r}: {skipped} channel(s) drive no bone's position or orientation "
+                        "(flex controls, other attributes): not imported")
+    frame = _elem(clip, "timeFrame")
+    duration = _scalar(frame, "duration", AttrType.TIME, None)
+    ends = [float(t.translation_times[-1]) for t in tracks.values() if t.translation_times is not None and
+            len(t.translation_times)] + [float(t.rotation_times[-1]) for t in tracks.values()
+                                         if t.rotation_times is not None and len(t.rotation_times)]
+    length = float(_seconds(np.array([duration]), rate)[0]) if duration is not None else max(ends, default=0.0)
+    anim = cm.Animation(clip.name or "animation", length, [tracks[i] for i in sorted(tracks)])
+    if rate > 0:
+        anim.extras["fps"] = rate
+    return anim
+
+
+def animations_of(root: Element | None, skel: cm.Skeleton | None, bones: list[Element], up: np.ndarray,
+                  warnings: list[str]) -> list[cm.Animation]:
+    """The clips of the root's `animationList` (a DmeAnimationList's `animations`)."""
+    clips = [c for c in _elems(_elem(root, "animationList"), "animations") if c.type == "DmeChannelsClip"]
+    if clips and skel is None:
+        warnings.append(f"{len(clips)} animation(s) but no skeleton to animate: not imported")
+        return []
+    return [animation_of(c, skel, bones, up, warnings) for c in clips]
+
+
+def to_scene(d: DmxFile, name: str, with_animations: bool = True) -> tuple[cm.Scene, list[str]]:
     """The model a DMX holds (root's `model`, else its `skeleton`) as a core Scene."""
     warnings = list(d.warnings)
     scene = cm.Scene(name=name)
@@ -264,13 +347,15 @@ def to_scene(d: DmxFile, name: str) -> tuple[cm.Scene, list[str]]:
     joint_bones = _joint_bones(model, bones, d.format_version)
     for mesh, parent in meshes:
         scene.meshes.append(mesh_of(mesh, parent if skel is not None else -1, joint_bones, up, kw, scene, warnings))
+    if with_animations:
+        scene.animations = animations_of(root, skel, bones, up, warnings)
     return scene, warnings
 
 
 def load(path: str, data: bytes, with_animations: bool = True) -> tuple[cm.Scene, list[str]]:
-    """The `load` capability: the model of a DMX (animations are not read yet)."""
+    """The `load` capability: the model of a DMX with its animations."""
     name = os.path.basename(path).split(".")[0] if path else "dmx"
-    return to_scene(dmx.read(data), name)
+    return to_scene(dmx.read(data), name, with_animations)
 
 
 def semantic(d: DmxFile) -> list[str]:
