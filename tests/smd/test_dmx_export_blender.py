@@ -26,7 +26,7 @@ try:
 except ImportError:  # the independent reader is test-only: only its checks skip without it
     srctools_dmx = None
 
-pytestmark = [pytest.mark.blender, pytest.mark.slow]
+pytestmark = pytest.mark.blender
 RTOL = ATOL = 1e-6
 
 
