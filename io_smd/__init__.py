@@ -60,6 +60,9 @@ FORMATS = (
         head=512,  # a gzip-compressed file's header comment lies inside its first few hundred bytes
         target="dmx",
         folder_suffix="_DMX",
+        operators="io_smd.ops",
+        import_operator="import_scene.skinbridge_dmx",
+        export_operator="export_scene.skinbridge_dmx",
         capabilities={
             "read": "io_smd.dmx:read",
             "write": "io_smd.dmx:write",

@@ -65,6 +65,12 @@ def blender_import(context, path: str, options=None) -> list[str]:
     return warnings + result.warnings
 
 
+def motion_only(path: str) -> bool:
+    """The file holds animations and no mesh (an animation DMX beside its model)."""
+    scene, _ = dmx_convert.to_scene(dmx.read(read_bytes(path)), _stem(path))
+    return bool(scene.animations) and not scene.meshes
+
+
 def load_motion(context, path: str, armature, options=None) -> list[str]:
     """The registry's `motion_loader`: the clips of a DMX onto `armature` (else the selected or only one; with
     no armature in the scene, the file's own skeleton is built to carry them)."""

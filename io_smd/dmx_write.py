@@ -63,7 +63,7 @@ def _stored(matrix: np.ndarray) -> np.ndarray:
 
 def _bind_locals(skel: cm.Skeleton | None) -> list[np.ndarray]:
     """Each bone's bind relative to its parent's bind as a reader rebuilds it from the float32 values written,
-    so that rounding does not add up along a chain (Fox's feet: 4e-5 off, 1e-6 so)."""
+    so that rounding does not add up along a chain (docs/source.md §6.6)."""
     out: list[np.ndarray] = []
     rebuilt: list[np.ndarray] = []
     for bone in skel.bones if skel else []:

@@ -45,6 +45,7 @@ def test_import_makes_one_action_per_clip(clean_scene, name):
     _assert_action_poses_as(arm, act, scene)
 
 
+@pytest.mark.slow  # walkn built twice: about 6 s
 def test_motion_loader_onto_existing_armature(clean_scene):
     path = DMX_DIR / "bst_walkn.dmx.gz"
     scene, _ = dmx_convert.load(str(path), path.read_bytes())
@@ -57,3 +58,15 @@ def test_motion_loader_onto_existing_armature(clean_scene):
     with pytest.raises(ExportError, match="matches a bone"):
         blender_dmx.load_motion(bpy.context, str(other), arm)
     assert len(bpy.data.actions) == 2
+
+
+@pytest.mark.slow  # walkn read three times and built twice: about 8 s
+def test_import_operator_puts_a_motion_file_onto_the_active_armature(clean_scene):
+    """A DMX of animations only (walkn: a skeleton and a clip) builds its own rig into an empty scene, and goes
+    onto the active armature as a new action the second time."""
+    path = str(DMX_DIR / "bst_walkn.dmx.gz")
+    assert bpy.ops.import_scene.skinbridge_dmx(filepath=path) == {"FINISHED"}
+    (arm,) = [o for o in bpy.data.objects if o.type == "ARMATURE"]
+    bpy.context.view_layer.objects.active = arm
+    assert bpy.ops.import_scene.skinbridge_dmx(filepath=path) == {"FINISHED"}
+    assert [o for o in bpy.data.objects if o.type == "ARMATURE"] == [arm] and len(bpy.data.actions) == 2

@@ -165,3 +165,15 @@ def test_fox_to_dmx(clean_scene, testdata, tmp_path):
         rate = dmx_write.sample_rate(anim, fps)
         assert seq.files == [str(tmp_path / f"{anim.name}.dmx")] and seq.fps == rate
         _check_animation(seq.files[0], want.skeleton, anim, rate)
+
+
+def test_export_operator_writes_the_same_files(clean_scene, testdata, tmp_path):
+    """File › Export › Valve DMX writes the package convert writes, named by the chosen file's stem."""
+    convert_file(str(testdata / "gltf" / "Fox.glb"), str(tmp_path / "convert"), "Fox", ConvertOptions(target="dmx"))
+    (tmp_path / "op").mkdir()
+    assert bpy.ops.export_scene.skinbridge_dmx(filepath=str(tmp_path / "op" / "Fox.dmx")) == {"FINISHED"}
+    assert sorted(os.listdir(tmp_path / "op")) == sorted(os.listdir(tmp_path / "convert"))
+    assert (tmp_path / "op" / "Fox.qc").read_text() == (tmp_path / "convert" / "Fox.qc").read_text()
+    want = _expected(bpy.context)
+    got, _ = dmx_convert.load("Fox.dmx", (tmp_path / "op" / "Fox.dmx").read_bytes())
+    _check_model(got, want)
