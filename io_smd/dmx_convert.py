@@ -140,10 +140,12 @@ def _faces(mesh: Element, corners: int, scene: cm.Scene, where: str) -> tuple[np
         ends = np.flatnonzero(faces == -1)
         starts = np.concatenate([[0], ends[:-1] + 1])
         _indexed(np.arange(corners), faces[faces >= 0], f"{where} face set {k}", "faces")
-        fan = [np.stack([np.full(e - s - 2, faces[s]), faces[s + 1:e - 1], faces[s + 2:e]], 1)
-               for s, e in zip(starts, ends) if e - s >= 3]
-        if not fan:
+        counts = np.maximum(ends - starts - 2, 0)  # triangles of each polygon's fan
+        if not counts.sum():
             continue
+        first = np.repeat(starts, counts)
+        k = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts) + 1
+        fan = [np.stack([faces[first], faces[first + k], faces[first + k + 1]], 1)]
         mat = _elem(face_set, "material")
         name = os.path.basename(_scalar(mat, "mtlName", AttrType.STRING, None) or face_set.name or "material")
         scene.materials.append(cm.Material(name=name))
