@@ -2,13 +2,17 @@
 
 Import: the file mapped to a core Scene (`dmx_convert`) first, then built by the shared bridge (armature, meshes)
 with one action per DmeChannelsClip, so a fault stops the import before the first datablock is made and a failed
-build removes what it made. A motion (`convert --motion`, the operator onto a selected armature) puts the clips
+build removes what it made. Corrective shape keys get drivers and the flex controllers' ranges go onto the
+sliders (docs/source.md §6.5). A motion (`convert --motion`, the operator onto a selected armature) puts the clips
 onto an existing armature, matched by bone name.
 Export (`convert --to dmx`): the visible meshes and their armature as NAME.dmx, each action of the armature as
 its own animation DMX, and NAME.qc naming them with each sequence's rate (`dmx_write`)."""
 from __future__ import annotations
 
+import json
 import os
+
+from bpy.utils import escape_identifier as bpy_escape
 
 from ..blender import action as bact
 from ..blender import scene as bscene
@@ -47,6 +51,40 @@ def _add_actions(context, arm_ob, animations: list[cm.Animation], created: list,
     return warnings
 
 
+CONTROLS_PROP = "dmx_controls"  # the flex controllers read (JSON), on each mesh whose shape keys they drive
+
+
+def _flex(objects: list, scene: cm.Scene) -> None:
+    """Corrective shape keys driven by the least of the keys they correct (a MIN driver, as Blender Source Tools
+    builds them); each flex controller's range on the slider of the one key it drives, and the controllers kept on
+    the mesh for export."""
+    controls = scene.extras.get("dmx_controls", [])
+    for ob, cmesh in zip(objects, scene.meshes):
+        keys = ob.data.shape_keys
+        if keys is None:
+            continue
+        for name, parts in cmesh.extras.get("dmx", {}).get("correctives", {}).items():
+            fcurve = keys.key_blocks[name].driver_add("value")
+            for m in list(fcurve.modifiers):  # a new driver curve holds a generator modifier: the driver alone
+                fcurve.modifiers.remove(m)
+            fcurve.driver.type = "MIN"
+            for part in parts:
+                var = fcurve.driver.variables.new()
+                var.name = "v" + str(len(fcurve.driver.variables))
+                var.targets[0].id_type = "KEY"
+                var.targets[0].id = keys
+                var.targets[0].data_path = f'key_blocks["{bpy_escape(part)}"].value'
+        mine = [c for c in controls if c["raw"] and all(r in keys.key_blocks for r in c["raw"])]
+        for c in mine:
+            if len(c["raw"]) == 1:
+                kb = keys.key_blocks[c["raw"][0]]
+                # widen first: Blender clamps each bound against the other as it is set
+                kb.slider_min, kb.slider_max = min(c["min"], kb.slider_min), max(c["max"], kb.slider_max)
+                kb.slider_min, kb.slider_max = c["min"], c["max"]
+        if mine:
+            ob[CONTROLS_PROP] = json.dumps(mine)
+
+
 def blender_import(context, path: str, options=None) -> list[str]:
     """The registry's `blender_import`: the model of one .dmx (gzip too) with its animations; returns warnings."""
     name = _stem(path)
@@ -55,10 +93,10 @@ def blender_import(context, path: str, options=None) -> list[str]:
         return warnings
     before = bscene.snapshot_ids()
     result = bscene.build_scene(context, scene, name, os.path.dirname(path))
-    if result.armature is None or not scene.animations:
-        return warnings + result.warnings
     try:
-        warnings += _add_actions(context, result.armature, scene.animations, [], True)
+        _flex([ob for ob in result.objects if ob.type == "MESH"], scene)
+        if result.armature is not None and scene.animations:
+            warnings += _add_actions(context, result.armature, scene.animations, [], True)
     except BaseException:
         bscene.remove_new(before)
         raise
@@ -103,7 +141,10 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     scene, warnings = bscene.gather_scene(context, max_influences=dmx_write.MAX_WEIGHTS, tangents=False)
     if not scene.meshes:
         raise ExportError("nothing to export: no visible mesh")
-    _, arm_ob = bscene.exportable_objects(context)
+    meshes, arm_ob = bscene.exportable_objects(context)
+    controls = [c for ob in meshes for c in json.loads(ob.get(CONTROLS_PROP, "[]"))]
+    if controls:
+        scene.extras["dmx_controls"] = controls
     fps = bact.fps_of(context.scene)
     if arm_ob is not None and scene.skeleton is not None:
         for act in bact.armature_actions(arm_ob):

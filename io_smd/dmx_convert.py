@@ -1,6 +1,7 @@
 """DMX model → core Scene: the DmeModel's joints as the skeleton (bind pose from its base state), each DmeMesh's
-vertex data and face sets as a mesh with materials, its delta states as shape keys, and each DmeChannelsClip of
-the root's animation list as an animation. docs/source.md §6.5 has the element types and attributes read.
+vertex data and face sets as a mesh with materials, its delta states as shape keys (correctives and the flex
+controllers of the combination operator in extras), and each DmeChannelsClip of the root's animation list as an
+animation. docs/source.md §6.5 has the element types and attributes read.
 
 A DMX vertex is an index into the vertex data's `<field>Indices` arrays: it has one position, normal and UV (each
 a value of its field), so the DMX vertices are the core mesh's split vertices as they are. Joint weights belong to
@@ -261,6 +262,45 @@ def _seconds(ticks: np.ndarray, rate: float) -> np.ndarray:
     return np.where(np.abs(frames / rate - seconds) * TIME_TICKS <= 1, frames / rate, seconds)
 
 
+def corrective_separator(names: list[str], format_version: int) -> str:
+    """What joins a corrective shape's controls in its name: `__` in model format 22 and later when a delta
+    state's name holds one (Source 2's ModelDoc names), else `_` (Blender Source Tools' rule)."""
+    return "__" if format_version >= 22 and any("__" in n for n in names) else "_"
+
+
+def correctives(mesh: cm.Mesh, separator: str, warnings: list[str]) -> dict[str, list[str]]:
+    """Corrective shapes: a shape key whose name joins names of other shape keys of the mesh; it applies as
+    much as the least of them (Blender Source Tools drives it by their minimum)."""
+    names = {k.name for k in mesh.shape_keys}
+    out, partial = {}, []
+    for k in mesh.shape_keys:
+        parts = k.name.split(separator)
+        if len(parts) < 2 or not all(parts):
+            continue
+        if all(p in names and p != k.name for p in parts):
+            out[k.name] = parts
+        elif any(p in names for p in parts):
+            partial.append(k.name)
+    if partial:
+        warnings.append(f"mesh {mesh.name!r}: {len(partial)} shape key(s) named as correctives of keys the mesh "
+                        f"lacks ({', '.join(partial[:5])}): no driver")
+    return out
+
+
+def controls_of(root: Element | None) -> list[dict]:
+    """The flex controllers of the root's `combinationOperator`: name, the delta states each drives
+    (`rawControlNames`), range, stereo and eyelid flags."""
+    out = []
+    for c in _elems(_elem(root, "combinationOperator"), "controls"):
+        raw = c.get("rawControlNames")
+        out.append({"name": c.name or "", "raw": list(raw.value) if raw is not None and raw.type == AttrType.STRING
+                    and raw.array else [], "min": float(_scalar(c, "flexMin", AttrType.FLOAT, 0.0)),
+                    "max": float(_scalar(c, "flexMax", AttrType.FLOAT, 1.0)),
+                    "stereo": bool(_scalar(c, "stereo", AttrType.BOOL, 0)),
+                    "eyelid": bool(_scalar(c, "eyelid", AttrType.BOOL, 0))})
+    return out
+
+
 def _log_keys(channel: Element, t: AttrType, rate: float, where: str) -> tuple[np.ndarray, np.ndarray] | None:
     """(seconds, values) of the channel's log: its first layer, the one Valve's tools and Blender Source Tools
     write and play (later layers are edits over it)."""
@@ -341,6 +381,9 @@ def to_scene(d: DmxFile, name: str, with_animations: bool = True) -> tuple[cm.Sc
     root = d.root
     model = _elem(root, "model") or _elem(root, "skeleton")
     if model is None:
+        controls = controls_of(root)
+        if controls:  # a flex controller file (a QC's `$model` names it beside the model)
+            scene.extras["dmx_controls"] = controls
         return scene, warnings + ["the file holds no model (its root has no 'model' or 'skeleton' element)"]
     up = up_matrix(model)
     skel, bones, meshes = skeleton_of(model, up, warnings)
@@ -349,6 +392,15 @@ def to_scene(d: DmxFile, name: str, with_animations: bool = True) -> tuple[cm.Sc
     joint_bones = _joint_bones(model, bones, d.format_version)
     for mesh, parent in meshes:
         scene.meshes.append(mesh_of(mesh, parent if skel is not None else -1, joint_bones, up, kw, scene, warnings))
+    deltas = [e.name or "" for e in d.elements if e.type == "DmeVertexDeltaData"]
+    separator = corrective_separator(deltas, d.format_version)
+    for m in scene.meshes:
+        found = correctives(m, separator, warnings)
+        if found:
+            m.extras.setdefault("dmx", {})["correctives"] = found
+    controls = controls_of(root)
+    if controls:
+        scene.extras["dmx_controls"] = controls
     if with_animations:
         scene.animations = animations_of(root, skel, bones, up, warnings)
     return scene, warnings

@@ -1,6 +1,7 @@
 """Core Scene → DMX files, laid out as Blender Source Tools writes them (binary 9, format model 22; docs/source.md
-§6.6): NAME.dmx holds the model (skeleton with its bind pose, meshes, shape keys as delta states), each animation
-its own DMX (the skeleton and one DmeChannelsClip), and NAME.qc names them with each sequence's rate.
+§6.6): NAME.dmx holds the model (skeleton with its bind pose, meshes, shape keys as delta states with their flex
+controllers), each animation its own DMX (the skeleton and one DmeChannelsClip), and NAME.qc names them with
+each sequence's rate.
 
 Blender axes are kept: the DmeAxisSystem says Z up, so `dmx_convert` reads the values back unchanged. A DMX
 vertex is a core (split) vertex: every field's `Indices` are 0..V-1, so the vertex order survives the round
@@ -17,7 +18,7 @@ from ..core import model as cm
 from ..core.fileio import write_atomic
 from ..core.naming import NameAllocator
 from ..core.transforms import affine_inverse, matrix_to_trs, trs_to_matrix
-from . import convert, dmx, qc
+from . import convert, dmx, dmx_convert, qc
 from .dmx_records import TIME_TICKS, AttrType, Attribute, DmxFile, Element
 
 MAX_WEIGHTS = 32  # the joints kept per vertex (studiomdl keeps the three largest: docs/source.md §6.6)
@@ -172,10 +173,48 @@ def _mesh_dag(mesh: cm.Mesh, scene: cm.Scene) -> Element:
                          _attr("baseStates", AttrType.ELEMENT, [data]),
                          _attr("deltaStates", AttrType.ELEMENT, [_delta(mesh, k) for k in mesh.shape_keys]),
                          _attr("faceSets", AttrType.ELEMENT, _face_sets(mesh, scene))]
+    if mesh.shape_keys:  # the weights studiomdl's flex rules start from, as Blender Source Tools writes them
+        zero = np.zeros((len(mesh.shape_keys), 2), np.float32)
+        shape.attributes += [_attr("deltaStateWeights", AttrType.VECTOR2, zero),
+                             _attr("deltaStateWeightsLagged", AttrType.VECTOR2, zero)]
     dag = _new("DmeDag", mesh.name)
     dag.attributes += [_attr("transform", AttrType.ELEMENT, _transform(mesh.name, np.eye(4))),
                        _attr("shape", AttrType.ELEMENT, shape), _attr("children", AttrType.ELEMENT, [])]
     return dag
+
+
+def flex_controls(scene: cm.Scene, warnings: list[str]) -> list[dict]:
+    """The flex controllers to write: those the scene kept from a DMX (`dmx_controls`, the ones naming a shape
+    key still there), else one per shape key that is no corrective, driving that key over 0..1 (Blender Source
+    Tools' default controllers)."""
+    names: list[str] = []
+    corrective: set[str] = set()
+    for m in scene.meshes:
+        names += [k.name for k in m.shape_keys if k.name not in names]
+        sep = dmx_convert.corrective_separator([k.name for k in m.shape_keys], FORMAT_VERSION)
+        corrective |= set(dmx_convert.correctives(m, sep, warnings))
+    kept = [c for c in scene.extras.get("dmx_controls", []) if c["raw"] and all(r in names for r in c["raw"])]
+    if kept:
+        return kept
+    return [{"name": n, "raw": [n], "min": 0.0, "max": 1.0, "stereo": False, "eyelid": False}
+            for n in names if n not in corrective]
+
+
+def _combination(controls: list[dict], targets: list[Element]) -> Element:
+    op = _new("DmeCombinationOperator", "combinationOperator")
+    elems = []
+    for c in controls:
+        e = _new("DmeCombinationInputControl", c["name"], rawControlNames=(AttrType.STRING, list(c["raw"])),
+                 stereo=(AttrType.BOOL, int(c["stereo"])), eyelid=(AttrType.BOOL, int(c["eyelid"])),
+                 flexMax=(AttrType.FLOAT, c["max"]), flexMin=(AttrType.FLOAT, c["min"]))
+        e.attributes.append(_attr("wrinkleScales", AttrType.FLOAT, np.zeros(len(c["raw"]), np.float32)))
+        elems.append(e)
+    values = np.tile(np.array([0, 0, 0.5], np.float32), (len(controls), 1)).reshape(-1, 3)
+    op.attributes += [_attr("controls", AttrType.ELEMENT, elems), _attr("controlValues", AttrType.VECTOR3, values),
+                      _attr("controlValuesLagged", AttrType.VECTOR3, values),
+                      _attr("usesLaggedValues", AttrType.BOOL, 0), _attr("dominators", AttrType.ELEMENT, []),
+                      _attr("targets", AttrType.ELEMENT, targets)]
+    return op
 
 
 def _file(root: Element) -> DmxFile:
@@ -185,9 +224,14 @@ def _file(root: Element) -> DmxFile:
 def model_dmx(scene: cm.Scene, name: str, warnings: list[str]) -> DmxFile:
     """The model file: the skeleton and every mesh (under the model, vertices in model space)."""
     skel = _Skeleton(scene.skeleton, name, warnings)
-    model = skel.finish([_mesh_dag(m, scene) for m in scene.meshes])
+    dags = [_mesh_dag(m, scene) for m in scene.meshes]
+    model = skel.finish(dags)
     root = _new("DmElement", name)
     root.attributes += [_attr("skeleton", AttrType.ELEMENT, model), _attr("model", AttrType.ELEMENT, model)]
+    controls = flex_controls(scene, warnings)
+    if controls:
+        targets = [d.value("shape") for d, m in zip(dags, scene.meshes) if m.shape_keys]
+        root.attributes.append(_attr("combinationOperator", AttrType.ELEMENT, _combination(controls, targets)))
     return _file(root)
 
 
