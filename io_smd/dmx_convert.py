@@ -256,7 +256,7 @@ def _seconds(ticks: np.ndarray, rate: float) -> np.ndarray:
     """Key times in seconds; a time within one tick of a frame of the clip's rate is that frame's time, since
     the writers cut frame times to whole ticks (Valve's 1/30 s is 333 ticks, 0.1 ms early)."""
     seconds = ticks.astype(np.float64) / TIME_TICKS
-    if rate <= 0:
+    if not 0 < rate < np.inf:
         return seconds
     frames = np.round(seconds * rate)
     return np.where(np.abs(frames / rate - seconds) * TIME_TICKS <= 1, frames / rate, seconds)
@@ -309,7 +309,7 @@ def _log_keys(channel: Element, t: AttrType, rate: float, where: str) -> tuple[n
         return None
     times = _values(layers[0], "times", AttrType.TIME, where)
     values = _values(layers[0], "values", t, where)
-    if times is None or values is None:
+    if times is None or values is None or not len(times):
         return None
     if len(times) != len(values):
         raise FormatError(f"{where}: {len(times)} times for {len(values)} values", None, "values")
@@ -359,7 +359,7 @@ def animation_of(clip: Element, skel: cm.Skeleton, bones: list[Element], up: np.
                                          if t.rotation_times is not None and len(t.rotation_times)]
     length = float(_seconds(np.array([duration]), rate)[0]) if duration is not None else max(ends, default=0.0)
     anim = cm.Animation(clip.name or "animation", length, [tracks[i] for i in sorted(tracks)])
-    if rate > 0:
+    if 0 < rate < np.inf:
         anim.extras["fps"] = rate
     return anim
 

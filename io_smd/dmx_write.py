@@ -15,6 +15,7 @@ import uuid
 import numpy as np
 
 from ..core import model as cm
+from ..core.errors import ExportError
 from ..core.fileio import write_atomic
 from ..core.naming import NameAllocator
 from ..core.transforms import affine_inverse, matrix_to_trs, trs_to_matrix
@@ -217,6 +218,36 @@ def _combination(controls: list[dict], targets: list[Element]) -> Element:
     return op
 
 
+def _first_bad(values: np.ndarray | None) -> int | None:
+    """The first row holding a NaN or an infinity, else None."""
+    if values is None or not len(values):
+        return None
+    bad = ~np.isfinite(np.asarray(values, np.float64).reshape(len(values), -1)).all(axis=1)
+    return int(np.argmax(bad)) if bad.any() else None
+
+
+def refuse_bad(scene: cm.Scene) -> None:
+    """ExportError naming the bone or the vertex of a value a DMX must not hold: a bind that is not finite, a
+    vertex field or weight that is not finite, a joint index outside the skeleton."""
+    bones = scene.skeleton.bones if scene.skeleton is not None else []
+    for b in bones:
+        if _first_bad(np.asarray(b.bind).reshape(1, -1)) is not None:
+            raise ExportError(f"bone {b.name!r}: bind matrix is not finite")
+    for m in scene.meshes:
+        fields = [("position", m.positions), ("normal", m.normals), ("weight", m.weights)]
+        fields += [(f"UV {name}", uv) for name, uv in m.uvs] + [(f"shape key {k.name}", k.positions)
+                                                                for k in m.shape_keys]
+        for what, values in fields:
+            v = _first_bad(values)
+            if v is not None:
+                raise ExportError(f"mesh {m.name!r}: vertex {v}: {what} is not finite")
+        if m.joints is not None and m.weights is not None:
+            out = (m.weights > 0) & ((m.joints < 0) | (m.joints >= len(bones)))
+            if out.any():
+                v = int(np.argmax(out.any(axis=1)))
+                raise ExportError(f"mesh {m.name!r}: vertex {v}: joint index outside the {len(bones)} bones")
+
+
 def _file(root: Element) -> DmxFile:
     return DmxFile("binary", 9, "model", FORMAT_VERSION, [root], header=None, after_header=b"\n\0")
 
@@ -258,6 +289,9 @@ def animation_dmx(skel: cm.Skeleton, anim: cm.Animation, rate: float, warnings: 
     seconds = np.arange(count) / rate
     t, q, s = matrix_to_trs(convert.animation_locals(skel, anim, seconds))
     names = [b.name for b in skel.bones]
+    bad = ~(np.isfinite(t).all(axis=(0, 2)) & np.isfinite(q).all(axis=(0, 2)))
+    if bad.any():
+        raise ExportError(f"animation {anim.name!r}: bone {names[int(np.argmax(bad))]!r} has keys that are not finite")
     _scale_warning(f"animation {anim.name!r}", np.swapaxes(s, 0, 1), names, warnings)
     q = q[..., [1, 2, 3, 0]]
     flip = np.cumprod(np.where(np.einsum("fnk,fnk->fn", q[1:], q[:-1]) < 0, -1.0, 1.0), axis=0)
@@ -284,6 +318,7 @@ def write_files(scene: cm.Scene, folder: str, name: str, fps: float = 24.0, with
                 ) -> tuple[list[str], list[str]]:
     """NAME.dmx, one DMX per animation (a skeleton is needed), and NAME.qc naming them; (paths, warnings)."""
     warnings: list[str] = []
+    refuse_bad(scene)
     names = NameAllocator()
     stem = names.take(name, ".dmx")
     paths = [os.path.join(folder, stem + ".dmx")]

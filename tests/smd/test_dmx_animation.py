@@ -11,7 +11,9 @@ import pathlib
 import numpy as np
 import pytest
 
-from skinbridge.io_smd import dmx, dmx_convert
+from skinbridge.core import model as cm
+from skinbridge.core.errors import ExportError
+from skinbridge.io_smd import dmx, dmx_convert, dmx_write
 
 try:
     import srctools.dmx as srctools_dmx
@@ -83,3 +85,18 @@ def test_channels_equal_srctools(name):
 def test_without_animations_reads_none():
     scene, _ = dmx_convert.load("w.dmx", (DMX_DIR / "bst_walkn.dmx.gz").read_bytes(), with_animations=False)
     assert scene.animations == [] and len(scene.skeleton.bones) == 154
+
+
+def test_writer_refuses_values_a_dmx_must_not_hold(tmp_path):
+    """A NaN position names its mesh and vertex; a weight on a joint past the skeleton names its vertex;
+    nothing is written."""
+    p = np.zeros((3, 3), np.float32)
+    p[2, 1] = np.nan
+    with pytest.raises(ExportError, match="mesh 'm': vertex 2: position is not finite"):
+        dmx_write.write_files(cm.Scene(meshes=[cm.Mesh("m", p, np.array([[0, 1, 2]], np.int32))]), str(tmp_path), "x")
+    m = cm.Mesh("m", np.zeros((3, 3), np.float32), np.array([[0, 1, 2]], np.int32))
+    m.joints, m.weights = np.array([[0], [0], [1]], np.int32), np.ones((3, 1), np.float32)
+    skel = cm.Skeleton(bones=[cm.Bone("b", -1, np.eye(4), np.zeros(3), np.array([1.0, 0, 0, 0]), np.ones(3))])
+    with pytest.raises(ExportError, match="vertex 2: joint index outside the 1 bones"):
+        dmx_write.write_files(cm.Scene(skeleton=skel, meshes=[m]), str(tmp_path), "x")
+    assert list(tmp_path.iterdir()) == []
