@@ -71,6 +71,7 @@ FORMATS = (
             "load": "io_smd.dmx_convert:load",
             "semantic": "io_smd.dmx_convert:semantic",
             "blender_import": "io_smd.blender_dmx:blender_import",
+            "kind_of": "io_smd.dmx_convert:kind_of",
             "motion_loader": "io_smd.blender_dmx:load_motion",
             "export_target": "io_smd.blender_dmx:export_target",
             "write_scene": "io_smd.dmx_write:write_scene",

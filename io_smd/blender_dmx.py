@@ -105,8 +105,7 @@ def blender_import(context, path: str, options=None) -> list[str]:
 
 def motion_only(path: str) -> bool:
     """The file holds animations and no mesh (an animation DMX beside its model)."""
-    scene, _ = dmx_convert.to_scene(dmx.read(read_bytes(path)), _stem(path))
-    return bool(scene.animations) and not scene.meshes
+    return dmx_convert.kind_of(read_bytes(path)) == "motion"
 
 
 def load_motion(context, path: str, armature, options=None) -> list[str]:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..core import model as cm
 from ..core.errors import FormatError
+from ..core.fileio import read_bytes
 from ..core.transforms import matrix3_to_quat, matrix_to_trs, quat_multiply, trs_to_matrix
 from . import dmx
 from .dmx_records import TIME_TICKS, AttrType, DmxFile, Element
@@ -406,10 +407,23 @@ def to_scene(d: DmxFile, name: str, with_animations: bool = True) -> tuple[cm.Sc
     return scene, warnings
 
 
-def load(path: str, data: bytes, with_animations: bool = True) -> tuple[cm.Scene, list[str]]:
-    """The `load` capability: the model of a DMX with its animations."""
+def load(path: str, data: bytes, with_animations: bool = True, motions=()) -> tuple[cm.Scene, list[str]]:
+    """The `load` capability: the model of a DMX with its animations, and those of the animation DMXs
+    `motions` (an output folder's files: `compare`), matched to the model's bones by name."""
     name = os.path.basename(path).split(".")[0] if path else "dmx"
-    return to_scene(dmx.read(data), name, with_animations)
+    scene, warnings = to_scene(dmx.read(data), name, with_animations)
+    for motion in motions if with_animations else ():
+        other, more = to_scene(dmx.read(read_bytes(motion)), os.path.basename(motion).split(".")[0])
+        scene.animations += other.animations
+        warnings += more
+    return scene, warnings
+
+
+def kind_of(data: bytes) -> str:
+    """"motion" for a file of animations without a mesh (an animation DMX beside its model), else "model"."""
+    d = dmx.read(data)
+    clips = _elems(_elem(d.root, "animationList"), "animations")
+    return "motion" if clips and not any(e.type == "DmeMesh" for e in d.elements) else "model"
 
 
 def semantic(d: DmxFile) -> list[str]:

@@ -14,6 +14,8 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
+from skinbridge import formats  # noqa: E402
+from skinbridge.app.loading import compare_load  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
 from skinbridge.app.pipeline import convert_file  # noqa: E402
 from skinbridge.blender import action as bact  # noqa: E402
@@ -165,6 +167,11 @@ def test_fox_to_dmx(clean_scene, testdata, tmp_path):
         rate = dmx_write.sample_rate(anim, fps)
         assert seq.files == [str(tmp_path / f"{anim.name}.dmx")] and seq.fps == rate
         _check_animation(seq.files[0], want.skeleton, anim, rate)
+        assert formats.file_kind(seq.files[0]) == "motion"
+    assert formats.file_kind(str(tmp_path / "Fox.dmx")) == "model"
+    folder, _ = compare_load(str(tmp_path))  # `compare`: the folder's one model with its motions
+    assert [a.name for a in folder.animations] == sorted(a.name for a in want.animations)
+    _check_model(folder, want)
 
 
 def test_export_operator_writes_the_same_files(clean_scene, testdata, tmp_path):
