@@ -54,7 +54,7 @@ def _add_actions(context, arm_ob, animations: list[cm.Animation], created: list,
 CONTROLS_PROP = "dmx_controls"  # the flex controllers read (JSON), on each mesh whose shape keys they drive
 
 
-def _flex(objects: list, scene: cm.Scene) -> None:
+def add_flex(objects: list, scene: cm.Scene) -> None:
     """Corrective shape keys driven by the least of the keys they correct (a MIN driver, as Blender Source Tools
     builds them); each flex controller's range on the slider of the one key it drives, and the controllers kept on
     the mesh for export."""
@@ -64,6 +64,8 @@ def _flex(objects: list, scene: cm.Scene) -> None:
         if keys is None:
             continue
         for name, parts in cmesh.extras.get("dmx", {}).get("correctives", {}).items():
+            if name not in keys.key_blocks or not all(p in keys.key_blocks for p in parts):
+                continue  # a name Blender cut or made unique: the keys are not the file's names any more
             fcurve = keys.key_blocks[name].driver_add("value")
             for m in list(fcurve.modifiers):  # a new driver curve holds a generator modifier: the driver alone
                 fcurve.modifiers.remove(m)
@@ -94,13 +96,22 @@ def blender_import(context, path: str, options=None) -> list[str]:
     before = bscene.snapshot_ids()
     result = bscene.build_scene(context, scene, name, os.path.dirname(path))
     try:
-        _flex([ob for ob in result.objects if ob.type == "MESH"], scene)
+        add_flex([ob for ob in result.objects if ob.type == "MESH"], scene)
         if result.armature is not None and scene.animations:
             warnings += _add_actions(context, result.armature, scene.animations, [], True)
     except BaseException:
         bscene.remove_new(before)
         raise
     return warnings + result.warnings
+
+
+def import_clips(context, record: dmx.DmxFile, name: str, armature) -> list[str]:
+    """The clips of a read DMX onto `armature` as actions, the first named `name` (a QC's sequence)."""
+    scene, warnings = dmx_convert.to_scene(record, name)
+    if not scene.animations:
+        return warnings + [f"{name}: the DMX holds no animation (no DmeChannelsClip): no action"]
+    scene.animations[0].name = name
+    return warnings + _add_actions(context, armature, scene.animations, [], False)
 
 
 def motion_only(path: str) -> bool:

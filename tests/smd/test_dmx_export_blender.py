@@ -184,3 +184,22 @@ def test_export_operator_writes_the_same_files(clean_scene, testdata, tmp_path):
     want = _expected(bpy.context)
     got, _ = dmx_convert.load("Fox.dmx", (tmp_path / "op" / "Fox.dmx").read_bytes())
     _check_model(got, want)
+
+
+def test_the_written_qc_imports_whole(clean_scene, testdata, tmp_path):
+    """The QC `convert --to dmx` writes imports back: the model and one action per sequence, named as it, each
+    posing the bones as the DMX it names."""
+    convert_file(str(testdata / "gltf" / "Fox.glb"), str(tmp_path), "Fox", ConvertOptions(target="dmx"))
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    formats.get("qc").get("blender_import")(bpy.context, str(tmp_path / "Fox.qc"), None)
+    (arm,) = [o for o in bpy.data.objects if o.type == "ARMATURE"]
+    assert len([o for o in bpy.data.objects if o.type == "MESH"]) == 1
+    project = qc.read(str(tmp_path / "Fox.qc"))
+    assert sorted(a.name for a in bpy.data.actions) == sorted(s.name for s in project.sequences)
+    for seq in project.sequences:
+        clip, _ = dmx_convert.load(seq.files[0], open(seq.files[0], "rb").read())
+        got, _ = bact.read_action(bpy.context, arm, bpy.data.actions[seq.name])
+        seconds = np.arange(int(round(clip.animations[0].length * seq.fps)) + 1) / seq.fps
+        want = convert.animation_locals(clip.skeleton, clip.animations[0], seconds)
+        have = convert.animation_locals(clip.skeleton, got, seconds)
+        assert np.abs(have - want).max() <= 1e-5 * max(1.0, float(np.abs(want[..., :3, 3]).max())), seq.name
