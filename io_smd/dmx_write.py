@@ -109,7 +109,8 @@ class _Skeleton:
             _attr("baseStates", AttrType.ELEMENT, [_new("DmeTransformList", "base")]),
             _attr("axisSystem", AttrType.ELEMENT, _new("DmeAxisSystem", "axisSystem", upAxis=(AttrType.INT, 3),
                                                        forwardParity=(AttrType.INT, 1), coordSys=(AttrType.INT, 0))),
-            _attr("jointList", AttrType.ELEMENT, [m] + self.joints),
+            # the mesh DAGs after the joints, as Blender Source Tools lists them: blend indices stay bone + 1
+            _attr("jointList", AttrType.ELEMENT, [m] + self.joints + extra_children),
         ]
         m.value("baseStates")[0].attributes.append(_attr("transforms", AttrType.ELEMENT, self.base))
         return m
