@@ -1,6 +1,6 @@
 """The command line on DMX: `convert --to dmx` writes the model, one animation DMX per action and the QC naming
-them (listed on stdout), `compare` finds the output folder equal to its source, and `--motion` puts an
-animation DMX onto a DMX model."""
+them, `compare` finds the output folder equal to its source, and `--motion` puts an animation DMX onto a DMX
+model."""
 from __future__ import annotations
 
 import pytest
