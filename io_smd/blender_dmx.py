@@ -87,6 +87,26 @@ def add_flex(objects: list, scene: cm.Scene) -> None:
             ob[CONTROLS_PROP] = json.dumps(mine)
 
 
+def _kept_controls(ob, warnings: list[str]) -> list[dict]:
+    """The flex controllers an import kept on `ob`; a property edited into something else is left out."""
+    text = ob.get(CONTROLS_PROP)
+    if text is None:
+        return []
+    try:
+        controls = json.loads(text) if isinstance(text, str) else None
+        ok = isinstance(controls, list) and all(
+            isinstance(c, dict) and isinstance(c.get("name"), str) and isinstance(c.get("raw"), list)
+            and all(isinstance(r, str) for r in c["raw"]) and all(isinstance(c.get(k), (int, float))
+                                                                   for k in ("min", "max")) for c in controls)
+    except ValueError:
+        ok = False
+    if not ok:
+        warnings.append(f"{ob.name}: its {CONTROLS_PROP} property is not the flex controllers an import wrote: "
+                        "default controllers written instead")
+        return []
+    return [{**c, "stereo": bool(c.get("stereo")), "eyelid": bool(c.get("eyelid"))} for c in controls]
+
+
 def blender_import(context, path: str, options=None) -> list[str]:
     """The registry's `blender_import`: the model of one .dmx (gzip too) with its animations; returns warnings."""
     name = _stem(path)
@@ -152,7 +172,7 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     if not scene.meshes:
         raise ExportError("nothing to export: no visible mesh")
     meshes, arm_ob = bscene.exportable_objects(context)
-    controls = [c for ob in meshes for c in json.loads(ob.get(CONTROLS_PROP, "[]"))]
+    controls = [c for ob in meshes for c in _kept_controls(ob, warnings)]
     if controls:
         scene.extras["dmx_controls"] = controls
     fps = bact.fps_of(context.scene)

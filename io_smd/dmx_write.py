@@ -186,9 +186,9 @@ def _mesh_dag(mesh: cm.Mesh, scene: cm.Scene) -> Element:
 
 
 def flex_controls(scene: cm.Scene, warnings: list[str]) -> list[dict]:
-    """The flex controllers to write: those the scene kept from a DMX (`dmx_controls`, the ones naming a shape
-    key still there), else one per shape key that is no corrective, driving that key over 0..1 (Blender Source
-    Tools' default controllers)."""
+    """The flex controllers to write: those the scene kept from a DMX (`dmx_controls`, the ones naming shape
+    keys still there), then one per other shape key that is no corrective, driving that key over 0..1 (Blender
+    Source Tools' default controllers)."""
     names: list[str] = []
     corrective: set[str] = set()
     for m in scene.meshes:
@@ -196,10 +196,9 @@ def flex_controls(scene: cm.Scene, warnings: list[str]) -> list[dict]:
         sep = dmx_convert.corrective_separator([k.name for k in m.shape_keys], FORMAT_VERSION)
         corrective |= set(dmx_convert.correctives(m, sep, warnings))
     kept = [c for c in scene.extras.get("dmx_controls", []) if c["raw"] and all(r in names for r in c["raw"])]
-    if kept:
-        return kept
-    return [{"name": n, "raw": [n], "min": 0.0, "max": 1.0, "stereo": False, "eyelid": False}
-            for n in names if n not in corrective]
+    driven = {r for c in kept for r in c["raw"]}
+    return kept + [{"name": n, "raw": [n], "min": 0.0, "max": 1.0, "stereo": False, "eyelid": False}
+                   for n in names if n not in corrective and n not in driven]
 
 
 def _combination(controls: list[dict], targets: list[Element]) -> Element:

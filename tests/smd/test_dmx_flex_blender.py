@@ -1,7 +1,7 @@
 """DMX flex in Blender: a corrective shape (a delta state named after the shapes it corrects, `A_B`) is driven by
 the least of their values, as Blender Source Tools builds it; the flex controllers of the combination operator
 set their keys' slider ranges and are written back on export (read by srctools, an independent reader), with
-one default controller per other shape key."""
+one default controller per other shape key; a controller property edited into something else is warned about."""
 from __future__ import annotations
 
 import io
@@ -69,4 +69,8 @@ def test_kept_controls_set_sliders_and_are_written_back(clean_scene, tmp_path):
     out.mkdir()
     again = blender_dmx.export_target(bpy.context, str(out), "flex", None)[0][0]
     if srctools_dmx is not None:
-        assert _srctools_controls(again) == [("A", ["A"], -1.0, 2.0)]
+        assert _srctools_controls(again) == [("A", ["A"], -1.0, 2.0), ("B", ["B"], 0.0, 1.0),
+                                             ("Lid_Up", ["Lid_Up"], 0.0, 1.0)]  # the kept one, then defaults
+    bpy.data.objects["tri"]["dmx_controls"] = "not JSON"
+    warnings = blender_dmx.export_target(bpy.context, str(out), "flex", None)[1]
+    assert any("dmx_controls property is not" in w for w in warnings)
