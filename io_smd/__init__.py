@@ -1,7 +1,8 @@
 """Valve SMD and VTA (Studiomdl Data, text): codec (`smd`), `info`, `check`, mapping (`convert`) and, inside
 Blender only, import/export (`blender_io`) with File menu entries (`ops`). Valve DMX (the element graph of the
-Source tools, binary or keyvalues2 text): codec (`dmx`), `info` and `check` (`dmx_check`), the model as a core
-Scene (`dmx_convert`) and, inside Blender only, its import (`blender_dmx`). Valve QC projects: reader and
+Source tools, binary or keyvalues2 text): codec (`dmx`), `info` and `check` (`dmx_check`), the model and its
+animations as a core Scene (`dmx_convert`), a core Scene as DMX files with a QC (`dmx_write`) and, inside
+Blender only, import and export (`blender_dmx`). Valve QC projects: reader and
 writer (`qc`) and, inside Blender only, the import of every file a QC names (`blender_qc`).
 
 No bpy here: `import skinbridge.io_smd.smd` works in a Python without Blender.
@@ -57,6 +58,11 @@ FORMATS = (
         extensions=(".dmx",),
         sniff=_sniff_dmx,
         head=512,  # a gzip-compressed file's header comment lies inside its first few hundred bytes
+        target="dmx",
+        folder_suffix="_DMX",
+        operators="io_smd.ops",
+        import_operator="import_scene.skinbridge_dmx",
+        export_operator="export_scene.skinbridge_dmx",
         capabilities={
             "read": "io_smd.dmx:read",
             "write": "io_smd.dmx:write",
@@ -65,6 +71,10 @@ FORMATS = (
             "load": "io_smd.dmx_convert:load",
             "semantic": "io_smd.dmx_convert:semantic",
             "blender_import": "io_smd.blender_dmx:blender_import",
+            "kind_of": "io_smd.dmx_convert:kind_of",
+            "motion_loader": "io_smd.blender_dmx:load_motion",
+            "export_target": "io_smd.blender_dmx:export_target",
+            "write_scene": "io_smd.dmx_write:write_scene",
         },
     ),
     FormatSpec(

@@ -1,19 +1,186 @@
-"""DMX models into Blender: the file mapped to a core Scene (`dmx_convert`) first, then built by the shared
-bridge, so a fault stops the import before the first datablock is made and a failed build removes what it made."""
+"""DMX models and animations in Blender, both ways.
+
+Import: the file mapped to a core Scene (`dmx_convert`) first, then built by the shared bridge (armature, meshes)
+with one action per DmeChannelsClip, so a fault stops the import before the first datablock is made and a failed
+build removes what it made. Corrective shape keys get drivers and the flex controllers' ranges go onto the
+sliders (docs/source.md §6.5). A motion (`convert --motion`, the operator onto a selected armature) puts the clips
+onto an existing armature, matched by bone name.
+Export (`convert --to dmx`): the visible meshes and their armature as NAME.dmx, each action of the armature as
+its own animation DMX, and NAME.qc naming them with each sequence's rate (`dmx_write`)."""
 from __future__ import annotations
 
+import json
 import os
 
+from bpy.utils import escape_identifier as bpy_escape
+
+from ..blender import action as bact
 from ..blender import scene as bscene
+from ..blender.ops_common import unmatched_motion
+from ..blender.selection import NoTarget, armatures, find_armature
+from ..core import model as cm
+from ..core.errors import ExportError
 from ..core.fileio import read_bytes
-from . import dmx, dmx_convert
+from ..core.names import clean
+from ..core.naming import safe_file_name
+from . import dmx, dmx_convert, dmx_write
+
+
+def _stem(path: str) -> str:
+    return os.path.basename(path).split(".")[0] or "dmx"
+
+
+def _add_actions(context, arm_ob, animations: list[cm.Animation], created: list, own_rig: bool) -> list[str]:
+    """One action per animation on `arm_ob` (keys at scene frames: seconds × the scene's rate), the first one
+    assigned; refused when no track matches a bone of an armature the file did not make."""
+    fps = bact.fps_of(context.scene)
+    warnings: list[str] = []
+    actions = []
+    for anim in animations:
+        clean(anim)
+        act, more = bact.build_action(arm_ob, anim, fps, anim.name)
+        created.append(act)
+        actions.append(act)
+        act.frame_start, act.frame_end = 0.0, float(anim.length) * fps
+        warnings += more
+    if not own_rig and unmatched_motion(arm_ob, actions):  # the rule of every motion import
+        raise ExportError(f"none of the tracks of {', '.join(a.name for a in animations)} matches a bone of "
+                          f"{arm_ob.name}: nothing imported (select the armature these motions were made for)")
+    if actions:
+        bact.assign(arm_ob, actions[0])
+    return warnings
+
+
+CONTROLS_PROP = "dmx_controls"  # the flex controllers read (JSON), on each mesh whose shape keys they drive
+
+
+def add_flex(objects: list, scene: cm.Scene) -> None:
+    """Corrective shape keys driven by the least of the keys they correct (a MIN driver, as Blender Source Tools
+    builds them); each flex controller's range on the slider of the one key it drives, and the controllers kept on
+    the mesh for export."""
+    controls = scene.extras.get("dmx_controls", [])
+    for ob, cmesh in zip(objects, scene.meshes):
+        keys = ob.data.shape_keys
+        if keys is None:
+            continue
+        for name, parts in cmesh.extras.get("dmx", {}).get("correctives", {}).items():
+            if name not in keys.key_blocks or not all(p in keys.key_blocks for p in parts):
+                continue  # a name Blender cut or made unique: the keys are not the file's names any more
+            fcurve = keys.key_blocks[name].driver_add("value")
+            for m in list(fcurve.modifiers):  # a new driver curve holds a generator modifier: the driver alone
+                fcurve.modifiers.remove(m)
+            fcurve.driver.type = "MIN"
+            for part in parts:
+                var = fcurve.driver.variables.new()
+                var.name = "v" + str(len(fcurve.driver.variables))
+                var.targets[0].id_type = "KEY"
+                var.targets[0].id = keys
+                var.targets[0].data_path = f'key_blocks["{bpy_escape(part)}"].value'
+        mine = [c for c in controls if c["raw"] and all(r in keys.key_blocks for r in c["raw"])]
+        for c in mine:
+            if len(c["raw"]) == 1:
+                kb = keys.key_blocks[c["raw"][0]]
+                # widen first: Blender clamps each bound against the other as it is set
+                kb.slider_min, kb.slider_max = min(c["min"], kb.slider_min), max(c["max"], kb.slider_max)
+                kb.slider_min, kb.slider_max = c["min"], c["max"]
+        if mine:
+            ob[CONTROLS_PROP] = json.dumps(mine)
+
+
+def _kept_controls(ob, warnings: list[str]) -> list[dict]:
+    """The flex controllers an import kept on `ob`; a property edited into something else is left out."""
+    text = ob.get(CONTROLS_PROP)
+    if text is None:
+        return []
+    try:
+        controls = json.loads(text) if isinstance(text, str) else None
+        ok = isinstance(controls, list) and all(
+            isinstance(c, dict) and isinstance(c.get("name"), str) and isinstance(c.get("raw"), list)
+            and all(isinstance(r, str) for r in c["raw"]) and all(isinstance(c.get(k), (int, float))
+                                                                   for k in ("min", "max")) for c in controls)
+    except ValueError:
+        ok = False
+    if not ok:
+        warnings.append(f"{ob.name}: its {CONTROLS_PROP} property is not the flex controllers an import wrote: "
+                        "default controllers written instead")
+        return []
+    return [{**c, "stereo": bool(c.get("stereo")), "eyelid": bool(c.get("eyelid"))} for c in controls]
 
 
 def blender_import(context, path: str, options=None) -> list[str]:
-    """The registry's `blender_import`: the model of one .dmx (gzip too); returns warnings."""
-    name = os.path.basename(path).split(".")[0] or "dmx"
+    """The registry's `blender_import`: the model of one .dmx (gzip too) with its animations; returns warnings."""
+    name = _stem(path)
     scene, warnings = dmx_convert.to_scene(dmx.read(read_bytes(path)), name)
     if scene.skeleton is None and not scene.meshes:
         return warnings
+    before = bscene.snapshot_ids()
     result = bscene.build_scene(context, scene, name, os.path.dirname(path))
+    try:
+        add_flex([ob for ob in result.objects if ob.type == "MESH"], scene)
+        if result.armature is not None and scene.animations:
+            warnings += _add_actions(context, result.armature, scene.animations, [], True)
+    except BaseException:
+        bscene.remove_new(before)
+        raise
     return warnings + result.warnings
+
+
+def import_clips(context, record: dmx.DmxFile, name: str, armature) -> list[str]:
+    """The clips of a read DMX onto `armature` as actions, the first named `name` (a QC's sequence)."""
+    scene, warnings = dmx_convert.to_scene(record, name)
+    if not scene.animations:
+        return warnings + [f"{name}: the DMX holds no animation (no DmeChannelsClip): no action"]
+    scene.animations[0].name = name
+    return warnings + _add_actions(context, armature, scene.animations, [], False)
+
+
+def motion_only(path: str) -> bool:
+    """The file holds animations and no mesh (an animation DMX beside its model)."""
+    return dmx_convert.kind_of(read_bytes(path)) == "motion"
+
+
+def load_motion(context, path: str, armature, options=None) -> list[str]:
+    """The registry's `motion_loader`: the clips of a DMX onto `armature` (else the selected or only one; with
+    no armature in the scene, the file's own skeleton is built to carry them)."""
+    name = _stem(path)
+    scene, warnings = dmx_convert.to_scene(dmx.read(read_bytes(path)), name)
+    if not scene.animations:
+        raise ExportError(f"{os.path.basename(path)} holds no animation (no DmeChannelsClip in its animationList)")
+    arm_ob = armature
+    if arm_ob is None:
+        try:
+            arm_ob = find_armature(context, required=True)
+        except NoTarget as e:
+            if armatures(context):
+                raise ExportError(f"animation: {e}") from None
+    created: list = []
+    own_rig = arm_ob is None
+    if own_rig:
+        built = bscene.build_scene(context, cm.Scene(name=name, skeleton=scene.skeleton), name)
+        arm_ob = built.armature
+        created += [arm_ob, arm_ob.data]
+    try:
+        return warnings + _add_actions(context, arm_ob, scene.animations, created, own_rig)
+    except BaseException:
+        bscene.remove_created(created)
+        raise
+
+
+def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
+    """`convert --to dmx`: NAME.dmx (the model), one animation DMX per action of the armature, NAME.qc."""
+    scene, warnings = bscene.gather_scene(context, max_influences=dmx_write.MAX_WEIGHTS, tangents=False)
+    if not scene.meshes:
+        raise ExportError("nothing to export: no visible mesh")
+    meshes, arm_ob = bscene.exportable_objects(context)
+    controls = [c for ob in meshes for c in _kept_controls(ob, warnings)]
+    if controls:
+        scene.extras["dmx_controls"] = controls
+    fps = bact.fps_of(context.scene)
+    if arm_ob is not None and scene.skeleton is not None:
+        for act in bact.armature_actions(arm_ob):
+            anim, more = bact.read_action(context, arm_ob, act)
+            anim.name = act.name
+            scene.animations.append(anim)
+            warnings += more
+    paths, more = dmx_write.write_files(scene, outdir, safe_file_name(name), fps)
+    return paths, warnings + more

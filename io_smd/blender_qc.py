@@ -3,7 +3,8 @@
 Layout: a collection named after the QC holding one collection per body ($body, $model), one per bodygroup
 choice (all but the first hidden), one per LOD (hidden) and one for the collision model (hidden, drawn as
 wire); each sequence becomes one action on the first body's armature, its keys at the sequence's fps (a
-sequence made of a reference SMD is its one-frame rest pose; a model without bones gets no action).
+sequence made of a reference SMD is its one-frame rest pose; a model without bones gets no action; a DMX
+sequence's clips keep their own times in seconds, the first named as the sequence).
 A model file whose bones all exist in that armature with the same rest pose is bound to it (its own armature
 is dropped), as Blender Source Tools appends bones to the armature already there.
 Atomic: every file is read and checked first; a fault while building removes everything made.
@@ -18,7 +19,7 @@ import numpy as np
 from ..blender import scene as bscene
 from ..core.errors import FormatError
 from ..core.fileio import read_bytes
-from . import blender_io, dmx, dmx_convert, qc, smd
+from . import blender_dmx, blender_io, dmx, dmx_convert, qc, smd
 
 REST_TOLERANCE = 1e-4  # Blender units: bone heads and axes of two files' rest poses that count as one skeleton
 
@@ -94,7 +95,9 @@ def _import_model(context, path: str, record, coll, main) -> tuple[list, list[st
     name = blender_io.stem_of(path)
     if isinstance(record, dmx.DmxFile):
         scene, warnings = dmx_convert.to_scene(record, name)
-        warnings += bscene.build_scene(context, scene, name, os.path.dirname(path)).warnings
+        result = bscene.build_scene(context, scene, name, os.path.dirname(path))
+        blender_dmx.add_flex([o for o in result.objects if o.type == "MESH"], scene)
+        warnings += result.warnings
     else:
         if record.kind != "model":
             raise FormatError(f"{os.path.basename(path)} is an SMD {record.kind}, named as a model", None, "kind")
@@ -152,6 +155,9 @@ def _sequences(context, project: qc.QcProject, records: dict, main) -> list[str]
             continue  # an $animation becomes an action through the sequences that use it
         path = seq.files[0]
         record = records[path]
+        if isinstance(record, dmx.DmxFile) and main is not None:  # its times are seconds: the QC's fps is not used
+            warnings += blender_dmx.import_clips(context, record, seq.name, main)
+            continue
         if not isinstance(record, smd.SmdFile) or record.kind == "flex":
             warnings.append(f"sequence {seq.name!r}: {os.path.basename(path)} is not an SMD animation; not read")
             continue

@@ -1,6 +1,7 @@
 """DMX model → core Scene: the DmeModel's joints as the skeleton (bind pose from its base state), each DmeMesh's
-vertex data and face sets as a mesh with materials, and its delta states as shape keys. docs/source.md §6.5 has
-the element types and attributes read.
+vertex data and face sets as a mesh with materials, its delta states as shape keys (correctives and the flex
+controllers of the combination operator in extras), and each DmeChannelsClip of the root's animation list as an
+animation. docs/source.md §6.5 has the element types and attributes read.
 
 A DMX vertex is an index into the vertex data's `<field>Indices` arrays: it has one position, normal and UV (each
 a value of its field), so the DMX vertices are the core mesh's split vertices as they are. Joint weights belong to
@@ -16,9 +17,10 @@ import numpy as np
 
 from ..core import model as cm
 from ..core.errors import FormatError
-from ..core.transforms import matrix_to_trs, trs_to_matrix
+from ..core.fileio import read_bytes
+from ..core.transforms import matrix3_to_quat, matrix_to_trs, quat_multiply, trs_to_matrix
 from . import dmx
-from .dmx_records import AttrType, DmxFile, Element
+from .dmx_records import TIME_TICKS, AttrType, DmxFile, Element
 
 IMPLICIT_BONE = "blender_implicit"  # Blender Source Tools' stand-in bone of an unskinned model: not a bone
 # field names of model format 22 and later, and of earlier ones
@@ -140,10 +142,12 @@ def _faces(mesh: Element, corners: int, scene: cm.Scene, where: str) -> tuple[np
         ends = np.flatnonzero(faces == -1)
         starts = np.concatenate([[0], ends[:-1] + 1])
         _indexed(np.arange(corners), faces[faces >= 0], f"{where} face set {k}", "faces")
-        fan = [np.stack([np.full(e - s - 2, faces[s]), faces[s + 1:e - 1], faces[s + 2:e]], 1)
-               for s, e in zip(starts, ends) if e - s >= 3]
-        if not fan:
+        counts = np.maximum(ends - starts - 2, 0)  # triangles of each polygon's fan
+        if not counts.sum():
             continue
+        first = np.repeat(starts, counts)
+        k = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts) + 1
+        fan = [np.stack([faces[first], faces[first + k], faces[first + k + 1]], 1)]
         mat = _elem(face_set, "material")
         name = os.path.basename(_scalar(mat, "mtlName", AttrType.STRING, None) or face_set.name or "material")
         scene.materials.append(cm.Material(name=name))
@@ -249,13 +253,138 @@ def mesh_of(mesh: Element, parent: int, joint_bones: np.ndarray, up: np.ndarray,
     return m
 
 
-def to_scene(d: DmxFile, name: str) -> tuple[cm.Scene, list[str]]:
+def _seconds(ticks: np.ndarray, rate: float) -> np.ndarray:
+    """Key times in seconds; a time within one tick of a frame of the clip's rate is that frame's time, since
+    the writers cut frame times to whole ticks (Valve's 1/30 s is 333 ticks, 0.1 ms early)."""
+    seconds = ticks.astype(np.float64) / TIME_TICKS
+    if not 0 < rate < np.inf:
+        return seconds
+    frames = np.round(seconds * rate)
+    return np.where(np.abs(frames / rate - seconds) * TIME_TICKS <= 1, frames / rate, seconds)
+
+
+def corrective_separator(names: list[str], format_version: int) -> str:
+    """What joins a corrective shape's controls in its name: `__` in model format 22 and later when a delta
+    state's name holds one (Source 2's ModelDoc names), else `_` (Blender Source Tools' rule)."""
+    return "__" if format_version >= 22 and any("__" in n for n in names) else "_"
+
+
+def correctives(mesh: cm.Mesh, separator: str, warnings: list[str]) -> dict[str, list[str]]:
+    """Corrective shapes: a shape key whose name joins names of other shape keys of the mesh; it applies as
+    much as the least of them (Blender Source Tools drives it by their minimum)."""
+    names = {k.name for k in mesh.shape_keys}
+    out, partial = {}, []
+    for k in mesh.shape_keys:
+        parts = k.name.split(separator)
+        if len(parts) < 2 or not all(parts):
+            continue
+        if all(p in names and p != k.name for p in parts):
+            out[k.name] = parts
+        elif any(p in names for p in parts):
+            partial.append(k.name)
+    if partial:
+        warnings.append(f"mesh {mesh.name!r}: {len(partial)} shape key(s) named as correctives of keys the mesh "
+                        f"lacks ({', '.join(partial[:5])}): no driver")
+    return out
+
+
+def controls_of(root: Element | None) -> list[dict]:
+    """The flex controllers of the root's `combinationOperator`: name, the delta states each drives
+    (`rawControlNames`), range, stereo and eyelid flags."""
+    out = []
+    for c in _elems(_elem(root, "combinationOperator"), "controls"):
+        raw = c.get("rawControlNames")
+        out.append({"name": c.name or "", "raw": list(raw.value) if raw is not None and raw.type == AttrType.STRING
+                    and raw.array else [], "min": float(_scalar(c, "flexMin", AttrType.FLOAT, 0.0)),
+                    "max": float(_scalar(c, "flexMax", AttrType.FLOAT, 1.0)),
+                    "stereo": bool(_scalar(c, "stereo", AttrType.BOOL, 0)),
+                    "eyelid": bool(_scalar(c, "eyelid", AttrType.BOOL, 0))})
+    return out
+
+
+def _log_keys(channel: Element, t: AttrType, rate: float, where: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """(seconds, values) of the channel's log: its first layer, the one Valve's tools and Blender Source Tools
+    write and play (later layers are edits over it)."""
+    layers = _elems(_elem(channel, "log"), "layers")
+    if not layers:
+        return None
+    times = _values(layers[0], "times", AttrType.TIME, where)
+    values = _values(layers[0], "values", t, where)
+    if times is None or values is None or not len(times):
+        return None
+    if len(times) != len(values):
+        raise FormatError(f"{where}: {len(times)} times for {len(values)} values", None, "values")
+    return _seconds(times, rate), values.astype(np.float64)
+
+
+def _frame_rate(clip: Element) -> float:
+    """The clip's frame rate: an int in Valve's files, a float in Blender Source Tools' (0: not given)."""
+    rate = _scalar(clip, "frameRate", AttrType.INT, None)
+    return float(rate if rate is not None else _scalar(clip, "frameRate", AttrType.FLOAT, 0.0))
+
+
+def animation_of(clip: Element, skel: cm.Skeleton, bones: list[Element], up: np.ndarray, warnings: list[str]
+                 ) -> cm.Animation:
+    """One DmeChannelsClip: its channels into a bone's transform (position, orientation) as that bone's keys,
+    parent-relative as the skeleton's rest values; a root bone's keys turned by the up axis as its rest is."""
+    by_transform = {id(_elem(e, "transform")): i for i, e in enumerate(bones)}
+    by_name = {b.name: i for i, b in enumerate(skel.bones)}
+    tracks: dict[int, cm.Track] = {}
+    skipped = 0
+    rate = _frame_rate(clip)
+    up_q = matrix3_to_quat(up[:3, :3])
+    for channel in _elems(clip, "channels"):
+        target = _elem(channel, "toElement")
+        attr = _scalar(channel, "toAttribute", AttrType.STRING, "")
+        i = by_transform.get(id(target), by_name.get(target.name if target is not None else None))
+        kind = {"position": AttrType.VECTOR3, "orientation": AttrType.QUATERNION}.get(attr)
+        keys = _log_keys(channel, kind, rate, f"channel {channel.name!r}") if i is not None and kind else None
+        if keys is None:
+            skipped += 1
+            continue
+        times, values = keys
+        track = tracks.setdefault(i, cm.Track(skel.bones[i].name))
+        root = skel.bones[i].parent < 0
+        if kind == AttrType.VECTOR3:
+            track.translation_times, track.translations = times, (values @ up[:3, :3].T if root else values)
+        else:
+            q = values[:, [3, 0, 1, 2]]
+            track.rotation_times, track.rotations = times, (quat_multiply(up_q, q) if root else q)
+    if skipped:
+        warnings.append(f"animation {clip.name!r}: {skipped} channel(s) drive no bone's position or orientation "
+                        "(flex controls, other attributes): not imported")
+    frame = _elem(clip, "timeFrame")
+    duration = _scalar(frame, "duration", AttrType.TIME, None)
+    ends = [float(t.translation_times[-1]) for t in tracks.values() if t.translation_times is not None and
+            len(t.translation_times)] + [float(t.rotation_times[-1]) for t in tracks.values()
+                                         if t.rotation_times is not None and len(t.rotation_times)]
+    length = float(_seconds(np.array([duration]), rate)[0]) if duration is not None else max(ends, default=0.0)
+    anim = cm.Animation(clip.name or "animation", length, [tracks[i] for i in sorted(tracks)])
+    if 0 < rate < np.inf:
+        anim.extras["fps"] = rate
+    return anim
+
+
+def animations_of(root: Element | None, skel: cm.Skeleton | None, bones: list[Element], up: np.ndarray,
+                  warnings: list[str]) -> list[cm.Animation]:
+    """The clips of the root's `animationList` (a DmeAnimationList's `animations`)."""
+    clips = [c for c in _elems(_elem(root, "animationList"), "animations") if c.type == "DmeChannelsClip"]
+    if clips and skel is None:
+        warnings.append(f"{len(clips)} animation(s) but no skeleton to animate: not imported")
+        return []
+    return [animation_of(c, skel, bones, up, warnings) for c in clips]
+
+
+def to_scene(d: DmxFile, name: str, with_animations: bool = True) -> tuple[cm.Scene, list[str]]:
     """The model a DMX holds (root's `model`, else its `skeleton`) as a core Scene."""
     warnings = list(d.warnings)
     scene = cm.Scene(name=name)
     root = d.root
     model = _elem(root, "model") or _elem(root, "skeleton")
     if model is None:
+        controls = controls_of(root)
+        if controls:  # a flex controller file (a QC's `$model` names it beside the model)
+            scene.extras["dmx_controls"] = controls
         return scene, warnings + ["the file holds no model (its root has no 'model' or 'skeleton' element)"]
     up = up_matrix(model)
     skel, bones, meshes = skeleton_of(model, up, warnings)
@@ -264,13 +393,37 @@ def to_scene(d: DmxFile, name: str) -> tuple[cm.Scene, list[str]]:
     joint_bones = _joint_bones(model, bones, d.format_version)
     for mesh, parent in meshes:
         scene.meshes.append(mesh_of(mesh, parent if skel is not None else -1, joint_bones, up, kw, scene, warnings))
+    deltas = [e.name or "" for e in d.elements if e.type == "DmeVertexDeltaData"]
+    separator = corrective_separator(deltas, d.format_version)
+    for m in scene.meshes:
+        found = correctives(m, separator, warnings)
+        if found:
+            m.extras.setdefault("dmx", {})["correctives"] = found
+    controls = controls_of(root)
+    if controls:
+        scene.extras["dmx_controls"] = controls
+    if with_animations:
+        scene.animations = animations_of(root, skel, bones, up, warnings)
     return scene, warnings
 
 
-def load(path: str, data: bytes, with_animations: bool = True) -> tuple[cm.Scene, list[str]]:
-    """The `load` capability: the model of a DMX (animations are not read yet)."""
+def load(path: str, data: bytes, with_animations: bool = True, motions=()) -> tuple[cm.Scene, list[str]]:
+    """The `load` capability: the model of a DMX with its animations, and those of the animation DMXs
+    `motions` (an output folder's files: `compare`), matched to the model's bones by name."""
     name = os.path.basename(path).split(".")[0] if path else "dmx"
-    return to_scene(dmx.read(data), name)
+    scene, warnings = to_scene(dmx.read(data), name, with_animations)
+    for motion in motions if with_animations else ():
+        other, more = to_scene(dmx.read(read_bytes(motion)), os.path.basename(motion).split(".")[0])
+        scene.animations += other.animations
+        warnings += more
+    return scene, warnings
+
+
+def kind_of(data: bytes) -> str:
+    """"motion" for a file of animations without a mesh (an animation DMX beside its model), else "model"."""
+    d = dmx.read(data)
+    clips = _elems(_elem(d.root, "animationList"), "animations")
+    return "motion" if clips and not any(e.type == "DmeMesh" for e in d.elements) else "model"
 
 
 def semantic(d: DmxFile) -> list[str]:

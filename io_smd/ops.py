@@ -1,4 +1,4 @@
-"""File › Import / Export "Valve SMD (.smd, .vta)"."""
+"""File › Import / Export "Valve SMD (.smd, .vta)" and "Valve DMX (.dmx)"."""
 from __future__ import annotations
 
 import os
@@ -10,10 +10,12 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 from ..blender import action as bact
 from ..blender.ops_common import ExportFile, ImportFiles, file_operator, registrar
 from ..core.errors import ExportError, FormatError
-from . import FORMATS, blender_io
+from . import FORMATS, blender_dmx, blender_io
 from ..blender.scene import exportable_objects
+from ..blender.selection import find_armature
 
 _SMD = FORMATS[0]
+_DMX = FORMATS[1]
 
 
 @file_operator(_SMD.extensions, several=True)
@@ -69,8 +71,42 @@ class EXPORT_SCENE_OT_skinbridge_smd(ExportFile, bpy.types.Operator, ExportHelpe
         return warnings
 
 
+@file_operator(_DMX.extensions, several=True)
+class IMPORT_SCENE_OT_skinbridge_dmx(ImportFiles, bpy.types.Operator, ImportHelper):
+    """Import Valve DMX models with their animations; a file of animations only goes onto the selected armature"""
+
+    bl_idname = "import_scene.skinbridge_dmx"
+    bl_label = "Import Valve DMX"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def import_one(self, context, path: str) -> list[str]:
+        try:
+            arm = find_armature(context) if blender_dmx.motion_only(path) else None
+            if arm is not None:
+                return blender_dmx.load_motion(context, path, arm)
+            return blender_dmx.blender_import(context, path)
+        except ExportError as e:  # the motion matches no bone of the chosen armature: a failure of this file
+            raise FormatError(str(e)) from None
+
+
+@file_operator(_DMX.extensions, _DMX.options, collection=True)  # a Collection Exporter: exactly that collection
+class EXPORT_SCENE_OT_skinbridge_dmx(ExportFile, bpy.types.Operator, ExportHelper):
+    """Export the visible model as <name>.dmx, each action of its armature as <action>.dmx, and <name>.qc"""
+
+    bl_idname = "export_scene.skinbridge_dmx"
+    bl_label = "Export Valve DMX"
+    bl_options = {"PRESET"}
+
+    def export(self, context) -> list[str]:
+        folder, base = os.path.split(self.filepath)
+        return blender_dmx.export_target(context, folder or ".", os.path.splitext(base)[0], None)[1]
+
+
 register, unregister = registrar(
-    (IMPORT_SCENE_OT_skinbridge_smd, EXPORT_SCENE_OT_skinbridge_smd),
-    imports=[(IMPORT_SCENE_OT_skinbridge_smd, "Valve SMD (.smd, .vta)")],
-    exports=[(EXPORT_SCENE_OT_skinbridge_smd, "Valve SMD (.smd, .vta)")],
+    (IMPORT_SCENE_OT_skinbridge_smd, EXPORT_SCENE_OT_skinbridge_smd, IMPORT_SCENE_OT_skinbridge_dmx,
+     EXPORT_SCENE_OT_skinbridge_dmx),
+    imports=[(IMPORT_SCENE_OT_skinbridge_smd, "Valve SMD (.smd, .vta)"),
+             (IMPORT_SCENE_OT_skinbridge_dmx, "Valve DMX (.dmx)")],
+    exports=[(EXPORT_SCENE_OT_skinbridge_smd, "Valve SMD (.smd, .vta)"),
+             (EXPORT_SCENE_OT_skinbridge_dmx, "Valve DMX (.dmx)")],
 )

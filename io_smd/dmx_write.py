@@ -1,0 +1,347 @@
+"""Core Scene → DMX files, laid out as Blender Source Tools writes them (binary 9, format model 22; docs/source.md
+§6.6): NAME.dmx holds the model (skeleton with its bind pose, meshes, shape keys as delta states with their flex
+controllers), each animation its own DMX (the skeleton and one DmeChannelsClip), and NAME.qc names them with
+each sequence's rate.
+
+Blender axes are kept: the DmeAxisSystem says Z up, so `dmx_convert` reads the values back unchanged. A DMX
+vertex is a core (split) vertex: every field's `Indices` are 0..V-1, so the vertex order survives the round
+trip; UVs are written with Blender's bottom-left origin and `flipVCoordinates` set, as Blender Source Tools does.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+
+import numpy as np
+
+from ..core import model as cm
+from ..core.errors import ExportError
+from ..core.fileio import write_atomic
+from ..core.naming import NameAllocator
+from ..core.transforms import affine_inverse, matrix_to_trs, trs_to_matrix
+from . import convert, dmx, dmx_convert, qc
+from .dmx_records import TIME_TICKS, AttrType, Attribute, DmxFile, Element
+
+MAX_WEIGHTS = 32  # the joints kept per vertex (studiomdl keeps the three largest: docs/source.md §6.6)
+FORMAT_VERSION = 22  # model format of the field names `position$0`, `blendweights$0`, ...
+SCALE_TOLERANCE = 1e-4
+
+
+def _new(etype: str, name: str, **attrs) -> Element:
+    e = Element(etype, name, uuid.uuid4())
+    for key, (t, value) in attrs.items():
+        e.attributes.append(_attr(key, t, value))
+    return e
+
+
+def _attr(name: str, t: AttrType, value) -> Attribute:
+    """An attribute; a list, or an array with one more dimension than the type's item, is an array attribute."""
+    if t in dmx.FIXED:
+        dtype, shape = dmx.FIXED[t]
+        v = np.asarray(value, dtype=dtype)
+        array = v.ndim > len(shape)
+        return Attribute(name, t, array, np.ascontiguousarray(v) if array else v)
+    return Attribute(name, t, isinstance(value, list), value)
+
+
+def _transform(name: str, matrix: np.ndarray) -> Element:
+    """A DmeTransform of a rigid matrix: position and (x, y, z, w) orientation."""
+    t, q, _ = matrix_to_trs(matrix)
+    return _new("DmeTransform", name, position=(AttrType.VECTOR3, t), orientation=(AttrType.QUATERNION, q[[1, 2, 3, 0]]))
+
+
+def _scale_warning(what: str, scales: np.ndarray, names: list[str], warnings: list[str]) -> None:
+    bad = np.flatnonzero((np.abs(np.asarray(scales).reshape(len(names), -1, 3) - 1) > SCALE_TOLERANCE).any(axis=(1, 2)))
+    if len(bad):
+        warnings.append(f"{what}: {len(bad)} bone(s) scaled ({', '.join(names[i] for i in bad[:5])}): a DMX "
+                        "transform holds no scale, written without it")
+
+
+def _stored(matrix: np.ndarray) -> np.ndarray:
+    """The matrix a reader makes of `matrix` written as a DmeTransform (float32 position and quaternion)."""
+    t, q, _ = matrix_to_trs(matrix)
+    return trs_to_matrix(t.astype(np.float32), q.astype(np.float32), np.ones(3))
+
+
+def _bind_locals(skel: cm.Skeleton | None) -> list[np.ndarray]:
+    """Each bone's bind relative to its parent's bind as a reader rebuilds it from the float32 values written,
+    so that rounding does not add up along a chain (docs/source.md §6.6)."""
+    out: list[np.ndarray] = []
+    rebuilt: list[np.ndarray] = []
+    for bone in skel.bones if skel else []:
+        bind = np.asarray(bone.bind, np.float64)
+        out.append(bind if bone.parent < 0 else affine_inverse(rebuilt[bone.parent]) @ bind)
+        rebuilt.append(_stored(out[-1]) if bone.parent < 0 else rebuilt[bone.parent] @ _stored(out[-1]))
+    return out
+
+
+class _Skeleton:
+    """The DmeModel with its joints (current pose: the rest pose; base state: the bind pose)."""
+
+    def __init__(self, skel: cm.Skeleton | None, name: str, warnings: list[str]):
+        local = _bind_locals(skel)
+        names = [b.name for b in skel.bones] if skel else []
+        if local:
+            _scale_warning("bind pose", matrix_to_trs(np.array(local))[2], names, warnings)
+        self.model = _new("DmeModel", skel.name if skel else name)
+        self.joints, self.transforms = [], []
+        base = []
+        for i, bone in enumerate(skel.bones if skel else []):
+            rest = trs_to_matrix(bone.rest_translation, bone.rest_rotation, np.ones(3))
+            self.transforms.append(_transform(bone.name, rest))
+            self.joints.append(_new("DmeJoint", bone.name))
+            self.joints[-1].attributes.append(_attr("transform", AttrType.ELEMENT, self.transforms[-1]))
+            base.append(_transform(bone.name, local[i]))
+        children: list[list[Element]] = [[] for _ in self.joints]
+        roots: list[Element] = []
+        for i, bone in enumerate(skel.bones if skel else []):
+            (roots if bone.parent < 0 else children[bone.parent]).append(self.joints[i])
+        for j, kids in zip(self.joints, children):
+            j.attributes.append(_attr("children", AttrType.ELEMENT, kids))
+        self.roots = roots
+        self.base = base
+
+    def finish(self, extra_children: list[Element]) -> Element:
+        m = self.model
+        m.attributes += [
+            _attr("transform", AttrType.ELEMENT, _transform("", np.eye(4))),
+            _attr("children", AttrType.ELEMENT, self.roots + extra_children),
+            _attr("baseStates", AttrType.ELEMENT, [_new("DmeTransformList", "base")]),
+            _attr("axisSystem", AttrType.ELEMENT, _new("DmeAxisSystem", "axisSystem", upAxis=(AttrType.INT, 3),
+                                                       forwardParity=(AttrType.INT, 1), coordSys=(AttrType.INT, 0))),
+            # the mesh DAGs after the joints, as Blender Source Tools lists them: blend indices stay bone + 1
+            _attr("jointList", AttrType.ELEMENT, [m] + self.joints + extra_children),
+        ]
+        m.value("baseStates")[0].attributes.append(_attr("transforms", AttrType.ELEMENT, self.base))
+        return m
+
+
+def _vertex_data(mesh: cm.Mesh, name: str) -> Element:
+    n = len(mesh.positions)
+    every = np.arange(n, dtype=np.int32)
+    fields = ["position$0"]
+    data = _new("DmeVertexData", name)
+    attrs = [("position$0", AttrType.VECTOR3, mesh.positions)]
+    if mesh.normals is not None:
+        fields.append("normal$0")
+        attrs.append(("normal$0", AttrType.VECTOR3, mesh.normals))
+    for k, (_, uv) in enumerate(mesh.uvs):
+        fields.append(f"texcoord${k}")
+        attrs.append((f"texcoord${k}", AttrType.VECTOR2, uv))
+    weighted = mesh.joints is not None and mesh.weights is not None and mesh.weights.shape[1] > 0
+    if weighted:
+        fields += ["blendweights$0", "blendindices$0"]
+    data.attributes += [_attr("vertexFormat", AttrType.STRING, fields),
+                        _attr("flipVCoordinates", AttrType.BOOL, 1),
+                        _attr("jointCount", AttrType.INT, mesh.weights.shape[1] if weighted else 0)]
+    for key, t, values in attrs:
+        data.attributes += [_attr(key, t, values), _attr(key + "Indices", AttrType.INT, every)]
+    if weighted:
+        w = np.asarray(mesh.weights, np.float32)
+        j = np.where(w > 0, np.asarray(mesh.joints) + 1, 0)  # jointList[0] is the model itself: no bone
+        data.attributes += [_attr("blendweights$0", AttrType.FLOAT, w.reshape(-1)),
+                            _attr("blendindices$0", AttrType.INT, j.reshape(-1))]
+    return data
+
+
+def _delta(mesh: cm.Mesh, key: cm.ShapeKey) -> Element:
+    moved = np.asarray(key.positions, np.float32) - np.asarray(mesh.positions, np.float32)
+    which = np.flatnonzero(np.abs(moved).max(axis=1) > 0).astype(np.int32)
+    return _new("DmeVertexDeltaData", key.name, vertexFormat=(AttrType.STRING, ["position$0"]),
+                flipVCoordinates=(AttrType.BOOL, 1), jointCount=(AttrType.INT, 0),
+                **{"position$0": (AttrType.VECTOR3, moved[which]), "position$0Indices": (AttrType.INT, which)})
+
+
+def _face_sets(mesh: cm.Mesh, scene: cm.Scene) -> list[Element]:
+    """One face set per material slot used, its triangles in mesh order, each closed by -1."""
+    tris = np.asarray(mesh.triangles, np.int32)
+    slots = (np.asarray(mesh.material_indices) if mesh.material_indices is not None
+             else np.zeros(len(tris), np.int64))
+    out = []
+    for slot in np.unique(slots):
+        name = (scene.materials[mesh.materials[slot]].name if 0 <= slot < len(mesh.materials)
+                else "no_material")
+        faces = np.concatenate([tris[slots == slot], np.full((int((slots == slot).sum()), 1), -1, np.int32)], 1)
+        material = _new("DmeMaterial", name, mtlName=(AttrType.STRING, name))
+        out.append(_new("DmeFaceSet", name, faces=(AttrType.INT, faces.reshape(-1))))
+        out[-1].attributes.insert(0, _attr("material", AttrType.ELEMENT, material))
+    return out
+
+
+def _mesh_dag(mesh: cm.Mesh, scene: cm.Scene) -> Element:
+    data = _vertex_data(mesh, "bind")
+    shape = _new("DmeMesh", mesh.name, visible=(AttrType.BOOL, 1))
+    shape.attributes += [_attr("bindState", AttrType.ELEMENT, data), _attr("currentState", AttrType.ELEMENT, data),
+                         _attr("baseStates", AttrType.ELEMENT, [data]),
+                         _attr("deltaStates", AttrType.ELEMENT, [_delta(mesh, k) for k in mesh.shape_keys]),
+                         _attr("faceSets", AttrType.ELEMENT, _face_sets(mesh, scene))]
+    if mesh.shape_keys:  # the weights studiomdl's flex rules start from, as Blender Source Tools writes them
+        zero = np.zeros((len(mesh.shape_keys), 2), np.float32)
+        shape.attributes += [_attr("deltaStateWeights", AttrType.VECTOR2, zero),
+                             _attr("deltaStateWeightsLagged", AttrType.VECTOR2, zero)]
+    dag = _new("DmeDag", mesh.name)
+    dag.attributes += [_attr("transform", AttrType.ELEMENT, _transform(mesh.name, np.eye(4))),
+                       _attr("shape", AttrType.ELEMENT, shape), _attr("children", AttrType.ELEMENT, [])]
+    return dag
+
+
+def flex_controls(scene: cm.Scene, warnings: list[str]) -> list[dict]:
+    """The flex controllers to write: those the scene kept from a DMX (`dmx_controls`, the ones naming shape
+    keys still there), then one per other shape key that is no corrective, driving that key over 0..1 (Blender
+    Source Tools' default controllers)."""
+    names: list[str] = []
+    corrective: set[str] = set()
+    for m in scene.meshes:
+        names += [k.name for k in m.shape_keys if k.name not in names]
+        sep = dmx_convert.corrective_separator([k.name for k in m.shape_keys], FORMAT_VERSION)
+        corrective |= set(dmx_convert.correctives(m, sep, warnings))
+    kept = [c for c in scene.extras.get("dmx_controls", []) if c["raw"] and all(r in names for r in c["raw"])]
+    driven = {r for c in kept for r in c["raw"]}
+    return kept + [{"name": n, "raw": [n], "min": 0.0, "max": 1.0, "stereo": False, "eyelid": False}
+                   for n in names if n not in corrective and n not in driven]
+
+
+def _combination(controls: list[dict], targets: list[Element]) -> Element:
+    op = _new("DmeCombinationOperator", "combinationOperator")
+    elems = []
+    for c in controls:
+        e = _new("DmeCombinationInputControl", c["name"], rawControlNames=(AttrType.STRING, list(c["raw"])),
+                 stereo=(AttrType.BOOL, int(c["stereo"])), eyelid=(AttrType.BOOL, int(c["eyelid"])),
+                 flexMax=(AttrType.FLOAT, c["max"]), flexMin=(AttrType.FLOAT, c["min"]))
+        e.attributes.append(_attr("wrinkleScales", AttrType.FLOAT, np.zeros(len(c["raw"]), np.float32)))
+        elems.append(e)
+    values = np.tile(np.array([0, 0, 0.5], np.float32), (len(controls), 1)).reshape(-1, 3)
+    op.attributes += [_attr("controls", AttrType.ELEMENT, elems), _attr("controlValues", AttrType.VECTOR3, values),
+                      _attr("controlValuesLagged", AttrType.VECTOR3, values),
+                      _attr("usesLaggedValues", AttrType.BOOL, 0), _attr("dominators", AttrType.ELEMENT, []),
+                      _attr("targets", AttrType.ELEMENT, targets)]
+    return op
+
+
+def _first_bad(values: np.ndarray | None) -> int | None:
+    """The first row holding a NaN or an infinity, else None."""
+    if values is None or not len(values):
+        return None
+    bad = ~np.isfinite(np.asarray(values, np.float64).reshape(len(values), -1)).all(axis=1)
+    return int(np.argmax(bad)) if bad.any() else None
+
+
+def refuse_bad(scene: cm.Scene) -> None:
+    """ExportError naming the bone or the vertex of a value a DMX must not hold: a bind that is not finite, a
+    vertex field or weight that is not finite, a joint index outside the skeleton."""
+    bones = scene.skeleton.bones if scene.skeleton is not None else []
+    for b in bones:
+        if _first_bad(np.asarray(b.bind).reshape(1, -1)) is not None:
+            raise ExportError(f"bone {b.name!r}: bind matrix is not finite")
+    for m in scene.meshes:
+        fields = [("position", m.positions), ("normal", m.normals), ("weight", m.weights)]
+        fields += [(f"UV {name}", uv) for name, uv in m.uvs] + [(f"shape key {k.name}", k.positions)
+                                                                for k in m.shape_keys]
+        for what, values in fields:
+            v = _first_bad(values)
+            if v is not None:
+                raise ExportError(f"mesh {m.name!r}: vertex {v}: {what} is not finite")
+        if m.joints is not None and m.weights is not None:
+            out = (m.weights > 0) & ((m.joints < 0) | (m.joints >= len(bones)))
+            if out.any():
+                v = int(np.argmax(out.any(axis=1)))
+                raise ExportError(f"mesh {m.name!r}: vertex {v}: joint index outside the {len(bones)} bones")
+
+
+def _file(root: Element) -> DmxFile:
+    return DmxFile("binary", 9, "model", FORMAT_VERSION, [root], header=None, after_header=b"\n\0")
+
+
+def model_dmx(scene: cm.Scene, name: str, warnings: list[str]) -> DmxFile:
+    """The model file: the skeleton and every mesh (under the model, vertices in model space)."""
+    skel = _Skeleton(scene.skeleton, name, warnings)
+    dags = [_mesh_dag(m, scene) for m in scene.meshes]
+    model = skel.finish(dags)
+    root = _new("DmElement", name)
+    root.attributes += [_attr("skeleton", AttrType.ELEMENT, model), _attr("model", AttrType.ELEMENT, model)]
+    controls = flex_controls(scene, warnings)
+    if controls:
+        targets = [d.value("shape") for d, m in zip(dags, scene.meshes) if m.shape_keys]
+        root.attributes.append(_attr("combinationOperator", AttrType.ELEMENT, _combination(controls, targets)))
+    return _file(root)
+
+
+def _channel(name: str, target: Element, attribute: str, ticks: np.ndarray, values: np.ndarray) -> Element:
+    kind = "Vector3" if attribute == "position" else "Quaternion"
+    t = AttrType.VECTOR3 if attribute == "position" else AttrType.QUATERNION
+    layer = _new(f"Dme{kind}LogLayer", f"{kind} log", times=(AttrType.TIME, ticks), values=(t, values))
+    log = _new(f"Dme{kind}Log", f"{kind} log")
+    log.attributes.append(_attr("layers", AttrType.ELEMENT, [layer]))
+    channel = _new("DmeChannel", name, toAttribute=(AttrType.STRING, attribute))
+    channel.attributes += [_attr("toElement", AttrType.ELEMENT, target), _attr("mode", AttrType.INT, 1),
+                           _attr("log", AttrType.ELEMENT, log)]
+    return channel
+
+
+def sample_rate(anim: cm.Animation, fps: float) -> float:
+    """The rate an animation is sampled at: the scene's while every key falls on its frames (as an SMD)."""
+    return convert.sequence_rate(anim, fps)
+
+
+def animation_dmx(skel: cm.Skeleton, anim: cm.Animation, rate: float, warnings: list[str]) -> DmxFile:
+    """One animation: every bone's position and orientation at every frame of `rate` over the length."""
+    count = int(round(anim.length * rate)) + 1
+    seconds = np.arange(count) / rate
+    t, q, s = matrix_to_trs(convert.animation_locals(skel, anim, seconds))
+    names = [b.name for b in skel.bones]
+    bad = ~(np.isfinite(t).all(axis=(0, 2)) & np.isfinite(q).all(axis=(0, 2)))
+    if bad.any():
+        raise ExportError(f"animation {anim.name!r}: bone {names[int(np.argmax(bad))]!r} has keys that are not finite")
+    _scale_warning(f"animation {anim.name!r}", np.swapaxes(s, 0, 1), names, warnings)
+    q = q[..., [1, 2, 3, 0]]
+    flip = np.cumprod(np.where(np.einsum("fnk,fnk->fn", q[1:], q[:-1]) < 0, -1.0, 1.0), axis=0)
+    q[1:] *= flip[..., None]  # each key on the side of the previous one: the shorter way between them
+    ticks = np.round(seconds * TIME_TICKS).astype(np.int32)
+    rig = _Skeleton(skel, skel.name, [])
+    channels = []
+    for i, name in enumerate(names):
+        channels += [_channel(f"{name}_p", rig.transforms[i], "position", ticks, t[:, i]),
+                     _channel(f"{name}_o", rig.transforms[i], "orientation", ticks, q[:, i])]
+    frame = _new("DmeTimeFrame", "timeframe", start=(AttrType.TIME, 0), duration=(AttrType.TIME, ticks[-1]),
+                 offset=(AttrType.TIME, 0), scale=(AttrType.FLOAT, 1.0))
+    clip = _new("DmeChannelsClip", anim.name, frameRate=(AttrType.FLOAT, rate))
+    clip.attributes += [_attr("timeFrame", AttrType.ELEMENT, frame), _attr("channels", AttrType.ELEMENT, channels)]
+    animations = _new("DmeAnimationList", skel.name)
+    animations.attributes.append(_attr("animations", AttrType.ELEMENT, [clip]))
+    root = _new("DmElement", anim.name)
+    root.attributes += [_attr("skeleton", AttrType.ELEMENT, rig.finish([])),
+                        _attr("animationList", AttrType.ELEMENT, animations)]
+    return _file(root)
+
+
+def write_files(scene: cm.Scene, folder: str, name: str, fps: float = 24.0, with_qc: bool = True
+                ) -> tuple[list[str], list[str]]:
+    """NAME.dmx, one DMX per animation (a skeleton is needed), and NAME.qc naming them; (paths, warnings)."""
+    warnings: list[str] = []
+    refuse_bad(scene)
+    names = NameAllocator()
+    stem = names.take(name, ".dmx")
+    paths = [os.path.join(folder, stem + ".dmx")]
+    write_atomic(paths[0], dmx.write(model_dmx(scene, stem, warnings)))
+    sequences = []
+    for anim in scene.animations if scene.skeleton is not None else []:
+        rate = sample_rate(anim, fps)
+        off = convert.off_frame_warning(anim, rate)
+        warnings += [off] if off else []
+        paths.append(os.path.join(folder, names.take(anim.name, ".dmx") + ".dmx"))
+        write_atomic(paths[-1], dmx.write(animation_dmx(scene.skeleton, anim, rate, warnings)))
+        sequences.append((anim.name, os.path.basename(paths[-1]), rate, False))
+    if scene.animations and scene.skeleton is None:
+        warnings.append(f"{len(scene.animations)} animation(s) not written: the model has no skeleton")
+    if with_qc:
+        notes = [f"written by SkinBridge beside the files it names: DMX binary 9 (model {FORMAT_VERSION}), Z up, "
+                 f"1 unit = 1 Blender unit, scene rate {fps:g} fps"]
+        text = qc.write_text(stem + ".mdl", [(stem, os.path.basename(paths[0]), None)], sequences, notes)
+        paths.append(os.path.join(folder, names.take(stem, ".qc") + ".qc"))
+        write_atomic(paths[-1], text.encode("utf-8"))
+    return paths, warnings
+
+
+def write_scene(scene: cm.Scene, folder: str, name: str, fps: float = 24.0) -> list[str]:
+    """The registry's `write_scene`: the model DMX, then one animation DMX per animation (no QC)."""
+    return write_files(scene, folder, name, fps, with_qc=False)[0]
