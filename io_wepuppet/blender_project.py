@@ -205,7 +205,9 @@ def _animation_tracks(context, arm_ob, layer: project.Layer, warnings: list[str]
             strip.action_slot = slot
         if al.rate > 0:
             strip.scale = 1.0 / al.rate
-        strip.blend_type = "ADD" if al.additive else "REPLACE"
+        # Combine adds locations but multiplies rotations (and scales), so an additive clip whose frame 0 is
+        # the bind pose adds its change since frame 0 as the public reader does; Add would sum quaternions
+        strip.blend_type = "COMBINE" if al.additive else "REPLACE"
         _set_influence(strip, min(max(al.blend, 0.0), 1.0))
         length = strip.frame_end - strip.frame_start
         strip.blend_in = min(max((al.blend_in or 0.0) * fps, 0.0), length)
