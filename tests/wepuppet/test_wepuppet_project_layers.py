@@ -2,11 +2,14 @@
 blends them (docs/wallpaper_engine.md §7): a layer at weight 0.5 (not additive) under an additive one at weight
 1.0. The test evaluates the clips itself from the .mdl records (per-bone samples, rotations slerped between
 frames, the layers stacked on the bind pose) and skins the mesh by its own linear blend; Blender's evaluated mesh
-must equal it at 10 times: within 1e-6 of the mesh's diagonal for BlacRyu's goose (its clip moves bones), within
-2e-4 for the Hood (its clips turn bones by under a degree, and Blender's Combine takes the power of an additive
-strip's quaternion in single precision: a turn whose half-angle cosine rounds to 1 is lost; measured 1.5e-4)."""
+must equal it at 10 of the clips' sample times: within 1e-6 of the mesh's diagonal for a flat puppet built here
+whose additive clip moves only ("move") or also turns bones by up to half a radian ("turn"), within 1.5e-4 for
+BlacRyu's Hood: its clips turn bones by under a degree, and Blender's Combine takes the power of an additive
+strip's quaternion in single precision, so a turn whose half-angle cosine rounds to 1 in float32 (under about
+5e-4 radians) is lost (measured 7.9e-5 at these times, 1.1e-4 between samples)."""
 from __future__ import annotations
 
+import copy
 import json
 import math
 import shutil
@@ -18,15 +21,47 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge.blender import action as baction  # noqa: E402
 from skinbridge.blender.mesh import evaluated_world_positions  # noqa: E402
-from skinbridge.io_wepuppet import blender_project, mdl  # noqa: E402
+from skinbridge.io_wepuppet import blender_project, convert, mdl  # noqa: E402
 from skinbridge.io_wepuppet import project as wp  # noqa: E402
+
+import wepuppet_support as ws  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
 ORIGIN = (300.0, 200.0, 0.0)
-HOOD = ("blacryu_d2r_Hood_puppet.mdl", 2e-4,
+BUILT_LAYERS = [{"additive": False, "animation": 77, "blend": 0.5, "id": 10, "name": "wave", "rate": 1.0},
+                {"additive": True, "animation": 78, "blend": 1.0, "id": 11, "name": "nod", "rate": 2.0}]
+MOVE = ("move", 1e-6, BUILT_LAYERS)
+TURN = ("turn", 1e-6, BUILT_LAYERS)
+HOOD = ("blacryu_d2r_Hood_puppet.mdl", 1.5e-4,
         [{"additive": False, "animation": 198, "blend": 0.5, "id": 10, "name": "right", "rate": 1.0},
          {"additive": True, "animation": 165, "blend": 1.0, "id": 11, "name": "left", "rate": 1.0}])
+
+
+def _flat_puppet(additive_turns: bool) -> bytes:
+    """The support's built puppet made flat as Wallpaper Engine puppets are: binds and keys turn about z only, by
+    up to half a radian, and each clip starts at the bind pose. Clip 77 moves, turns and scales; clip 78 (the
+    additive one) moves, and turns the other way when `additive_turns`."""
+    _, local, m = ws.built_puppet(samples=41)
+    clip = m.animations.clips[0]
+    phase = 2 * np.pi * np.arange(clip.length + 1, dtype=np.float64) / clip.length  # loops: last = first
+    turned = copy.deepcopy(clip)
+    turned.id, turned.name = 78, "Nod"
+    for i, bone in enumerate(m.skeleton.bones):
+        bind = ws.rot("z", 0.3 + 0.2 * i)
+        bind[:3, 3] = local[i][:3, 3]
+        bone.matrix = convert.to_column_major(bind).astype("<f4")
+        for c, sign in ((clip, 1.0), (turned, -1.0)):
+            move = np.stack([4 * np.sin(phase), sign * 6 * (1 - np.cos(phase)), 0 * phase], axis=1)
+            c.samples[i, :, 0:3] = bind[:3, 3] + move
+            c.samples[i, :, 3:5] = 0.0
+            turns = sign > 0 or additive_turns
+            c.samples[i, :, 5] = 0.3 + 0.2 * i + sign * 0.5 * np.sin(phase * (1 + i)) * turns
+        clip.samples[i, :, 6:9] = np.stack([1 + 0.1 * np.sin(phase), 1 - 0.05 * np.sin(phase), 1 + 0 * phase],
+                                           axis=1)
+        turned.samples[i, :, 6:9] = 1.0
+    m.animations.clips.append(turned)
+    return mdl.write(m)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -140,12 +175,15 @@ def _to_blender(p: np.ndarray) -> np.ndarray:
     return 0.01 * np.stack([q[:, 0], -q[:, 2], q[:, 1]], axis=1)
 
 
-@pytest.mark.parametrize("name,tolerance,layers", [HOOD], ids=["hood"])
+@pytest.mark.parametrize("name,tolerance,layers", [MOVE, TURN, HOOD], ids=["move", "turn", "hood"])
 def test_two_animation_layers_play_as_the_public_reader_blends_them(clean_scene, testdata, tmp_path, name,
                                                                     tolerance, layers):
     models = tmp_path / "models"
     models.mkdir()
-    shutil.copyfile(testdata / "wepuppet" / name, models / "puppet.mdl")
+    if name in ("move", "turn"):
+        (models / "puppet.mdl").write_bytes(_flat_puppet(name == "turn"))
+    else:
+        shutil.copyfile(testdata / "wepuppet" / name, models / "puppet.mdl")
     (models / "puppet.json").write_bytes(wp.format_json({"puppet": "models/puppet.mdl"}))
     layer = wp.layer_doc("image", "models/puppet.json", 1, "puppet", ORIGIN, animationlayers=layers)
     (tmp_path / "scene.json").write_bytes(wp.format_json(wp.scene_doc(1920, 1080, [layer])))
@@ -158,15 +196,18 @@ def test_two_animation_layers_play_as_the_public_reader_blends_them(clean_scene,
     fps = baction.fps_of(scene)
     rest = _to_blender(np.asarray(m.meshes[0].vertices["position"], np.float64))
     diagonal = float(np.linalg.norm(np.ptp(rest, axis=0)))
-    # within the first play of every strip: Blender holds a strip's last frame where the engine loops
-    clip_seconds = min(c.length / float(c.fps) / la["rate"] for la in layers for c in m.animations.clips
-                       if c.id == la["animation"])
-    moved = 0.0
-    for seconds in np.linspace(0.0, clip_seconds, 10, endpoint=False) + 0.037 * clip_seconds:
+    # sample times of the clips (between samples Blender follows slerp within the importer's key tolerance,
+    # docs/wallpaper_engine.md §3), all within the first play of every strip: Blender holds a strip's last frame
+    # where the engine loops
+    fps_clip = float(m.animations.clips[0].fps)
+    moved = worst = 0.0
+    for seconds in (2 * np.arange(10) + 1) / fps_clip:
         frame = seconds * fps
         scene.frame_set(int(math.floor(frame)), subframe=float(frame - math.floor(frame)))
         ours = evaluated_world_positions(mesh_ob)
         want = _to_blender(_expected_positions(m, layers, seconds))
         assert np.abs(ours - want).max() <= tolerance * diagonal, (seconds, np.abs(ours - want).max() / diagonal)
         moved = max(moved, float(np.abs(want - rest).max()))
+        worst = max(worst, float(np.abs(ours - want).max() / diagonal))
+    print(f"{name}: largest difference {worst:.2e} of the diagonal")
     assert moved > 1e-3 * diagonal  # the layers move the mesh: the comparison is not of two rest poses
