@@ -443,10 +443,11 @@ def _update_animation_layers(layer: project.Layer, ob) -> None:
         if track is None or len(track.strips) != 1:
             continue
         strip = track.strips[0]
-        now = {"rate": 1.0 / strip.scale if strip.scale > 0 else al.rate, "blend": float(strip.influence),
-               "additive": strip.blend_type == "COMBINE", "visible": not track.mute}
-        was = {"rate": al.rate, "blend": min(max(al.blend, 0.0), 1.0), "additive": al.additive,
-               "visible": al.visible}
+        # compared as the import set them (a rate of 0 or below leaves the strip's scale at 1)
+        if abs(strip.scale - (1.0 / al.rate if al.rate > 0 else 1.0)) > 1e-6 * strip.scale:
+            _set(al.doc, "rate", round(1.0 / strip.scale, 6))
+        now = {"blend": float(strip.influence), "additive": strip.blend_type == "COMBINE", "visible": not track.mute}
+        was = {"blend": min(max(al.blend, 0.0), 1.0), "additive": al.additive, "visible": al.visible}
         for key, value in now.items():
             if isinstance(value, bool) and value != was[key]:
                 _set(al.doc, key, value)

@@ -1,5 +1,5 @@
 """A Wallpaper Engine project imported into Blender and exported back: unchanged, every file of its folder comes
-back byte-identical; a layer moved in Blender, an animation layer reweighted and a puppet's mesh edited change
+back byte-identical; a layer moved in Blender, animation layers reweighted and sped up and a puppet's mesh edited change
 only their own scene.json values and the puppet's .mdl."""
 from __future__ import annotations
 
@@ -47,6 +47,7 @@ def test_changes_made_in_blender_are_written_and_nothing_else(clean_scene, testd
     goose = _layers(result)["goose"]
     goose.matrix_world.translation.x += 1.25  # 125 scene pixels to the right
     goose.animation_data.nla_tracks["walk"].strips[0].influence = 0.75
+    goose.animation_data.nla_tracks["hop"].strips[0].scale = 0.25  # rate 2 → 4
     mesh = next(ob for ob in goose.children if ob.type == "MESH")
     mesh.data.vertices[0].co.z += 0.5  # 50 pixels up, in the puppet's own space
     bpy.context.view_layer.objects.active = goose
@@ -65,10 +66,10 @@ def test_changes_made_in_blender_are_written_and_nothing_else(clean_scene, testd
     assert goose_new["animationlayers"][0]["blend"] == 0.75
     assert {k: v for k, v in goose_new.items() if k not in ("origin", "animationlayers")} == \
         {k: v for k, v in goose_old.items() if k not in ("origin", "animationlayers")}
-    assert goose_new["animationlayers"][1] == goose_old["animationlayers"][1]
+    assert goose_new["animationlayers"][1] == {**goose_old["animationlayers"][1], "rate": 4.0}
     changed_lines = [(a, b) for a, b in zip(before["scene.json"].splitlines(), after["scene.json"].splitlines())
                      if a != b]
-    assert len(changed_lines) == 2 and len(before["scene.json"].splitlines()) == len(after["scene.json"].splitlines())
+    assert len(changed_lines) == 3 and len(before["scene.json"].splitlines()) == len(after["scene.json"].splitlines())
     m_old, m_new = mdl.read(before["models/goose_t_puppet.mdl"]), mdl.read(after["models/goose_t_puppet.mdl"])
     p_old, p_new = (np.asarray(m.meshes[0].vertices["position"], np.float64) for m in (m_old, m_new))
     assert np.abs(p_new[0] - p_old[0] - [0, 50, 0]).max() < 1e-3 and np.array_equal(p_new[1:], p_old[1:])
