@@ -14,6 +14,9 @@ to Blender as a puppet's pixels do, p ↦ s · AXES · p (s = 0.01: 100 px = 1 m
 Blender world matrix is A · T(origin) · Rz · Ry · Rx · S · A⁻¹ with A = s · AXES; a layer with a `parent` is
 parented to that layer's object with this matrix as its local one. Import is atomic: every datablock it made
 is removed again when a layer fails.
+
+Export (`export_project`) writes the imported project back: the source folder's files as they were, scene.json
+with the values changed in Blender, and the `.mdl` of each puppet or model Blender changed.
 """
 from __future__ import annotations
 
