@@ -53,8 +53,10 @@ FORMATS = (
     # a project is imported as one model: the whole scene (camera, every layer) is what its Blender import builds
     FormatSpec(
         name="weproject", label="Wallpaper Engine project", kind="model", extensions=(".json",),
-        sniff=_sniff_project, head=4096, weak=True, operators="io_wepuppet.ops",
-        import_operator="import_scene.skinbridge_weproject",
+        sniff=_sniff_project, head=4096, weak=True, target="weproject", folder_suffix="_WEproject",
+        operators="io_wepuppet.ops", import_operator="import_scene.skinbridge_weproject",
+        export_operator="export_scene.skinbridge_weproject",
         capabilities={"info": "io_wepuppet.project:info_file",
-                      "blender_import": "io_wepuppet.blender_project:blender_import"}),
+                      "blender_import": "io_wepuppet.blender_project:blender_import",
+                      "export_target": "io_wepuppet.blender_project:export_target"}),
 )

@@ -29,7 +29,7 @@ from ..core.errors import ExportError, FormatError
 from ..core.fileio import output_path, read_bytes, write_atomic
 from ..core.naming import NameAllocator, safe_file_name
 from ..core.png import encode_png
-from . import convert, mdl, tex
+from . import convert, mdl, project, tex
 
 PROP = "skinbridge_we"
 ATTACHMENT_PROP = "skinbridge_we_attachment"
@@ -302,17 +302,21 @@ def gather_model(context, wide: bool = False, scale: float | None = None, select
 
 
 def export_wepuppet(context, path: str, wide: bool = False, scale: float | None = None,
-                    selected_only: bool = False, project_files: bool = False, written: list | None = None) -> list[str]:
+                    selected_only: bool = False, project_files: bool = False, written: list | None = None,
+                    report: dict | None = None) -> list[str]:
     """Write the visible model to `path`. `wide`: MDLV0023 with 80-byte vertices (unverified against Wallpaper
     Engine). `project_files`: also models/<name>.json, materials/<name>.tex and materials/<name>.json beside
-    the folder of `path` (one material file per Blender material); `written` gets the paths of those files."""
+    the folder of `path` (one material file per Blender material); `written` gets the paths of those files,
+    `report` the model written ("model") and the pixel size of the first texture written ("image_size")."""
     model, warnings = gather_model(context, wide, scale, selected_only, keep=not wide)
     sources = _project_materials(context, path, model, selected_only) if project_files else {}
     data = convert.write_model(model)
     bscene._stage("write")
     write_atomic(path, data)
+    if report is not None:
+        report["model"] = model
     if project_files:
-        warnings += write_project_files(context, path, model, sources, written)
+        warnings += write_project_files(context, path, model, sources, written, report)
     return warnings
 
 
@@ -356,7 +360,7 @@ def _project_stem(path: str) -> str:
 
 
 def write_project_files(context, path: str, model: mdl.Model, sources: dict | None = None,
-                        written: list | None = None) -> list[str]:
+                        written: list | None = None, report: dict | None = None) -> list[str]:
     """models/<name>.json (autosize, material, puppet), and per material file the meshes name (`sources`:
     {materials/<stem>.json: Blender material}) materials/<stem>.json and materials/<stem>.tex, with the model
     written under models/ of the same project folder."""
@@ -375,6 +379,8 @@ def write_project_files(context, path: str, model: mdl.Model, sources: dict | No
         if img is not None:
             data, more = texture_bytes(img)
             warnings += more
+            if report is not None:
+                report.setdefault("image_size", (float(img.size[0]), float(img.size[1])))
             written.append(os.path.join(root, "materials", mat_stem + ".tex"))
             write_atomic(written[-1], data)
         else:
@@ -398,12 +404,43 @@ def write_project_files(context, path: str, model: mdl.Model, sources: dict | No
 
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to wepuppet`: OUTDIR/models/NAME_puppet.mdl with models/NAME.json, materials/NAME.json and
-    materials/NAME.tex (with several materials: materials/<material>.json and .tex each)."""
+    materials/NAME.tex (with several materials: materials/<material>.json and .tex each), and OUTDIR/project.json
+    and scene.json showing it."""
     stem = _project_stem(name)
     path = output_path(outdir, os.path.join("models", stem + "_puppet.mdl"))
     written = [path]
-    warnings = export_wepuppet(context, path, project_files=True, written=written)
+    report: dict = {}
+    warnings = export_wepuppet(context, path, project_files=True, written=written, report=report)
+    written += write_converted_project(outdir, stem, os.path.basename(path), report)
     return written, warnings
+
+
+def write_converted_project(outdir: str, stem: str, model_file: str, report: dict) -> list[str]:
+    """OUTDIR/project.json and scene.json showing the model just written (`report` of `export_wepuppet`) as the
+    one layer of a 1920 × 1080 scene, centred: a puppet as an image layer of its model JSON, sized as its texture
+    (else its mesh), with one animation layer per clip (the first visible); a static model as a model layer."""
+    model: mdl.Model = report["model"]
+    centre = (960.0, 540.0, 0.0)
+    if model.skeleton is None:
+        layer = project.model_layer_doc(1, stem, f"models/{model_file}", centre)
+    else:
+        clips = model.animations.clips if model.animations is not None else []
+        anim = [project.animation_layer_doc(2 + k, int(c.id), c.name, k == 0) for k, c in enumerate(clips)]
+        size = report.get("image_size") or _mesh_size(model)
+        layer = project.puppet_layer_doc(1, stem, f"models/{stem}.json", centre, size, anim)
+    project_bytes, scene_bytes = project.converted_project(stem, layer)
+    out = [output_path(outdir, project.PROJECT_FILE), output_path(outdir, project.SCENE_FILE)]
+    write_atomic(out[0], project_bytes)
+    write_atomic(out[1], scene_bytes)
+    return out
+
+
+def _mesh_size(model: mdl.Model) -> tuple[float, float]:
+    """A puppet layer's size in pixels when it has no texture: twice its mesh's reach from the centre (puppet
+    pixels are centred on the image)."""
+    reach = max((np.abs(np.asarray(m.vertices["position"], np.float64)[:, :2]).max(axis=0) for m in model.meshes
+                 if len(m.vertices)), key=lambda r: float(r.max()), default=np.array([50.0, 50.0]))
+    return float(np.ceil(2 * reach[0])), float(np.ceil(2 * reach[1]))
 
 
 def _exportable_image(img) -> bool:

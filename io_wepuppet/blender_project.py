@@ -14,6 +14,9 @@ to Blender as a puppet's pixels do, p ↦ s · AXES · p (s = 0.01: 100 px = 1 m
 Blender world matrix is A · T(origin) · Rz · Ry · Rx · S · A⁻¹ with A = s · AXES; a layer with a `parent` is
 parented to that layer's object with this matrix as its local one. Import is atomic: every datablock it made
 is removed again when a layer fails.
+
+Export (`export_project`) writes the imported project back: the source folder's files as they were, scene.json
+with the values changed in Blender, and the `.mdl` of each puppet or model Blender changed.
 """
 from __future__ import annotations
 
@@ -27,13 +30,15 @@ from mathutils import Matrix
 
 from ..blender import action as baction
 from ..blender import scene as bscene
-from ..core.errors import FormatError
-from ..core.fileio import read_bytes
+from ..core.errors import ExportError, FormatError
+from ..core.fileio import makedirs, output_path, read_bytes, write_atomic
 from ..core.paths import texture_to_open
 from . import blender_io, convert, project
 
 LAYER_PROP = "skinbridge_we_layer"  # on a layer's object: its scene.json entry as JSON text
+LAYER_INDEX_PROP = "skinbridge_we_layer_index"  # on a layer's object: its place in scene.json's objects
 PROJECT_PROP, SCENE_PROP = "skinbridge_we_project", "skinbridge_we_scene"  # on the collection: the files' bytes
+ROOT_PROP = "skinbridge_we_root"  # on the collection: the folder imported from, whose files export copies
 _ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "actions", "cameras")
 _KEPT_KINDS = ("particle", "sound", "text", "light", "group")
 
@@ -205,7 +210,9 @@ def _animation_tracks(context, arm_ob, layer: project.Layer, warnings: list[str]
             strip.action_slot = slot
         if al.rate > 0:
             strip.scale = 1.0 / al.rate
-        strip.blend_type = "ADD" if al.additive else "REPLACE"
+        # Combine adds locations but multiplies rotations (and scales), so an additive clip whose frame 0 is
+        # the bind pose adds its change since frame 0 as the public reader does; Add would sum quaternions
+        strip.blend_type = "COMBINE" if al.additive else "REPLACE"
         _set_influence(strip, min(max(al.blend, 0.0), 1.0))
         length = strip.frame_end - strip.frame_start
         strip.blend_in = min(max((al.blend_in or 0.0) * fps, 0.0), length)
@@ -352,8 +359,10 @@ def import_project(context, path: str, scale: float = convert.DEFAULT_SCALE) -> 
             coll[PROJECT_PROP] = proj.source.raw
         _activate(view_layer, coll)
         result.camera = _camera(context, scene, scale, coll)
-        for layer in scene.layers:
+        coll[ROOT_PROP] = root
+        for k, layer in enumerate(scene.layers):
             result.layers.append(_build_layer(context, root, layer, scale, result.warnings, props))
+            result.layers[-1][LAYER_INDEX_PROP] = k
         _place(result.layers, scene.layers, scale)
         kept = [note for layer in scene.layers for note in _kept_note(layer)]
         if kept:
@@ -370,3 +379,186 @@ def import_project(context, path: str, scale: float = convert.DEFAULT_SCALE) -> 
 def blender_import(context, path: str, options=None) -> list[str]:
     # convert's --scale is the PMX target's units per metre: projects come in at the puppets' default scale
     return import_project(context, path, convert.DEFAULT_SCALE).warnings
+
+
+# ------------------------------------------------------------------------------------------------------------
+# export: the imported project written back
+
+def project_collection(context):
+    """The imported project to export: the one holding the active object, else the only one in the file; None
+    when no project was imported."""
+    ob = context.view_layer.objects.active
+    colls = [c for c in bpy.data.collections if SCENE_PROP in c]
+    if ob is not None:
+        mine = [c for c in colls if ob.name in c.all_objects]
+        if mine:
+            return mine[0]
+    if len(colls) > 1:
+        raise ExportError(f"{len(colls)} projects imported ({', '.join(c.name for c in colls)}): make an object of "
+                          "the one to export active")
+    return colls[0] if colls else None
+
+
+def _decompose(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """origin, angles (x, y, z radians, for Rz · Ry · Rx) and scale of a matrix T · Rz · Ry · Rx · S."""
+    lin = m[:3, :3]
+    scale = np.linalg.norm(lin, axis=0)
+    r = lin / np.where(scale > 0, scale, 1.0)
+    ay = np.arcsin(np.clip(-r[2, 0], -1.0, 1.0))
+    return m[:3, 3].copy(), np.array([np.arctan2(r[2, 1], r[2, 2]), ay, np.arctan2(r[1, 0], r[0, 0])]), scale
+
+
+def _update_place(layer: project.Layer, ob, scale: float) -> None:
+    """The layer's typed origin, angles, scale and visibility from its object, each only where it moved more
+    than float32 keeps (so an untouched layer keeps its file's spelling)."""
+    parented = ob.parent is not None and LAYER_PROP in ob.parent
+    m = np.array(ob.matrix_basis if parented else ob.matrix_world, np.float64)
+    a = axes(scale)
+    origin, angles, size = _decompose(np.linalg.inv(a) @ m @ a)
+    # per component, rounded to what float32 keeps of a place in metres, so an untouched one reads as it was
+    moved = np.abs(origin - layer.origin) > 1e-5 * max(1.0, float(np.abs(layer.origin).max()))
+    if moved.any():
+        layer.origin = np.where(moved, np.round(origin, 4), layer.origin)
+    now = project.transform(np.zeros(3), angles, np.ones(3))[:3, :3]
+    was = project.transform(np.zeros(3), layer.angles, np.ones(3))[:3, :3]
+    if np.abs(now - was).max() > 1e-5:
+        layer.angles = angles
+    if np.abs(size - layer.scale).max() > 1e-5 * max(1.0, float(np.abs(layer.scale).max())):
+        layer.scale = size
+    layer.visible = not ob.hide_render
+
+
+def _set(doc: dict, key: str, value) -> None:
+    """Put a changed value into its key, keeping a user-property binding (its `value` takes it)."""
+    if isinstance(doc.get(key), dict) and "user" in doc[key]:
+        doc[key]["value"] = value
+    else:
+        doc[key] = value
+
+
+def _update_animation_layers(layer: project.Layer, ob) -> None:
+    """Each animation layer's rate, weight, additive and visibility from its NLA track, written only where
+    the user changed them."""
+    ad = ob.animation_data if ob.type == "ARMATURE" else None
+    tracks = {t.name: t for t in ad.nla_tracks} if ad is not None else {}
+    for k, al in enumerate(layer.animation_layers):
+        track = tracks.get(al.name or f"layer {k + 1}")
+        if track is None or len(track.strips) != 1:
+            continue
+        strip = track.strips[0]
+        # compared as the import set them (a rate of 0 or below leaves the strip's scale at 1)
+        if abs(strip.scale - (1.0 / al.rate if al.rate > 0 else 1.0)) > 1e-6 * strip.scale:
+            _set(al.doc, "rate", round(1.0 / strip.scale, 6))
+        now = {"blend": float(strip.influence), "additive": strip.blend_type == "COMBINE", "visible": not track.mute}
+        was = {"blend": min(max(al.blend, 0.0), 1.0), "additive": al.additive, "visible": al.visible}
+        for key, value in now.items():
+            if isinstance(value, bool) and value != was[key]:
+                _set(al.doc, key, value)
+            elif not isinstance(value, bool) and abs(value - was[key]) > 1e-6 * max(1.0, abs(was[key])):
+                _set(al.doc, key, round(value, 6))
+
+
+def _model_bytes(context, ob) -> tuple[bytes, list[str]]:
+    """A puppet or model layer's `.mdl` as Blender has it, written where the layer stands at the origin (its
+    placement goes to scene.json, not into the model); the object's matrix is put back."""
+    saved = ob.matrix_basis.copy()
+    coll = bpy.data.collections.new("skinbridge_export")
+    try:
+        for o in [ob, *ob.children_recursive]:
+            coll.objects.link(o)
+        ob.matrix_world = Matrix.Identity(4)
+        with bscene.export_scope(coll.name):
+            model, warnings = blender_io.gather_model(context)
+            return convert.write_model(model), warnings
+    finally:
+        bpy.data.collections.remove(coll)
+        ob.matrix_basis = saved
+
+
+def _source_files(root: str) -> dict[str, str]:
+    """Every file of the imported project's folder, by its path relative to it."""
+    out = {}
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(folder, name)
+            out[os.path.relpath(path, root).replace(os.sep, "/")] = path
+    return out
+
+
+def _layer_objects(coll) -> dict[int, object]:
+    return {int(ob[LAYER_INDEX_PROP]): ob for ob in coll.all_objects
+            if LAYER_PROP in ob and isinstance(ob.get(LAYER_INDEX_PROP), int)}
+
+
+def _models(context, root: str, scene: project.Scene, obs: dict, scale: float, out: dict, warnings: list) -> None:
+    """Each puppet and model layer's `.mdl` from Blender into `out` (relative path → bytes) when it differs
+    from the project's own file (an unchanged one is written from its own bytes)."""
+    done: set[str] = set()
+    for k, layer in enumerate(scene.layers):
+        ob = obs.get(k)
+        if ob is None or ob.type not in ("ARMATURE", "EMPTY", "MESH") or layer.kind not in ("image", "puppet",
+                                                                                            "model"):
+            continue
+        path = _model_path(root, layer, []) if root else None
+        if path is None or not path.lower().endswith(".mdl") or path in done:
+            continue
+        done.add(path)
+        if ob.type == "EMPTY" and not ob.children:
+            continue
+        data, more = _model_bytes(context, ob)
+        warnings += [f"{layer.kind} layer {layer.name!r}: {w}" for w in more]
+        if data != read_bytes(path):
+            out[os.path.relpath(path, root).replace(os.sep, "/")] = data
+
+
+def export_project(context, path: str, name: str = "") -> tuple[list[str], list[str]]:
+    """Write the imported project holding the active object into the folder of `path`: every file of the
+    folder it came from as it was, scene.json with the places, visibility and animation layers changed in
+    Blender, and each puppet or model Blender changed as a new `.mdl`. With no project imported, the visible
+    model as a new project named `name` (else after the folder), as `convert --to wepuppet` writes one.
+    Returns (written paths, warnings)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    makedirs(folder)  # an unusable output folder is the first thing said, as every exporter says it
+    coll = project_collection(context)
+    if coll is None:  # nothing imported as a project: the visible model becomes a new one
+        stem = name or os.path.basename(folder) or "puppet"
+        return blender_io.export_target(context, folder, stem, None)
+    root = str(coll.get(ROOT_PROP, ""))
+    warnings: list[str] = []
+    if not os.path.isdir(root):
+        warnings.append(f"the project's folder {root!r} is gone: only its JSON files and models are written")
+        root = ""
+    proj = project.read_project(bytes(coll[PROJECT_PROP])) if PROJECT_PROP in coll else None
+    scene = project.read_scene(bytes(coll[SCENE_PROP]), proj)
+    scale = convert.DEFAULT_SCALE
+    obs = _layer_objects(coll)
+    for k, layer in enumerate(scene.layers):
+        if k in obs:
+            _update_place(layer, obs[k], scale)
+            _update_animation_layers(layer, obs[k])
+    project.apply(scene)
+    added = [ob.name for ob in coll.objects if LAYER_PROP not in ob and ob.type != "CAMERA"
+             and (ob.parent is None or ob.parent.name not in coll.all_objects)]
+    if added:
+        warnings.append(f"not written (objects added to the project are not yet exported as layers): "
+                        f"{', '.join(sorted(added))}")
+    out: dict[str, bytes] = {}
+    _models(context, root, scene, obs, scale, out, warnings)
+    out[os.path.basename((proj.file if proj else "") or project.SCENE_FILE)] = scene.source.dump()
+    if proj is not None:
+        out[project.PROJECT_FILE] = proj.source.dump()
+    written = []
+    same = bool(root) and os.path.isdir(folder) and os.path.samefile(root, folder)
+    for rel, src in (_source_files(root).items() if root and not same else []):
+        if rel not in out:
+            written.append(output_path(folder, rel))
+            write_atomic(written[-1], read_bytes(src, 1 << 34))
+    for rel, data in out.items():
+        written.append(output_path(folder, rel))
+        write_atomic(written[-1], data)
+    return written, warnings
+
+
+def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
+    """`convert project.json --to weproject OUTDIR`: the project imported, written back into OUTDIR."""
+    return export_project(context, os.path.join(outdir, project.PROJECT_FILE), name)

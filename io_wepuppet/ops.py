@@ -1,5 +1,5 @@
 """File › Import / Export entries for Wallpaper Engine puppets/models (`.mdl`), textures (`.tex`) and projects
-(`project.json` / `scene.json`, import).
+(`project.json` / `scene.json`: import, and export of an imported one).
 Thin: options map to `blender_io` arguments; errors become reports. Drag and drop handlers come from the
 registry (the application builds them), not from here."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from bpy.types import Operator
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..blender.ops_common import ExportFile, ImportFiles, file_operator, registrar
-from . import FORMATS, blender_io, blender_project, convert
+from . import FORMATS, blender_io, blender_project, convert, project
 
 _PUPPET, _TEXTURE, _PROJECT = (next(s for s in FORMATS if s.name == n) for n in ("wepuppet", "wetex", "weproject"))
 
@@ -100,8 +100,25 @@ class ImportWEProject(ImportFiles, Operator, ImportHelper):
         return blender_project.import_project(context, path, self.scale).warnings
 
 
+@file_operator(_PROJECT.extensions)
+class ExportWEProject(ExportFile, Operator, ExportHelper):
+    """Write the imported Wallpaper Engine project back (project.json, scene.json, its models, materials and
+    textures): unchanged files as they were, places, animation layers and models changed in Blender written anew"""
+    bl_idname = "export_scene.skinbridge_weproject"
+    bl_label = "Export Wallpaper Engine project"
+    filename_ext = ".json"
+
+    def invoke(self, context, event):
+        self.filepath = project.PROJECT_FILE  # Wallpaper Engine opens a folder by this name
+        return ExportHelper.invoke(self, context, event)
+
+    def export(self, context) -> list[str]:
+        return blender_project.export_project(context, self.filepath)[1]
+
+
 register, unregister = registrar(
-    [ImportWEPuppet, ExportWEPuppet, ImportWETexture, ExportWETexture, ImportWEProject],
+    [ImportWEPuppet, ExportWEPuppet, ImportWETexture, ExportWETexture, ImportWEProject, ExportWEProject],
     imports=[(ImportWEPuppet, "Wallpaper Engine puppet (.mdl)"), (ImportWETexture, "Wallpaper Engine texture (.tex)"),
              (ImportWEProject, "Wallpaper Engine project (project.json, scene.json)")],
-    exports=[(ExportWEPuppet, "Wallpaper Engine puppet (.mdl)"), (ExportWETexture, "Wallpaper Engine texture (.tex)")])
+    exports=[(ExportWEPuppet, "Wallpaper Engine puppet (.mdl)"), (ExportWETexture, "Wallpaper Engine texture (.tex)"),
+             (ExportWEProject, "Wallpaper Engine project (project.json)")])

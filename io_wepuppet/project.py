@@ -413,3 +413,37 @@ def layer_doc(key: str, asset: str, id: int, name: str, origin, scale=(1, 1, 1),
     """One layer (`key` "image", "model" or "particle" naming `asset`) placed at origin / scale / angles."""
     return {"angles": format_vector(angles), "id": id, key: asset, "name": name, "origin": format_vector(origin),
             "parallaxDepth": "1.00000 1.00000", "scale": format_vector(scale), "visible": True, **extra}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the project of a converted model (docs/wallpaper_engine.md §7, "Layer key sets")
+
+def puppet_layer_doc(id: int, name: str, model_json: str, origin, size, animationlayers: list[dict] = ()) -> dict:
+    """An image layer showing a puppet (`model_json` names the model JSON whose `puppet` is the `.mdl`), with the
+    keys and default values of the puppet layers of the public projects; `animationlayers` when it has clips."""
+    doc = {"alignment": "center", "alpha": 1.0, "angles": format_vector((0, 0, 0)), "brightness": 1.0,
+           "color": format_vector((1, 1, 1)), "colorBlendMode": 0, "copybackground": True, "id": id,
+           "image": model_json, "ledsource": False, "locktransforms": False, "name": name,
+           "origin": format_vector(origin), "parallaxDepth": "1.00000 1.00000", "perspective": False,
+           "scale": format_vector((1, 1, 1)), "size": format_vector(size), "solid": True, "visible": True}
+    if animationlayers:
+        doc["animationlayers"] = list(animationlayers)
+    return doc
+
+
+def model_layer_doc(id: int, name: str, model: str, origin) -> dict:
+    """A 3D model layer naming its `.mdl`, with the keys of the model layers of the public projects."""
+    return {"angles": format_vector((0, 0, 0)), "id": id, "locktransforms": False, "model": model, "name": name,
+            "origin": format_vector(origin), "parallaxDepth": "1.00000 1.00000", "perspective": False,
+            "scale": format_vector((1, 1, 1))}
+
+
+def animation_layer_doc(id: int, clip: int, name: str, visible: bool = True) -> dict:
+    """One animation layer playing MDLA clip `clip` at its own rate, fully weighted, not additive."""
+    return {"additive": False, "animation": clip, "blend": 1.0, "blendin": 0.0, "blendout": 0.0, "id": id,
+            "name": name, "rate": 1.0, "visible": visible}
+
+
+def converted_project(title: str, layer: dict, width: int = 1920, height: int = 1080) -> tuple[bytes, bytes]:
+    """project.json and scene.json of a one-layer project (the layer centred on a `width` × `height` scene)."""
+    return format_json(project_doc(title)), format_json(scene_doc(width, height, [layer]))

@@ -116,7 +116,7 @@ def test_project_imports_one_object_per_layer_where_scene_json_places_it(clean_s
     (ws,), (hs,) = walk.strips, hop.strips
     assert (ws.blend_type, ws.influence, ws.scale, ws.blend_in, walk.mute) == ("REPLACE", 0.5, 1.0,
                                                                               pytest.approx(0.2 * 24), False)
-    assert (hs.blend_type, hs.influence, hs.scale, hop.mute) == ("ADD", 1.0, 0.5, True)
+    assert (hs.blend_type, hs.influence, hs.scale, hop.mute) == ("COMBINE", 1.0, 0.5, True)
     bpy.context.scene.frame_set(12)
     assert ws.influence == 0.5  # as evaluated: the influence key holds the weight
     assert arwing.type == "EMPTY" and len([c for c in arwing.children if c.type == "MESH"]) == 15

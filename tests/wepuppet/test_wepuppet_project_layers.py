@@ -1,0 +1,213 @@
+"""A puppet's animation layers in Blender play as CaptSilver/wallpaper-scene-renderer's `WPPuppet::genFrame`
+blends them (docs/wallpaper_engine.md §7): a layer at weight 0.5 (not additive) under an additive one at weight
+1.0. The test evaluates the clips itself from the .mdl records (per-bone samples, rotations slerped between
+frames, the layers stacked on the bind pose) and skins the mesh by its own linear blend; Blender's evaluated mesh
+must equal it at 10 of the clips' sample times: within 1e-6 of the mesh's diagonal for a flat puppet built here
+whose additive clip moves only ("move") or also turns bones by up to half a radian ("turn"), within 1.5e-4 for
+BlacRyu's Hood: its clips turn bones by under a degree, and Blender's Combine takes the power of an additive
+strip's quaternion in single precision, so a turn whose half-angle cosine rounds to 1 in float32 (under about
+5e-4 radians) is lost (measured 7.9e-5 at these times, 1.1e-4 between samples)."""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+from skinbridge.blender import action as baction  # noqa: E402
+from skinbridge.blender.mesh import evaluated_world_positions  # noqa: E402
+from skinbridge.io_wepuppet import blender_project, convert, mdl  # noqa: E402
+from skinbridge.io_wepuppet import project as wp  # noqa: E402
+
+import wepuppet_support as ws  # noqa: E402
+
+pytestmark = pytest.mark.blender
+
+ORIGIN = (300.0, 200.0, 0.0)
+BUILT_LAYERS = [{"additive": False, "animation": 77, "blend": 0.5, "id": 10, "name": "wave", "rate": 1.0},
+                {"additive": True, "animation": 78, "blend": 1.0, "id": 11, "name": "nod", "rate": 2.0}]
+MOVE = ("move", 1e-6, BUILT_LAYERS)
+TURN = ("turn", 1e-6, BUILT_LAYERS)
+HOOD = ("blacryu_d2r_Hood_puppet.mdl", 1.5e-4,
+        [{"additive": False, "animation": 198, "blend": 0.5, "id": 10, "name": "right", "rate": 1.0},
+         {"additive": True, "animation": 165, "blend": 1.0, "id": 11, "name": "left", "rate": 1.0}])
+
+
+def _flat_puppet(additive_turns: bool) -> bytes:
+    """The support's built puppet made flat as Wallpaper Engine puppets are: binds and keys turn about z only, by
+    up to half a radian, and each clip starts at the bind pose. Clip 77 moves, turns and scales; clip 78 (the
+    additive one) moves, and turns the other way when `additive_turns`."""
+    _, local, m = ws.built_puppet(samples=41)
+    clip = m.animations.clips[0]
+    phase = 2 * np.pi * np.arange(clip.length + 1, dtype=np.float64) / clip.length  # loops: last = first
+    turned = copy.deepcopy(clip)
+    turned.id, turned.name = 78, "Nod"
+    for i, bone in enumerate(m.skeleton.bones):
+        bind = ws.rot("z", 0.3 + 0.2 * i)
+        bind[:3, 3] = local[i][:3, 3]
+        bone.matrix = convert.to_column_major(bind).astype("<f4")
+        for c, sign in ((clip, 1.0), (turned, -1.0)):
+            move = np.stack([4 * np.sin(phase), sign * 6 * (1 - np.cos(phase)), 0 * phase], axis=1)
+            c.samples[i, :, 0:3] = bind[:3, 3] + move
+            c.samples[i, :, 3:5] = 0.0
+            turns = sign > 0 or additive_turns
+            c.samples[i, :, 5] = 0.3 + 0.2 * i + sign * 0.5 * np.sin(phase * (1 + i)) * turns
+        clip.samples[i, :, 6:9] = np.stack([1 + 0.1 * np.sin(phase), 1 - 0.05 * np.sin(phase), 1 + 0 * phase],
+                                           axis=1)
+        turned.samples[i, :, 6:9] = 1.0
+    m.animations.clips.append(turned)
+    return mdl.write(m)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# quaternions (w, x, y, z), written here so the test shares no maths with the importer
+
+def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return np.array([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw])
+
+
+def _axis(k: int, angle: float) -> np.ndarray:
+    q = np.zeros(4)
+    q[0], q[1 + k] = math.cos(angle / 2), math.sin(angle / 2)
+    return q
+
+
+def _euler(angles) -> np.ndarray:
+    """The file's Euler angles as genFrame's ToQuaternion makes them: Rz · Ry · Rx."""
+    return _qmul(_axis(2, angles[2]), _qmul(_axis(1, angles[1]), _axis(0, angles[0])))
+
+
+def _conj(q: np.ndarray) -> np.ndarray:
+    return q * np.array([1, -1, -1, -1])
+
+
+def _slerp(a: np.ndarray, b: np.ndarray, t: float) -> np.ndarray:
+    """Eigen's slerp: along the shorter arc."""
+    d = float(np.dot(a, b))
+    if d < 0:
+        b, d = -b, -d
+    if d > 1 - 1e-12:
+        return a + t * (b - a)
+    th = math.acos(d)
+    return (math.sin((1 - t) * th) * a + math.sin(t * th) * b) / math.sin(th)
+
+
+def _matrix(t, q, s) -> np.ndarray:
+    w, x, y, z = q / np.linalg.norm(q)
+    r = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                  [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                  [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+    m = np.eye(4)
+    m[:3, :3] = r @ np.diag(s)
+    m[:3, 3] = t
+    return m
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the layers' blend, one bone at a time
+
+def _sample(clip: mdl.Clip, bone: int, seconds: float):
+    """The clip's pose of `bone` at `seconds` (a loop): position and scale lerped, rotation slerped."""
+    frames = (seconds % (clip.length / float(clip.fps))) * float(clip.fps)
+    a = int(frames) % clip.length
+    b, t = (a + 1) % clip.length, frames - int(frames)
+    sa, sb = (np.asarray(clip.samples[bone, k], np.float64) for k in (a, b))
+    return (sa[:3] * (1 - t) + sb[:3] * t, _slerp(_euler(sa[3:6]), _euler(sb[3:6]), t),
+            sa[6:9] * (1 - t) + sb[6:9] * t)
+
+
+def _blended_local(m: mdl.Model, layers: list[dict], bone: int, seconds: float) -> np.ndarray:
+    """Start at the bind pose; a layer that is not additive moves towards its pose by its weight, an additive one
+    adds its change since frame 0, weighted."""
+    bind = np.asarray(m.skeleton.bones[bone].matrix, np.float64).reshape(4, 4).T
+    scale = np.linalg.norm(bind[:3, :3], axis=0)
+    rot = bind[:3, :3] / scale
+    trans, quat = bind[:3, 3].copy(), None
+    w = math.sqrt(max(1 + np.trace(rot), 0)) / 2  # the bind rotations are about one axis: w > 0
+    quat = np.array([w, (rot[2, 1] - rot[1, 2]) / (4 * w), (rot[0, 2] - rot[2, 0]) / (4 * w),
+                     (rot[1, 0] - rot[0, 1]) / (4 * w)])
+    clips = {c.id: c for c in m.animations.clips}
+    for layer in layers:
+        clip, weight = clips[layer["animation"]], layer["blend"]
+        p, q, s = _sample(clip, bone, seconds * layer["rate"])
+        if layer["additive"]:
+            base = np.asarray(clip.samples[bone, 0], np.float64)
+            trans = trans + weight * (p - base[:3])
+            scale = scale + weight * (s - base[6:9])
+            quat = _qmul(quat, _slerp(np.array([1.0, 0, 0, 0]), _qmul(q, _conj(_euler(base[3:6]))), weight))
+        else:
+            trans = trans * (1 - weight) + p * weight
+            scale = scale * (1 - weight) + s * weight
+            quat = _slerp(quat, q, weight)
+    return _matrix(trans, quat, scale)
+
+
+def _expected_positions(m: mdl.Model, layers: list[dict], seconds: float) -> np.ndarray:
+    """File-space positions of mesh 0 skinned by the blended pose (linear blend of up to four bones)."""
+    bones = m.skeleton.bones
+    bind, world = [], []
+    for i, b in enumerate(bones):
+        local_bind = np.asarray(b.matrix, np.float64).reshape(4, 4).T
+        bind.append(local_bind if b.parent < 0 else bind[b.parent] @ local_bind)
+        local = _blended_local(m, layers, i, seconds)
+        world.append(local if b.parent < 0 else world[b.parent] @ local)
+    skin = np.stack([world[i] @ np.linalg.inv(bind[i]) for i in range(len(bones))])
+    v = m.meshes[0].vertices
+    p = np.concatenate([np.asarray(v["position"], np.float64), np.ones((len(v), 1))], axis=1)
+    out = np.zeros((len(v), 4))
+    for k in range(v["joints"].shape[1]):
+        out += np.asarray(v["weights"][:, k], np.float64)[:, None] * np.einsum(
+            "vij,vj->vi", skin[v["joints"][:, k].astype(np.int64)], p)
+    return out[:, :3]
+
+
+def _to_blender(p: np.ndarray) -> np.ndarray:
+    """Scene pixels placed at the layer's origin, then (x, y, z) → 0.01 · (x, −z, y)."""
+    q = p + np.array(ORIGIN)
+    return 0.01 * np.stack([q[:, 0], -q[:, 2], q[:, 1]], axis=1)
+
+
+@pytest.mark.parametrize("name,tolerance,layers", [MOVE, TURN, HOOD], ids=["move", "turn", "hood"])
+def test_two_animation_layers_play_as_the_public_reader_blends_them(clean_scene, testdata, tmp_path, name,
+                                                                    tolerance, layers):
+    models = tmp_path / "models"
+    models.mkdir()
+    if name in ("move", "turn"):
+        (models / "puppet.mdl").write_bytes(_flat_puppet(name == "turn"))
+    else:
+        shutil.copyfile(testdata / "wepuppet" / name, models / "puppet.mdl")
+    (models / "puppet.json").write_bytes(wp.format_json({"puppet": "models/puppet.mdl"}))
+    layer = wp.layer_doc("image", "models/puppet.json", 1, "puppet", ORIGIN, animationlayers=layers)
+    (tmp_path / "scene.json").write_bytes(wp.format_json(wp.scene_doc(1920, 1080, [layer])))
+    m = mdl.read((models / "puppet.mdl").read_bytes())
+    result = blender_project.import_project(bpy.context, str(tmp_path / "scene.json"))
+    arm = result.layers[0]
+    assert json.loads(arm[blender_project.LAYER_PROP])["animationlayers"] == layers
+    mesh_ob = next(ob for ob in arm.children if ob.type == "MESH")
+    scene = bpy.context.scene
+    fps = baction.fps_of(scene)
+    rest = _to_blender(np.asarray(m.meshes[0].vertices["position"], np.float64))
+    diagonal = float(np.linalg.norm(np.ptp(rest, axis=0)))
+    # sample times of the clips (between samples Blender follows slerp within the importer's key tolerance,
+    # docs/wallpaper_engine.md §3), all within the first play of every strip: Blender holds a strip's last frame
+    # where the engine loops
+    fps_clip = float(m.animations.clips[0].fps)
+    moved = worst = 0.0
+    for seconds in (2 * np.arange(10) + 1) / fps_clip:
+        frame = seconds * fps
+        scene.frame_set(int(math.floor(frame)), subframe=float(frame - math.floor(frame)))
+        ours = evaluated_world_positions(mesh_ob)
+        want = _to_blender(_expected_positions(m, layers, seconds))
+        assert np.abs(ours - want).max() <= tolerance * diagonal, (seconds, np.abs(ours - want).max() / diagonal)
+        moved = max(moved, float(np.abs(want - rest).max()))
+        worst = max(worst, float(np.abs(ours - want).max() / diagonal))
+    print(f"{name}: largest difference {worst:.2e} of the diagonal")
+    assert moved > 1e-3 * diagonal  # the layers move the mesh: the comparison is not of two rest poses
