@@ -1,4 +1,4 @@
-"""The add-on's UI in Simplified Chinese, Traditional Chinese and Japanese (docs/blender.md "Languages").
+"""The add-on's UI in Simplified Chinese, Traditional Chinese and Japanese (docs/blender.md §11).
 
 The tables (`i18n/*.tsv`, read by core/i18n.py) go to `bpy.app.translations`, which translates labels,
 tooltips, enum items and whole report strings itself. A report with values is formatted before Blender sees

@@ -1,4 +1,4 @@
-"""The add-on's translation tables (docs/blender.md "Languages"): one tab-separated file per language in `i18n/`
+"""The add-on's translation tables (docs/blender.md §11): one tab-separated file per language in `i18n/`
 (context, English source, translation), the glossary (`i18n/glossary.tsv`) and the names that stay English
 (`i18n/keep_english.txt`). Plain Python: the tables are checked without Blender, and `blender/translations.py`
 hands them to `bpy.app.translations`.
