@@ -2,8 +2,9 @@
 
 The tables (`i18n/*.tsv`, read by core/i18n.py) go to `bpy.app.translations`, which translates labels,
 tooltips, enum items and whole report strings itself. A report with values is formatted before Blender sees
-it, so the add-on's own operators get a `report` that first turns the English message into the UI language
-through the table's placeholder templates (`{name}: {count} bones`).
+it, so the operators pass such a message through `translate`, which turns the English message into the UI
+language through the table's placeholder templates (`{name}: {count} bones`). (An operator class cannot
+override `report`: Blender finds its own RNA function on the instance first.)
 """
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from ..core import i18n
 OPERATOR_CONTEXT = "Operator"  # the context Blender looks operator names up in
 
 _registered: list[str] = []  # the module name the tables are registered under
-_patched: list[type] = []  # operator classes given a translating `report`
 _translators: dict[str, i18n.Translator] = {}
 
 
@@ -36,11 +36,7 @@ def translations_dict(tables: dict[str, dict[tuple[str, str], str]] | None = Non
 def translate(message: str, language: str | None = None) -> str:
     """`message` (English, values formatted in) in `language`, by default the UI's when Blender is set to
     translate reports; unchanged when no table row matches."""
-    if language is None:
-        view = bpy.context.preferences.view
-        if not getattr(view, "use_translate_reports", True):
-            return message
-        language = bpy.app.translations.locale
+    language = _ui_language() if language is None else language
     if language not in i18n.LANGUAGES:
         return message
     if language not in _translators:
@@ -48,32 +44,20 @@ def translate(message: str, language: str | None = None) -> str:
     return _translators[language](message)
 
 
-def _report(self, type, message):
-    return bpy.types.Operator.report(self, type, translate(message))
-
-
-def _operator_classes(package: str) -> list[type]:
-    out, todo = [], [bpy.types.Operator]
-    while todo:
-        for sub in todo.pop().__subclasses__():
-            todo.append(sub)
-            if sub.__module__.startswith(package + ".") and "report" not in sub.__dict__:
-                out.append(sub)
-    return out
+def _ui_language() -> str | None:
+    """The language reports are shown in, None when Blender leaves them English."""
+    preferences = getattr(bpy.context, "preferences", None)
+    if preferences is None or not getattr(preferences.view, "use_translate_reports", True):
+        return None
+    return bpy.app.translations.locale
 
 
 def register(package: str) -> None:
-    """Call after the add-on's classes are registered (their operators get the translating `report`)."""
     bpy.app.translations.register(package, translations_dict())
     _registered.append(package)
-    for cls in _operator_classes(package):
-        cls.report = _report
-        _patched.append(cls)
 
 
 def unregister() -> None:
-    while _patched:
-        del _patched.pop().report
     while _registered:
         bpy.app.translations.unregister(_registered.pop())
     _translators.clear()
