@@ -6,6 +6,7 @@ from __future__ import annotations
 import bpy
 from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty, PointerProperty, StringProperty
 
+from ..blender.translations import translate
 from ..core import rest_overlay as ro
 from ..core.compare import DEFAULT_ROT_TOL
 from ..core.errors import FormatError
@@ -62,15 +63,15 @@ class SKINBRIDGE_OT_rest_compare(bpy.types.Operator):
                 overlay, warnings = rest_compare.show(context, a, b, self.layout, self.tolerance,
                                                       self.rot_tolerance), []
         except (FormatError, ValueError, OSError, RuntimeError) as e:
-            self.report({"ERROR"}, str(e))
+            self.report({"ERROR"}, translate(str(e)))
             return {"CANCELLED"}
         for w in warnings:
-            self.report({"WARNING"}, w)
+            self.report({"WARNING"}, translate(w))
         for line in overlay.result.lines() + overlay.notes:
-            self.report({"INFO"}, line)
+            self.report({"INFO"}, translate(line))
         n = len(overlay.result.differences)
-        self.report({"INFO"}, "Rest Position: same within the tolerances" if overlay.result.same
-                    else f"Rest Position: {n} difference(s), {len(overlay.marked)} bone(s) marked")
+        self.report({"INFO"}, translate("Rest Position: same within the tolerances" if overlay.result.same
+                                        else f"Rest Position: {n} difference(s), {len(overlay.marked)} bone(s) marked"))
         return {"FINISHED"}
 
 

@@ -22,6 +22,7 @@ from .. import formats
 from ..blender import model_facts as mf
 from ..blender.compat import set_pose_bone_flag
 from ..blender.ops_common import LAST_OUTCOME, option_property, option_values, report_outcome
+from ..blender.translations import translate
 from ..core.errors import FormatError
 from .target_check import check_target
 
@@ -163,7 +164,7 @@ class SKINBRIDGE_OT_check_target(bpy.types.Operator):
             item.kind, item.text = kind, text
         props.checked = f"{facts.name if facts else ''} → {target}"
         if result.refused:
-            self.report({"WARNING"}, f"{target} would refuse the export: {result.refused}")
+            self.report({"WARNING"}, translate(f"{target} would refuse the export: {result.refused}"))
             return {"FINISHED"}
         report_outcome(self, f"{target}: writes {len(result.files)} file(s)", result.warnings)
         return {"FINISHED"}
@@ -201,11 +202,11 @@ class SKINBRIDGE_OT_select_finding(bpy.types.Operator):
     def execute(self, context):
         findings = getattr(context.scene, SCENE_PROP).findings
         if self.index >= len(findings):
-            self.report({"ERROR"}, "no such finding: check the target again")
+            self.report({"ERROR"}, translate("no such finding: check the target again"))
             return {"CANCELLED"}
         bones, objects = named_elements(context, findings[self.index].text)
         if not bones and not objects:
-            self.report({"WARNING"}, "this finding names no bone or object of the scene")
+            self.report({"WARNING"}, translate("this finding names no bone or object of the scene"))
             return {"CANCELLED"}
         layer = context.view_layer
         for ob in layer.objects:
@@ -218,7 +219,7 @@ class SKINBRIDGE_OT_select_finding(bpy.types.Operator):
             layer.objects.active = arm
         elif objects:
             layer.objects.active = layer.objects[objects[0]]
-        self.report({"INFO"}, f"selected {', '.join(bones + objects)}")
+        self.report({"INFO"}, translate(f"selected {', '.join(bones + objects)}"))
         return {"FINISHED"}
 
 
