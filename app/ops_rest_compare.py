@@ -117,21 +117,22 @@ class SKINBRIDGE_PT_rest_compare(bpy.types.Panel):
         if overlay is None:
             return
         box = layout.box()
-        box.label(text=f"Distance to the other model ({overlay.mode})")
+        box.label(text=translate(f"Distance to the other model ({overlay.mode})", interface=True))
         for k, (_, text) in enumerate(overlay.legend()):
             row = box.row()
             row.prop(settings, f"band_{k}", text="")
             row.label(text=text)
         box = layout.box()
-        box.label(text="Same within the tolerances" if overlay.result.same
-                  else f"{len(overlay.result.differences)} difference(s); marked bones: {len(overlay.marked)}")
+        same = overlay.result.same
+        box.label(text=translate("Same within the tolerances" if same else f"{len(overlay.result.differences)} "
+                                 f"difference(s); marked bones: {len(overlay.marked)}", interface=True))
         for name, value in overlay.largest:
             box.label(text=f"{name}: {value:.3g}")
         lines = [f"difference: {d}" for d in overlay.result.differences] + overlay.result.notes + overlay.notes
         for line in lines[:MAX_PANEL_LINES]:
             box.label(text=line)
         if len(lines) > MAX_PANEL_LINES:
-            box.label(text=f"... {len(lines) - MAX_PANEL_LINES} more in the Info log")
+            box.label(text=translate(f"... {len(lines) - MAX_PANEL_LINES} more in the Info log", interface=True))
 
 
 _CLASSES = (SkinBridgeRestCompareSettings, SKINBRIDGE_OT_rest_compare, SKINBRIDGE_OT_rest_compare_clear,

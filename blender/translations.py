@@ -33,10 +33,12 @@ def translations_dict(tables: dict[str, dict[tuple[str, str], str]] | None = Non
     return out
 
 
-def translate(message: str, language: str | None = None) -> str:
+def translate(message: str, language: str | None = None, *, interface: bool = False) -> str:
     """`message` (English, values formatted in) in `language`, by default the UI's when Blender is set to
-    translate reports; unchanged when no table row matches."""
-    language = _ui_language() if language is None else language
+    translate reports (`interface`: a panel's text, when it translates the interface); unchanged when no table
+    row matches."""
+    language = _ui_language("use_translate_interface" if interface else "use_translate_reports") \
+        if language is None else language
     if language not in i18n.LANGUAGES:
         return message
     if language not in _translators:
@@ -44,10 +46,11 @@ def translate(message: str, language: str | None = None) -> str:
     return _translators[language](message)
 
 
-def _ui_language() -> str | None:
-    """The language reports are shown in, None when Blender leaves them English."""
+def _ui_language(option: str) -> str | None:
+    """The language Blender shows reports or the interface in (`option` of the preferences), None when it
+    leaves them English."""
     preferences = getattr(bpy.context, "preferences", None)
-    if preferences is None or not getattr(preferences.view, "use_translate_reports", True):
+    if preferences is None or not getattr(preferences.view, option, True):
         return None
     return bpy.app.translations.locale
 

@@ -67,6 +67,12 @@ def keep_english(folder: pathlib.Path = I18N_DIR) -> set[str]:
     return {line for line in lines if line and not line.startswith("#")}
 
 
+def N_(text: str) -> str:
+    """Marks a string the UI shows later, away from a `report` or `text=` (a panel's row labels):
+    tools/i18n_strings.py collects it for the tables. Returns it unchanged."""
+    return text
+
+
 def placeholders(text: str) -> list[str]:
     """The named placeholders of a message, sorted (order may change between languages)."""
     return sorted(_PLACEHOLDER.findall(text))
@@ -95,7 +101,8 @@ class Translator:
     translated in turn when it is a message itself, e.g. an error's text after a file name)."""
 
     def __init__(self, table: dict[tuple[str, str], str]):
-        self.exact = {msgid: text for (ctx, msgid), text in table.items() if ctx == DEFAULT_CONTEXT}
+        # an operator's name (Operator context) stands in messages too, e.g. before the last operation's headline
+        self.exact = {msgid: text for (ctx, msgid), text in sorted(table.items(), key=lambda r: r[0][0] == "*")}
         templates = [(msgid, text) for msgid, text in self.exact.items() if _PLACEHOLDER.search(msgid)]
         templates += [(m, m) for m in ("{name}: {text}", "{name}: {text}\n{more}") if m not in self.exact]
         templates.sort(key=lambda t: -len(_PLACEHOLDER.sub("", t[0])))

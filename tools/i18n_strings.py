@@ -6,8 +6,8 @@ Two sources (docs/blender.md §11):
 * the registered classes: with the add-on registered, every operator, panel, menu, UI list, file handler and
   property group of the package (bl_label, bl_description or docstring, each property's name and description,
   each enum item's name and description), and the properties the add-on adds to Blender's own types;
-* the code: the literal messages passed to `report`, `report_outcome`, `ExportError`, `translate` and a
-  layout's `text=`
+* the code: the literal messages passed to `report`, `report_outcome`, `ExportError`, `translate`, the marker
+  `N_` (core/i18n.py) and a layout's `text=`
   (an f-string becomes a msgid with named placeholders: `f"{arm.name} has {n} bones"` -> `{name} has {n} bones`).
 
 Prints the missing (context, English) pairs per language; with --tsv, one row per missing string ready to be
@@ -23,7 +23,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOT_ADDON = {"tests", "bench", "tools", ".git", ".ci", "dist", "node_modules"}
 NOT_SHOWN = {"cli.py"}  # the command line's messages are read in a terminal, in English
 OPERATOR_CONTEXT = "Operator"  # Blender looks operator names up in this context, the rest in "*"
-_MESSAGE_CALLS = {"report": 1, "report_outcome": 1, "ExportError": 0, "translate": 0}
+_MESSAGE_CALLS = {"report": 1, "report_outcome": 1, "ExportError": 0, "translate": 0, "N_": 0}
 _BASES = ("Operator", "Panel", "Menu", "UIList", "FileHandler", "PropertyGroup", "AddonPreferences")
 # bpy_extras' file browser properties: Blender's own strings, translated by Blender
 HELPER_PROPERTIES = {"filepath", "filter_glob", "files", "directory", "check_existing", "filename_ext"}

@@ -45,6 +45,7 @@ def test_every_string_in_every_table(strings, tables):
     assert ("*", "Collision Group") in strings  # an operator property
     assert ("*", "Superimposed") in strings  # an enum item of a property group
     assert ("*", "Physics built for {name}") in strings  # a report with a value
+    assert ("*", "Kept keys: {tracks_unchanged} of {tracks_kept} tracks unchanged") in strings  # marked with N_
     gaps = _tool().missing(strings, tables, i18n.keep_english())
     assert gaps == {language: [] for language in i18n.LANGUAGES}, "run tools/i18n_strings.py --tsv"
 
@@ -111,6 +112,9 @@ def test_formatted_reports_translated():
     assert translations.translate(report, "zh_HANS") == \
         "已导入 3 个文件：2 条警告，请查看 SkinBridge 面板或信息\n  a.smd: 没有可写为 VTA 的形态键"
     assert translations.translate("something unknown", "ja_JP") == "something unknown"
+    # the last operation's name (an operator's, Operator context) before its headline in the sidebar
+    assert translations.translate("Import MikuMikuDance Model: Imported miku.pmx", "ja_JP") == \
+        "MikuMikuDance モデルをインポート: miku.pmx をインポートしました"
     assert translations.translate("Physics built for Miku", "en_US") == "Physics built for Miku"
 
 
@@ -154,14 +158,14 @@ def test_broken_table_refused(tmp_path):
 
 
 def test_operator_reports_in_the_ui_language(clean_scene, monkeypatch, tmp_path):
-    monkeypatch.setattr(translations, "_ui_language", lambda: "ja_JP")  # headless Blender has no other locale
+    monkeypatch.setattr(translations, "_ui_language", lambda option: "ja_JP")  # headless Blender has no other locale
     arm = bpy.data.objects.new("Rig", bpy.data.armatures.new("Rig"))
     bpy.context.scene.collection.objects.link(arm)
     bpy.context.view_layer.objects.active = arm
     with pytest.raises(RuntimeError, match=r"1〜\d+ フレームを選んでください"):  # a message with a value
         bpy.ops.skinbridge.render_sheet(filepath=str(tmp_path / "sheet.png"), pose="FRAMES", frame_start=5,
                                         frame_end=1)
-    monkeypatch.setattr(translations, "_ui_language", lambda: None)  # Reports not ticked: English
+    monkeypatch.setattr(translations, "_ui_language", lambda option: None)  # Reports not ticked: English
     with pytest.raises(RuntimeError, match="choose 1 to"):
         bpy.ops.skinbridge.render_sheet(filepath=str(tmp_path / "sheet.png"), pose="FRAMES", frame_start=5,
                                         frame_end=1)
