@@ -7,7 +7,7 @@ Two sources (docs/blender.md §11):
   property group of the package (bl_label, bl_description or docstring, each property's name and description,
   each enum item's name and description), and the properties the add-on adds to Blender's own types;
 * the code: the literal messages passed to `report`, `report_outcome`, `ExportError`, `translate`, the marker
-  `N_` (core/i18n.py) and a layout's `text=`
+  `N_` (core/i18n.py) and a layout's `text=`, and the File › Import / Export menu texts given to `registrar`
   (an f-string becomes a msgid with named placeholders: `f"{arm.name} has {n} bones"` -> `{name} has {n} bones`).
 
 Prints the missing (context, English) pairs per language; with --tsv, one row per missing string ready to be
@@ -97,6 +97,9 @@ def code_messages(root: pathlib.Path = ROOT) -> dict[str, str]:
             if index is not None and len(node.args) > index:
                 args.append(node.args[index])
             args += [k.value for k in node.keywords if k.arg in ("text", "headline", "message")]
+            for k in node.keywords:  # registrar's File › Import / Export entries: (operator, menu text) pairs
+                if k.arg in ("imports", "exports") and isinstance(k.value, (ast.List, ast.Tuple)):
+                    args += [e.elts[1] for e in k.value.elts if isinstance(e, ast.Tuple) and len(e.elts) == 2]
             for arg in args:
                 for text in _texts(arg):
                     if text.strip():
