@@ -107,10 +107,20 @@ class Translator:
         templates += [(m, m) for m in ("{name}: {text}", "{name}: {text}\n{more}") if m not in self.exact]
         templates.sort(key=lambda t: -len(_PLACEHOLDER.sub("", t[0])))
         self.templates = [(_pattern(msgid), text) for msgid, text in templates]
+        self._done: dict[str, str] = {}
 
     def __call__(self, message: str, depth: int = 0) -> str:
         if message in self.exact:
             return self.exact[message]
+        if depth == 0:  # a panel translates its texts on every redraw
+            if message not in self._done:
+                if len(self._done) > 4096:
+                    self._done.clear()
+                self._done[message] = self._translate(message, 0)
+            return self._done[message]
+        return self._translate(message, depth)
+
+    def _translate(self, message: str, depth: int) -> str:
         if depth > 3:
             return message
         for pattern, text in self.templates:
