@@ -8,11 +8,15 @@ format registry (`formats.py`, read by `app/operators.py`).
 
 def register():
     from .app import operators  # bpy: registration only (this package imports without Blender)
+    from .blender import translations  # bpy: likewise
 
     operators.register()
+    translations.register(__name__)
 
 
 def unregister():
     from .app import operators  # bpy: registration only (this package imports without Blender)
+    from .blender import translations  # bpy: likewise
 
+    translations.unregister()
     operators.unregister()

@@ -19,6 +19,7 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper, poll_file_object_dro
 from .. import formats
 from ..blender.ops_common import ExportFile, ImportFiles, file_operator, option_values
 from ..blender.selection import armatures
+from ..blender.translations import translate
 from . import ops_render, ops_rest_compare, preferences, sidebar
 from .options import ConvertOptions
 from ..core.errors import FormatError
@@ -98,12 +99,12 @@ class WM_OT_skinbridge_drop_import(bpy.types.Operator):
             try:
                 spec = formats.identify_file(path)
             except (FormatError, OSError) as e:
-                self.report({"ERROR"}, f"{os.path.basename(path)}: {e}")
+                self.report({"ERROR"}, translate(f"{os.path.basename(path)}: {e}"))
                 failed += 1
                 continue
             idname = import_idname(spec)
             if idname is None:
-                self.report({"ERROR"}, f"{os.path.basename(path)}: {spec.label} files cannot be imported")
+                self.report({"ERROR"}, translate(f"{os.path.basename(path)}: {spec.label} files cannot be imported"))
                 failed += 1
                 continue
             groups.setdefault(idname, []).append(path)
@@ -117,7 +118,7 @@ class WM_OT_skinbridge_drop_import(bpy.types.Operator):
                     result = _operator(idname)("EXEC_DEFAULT", directory=folder, files=[{"name": n} for n in names],
                                                filepath=os.path.join(folder, names[0]))
                 except (RuntimeError, AttributeError) as e:  # its errors were reported; a missing operator too
-                    self.report({"ERROR"}, f"{', '.join(names)}: {str(e).strip().splitlines()[-1]}")
+                    self.report({"ERROR"}, translate(f"{', '.join(names)}: {str(e).strip().splitlines()[-1]}"))
                     continue
                 done += "FINISHED" in result
         return {"FINISHED"} if done else {"CANCELLED"}

@@ -12,6 +12,7 @@ from bpy.props import EnumProperty, IntProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper
 
 from ..blender.ops_common import protect_scene_files
+from ..blender.translations import translate
 from ..blender.selection import armature_of
 from ..core.fileio import output_session
 from . import render
@@ -52,13 +53,13 @@ class SKINBRIDGE_OT_render_sheet(bpy.types.Operator, ExportHelper):
     def execute(self, context):
         arm = _armature(context)
         if arm is None:
-            self.report({"ERROR"}, "no active armature")
+            self.report({"ERROR"}, translate("no active armature"))
             return {"CANCELLED"}
         frames = None
         if self.pose == "FRAMES":
             frames = list(range(self.frame_start, self.frame_end + 1, self.frame_step))
             if not frames or len(frames) > render.MAX_FRAMES:
-                self.report({"ERROR"}, f"choose 1 to {render.MAX_FRAMES} frames")
+                self.report({"ERROR"}, translate(f"choose 1 to {render.MAX_FRAMES} frames"))
                 return {"CANCELLED"}
         views = [v.strip() for v in self.views.split(",") if v.strip()]
         title = os.path.basename(bpy.data.filepath) or arm.name
@@ -70,9 +71,9 @@ class SKINBRIDGE_OT_render_sheet(bpy.types.Operator, ExportHelper):
                 protect_scene_files(session)
                 render.write_sheet(sheet, self.filepath)
         except (ValueError, OSError, RuntimeError) as e:
-            self.report({"ERROR"}, str(e))
+            self.report({"ERROR"}, translate(str(e)))
             return {"CANCELLED"}
-        self.report({"INFO"}, f"Contact sheet written to {self.filepath} ({sheet.seconds:.1f} s)")
+        self.report({"INFO"}, translate(f"Contact sheet written to {self.filepath} ({sheet.seconds:.1f} s)"))
         return {"FINISHED"}
 
 

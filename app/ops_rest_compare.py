@@ -6,6 +6,7 @@ from __future__ import annotations
 import bpy
 from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty, PointerProperty, StringProperty
 
+from ..blender.translations import translate
 from ..core import rest_overlay as ro
 from ..core.compare import DEFAULT_ROT_TOL
 from ..core.errors import FormatError
@@ -62,15 +63,15 @@ class SKINBRIDGE_OT_rest_compare(bpy.types.Operator):
                 overlay, warnings = rest_compare.show(context, a, b, self.layout, self.tolerance,
                                                       self.rot_tolerance), []
         except (FormatError, ValueError, OSError, RuntimeError) as e:
-            self.report({"ERROR"}, str(e))
+            self.report({"ERROR"}, translate(str(e)))
             return {"CANCELLED"}
         for w in warnings:
-            self.report({"WARNING"}, w)
+            self.report({"WARNING"}, translate(w))
         for line in overlay.result.lines() + overlay.notes:
-            self.report({"INFO"}, line)
+            self.report({"INFO"}, translate(line))
         n = len(overlay.result.differences)
-        self.report({"INFO"}, "Rest Position: same within the tolerances" if overlay.result.same
-                    else f"Rest Position: {n} difference(s), {len(overlay.marked)} bone(s) marked")
+        self.report({"INFO"}, translate("Rest Position: same within the tolerances" if overlay.result.same
+                                        else f"Rest Position: {n} difference(s), {len(overlay.marked)} bone(s) marked"))
         return {"FINISHED"}
 
 
@@ -116,21 +117,22 @@ class SKINBRIDGE_PT_rest_compare(bpy.types.Panel):
         if overlay is None:
             return
         box = layout.box()
-        box.label(text=f"Distance to the other model ({overlay.mode})")
+        box.label(text=translate(f"Distance to the other model ({overlay.mode})", interface=True))
         for k, (_, text) in enumerate(overlay.legend()):
             row = box.row()
             row.prop(settings, f"band_{k}", text="")
             row.label(text=text)
         box = layout.box()
-        box.label(text="Same within the tolerances" if overlay.result.same
-                  else f"{len(overlay.result.differences)} difference(s); marked bones: {len(overlay.marked)}")
+        same = overlay.result.same
+        box.label(text=translate("Same within the tolerances" if same else f"{len(overlay.result.differences)} "
+                                 f"difference(s); marked bones: {len(overlay.marked)}", interface=True))
         for name, value in overlay.largest:
             box.label(text=f"{name}: {value:.3g}")
         lines = [f"difference: {d}" for d in overlay.result.differences] + overlay.result.notes + overlay.notes
         for line in lines[:MAX_PANEL_LINES]:
             box.label(text=line)
         if len(lines) > MAX_PANEL_LINES:
-            box.label(text=f"... {len(lines) - MAX_PANEL_LINES} more in the Info log")
+            box.label(text=translate(f"... {len(lines) - MAX_PANEL_LINES} more in the Info log", interface=True))
 
 
 _CLASSES = (SkinBridgeRestCompareSettings, SKINBRIDGE_OT_rest_compare, SKINBRIDGE_OT_rest_compare_clear,

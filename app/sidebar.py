@@ -22,8 +22,10 @@ from .. import formats
 from ..blender import model_facts as mf
 from ..blender.compat import set_pose_bone_flag
 from ..blender.ops_common import LAST_OUTCOME, option_property, option_values, report_outcome
+from ..blender.translations import translate
 from ..core.errors import FormatError
 from .sidebar_fixes import CLASSES as FIX_CLASSES, fix_of
+from ..core.i18n import N_
 from .target_check import check_target
 
 TAB = "SkinBridge"
@@ -60,18 +62,18 @@ def _format_of(path: str, mtime: float) -> str:
     try:
         return formats.identify_file(path).label
     except (FormatError, OSError) as e:
-        return f"unreadable now ({e})"
+        return N_(f"unreadable now ({e})")
 
 
 def source_text(facts) -> tuple[str, str]:
     """(file name, format) of where the model came from, as the panel shows them."""
     path = facts.source_path
     if not path:
-        return (facts.source_name or "not imported by SkinBridge"), ""
+        return (facts.source_name or N_("not imported by SkinBridge")), ""
     try:
         mtime = os.path.getmtime(path)
     except OSError:
-        return os.path.basename(path), "the file is no longer there"
+        return os.path.basename(path), N_("the file is no longer there")
     return os.path.basename(path), _format_of(path, mtime)
 
 
@@ -85,14 +87,14 @@ def export_name(facts) -> str:
 
 def count_rows(facts) -> list[tuple[str, str]]:
     """(label, value) of the counts the panel lists."""
-    rows = [("Meshes", str(len(facts.meshes))), ("Vertices", f"{facts.vertices:,}"), ("Faces", f"{facts.faces:,}"),
-            ("Triangles", f"{facts.triangles:,}")]
+    rows = [(N_("Meshes"), str(len(facts.meshes))), (N_("Vertices"), f"{facts.vertices:,}"),
+            (N_("Faces"), f"{facts.faces:,}"), (N_("Triangles"), f"{facts.triangles:,}")]
     if facts.armature:
-        rows += [("Bones", str(facts.bones)), ("Deforming bones", str(facts.deforming_bones)),
-                 ("Influences per vertex", f"max {facts.max_influences}, mean {facts.mean_influences:.2f}")]
-    rows += [("Morphs", str(facts.morphs))]
+        rows += [(N_("Bones"), str(facts.bones)), (N_("Deforming bones"), str(facts.deforming_bones)),
+                 (N_("Influences per vertex"), N_(f"max {facts.max_influences}, mean {facts.mean_influences:.2f}"))]
+    rows += [(N_("Morphs"), str(facts.morphs))]
     if facts.armature:
-        rows += [("Actions", str(facts.actions)), ("Rigid bodies", str(facts.rigid_bodies))]
+        rows += [(N_("Actions"), str(facts.actions)), (N_("Rigid bodies"), str(facts.rigid_bodies))]
     return rows
 
 
@@ -100,10 +102,10 @@ def kept_rows(facts) -> list[str]:
     """The file data kept for write-back, and how much of it is as imported."""
     rows = []
     if facts.binds_kept:
-        rows.append(f"Bind matrices: {facts.binds_unchanged} of {facts.binds_kept} bones as imported")
+        rows.append(N_(f"Bind matrices: {facts.binds_unchanged} of {facts.binds_kept} bones as imported"))
     if facts.tracks_kept:
-        rows.append(f"Kept keys: {facts.tracks_unchanged} of {facts.tracks_kept} tracks unchanged")
-    rows += [f"{k.prop} on {k.count} {k.where}" if k.count > 1 else f"{k.prop} on the {k.where}"
+        rows.append(N_(f"Kept keys: {facts.tracks_unchanged} of {facts.tracks_kept} tracks unchanged"))
+    rows += [N_(f"{k.prop} on {k.count} {k.where}" if k.count > 1 else f"{k.prop} on the {k.where}")
              for k in facts.kept]
     return rows
 
@@ -164,7 +166,7 @@ class SKINBRIDGE_OT_check_target(bpy.types.Operator):
             item.kind, item.text = kind, text
         props.checked = f"{facts.name if facts else ''} → {target}"
         if result.refused:
-            self.report({"WARNING"}, f"{target} would refuse the export: {result.refused}")
+            self.report({"WARNING"}, translate(f"{target} would refuse the export: {result.refused}"))
             return {"FINISHED"}
         report_outcome(self, f"{target}: writes {len(result.files)} file(s)", result.warnings)
         return {"FINISHED"}
@@ -202,11 +204,11 @@ class SKINBRIDGE_OT_select_finding(bpy.types.Operator):
     def execute(self, context):
         findings = getattr(context.scene, SCENE_PROP).findings
         if self.index >= len(findings):
-            self.report({"ERROR"}, "no such finding: check the target again")
+            self.report({"ERROR"}, translate("no such finding: check the target again"))
             return {"CANCELLED"}
         bones, objects = named_elements(context, findings[self.index].text)
         if not bones and not objects:
-            self.report({"WARNING"}, "this finding names no bone or object of the scene")
+            self.report({"WARNING"}, translate("this finding names no bone or object of the scene"))
             return {"CANCELLED"}
         layer = context.view_layer
         for ob in layer.objects:
@@ -219,13 +221,14 @@ class SKINBRIDGE_OT_select_finding(bpy.types.Operator):
             layer.objects.active = arm
         elif objects:
             layer.objects.active = layer.objects[objects[0]]
-        self.report({"INFO"}, f"selected {', '.join(bones + objects)}")
+        self.report({"INFO"}, translate(f"selected {', '.join(bones + objects)}"))
         return {"FINISHED"}
 
 
 def _wrapped(layout, text: str, icon: str, width: int) -> None:
-    """`text` as labels of at most `width` characters, the icon on the first."""
-    lines = textwrap.wrap(text, max(20, width)) or [""]
+    """`text` as labels of at most `width` characters, the icon on the first; translated before it is cut into
+    lines (Blender translates a label only as a whole)."""
+    lines = textwrap.wrap(translate(text, interface=True), max(20, width)) or [""]
     col = layout.column(align=True)
     for i, line in enumerate(lines):
         col.label(text=line, icon=icon if i == 0 else "BLANK1")
@@ -254,11 +257,11 @@ class VIEW3D_PT_skinbridge(bpy.types.Panel):
         col = layout.column(align=True)
         col.label(text=name, icon="FILE")
         if kind:
-            col.label(text=kind, icon="BLANK1")
+            col.label(text=translate(kind, interface=True), icon="BLANK1")
         grid = layout.grid_flow(row_major=True, columns=2, even_columns=False, align=True)
         for label, value in count_rows(facts):
             grid.label(text=label)
-            grid.label(text=value)
+            grid.label(text=translate(value, interface=True))
         rows = kept_rows(facts)
         if rows:
             box = layout.box()
@@ -278,7 +281,7 @@ def _draw_settings(layout, ob) -> None:
     if not keys:
         return
     box = layout.box()
-    box.label(text=f"{ob.name} settings", icon="PROPERTIES")
+    box.label(text=translate(f"{ob.name} settings", interface=True), icon="PROPERTIES")
     for k in keys:
         box.prop(ob, f'["{k}"]', text=k)
 

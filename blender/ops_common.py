@@ -17,6 +17,7 @@ from . import compat
 from .model_facts import stamp_source
 from .scene import export_scope
 from .selection import NoTarget, armature_of, find_armature
+from .translations import translate
 
 
 def option_property(o: Option):
@@ -96,11 +97,11 @@ def report_outcome(op, headline: str, warnings: list[str], level: str = "WARNING
     LAST_OUTCOME.operation = getattr(op, "bl_label", "") or type(op).__name__
     LAST_OUTCOME.headline, LAST_OUTCOME.warnings = headline, list(warnings)
     if not warnings:
-        op.report({"INFO"}, headline)
+        op.report({"INFO"}, translate(headline))
         return
     count = f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}"
     lines = "".join(f"\n  {w}" for w in warnings)
-    op.report({level}, f"{headline}: {count}, see the SkinBridge panel or Info{lines}")
+    op.report({level}, translate(f"{headline}: {count}, see the SkinBridge panel or Info{lines}"))
 
 
 def registrar(classes, imports=(), exports=(), aliases=None):
@@ -197,10 +198,10 @@ def import_each(op, import_one) -> set[str]:
         try:
             result = import_one(path)
         except (FormatError, ExportError, OSError) as e:
-            op.report({"ERROR"}, f"{os.path.basename(path)}: {e}")
+            op.report({"ERROR"}, translate(f"{os.path.basename(path)}: {e}"))
             continue
         except Exception as e:  # a fault of ours in one file must not cost the user the other files
-            op.report({"ERROR"}, f"{os.path.basename(path)}: internal error ({type(e).__name__}: {e})")
+            op.report({"ERROR"}, translate(f"{os.path.basename(path)}: internal error ({type(e).__name__}: {e})"))
             continue
         more = result if isinstance(result, list) else result.warnings
         stamp_source([ob for ob in bpy.data.objects if ob.as_pointer() not in made_before], os.path.abspath(path))
@@ -314,7 +315,7 @@ def import_motions(op, context, import_one, what: str = "motion") -> set[str]:
     try:
         arm = find_armature(context, required=True)
     except NoTarget as e:
-        op.report({"ERROR"}, f"no {what} imported: {e}")
+        op.report({"ERROR"}, translate(f"no {what} imported: {e}"))
         return {"CANCELLED"}
     paths = [os.path.join(op.directory, f.name) for f in op.files if f.name] or [op.filepath]
     done = []
@@ -331,13 +332,13 @@ def import_motions(op, context, import_one, what: str = "motion") -> set[str]:
         except (FormatError, ExportError, OSError, ValueError) as e:
             _put_scene_time(context.scene, time)
             text = str(e)
-            op.report({"ERROR"}, text if text.startswith(name) else f"{name}: {text}")
+            op.report({"ERROR"}, translate(text if text.startswith(name) else f"{name}: {text}"))
             continue
         if unmatched_motion(arm, actions):
             _undo_motion(arm, saved, actions_before, objects_before)
             _put_scene_time(context.scene, time)
-            op.report({"ERROR"}, f"{name}: none of its tracks matches a bone of {arm.name}: nothing imported "
-                                 "(select the armature this motion was made for)")
+            op.report({"ERROR"}, translate(f"{name}: none of its tracks matches a bone of {arm.name}: nothing "
+                                           "imported (select the armature this motion was made for)"))
             continue
         all_warnings += [w if w.startswith(name) else f"{name}: {w}" for w in warnings]
         done.append(name)
@@ -355,20 +356,20 @@ def export_motions(op, context, export, what: str, no_action: str | None) -> set
     try:
         arm = export_armature(op, context)
     except NoTarget as e:
-        op.report({"ERROR"}, f"no {what} exported: {e}")
+        op.report({"ERROR"}, translate(f"no {what} exported: {e}"))
         return {"CANCELLED"}
     act = None
     if no_action is not None:
         act = arm.animation_data.action if arm.animation_data else None
         if act is None:
-            op.report({"ERROR"}, f"{arm.name} {no_action}")
+            op.report({"ERROR"}, translate(f"{arm.name} {no_action}"))
             return {"CANCELLED"}
     try:
         with output_session() as session:
             protect_scene_files(session)
             headline, warnings = export(arm, act)
     except (ExportError, ValueError, OSError) as e:
-        op.report({"ERROR"}, str(e))
+        op.report({"ERROR"}, translate(str(e)))
         return {"CANCELLED"}
     report_outcome(op, headline, warnings)
     return {"FINISHED"}
@@ -411,7 +412,7 @@ def export_reporting(op, export) -> set[str]:
                 protect_scene_files(session)
                 warnings = export()
     except (ExportError, NoTarget, OSError) as e:
-        op.report({"ERROR"}, str(e))
+        op.report({"ERROR"}, translate(str(e)))
         return {"CANCELLED"}
     report_outcome(op, f"Exported {os.path.basename(getattr(op, 'filepath', '') or '') or 'the model'}", warnings)
     return {"FINISHED"}

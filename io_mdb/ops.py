@@ -11,6 +11,7 @@ from bpy.props import StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..blender.ops_common import ExportFile, OptionsPopup, file_operator, import_each, option_values, registrar
+from ..blender.translations import translate
 from . import EXPORT_OPTIONS, FORMATS, OPTIONS, blender_gr2, blender_io
 
 _MDB, _GR2 = FORMATS
@@ -38,7 +39,7 @@ class IMPORT_SCENE_OT_skinbridge_mdb(OptionsPopup, bpy.types.Operator, ImportHel
     def execute(self, context):
         arm = bpy.data.objects.get(self.armature) if self.armature else None
         if self.armature and (arm is None or arm.type != "ARMATURE"):
-            self.report({"ERROR"}, f"{self.armature} is not an armature")
+            self.report({"ERROR"}, translate(f"{self.armature} is not an armature"))
             return {"CANCELLED"}
         folders = bpy.path.abspath(self.skeleton_path) if self.skeleton_path else None
         return import_each(self, lambda path: blender_io.import_mdb(context, path, arm, folders))

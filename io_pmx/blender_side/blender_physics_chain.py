@@ -5,6 +5,7 @@ from __future__ import annotations
 import bpy
 from bpy.props import FloatProperty, IntProperty
 
+from ...blender.translations import translate
 from ...core.errors import ExportError
 from . import blender_physics as blender_physics
 from . import blender_physics_sim
@@ -76,11 +77,12 @@ class POSE_OT_skinbridge_mmd_physics_chain(bpy.types.Operator):
             bodies, joints = blender_physics.add_chain(context, arm, chain, radius=self.radius, mass=self.mass,
                                                        group=self.group)
             for w in blender_physics_sim.link(context, arm, True):
-                self.report({"WARNING"}, w)
+                self.report({"WARNING"}, translate(w))
         except ExportError as e:
-            self.report({"ERROR"}, str(e))
+            self.report({"ERROR"}, translate(str(e)))
             return {"CANCELLED"}
-        self.report({"INFO"}, f"{len(bodies)} rigid bodies and {len(joints)} joints along {', '.join(chain)}")
+        self.report({"INFO"}, translate(f"{len(bodies)} rigid bodies and {len(joints)} joints along "
+                                        f"{', '.join(chain)}"))
         return {"FINISHED"}
 
 

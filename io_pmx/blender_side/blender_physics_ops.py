@@ -7,6 +7,7 @@ import bpy
 
 from ...blender.ops_common import report_outcome
 from ...blender.selection import NoTarget, find_armature
+from ...blender.translations import translate
 from . import blender_physics
 from . import blender_physics_sim as sim
 from .blender_physics_chain import POSE_OT_skinbridge_mmd_physics_chain
@@ -38,7 +39,7 @@ class _ModelOperator:
     def execute(self, context):
         arm = _model(context)
         if arm is None:
-            self.report({"ERROR"}, "select the model's armature (or one of its meshes)")
+            self.report({"ERROR"}, translate("select the model's armature (or one of its meshes)"))
             return {"CANCELLED"}
         return self.run(context, arm)
 
@@ -52,7 +53,7 @@ class SKINBRIDGE_OT_mmd_physics_build(_ModelOperator, bpy.types.Operator):
     def run(self, context, arm):
         warnings = sim.build(context, arm)
         if not _has_physics(arm):
-            self.report({"WARNING"}, f"{arm.name} has no MMD rigid bodies")
+            self.report({"WARNING"}, translate(f"{arm.name} has no MMD rigid bodies"))
             return {"CANCELLED"}
         report_outcome(self, f"Physics built for {arm.name}", warnings)
         return {"FINISHED"}

@@ -19,7 +19,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 TESTDATA = ROOT.parent / "shared" / "testdata"
 MODULE = "bl_ext.user_default.skinbridge"
 TEST_DATA_SUFFIXES = {".glb", ".gltf", ".pmx", ".pmd", ".vmd", ".mdb", ".tex", ".mdl", ".ani", ".smd", ".vta"}
-MUST_HAVE = ("blender_manifest.toml", "__init__.py", "formats.py", "core/", "blender/", "app/")
+MUST_HAVE = ("blender_manifest.toml", "__init__.py", "formats.py", "core/", "blender/", "app/",
+             "i18n/zh_HANS.tsv", "i18n/zh_HANT.tsv", "i18n/ja_JP.tsv", "i18n/keep_english.txt")  # the UI languages
 MUST_NOT_HAVE = ("tests/", "bench/", "tools/", ".venv/", ".ci/", ".git/")
 
 
