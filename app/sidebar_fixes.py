@@ -25,6 +25,7 @@ from ..blender import armature as barm
 from ..blender import compat
 from ..blender import model_facts as mf
 from ..blender.mesh import _deform_items
+from ..blender.translations import translate
 
 SCENE_PROP = "skinbridge_sidebar"
 
@@ -146,13 +147,13 @@ class _Fix:
         findings = getattr(context.scene, SCENE_PROP).findings
         match = self.pattern.match(findings[self.index].text) if self.index < len(findings) else None
         if match is None:
-            self.report({"ERROR"}, "this finding is not one this fix changes: check the target again")
+            self.report({"ERROR"}, translate("this finding is not one this fix changes: check the target again"))
             return {"CANCELLED"}
         done = self.fix(context, match)
         if done is None:
             return {"CANCELLED"}
         findings.remove(self.index)
-        self.report({"INFO"}, done)
+        self.report({"INFO"}, translate(done))
         return {"FINISHED"}
 
     def fix(self, context, match: re.Match) -> str | None:
@@ -170,7 +171,7 @@ class SKINBRIDGE_OT_fix_limit_weights(_Fix, bpy.types.Operator):
         ob = context.view_layer.objects.get(match.group("object"))
         arm, _ = mf.active_model(context)
         if ob is None or ob.type != "MESH" or arm is None:
-            self.report({"ERROR"}, f"no mesh {match.group('object')!r} deformed by the active armature")
+            self.report({"ERROR"}, translate(f"no mesh {match.group('object')!r} deformed by the active armature"))
             return None
         changed = limit_weights(ob, int(match.group("limit")), {b.name for b in arm.data.bones})
         return f"{ob.name}: {len(changed)} vertices limited to {match.group('limit')} influences"
@@ -191,7 +192,8 @@ class SKINBRIDGE_OT_fix_rename_bone(_Fix, bpy.types.Operator):
             rename_kept(kept[0], old, new)
             return f"bone {kept[0].name!r}: its PMX name {old!r} is now {new!r}, {old!r} its English name"
         if arm is None or old not in arm.data.bones or new in arm.data.bones:
-            self.report({"ERROR"}, f"the active armature has no bone {old!r}, or has one named {new!r} already")
+            self.report({"ERROR"},
+                        translate(f"the active armature has no bone {old!r}, or has one named {new!r} already"))
             return None
         arm.data.bones[old].name = new
         return f"bone {old!r} renamed {new!r}"
@@ -207,7 +209,7 @@ class SKINBRIDGE_OT_fix_apply_scale(_Fix, bpy.types.Operator):
     def fix(self, context, match):
         arm, meshes = mf.active_model(context)
         if arm is None and not meshes:
-            self.report({"ERROR"}, "no armature or mesh active")
+            self.report({"ERROR"}, translate("no armature or mesh active"))
             return None
         factor = float(match.group("want")) / float(match.group("height"))
         scale_model(context, arm, meshes, factor)

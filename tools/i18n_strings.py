@@ -2,7 +2,7 @@
 
     PYTHONPATH=<folder holding the skinbridge package> python tools/i18n_strings.py [--tsv]
 
-Two sources (docs/blender.md §11):
+Two sources (docs/blender.md §12):
 * the registered classes: with the add-on registered, every operator, panel, menu, UI list, file handler and
   property group of the package (bl_label, bl_description or docstring, each property's name and description,
   each enum item's name and description), and the properties the add-on adds to Blender's own types;

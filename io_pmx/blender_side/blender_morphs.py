@@ -29,6 +29,7 @@ from ..model import convert, morphs as mmd_morphs
 from ..model import pmx
 from . import blender_mmd
 from .blender_motion_model import bone_key_map, bone_names, escape, model_scale, skinned_meshes
+from ...blender.translations import translate
 
 SLIDER_PREFIX = "MMD "
 STATE_PROP = "skinbridge_pmx_morph_state"
@@ -458,9 +459,9 @@ class SKINBRIDGE_OT_mmd_material_morph_from_colour(bpy.types.Operator):
         try:
             n = store_colour(_active_armature(context), self.morph)
         except ValueError as e:
-            self.report({"ERROR"}, str(e))
+            self.report({"ERROR"}, translate(str(e)))
             return {"CANCELLED"}
-        self.report({"INFO"}, f"{self.morph}: {n} material offset(s) changed")
+        self.report({"INFO"}, translate(f"{self.morph}: {n} material offset(s) changed"))
         return {"FINISHED"}
 
 
@@ -481,9 +482,9 @@ class SKINBRIDGE_OT_mmd_bone_morph_from_pose(bpy.types.Operator):
         try:
             n = store_pose(_active_armature(context), self.morph)
         except ValueError as e:
-            self.report({"ERROR"}, str(e))
+            self.report({"ERROR"}, translate(str(e)))
             return {"CANCELLED"}
-        self.report({"INFO"}, f"{self.morph}: {n} bone offset(s)")
+        self.report({"INFO"}, translate(f"{self.morph}: {n} bone offset(s)"))
         return {"FINISHED"}
 
 

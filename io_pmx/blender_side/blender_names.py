@@ -19,6 +19,7 @@ from ...blender import armature as barm
 from ...blender.props import json_prop
 from ...blender.selection import NoTarget, find_armature
 from .blender_mmd import PROP
+from ...blender.translations import translate
 
 TAB = "SkinBridge"
 SIDEBAR = "VIEW3D_PT_skinbridge"  # the SkinBridge tab's model panel (app/sidebar.py): this panel is its child
@@ -116,7 +117,7 @@ class SKINBRIDGE_OT_pmx_names_load(bpy.types.Operator):
             # the copies are set before `armature` is: their update writes nothing back while loading
             item.kind, item.key, item.japanese, item.english = kind, key, japanese, english
             item.armature = arm_ob.name
-        self.report({"INFO"}, f"{len(items)} names of {arm_ob.name}")
+        self.report({"INFO"}, translate(f"{len(items)} names of {arm_ob.name}"))
         return {"FINISHED"}
 
 

@@ -1,4 +1,4 @@
-"""The UI in zh_HANS, zh_HANT and ja_JP (issue 33, docs/blender.md §11): with the add-on registered,
+"""The UI in zh_HANS, zh_HANT and ja_JP (issue 33, docs/blender.md §12): with the add-on registered,
 every label, tooltip, enum item and message string is in all three tables with the same placeholders; the
 tables use the glossary's words; formatted reports are translated through the placeholder templates.
 
