@@ -175,7 +175,16 @@ class _BinaryReader:
         n = self.r.i32("string count") if self.lay.count_size == 4 else self.r.i16("string count")
         if n < 0 or n > self.r.remaining():
             raise FormatError(f"string count {n} exceeds the {self.r.remaining()} bytes left", at, "string count")
-        return [self.r.cstring("string table") for _ in range(n)]
+        strings, seen = [], {}
+        for k in range(n):
+            where = self.r.pos
+            text = self.r.cstring("string table")
+            if text in seen:  # every index names one string: a writer could not say which copy a value used
+                raise FormatError(f"string table entry {k} repeats entry {seen[text]} ({text[:40]!r})", where,
+                                  "string table")
+            seen[text] = k
+            strings.append(text)
+        return strings
 
     def count(self, field: str, item: int) -> int:
         return self.r.count(field, item, signed=True)

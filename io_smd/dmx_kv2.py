@@ -154,8 +154,8 @@ class _Parser:
         out = []
         while self.peek() != "]":
             out.append(self.take("qw", "an array item"))
-            if self.peek() == ",":
-                self.i += 1
+            if self.peek() != "]":  # items are comma-separated: the writer puts one between each pair
+                self.take(",", "',' between array items")
         self.take("]", "']'")
         return out
 

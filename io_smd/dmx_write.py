@@ -66,12 +66,15 @@ def _stored(matrix: np.ndarray) -> np.ndarray:
 def _bind_locals(skel: cm.Skeleton | None) -> list[np.ndarray]:
     """Each bone's bind relative to its parent's bind as a reader rebuilds it from the float32 values written,
     so that rounding does not add up along a chain (docs/source.md §6.6)."""
-    out: list[np.ndarray] = []
-    rebuilt: list[np.ndarray] = []
-    for bone in skel.bones if skel else []:
+    if not skel:
+        return []
+    out: list[np.ndarray] = [np.eye(4)] * len(skel.bones)
+    rebuilt: list[np.ndarray] = [np.eye(4)] * len(skel.bones)
+    for i in skel.topological_order():  # parents first, whatever order the bones are stored in
+        bone = skel.bones[i]
         bind = np.asarray(bone.bind, np.float64)
-        out.append(bind if bone.parent < 0 else affine_inverse(rebuilt[bone.parent]) @ bind)
-        rebuilt.append(_stored(out[-1]) if bone.parent < 0 else rebuilt[bone.parent] @ _stored(out[-1]))
+        out[i] = bind if bone.parent < 0 else affine_inverse(rebuilt[bone.parent]) @ bind
+        rebuilt[i] = _stored(out[i]) if bone.parent < 0 else rebuilt[bone.parent] @ _stored(out[i])
     return out
 
 

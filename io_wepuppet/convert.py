@@ -274,7 +274,12 @@ def _skeleton_to_core(sk: mdl.Skeleton, scale: float) -> tuple[cm.Skeleton, np.n
                                   rest_rotation=np.array([1.0, 0, 0, 0]), rest_scale=np.ones(3),
                                   extras={KEY: {"name": b.name, "as": name, "flags": b.flags, "props": b.props,
                                                 "matrix": _f32_list(b.matrix)}}))
-    skel.set_rest_from_binds()
+    try:
+        skel.set_rest_from_binds()
+    except np.linalg.LinAlgError:  # a parent's bind that has no inverse: the child's local pose does not exist
+        i = int(np.flatnonzero(np.linalg.det(binds) == 0)[0]) if (np.linalg.det(binds) == 0).any() else 0
+        raise FormatError(f"bone {i} ({sk.bones[i].name!r}): bind matrix is singular", None,
+                          f"bone {i} matrix") from None
     return skel, world
 
 

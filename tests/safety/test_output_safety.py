@@ -137,7 +137,7 @@ CASES = {
     "ninja": ("urho3d/Ninja.mdl", True, "urhox", None),
     # every other target: the same staging, whatever files the format lays out
     "fox-pmx": ("gltf/Fox.glb", False, "pmx", ["Fox.pmx", "Image_0.png", "Run.vmd", "Survey.vmd", "Walk.vmd"]),
-    "fox-smd": ("gltf/Fox.glb", False, "smd", ["Fox.smd", "Run.smd", "Survey.smd", "Walk.smd"]),
+    "fox-smd": ("gltf/Fox.glb", False, "smd", ["Fox.qc", "Fox.smd", "Run.smd", "Survey.smd", "Walk.smd"]),
     "fox-wepuppet": ("gltf/Fox.glb", False, "wepuppet", None),
     "fox-mdb": ("gltf/Fox.glb", False, "mdb", ["Fox.mdb"]),
 }
