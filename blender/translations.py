@@ -13,6 +13,7 @@ import bpy
 from ..core import i18n
 
 OPERATOR_CONTEXT = "Operator"  # the context Blender looks operator names up in
+DOC_INDENT = "    "  # a class body's indentation: Python 3.11 keeps it in a docstring's later lines, 3.13 removes it
 
 _registered: list[str] = []  # the module name the tables are registered under
 _translators: dict[str, i18n.Translator] = {}
@@ -29,6 +30,9 @@ def translations_dict(tables: dict[str, dict[tuple[str, str], str]] | None = Non
         for (ctx, msgid), text in table.items():
             if ctx == i18n.DEFAULT_CONTEXT:
                 rows.setdefault((OPERATOR_CONTEXT, msgid), text)
+            if "\n" in msgid:  # a class docstring as Python < 3.13 keeps it: its later lines indented
+                for context in {ctx, OPERATOR_CONTEXT} if ctx == i18n.DEFAULT_CONTEXT else {ctx}:
+                    rows.setdefault((context, msgid.replace("\n", "\n" + DOC_INDENT)), text)
         out[language] = rows
     return out
 

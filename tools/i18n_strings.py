@@ -16,6 +16,7 @@ translated and appended to each table. Exits 1 when something is missing.
 from __future__ import annotations
 
 import ast
+import inspect
 import pathlib
 import sys
 
@@ -150,6 +151,9 @@ def class_strings(package: str) -> dict[tuple[str, str], str]:
             out.setdefault((OPERATOR_CONTEXT if operator else "*", label), where)
         description = rna.description if operator else getattr(cls, "bl_description", "") or (
             (cls.__doc__ or "").strip() if issubclass(cls, bpy.types.Menu) else "")
+        # Python 3.11 keeps a docstring's indentation (3.13 removes it): the table holds it removed, and the
+        # registration adds the indented form (blender/translations.py)
+        description = inspect.cleandoc(description) if description else description
         if description:
             out.setdefault(("*", description), where)
         base = next(getattr(bpy.types, b) for b in _BASES if issubclass(cls, getattr(bpy.types, b)))
