@@ -75,6 +75,8 @@ def _put(me, name: str, data_type: str, domain: str, prop: str, values) -> None:
     attr.data.foreach_set(prop, np.ascontiguousarray(values).reshape(-1))
 
 
+BUILT_PROP = "skinbridge_mdb_built"  # on a point empty: its matrix as import built it (row-major)
+
 def _same_floats(a, b, tolerance: float = 0.0) -> bool:
     """Equal within `tolerance`, NaN matching NaN and an infinity itself."""
     a = np.asarray(a, np.float64)
@@ -290,6 +292,9 @@ def _point_object(d: dict, created: list):
     ob.empty_display_size = 0.25
     m = _point_matrix(d["position"], d["orientation"])
     ob.matrix_world = Matrix([list(r) for r in m])
+    # what Blender made of the file's matrix (a sheared or degenerate orientation becomes a rotation and scale):
+    # while the object still has it, export writes the file's packet
+    ob[BUILT_PROP] = [float(x) for row in ob.matrix_basis for x in row]
     if t == "HAIR":
         ob["nwn2_shortening"] = mdb.HAIR_SHORTENING[d["kind"]] if d["kind"] < 3 else str(d["kind"])
     elif t == "HELM":
@@ -1006,7 +1011,10 @@ def _point_packet(ob, ptype: str, kept: dict | None, warnings: list[str]):
     m = np.array(ob.matrix_world, np.float64)
     if kept and kept.get("type") == ptype:
         built = _point_matrix(kept["position"], kept["orientation"])
-        if _same_floats(built, m, MATRIX_TOLERANCE):
+        as_built = ob.get(BUILT_PROP)
+        held = as_built is not None and len(as_built) == 16 and \
+            _same_floats(np.asarray(as_built, np.float64).reshape(4, 4), m, MATRIX_TOLERANCE)
+        if held or _same_floats(built, m, MATRIX_TOLERANCE):
             d = dict(kept)
             if mdb.text_of(bytes.fromhex(d["name"])) != ob.name:
                 d["name"] = _packet_name(ob, None, warnings).hex()
