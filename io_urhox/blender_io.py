@@ -22,7 +22,7 @@ from .blender_package import write_textures_and_materials
 
 MESH_PROP = "skinbridge_urho"  # on an imported mesh: the file's vertex elements, geometry centres, magic, axes
 
-_KEPT = ("elements", "centers", "magic", "axes", "global_blend", "bbox")
+_KEPT = ("elements", "centers", "magic", "axes", "global_blend", "bbox", "mappings")
 RECORDS_PROP = "skinbridge_urho_vertices"  # the file's vertex records (int32 words), written again while unchanged
 PRIMITIVES_PROP = "skinbridge_urho_triangles"  # the file's triangles and their slots, when Blender dropped some
 

@@ -293,6 +293,8 @@ def to_scene(model: umd2.Model, name: str = "Model", profile: str = "urhox",
                 # written again while the mesh is unchanged
                 mesh.extras["urho"]["global_blend"] = all(len(model.geometries[gi].bone_mapping) == 0
                                                           for gi in mesh.materials)
+                mesh.extras["urho"]["mappings"] = [[int(b) for b in model.geometries[gi].bone_mapping]
+                                                   for gi in mesh.materials]
                 mesh.extras["urho"]["bbox"] = [[float(x) for x in model.bbox_min], [float(x) for x in model.bbox_max]]
             scene.meshes.append(mesh)
     return scene, warnings
@@ -493,6 +495,7 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
     elements = _file_elements(meshes, skinned) or _elements_for(meshes, skinned)
     full, joints, weights, parts, kept_records = _gather_vertices(meshes, elements, skinned, ax)
     file_centers = [_file_center(meshes, origin) for *_, origin in parts]
+    origins = [origin for *_, origin in parts]
     parts = [part[:3] for part in parts]
     model = umd2.Model(magic="UMD2")
     if skel:
@@ -516,7 +519,11 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
         if skinned and kept_records and len(shared) == n_bones and \
                 all(m.extras.get("urho", {}).get("global_blend") for m in meshes):
             geoms = [(material, kind, tris, np.zeros(0, np.uint32)) for material, kind, tris, _ in geoms]
-        if skinned:
+        kept_maps = _kept_mappings(meshes, origins, geoms, verts, joints, weights) if skinned and kept_records \
+            else None
+        if kept_maps is not None:
+            geoms = kept_maps
+        elif skinned:
             _kept_unweighted_indices(meshes, verts, ax)
     indices, centers = _geometries_to_file(model, geoms, geom_centers, verts, ax)
     size = 2 if len(verts) <= 65535 else 4
@@ -702,6 +709,35 @@ def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
             parts.append((m.materials[0] if m.materials else None, 1, m.edges.astype(np.int64) + base, (mi, 0, 1)))
         base += m.vertex_count
     return verts, joints, weights, parts, kept_records
+
+
+def _kept_mappings(meshes: list[cm.Mesh], origins: list, geoms: list, verts: np.ndarray, joints: np.ndarray,
+                   weights: np.ndarray) -> list | None:
+    """The file's own bone mapping per geometry (kept per material slot), and its blend records, when every
+    geometry's vertices still name through it the bones they are weighted to: a file whose geometries map bone
+    lists of their own (Jack.mdl: 52 and 5 bones) is written with them again. None when any does not hold."""
+    bases = np.cumsum([0] + [m.vertex_count for m in meshes])
+    out = []
+    for (material, kind, tris, _), (mi, slot, _) in zip(geoms, origins):
+        urho = meshes[mi].extras.get("urho", {})
+        maps, records = urho.get("mappings"), urho.get("records")
+        if records is None or not isinstance(maps, list) or slot >= len(maps):
+            return None
+        mapping = np.asarray(maps[slot], np.int64)
+        used = np.unique(np.asarray(tris, np.int64))
+        local = records["BLENDINDICES0"][used - bases[mi]].astype(np.int64)
+        live = weights[used] > 0
+        if not len(mapping) or (live.any() and local[live].max() >= len(mapping)):
+            return None
+        if not np.array_equal(mapping[np.where(live, local, 0)][live], joints[used][live]) or \
+                not np.array_equal(records["BLENDWEIGHTS0"][used - bases[mi]], weights[used]):
+            return None
+        out.append((material, kind, tris, mapping.astype(np.uint32)))
+    for mi, m in enumerate(meshes):
+        sl = slice(bases[mi], bases[mi + 1])
+        verts["BLENDINDICES0"][sl] = m.extras["urho"]["records"]["BLENDINDICES0"]
+        verts["BLENDWEIGHTS0"][sl] = m.extras["urho"]["records"]["BLENDWEIGHTS0"]
+    return out
 
 
 def _kept_unweighted_indices(meshes: list[cm.Mesh], verts: np.ndarray, ax: _Axes) -> None:

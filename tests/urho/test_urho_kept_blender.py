@@ -105,6 +105,26 @@ def test_unchanged_model_is_byte_identical_whole(clean_scene, testdata, tmp_path
     assert_same_bytes(out, src, umd2.read, f"{name} through Blender")
 
 
+def test_geometries_keep_their_own_bone_mappings(clean_scene, testdata, tmp_path):
+    """A file whose geometries map a bone list of their own (Jack.mdl: 52 and 5 bones) keeps them: Ninja with
+    every geometry mapping the bones in reverse order (blend indices local to that list) comes back
+    byte-identical, where one shared list in bone order would be written otherwise."""
+    m = umd2.read((testdata / "urho3d" / "Ninja.mdl").read_bytes())
+    n = len(m.bones)
+    vb = m.vertex_buffers[0].vertices
+    live = vb["BLENDWEIGHTS0"] > 0
+    vb["BLENDINDICES0"] = np.where(live, n - 1 - vb["BLENDINDICES0"].astype(np.int64), 0).astype(np.uint8)
+    for g in m.geometries:
+        g.bone_mapping = np.arange(n - 1, -1, -1).astype(np.uint32)
+    src = tmp_path / "src" / "Ninja.mdl"
+    src.parent.mkdir()
+    src.write_bytes(umd2.write(m))
+    blender_io.import_mdl(bpy.context, str(src))
+    out = tmp_path / "Ninja.mdl"
+    blender_io.export_mdl(bpy.context, str(out), "urho3d")
+    assert_same_bytes(out.read_bytes(), src.read_bytes(), umd2.read, "Ninja with reversed bone mappings")
+
+
 def test_a_moved_bone_gets_computed_collision_data(clean_scene, testdata, tmp_path):
     """Once a bone's bind changes, the file's bone-local box no longer fits: it is computed again."""
     blender_io.import_mdl(bpy.context, str(testdata / "urho3d" / "Kachujin.mdl"))
