@@ -154,10 +154,18 @@ class _Parser:
         out = []
         while self.peek() != "]":
             out.append(self.take("qw", "an array item"))
-            if self.peek() != "]":  # items are comma-separated: the writer puts one between each pair
-                self.take(",", "',' between array items")
+            self.separator()
         self.take("]", "']'")
         return out
+
+    def separator(self) -> None:
+        """After an array item: ']' next, or one ',' followed by another item (the writer puts a comma between
+        each pair and none after the last, so any other spelling would not write back as read)."""
+        if self.peek() == "]":
+            return
+        self.take(",", "',' between array items")
+        if self.peek() == "]":
+            raise self.fail("a ',' after the last array item", "','")
 
     def elements_of(self, a: Attribute, depth: int) -> None:
         if not a.array:
@@ -184,8 +192,7 @@ class _Parser:
                 a.value.append(None)
                 a.inline.append(False)
                 a.raw += (tok,)
-            if self.peek() == ",":
-                self.i += 1
+            self.separator()
         self.i += 1
 
     def resolve(self) -> None:
