@@ -21,8 +21,6 @@ import os
 import pathlib
 import resource
 import runpy
-import subprocess
-import sys
 import tempfile
 import time
 
@@ -36,16 +34,9 @@ CODEC_REPEAT = 20  # the codec read takes milliseconds: the fastest of this many
 
 runpy.run_path(str(ROOT / "bench" / "_checkout.py"))  # `skinbridge` importable before its first import
 
+from skinbridge.bench.timing import best_of, fastest_worker  # noqa: E402  (after _checkout)
+
 _measured = False  # bench/run asks once per size; one set of rows is enough
-
-
-def _best(n: int, fn) -> float:
-    best = float("inf")
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def codec_figures() -> dict:
@@ -62,8 +53,8 @@ def codec_figures() -> dict:
         for s in packed:
             gr2.decompress_section(data, s)
 
-    read = _best(CODEC_REPEAT, lambda: gr2_skeleton.skeletons(gr2.read(data)))
-    return {"read": read, "decompress": _best(CODEC_REPEAT, decompress),
+    read = best_of(CODEC_REPEAT, lambda: gr2_skeleton.skeletons(gr2.read(data)))[0]
+    return {"read": read, "decompress": best_of(CODEC_REPEAT, decompress)[0],
             "bones": len(gr2_skeleton.skeletons(f)[0].bones)}
 
 
@@ -94,18 +85,7 @@ def _measure(spec: dict) -> dict:
 
 
 def run_worker(spec: dict, repeat: int, timeout: float) -> dict:
-    best = None
-    for _ in range(max(repeat, 1)):
-        cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), "--worker", json.dumps(spec)]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
-        if p.returncode or not lines:
-            tail = (p.stderr or p.stdout).strip().splitlines()[-8:]
-            return {"error": " | ".join(tail) or f"exit {p.returncode}"}
-        got = json.loads(lines[-1][7:])
-        if best is None or got["seconds"] < best["seconds"]:
-            best = got
-    return best
+    return fastest_worker(pathlib.Path(__file__).resolve(), spec, repeat, timeout)
 
 
 def _row(stage: str, got: dict) -> dict:

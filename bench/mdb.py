@@ -19,14 +19,14 @@ import json
 import os
 import pathlib
 import runpy
-import subprocess
-import sys
 import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 runpy.run_path(str(ROOT / "bench" / "_checkout.py"))  # `skinbridge` importable before its first import
+
+from skinbridge.bench.timing import fastest_worker  # noqa: E402  (after _checkout)
 
 PARTS = 4  # at size L (200,000 vertices): four meshes of at most 65,536 vertices; larger models get more
 MAX_VERTICES = 65536  # MDB faces are u16
@@ -141,18 +141,7 @@ def _measure(spec: dict) -> dict:
 
 
 def run_worker(spec: dict, repeat: int, timeout: float) -> dict:
-    best = None
-    for _ in range(max(repeat, 1)):
-        cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), "--worker", json.dumps(spec)]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
-        if p.returncode or not lines:
-            tail = (p.stderr or p.stdout).strip().splitlines()[-8:]
-            return {"error": " | ".join(tail) or f"exit {p.returncode}"}
-        got = json.loads(lines[-1][7:])
-        if best is None or got["seconds"] < best["seconds"]:
-            best = got
-    return best
+    return fastest_worker(pathlib.Path(__file__).resolve(), spec, repeat, timeout)
 
 
 def measure(size: str = "L", tmp: pathlib.Path | None = None, repeat: int = 1, timeout: float = 900) -> list[dict]:

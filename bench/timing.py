@@ -1,6 +1,10 @@
-"""What the benchmark scripts share: the best-of-N timer."""
+"""What the benchmark scripts share: the best-of-N timer, and the fastest of N fresh worker processes."""
 from __future__ import annotations
 
+import json
+import pathlib
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -17,3 +21,20 @@ def best_of(repeat: int, fn: Callable[[], object], setup: Callable[[], object] |
         result = fn()
         best = min(best, time.perf_counter() - t)
     return best, result
+
+
+def fastest_worker(script: pathlib.Path, spec: dict, repeat: int, timeout: float) -> dict:
+    """The result with the fewest "seconds" of `repeat` fresh processes of `script --worker SPEC` (each prints
+    one line `RESULT {json}`); {"error": the failing process's last lines} as soon as one fails."""
+    best = None
+    for _ in range(max(repeat, 1)):
+        cmd = [sys.executable, str(script), "--worker", json.dumps(spec)]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+        if p.returncode or not lines:
+            tail = (p.stderr or p.stdout).strip().splitlines()[-8:]
+            return {"error": " | ".join(tail) or f"exit {p.returncode}"}
+        got = json.loads(lines[-1][7:])
+        if best is None or got["seconds"] < best["seconds"]:
+            best = got
+    return best

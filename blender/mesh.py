@@ -194,18 +194,8 @@ def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings, wan
         cmesh.tangents = np.concatenate([txyz, w[:, None]], axis=1).astype(np.float32)
     source = corner_vert[src_corner]
     edges, extra = _loose_edges(me, source)
-    if len(extra):  # vertices only loose edges use: their own normal, zero UVs, white, a default tangent
-        vn = _foreach(me.vertex_normals, "vector", nv, 3, np.float32)[extra].astype(np.float64) @ normal_m.T
-        vn /= np.maximum(np.linalg.norm(vn, axis=1, keepdims=True), 1e-30)
-        k = len(extra)
-        cmesh.positions = np.concatenate([cmesh.positions,
-                                          (pos[extra].astype(np.float64) @ lin.T + m[:3, 3]).astype(np.float32)])
-        cmesh.normals = np.concatenate([cmesh.normals, vn.astype(np.float32)])
-        cmesh.uvs = [(n, np.concatenate([uv, np.zeros((k, 2), np.float32)])) for n, uv in cmesh.uvs]
-        cmesh.colors = [(n, np.concatenate([c, np.ones((k, 4), np.float32)])) for n, c in cmesh.colors]
-        if cmesh.tangents is not None:
-            cmesh.tangents = np.concatenate([cmesh.tangents, np.tile(np.float32([1, 0, 0, 1]), (k, 1))])
-        source = np.concatenate([source, extra]).astype(np.int32)
+    if len(extra):  # vertices only loose edges use
+        source = _append_cornerless(me, cmesh, source, extra, pos, m, normal_m)
     if len(edges):
         cmesh.edges = edges
     if isolated:
@@ -216,6 +206,23 @@ def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings, wan
     cmesh.extras["source_vertex"] = source
     cmesh.extras["source_vertex_count"] = nv
     return cmesh
+
+
+def _append_cornerless(me, cmesh: cm.Mesh, source: np.ndarray, verts: np.ndarray, pos: np.ndarray, m: np.ndarray,
+                       normal_m: np.ndarray) -> np.ndarray:
+    """Blender vertices `verts` that no face corner brought, appended as output vertices: their own normal, zero
+    UVs, white, a default tangent. Returns the output vertices' Blender vertex indices."""
+    k = len(verts)
+    vn = _foreach(me.vertex_normals, "vector", len(me.vertices), 3, np.float32)[verts].astype(np.float64) @ normal_m.T
+    vn /= np.maximum(np.linalg.norm(vn, axis=1, keepdims=True), 1e-30)
+    placed = (pos[verts].astype(np.float64) @ m[:3, :3].T + m[:3, 3]).astype(np.float32)
+    cmesh.positions = np.concatenate([cmesh.positions, placed])
+    cmesh.normals = np.concatenate([cmesh.normals, vn.astype(np.float32)])
+    cmesh.uvs = [(n, np.concatenate([uv, np.zeros((k, 2), np.float32)])) for n, uv in cmesh.uvs]
+    cmesh.colors = [(n, np.concatenate([c, np.ones((k, 4), np.float32)])) for n, c in cmesh.colors]
+    if cmesh.tangents is not None:
+        cmesh.tangents = np.concatenate([cmesh.tangents, np.tile(np.float32([1, 0, 0, 1]), (k, 1))])
+    return np.concatenate([source, verts]).astype(np.int32)
 
 
 def _keep_isolated(me, cmesh: cm.Mesh, source: np.ndarray, pos: np.ndarray, m: np.ndarray,
@@ -229,18 +236,7 @@ def _keep_isolated(me, cmesh: cm.Mesh, source: np.ndarray, pos: np.ndarray, m: n
     isolated = np.flatnonzero(~used)
     if not len(isolated):
         return source
-    k = len(isolated)
-    vn = _foreach(me.vertex_normals, "vector", nv, 3, np.float32)[isolated].astype(np.float64) @ normal_m.T
-    vn /= np.maximum(np.linalg.norm(vn, axis=1, keepdims=True), 1e-30)
-    lin = m[:3, :3]
-    cmesh.positions = np.concatenate([cmesh.positions,
-                                      (pos[isolated].astype(np.float64) @ lin.T + m[:3, 3]).astype(np.float32)])
-    cmesh.normals = np.concatenate([cmesh.normals, vn.astype(np.float32)])
-    cmesh.uvs = [(n, np.concatenate([uv, np.zeros((k, 2), np.float32)])) for n, uv in cmesh.uvs]
-    cmesh.colors = [(n, np.concatenate([c, np.ones((k, 4), np.float32)])) for n, c in cmesh.colors]
-    if cmesh.tangents is not None:
-        cmesh.tangents = np.concatenate([cmesh.tangents, np.tile(np.float32([1, 0, 0, 1]), (k, 1))])
-    source = np.concatenate([source, isolated]).astype(np.int32)
+    source = _append_cornerless(me, cmesh, source, isolated, pos, m, normal_m)
     order = np.argsort(source, kind="stable")
     new_index = np.empty(len(order), np.int64)
     new_index[order] = np.arange(len(order))

@@ -226,3 +226,26 @@ def walk(data: bytes) -> dict:
         assert wk.pos == end, (stag, wk.pos, end)
     out["end"] = wk.pos
     return out
+
+
+def _rotation(axis: int, angle: float) -> np.ndarray:
+    """Rotation about one axis by Rodrigues' formula (not the module's hand-written matrices)."""
+    k = np.zeros(3)
+    k[axis] = 1.0
+    kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    return np.eye(3) + math.sin(angle) * kx + (1 - math.cos(angle)) * kx @ kx
+
+
+def layer_matrix(obj: dict, properties: dict) -> np.ndarray:
+    """The tests' own reading of a scene.json layer's place, in scene pixels: T(origin) · Rz · Ry · Rx · S, a value
+    bound to a user property taking that property's value."""
+    def vec(key: str, default: str) -> np.ndarray:
+        v = obj.get(key, default)
+        if isinstance(v, dict):
+            v = properties[v["user"]]["value"]
+        return np.full(3, float(v)) if isinstance(v, (int, float)) else np.array([float(x) for x in v.split()])
+    ax, ay, az = vec("angles", "0 0 0")
+    m = np.eye(4)
+    m[:3, :3] = _rotation(2, az) @ _rotation(1, ay) @ _rotation(0, ax) @ np.diag(vec("scale", "1 1 1"))
+    m[:3, 3] = vec("origin", "0 0 0")
+    return m

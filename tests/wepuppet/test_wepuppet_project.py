@@ -5,13 +5,14 @@ each layer where the test's own reading of scene.json puts it."""
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest
 
 from skinbridge.core.errors import FormatError
 from skinbridge.io_wepuppet import project as wp
+
+import wepuppet_support as ws
 
 EFFECT = {"file": "effects/shake/effect.json", "id": 40, "name": "", "passes": [{"constantshadervalues": {
     "speed": 2.5}, "id": 41}], "visible": True}
@@ -49,27 +50,6 @@ def _make(folder) -> tuple[bytes, bytes]:
     return project, scene
 
 
-def _rotation(axis: int, angle: float) -> np.ndarray:
-    """Rotation about one axis by Rodrigues' formula (not the module's hand-written matrices)."""
-    k = np.zeros(3)
-    k[axis] = 1.0
-    kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
-    return np.eye(3) + math.sin(angle) * kx + (1 - math.cos(angle)) * kx @ kx
-
-
-def _expected_matrix(obj: dict, properties: dict) -> np.ndarray:
-    def vec(key: str, default: str) -> np.ndarray:
-        v = obj.get(key, default)
-        if isinstance(v, dict):
-            v = properties[v["user"]]["value"]
-        return np.full(3, float(v)) if isinstance(v, (int, float)) else np.array([float(x) for x in v.split()])
-    ax, ay, az = vec("angles", "0 0 0")
-    m = np.eye(4)
-    m[:3, :3] = _rotation(2, az) @ _rotation(1, ay) @ _rotation(0, ax) @ np.diag(vec("scale", "1 1 1"))
-    m[:3, 3] = vec("origin", "0 0 0")
-    return m
-
-
 def test_every_layer_type_reads_typed_and_comes_back_byte_identical(tmp_path):
     project_bytes, scene_bytes = _make(tmp_path)
     project, scene, warnings = wp.read_folder(str(tmp_path))
@@ -89,7 +69,7 @@ def test_every_layer_type_reads_typed_and_comes_back_byte_identical(tmp_path):
     doc = json.loads(scene_bytes)
     props = json.loads(project_bytes)["general"]["properties"]
     for layer, obj in zip(scene.layers, doc["objects"], strict=True):
-        assert np.allclose(layer.matrix(), _expected_matrix(obj, props), rtol=0, atol=1e-9), layer.name
+        assert np.allclose(layer.matrix(), ws.layer_matrix(obj, props), rtol=0, atol=1e-9), layer.name
 
 
 def test_a_changed_layer_changes_only_its_own_key(tmp_path):

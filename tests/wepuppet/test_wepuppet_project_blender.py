@@ -5,7 +5,6 @@ scene.json, mapped to Blender as puppet pixels are: (x, y, z) → 0.01 · (x, �
 from __future__ import annotations
 
 import json
-import math
 import shutil
 
 import numpy as np
@@ -15,6 +14,8 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge.io_wepuppet import blender_project, tex  # noqa: E402
 from skinbridge.io_wepuppet import project as wp  # noqa: E402
+
+import wepuppet_support  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -62,27 +63,11 @@ def _make(folder, testdata) -> None:
     (folder / "scene.json").write_bytes(wp.format_json(wp.scene_doc(1920, 1080, objects)))
 
 
-def _rotation(axis: int, angle: float) -> np.ndarray:
-    k = np.zeros(3)
-    k[axis] = 1.0
-    kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
-    return np.eye(3) + math.sin(angle) * kx + (1 - math.cos(angle)) * kx @ kx
-
-
 def _expected(objects: list[dict], index: int, properties: dict) -> np.ndarray:
     """World matrix in Blender of layer `index`: the parent's, then the layer's own T · Rz · Ry · Rx · S, each
     conjugated by the pixel → Blender map."""
     obj = objects[index]
-
-    def vec(key: str, default: str) -> np.ndarray:
-        v = obj.get(key, default)
-        if isinstance(v, dict):
-            v = properties[v["user"]]["value"]
-        return np.full(3, float(v)) if isinstance(v, (int, float)) else np.array([float(x) for x in v.split()])
-    ax, ay, az = vec("angles", "0 0 0")
-    local = np.eye(4)
-    local[:3, :3] = _rotation(2, az) @ _rotation(1, ay) @ _rotation(0, ax) @ np.diag(vec("scale", "1 1 1"))
-    local[:3, 3] = vec("origin", "0 0 0")
+    local = wepuppet_support.layer_matrix(obj, properties)
     to_blender = np.diag([SCALE, SCALE, SCALE, 1.0])[:, [0, 2, 1, 3]] * np.array([1, -1, 1, 1])[:, None]
     world = to_blender @ local @ np.linalg.inv(to_blender)
     if "parent" in obj:
