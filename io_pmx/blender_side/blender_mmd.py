@@ -404,7 +404,9 @@ def _add_unused_vertices(ob, cmesh: cm.Mesh, raw: dict | None, skel: cm.Skeleton
     me = ob.data
     nv = len(me.vertices)
     source = np.asarray(cmesh.extras["source_vertex"], np.int64)
-    missing = np.setdiff1d(np.arange(nv), source)
+    used = np.zeros(nv, bool)
+    used[source] = True  # a mask: np.setdiff1d sorts both sides (0.1-0.4 s on a 1M-vertex export)
+    missing = np.flatnonzero(~used)
     if not len(missing):
         return
     m = np.array(ob.matrix_world, dtype=np.float64)
