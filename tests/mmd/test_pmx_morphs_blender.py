@@ -4,6 +4,8 @@ from the record (bone pose, material colour, UVs, group and flip members); with 
 export is byte-identical; VMD morph keys drive the sliders and come back byte-identical."""
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -247,6 +249,69 @@ def test_bone_and_group_sliders_pose_as_babylon_mmd_plays_them(model, written, t
     rest = np.array([m.bones[next(i for i, b in enumerate(m.bones) if b.name == n)].position for n in
                      BABYLON_BONES])
     assert np.abs(theirs - rest).max() > 0.1  # the morph moved them
+
+
+VERTEX_CASES = ({"あ": 1.0}, {"まばたき": 0.5, "い": 0.25}, {mmd_extras.EVERY_MORPH[pmx.MORPH_GROUP]: 1.0})
+
+
+def _babylon_deformed(model_path, cases) -> np.ndarray:
+    """(cases, vertices, 3) positions in MMD units as babylon-mmd's runtime deforms the model at each case's
+    morph weights (tests/js/mmd_runtime_morph.mjs: Babylon's own morph targets, influences and skinning)."""
+    import json  # noqa: PLC0415 - only this test runs node
+    import subprocess  # noqa: PLC0415 - only this test runs node
+    from support.tools import JS, NODE_MODULES, node_with_babylon  # noqa: PLC0415 - node only here
+
+    out = pathlib.Path(model_path).with_suffix(".f32")
+    done = subprocess.run([node_with_babylon(), str(JS / "mmd_runtime_morph.mjs"), str(NODE_MODULES),
+                           str(model_path), json.dumps(cases, ensure_ascii=False), str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout[done.stdout.index("{"):])
+    assert report["missing"] == []
+    return np.fromfile(out, "<f4").astype(np.float64).reshape(len(cases), report["vertices"], 3)
+
+
+def _blender_deformed(mesh) -> np.ndarray:
+    """The evaluated mesh's vertices (shape keys, then the armature) in MMD axes and units."""
+    evaluated = mesh.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    me = evaluated.to_mesh()
+    try:
+        co = np.empty(len(me.vertices) * 3, np.float32)
+        me.vertices.foreach_get("co", co)
+    finally:
+        evaluated.to_mesh_clear()
+    world = np.array(mesh.matrix_world, np.float64)
+    co = co.reshape(-1, 3).astype(np.float64) @ world[:3, :3].T + world[:3, 3]
+    return co @ SWAP / SCALE
+
+
+def test_vertex_and_group_morphs_deform_as_babylon_mmd_does(model, written):
+    """Vertex morphs (one alone, two mixed at partial weights) and the group over a vertex and a bone morph: the
+    evaluated Blender mesh against babylon-mmd's runtime at the same weights, every vertex within 1e-4 of the
+    model's height."""
+    arm, mesh, m = model
+    theirs = _babylon_deformed(written, [dict(c) for c in VERTEX_CASES])
+    height = float(np.ptp(m.vertices["position"][:, 1]))
+    base = m.vertices["position"].astype(np.float64)
+    keys = mesh.data.shape_keys.key_blocks
+    for case, babylon in zip(VERTEX_CASES, theirs):
+        for name, weight in case.items():
+            if name in keys:
+                keys[name].value = weight
+            else:
+                arm[blender_morphs.SLIDER_PREFIX + name] = weight
+        blender_morphs.apply(arm)
+        ours = _blender_deformed(mesh)
+        err = np.linalg.norm(ours - babylon, axis=1)
+        assert err.max() <= 1e-4 * height, (case, err.max() / height, int(err.argmax()))
+        moved = np.linalg.norm(babylon - base, axis=1)
+        assert moved.max() > 0.05, case  # the morph did move the mesh (0.4 mm on a 20-unit model would not)
+        for name in case:
+            if name in keys:
+                keys[name].value = 0.0
+            else:
+                arm[blender_morphs.SLIDER_PREFIX + name] = 0.0
+        blender_morphs.apply(arm)
 
 
 class _Layout:
