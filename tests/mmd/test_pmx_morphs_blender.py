@@ -443,3 +443,94 @@ def test_long_control_and_repeated_morph_names_still_get_sliders(clean_scene, wr
     arm[names[bone.name]] = 0.0
     blender_io.export_pmx(bpy.context, str(out))
     assert_same_bytes(out.read_bytes(), path.read_bytes(), pmx.read)
+
+
+def _exported_with(m: pmx.PmxModel, tmp_path, edits: dict[int, np.ndarray]) -> None:
+    """Export the scene; the file equals `m` with the offsets of each edited morph (by kind) replaced by the
+    exported ones, byte for byte, after each exported record matched `edits` (the rows the test expects)."""
+    out = tmp_path / "edited.pmx"
+    blender_io.export_pmx(bpy.context, str(out))
+    got = pmx.read(out.read_bytes())
+    for kind, want in edits.items():
+        rows = _morph(got, kind).offsets
+        assert rows.dtype == want.dtype and len(rows) == len(want), kind
+        for field in want.dtype.names:
+            np.testing.assert_allclose(rows[field], want[field], atol=2e-6, err_msg=f"{kind} {field}")
+        _morph(m, kind).offsets = rows
+    assert_same_bytes(out.read_bytes(), pmx.write(m), pmx.read)
+
+
+def _corners_of(mesh, v: int) -> np.ndarray:
+    corner = np.empty(len(mesh.data.loops), np.int64)
+    mesh.data.loops.foreach_get("vertex_index", corner)
+    return np.flatnonzero(corner == v)
+
+
+def test_uv_morph_edited_from_the_uvs_exports_changed_and_nothing_else(model, tmp_path):
+    """The UV morph at 0.5: one listed vertex's UVs moved further, one unlisted vertex's UVs moved; "UV Morph
+    from UVs" makes the morph give them (offset += change / 0.5, v down; a new row for the new vertex)."""
+    arm, mesh, m = model
+    name = mmd_extras.EVERY_MORPH[pmx.MORPH_UV]
+    _set(arm, pmx.MORPH_UV, 0.5)
+    listed, unlisted = 9, 10  # the fixture lists every third vertex
+    uv = _uv(mesh)
+    for v, move in ((listed, (0.125, 0.0625)), (unlisted, (-0.25, 0.5))):
+        uv[_corners_of(mesh, v)] += move
+    mesh.data.uv_layers.active.data.foreach_set("uv", uv.reshape(-1))
+    bpy.context.view_layer.objects.active = arm
+    assert bpy.ops.skinbridge.mmd_uv_morph_from_uvs(morph=name) == {"FINISHED"}
+    np.testing.assert_allclose(_uv(mesh), uv, atol=1e-6)  # shown as set
+    _set(arm, pmx.MORPH_UV, 0.0)
+    want = np.concatenate([_morph(m, pmx.MORPH_UV).offsets, pmx.empty_records(
+        pmx.MORPH_OFFSETS[pmx.MORPH_UV], 1)])
+    row = int(np.flatnonzero(want["vertex"] == listed)[0])
+    want["offset"][row, :2] += np.array([0.125, -0.0625]) / 0.5
+    want["vertex"][-1], want["offset"][-1] = unlisted, (-0.5, -1.0, 0, 0)
+    _exported_with(m, tmp_path, {pmx.MORPH_UV: want})
+
+
+def test_additional_uv_morphs_edited_export_changed_and_nothing_else(model, tmp_path):
+    """Additional UV 1 at 0.5: its shown set (pmx_morph_add_uv1) changed on a listed vertex, stored from it;
+    additional UV 3: an offset set on the vertices selected (one listed, one not)."""
+    arm, mesh, m = model
+    _set(arm, pmx.MORPH_UV1, 0.5)
+    shown = _attr(mesh, "pmx_morph_add_uv1")
+    change = np.array([0.1, 0.2, -0.3, 0.4], np.float32)
+    shown[6] += change
+    mesh.data.attributes["pmx_morph_add_uv1"].data.foreach_set("value", shown.reshape(-1))
+    bpy.context.view_layer.objects.active = arm
+    assert bpy.ops.skinbridge.mmd_uv_morph_from_uvs(morph=mmd_extras.EVERY_MORPH[pmx.MORPH_UV1]) == {"FINISHED"}
+    np.testing.assert_allclose(_attr(mesh, "pmx_morph_add_uv1"), shown, atol=1e-6)
+    _set(arm, pmx.MORPH_UV1, 0.0)
+    first = _morph(m, pmx.MORPH_UV1).offsets.copy()
+    first["offset"][first["vertex"] == 6] += change / 0.5
+    select = np.zeros(len(mesh.data.vertices), bool)
+    select[[3, 4]] = True
+    mesh.data.vertices.foreach_set("select", select)
+    offset = (0.5, -0.25, 0.125, 1.0)
+    name = mmd_extras.EVERY_MORPH[pmx.MORPH_UV3]
+    assert bpy.ops.skinbridge.mmd_uv_morph_offset(morph=name, offset=offset) == {"FINISHED"}
+    third = np.concatenate([_morph(m, pmx.MORPH_UV3).offsets, pmx.empty_records(
+        pmx.MORPH_OFFSETS[pmx.MORPH_UV3], 1)])
+    third["offset"][third["vertex"] == 3] = offset
+    third["vertex"][-1], third["offset"][-1] = 4, offset
+    _exported_with(m, tmp_path, {pmx.MORPH_UV1: first, pmx.MORPH_UV3: third})
+
+
+def test_group_and_flip_member_factors_edited_export_changed_and_nothing_else(model, tmp_path):
+    arm, mesh, m = model
+    keys = mesh.data.shape_keys.key_blocks
+    bpy.context.view_layer.objects.active = arm
+    group, flip = (mmd_extras.EVERY_MORPH[k] for k in (pmx.MORPH_GROUP, pmx.MORPH_FLIP))
+    assert bpy.ops.skinbridge.mmd_morph_member_ratio(morph=group, member="0", ratio=0.75) == {"FINISHED"}
+    assert bpy.ops.skinbridge.mmd_morph_member_ratio(morph=flip, member="1", ratio=0.5) == {"FINISHED"}
+    _set(arm, pmx.MORPH_GROUP, 1.0)
+    assert keys["あ"].value == pytest.approx(0.75)  # あ now at 0.75 in the group
+    _set(arm, pmx.MORPH_GROUP, 0.0)
+    _set(arm, pmx.MORPH_FLIP, 1.0)  # the last member, い, at its new factor
+    assert (keys["あ"].value, keys["い"].value) == (0, pytest.approx(0.5))
+    _set(arm, pmx.MORPH_FLIP, 0.0)
+    edits = {kind: _morph(m, kind).offsets.copy() for kind in (pmx.MORPH_GROUP, pmx.MORPH_FLIP)}
+    edits[pmx.MORPH_GROUP]["ratio"][0] = 0.75
+    edits[pmx.MORPH_FLIP]["ratio"][1] = 0.5
+    _exported_with(m, tmp_path, edits)
