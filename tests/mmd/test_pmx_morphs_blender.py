@@ -314,6 +314,17 @@ def test_vertex_and_group_morphs_deform_as_babylon_mmd_does(model, written):
         blender_morphs.apply(arm)
 
 
+class _Properties:
+    """What `layout.operator()` returns: setting a property the operator lacks fails."""
+
+    def __init__(self, idname: str, held) -> None:
+        object.__setattr__(self, "where", (idname, set(held)))
+
+    def __setattr__(self, key: str, value) -> None:
+        idname, held = self.where
+        assert key in held, f"{idname} has no property {key}"
+
+
 class _Layout:
     """Records what a panel draws."""
 
@@ -327,8 +338,11 @@ class _Layout:
         return self
 
     def operator(self, idname: str, text: str = "", icon: str = "") -> object:
+        assert icon in bpy.types.UILayout.bl_rna.functions["label"].parameters["icon"].enum_items.keys(), icon
+        category, _, name = idname.partition(".")
+        held = getattr(getattr(bpy.ops, category), name).get_rna_type().properties.keys()  # registered
         self.rows.append(("operator", idname))
-        return type("Properties", (), {})()
+        return _Properties(idname, held)
 
     def label(self, text: str = "") -> None:
         self.rows.append(("label", text))
@@ -357,6 +371,13 @@ def test_morphs_panel_lists_every_slider_by_mmd_panel(model):
     assert rows[bone_morph + 1] == ("operator", "skinbridge.mmd_bone_morph_from_pose")
     material_morph = rows.index(("prop", 0.0, mmd_extras.EVERY_MORPH[pmx.MORPH_MATERIAL]))
     assert rows[material_morph + 1] == ("operator", "skinbridge.mmd_material_morph_from_colour")
+    for kind in range(pmx.MORPH_UV, pmx.MORPH_UV4 + 1):  # each UV morph: from the UVs, an offset on selected
+        at = next(i for i, r in enumerate(rows) if r[0] == "prop" and r[2] == mmd_extras.EVERY_MORPH[kind])
+        assert rows[at + 1:at + 3] == [("operator", "skinbridge.mmd_uv_morph_from_uvs"),
+                                       ("operator", "skinbridge.mmd_uv_morph_offset")], kind
+    for kind in (pmx.MORPH_GROUP, pmx.MORPH_FLIP):
+        at = rows.index(("prop", 0.0, mmd_extras.EVERY_MORPH[kind]))
+        assert rows[at + 1] == ("operator", "skinbridge.mmd_morph_member_ratio"), kind
 
 
 def _armature_matrix(arm, name: str, t, q_xyzw) -> np.ndarray:
