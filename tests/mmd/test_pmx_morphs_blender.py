@@ -1,10 +1,14 @@
 """Issue 31 item 1 and 3: every MMD morph a slider. A PMX our writer makes from Luka with one morph of every
 kind added (tests/support/mmd_extras.py): each slider at 1.0 shows what the record describes, computed here
 from the record (bone pose, material colour, UVs, group and flip members); with every slider back at 0 the
-export is byte-identical; VMD morph keys drive the sliders and come back byte-identical."""
+export is byte-identical; VMD morph keys drive the sliders and come back byte-identical; vertex, bone and
+group morphs deform and pose as babylon-mmd's runtime does; each morph kind edited in Blender (bone, material,
+UV, additional UV, group, flip) exports changed in that morph's record and nothing else."""
 from __future__ import annotations
 
+import json
 import pathlib
+import subprocess
 
 import numpy as np
 import pytest
@@ -18,6 +22,7 @@ from skinbridge.io_pmx.model import pmx  # noqa: E402
 from skinbridge.io_pmx.motion import vmd  # noqa: E402
 from support import mmd_extras  # noqa: E402
 from support.bytes_compare import assert_same_bytes  # noqa: E402
+from support.tools import JS, NODE_MODULES, node_with_babylon  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -257,10 +262,6 @@ VERTEX_CASES = ({"あ": 1.0}, {"まばたき": 0.5, "い": 0.25}, {mmd_extras.EV
 def _babylon_deformed(model_path, cases) -> np.ndarray:
     """(cases, vertices, 3) positions in MMD units as babylon-mmd's runtime deforms the model at each case's
     morph weights (tests/js/mmd_runtime_morph.mjs: Babylon's own morph targets, influences and skinning)."""
-    import json  # noqa: PLC0415 - only this test runs node
-    import subprocess  # noqa: PLC0415 - only this test runs node
-    from support.tools import JS, NODE_MODULES, node_with_babylon  # noqa: PLC0415 - node only here
-
     out = pathlib.Path(model_path).with_suffix(".f32")
     done = subprocess.run([node_with_babylon(), str(JS / "mmd_runtime_morph.mjs"), str(NODE_MODULES),
                            str(model_path), json.dumps(cases, ensure_ascii=False), str(out)],
