@@ -42,10 +42,13 @@ def _save(model: Model, k: int, rows: np.ndarray) -> None:
 
 def _with_rows(old: np.ndarray, vertices: np.ndarray, values: np.ndarray) -> np.ndarray:
     """`old` UV offset rows with the offset of each of `vertices` set to its row of `values` (n, 4): the first
-    row naming the vertex changes, a vertex without a row gets one appended; other rows keep their bytes."""
+    row naming the vertex changes (to the value less any later rows of that vertex, since MMD adds them), a
+    vertex without a row gets one appended; other rows keep their bytes."""
     first: dict[int, int] = {}
+    later: dict[int, np.ndarray] = {}
     for r, v in enumerate(old["vertex"].tolist()):
-        first.setdefault(int(v), r)
+        if first.setdefault(int(v), r) != r:
+            later[int(v)] = later.get(int(v), 0.0) + old["offset"][r].astype(np.float64)
     extra = [v for v in vertices.tolist() if v not in first]
     rows = pmx.empty_records(pmx.MORPH_OFFSETS[pmx.MORPH_UV], len(old) + len(extra))
     rows[:len(old)] = old
@@ -53,7 +56,7 @@ def _with_rows(old: np.ndarray, vertices: np.ndarray, values: np.ndarray) -> np.
         first[v] = len(old) + j
         rows["vertex"][len(old) + j] = v
     for v, value in zip(vertices.tolist(), values):
-        rows["offset"][first[v]] = value
+        rows["offset"][first[v]] = value - later.get(v, 0.0)
     return rows
 
 
@@ -136,6 +139,8 @@ def store_uvs(arm_ob, morph_name: str) -> int:
     me = _mesh(model)
     n = len(me.vertices)
     kind = model.morphs[k].kind
+    if kind == pmx.MORPH_UV:  # sliders moved since the last update: show them (UV edits in between are kept)
+        apply(arm_ob)
     shown = mmd_morphs.uv_offsets(model.morphs, weights, n).get(kind, np.zeros((n, 4)))
     if kind == pmx.MORPH_UV:
         if me.uv_layers.active is None:
