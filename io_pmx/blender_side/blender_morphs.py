@@ -12,7 +12,8 @@ active UV map, additional-UV morphs write `pmx_morph_add_uv1..4` (the file's own
 pose, colours and UV edits in between are kept. Handlers call it after every depsgraph update (only when a
 slider changed) and around frame changes, so keyed sliders play. Export sees the model with every slider at
 0 (`at_rest`), so an unchanged model writes the same bytes. A bone morph is edited from a pose (`store_pose`),
-a material morph from colours (`store_colour`); the panel has a button for each.
+a material morph from colours (`store_colour`), UV, group and flip morphs through blender_morph_edit; the
+panel has a button for each.
 """
 from __future__ import annotations
 
@@ -555,6 +556,16 @@ class VIEW3D_PT_skinbridge_mmd_morphs(bpy.types.Panel):
                     elif m.kind == pmx.MORPH_MATERIAL:
                         row.operator(SKINBRIDGE_OT_mmd_material_morph_from_colour.bl_idname, text="",
                                      icon="MATERIAL").morph = m.name
+                    elif m.kind in mmd_morphs.UV_KINDS:
+                        row.operator(EDIT_OPERATORS["uv"], text="", icon="UV").morph = m.name
+                        row.operator(EDIT_OPERATORS["offset"], text="", icon="VERTEXSEL").morph = m.name
+                    elif m.kind in (pmx.MORPH_GROUP, pmx.MORPH_FLIP):
+                        row.operator(EDIT_OPERATORS["member"], text="", icon="PRESET").morph = m.name
+
+
+# the editing operators of blender_morph_edit (which imports this module), by idname
+EDIT_OPERATORS = {"uv": "skinbridge.mmd_uv_morph_from_uvs", "offset": "skinbridge.mmd_uv_morph_offset",
+                  "member": "skinbridge.mmd_morph_member_ratio"}
 
 
 def _active_armature(context):

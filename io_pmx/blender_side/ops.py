@@ -12,6 +12,7 @@ from .. import FORMATS, IMPORT_OPTIONS, OPTIONS, UNITS_PER_METRE
 from .blender_physics_chain import menu_entry, POSE_OT_skinbridge_mmd_physics_chain
 from .blender_physics_ops import CLASSES as PHYSICS_CLASSES
 from . import blender_morphs
+from . import blender_morph_edit
 from . import blender_names
 from . import blender_io
 from . import blender_motion_import
@@ -96,7 +97,7 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
 _register, _unregister = registrar(
     (IMPORT_SCENE_OT_skinbridge_pmx, EXPORT_SCENE_OT_skinbridge_pmx,
      IMPORT_ANIM_OT_skinbridge_vmd, EXPORT_ANIM_OT_skinbridge_vmd, POSE_OT_skinbridge_mmd_physics_chain,
-     *PHYSICS_CLASSES, *blender_morphs.CLASSES, *blender_names.CLASSES),
+     *PHYSICS_CLASSES, *blender_morphs.CLASSES, *blender_morph_edit.CLASSES, *blender_names.CLASSES),
     imports=[(IMPORT_SCENE_OT_skinbridge_pmx, "MikuMikuDance model (.pmx)"),
              (IMPORT_ANIM_OT_skinbridge_vmd, "MikuMikuDance motion (.vmd)")],
     exports=[(EXPORT_SCENE_OT_skinbridge_pmx, "MikuMikuDance model (.pmx)"),

@@ -1,8 +1,14 @@
 """Issue 31 item 1 and 3: every MMD morph a slider. A PMX our writer makes from Luka with one morph of every
 kind added (tests/support/mmd_extras.py): each slider at 1.0 shows what the record describes, computed here
 from the record (bone pose, material colour, UVs, group and flip members); with every slider back at 0 the
-export is byte-identical; VMD morph keys drive the sliders and come back byte-identical."""
+export is byte-identical; VMD morph keys drive the sliders and come back byte-identical; vertex, bone and
+group morphs deform and pose as babylon-mmd's runtime does; each morph kind edited in Blender (bone, material,
+UV, additional UV, group, flip) exports changed in that morph's record and nothing else."""
 from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
 
 import numpy as np
 import pytest
@@ -16,6 +22,7 @@ from skinbridge.io_pmx.model import pmx  # noqa: E402
 from skinbridge.io_pmx.motion import vmd  # noqa: E402
 from support import mmd_extras  # noqa: E402
 from support.bytes_compare import assert_same_bytes  # noqa: E402
+from support.tools import JS, NODE_MODULES, node_with_babylon  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -249,6 +256,76 @@ def test_bone_and_group_sliders_pose_as_babylon_mmd_plays_them(model, written, t
     assert np.abs(theirs - rest).max() > 0.1  # the morph moved them
 
 
+VERTEX_CASES = ({"あ": 1.0}, {"まばたき": 0.5, "い": 0.25}, {mmd_extras.EVERY_MORPH[pmx.MORPH_GROUP]: 1.0})
+
+
+def _babylon_deformed(model_path, cases) -> np.ndarray:
+    """(cases, vertices, 3) positions in MMD units as babylon-mmd's runtime deforms the model at each case's
+    morph weights (tests/js/mmd_runtime_morph.mjs: Babylon's own morph targets, influences and skinning)."""
+    out = pathlib.Path(model_path).with_suffix(".f32")
+    done = subprocess.run([node_with_babylon(), str(JS / "mmd_runtime_morph.mjs"), str(NODE_MODULES),
+                           str(model_path), json.dumps(cases, ensure_ascii=False), str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout[done.stdout.index("{"):])
+    assert report["missing"] == []
+    return np.fromfile(out, "<f4").astype(np.float64).reshape(len(cases), report["vertices"], 3)
+
+
+def _blender_deformed(mesh) -> np.ndarray:
+    """The evaluated mesh's vertices (shape keys, then the armature) in MMD axes and units."""
+    evaluated = mesh.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    me = evaluated.to_mesh()
+    try:
+        co = np.empty(len(me.vertices) * 3, np.float32)
+        me.vertices.foreach_get("co", co)
+    finally:
+        evaluated.to_mesh_clear()
+    world = np.array(mesh.matrix_world, np.float64)
+    co = co.reshape(-1, 3).astype(np.float64) @ world[:3, :3].T + world[:3, 3]
+    return co @ SWAP / SCALE
+
+
+def test_vertex_and_group_morphs_deform_as_babylon_mmd_does(model, written):
+    """Vertex morphs (one alone, two mixed at partial weights) and the group over a vertex and a bone morph: the
+    evaluated Blender mesh against babylon-mmd's runtime at the same weights, every vertex within 1e-4 of the
+    model's height."""
+    arm, mesh, m = model
+    theirs = _babylon_deformed(written, [dict(c) for c in VERTEX_CASES])
+    height = float(np.ptp(m.vertices["position"][:, 1]))
+    base = m.vertices["position"].astype(np.float64)
+    keys = mesh.data.shape_keys.key_blocks
+    for case, babylon in zip(VERTEX_CASES, theirs):
+        for name, weight in case.items():
+            if name in keys:
+                keys[name].value = weight
+            else:
+                arm[blender_morphs.SLIDER_PREFIX + name] = weight
+        blender_morphs.apply(arm)
+        ours = _blender_deformed(mesh)
+        err = np.linalg.norm(ours - babylon, axis=1)
+        assert err.max() <= 1e-4 * height, (case, err.max() / height, int(err.argmax()))
+        moved = np.linalg.norm(babylon - base, axis=1)
+        assert moved.max() > 0.05, case  # the morph did move the mesh (0.4 mm on a 20-unit model would not)
+        for name in case:
+            if name in keys:
+                keys[name].value = 0.0
+            else:
+                arm[blender_morphs.SLIDER_PREFIX + name] = 0.0
+        blender_morphs.apply(arm)
+
+
+class _Properties:
+    """What `layout.operator()` returns: setting a property the operator lacks fails."""
+
+    def __init__(self, idname: str, held) -> None:
+        object.__setattr__(self, "where", (idname, set(held)))
+
+    def __setattr__(self, key: str, value) -> None:
+        idname, held = self.where
+        assert key in held, f"{idname} has no property {key}"
+
+
 class _Layout:
     """Records what a panel draws."""
 
@@ -262,8 +339,11 @@ class _Layout:
         return self
 
     def operator(self, idname: str, text: str = "", icon: str = "") -> object:
+        assert icon in bpy.types.UILayout.bl_rna.functions["label"].parameters["icon"].enum_items.keys(), icon
+        category, _, name = idname.partition(".")
+        held = getattr(getattr(bpy.ops, category), name).get_rna_type().properties.keys()  # registered
         self.rows.append(("operator", idname))
-        return type("Properties", (), {})()
+        return _Properties(idname, held)
 
     def label(self, text: str = "") -> None:
         self.rows.append(("label", text))
@@ -292,6 +372,13 @@ def test_morphs_panel_lists_every_slider_by_mmd_panel(model):
     assert rows[bone_morph + 1] == ("operator", "skinbridge.mmd_bone_morph_from_pose")
     material_morph = rows.index(("prop", 0.0, mmd_extras.EVERY_MORPH[pmx.MORPH_MATERIAL]))
     assert rows[material_morph + 1] == ("operator", "skinbridge.mmd_material_morph_from_colour")
+    for kind in range(pmx.MORPH_UV, pmx.MORPH_UV4 + 1):  # each UV morph: from the UVs, an offset on selected
+        at = next(i for i, r in enumerate(rows) if r[0] == "prop" and r[2] == mmd_extras.EVERY_MORPH[kind])
+        assert rows[at + 1:at + 3] == [("operator", "skinbridge.mmd_uv_morph_from_uvs"),
+                                       ("operator", "skinbridge.mmd_uv_morph_offset")], kind
+    for kind in (pmx.MORPH_GROUP, pmx.MORPH_FLIP):
+        at = rows.index(("prop", 0.0, mmd_extras.EVERY_MORPH[kind]))
+        assert rows[at + 1] == ("operator", "skinbridge.mmd_morph_member_ratio"), kind
 
 
 def _armature_matrix(arm, name: str, t, q_xyzw) -> np.ndarray:
@@ -378,3 +465,94 @@ def test_long_control_and_repeated_morph_names_still_get_sliders(clean_scene, wr
     arm[names[bone.name]] = 0.0
     blender_io.export_pmx(bpy.context, str(out))
     assert_same_bytes(out.read_bytes(), path.read_bytes(), pmx.read)
+
+
+def _exported_with(m: pmx.PmxModel, tmp_path, edits: dict[int, np.ndarray]) -> None:
+    """Export the scene; the file equals `m` with the offsets of each edited morph (by kind) replaced by the
+    exported ones, byte for byte, after each exported record matched `edits` (the rows the test expects)."""
+    out = tmp_path / "edited.pmx"
+    blender_io.export_pmx(bpy.context, str(out))
+    got = pmx.read(out.read_bytes())
+    for kind, want in edits.items():
+        rows = _morph(got, kind).offsets
+        assert rows.dtype == want.dtype and len(rows) == len(want), kind
+        for field in want.dtype.names:
+            np.testing.assert_allclose(rows[field], want[field], atol=2e-6, err_msg=f"{kind} {field}")
+        _morph(m, kind).offsets = rows
+    assert_same_bytes(out.read_bytes(), pmx.write(m), pmx.read)
+
+
+def _corners_of(mesh, v: int) -> np.ndarray:
+    corner = np.empty(len(mesh.data.loops), np.int64)
+    mesh.data.loops.foreach_get("vertex_index", corner)
+    return np.flatnonzero(corner == v)
+
+
+def test_uv_morph_edited_from_the_uvs_exports_changed_and_nothing_else(model, tmp_path):
+    """The UV morph at 0.5: one listed vertex's UVs moved further, one unlisted vertex's UVs moved; "UV Morph
+    from UVs" makes the morph give them (offset += change / 0.5, v down; a new row for the new vertex)."""
+    arm, mesh, m = model
+    name = mmd_extras.EVERY_MORPH[pmx.MORPH_UV]
+    _set(arm, pmx.MORPH_UV, 0.5)
+    listed, unlisted = 9, 10  # the fixture lists every third vertex
+    uv = _uv(mesh)
+    for v, move in ((listed, (0.125, 0.0625)), (unlisted, (-0.25, 0.5))):
+        uv[_corners_of(mesh, v)] += move
+    mesh.data.uv_layers.active.data.foreach_set("uv", uv.reshape(-1))
+    bpy.context.view_layer.objects.active = arm
+    assert bpy.ops.skinbridge.mmd_uv_morph_from_uvs(morph=name) == {"FINISHED"}
+    np.testing.assert_allclose(_uv(mesh), uv, atol=1e-6)  # shown as set
+    _set(arm, pmx.MORPH_UV, 0.0)
+    want = np.concatenate([_morph(m, pmx.MORPH_UV).offsets, pmx.empty_records(
+        pmx.MORPH_OFFSETS[pmx.MORPH_UV], 1)])
+    row = int(np.flatnonzero(want["vertex"] == listed)[0])
+    want["offset"][row, :2] += np.array([0.125, -0.0625]) / 0.5
+    want["vertex"][-1], want["offset"][-1] = unlisted, (-0.5, -1.0, 0, 0)
+    _exported_with(m, tmp_path, {pmx.MORPH_UV: want})
+
+
+def test_additional_uv_morphs_edited_export_changed_and_nothing_else(model, tmp_path):
+    """Additional UV 1 at 0.5: its shown set (pmx_morph_add_uv1) changed on a listed vertex, stored from it;
+    additional UV 3: an offset set on the vertices selected (one listed, one not)."""
+    arm, mesh, m = model
+    _set(arm, pmx.MORPH_UV1, 0.5)
+    shown = _attr(mesh, "pmx_morph_add_uv1")
+    change = np.array([0.1, 0.2, -0.3, 0.4], np.float32)
+    shown[6] += change
+    mesh.data.attributes["pmx_morph_add_uv1"].data.foreach_set("value", shown.reshape(-1))
+    bpy.context.view_layer.objects.active = arm
+    assert bpy.ops.skinbridge.mmd_uv_morph_from_uvs(morph=mmd_extras.EVERY_MORPH[pmx.MORPH_UV1]) == {"FINISHED"}
+    np.testing.assert_allclose(_attr(mesh, "pmx_morph_add_uv1"), shown, atol=1e-6)
+    _set(arm, pmx.MORPH_UV1, 0.0)
+    first = _morph(m, pmx.MORPH_UV1).offsets.copy()
+    first["offset"][first["vertex"] == 6] += change / 0.5
+    select = np.zeros(len(mesh.data.vertices), bool)
+    select[[3, 4]] = True
+    mesh.data.vertices.foreach_set("select", select)
+    offset = (0.5, -0.25, 0.125, 1.0)
+    name = mmd_extras.EVERY_MORPH[pmx.MORPH_UV3]
+    assert bpy.ops.skinbridge.mmd_uv_morph_offset(morph=name, offset=offset) == {"FINISHED"}
+    third = np.concatenate([_morph(m, pmx.MORPH_UV3).offsets, pmx.empty_records(
+        pmx.MORPH_OFFSETS[pmx.MORPH_UV3], 1)])
+    third["offset"][third["vertex"] == 3] = offset
+    third["vertex"][-1], third["offset"][-1] = 4, offset
+    _exported_with(m, tmp_path, {pmx.MORPH_UV1: first, pmx.MORPH_UV3: third})
+
+
+def test_group_and_flip_member_factors_edited_export_changed_and_nothing_else(model, tmp_path):
+    arm, mesh, m = model
+    keys = mesh.data.shape_keys.key_blocks
+    bpy.context.view_layer.objects.active = arm
+    group, flip = (mmd_extras.EVERY_MORPH[k] for k in (pmx.MORPH_GROUP, pmx.MORPH_FLIP))
+    assert bpy.ops.skinbridge.mmd_morph_member_ratio(morph=group, member="0", ratio=0.75) == {"FINISHED"}
+    assert bpy.ops.skinbridge.mmd_morph_member_ratio(morph=flip, member="1", ratio=0.5) == {"FINISHED"}
+    _set(arm, pmx.MORPH_GROUP, 1.0)
+    assert keys["あ"].value == pytest.approx(0.75)  # あ now at 0.75 in the group
+    _set(arm, pmx.MORPH_GROUP, 0.0)
+    _set(arm, pmx.MORPH_FLIP, 1.0)  # the last member, い, at its new factor
+    assert (keys["あ"].value, keys["い"].value) == (0, pytest.approx(0.5))
+    _set(arm, pmx.MORPH_FLIP, 0.0)
+    edits = {kind: _morph(m, kind).offsets.copy() for kind in (pmx.MORPH_GROUP, pmx.MORPH_FLIP)}
+    edits[pmx.MORPH_GROUP]["ratio"][0] = 0.75
+    edits[pmx.MORPH_FLIP]["ratio"][1] = 0.5
+    _exported_with(m, tmp_path, edits)
