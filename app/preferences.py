@@ -16,6 +16,7 @@ from bpy.props import CollectionProperty, IntProperty, PointerProperty, StringPr
 from .. import formats
 from ..blender import ops_common
 from ..blender.ops_common import option_property
+from ..core.formatspec import FormatSpec, Option
 
 ADDON = __package__.rsplit(".", 1)[0]  # the add-on's module: the preferences' bl_idname
 
@@ -28,7 +29,7 @@ def _exported(spec) -> tuple:
     return tuple(o for o in spec.options if not o.reading)
 
 
-def _reading_options() -> dict[str, tuple]:
+def _reading_options() -> dict[str, tuple[FormatSpec, Option]]:
     """{option name: (spec, option)} of the formats' reading options (folders to search), the first spec that
     declares each."""
     out: dict[str, tuple] = {}
@@ -133,7 +134,7 @@ def _draw_folders(prefs, layout) -> None:
         box.operator(SKINBRIDGE_OT_folder_add.bl_idname, icon="ADD").option = name
 
 
-def _label(o) -> str:
+def _label(o: Option) -> str:
     return o.label or o.name.replace("_", " ").title()
 
 

@@ -11,6 +11,7 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from skinbridge.app import preferences  # noqa: E402  (after the bpy check: this module needs Blender)
+from skinbridge.blender.ops_common import LAST_OUTCOME  # noqa: E402
 from skinbridge.io_mdb import gr2, gr2_bind, gr2_export, gr2_skeleton  # noqa: E402
 
 pytestmark = pytest.mark.blender
@@ -73,6 +74,7 @@ def test_the_head_finds_its_skeleton_through_the_preferences_only(prefs, tmp_pat
     part = _folder(tmp_path, "part", head_dot_mdb=HEAD)
     library = _folder(tmp_path, "library", any_name_dot_GR2=SKELETON)
     assert _import_head(part) is None  # nothing beside the head, nothing listed: no bones
+    assert any("skeleton folders of the add-on's preferences" in w for w in LAST_OUTCOME.warnings)
     prefs.folders_skeleton_path.add().path = str(tmp_path / "gone")  # a folder that is gone is passed over
     prefs.folders_skeleton_path.add().path = str(library)
     assert _import_head(part) == pytest.approx(HEAD_Z, abs=1e-4)
