@@ -236,6 +236,16 @@ class OptionsPopup:
 # preferred option values (app/preferences.py), kept out of this layer, which knows no format.
 START_VALUES: list = []
 
+# Asked by an import operator for the folders the user's preferences add to one of its reading options (a folder
+# list such as NWN2's skeleton path), each as f(context, option name) -> folders: app/preferences.py's, kept out
+# of this layer as START_VALUES is.
+READ_FOLDERS: list = []
+
+
+def preferred_folders(context, option: str) -> list[str]:
+    """The folders every READ_FOLDERS source gives for the reading option `option`, in order."""
+    return [folder for source in READ_FOLDERS for folder in source(context, option)]
+
 
 class ExportFile:
     """Mixin of an export operator: the class gives `export(context)` returning warnings, run through

@@ -204,7 +204,8 @@ def to_scene(m: mdb.MdbFile, name: str = "mdb", skeleton_names: list[str] | None
         warnings.append(f"{skins} SKIN packet(s) without a skeleton ({named} not found): no bones, so the weights "
                         "stay vertex groups bone_<n> and a convert writes the meshes rigid; bone names and positions "
                         "are only in the GR2 skeleton, found by the name the packets give in the .gr2 files beside "
-                        "the MDB or in --skeleton-path DIR")
+                        "the MDB or in --skeleton-path DIR (in Blender: the import's Skeleton Path, then the skeleton "
+                        "folders of the add-on's preferences)")
     scene.extras["mdb"] = {"points": points, "packets": len(m.packets), "major": m.major, "minor": m.minor,
                            "gaps": [g.hex() for g in m.gaps], "tail": m.tail.hex()}
     return scene, warnings

@@ -3,8 +3,9 @@ in the MDB's units and axes.
 
 A SKIN packet names the skeleton inside a GR2 file, not the file (the four public Genasi skeletons
 `P_H?F_skel83.GR2` all hold `P_HHF_skel`), so the lookup reads the `.gr2` files beside the MDB first, then those
-of the folders the user lists (`--skeleton-path DIR`), and takes the first, in name order, whose skeleton has
-that name (compared without case, as the game's resource names are).
+of the folders the user lists (`--skeleton-path DIR`; in Blender the import operator's Skeleton Path followed by
+the folders of the add-on's preferences), and takes the first, in name order, whose skeleton has that name
+(compared without case, as the game's resource names are).
 
 NWN2's GR2 files are 3ds Max exports, Z up like the MDB, in centimetres (`UnitsPerMeter` 100): measured on the
 sample head, the skeleton's world positions scaled by 1 / UnitsPerMeter with no axis change put the lips' face

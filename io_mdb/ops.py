@@ -10,7 +10,8 @@ import bpy
 from bpy.props import StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ..blender.ops_common import ExportFile, OptionsPopup, file_operator, import_each, option_values, registrar
+from ..blender.ops_common import (ExportFile, OptionsPopup, file_operator, import_each, option_values,
+                                  preferred_folders, registrar)
 from ..blender.translations import translate
 from . import EXPORT_OPTIONS, FORMATS, OPTIONS, blender_gr2, blender_io
 
@@ -41,7 +42,9 @@ class IMPORT_SCENE_OT_skinbridge_mdb(OptionsPopup, bpy.types.Operator, ImportHel
         if self.armature and (arm is None or arm.type != "ARMATURE"):
             self.report({"ERROR"}, translate(f"{self.armature} is not an armature"))
             return {"CANCELLED"}
-        folders = bpy.path.abspath(self.skeleton_path) if self.skeleton_path else None
+        # the MDB's own folder first (gr2_bind), then this operator's Skeleton Path, then the preferences' folders
+        folders = [bpy.path.abspath(f) for f in self.skeleton_path.split(os.pathsep) if f.strip()]
+        folders += preferred_folders(context, _SKELETON_PATH.name)
         return import_each(self, lambda path: blender_io.import_mdb(context, path, arm, folders))
 
 
