@@ -29,7 +29,7 @@ pytestmark = pytest.mark.blender
 CONVERT_FAULTS = (FormatError, ExportError, NoTarget, OSError, RuntimeError)
 
 
-def _files(folder) -> list[str]:
+def _files(folder: str | os.PathLike) -> list[str]:
     out = []
     for root, _, names in os.walk(folder):
         out += [os.path.relpath(os.path.join(root, n), folder).replace(os.sep, "/") for n in names]

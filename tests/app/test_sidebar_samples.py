@@ -1,9 +1,9 @@
 """Every panel of the SkinBridge tab drawn for a model of each format we import (README "The SkinBridge sidebar",
-docs/blender.md §10): one sample per family of ../shared/testdata (with its motion, morph or texture file where
-the family has one), the armature and then each mesh of the model active, after a check for a target and with
-the Names list loaded, against the stand-in layout of test_sidebar.py (every prop() names a real RNA property,
-every operator and icon exists) extended by the UI list the Names panel draws. The Model panel names the
-sample's file and format, and the Check panel shows every finding of the check."""
+docs/blender.md §10): one sample per family of the test data (conftest.py `TESTDATA`), with its motion, morph or
+texture file where the family has one, the armature and then each mesh of the model active, after a check for a
+target and with the Names list loaded, against the stand-in layout of test_sidebar.py (every prop() names a real
+RNA property, every operator and icon exists) extended by the UI list the Names panel draws. The Model panel
+names the sample's file and format, and the Check panel shows every finding of the check."""
 from __future__ import annotations
 
 import os

@@ -1,15 +1,15 @@
-"""`skinbridge check-target` on every sample of ../shared/testdata that a format claims, for every target
-(README "check-target", docs/blender.md §10): it exits as `convert --to TARGET` does and prints the warnings
-and files the export prints.
+"""`skinbridge check-target` on every file of the test data (conftest.py `TESTDATA`) that a format claims, for
+every target (README "check-target", docs/blender.md §10): it exits as `convert --to TARGET` does and prints
+the warnings and files the export prints.
 
-A Blender start per command would cost 57 files × 8 targets × 2 commands × 3-5 s, and even in one process an
-import per command doubles this module's time; so one session imports each sample once, as both commands do
-(app/pipeline.py), and for every target runs the check (`app/target_check.py`: the code the command and the
-panel run) and then the target's export into a real folder the way `convert` runs it (one output session with
-the input protected; NoTarget is an ExportError there). A file that cannot be imported goes through both real
-commands for every target (the import fails at once, so these are cheap). tests/cli/test_check_target.py runs
-both real commands for every target on one sample per family, which covers what the commands add around this
-(their import, option handling and printing)."""
+A Blender start per command would cost 54 files × 8 targets × 2 commands × 3-5 s, and even in one process an
+import per command would spend about 2 minutes on imports; so one session imports each sample once, as both
+commands do (app/pipeline.py), and for every target runs the check (`app/target_check.py`: the code the
+command and the panel run) and then the target's export into a real folder the way `convert` runs it (one
+output session with the input protected; NoTarget is an ExportError there). A file that cannot be imported
+goes through both real commands for every target (the import fails at once, so these are cheap).
+tests/cli/test_check_target.py runs both real commands for every target on one sample per family, which covers
+what the commands add around this (their import, option handling and printing)."""
 from __future__ import annotations
 
 import os
@@ -53,14 +53,14 @@ def _claimed() -> list[str]:
 SAMPLES = _claimed()
 
 
-def _files(folder) -> list[str]:
+def _files(folder: str | os.PathLike) -> list[str]:
     out = []
     for root, _, names in os.walk(folder):
         out += [os.path.relpath(os.path.join(root, n), folder).replace(os.sep, "/") for n in names]
     return sorted(out)
 
 
-def _run(capfd, *args) -> tuple[int, list[str], list[str]]:
+def _run(capfd, *args: object) -> tuple[int, list[str], list[str]]:
     code = cli.main([str(a) for a in args])
     out, err = capfd.readouterr()
     return code, out.splitlines(), err.splitlines()
