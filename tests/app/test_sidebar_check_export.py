@@ -3,11 +3,13 @@ SkinBridge sidebar", docs/blender.md §10): for every target the panel lists exa
 the export being the one `convert --to TARGET` runs (app/pipeline.py: one output session, the scene's files
 protected) on the same scene: its error as the one refusal, else its warnings in order and then the files it
 wrote; the operator's report holds the same warnings. A target's option set in the panel reaches the check as
-it reaches the export (NWN2's skeleton name)."""
+it reaches the export (NWN2's skeleton name). A value a writer cannot write is the check's refusal and File ›
+Export's error, in the writer's words."""
 from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 
 bpy = pytest.importorskip("bpy")
@@ -21,6 +23,7 @@ from skinbridge.blender.ops_common import LAST_OUTCOME, protect_scene_files  # n
 from skinbridge.blender.selection import NoTarget  # noqa: E402
 from skinbridge.core.errors import ExportError, FormatError  # noqa: E402
 from skinbridge.core.fileio import output_session  # noqa: E402
+from skinbridge.io_mdb import mdb  # noqa: E402
 from test_sidebar import _import  # noqa: E402
 
 pytestmark = pytest.mark.blender
@@ -108,3 +111,20 @@ def test_the_panel_lists_what_each_export_of_luka_does(clean_scene, testdata, tm
     lists = _panel_lists_each_export(tmp_path)
     assert sum("was not found" in text for _, text in lists["pmx"]) == 2  # the textures the sample lacks
     assert lists["urhox"][0][0] == "refuse" and "at most 64 bones" in lists["urhox"][0][1]
+
+
+def test_a_value_the_writer_cannot_write_is_the_refusal_and_the_exports_error(clean_scene, testdata, tmp_path):
+    """Helm05's mesh packet holds a vertex whose normal is NaN. SMD writes a vertex per triangle corner, in the
+    file's face order, and refuses the first corner that uses it; the check lists that as its one refusal and
+    File › Export › SMD reports it as its error (neither raises a Python error out of its operator)."""
+    path = testdata / "mdb" / "ovr_P_EEF_DMCB_Helm05.MDB"
+    packet = next(p for p in mdb.read(path.read_bytes()).packets if getattr(p, "vertices", None) is not None)
+    bad = np.flatnonzero(~np.isfinite(packet.vertices["normal"]).all(axis=1))
+    corner = int(np.flatnonzero(np.isin(np.asarray(packet.faces).reshape(-1), bad))[0])
+    refusal = f"field vertex: vertex {corner} has a value that is not finite"
+    _import(path)
+    assert _panel_lists_each_export(tmp_path, targets=["smd"]) == {"smd": [("refuse", refusal)]}
+    with pytest.raises(RuntimeError) as raised:  # bpy.ops raises an operator's ERROR report in background mode
+        bpy.ops.export_scene.skinbridge_smd(filepath=str(tmp_path / "Helm05.smd"))
+    assert str(raised.value).strip().splitlines()[0] == f"Error: {refusal}"
+    assert not (tmp_path / "Helm05.smd").exists()
