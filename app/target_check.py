@@ -17,11 +17,16 @@ from .. import formats
 from ..blender.ops_common import protect_scene_files
 from ..blender.scene import export_scope
 from ..blender.selection import NoTarget
-from ..core.errors import ExportError
+from ..core.errors import ExportError, FormatError
 from ..core.fileio import output_session
 from ..core.naming import safe_file_name
 from .options import ConvertOptions
 from .pipeline import importable, load_motion, modes_not_kept, reset_scene
+
+# What refuses an export: `convert` prints each as its one error line and exits 1 (cli.py `_convert_worker`, a
+# writer's FormatError for a value it cannot write among them), so the check lists it as the refusal, never
+# raises it out of the panel's operator.
+REFUSALS = (ExportError, NoTarget, FormatError, OSError, RuntimeError)
 
 
 @dataclass
@@ -63,7 +68,7 @@ def check_target(context, target: str, values: dict[str, Any] | None = None, nam
                 protect_scene_files(session)
                 _, result.warnings = spec.get("export_target")(context, folder, safe_file_name(name), options)
         result.files = _written(folder)
-    except (ExportError, NoTarget, OSError) as e:
+    except REFUSALS as e:
         result.refused = str(e)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -408,8 +408,9 @@ def _undo_motion(arm, saved, actions_before: set, objects_before: set) -> None:
 
 
 def export_reporting(op, export) -> set[str]:
-    """Run `export()` (returning warnings) for the export operator `op`: an ExportError, OSError or an
-    ambiguous choice of model becomes an ERROR report and CANCELLED; else one summary (`report_outcome`).
+    """Run `export()` (returning warnings) for the export operator `op`: an ExportError, OSError, an ambiguous
+    choice of model or a writer's FormatError (a value it cannot write, as `convert` reports it) becomes an
+    ERROR report and CANCELLED; else one summary (`report_outcome`).
 
     What is exported follows the user's choice (`scene.export_scope`): a Collection Exporter's `collection`
     (the operator's `collection` property) and the operator's `selected_only`. Every file is written through
@@ -421,7 +422,7 @@ def export_reporting(op, export) -> set[str]:
             with output_session() as session:  # a format may lay out a project around the chosen file
                 protect_scene_files(session)
                 warnings = export()
-    except (ExportError, NoTarget, OSError) as e:
+    except (ExportError, NoTarget, FormatError, OSError) as e:
         op.report({"ERROR"}, translate(str(e)))
         return {"CANCELLED"}
     report_outcome(op, f"Exported {os.path.basename(getattr(op, 'filepath', '') or '') or 'the model'}", warnings)
