@@ -17,7 +17,7 @@ from ..blender import scene as bscene
 from ..core.errors import ExportError, FormatError
 from ..core.fileio import makedirs, output_path, read_bytes, write_atomic
 from ..core.naming import NameAllocator
-from . import blender_io, gr2, gr2_anim, gr2_convert, gr2_export
+from . import blender_io, gr2, gr2_anim, gr2_convert, gr2_export, gr2_skeleton
 
 
 def import_gr2_animations(context, path: str, arm_ob, assign: bool = True) -> tuple[list, list[str]]:
@@ -90,8 +90,21 @@ def blender_import(context, path: str, options) -> list[str]:
     if scene.skeleton is None or not len(scene.skeleton):
         raise FormatError(f"{os.path.basename(path)} holds no skeleton (an animation file: load it onto the "
                           "armature of its skeleton with convert --motion)", None, "Skeletons")
-    result = bscene.build_scene(context, scene, scene.skeleton.name)
-    if gr2_anim.animations(gr2.read(read_bytes(path))):
-        _, more = import_gr2_animations(context, path, result.armature)
-        warnings += more
+    before = bscene.snapshot_ids()
+    try:
+        result = bscene.build_scene(context, scene, scene.skeleton.name)
+        if gr2_anim.animations(gr2.read(read_bytes(path))):
+            _, more = import_gr2_animations(context, path, result.armature)
+            warnings += more
+    except BaseException:  # nothing of a failed import stays in the scene
+        bscene.remove_new(before)
+        raise
     return warnings + result.warnings
+
+
+def import_file(context, path: str, arm_ob) -> list[str]:
+    """File › Import and drop of a .gr2: a skeleton file as an armature with its own animations; an animation
+    file (no skeleton) as actions on `arm_ob`, the armature the user chose (ExportError when there is none)."""
+    if gr2_skeleton.skeletons(gr2.read(read_bytes(path))):
+        return blender_import(context, path, None)
+    return import_gr2_animations(context, path, arm_ob)[1]

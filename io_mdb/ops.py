@@ -1,5 +1,5 @@
-"""File › Import / Export "Neverwinter Nights 2 model (.mdb)", File › Export of GR2 skeletons and animations, and
-the object panel showing what an MDB keeps.
+"""File › Import / Export "Neverwinter Nights 2 model (.mdb)", File › Import / Export of GR2 skeletons and
+animations, and the object panel showing what an MDB keeps.
 
 Drag and drop is built by the application from the format registry (io_mdb.FORMATS)."""
 from __future__ import annotations
@@ -12,6 +12,7 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..blender.ops_common import (ExportFile, OptionsPopup, file_operator, import_each, option_values,
                                   preferred_folders, registrar)
+from ..blender.selection import find_armature
 from ..blender.translations import translate
 from . import EXPORT_OPTIONS, FORMATS, OPTIONS, blender_gr2, blender_io
 
@@ -61,6 +62,20 @@ class EXPORT_SCENE_OT_skinbridge_mdb(ExportFile, bpy.types.Operator, ExportHelpe
         return blender_io.export_mdb(context, self.filepath, coll, **option_values(self, EXPORT_OPTIONS))
 
 
+@file_operator(_GR2.extensions, several=True)
+class IMPORT_SCENE_OT_skinbridge_gr2(bpy.types.Operator, ImportHelper):
+    """Import Granny 2 files (NWN2): a skeleton as an armature with its animations; an animation onto the
+    chosen armature"""
+
+    bl_idname = "import_scene.skinbridge_gr2"
+    bl_label = "Import Granny 2 Skeleton or Animation (NWN2)"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        arm = find_armature(context)  # for animation files; None: they are refused, naming what to select
+        return import_each(self, lambda path: blender_gr2.import_file(context, path, arm))
+
+
 @file_operator(_GR2.extensions, collection=True)
 class EXPORT_SCENE_OT_skinbridge_gr2(ExportFile, bpy.types.Operator, ExportHelper):
     """Export the model's armature as a GR2 skeleton and each of its actions as a GR2 animation beside it"""
@@ -94,9 +109,10 @@ class OBJECT_PT_nwn2_mdb(bpy.types.Panel):
 
 
 register, unregister = registrar(
-    (IMPORT_SCENE_OT_skinbridge_mdb, EXPORT_SCENE_OT_skinbridge_mdb, EXPORT_SCENE_OT_skinbridge_gr2,
-     OBJECT_PT_nwn2_mdb),
-    imports=[(IMPORT_SCENE_OT_skinbridge_mdb, "Neverwinter Nights 2 model (.mdb)")],
+    (IMPORT_SCENE_OT_skinbridge_mdb, IMPORT_SCENE_OT_skinbridge_gr2, EXPORT_SCENE_OT_skinbridge_mdb,
+     EXPORT_SCENE_OT_skinbridge_gr2, OBJECT_PT_nwn2_mdb),
+    imports=[(IMPORT_SCENE_OT_skinbridge_mdb, "Neverwinter Nights 2 model (.mdb)"),
+             (IMPORT_SCENE_OT_skinbridge_gr2, "Granny 2 skeleton or animation (NWN2) (.gr2)")],
     exports=[(EXPORT_SCENE_OT_skinbridge_mdb, "Neverwinter Nights 2 model (.mdb)"),
              (EXPORT_SCENE_OT_skinbridge_gr2, "NWN2 GR2 skeleton and animations (.gr2)")],
     aliases={"import_scene.nwn2_mdb": IMPORT_SCENE_OT_skinbridge_mdb,  # the ids of earlier versions

@@ -67,3 +67,20 @@ def test_a_file_whose_groups_name_no_bone_is_refused_and_leaves_nothing(clean_sc
     with pytest.raises(ExportError, match="no track group"):
         blender_gr2.import_gr2_animations(bpy.context, str(ANIMATION), rig)
     assert len(bpy.data.actions) == before and rig.animation_data is None
+
+
+def test_file_import_of_a_skeleton_then_an_animation_onto_it(clean_scene):
+    """File › Import (and drop, which runs the same operator) of a .gr2: the skeleton file becomes an armature of
+    the file's bones; an animation file then goes onto that armature as an action; with no armature to take it,
+    the animation is refused with an error and nothing is made."""
+    (skel,) = gr2_skeleton.skeletons(gr2.read(SKELETON.read_bytes()))
+    before = {ob.name for ob in bpy.data.objects}
+    with pytest.raises(RuntimeError, match="select an armature"):
+        bpy.ops.import_scene.skinbridge_gr2(filepath=str(ANIMATION))
+    assert {ob.name for ob in bpy.data.objects} == before and not bpy.data.actions
+    assert bpy.ops.import_scene.skinbridge_gr2(filepath=str(SKELETON)) == {"FINISHED"}
+    rig = bpy.context.view_layer.objects.active
+    assert rig.type == "ARMATURE" and sorted(rig.data.bones.keys()) == sorted(skel.names)
+    assert bpy.ops.import_scene.skinbridge_gr2(filepath=str(ANIMATION)) == {"FINISHED"}
+    assert rig.animation_data.action.name == ANIMATION.stem
+    assert len([ob for ob in bpy.data.objects if ob.type == "ARMATURE"]) == 1
