@@ -78,16 +78,10 @@ def _drawn(context) -> list[str]:
 
 def _import(path) -> str:
     """Through the format's File › Import operator, as a user does: "ours" (SkinBridge's operator notes the
-    source file on the objects) or "foreign" (Blender's glTF operator); a format whose operator is not registered
-    (GR2 has none yet) comes in as `convert` brings it (its `blender_import`, which notes no file): "convert"."""
+    source file on the objects) or "foreign" (Blender's glTF operator)."""
     spec = formats.identify_file(path)
     category, _, name = operators.import_idname(spec).partition(".")
     op = getattr(getattr(bpy.ops, category), name)
-    try:
-        op.get_rna_type()
-    except KeyError:
-        spec.get("blender_import")(bpy.context, str(path), ConvertOptions())
-        return "convert"
     assert op(filepath=str(path)) == {"FINISHED"}
     return "foreign" if spec.foreign_operators else "ours"
 
