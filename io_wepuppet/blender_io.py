@@ -29,7 +29,7 @@ from ..core.errors import ExportError, FormatError
 from ..core.fileio import output_path, read_bytes, write_atomic
 from ..core.naming import NameAllocator, safe_file_name
 from ..core.png import encode_png
-from . import convert, mdl, project, tex
+from . import blender_sheet, convert, mdl, project, tex
 
 PROP = "skinbridge_we"
 ATTACHMENT_PROP = "skinbridge_we_attachment"
@@ -128,12 +128,21 @@ def blender_import(context, path: str, options=None) -> list[str]:
 
 
 def import_texture(context, path: str) -> tuple[object, list[str]]:
-    """A `.tex` as a packed Blender image (its first image's top mip)."""
+    """A `.tex` as a packed Blender image (its first image's top mip); a sprite sheet as an image sequence of
+    its frames (blender_sheet.py)."""
     raw = read_bytes(path)
     t = tex.read(raw)
     if not t.images or not t.images[0]:
         raise FormatError("texture holds no image", None, "image count")
     name = os.path.splitext(os.path.basename(path))[0]
+    warnings = list(t.warnings)
+    if t.flags & tex.FLAG_SPRITE and t.frames:
+        try:
+            img = blender_sheet.import_sheet(context, t, name)
+        except (FormatError, OSError) as e:
+            warnings.append(f"sprite sheet shown as its whole image, not as frames: {e}")
+        else:
+            return _keep_imported(img, name, raw), warnings
     if t.image_format != -1:
         data = tex.mip_bytes(t, 0, 0)
     else:
@@ -146,6 +155,11 @@ def import_texture(context, path: str) -> tuple[object, list[str]]:
                 f.write(data)
             img = bpy.data.images.load(p)
             img.pack()
+    return _keep_imported(img, name, raw), warnings
+
+
+def _keep_imported(img, name: str, raw: bytes):
+    """The imported image named and keeping its `.tex`; removed again on any failure (import is atomic)."""
     try:
         if not img.size[0] or not img.size[1]:  # an image file Blender cannot read loads as 0×0, not as an error
             raise FormatError("the embedded image file is not one Blender reads", None, "image format")
@@ -155,7 +169,7 @@ def import_texture(context, path: str) -> tuple[object, list[str]]:
     except BaseException:  # atomic: a failure after the image exists takes it away again
         bpy.data.images.remove(img)
         raise
-    return img, list(t.warnings)
+    return img
 
 
 def _rgba_of(img) -> np.ndarray:
@@ -184,6 +198,8 @@ def texture_bytes(img, lz4: bool = True) -> tuple[bytes, list[str]]:
     raw = img.get(TEX_PROP)
     if not isinstance(raw, bytes):
         return tex.write(tex.from_rgba(rgba, lz4=lz4)), []
+    if blender_sheet.sheet_info(img) is not None:
+        return blender_sheet.sheet_bytes(img, raw)
     if img.get(TEX_KEY_PROP) == _pixels_key(rgba):
         return raw, []
     kept = tex.read(raw)

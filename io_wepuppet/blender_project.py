@@ -33,7 +33,7 @@ from ..blender import scene as bscene
 from ..core.errors import ExportError, FormatError
 from ..core.fileio import makedirs, output_path, read_bytes, write_atomic
 from ..core.paths import texture_to_open
-from . import blender_io, convert, project
+from . import blender_io, blender_sheet, convert, project
 
 LAYER_PROP = "skinbridge_we_layer"  # on a layer's object: its scene.json entry as JSON text
 LAYER_INDEX_PROP = "skinbridge_we_layer_index"  # on a layer's object: its place in scene.json's objects
@@ -113,6 +113,7 @@ def _image_material(name: str, img) -> bpy.types.Material:
     if img is not None:
         node = nt.nodes.new("ShaderNodeTexImage")
         node.image = img
+        blender_sheet.use_sequence(node.image_user, img, bpy.context.scene)
         node.location = (-400, 300)
         nt.links.new(node.outputs["Color"], bsdf.inputs["Base Color"])
         nt.links.new(node.outputs["Alpha"], bsdf.inputs["Alpha"])

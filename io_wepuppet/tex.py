@@ -516,18 +516,28 @@ def sprite_frames(t: Texture) -> list[tuple[float, np.ndarray]]:
     A frame's values are its top-left corner and its x and y axes in pixels of that image (TEXS0001 stores
     them as ints, later versions as floats); a frame whose axes are not along x and y is refused."""
     out = []
+    images: dict[int, np.ndarray] = {}
     for k, f in enumerate(t.frames):
-        x, y, xx, xy, yx, yy = (float(v) for v in f.values)
-        if xy or yx:
-            raise FormatError(f"sprite frame {k} is rotated (axes {xx, xy} and {yx, yy}): not read", None,
-                              f"frame {k} rectangle")
         if not 0 <= f.image < len(t.images):
             raise FormatError(f"sprite frame {k} names image {f.image} of {len(t.images)}", None, f"frame {k} image")
-        px = mip_pixels(t, f.image, 0)
-        x0, x1 = sorted((round(x), round(x + xx)))
-        y0, y1 = sorted((round(y), round(y + yy)))
-        if x0 < 0 or y0 < 0 or x1 > px.shape[1] or y1 > px.shape[0] or x0 == x1 or y0 == y1:
-            raise FormatError(f"sprite frame {k} ({x0}..{x1} × {y0}..{y1}) is outside its "
-                              f"{px.shape[1]}×{px.shape[0]} image", None, f"frame {k} rectangle")
+        if f.image not in images:
+            images[f.image] = mip_pixels(t, f.image, 0)
+        px = images[f.image]
+        x0, x1, y0, y1 = frame_box(t, k, px.shape[:2])
         out.append((float(f.time), px[y0:y1, x0:x1].copy()))
     return out
+
+
+def frame_box(t: Texture, k: int, shape: tuple[int, int]) -> tuple[int, int, int, int]:
+    """Frame k's pixel box x0, x1, y0, y1 in its image of `shape` (h, w); FormatError for a rotated frame or
+    one outside its image."""
+    x, y, xx, xy, yx, yy = (float(v) for v in t.frames[k].values)
+    if xy or yx:
+        raise FormatError(f"sprite frame {k} is rotated (axes {xx, xy} and {yx, yy}): not read", None,
+                          f"frame {k} rectangle")
+    x0, x1 = sorted((round(x), round(x + xx)))
+    y0, y1 = sorted((round(y), round(y + yy)))
+    if x0 < 0 or y0 < 0 or x1 > shape[1] or y1 > shape[0] or x0 == x1 or y0 == y1:
+        raise FormatError(f"sprite frame {k} ({x0}..{x1} × {y0}..{y1}) is outside its "
+                          f"{shape[1]}×{shape[0]} image", None, f"frame {k} rectangle")
+    return x0, x1, y0, y1

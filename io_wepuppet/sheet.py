@@ -1,0 +1,74 @@
+"""Sprite sheets (`.tex` with flag 4, which RePKG names IsGif: Wallpaper Engine turns an imported GIF into
+one) as a timed sequence of frames, and back: docs/wallpaper_engine.md §5.1.
+
+`schedule` spreads the sheet's frame times over a scene's frame rate (each sheet frame at least one scene
+frame); `rebuild` puts new frame pixels into the sheet's own layout, keeping its timings, rectangles, sizes,
+flags, mip count and LZ4 use.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from ..core.errors import ExportError
+from . import tex
+
+
+def schedule(times: list[float], fps: float) -> list[list[int]]:
+    """For each sheet frame, the scene frames (counted from 0 at the cycle's start) that show it at `fps`.
+    A frame starts at the scene frame nearest to its start time; a frame shorter than one scene frame still
+    gets one, pushing the later ones on, since a frame without a scene frame could be neither seen nor
+    edited."""
+    if not fps > 0:
+        raise ValueError(f"frame rate {fps} is not positive")
+    out: list[list[int]] = []
+    start = 0.0
+    at = 0
+    for time in times:
+        end = start + max(float(time), 0.0)
+        stop = max(at + 1, round(end * fps))
+        out.append(list(range(at, stop)))
+        at, start = stop, end
+    return out
+
+
+def rebuild(t: tex.Texture, frames: list[np.ndarray]) -> tuple[tex.Texture, list[str]]:
+    """The sheet `t` with frame k's rectangle holding `frames[k]` ((h, w, 4) uint8, the rectangle's size);
+    pixels outside every rectangle stay as decoded. Stored in `t`'s format where we encode it, else RGBA8888
+    with a warning."""
+    if len(frames) != len(t.frames):
+        raise ExportError(f"{len(frames)} frames for a sheet of {len(t.frames)}")
+    images = [tex.mip_pixels(t, i, 0) for i in range(len(t.images))]
+    for k, (f, px) in enumerate(zip(t.frames, frames)):
+        x0, x1, y0, y1 = tex.frame_box(t, k, images[f.image].shape[:2])
+        if px.shape != (y1 - y0, x1 - x0, 4):
+            raise ExportError(f"sprite frame {k} is {px.shape[1]}×{px.shape[0]}, its rectangle {x1 - x0}×{y1 - y0}")
+        images[f.image][y0:y1, x0:x1] = px
+    warnings = []
+    fmt = t.format
+    if fmt not in tex.WRITTEN_FORMATS:
+        warnings.append(f"sprite sheet in {tex.FORMAT_NAMES[fmt]}, which has no encoder here: written as RGBA8888")
+        fmt = tex.FORMAT_RGBA8888
+    out = copy.copy(t)
+    out.format = fmt
+    out.images = [_mips(t, i, px, fmt) for i, px in enumerate(images)]
+    out.warnings = []
+    return out, warnings
+
+
+def _mips(t: tex.Texture, image: int, px: np.ndarray, fmt: int) -> list[tex.Mip]:
+    """Image `image`'s mip chain for its new top level `px`: a level whose bytes did not change is the stored
+    mip itself (so its LZ4 block stays Wallpaper Engine's own), a changed one LZ4-packed where the stored one
+    was (Wallpaper Engine leaves some small levels plain)."""
+    kept = t.images[image]
+    new = tex.from_rgba(px, levels=len(kept), fmt=fmt).images[0]
+    out = []
+    for j, (m, old) in enumerate(zip(new, kept)):
+        if fmt == t.format and (old.width, old.height) == (m.width, m.height) and tex.mip_bytes(t, image, j) == m.data:
+            out.append(old)
+        elif old.lz4:
+            out.append(tex.Mip(m.width, m.height, tex.lz4_compress(m.data), 1, len(m.data)))
+        else:
+            out.append(m)
+    return out
