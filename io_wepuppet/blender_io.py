@@ -128,14 +128,16 @@ def blender_import(context, path: str, options=None) -> list[str]:
 
 
 def import_texture(context, path: str) -> tuple[object, list[str]]:
-    """A `.tex` as a packed Blender image (its first image's top mip); a sprite sheet as an image sequence of
-    its frames (blender_sheet.py)."""
+    """A `.tex` as a packed Blender image (its first image's top mip); a sprite sheet or an embedded GIF as an
+    image sequence of its frames (blender_sheet.py)."""
     raw = read_bytes(path)
     t = tex.read(raw)
     if not t.images or not t.images[0]:
         raise FormatError("texture holds no image", None, "image count")
     name = os.path.splitext(os.path.basename(path))[0]
     warnings = list(t.warnings)
+    if tex.is_gif(t):
+        return _keep_imported(blender_sheet.import_gif(context, t, name), name, raw), warnings
     if t.flags & tex.FLAG_SPRITE and t.frames:
         try:
             img = blender_sheet.import_sheet(context, t, name)

@@ -1,4 +1,5 @@
-"""Sprite sheets (and so Wallpaper Engine's GIFs) in Blender as an image sequence that plays in the viewport.
+"""Sprite sheets (Wallpaper Engine's form of a GIF) and embedded GIF files in Blender as an image sequence that
+plays in the viewport.
 
 Blender plays an animated texture only as a movie or an image sequence whose files it reads from disk, one file
 per scene frame, through the image user of the node that shows it. A sheet therefore comes in as PNG frame files
@@ -9,7 +10,8 @@ are those of frame 1. `use_sequence` sets a node's image user to play the cycle 
 
 Export reads the files back: a sheet frame none of whose files changed (their bytes' CRC as written) is the
 sheet's own frame; else the first changed file is the new frame. No change: the sheet's own bytes; else
-`sheet.rebuild` writes the new pixels into the sheet's layout and timing. docs/wallpaper_engine.md §5.1.
+`sheet.rebuild` writes the new pixels into the sheet's layout and timing (a GIF, for which we have no encoder,
+becomes a sheet of its frames and times: `sheet.from_frames`). docs/wallpaper_engine.md §5.1.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from ..core.errors import ExportError, FormatError
 from ..core.fileio import read_bytes
 from ..core.naming import safe_file_name
 from ..core.png import encode_png
-from . import sheet, tex
+from . import gif, sheet, tex
 
 FRAMES_PROP = "skinbridge_we_tex_frames"  # on a sheet's image: JSON {fps, stem, files per sheet frame, crc}
 MAX_FILES = 10000  # the 4-digit file numbers Blender pads to; a longer cycle is refused, the sheet comes in still
@@ -66,7 +68,16 @@ def _frame_path(folder: str, stem: str, number: int) -> str:
 def import_sheet(context, t: tex.Texture, name: str):
     """The sheet as an image sequence (see the module note); FormatError when its frames cannot be cut (a
     rotated frame, a frame outside its image, stored image files instead of pixels)."""
-    frames = tex.sprite_frames(t)
+    return import_frames(context, tex.sprite_frames(t), name, "sheet")
+
+
+def import_gif(context, t: tex.Texture, name: str):
+    """A texture holding a GIF file as an image sequence of its frames (gif.py)."""
+    return import_frames(context, gif.frames(tex.mip_bytes(t)), name, "gif")
+
+
+def import_frames(context, frames: list[tuple[float, np.ndarray]], name: str, kind: str):
+    """(seconds, (h, w, 4) uint8) frames as an image sequence at the scene's frame rate."""
     if not frames:
         raise FormatError("sprite sheet without frames", None, "frame count")
     fps = scene_fps(context.scene)
@@ -87,7 +98,7 @@ def import_sheet(context, t: tex.Texture, name: str):
     img = bpy.data.images.load(_frame_path(folder, stem, 0), check_existing=False)
     img.source = "SEQUENCE"
     img.name = name
-    img[FRAMES_PROP] = json.dumps({"fps": fps, "stem": stem, "files": plan, "crc": crcs})
+    img[FRAMES_PROP] = json.dumps({"kind": kind, "fps": fps, "stem": stem, "files": plan, "crc": crcs})
     return img
 
 
@@ -152,6 +163,13 @@ def sheet_bytes(img, raw: bytes) -> tuple[bytes, list[str]]:
     if not new:
         return raw, warnings
     t = tex.read(raw)
+    if info.get("kind") == "gif":
+        old = gif.frames(tex.mip_bytes(t))
+        frames = [(time, new.get(k, px)) for k, (time, px) in enumerate(old)]
+        warnings.append(f"image {img.name!r}: GIF frames changed: written as a sprite sheet (RGBA8888, the "
+                        "GIF's frame times), as Wallpaper Engine stores an imported GIF")
+        out = sheet.from_frames(frames, t.flags & ~tex.FLAG_VIDEO)
+        return tex.write(out), warnings
     frames = [new.get(k, px) for k, (_, px) in enumerate(tex.sprite_frames(t))]
     out, more = sheet.rebuild(t, frames)
     return tex.write(out), warnings + [f"image {img.name!r}: {w}" for w in more]

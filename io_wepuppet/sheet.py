@@ -3,11 +3,13 @@ one) as a timed sequence of frames, and back: docs/wallpaper_engine.md §5.1.
 
 `schedule` spreads the sheet's frame times over a scene's frame rate (each sheet frame at least one scene
 frame); `rebuild` puts new frame pixels into the sheet's own layout, keeping its timings, rectangles, sizes,
-flags, mip count and LZ4 use.
+flags, mip count and LZ4 use; `from_frames` lays frames of one size out as a new sheet (an edited GIF: we
+write no GIF, and a sheet is what Wallpaper Engine makes of one).
 """
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 
@@ -72,3 +74,24 @@ def _mips(t: tex.Texture, image: int, px: np.ndarray, fmt: int) -> list[tex.Mip]
         else:
             out.append(m)
     return out
+
+
+def from_frames(frames: list[tuple[float, np.ndarray]], flags: int = 0) -> tex.Texture:
+    """A TEXS0003 sheet (RGBA8888, LZ4, mips as Wallpaper Engine makes them) of (seconds, (h, w, 4) uint8)
+    frames of one size, in rows of ceil(√n) frames, left to right and top to bottom."""
+    if not frames:
+        raise ExportError("no frames for a sprite sheet")
+    fh, fw = frames[0][1].shape[:2]
+    if any(px.shape != (fh, fw, 4) for _, px in frames):
+        raise ExportError("sprite sheet frames of different sizes")
+    cols = math.ceil(math.sqrt(len(frames)))
+    rows = math.ceil(len(frames) / cols)
+    page = np.zeros((rows * fh, cols * fw, 4), np.uint8)
+    cells = []
+    for k, (time, px) in enumerate(frames):
+        x, y = fw * (k % cols), fh * (k // cols)
+        page[y:y + fh, x:x + fw] = px
+        cells.append(tex.Frame(0, np.float32(time), (float(x), float(y), float(fw), 0.0, 0.0, float(fh))))
+    t = tex.from_rgba(page, lz4=True, flags=flags | tex.FLAG_SPRITE)
+    t.sprite_tag, t.sprite_size, t.frames = "TEXS0003", (fw, fh), cells
+    return t

@@ -33,7 +33,7 @@ FORMAT_RGBA8888, FORMAT_DXT5, FORMAT_DXT3, FORMAT_DXT1, FORMAT_RG88, FORMAT_R8 =
 FORMAT_NAMES = {0: "RGBA8888", 4: "DXT5", 6: "DXT3", 7: "DXT1", 8: "RG88", 9: "R8", **tex_formats.NAMES}
 FLAG_SPRITE = 4  # the one flag bit that changes the layout; the others (1, 2, 32) are kept as read
 FLAG_VIDEO = 32
-FIF_GIF = 25  # FreeImage's number for GIF: Blender reads no GIF, so such a mip would load as a 0×0 image
+FIF_GIF = 25  # FreeImage's number for GIF: Blender reads no GIF, so such a mip is decoded by gif.py
 CONTAINERS = ("TEXB0001", "TEXB0002", "TEXB0003", "TEXB0004")
 SPRITE_TAGS = ("TEXS0001", "TEXS0002", "TEXS0003")
 LZ4_MAX_RATIO = 255  # one LZ4 input byte yields at most 255 output bytes (a run-length byte)
@@ -414,13 +414,16 @@ def decode_pixels(data: bytes, width: int, height: int, fmt: int) -> np.ndarray:
 
 def not_decoded(t: Texture) -> str | None:
     """Why the texture's pixels are not read (one line), or None. A video texture's mips are an MP4 file, not an
-    LZ4 block; an embedded GIF is animated frames Blender cannot load. Both are kept as read for write-back."""
+    LZ4 block: kept as read for write-back."""
     if t.video or t.flags & FLAG_VIDEO:
         return "a video texture (TEXB0004 MP4): kept but not decoded"
-    first = t.images[0][0].data if t.images and t.images[0] else b""
-    if t.image_format == FIF_GIF or first[:4] == b"GIF8":
-        return "animated GIF textures are not read yet"
     return None
+
+
+def is_gif(t: Texture) -> bool:
+    """Whether the texture's first mip is a whole GIF file (its frames: gif.py)."""
+    first = t.images[0][0].data if t.images and t.images[0] else b""
+    return not not_decoded(t) and (t.image_format == FIF_GIF or first[:4] == b"GIF8")
 
 
 def mip_bytes(t: Texture, image: int = 0, level: int = 0) -> bytes:
