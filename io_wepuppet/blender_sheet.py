@@ -125,11 +125,12 @@ def use_sequence(image_user, img, scene) -> None:
 
 def _png_rgba(path: str) -> np.ndarray:
     """(h, w, 4) uint8 rows top first of an image file, read by Blender (any format a painter saves in)."""
+    name = os.path.basename(path)
     img = bpy.data.images.load(path, check_existing=False)
     try:
         w, h = img.size
         if not (w and h):
-            raise ExportError(f"{os.path.basename(path)} is not an image Blender reads")
+            raise ExportError(f"{name} is not an image Blender reads")
         px = np.empty(w * h * 4, np.float32)
         img.pixels.foreach_get(px)
     finally:

@@ -39,13 +39,15 @@ def rebuild(t: tex.Texture, frames: list[np.ndarray]) -> tuple[tex.Texture, list
     """The sheet `t` with frame k's rectangle holding `frames[k]` ((h, w, 4) uint8, the rectangle's size);
     pixels outside every rectangle stay as decoded. Stored in `t`'s format where we encode it, else RGBA8888
     with a warning."""
-    if len(frames) != len(t.frames):
-        raise ExportError(f"{len(frames)} frames for a sheet of {len(t.frames)}")
+    given, needed = len(frames), len(t.frames)
+    if given != needed:
+        raise ExportError(f"{given} frames for a sheet of {needed}")
     images = [tex.mip_pixels(t, i, 0) for i in range(len(t.images))]
     for k, (f, px) in enumerate(zip(t.frames, frames)):
         x0, x1, y0, y1 = tex.frame_box(t, k, images[f.image].shape[:2])
-        if px.shape != (y1 - y0, x1 - x0, 4):
-            raise ExportError(f"sprite frame {k} is {px.shape[1]}×{px.shape[0]}, its rectangle {x1 - x0}×{y1 - y0}")
+        w, h = x1 - x0, y1 - y0
+        if px.shape != (h, w, 4):
+            raise ExportError(f"sprite frame {k} is of shape {px.shape}, its rectangle {w}×{h}")
         images[f.image][y0:y1, x0:x1] = px
     warnings = []
     fmt = t.format
