@@ -290,8 +290,9 @@ def _place(objects: list, layers: list[project.Layer], scale: float) -> None:
 # the scene
 
 def _camera(context, scene: project.Scene, scale: float, collection):
-    """An orthographic camera looking along the scene's eye → centre over its width × height pixels (a
-    perspective one where the scene has no orthogonal size); the render takes the scene's size."""
+    """An orthographic camera looking along the scene's eye → centre over its width × height pixels, centred on
+    the scene (a perspective one at `eye` where the scene has no orthogonal size); the render takes the scene's
+    size."""
     w, h = scene.width, scene.height
     cam = scene.camera
     centre = project._vector(project.resolve(cam.get("center"), {}), 3, (w / 2, h / 2, 0))
@@ -311,7 +312,9 @@ def _camera(context, scene: project.Scene, scale: float, collection):
         data.type = "ORTHO"
         data.ortho_scale = scale * max(w, h)
         distance = scale * max(w, h)  # in front of every layer whose depth is within the scene's size
-        m[:3, 3] = a @ centre - forward * distance
+        # the view is the scene's 0..w × 0..h whatever the camera's x and y: Wallpaper Engine's own 2D scenes
+        # (all of BlacRyu's) look from 0 0 0 at 0 0 −1 while their full-scene layers sit at (w/2, h/2)
+        m[:3, 3] = a @ np.array([w / 2, h / 2, centre[2]]) - forward * distance
         data.clip_end = 4 * distance
         context.scene.render.resolution_x, context.scene.render.resolution_y = int(w), int(h)
         context.scene.render.resolution_percentage = 100
