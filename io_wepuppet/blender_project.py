@@ -39,6 +39,7 @@ LAYER_PROP = "skinbridge_we_layer"  # on a layer's object: its scene.json entry 
 LAYER_INDEX_PROP = "skinbridge_we_layer_index"  # on a layer's object: its place in scene.json's objects
 PROJECT_PROP, SCENE_PROP = "skinbridge_we_project", "skinbridge_we_scene"  # on the collection: the files' bytes
 ROOT_PROP = "skinbridge_we_root"  # on the collection: the folder imported from, whose files export copies
+TEX_PATH_PROP = "skinbridge_we_tex_path"  # on an image layer's image: its `.tex` relative to the project folder
 _ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "actions", "cameras")
 _KEPT_KINDS = ("particle", "sound", "text", "light", "group")
 
@@ -128,6 +129,7 @@ def _image_layer(context, root: str, layer: project.Layer, scale: float, warning
     if tex_path is not None:
         try:
             img, more = blender_io.import_texture(context, tex_path)
+            img[TEX_PATH_PROP] = os.path.relpath(tex_path, root).replace(os.sep, "/")
             warnings += [f"{what}: {w}" for w in more]
         except (FormatError, OSError) as e:
             warnings.append(f"{what}: {os.path.basename(tex_path)}: {e}")
@@ -515,10 +517,30 @@ def _models(context, root: str, scene: project.Scene, obs: dict, scale: float, o
             out[os.path.relpath(path, root).replace(os.sep, "/")] = data
 
 
+def _sheets(root: str, obs: dict, out: dict, warnings: list) -> None:
+    """The sprite sheets and GIFs of image layers whose frames were edited in Blender into `out` (relative path
+    → bytes); other textures stay as the project has them."""
+    for ob in obs.values():
+        if ob.type != "MESH":
+            continue
+        for mat in ob.data.materials:
+            nodes = mat.node_tree.nodes if mat is not None and mat.node_tree is not None else []
+            for img in (n.image for n in nodes if n.type == "TEX_IMAGE" and n.image is not None):
+                rel = img.get(TEX_PATH_PROP)
+                if not isinstance(rel, str) or rel in out or blender_sheet.sheet_info(img) is None:
+                    continue
+                data, more = blender_io.texture_bytes(img)
+                warnings += more
+                src = _inside(root, rel) if root else None
+                if src is None or data != read_bytes(src):
+                    out[rel] = data
+
+
 def export_project(context, path: str, name: str = "") -> tuple[list[str], list[str]]:
     """Write the imported project holding the active object into the folder of `path`: every file of the
     folder it came from as it was, scene.json with the places, visibility and animation layers changed in
-    Blender, and each puppet or model Blender changed as a new `.mdl`. With no project imported, the visible
+    Blender, each puppet or model Blender changed as a new `.mdl` and each sprite sheet or GIF whose frames
+    changed as a new `.tex` (blender_sheet.py). With no project imported, the visible
     model as a new project named `name` (else after the folder), as `convert --to wepuppet` writes one.
     Returns (written paths, warnings)."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -548,6 +570,7 @@ def export_project(context, path: str, name: str = "") -> tuple[list[str], list[
                         f"{', '.join(sorted(added))}")
     out: dict[str, bytes] = {}
     _models(context, root, scene, obs, scale, out, warnings)
+    _sheets(root, obs, out, warnings)
     out[os.path.basename((proj.file if proj else "") or project.SCENE_FILE)] = scene.source.dump()
     if proj is not None:
         out[project.PROJECT_FILE] = proj.source.dump()

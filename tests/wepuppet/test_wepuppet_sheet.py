@@ -12,7 +12,9 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.io_wepuppet import blender_io, blender_project, blender_sheet, sheet, tex  # noqa: E402
+from skinbridge.core.png import encode_png  # noqa: E402
+from skinbridge.io_wepuppet import blender_io, blender_project, sheet, tex  # noqa: E402
+from skinbridge.io_wepuppet import project as wp  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -147,3 +149,32 @@ def test_a_sheet_in_a_format_without_encoder_is_written_as_rgba8888_with_a_warni
     assert back.format == tex.FORMAT_RGBA8888
     assert all(np.array_equal(px, frames[k]) for k, (_, px) in enumerate(tex.sprite_frames(back)))
     assert np.array_equal(tex.mip_pixels(back)[16:], np.zeros((16, 32, 4), np.uint8))
+
+
+def test_a_project_image_layer_plays_its_sheet_and_exports_an_edited_frame(clean_scene, tmp_path):
+    clean_scene.render.fps, clean_scene.render.fps_base = FPS, 1.0
+    src, out = tmp_path / "src", tmp_path / "out"
+    (src / "models").mkdir(parents=True)
+    (src / "materials").mkdir()
+    (src / "materials" / "walk.tex").write_bytes(tex.write(_sheet()))
+    (src / "materials" / "walk.json").write_bytes(wp.format_json({"passes": [{"textures": ["walk"]}]}))
+    (src / "models" / "walk.json").write_bytes(wp.format_json({"material": "materials/walk.json"}))
+    layer = wp.layer_doc("image", "models/walk.json", 1, "walker", (64, 32, 0), size=f"{FW:.5f} {FH:.5f}")
+    (src / "scene.json").write_bytes(wp.format_json(wp.scene_doc(128, 64, [layer])))
+    result = blender_project.import_project(bpy.context, str(src / "scene.json"))
+    ob = next(o for o in result.layers if o.type == "MESH")
+    node = next(n for n in ob.data.materials[0].node_tree.nodes if n.type == "TEX_IMAGE")
+    assert node.image.source == "SEQUENCE" and node.image_user.frame_duration == 10
+    bpy.context.view_layer.objects.active = ob
+    blender_project.export_project(bpy.context, str(out / "project.json"))
+    assert (out / "materials" / "walk.tex").read_bytes() == (src / "materials" / "walk.tex").read_bytes()
+    folder = os.path.dirname(bpy.path.abspath(node.image.filepath))
+    edited = np.full((FH, FW, 4), (200, 10, 90, 255), np.uint8)
+    os.remove(os.path.join(folder, "walk_0007.png"))  # frame 3's first file, replaced as an outside editor does
+    with open(os.path.join(folder, "walk_0007.png"), "wb") as f:
+        f.write(encode_png(edited))
+    _, warnings = blender_project.export_project(bpy.context, str(out / "project.json"))
+    assert warnings == []
+    got = tex.sprite_frames(tex.read((out / "materials" / "walk.tex").read_bytes()))
+    assert np.array_equal(got[3][1], edited) and all(np.array_equal(got[k][1], _frame(k)) for k in range(3))
+    assert (src / "materials" / "walk.tex").read_bytes() == tex.write(_sheet())  # the source is left alone
