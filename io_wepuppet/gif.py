@@ -25,7 +25,7 @@ from ..core.errors import FormatError
 ZERO_DELAY = 0.1  # seconds a frame of delay 0 is shown
 MAX_CODE_BITS = 12
 INTERLACE = ((0, 8), (4, 8), (2, 4), (1, 2))  # first row and step of the four passes
-MAX_PIXELS = 1 << 26  # canvas × frames decoded: a bigger animation is refused before it is decoded
+MAX_PIXELS = 1 << 26  # screen × frames, and any one image: a bigger animation is refused before it is decoded
 
 
 def sniff(head: bytes) -> bool:
@@ -99,6 +99,8 @@ def _image(r: Reader, canvas: np.ndarray, pal: np.ndarray | None, control: dict)
     """One image block (after its 0x2C) drawn onto a copy of `canvas`: that copy and the frame's rectangle."""
     at = r.pos
     x, y, w, h = (r.u16(f"image {k}") for k in ("left", "top", "width", "height"))
+    if w * h > MAX_PIXELS:  # before the index buffer is sized from it
+        raise FormatError(f"image of {w}×{h} pixels, above {MAX_PIXELS}", at, "image size")
     flags = r.u8("image flags")
     if flags & 0x80:
         pal = _palette(r, flags, "local colour table")
@@ -137,6 +139,8 @@ def frames(data: bytes) -> list[tuple[float, np.ndarray]]:
     r.u8("background")
     r.u8("aspect")
     pal = _palette(r, flags, "global colour table") if flags & 0x80 else None
+    if w * h > MAX_PIXELS:
+        raise FormatError(f"screen of {w}×{h} pixels, above {MAX_PIXELS}", 6, "screen size")
     canvas = np.zeros((h, w, 4), np.uint8)
     control: dict = {}
     out: list[tuple[float, np.ndarray]] = []

@@ -165,3 +165,12 @@ def test_a_gif_texture_comes_in_as_frames_and_goes_back_out_equal(clean_scene, t
     assert [time for time, _ in got] == [float(np.float32(time)) for time, _ in expected]
     assert np.array_equal(got[2][1], edited)
     assert all(np.array_equal(got[k][1], expected[k][1]) for k in (0, 1, 3))
+
+
+def test_a_gif_too_big_to_decode_is_refused_before_anything_is_sized_from_it():
+    screen = b"GIF89a" + struct.pack("<HHBBB", 65535, 65535, 0, 0, 0)
+    with pytest.raises(FormatError, match="screen of 65535×65535 pixels"):
+        gif.frames(screen + b"\x3b")
+    image = b"\x2c" + struct.pack("<HHHHB", 0, 0, 65535, 65535, 0)
+    with pytest.raises(FormatError, match="image of 65535×65535 pixels"):
+        gif.frames(b"GIF89a" + struct.pack("<HHBBB", 4, 4, 0, 0, 0) + image)
