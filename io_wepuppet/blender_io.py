@@ -196,12 +196,12 @@ def texture_bytes(img, lz4: bool = True) -> tuple[bytes, list[str]]:
     """A Blender image as a `.tex`: the file it came from while its pixels are unchanged; else encoded in that
     file's format and flags where we have an encoder (R8, RG88, RGBA8888), RGBA8888 with a warning otherwise,
     LZ4 where that file used it (`lz4` for an image of no file)."""
-    rgba = _rgba_of(img)
     raw = img.get(TEX_PROP)
+    if isinstance(raw, bytes) and blender_sheet.sheet_info(img) is not None:
+        return blender_sheet.sheet_bytes(img, raw)
+    rgba = _rgba_of(img)
     if not isinstance(raw, bytes):
         return tex.write(tex.from_rgba(rgba, lz4=lz4)), []
-    if blender_sheet.sheet_info(img) is not None:
-        return blender_sheet.sheet_bytes(img, raw)
     if img.get(TEX_KEY_PROP) == _pixels_key(rgba):
         return raw, []
     kept = tex.read(raw)
@@ -498,7 +498,7 @@ def texture_to_export(context, name: str = ""):
 def export_texture(image, path: str, lz4: bool = False) -> list[str]:
     """A Blender image as a `.tex` (`texture_bytes`; `lz4` for an image that came from no `.tex`)."""
     w, h = image.size
-    if not (w and h):
+    if not (w and h) and blender_sheet.sheet_info(image) is None:  # a sheet whose frame files are gone: its .tex
         raise ExportError(f"image {image.name!r} has no pixels")
     data, warnings = texture_bytes(image, lz4)
     write_atomic(path, data)

@@ -103,11 +103,19 @@ def import_frames(context, frames: list[tuple[float, np.ndarray]], name: str, ki
 
 
 def sheet_info(img) -> dict | None:
+    """The image's frame record (see FRAMES_PROP), or None for an image that is no imported sheet or whose
+    record was edited out of shape (it is then written as any image is)."""
     try:
         info = json.loads(img.get(FRAMES_PROP, ""))
     except (TypeError, ValueError):
         return None
-    return info if isinstance(info, dict) and isinstance(info.get("files"), list) else None
+    if not isinstance(info, dict) or not isinstance(info.get("stem"), str):
+        return None
+    files, crc = info.get("files"), info.get("crc")
+    if not (isinstance(files, list) and isinstance(crc, list) and len(files) == len(crc) and
+            all(isinstance(n, list) and all(isinstance(j, int) for j in n) for n in files)):
+        return None
+    return info
 
 
 def use_sequence(image_user, img, scene) -> None:
@@ -142,7 +150,7 @@ def sheet_bytes(img, raw: bytes) -> tuple[bytes, list[str]]:
     """The `.tex` of a sheet imported by `import_sheet` (see the module note)."""
     info = sheet_info(img)
     folder = os.path.dirname(bpy.path.abspath(img.filepath))
-    stem = str(info.get("stem", ""))
+    stem = info["stem"]
     warnings = []
     if img.is_dirty:
         warnings.append(f"image {img.name!r}: painted frames not saved to their files are not written "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -178,3 +179,16 @@ def test_a_project_image_layer_plays_its_sheet_and_exports_an_edited_frame(clean
     got = tex.sprite_frames(tex.read((out / "materials" / "walk.tex").read_bytes()))
     assert np.array_equal(got[3][1], edited) and all(np.array_equal(got[k][1], _frame(k)) for k in range(3))
     assert (src / "materials" / "walk.tex").read_bytes() == tex.write(_sheet())  # the source is left alone
+
+
+def test_a_sheet_whose_frame_files_are_gone_is_written_as_imported_with_a_warning(clean_scene, tmp_path):
+    clean_scene.render.fps, clean_scene.render.fps_base = FPS, 1.0
+    path, data = _write_sheet(tmp_path, _sheet())
+    img, _ = blender_io.import_texture(bpy.context, path)
+    folder = os.path.dirname(bpy.path.abspath(img.filepath))
+    shutil.rmtree(folder)  # the system cleaned its temporary folder
+    img.reload()
+    out = tmp_path / "out.tex"
+    warnings = blender_io.export_texture(img, str(out))
+    assert out.read_bytes() == data
+    assert warnings == [f"image 'walk': 10 frame files missing in {folder}: those frames are written as imported"]
