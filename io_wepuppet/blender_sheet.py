@@ -39,11 +39,15 @@ def scene_fps(scene) -> float:
 
 
 def cache_folder(name: str) -> str:
-    """A new folder for one import's frame files, under the system temporary folder (kept across sessions, as
-    the saved .blend refers to the files; Blender's own temporary folder goes when Blender quits): two imports
-    of one sheet are two images whose edits do not mix."""
-    root = os.path.join(tempfile.gettempdir(), CACHE_DIR)
-    os.makedirs(root, exist_ok=True)
+    """A new folder for one import's frame files, so that two imports of one sheet are two images whose edits
+    do not mix. In Blender's interface under the system temporary folder, kept across sessions since a saved
+    .blend refers to the files; without one (command line, scripts) in Blender's own session folder, removed when
+    Blender quits, so that `convert` and `render` leave no folder behind."""
+    if bpy.app.background and bpy.app.tempdir:
+        root = bpy.app.tempdir
+    else:
+        root = os.path.join(tempfile.gettempdir(), CACHE_DIR)
+        os.makedirs(root, exist_ok=True)
     return tempfile.mkdtemp(prefix=f"{safe_file_name(name)}_", dir=root)
 
 
