@@ -44,8 +44,8 @@ def _sub_blocks(r: Reader, what: str) -> bytes:
 def lzw_decode(data: bytes, min_size: int, count: int, at: int = 0) -> bytes:
     """The first `count` colour indices of an image's LZW code stream (missing ones as index 0, as decoders
     keep a short image)."""
-    if not 1 <= min_size <= 11:
-        raise FormatError(f"LZW minimum code size {min_size} outside 1..11", at, "LZW code size")
+    if not 1 <= min_size <= 8:  # codes below 2^min_size are colour indices, so at most 8 bits
+        raise FormatError(f"LZW minimum code size {min_size} outside 1..8", at, "LZW code size")
     clear, end = 1 << min_size, (1 << min_size) + 1
     base = [bytes([i]) for i in range(clear)] + [b"", b""]
     table = list(base)
@@ -114,17 +114,13 @@ def _image(r: Reader, canvas: np.ndarray, pal: np.ndarray | None, control: dict)
         ordered = np.empty_like(idx)
         ordered[rows] = idx
         idx = ordered
-    rgba = pal[idx]
-    keep = np.ones((h, w), bool)
-    if control.get("transparent") is not None:
-        keep = idx != control["transparent"]
     out = canvas.copy()
     ch, cw = canvas.shape[:2]
     x1, y1 = min(x + w, cw), min(y + h, ch)
-    if x < x1 and y < y1:
-        region = out[y:y1, x:x1]
-        k = keep[:y1 - y, :x1 - x]
-        region[k] = rgba[:y1 - y, :x1 - x][k]
+    if x < x1 and y < y1:  # only the part on the screen is coloured: an image may reach far past it
+        seen = idx[:y1 - y, :x1 - x]
+        keep = seen != control["transparent"] if control.get("transparent") is not None else np.ones_like(seen, bool)
+        out[y:y1, x:x1][keep] = pal[seen][keep]
     return out, (x, y, x1, y1)
 
 

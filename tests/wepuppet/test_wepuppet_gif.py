@@ -126,6 +126,8 @@ def test_a_gif_texture_is_read_not_refused_and_a_cut_one_is_an_error():
     assert findings == [("error", "image 0 mip 0", "needs 2 bytes, 0 left")]
     with pytest.raises(FormatError, match="LZW code 7 is not in the table of 6"):
         gif.lzw_decode(bytes([0b111100]), 2, 4)  # clear, then code 7 with nothing before it
+    with pytest.raises(FormatError, match="LZW minimum code size 9 outside 1..8"):
+        gif.lzw_decode(b"\0", 9, 4)
 
 
 @pytest.mark.blender
