@@ -29,7 +29,7 @@ from ..core.errors import ExportError, FormatError
 from ..core.fileio import output_path, read_bytes, write_atomic
 from ..core.naming import NameAllocator, safe_file_name
 from ..core.png import encode_png
-from . import convert, mdl, project, tex
+from . import blender_sheet, convert, mdl, project, tex
 
 PROP = "skinbridge_we"
 ATTACHMENT_PROP = "skinbridge_we_attachment"
@@ -128,12 +128,23 @@ def blender_import(context, path: str, options=None) -> list[str]:
 
 
 def import_texture(context, path: str) -> tuple[object, list[str]]:
-    """A `.tex` as a packed Blender image (its first image's top mip)."""
+    """A `.tex` as a packed Blender image (its first image's top mip); a sprite sheet or an embedded GIF as an
+    image sequence of its frames (blender_sheet.py)."""
     raw = read_bytes(path)
     t = tex.read(raw)
     if not t.images or not t.images[0]:
         raise FormatError("texture holds no image", None, "image count")
     name = os.path.splitext(os.path.basename(path))[0]
+    warnings = list(t.warnings)
+    if tex.is_gif(t):
+        return _keep_imported(blender_sheet.import_gif(context, t, name), name, raw), warnings
+    if t.flags & tex.FLAG_SPRITE and t.frames:
+        try:
+            img = blender_sheet.import_sheet(context, t, name)
+        except (FormatError, OSError) as e:
+            warnings.append(f"sprite sheet shown as its whole image, not as frames: {e}")
+        else:
+            return _keep_imported(img, name, raw), warnings
     if t.image_format != -1:
         data = tex.mip_bytes(t, 0, 0)
     else:
@@ -146,6 +157,11 @@ def import_texture(context, path: str) -> tuple[object, list[str]]:
                 f.write(data)
             img = bpy.data.images.load(p)
             img.pack()
+    return _keep_imported(img, name, raw), warnings
+
+
+def _keep_imported(img, name: str, raw: bytes):
+    """The imported image named and keeping its `.tex`; removed again on any failure (import is atomic)."""
     try:
         if not img.size[0] or not img.size[1]:  # an image file Blender cannot read loads as 0×0, not as an error
             raise FormatError("the embedded image file is not one Blender reads", None, "image format")
@@ -155,7 +171,7 @@ def import_texture(context, path: str) -> tuple[object, list[str]]:
     except BaseException:  # atomic: a failure after the image exists takes it away again
         bpy.data.images.remove(img)
         raise
-    return img, list(t.warnings)
+    return img
 
 
 def _rgba_of(img) -> np.ndarray:
@@ -180,8 +196,10 @@ def texture_bytes(img, lz4: bool = True) -> tuple[bytes, list[str]]:
     """A Blender image as a `.tex`: the file it came from while its pixels are unchanged; else encoded in that
     file's format and flags where we have an encoder (R8, RG88, RGBA8888), RGBA8888 with a warning otherwise,
     LZ4 where that file used it (`lz4` for an image of no file)."""
-    rgba = _rgba_of(img)
     raw = img.get(TEX_PROP)
+    if isinstance(raw, bytes) and blender_sheet.sheet_info(img) is not None:
+        return blender_sheet.sheet_bytes(img, raw)
+    rgba = _rgba_of(img)
     if not isinstance(raw, bytes):
         return tex.write(tex.from_rgba(rgba, lz4=lz4)), []
     if img.get(TEX_KEY_PROP) == _pixels_key(rgba):
@@ -480,7 +498,7 @@ def texture_to_export(context, name: str = ""):
 def export_texture(image, path: str, lz4: bool = False) -> list[str]:
     """A Blender image as a `.tex` (`texture_bytes`; `lz4` for an image that came from no `.tex`)."""
     w, h = image.size
-    if not (w and h):
+    if not (w and h) and blender_sheet.sheet_info(image) is None:  # a sheet whose frame files are gone: its .tex
         raise ExportError(f"image {image.name!r} has no pixels")
     data, warnings = texture_bytes(image, lz4)
     write_atomic(path, data)

@@ -33,12 +33,13 @@ from ..blender import scene as bscene
 from ..core.errors import ExportError, FormatError
 from ..core.fileio import makedirs, output_path, read_bytes, write_atomic
 from ..core.paths import texture_to_open
-from . import blender_io, convert, project
+from . import blender_io, blender_sheet, convert, project
 
 LAYER_PROP = "skinbridge_we_layer"  # on a layer's object: its scene.json entry as JSON text
 LAYER_INDEX_PROP = "skinbridge_we_layer_index"  # on a layer's object: its place in scene.json's objects
 PROJECT_PROP, SCENE_PROP = "skinbridge_we_project", "skinbridge_we_scene"  # on the collection: the files' bytes
 ROOT_PROP = "skinbridge_we_root"  # on the collection: the folder imported from, whose files export copies
+TEX_PATH_PROP = "skinbridge_we_tex_path"  # on an image layer's image: its `.tex` relative to the project folder
 _ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "actions", "cameras")
 _KEPT_KINDS = ("particle", "sound", "text", "light", "group")
 
@@ -113,6 +114,7 @@ def _image_material(name: str, img) -> bpy.types.Material:
     if img is not None:
         node = nt.nodes.new("ShaderNodeTexImage")
         node.image = img
+        blender_sheet.use_sequence(node.image_user, img, bpy.context.scene)
         node.location = (-400, 300)
         nt.links.new(node.outputs["Color"], bsdf.inputs["Base Color"])
         nt.links.new(node.outputs["Alpha"], bsdf.inputs["Alpha"])
@@ -127,6 +129,7 @@ def _image_layer(context, root: str, layer: project.Layer, scale: float, warning
     if tex_path is not None:
         try:
             img, more = blender_io.import_texture(context, tex_path)
+            img[TEX_PATH_PROP] = os.path.relpath(tex_path, root).replace(os.sep, "/")
             warnings += [f"{what}: {w}" for w in more]
         except (FormatError, OSError) as e:
             warnings.append(f"{what}: {os.path.basename(tex_path)}: {e}")
@@ -289,8 +292,9 @@ def _place(objects: list, layers: list[project.Layer], scale: float) -> None:
 # the scene
 
 def _camera(context, scene: project.Scene, scale: float, collection):
-    """An orthographic camera looking along the scene's eye → centre over its width × height pixels (a
-    perspective one where the scene has no orthogonal size); the render takes the scene's size."""
+    """An orthographic camera looking along the scene's eye → centre over its width × height pixels, centred on
+    the scene (a perspective one at `eye` where the scene has no orthogonal size); the render takes the scene's
+    size."""
     w, h = scene.width, scene.height
     cam = scene.camera
     centre = project._vector(project.resolve(cam.get("center"), {}), 3, (w / 2, h / 2, 0))
@@ -310,7 +314,9 @@ def _camera(context, scene: project.Scene, scale: float, collection):
         data.type = "ORTHO"
         data.ortho_scale = scale * max(w, h)
         distance = scale * max(w, h)  # in front of every layer whose depth is within the scene's size
-        m[:3, 3] = a @ centre - forward * distance
+        # the view is the scene's 0..w × 0..h whatever the camera's x and y: Wallpaper Engine's own 2D scenes
+        # (all of BlacRyu's) look from 0 0 0 at 0 0 −1 while their full-scene layers sit at (w/2, h/2)
+        m[:3, 3] = a @ np.array([w / 2, h / 2, centre[2]]) - forward * distance
         data.clip_end = 4 * distance
         context.scene.render.resolution_x, context.scene.render.resolution_y = int(w), int(h)
         context.scene.render.resolution_percentage = 100
@@ -511,10 +517,30 @@ def _models(context, root: str, scene: project.Scene, obs: dict, scale: float, o
             out[os.path.relpath(path, root).replace(os.sep, "/")] = data
 
 
+def _sheets(root: str, obs: dict, out: dict, warnings: list) -> None:
+    """The sprite sheets and GIFs of image layers whose frames were edited in Blender into `out` (relative path
+    → bytes); other textures stay as the project has them."""
+    for ob in obs.values():
+        if ob.type != "MESH":
+            continue
+        for mat in ob.data.materials:
+            nodes = mat.node_tree.nodes if mat is not None and mat.node_tree is not None else []
+            for img in (n.image for n in nodes if n.type == "TEX_IMAGE" and n.image is not None):
+                rel = img.get(TEX_PATH_PROP)
+                if not isinstance(rel, str) or rel in out or blender_sheet.sheet_info(img) is None:
+                    continue
+                data, more = blender_io.texture_bytes(img)
+                warnings += more
+                src = _inside(root, rel) if root else None
+                if src is None or data != read_bytes(src):
+                    out[rel] = data
+
+
 def export_project(context, path: str, name: str = "") -> tuple[list[str], list[str]]:
     """Write the imported project holding the active object into the folder of `path`: every file of the
     folder it came from as it was, scene.json with the places, visibility and animation layers changed in
-    Blender, and each puppet or model Blender changed as a new `.mdl`. With no project imported, the visible
+    Blender, each puppet or model Blender changed as a new `.mdl` and each sprite sheet or GIF whose frames
+    changed as a new `.tex` (blender_sheet.py). With no project imported, the visible
     model as a new project named `name` (else after the folder), as `convert --to wepuppet` writes one.
     Returns (written paths, warnings)."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -544,6 +570,7 @@ def export_project(context, path: str, name: str = "") -> tuple[list[str], list[
                         f"{', '.join(sorted(added))}")
     out: dict[str, bytes] = {}
     _models(context, root, scene, obs, scale, out, warnings)
+    _sheets(root, obs, out, warnings)
     out[os.path.basename((proj.file if proj else "") or project.SCENE_FILE)] = scene.source.dump()
     if proj is not None:
         out[project.PROJECT_FILE] = proj.source.dump()

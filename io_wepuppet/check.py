@@ -19,7 +19,7 @@ from ..core.check import Checker, Findings
 from ..core.errors import FormatError
 from ..core import names
 from ..core.findings import Finding
-from . import mdl, tex
+from . import gif, mdl, tex
 
 WEIGHT_SUM_TOLERANCE = 1e-3
 ENGINE_MAX_BONES = 128  # wallpaper64.exe refuses a skeleton above this (reference parser)
@@ -140,11 +140,13 @@ def validate_texture(t: tex.Texture) -> list[Finding]:
             except FormatError as e:
                 out.add("error", p, e.offset, "data", str(e).split(": ", 1)[-1])
                 continue
-            if t.image_format == -1:
-                try:
+            try:
+                if t.image_format == -1:
                     tex.decode_pixels(raw, mip.width, mip.height, t.format)
-                except FormatError as e:
-                    out.add("error", p, t.offsets.get(f"{p} data"), "data", str(e).split(": ", 1)[-1])
+                elif k == j == 0 and tex.is_gif(t):  # import reads its frames
+                    gif.frames(raw)
+            except FormatError as e:
+                out.add("error", p, t.offsets.get(f"{p} data"), "data", str(e).split(": ", 1)[-1])
     for f, fr in enumerate(t.frames):
         if not 0 <= fr.image < len(t.images):
             out.add("error", f"frame {f}", None, "image", f"image {fr.image} of {len(t.images)}")

@@ -57,7 +57,7 @@ class ExportWEPuppet(ExportFile, Operator, ExportHelper):
 
 @file_operator(_TEXTURE.extensions, several=True)
 class ImportWETexture(ImportFiles, Operator, ImportHelper):
-    """Import a Wallpaper Engine texture (.tex) as a packed image"""
+    """Import a Wallpaper Engine texture (.tex) as a packed image (a sprite sheet or GIF: an image sequence)"""
     bl_idname = "import_scene.skinbridge_wetex"
     bl_label = "Import Wallpaper Engine texture"
     bl_options = {"REGISTER", "UNDO"}

@@ -359,7 +359,8 @@ def read_path(path: str) -> tuple[Project | None, Scene | None, list[str]]:
         return project, scene, warnings
     project = read_project(data)
     scene_path = os.path.join(folder, os.path.basename((project.file or SCENE_FILE).replace("\\", "/")))
-    if project.type not in ("", "scene") or not os.path.isfile(scene_path):
+    # "Scene" in BlacRyu's Mega Man X and audio-bars projects: the public readers compare the type lowercased
+    if project.type.lower() not in ("", "scene") or not os.path.isfile(scene_path):
         return project, None, [f"{project.type or 'this'} project has no scene file ({os.path.basename(scene_path)})"]
     scene, warnings = read_scene_in(folder, read_bytes(scene_path), project)
     return project, scene, warnings

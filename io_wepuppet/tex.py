@@ -33,7 +33,7 @@ FORMAT_RGBA8888, FORMAT_DXT5, FORMAT_DXT3, FORMAT_DXT1, FORMAT_RG88, FORMAT_R8 =
 FORMAT_NAMES = {0: "RGBA8888", 4: "DXT5", 6: "DXT3", 7: "DXT1", 8: "RG88", 9: "R8", **tex_formats.NAMES}
 FLAG_SPRITE = 4  # the one flag bit that changes the layout; the others (1, 2, 32) are kept as read
 FLAG_VIDEO = 32
-FIF_GIF = 25  # FreeImage's number for GIF: Blender reads no GIF, so such a mip would load as a 0×0 image
+FIF_GIF = 25  # FreeImage's number for GIF: Blender reads no GIF, so such a mip is decoded by gif.py
 CONTAINERS = ("TEXB0001", "TEXB0002", "TEXB0003", "TEXB0004")
 SPRITE_TAGS = ("TEXS0001", "TEXS0002", "TEXS0003")
 LZ4_MAX_RATIO = 255  # one LZ4 input byte yields at most 255 output bytes (a run-length byte)
@@ -414,13 +414,16 @@ def decode_pixels(data: bytes, width: int, height: int, fmt: int) -> np.ndarray:
 
 def not_decoded(t: Texture) -> str | None:
     """Why the texture's pixels are not read (one line), or None. A video texture's mips are an MP4 file, not an
-    LZ4 block; an embedded GIF is animated frames Blender cannot load. Both are kept as read for write-back."""
+    LZ4 block: kept as read for write-back."""
     if t.video or t.flags & FLAG_VIDEO:
         return "a video texture (TEXB0004 MP4): kept but not decoded"
-    first = t.images[0][0].data if t.images and t.images[0] else b""
-    if t.image_format == FIF_GIF or first[:4] == b"GIF8":
-        return "animated GIF textures are not read yet"
     return None
+
+
+def is_gif(t: Texture) -> bool:
+    """Whether the texture's first mip is a whole GIF file (its frames: gif.py)."""
+    first = t.images[0][0].data if t.images and t.images[0] else b""
+    return not not_decoded(t) and (t.image_format == FIF_GIF or first[:4] == b"GIF8")
 
 
 def mip_bytes(t: Texture, image: int = 0, level: int = 0) -> bytes:
@@ -516,18 +519,28 @@ def sprite_frames(t: Texture) -> list[tuple[float, np.ndarray]]:
     A frame's values are its top-left corner and its x and y axes in pixels of that image (TEXS0001 stores
     them as ints, later versions as floats); a frame whose axes are not along x and y is refused."""
     out = []
+    images: dict[int, np.ndarray] = {}
     for k, f in enumerate(t.frames):
-        x, y, xx, xy, yx, yy = (float(v) for v in f.values)
-        if xy or yx:
-            raise FormatError(f"sprite frame {k} is rotated (axes {xx, xy} and {yx, yy}): not read", None,
-                              f"frame {k} rectangle")
         if not 0 <= f.image < len(t.images):
             raise FormatError(f"sprite frame {k} names image {f.image} of {len(t.images)}", None, f"frame {k} image")
-        px = mip_pixels(t, f.image, 0)
-        x0, x1 = sorted((round(x), round(x + xx)))
-        y0, y1 = sorted((round(y), round(y + yy)))
-        if x0 < 0 or y0 < 0 or x1 > px.shape[1] or y1 > px.shape[0] or x0 == x1 or y0 == y1:
-            raise FormatError(f"sprite frame {k} ({x0}..{x1} × {y0}..{y1}) is outside its "
-                              f"{px.shape[1]}×{px.shape[0]} image", None, f"frame {k} rectangle")
+        if f.image not in images:
+            images[f.image] = mip_pixels(t, f.image, 0)
+        px = images[f.image]
+        x0, x1, y0, y1 = frame_box(t, k, px.shape[:2])
         out.append((float(f.time), px[y0:y1, x0:x1].copy()))
     return out
+
+
+def frame_box(t: Texture, k: int, shape: tuple[int, int]) -> tuple[int, int, int, int]:
+    """Frame k's pixel box x0, x1, y0, y1 in its image of `shape` (h, w); FormatError for a rotated frame or
+    one outside its image."""
+    x, y, xx, xy, yx, yy = (float(v) for v in t.frames[k].values)
+    if xy or yx:
+        raise FormatError(f"sprite frame {k} is rotated (axes {xx, xy} and {yx, yy}): not read", None,
+                          f"frame {k} rectangle")
+    x0, x1 = sorted((round(x), round(x + xx)))
+    y0, y1 = sorted((round(y), round(y + yy)))
+    if x0 < 0 or y0 < 0 or x1 > shape[1] or y1 > shape[0] or x0 == x1 or y0 == y1:
+        raise FormatError(f"sprite frame {k} ({x0}..{x1} × {y0}..{y1}) is outside its "
+                          f"{shape[1]}×{shape[0]} image", None, f"frame {k} rectangle")
+    return x0, x1, y0, y1

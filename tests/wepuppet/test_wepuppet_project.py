@@ -90,6 +90,15 @@ def test_a_changed_layer_changes_only_its_own_key(tmp_path):
     assert again.layers[2].origin.tolist() == [10.0, 20.0, 30.0]
 
 
+def test_a_project_of_type_scene_capitalised_reads_its_scene(tmp_path):
+    _make(tmp_path)
+    doc = json.loads((tmp_path / "project.json").read_bytes())
+    doc["type"] = "Scene"  # as BlacRyu's Mega Man X project has it
+    (tmp_path / "project.json").write_bytes(wp.format_json(doc))
+    project, scene, warnings = wp.read_path(str(tmp_path / "project.json"))
+    assert (project.type, warnings, len(scene.layers)) == ("Scene", [], 5)
+
+
 def test_info_of_project_and_scene_and_bad_json(tmp_path):
     project_bytes, scene_bytes = _make(tmp_path)
     s = wp.info(scene_bytes, "scene.json")

@@ -114,6 +114,16 @@ def test_project_imports_one_object_per_layer_where_scene_json_places_it(clean_s
     assert bytes(coll[blender_project.SCENE_PROP]) == (tmp_path / "scene.json").read_bytes()
 
 
+def test_the_camera_frames_the_scene_wherever_a_2d_scene_puts_its_eye(clean_scene, tmp_path):
+    doc = wp.scene_doc(512, 256, [])
+    doc["camera"] = {"center": "0.000 0.000 -1.000", "eye": "0.000 0.000 0.000", "up": "0.000 1.000 0.000"}
+    (tmp_path / "scene.json").write_bytes(wp.format_json(doc))  # as BlacRyu's Mega Man X scene has it
+    cam = blender_project.import_project(bpy.context, str(tmp_path / "scene.json")).camera
+    # scene pixel (256, 128, -1) is Blender 0.01 · (256, 1, 128); the camera stands 0.01 · 512 in front of it
+    assert np.allclose(np.array(cam.matrix_world)[:3, 3], [2.56, 0.01 - 5.12, 1.28], atol=1e-6)
+    assert cam.data.ortho_scale == pytest.approx(5.12)
+
+
 def test_kept_layers_are_listed_in_one_warning_and_a_failure_leaves_nothing(clean_scene, testdata, tmp_path,
                                                                             monkeypatch):
     _make(tmp_path, testdata)
