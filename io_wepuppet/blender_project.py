@@ -80,7 +80,7 @@ def _json_at(root: str, raw: str, warnings: list[str], what: str) -> dict | None
         warnings.append(f"{what}: {raw!r} is not in the project folder (a Wallpaper Engine built-in file?)")
         return None
     try:
-        doc = json.loads(read_bytes(path, 1 << 24).decode("utf-8-sig"))
+        doc = project.loads(read_bytes(path, 1 << 24).decode("utf-8-sig"))
     except (ValueError, OSError, FormatError) as e:
         warnings.append(f"{what}: {raw!r} is not readable JSON: {e}")
         return None

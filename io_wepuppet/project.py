@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,9 +36,28 @@ def format_json(doc: Any) -> bytes:
     return (json.dumps(doc, indent="\t", ensure_ascii=False) + "\n").encode("utf-8")
 
 
+# a whole string (kept as it is; one left open runs to the end, so no text is scanned twice); a comma after an
+# opening bracket or another comma (kept: no value precedes it, and the strict parse refuses it again); or a
+# comma after a value whose next non-space character closes an array or object (dropped)
+_STRING_OR_TRAILING_COMMA = re.compile(r'("(?:[^"\\]|\\.)*(?:"|\\?\Z)|[\[{,]\s*,)|,(?=\s*[\]}])', re.S)
+
+
+def loads(text: str) -> Any:
+    """JSON as Wallpaper Engine reads it: a comma after the last item of an array or object is allowed (the
+    public Shift_Hue and hueshift effect projects ship scene.json files with one). Strict JSON first; the
+    comma is dropped only when that fails, and the file's bytes are still what is written back."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        relaxed = _STRING_OR_TRAILING_COMMA.sub(lambda m: m.group(1) or "", text)
+        if relaxed == text:
+            raise
+        return json.loads(relaxed)
+
+
 def _load(data: bytes, what: str) -> dict:
     try:
-        doc = json.loads(data.decode("utf-8-sig"))
+        doc = loads(data.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise FormatError(f"{what} is not JSON: {e}", getattr(e, "pos", 0), what) from None
     if not isinstance(doc, dict):

@@ -99,6 +99,25 @@ def test_a_project_of_type_scene_capitalised_reads_its_scene(tmp_path):
     assert (project.type, warnings, len(scene.layers)) == ("Scene", [], 5)
 
 
+def test_a_scene_with_trailing_commas_reads_as_wallpaper_engine_reads_it(tmp_path):
+    """A comma after the last item of an array or object (the public Shift_Hue and hueshift effect projects
+    ship such a scene.json): read with the same layers as without it, its own bytes written back while
+    unchanged; commas inside strings stay; a file still broken after that is refused."""
+    _, scene_bytes = _make(tmp_path)
+    text = scene_bytes.decode()
+    commas = text.replace("\n\t]", ",\n\t]").replace("\n}", ",\n}")
+    assert commas != text
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(commas)
+    loose = wp.read_scene(commas.encode())
+    strict = wp.read_scene(scene_bytes)
+    assert [l.name for l in loose.layers] == [l.name for l in strict.layers] and len(loose.layers) == 5
+    assert loose.source.doc == strict.source.doc and loose.source.dump() == commas.encode()
+    assert wp.loads('{"a": ["x,]", "y,}",], "b": "\\",}",}') == {"a": ["x,]", "y,}"], "b": '",}'}
+    with pytest.raises(FormatError, match="not JSON"):
+        wp.read_scene(b'{"objects": [,]}')
+
+
 def test_info_of_project_and_scene_and_bad_json(tmp_path):
     project_bytes, scene_bytes = _make(tmp_path)
     s = wp.info(scene_bytes, "scene.json")
