@@ -23,7 +23,6 @@ Euler samples, per-mesh material paths, flags and vertex format.
 from __future__ import annotations
 
 import base64
-import json
 import os
 
 import numpy as np
@@ -33,7 +32,7 @@ from ..core import names
 from ..core.errors import ExportError, FormatError, Warnings, quiet_float_errors
 from ..core.fileio import read_bytes
 from ..core.transforms import matrix3_to_quat, quat_multiply, quat_to_matrix3, slerp
-from . import mdl, tex
+from . import mdl, project, tex
 from ..core.png import encode_png
 from ..core.paths import texture_to_open
 
@@ -151,7 +150,7 @@ def find_texture(mdl_path: str, material: str) -> tuple[str | None, str | None]:
             tried.append(unsafe)
         elif os.path.isfile(json_path):
             try:
-                doc = json.loads(read_bytes(json_path, 1 << 24).decode("utf-8", "replace"))
+                doc = project.loads(read_bytes(json_path, 1 << 24).decode("utf-8", "replace"))
                 name = doc["passes"][0]["textures"][0]
                 path, unsafe = texture_to_open(f"materials/{name}.tex", root)
                 if path is not None and os.path.isfile(path):
@@ -408,7 +407,7 @@ def _project_fields(mdl_path: str) -> dict:
     stem = stem[:-len("_puppet")] if stem.endswith("_puppet") else stem
     json_path = os.path.join(os.path.dirname(os.path.abspath(mdl_path)), stem + ".json")
     try:
-        doc = json.loads(read_bytes(json_path, 1 << 24).decode("utf-8", "replace"))
+        doc = project.loads(read_bytes(json_path, 1 << 24).decode("utf-8", "replace"))
     except (OSError, ValueError, FormatError):
         return {}
     return {k: doc[k] for k in PROJECT_FIELDS if isinstance(doc, dict) and isinstance(doc.get(k), (str, list))}
