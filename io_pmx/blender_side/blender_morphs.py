@@ -131,7 +131,8 @@ class Model:
 
 
 def has_morphs(arm_ob) -> bool:
-    return arm_ob is not None and arm_ob.type == "ARMATURE" and bool(arm_ob.get(blender_mmd.PROP))
+    # `in`, not `get`: the handlers ask this of every object on every update, and `get` copies the stored text
+    return arm_ob is not None and arm_ob.type == "ARMATURE" and blender_mmd.PROP in arm_ob
 
 
 # ------------------------------------------------------------------------------------------------------------
