@@ -164,7 +164,8 @@ def _skin_texture(mesh_ob, outdir: str) -> None:
     img.file_format = "PNG"
     img.save()
     mat = mesh_ob.data.materials[0]
-    mat.use_nodes = True
+    if mat.node_tree is None:  # Blender 5 gives every material a node tree (and deprecates use_nodes)
+        mat.use_nodes = True
     nodes = mat.node_tree.nodes
     bsdf = next(n for n in nodes if n.type == "BSDF_PRINCIPLED")
     node = nodes.new("ShaderNodeTexImage")

@@ -81,6 +81,21 @@ def clean_scene(addon):
     yield bpy.context.scene
 
 
+@pytest.fixture
+def prefs(clean_scene):
+    """The preferences of SkinBridge enabled as an add-on (Blender keeps them under its module name)."""
+    import bpy
+
+    from skinbridge.app import preferences
+
+    entry = bpy.context.preferences.addons.new()
+    entry.module = preferences.ADDON
+    yield preferences.preferences(bpy.context)
+    entry = bpy.context.preferences.addons.get(preferences.ADDON)
+    if entry is not None:  # a factory reset (the command line's empty scene) removed it already
+        bpy.context.preferences.addons.remove(entry)
+
+
 def run_cli(*args: str, timeout: float = 600) -> "subprocess.CompletedProcess":
     """Run the real command line (cli.py as a script, as `blender -P` would) in a fresh process."""
     import subprocess

@@ -18,7 +18,8 @@ from ...blender.translations import translate
 from ..model import convert, morphs as mmd_morphs
 from ..model import pmx
 from . import blender_mmd
-from .blender_morphs import ADD_UV_ATTR, Model, UV_SHOWN_ATTR, _active_armature, _state, apply, has_morphs
+from .blender_morphs import (ADD_UV_ATTR, Model, MorphEdit, UV_SHOWN_ATTR, _active_armature, _state, apply,
+                             has_morphs)
 
 CHANGED = 1e-6  # a UV value further than this from what the sliders show was edited by the user
 
@@ -201,56 +202,33 @@ def _selected_vertices(arm_ob) -> np.ndarray:
     return np.flatnonzero(selected)
 
 
-class SKINBRIDGE_OT_mmd_uv_morph_from_uvs(bpy.types.Operator):
+class SKINBRIDGE_OT_mmd_uv_morph_from_uvs(MorphEdit, bpy.types.Operator):
     """Make this UV morph give the UVs you set while it shows (the active UV map; for an additional-UV morph,
     the pmx_morph_add_uv attribute)"""
 
     bl_idname = "skinbridge.mmd_uv_morph_from_uvs"
     bl_label = "UV Morph from UVs"
-    bl_options = {"REGISTER", "UNDO"}
-    morph: bpy.props.StringProperty(name="Morph")
 
-    @classmethod
-    def poll(cls, context):
-        return has_morphs(_active_armature(context))
-
-    def execute(self, context):
-        try:
-            n = store_uvs(_active_armature(context), self.morph)
-        except ValueError as e:
-            self.report({"ERROR"}, translate(str(e)))
-            return {"CANCELLED"}
-        self.report({"INFO"}, translate(f"{self.morph}: {n} vertex offset(s) changed"))
-        return {"FINISHED"}
+    def edit(self, arm_ob) -> str:
+        n = store_uvs(arm_ob, self.morph)
+        return translate(f"{self.morph}: {n} vertex offset(s) changed")
 
 
-class SKINBRIDGE_OT_mmd_uv_morph_offset(bpy.types.Operator):
+class SKINBRIDGE_OT_mmd_uv_morph_offset(MorphEdit, bpy.types.Operator):
     """Set this UV morph's offset of the vertices selected in Edit Mode"""
 
     bl_idname = "skinbridge.mmd_uv_morph_offset"
     bl_label = "Set UV Morph Offset"
-    bl_options = {"REGISTER", "UNDO"}
-    morph: bpy.props.StringProperty(name="Morph")
     offset: bpy.props.FloatVectorProperty(name="Offset", size=4, default=(0.0, 0.0, 0.0, 0.0),
                                           description="What the morph at 1.0 adds to each selected vertex's "
                                                       "UV (u, v, z, w; v runs down as in the PMX file)")
 
-    @classmethod
-    def poll(cls, context):
-        return has_morphs(_active_armature(context))
-
     def invoke(self, context, event):
         return context.window_manager.invoke_props_dialog(self)
 
-    def execute(self, context):
-        arm_ob = _active_armature(context)
-        try:
-            n = set_uv_offset(arm_ob, self.morph, _selected_vertices(arm_ob), tuple(self.offset))
-        except ValueError as e:
-            self.report({"ERROR"}, translate(str(e)))
-            return {"CANCELLED"}
-        self.report({"INFO"}, translate(f"{self.morph}: offset of {n} vertices set"))
-        return {"FINISHED"}
+    def edit(self, arm_ob) -> str:
+        n = set_uv_offset(arm_ob, self.morph, _selected_vertices(arm_ob), tuple(self.offset))
+        return translate(f"{self.morph}: offset of {n} vertices set")
 
 
 _MEMBER_ITEMS: list[tuple[str, str, str]] = []  # Blender keeps no reference to dynamic enum items' strings
@@ -273,21 +251,15 @@ def _member_chosen(self, context) -> None:
         self.ratio = rows[int(self.member)][1]
 
 
-class SKINBRIDGE_OT_mmd_morph_member_ratio(bpy.types.Operator):
+class SKINBRIDGE_OT_mmd_morph_member_ratio(MorphEdit, bpy.types.Operator):
     """Change the factor of one member of this group or flip morph"""
 
     bl_idname = "skinbridge.mmd_morph_member_ratio"
     bl_label = "Set Member Factor"
-    bl_options = {"REGISTER", "UNDO"}
-    morph: bpy.props.StringProperty(name="Morph")
     member: bpy.props.EnumProperty(name="Member", items=_member_items, update=_member_chosen,
                                    description="The member morph whose factor changes")
     ratio: bpy.props.FloatProperty(name="Factor", default=1.0, soft_min=0.0, soft_max=1.0,
                                    description="The member's weight when this morph is at 1.0")
-
-    @classmethod
-    def poll(cls, context):
-        return has_morphs(_active_armature(context))
 
     def invoke(self, context, event):
         _member_chosen(self, context)

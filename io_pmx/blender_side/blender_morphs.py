@@ -445,11 +445,10 @@ def store_colour(arm_ob, morph_name: str) -> int:
     return changed
 
 
-class SKINBRIDGE_OT_mmd_material_morph_from_colour(bpy.types.Operator):
-    """Make this material morph give the colours you set while it shows (Base Color and Alpha)"""
+class MorphEdit:
+    """Mixin of an operator that changes one stored morph of the active MMD model (`morph`, by name):
+    `edit(arm_ob)` does it and returns the message to report; a ValueError it raises is the operator's error."""
 
-    bl_idname = "skinbridge.mmd_material_morph_from_colour"
-    bl_label = "Material Morph from Colour"
     bl_options = {"REGISTER", "UNDO"}
     morph: bpy.props.StringProperty(name="Morph")
 
@@ -459,35 +458,35 @@ class SKINBRIDGE_OT_mmd_material_morph_from_colour(bpy.types.Operator):
 
     def execute(self, context):
         try:
-            n = store_colour(_active_armature(context), self.morph)
+            done = self.edit(_active_armature(context))
         except ValueError as e:
             self.report({"ERROR"}, translate(str(e)))
             return {"CANCELLED"}
-        self.report({"INFO"}, translate(f"{self.morph}: {n} material offset(s) changed"))
+        self.report({"INFO"}, done)
         return {"FINISHED"}
 
 
-class SKINBRIDGE_OT_mmd_bone_morph_from_pose(bpy.types.Operator):
+class SKINBRIDGE_OT_mmd_material_morph_from_colour(MorphEdit, bpy.types.Operator):
+    """Make this material morph give the colours you set while it shows (Base Color and Alpha)"""
+
+    bl_idname = "skinbridge.mmd_material_morph_from_colour"
+    bl_label = "Material Morph from Colour"
+
+    def edit(self, arm_ob) -> str:
+        n = store_colour(arm_ob, self.morph)
+        return translate(f"{self.morph}: {n} material offset(s) changed")
+
+
+class SKINBRIDGE_OT_mmd_bone_morph_from_pose(MorphEdit, bpy.types.Operator):
     """Make this bone morph the current pose: the posed bones' offsets at weight 1, the bones back at rest and
     the slider at 1"""
 
     bl_idname = "skinbridge.mmd_bone_morph_from_pose"
     bl_label = "Bone Morph from Pose"
-    bl_options = {"REGISTER", "UNDO"}
-    morph: bpy.props.StringProperty(name="Morph")
 
-    @classmethod
-    def poll(cls, context):
-        return has_morphs(_active_armature(context))
-
-    def execute(self, context):
-        try:
-            n = store_pose(_active_armature(context), self.morph)
-        except ValueError as e:
-            self.report({"ERROR"}, translate(str(e)))
-            return {"CANCELLED"}
-        self.report({"INFO"}, translate(f"{self.morph}: {n} bone offset(s)"))
-        return {"FINISHED"}
+    def edit(self, arm_ob) -> str:
+        n = store_pose(arm_ob, self.morph)
+        return translate(f"{self.morph}: {n} bone offset(s)")
 
 
 # ------------------------------------------------------------------------------------------------------------

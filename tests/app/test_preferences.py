@@ -15,17 +15,6 @@ from test_sidebar import _import  # noqa: E402
 pytestmark = pytest.mark.blender
 
 
-@pytest.fixture
-def prefs(clean_scene):
-    """The preferences of SkinBridge enabled as an add-on (Blender keeps them under its module name)."""
-    entry = bpy.context.preferences.addons.new()
-    entry.module = preferences.ADDON
-    yield preferences.preferences(bpy.context)
-    entry = bpy.context.preferences.addons.get(preferences.ADDON)
-    if entry is not None:  # a factory reset (the command line's empty scene) removed it already
-        bpy.context.preferences.addons.remove(entry)
-
-
 def test_every_export_option_of_every_target_has_a_default(prefs):
     for target, spec in formats.targets().items():
         exported = [o for o in spec.options if not o.reading]

@@ -23,17 +23,6 @@ HEAD_Z = 1.8104  # the Head bone's rest height in the sample skeleton, metres (t
 LIFT = 1.0  # metres the test's own copy of the skeleton stands higher, to tell the two apart
 
 
-@pytest.fixture
-def prefs(clean_scene):
-    """The preferences of SkinBridge enabled as an add-on (Blender keeps them under its module name)."""
-    entry = bpy.context.preferences.addons.new()
-    entry.module = preferences.ADDON
-    yield preferences.preferences(bpy.context)
-    entry = bpy.context.preferences.addons.get(preferences.ADDON)
-    if entry is not None:
-        bpy.context.preferences.addons.remove(entry)
-
-
 def _folder(tmp_path: pathlib.Path, name: str, **links: pathlib.Path) -> pathlib.Path:
     """A folder holding symlinks to the test data (never copies), file name → target."""
     folder = tmp_path / name
