@@ -42,22 +42,28 @@ def _save(model: Model, k: int, rows: np.ndarray) -> None:
 
 
 def _with_rows(old: np.ndarray, vertices: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """`old` UV offset rows with the offset of each of `vertices` set to its row of `values` (n, 4): the first
-    row naming the vertex changes (to the value less any later rows of that vertex, since MMD adds them), a
-    vertex without a row gets one appended; other rows keep their bytes."""
-    first: dict[int, int] = {}
-    later: dict[int, np.ndarray] = {}
-    for r, v in enumerate(old["vertex"].tolist()):
-        if first.setdefault(int(v), r) != r:
-            later[int(v)] = later.get(int(v), 0.0) + old["offset"][r].astype(np.float64)
-    extra = [v for v in vertices.tolist() if v not in first]
+    """`old` UV offset rows with the offset of each of `vertices` (distinct) set to its row of `values` (n, 4):
+    the first row naming the vertex changes (to the value less any later rows of that vertex, since MMD adds
+    them), a vertex without a row gets one appended; other rows keep their bytes."""
+    named = old["vertex"].astype(np.int64)
+    known, first = np.unique(named, return_index=True)  # each vertex's first row
+    later_rows = np.ones(len(old), bool)
+    later_rows[first] = False
+    later = np.zeros((len(known), 4))  # the later rows' sum per vertex, added in row order
+    np.add.at(later, np.searchsorted(known, named[later_rows]), old["offset"][later_rows].astype(np.float64))
+    vertices = np.asarray(vertices, np.int64)
+    at = np.minimum(np.searchsorted(known, vertices), max(len(known) - 1, 0))
+    listed = (known[at] == vertices) if len(known) else np.zeros(len(vertices), bool)
+    extra = vertices[~listed]
     rows = pmx.empty_records(pmx.MORPH_OFFSETS[pmx.MORPH_UV], len(old) + len(extra))
     rows[:len(old)] = old
-    for j, v in enumerate(extra):
-        first[v] = len(old) + j
-        rows["vertex"][len(old) + j] = v
-    for v, value in zip(vertices.tolist(), values):
-        rows["offset"][first[v]] = value - later.get(v, 0.0)
+    rows["vertex"][len(old):] = extra
+    target = np.empty(len(vertices), np.int64)
+    target[listed] = first[at[listed]]
+    target[~listed] = len(old) + np.arange(len(extra))
+    values = np.array(values, np.float64)  # a copy: the caller's stays as given
+    values[listed] -= later[at[listed]]
+    rows["offset"][target] = values
     return rows
 
 

@@ -17,7 +17,7 @@ from bpy.props import CollectionProperty, EnumProperty, IntProperty, StringPrope
 
 from ...blender import armature as barm
 from ...blender.props import json_prop
-from ...blender.selection import NoTarget, find_armature
+from ...blender.selection import find_armature
 from .blender_mmd import PROP
 from ...blender.translations import translate
 
@@ -25,13 +25,6 @@ TAB = "SkinBridge"
 SIDEBAR = "VIEW3D_PT_skinbridge"  # the SkinBridge tab's model panel (app/sidebar.py): this panel is its child
 LIST_PROP = "skinbridge_pmx_names"
 ICONS = {"BONE": "BONE_DATA", "MORPH": "SHAPEKEY_DATA", "MATERIAL": "MATERIAL"}
-
-
-def _model(context):
-    try:
-        return find_armature(context, required=True)
-    except NoTarget:
-        return None
 
 
 def _meshes(arm_ob) -> list:
@@ -106,10 +99,10 @@ class SKINBRIDGE_OT_pmx_names_load(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _model(context) is not None
+        return find_armature(context) is not None
 
     def execute(self, context):
-        arm_ob = _model(context)
+        arm_ob = find_armature(context)
         items = getattr(context.scene, LIST_PROP)
         items.clear()
         for kind, key, japanese, english in name_rows(arm_ob):
@@ -140,7 +133,7 @@ class VIEW3D_PT_skinbridge_pmx_names(bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        arm_ob = _model(context)
+        arm_ob = find_armature(context)
         layout.operator(SKINBRIDGE_OT_pmx_names_load.bl_idname, icon="FILE_REFRESH")
         items = getattr(context.scene, LIST_PROP)
         if arm_ob is None or not len(items) or items[0].armature != arm_ob.name:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import bpy
 
 from ...blender.ops_common import report_outcome
-from ...blender.selection import NoTarget, find_armature
+from ...blender.selection import find_armature
 from ...blender.translations import translate
 from . import blender_physics
 from . import blender_physics_sim as sim
@@ -14,13 +14,6 @@ from .blender_physics_chain import POSE_OT_skinbridge_mmd_physics_chain
 
 TAB = "SkinBridge"
 SIDEBAR = "VIEW3D_PT_skinbridge"  # the SkinBridge tab's model panel (app/sidebar.py): this panel is its child
-
-
-def _model(context):
-    try:
-        return find_armature(context, required=True)
-    except NoTarget:
-        return None
 
 
 def _has_physics(arm_ob) -> bool:
@@ -34,10 +27,10 @@ class _ModelOperator:
 
     @classmethod
     def poll(cls, context):
-        return context.mode in ("OBJECT", "POSE") and _model(context) is not None
+        return context.mode in ("OBJECT", "POSE") and find_armature(context) is not None
 
     def execute(self, context):
-        arm = _model(context)
+        arm = find_armature(context)
         if arm is None:
             self.report({"ERROR"}, translate("select the model's armature (or one of its meshes)"))
             return {"CANCELLED"}
@@ -114,7 +107,7 @@ class VIEW3D_PT_skinbridge_mmd(bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        arm = _model(context)
+        arm = find_armature(context)
         col = layout.column(align=True)
         col.label(text="Physics")
         col.operator(SKINBRIDGE_OT_mmd_physics_build.bl_idname, icon="PHYSICS")
