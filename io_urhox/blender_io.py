@@ -22,8 +22,9 @@ from .blender_package import write_textures_and_materials
 
 MESH_PROP = "skinbridge_urho"  # on an imported mesh: the file's vertex elements, geometry centres, magic, axes
 
-_KEPT = ("elements", "centers", "magic", "axes", "global_blend", "bbox", "mappings")
+_KEPT = ("elements", "centers", "magic", "axes", "global_blend", "bbox", "mappings", "lod_levels")
 RECORDS_PROP = "skinbridge_urho_vertices"  # the file's vertex records (int32 words), written again while unchanged
+LOD_INDICES_PROP = "skinbridge_urho_lod_indices"  # the file's index buffer when it holds LOD levels import left out
 PRIMITIVES_PROP = "skinbridge_urho_triangles"  # the file's triangles and their slots, when Blender dropped some
 
 
@@ -104,6 +105,9 @@ def _keep_file_data(ob, cmesh, vb: umd2.VertexBuffer) -> None:
     records = np.ascontiguousarray(vb.vertices)
     if records.dtype.itemsize % 4 == 0 and len(records) == len(ob.data.vertices):
         ob.data[RECORDS_PROP] = records.view(np.int32).reshape(-1)
+    lod_indices = cmesh.extras["urho"].get("lod_indices")
+    if lod_indices is not None:  # int32 words: ID properties hold no unsigned arrays
+        ob.data[LOD_INDICES_PROP] = np.asarray(lod_indices, np.uint32).view(np.int32)
     if len(ob.data.polygons) != len(cmesh.triangles):
         mats = cmesh.material_indices if cmesh.material_indices is not None else \
             np.zeros(len(cmesh.triangles), np.int32)
@@ -126,6 +130,9 @@ def _restore_file_data(ob, cmesh, elements) -> None:
         kept = np.asarray(words, np.int32)
         if dtype is not None and kept.nbytes == n * dtype.itemsize:
             cmesh.extras["urho"]["records"] = kept.view(dtype)
+    lod_indices = ob.data.get(LOD_INDICES_PROP)
+    if lod_indices is not None:
+        cmesh.extras["urho"]["lod_indices"] = np.asarray(lod_indices, np.int32).view(np.uint32)
     flat = ob.data.get(PRIMITIVES_PROP)
     if flat is not None:
         flat = np.asarray(flat, np.int32)
@@ -143,7 +150,7 @@ def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool =
                                                isolated=True)
     if not core_scene.meshes:
         raise ExportError("nothing to export: no visible mesh with faces")
-    _file_values_of_unchanged_meshes(context, core_scene)
+    warnings += _file_values_of_unchanged_meshes(context, core_scene)
     model, more = convert.from_scene(core_scene, profile, max_bones=max_bones)
     data = umd2.write(model)
     bscene._stage("write")
@@ -151,9 +158,11 @@ def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool =
     return warnings + more
 
 
-def _file_values_of_unchanged_meshes(context, core_scene) -> None:
+def _file_values_of_unchanged_meshes(context, core_scene) -> list[str]:
     """Give each gathered mesh the file's vertex elements and geometry centres while its object still
-    matches what import made (`mesh_fingerprint`); a changed mesh gets computed ones."""
+    matches what import made (`mesh_fingerprint`); a changed mesh gets computed ones. Returns warnings (a
+    changed mesh's LOD levels above 0 are lost)."""
+    warnings: list[str] = []
     objects = {o.name: o for o in context.view_layer.objects if o.type == "MESH"}
     for cmesh in core_scene.meshes:
         ob = objects.get(cmesh.name)
@@ -164,13 +173,19 @@ def _file_values_of_unchanged_meshes(context, core_scene) -> None:
             kept = json.loads(raw)
         except (TypeError, ValueError):
             continue
-        if not isinstance(kept, dict) or kept.get("fingerprint") != mesh_fingerprint(ob):
+        if not isinstance(kept, dict):
+            continue
+        if kept.get("fingerprint") != mesh_fingerprint(ob):
+            if kept.get("lod_levels"):
+                warnings.append(f"{ob.name}: the file's LOD levels above 0 not written (only LOD 0: the mesh "
+                                "changed since import)")
             continue
         urho = cmesh.extras.setdefault("urho", {})
         for key in _KEPT:
             if kept.get(key) is not None:
                 urho[key] = kept[key]
         _restore_file_data(ob, cmesh, kept.get("elements"))
+    return warnings
 
 
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:

@@ -296,8 +296,56 @@ def to_scene(model: umd2.Model, name: str = "Model", profile: str = "urhox",
                 mesh.extras["urho"]["mappings"] = [[int(b) for b in model.geometries[gi].bone_mapping]
                                                    for gi in mesh.materials]
                 mesh.extras["urho"]["bbox"] = [[float(x) for x in model.bbox_min], [float(x) for x in model.bbox_max]]
+                if not all_lods:
+                    mesh.extras["urho"].update(_file_lods(model, mesh.materials))
             scene.meshes.append(mesh)
+    if any("lod_levels" in m.extras["urho"] for m in scene.meshes):
+        warnings = [w + " (the others are kept: an export writes them again while the mesh is unchanged)"
+                    if w == f"LOD 0 of {max_levels} levels imported" else w for w in warnings]
     return scene, warnings
+
+
+def _file_lods(model: umd2.Model, geometries: list[int]) -> dict:
+    """The file's LOD levels above 0, written again while the mesh is unchanged (import reads LOD 0 only):
+    `lod_levels` (the index size and, per geometry, every level as [distance, primitive type, index start,
+    index count]) and `lod_indices` (the whole index buffer), when there is something to keep and the file is
+    laid out as export writes LOD 0: one vertex buffer, one index buffer and every geometry in this mesh, in
+    order (Urho3D's stock Jack and Mushroom models). Otherwise nothing."""
+    geoms = model.geometries
+    if len(model.vertex_buffers) != 1 or len(model.index_buffers) != 1 or geometries != list(range(len(geoms))) \
+            or max((len(g.lods) for g in geoms), default=0) < 2 \
+            or any(lod.vertex_buffer or lod.index_buffer for g in geoms for lod in g.lods):
+        return {}
+    ib = model.index_buffers[0]
+    levels = [[[float(lod.distance), int(lod.primitive_type), int(lod.index_start), int(lod.index_count)]
+               for lod in g.lods] for g in geoms]
+    return {"lod_levels": {"index_size": int(ib.index_size), "geometries": levels}, "lod_indices": ib.indices}
+
+
+def _kept_lods(model: umd2.Model, meshes: list[cm.Mesh], kept_records: bool) -> list[str]:
+    """Give `model` the file's LOD levels above 0 (`_file_lods`) while the one mesh that held them is unchanged
+    and the LOD 0 written is the file's own, index for index; a warning when levels were kept but cannot be
+    written."""
+    kept = [m.extras.get("urho", {}) for m in meshes if m.extras.get("urho", {}).get("lod_levels")]
+    if not kept:
+        return []
+    levels, indices = kept[0]["lod_levels"], kept[0].get("lod_indices")
+    built = model.index_buffers[0].indices
+    same = len(meshes) == 1 and kept_records and indices is not None \
+        and len(levels["geometries"]) == len(model.geometries) and all(
+            len(file_lods) and (lod.primitive_type, lod.index_start, lod.index_count) == tuple(file_lods[0][1:])
+            and lod.index_start + lod.index_count <= len(indices)
+            and np.array_equal(built[lod.index_start:lod.index_start + lod.index_count],
+                               indices[lod.index_start:lod.index_start + lod.index_count])
+            for g, file_lods in zip(model.geometries, levels["geometries"]) for lod in g.lods[:1])
+    if not same:
+        return [f"{meshes[0].name if len(meshes) == 1 else 'the model'}: the file's LOD levels above 0 not written "
+                "(only LOD 0: its triangles or geometries differ from the file's)"]
+    dtype = np.uint16 if levels["index_size"] == 2 else np.uint32
+    model.index_buffers = [umd2.IndexBuffer(levels["index_size"], np.asarray(indices).astype(dtype))]
+    for g, file_lods in zip(model.geometries, levels["geometries"]):
+        g.lods = [umd2.LodLevel(np.float32(d), kind, 0, 0, start, count) for d, kind, start, count in file_lods]
+    return []
 
 
 def _add_primitives(model, mesh: cm.Mesh, parts, remap, n_bones: int, scene: cm.Scene, warnings) -> None:
@@ -549,6 +597,7 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
     model.bbox_min = pos.min(axis=0).astype(np.float32)
     model.bbox_max = pos.max(axis=0).astype(np.float32)
     model.centers = np.array(centers, dtype=np.float32).reshape(-1, 3)
+    warnings += _kept_lods(model, meshes, kept_records)
     kept_box = _kept_bounds(meshes, kept_records)
     if kept_box is not None:
         model.bbox_min, model.bbox_max = kept_box

@@ -315,6 +315,24 @@ def test_all_lods_are_separate_meshes(testdata):
         assert mesh.vertex_count == len(used)
 
 
+def test_lod_0_import_keeps_the_other_levels_for_an_unchanged_export(testdata):
+    """LOD 0 import keeps every level's record and the whole index buffer (the Blender side writes them again
+    while the mesh is unchanged, tests/urho/test_urho_kept_blender.py); an All LODs import keeps none (each level
+    is its own mesh). Without the file's own vertex records (a core scene not through Blender) they are not
+    written: LOD 0 alone, with a warning."""
+    m = umd2.read(_sample(testdata, "Mushroom.mdl"))
+    scene, _ = convert.to_scene(m, "Mushroom", "auto")
+    urho = scene.meshes[0].extras["urho"]
+    assert urho["lod_levels"]["geometries"] == [[[float(lod.distance), 0, lod.index_start, lod.index_count]
+                                                 for lod in m.geometries[0].lods]]
+    np.testing.assert_array_equal(urho["lod_indices"], m.index_buffers[0].indices)
+    out, warnings = convert.from_scene(scene, "urho3d")
+    assert [len(g.lods) for g in out.geometries] == [1]
+    assert any("LOD levels above 0 not written" in w for w in warnings), warnings
+    scene, _ = convert.to_scene(m, "Mushroom", "auto", all_lods=True)
+    assert not any("lod_levels" in x.extras["urho"] for x in scene.meshes)
+
+
 # -- item 6 ---------------------------------------------------------------------------------------------
 
 def _generated() -> dict[str, bytes]:

@@ -105,6 +105,24 @@ def test_unchanged_model_is_byte_identical_whole(clean_scene, testdata, tmp_path
     assert_same_bytes(out, src, umd2.read, f"{name} through Blender")
 
 
+def test_lod_levels_above_0_come_back_while_the_mesh_is_unchanged(clean_scene, testdata, tmp_path):
+    """Import reads LOD 0; the other levels (Mushroom: 4 more, their indices in the same index buffer after LOD
+    0's) are written again while the mesh is unchanged, so the file comes back whole; once a vertex moves, LOD 0
+    is written alone, with a warning."""
+    src, out, warnings = _round_trip(testdata, tmp_path, "Mushroom.mdl")
+    assert [len(g.lods) for g in umd2.read(src).geometries] == [5]
+    assert_same_bytes(out, src, umd2.read, "Mushroom.mdl through Blender")
+    assert not any("LOD" in w for w in warnings), warnings
+    me = _mesh_object().data
+    me.vertices[0].co.z += 0.01
+    changed = tmp_path / "changed.mdl"
+    warnings = blender_io.export_mdl(bpy.context, str(changed), "urho3d")
+    m = umd2.read(changed.read_bytes())
+    assert [len(g.lods) for g in m.geometries] == [1]
+    assert len(m.index_buffers[0].indices) == umd2.read(src).geometries[0].lods[0].index_count == 4182
+    assert any("LOD levels above 0 not written" in w and "changed" in w for w in warnings), warnings
+
+
 def test_geometries_keep_their_own_bone_mappings(clean_scene, testdata, tmp_path):
     """A file whose geometries map a bone list of their own (Jack.mdl: 52 and 5 bones) keeps them: Ninja with
     every geometry mapping the bones in reverse order (blend indices local to that list) comes back
