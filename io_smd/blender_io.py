@@ -20,8 +20,10 @@ reads the scene.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
+from collections.abc import Iterator
 
 import bpy
 import numpy as np
@@ -36,11 +38,15 @@ from ..core.errors import ExportError, FormatError
 from ..core.fileio import read_bytes, write_atomic
 from ..core.names import clean, shown
 from ..core.naming import NameAllocator, safe_file_name
-from . import convert, qc, smd
+from . import convert, kept, qc, smd
 
 STEM_PROP = "smd_stem"
 FLAVOUR_PROP = "smd_flavour"  # "GoldSrc" when read from a file without link columns
 NEWLINE_PROP = "smd_newline"  # "CRLF" when read with CRLF
+SOURCE_PROP = "smd_source"  # the file's bytes (kept.py): on the reference's mesh, on an animation's action
+VTA_SOURCE_PROP = "smd_vta_source"  # a VTA's bytes, on the mesh its shapes went onto
+DROPPED_PROP = "smd_dropped_triangles"  # the reference's triangles Blender could not hold (a repeated vertex)
+ROOT_PROP = "smd_root"  # a plain reference's one node (JSON: id, name, rest position and rotation)
 
 
 def stem_of(path: str) -> str:
@@ -55,13 +61,21 @@ def _base_stem(stem: str) -> str:
 
 def import_file(context, path: str, options=None, armature=None) -> list[str]:
     """Import one .smd / .vta; returns warnings. FormatError / ExportError on what cannot be imported."""
-    f = smd.read(read_bytes(path))  # the file's bytes are freed here: the import reuses their memory
+    f, source = _read(path)
     name = stem_of(path)
     if f.kind == "model":
-        return import_reference(context, f, name)
+        return import_reference(context, f, name, source)
     if f.kind == "motion":
-        return import_motion(context, f, name, armature, qc_rate(path))
-    return import_flex(context, f, name)
+        return import_motion(context, f, name, armature, qc_rate(path), source)
+    return import_flex(context, f, name, source)
+
+
+def _read(path: str) -> tuple[smd.SmdFile, bytes | None]:
+    """The records and, up to `kept.KEEP_LIMIT`, the file's bytes (written again by an export that makes the
+    same records); a larger file's bytes are freed here: the import reuses their memory."""
+    data = read_bytes(path)
+    f = smd.read(data)
+    return f, data if len(data) <= kept.KEEP_LIMIT else None
 
 
 def _corner_attr(me, name: str, kind: str, values: np.ndarray) -> None:
@@ -74,7 +88,7 @@ def _corner_attr(me, name: str, kind: str, values: np.ndarray) -> None:
         attr.data.foreach_set("value", np.ascontiguousarray(values, np.int32).reshape(-1))
 
 
-def import_reference(context, f: smd.SmdFile, name: str) -> list[str]:
+def import_reference(context, f: smd.SmdFile, name: str, source: bytes | None = None) -> list[str]:
     scene, warnings = convert.to_scene(f, name)
     mesh = scene.meshes[0]
     extra = mesh.extras["smd"]
@@ -103,6 +117,12 @@ def import_reference(context, f: smd.SmdFile, name: str) -> list[str]:
             ob[FLAVOUR_PROP] = "GoldSrc"
         if f.newline == "\r\n":
             ob[NEWLINE_PROP] = "CRLF"
+        if source is not None:
+            me[SOURCE_PROP] = source
+            if not isinstance(kept, slice):
+                me[DROPPED_PROP] = np.flatnonzero(~kept[::3]).astype(np.int32)
+        if result.armature is None and len(f.nodes) == 1:
+            ob[ROOT_PROP] = json.dumps(_plain_root(f))
         me.update()
     except BaseException:
         created = list(result.objects)
@@ -110,6 +130,18 @@ def import_reference(context, f: smd.SmdFile, name: str) -> list[str]:
         bscene.remove_created(created)
         raise
     return warnings + result.warnings
+
+
+def _plain_root(f: smd.SmdFile) -> dict:
+    """The one node of a plain reference and its rest row (zeros when frame 0 has none)."""
+    node = f.nodes[0]
+    pos, rot = [0.0] * 3, [0.0] * 3
+    if f.skeleton:
+        rows = np.flatnonzero(f.skeleton[0].bones == node.id)
+        if len(rows):
+            pos = [float(x) for x in f.skeleton[0].positions[rows[0]]]
+            rot = [float(x) for x in f.skeleton[0].rotations[rows[0]]]
+    return {"id": int(node.id), "name": node.name, "position": pos, "rotation": rot}
 
 
 def target_armature(context):
@@ -128,7 +160,8 @@ def qc_rate(path: str) -> float | None:
     return qc.sequence_rates(os.path.dirname(os.path.abspath(path))).get(os.path.realpath(path), (None,))[0]
 
 
-def import_motion(context, f: smd.SmdFile, name: str, armature=None, rate: float | None = None) -> list[str]:
+def import_motion(context, f: smd.SmdFile, name: str, armature=None, rate: float | None = None,
+                  source: bytes | None = None) -> list[str]:
     """The animation as an action; SMD time t at `rate` frames per second (a QC's fps) lands at t / rate
     seconds, else at scene frame t."""
     _, warnings = convert.to_scene(f, name, with_animation=False)  # refuses bad ids and cycles naming the line
@@ -153,6 +186,8 @@ def import_motion(context, f: smd.SmdFile, name: str, armature=None, rate: float
                               "nothing imported (select the armature this motion was made for)")
         act.frame_start = float(min(fr.time for fr in f.skeleton)) * to_frame if f.skeleton else 0.0
         act.frame_end = float(max(fr.time for fr in f.skeleton)) * to_frame if f.skeleton else 0.0
+        if source is not None:
+            act[SOURCE_PROP] = source
         bact.assign(arm_ob, act)
     except BaseException:
         bscene.remove_created(created)
@@ -175,7 +210,7 @@ def _mesh_target(context, stem: str):
     raise ExportError(f"{stem}: make the mesh the VTA belongs to active ({len(meshes)} meshes in the scene)")
 
 
-def import_flex(context, f: smd.SmdFile, name: str) -> list[str]:
+def import_flex(context, f: smd.SmdFile, name: str, source: bytes | None = None) -> list[str]:
     smd.validate(f)
     ob = _mesh_target(context, name)
     me = ob.data
@@ -202,6 +237,8 @@ def import_flex(context, f: smd.SmdFile, name: str) -> list[str]:
         for kb in reversed(created):
             ob.shape_key_remove(kb)
         raise
+    if source is not None:
+        me[VTA_SOURCE_PROP] = source
     return list(f.warnings)
 
 
@@ -211,12 +248,12 @@ def blender_import(context, path: str, options) -> list[str]:
 
 def load_motion(context, path: str, armature, options) -> list[str]:
     """An animation SMD onto `armature`, or a VTA's shapes onto the model's mesh."""
-    f = smd.read(read_bytes(path))
+    f, source = _read(path)
     if f.kind == "flex":
-        return import_flex(context, f, stem_of(path))
+        return import_flex(context, f, stem_of(path), source)
     if f.kind != "motion":
         raise FormatError(f"{os.path.basename(path)} is a reference SMD, not an animation", None, "triangles")
-    return import_motion(context, f, stem_of(path), armature, qc_rate(path))
+    return import_motion(context, f, stem_of(path), armature, qc_rate(path), source)
 
 
 # -- export ----------------------------------------------------------------------------------------------
@@ -257,6 +294,32 @@ def _file_normals(ob, cmesh: cm.Mesh) -> np.ndarray | None:
     return raw
 
 
+def _pieces(made: smd.SmdFile, source, dropped=None) -> bytes | Iterator[bytes]:
+    """What a file whose records are `made` holds: `source` (an imported file's bytes, kept.py) when it says
+    the same (its triangles `dropped` by the import aside), else the records formatted."""
+    skip = np.asarray(dropped, np.int64) if dropped is not None else None
+    same = kept.source_if_same(bytes(source) if isinstance(source, (bytes, bytearray)) else None, made, skip)
+    return same if same is not None else smd.write_pieces(made)
+
+
+def _reference_pieces(ref: smd.SmdFile, scene: cm.Scene) -> bytes | Iterator[bytes]:
+    """The reference's bytes: its source's while it says the same (kept.py). A source with triangles Blender
+    dropped is used only when no VTA is written with it: a VTA's vertex ids are the written reference's corners."""
+    me = _mesh_data_of(scene)
+    if me is None:
+        return smd.write_pieces(ref)
+    dropped = me.get(DROPPED_PROP)
+    if dropped is not None and len(dropped) and any(m.shape_keys for m in scene.meshes):
+        return smd.write_pieces(ref)
+    return _pieces(ref, me.get(SOURCE_PROP), dropped)
+
+
+def _mesh_data_of(scene: cm.Scene):
+    """The mesh datablock of the one mesh an export writes (its kept file bytes belong to that file alone)."""
+    ob = bpy.data.objects.get(scene.meshes[0].name) if len(scene.meshes) == 1 else None
+    return ob.data if ob is not None and ob.type == "MESH" else None
+
+
 def gather_reference(context) -> tuple[cm.Scene, list[str], str, bool]:
     """(scene, warnings, newline, goldsrc) of what a reference export writes."""
     scene, warnings = bscene.gather_scene(context, max_influences=smd.MAX_LINKS, tangents=False)
@@ -277,6 +340,12 @@ def gather_reference(context) -> tuple[cm.Scene, list[str], str, bool]:
         normals = _file_normals(ob, cmesh)
         if normals is not None:
             saved["corner_normals"] = normals
+        root = ob.get(ROOT_PROP)
+        if isinstance(root, str):
+            try:
+                saved["root"] = json.loads(root)
+            except ValueError:
+                pass
         if saved:
             cmesh.extras["smd"] = saved
     return scene, warnings, newline, goldsrc
@@ -299,7 +368,7 @@ def export_reference(context, path: str, vta_path: str | None = None, flavour: s
     if not scene.meshes:
         raise ExportError("nothing to export: no visible mesh")
     ref = convert.reference_of(scene, warnings, newline, goldsrc)
-    write_atomic(path, smd.write_pieces(ref))
+    write_atomic(path, _reference_pieces(ref, scene))
     if vta_path is not None and export_vta(context, vta_path, scene, ref) and written is not None:
         written.append(vta_path)
     return warnings
@@ -332,7 +401,7 @@ def export_animations(context, folder: str, arm_ob, names: NameAllocator | None 
         locals_ = convert.animation_locals(skel, anim, np.arange(count) / rate)
         f = convert.animation_smd(skel, locals_, np.arange(count), warnings)
         path = os.path.join(folder, names.take(act.name, ".smd") + ".smd")
-        write_atomic(path, smd.write_pieces(f))
+        write_atomic(path, _pieces(f, act.get(SOURCE_PROP)))
         written.append(path)
         if sequences is not None:
             sequences.append((act.name, path, rate))
@@ -374,7 +443,9 @@ def export_vta(context, path: str, scene: cm.Scene, ref: smd.SmdFile) -> bool:
                 pos[at:at + len(corners)] = np.asarray(s.positions, np.float64)[corners]
         shapes[name] = pos
     del corners_total
-    write_atomic(path, smd.write_pieces(convert.vta_of(ref, list(shapes.items()), ref.newline)))
+    me = _mesh_data_of(scene)
+    write_atomic(path, _pieces(convert.vta_of(ref, list(shapes.items()), ref.newline),
+                               me.get(VTA_SOURCE_PROP) if me is not None else None))
     return True
 
 
@@ -388,7 +459,7 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     ref = convert.reference_of(scene, warnings, newline, goldsrc)
     stem = safe_file_name(name)
     ref_path = os.path.join(outdir, names.take(stem, ".smd") + ".smd")
-    write_atomic(ref_path, smd.write_pieces(ref))
+    write_atomic(ref_path, _reference_pieces(ref, scene))
     written = [ref_path]
     vta_path = os.path.join(outdir, names.take(stem, ".vta") + ".vta")
     if export_vta(context, vta_path, scene, ref):

@@ -528,6 +528,12 @@ def reference_of(scene: cm.Scene, warnings: list[str], newline: str = "\n",
     ids = np.array([n.id for n in nodes], np.int64)
     if skel is None or not len(skel.bones):
         rest = smd.Frame(0, ids, np.zeros((1, 3)), np.zeros((1, 3)))
+        root = _plain_root(scene)
+        if root is not None:  # the file's one node, which Blender has no object for
+            nodes = [smd.Node(root["id"], root["name"], -1)]
+            ids = np.array([root["id"]], np.int64)
+            rest = smd.Frame(0, ids, np.array([root["position"]], np.float64),
+                             np.array([root["rotation"]], np.float64))
     else:
         pos, rot = rest_rows(skel)
         rest = smd.Frame(0, ids, pos, rot)
@@ -535,6 +541,17 @@ def reference_of(scene: cm.Scene, warnings: list[str], newline: str = "\n",
              for m in scene.meshes]
     tri = _concat(parts) if parts else None
     return smd.SmdFile(nodes=nodes, skeleton=[rest], triangles=tri, newline=newline)
+
+
+def _plain_root(scene: cm.Scene) -> dict | None:
+    """The one node of a plain reference as read (`extras["smd"]["root"]`: id, name, rest position and
+    rotation), when every mesh of the scene came from that file's import; else None (a `root` node is made)."""
+    roots = [m.extras.get("smd", {}).get("root") for m in scene.meshes]
+    root = roots[0] if roots else None
+    ok = isinstance(root, dict) and all(r == root for r in roots) and isinstance(root.get("id"), int) \
+        and isinstance(root.get("name"), str) and '"' not in root["name"] \
+        and all(isinstance(root.get(k), list) and len(root[k]) == 3 for k in ("position", "rotation"))
+    return root if ok else None
 
 
 def _concat(parts: list[smd.Triangles]) -> smd.Triangles:

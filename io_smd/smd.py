@@ -14,7 +14,7 @@ in one byte matrix (`_float_cells`), equal to Python's `'{:.6f}'` for every valu
 
 Write-back: records are always formatted (the canonical layout: equal to the original token by token for
 Blender Source Tools' files, numbers within 1e-6, the file's own line ends and per-line link columns); text
-files are not promised back byte for byte.
+files are not promised back byte for byte here (through Blender, `kept.py` writes an unchanged file's own bytes).
 
 Structural faults raise `FormatError(message, offset, field)` with the byte offset of the line and "line N" in
 the message. Values that the layout allows but the meaning forbids (bone ids out of range, parent cycles,

@@ -1,0 +1,150 @@
+"""An SMD / VTA file's own bytes, written again while what an export makes says the same (docs/source.md §5.1).
+
+The codec writes text in one canonical layout (`smd.write`), so a file from another tool (Blender Source Tools'
+integer zeros, Crowbar's spacing, comments, indentation) would come back equal token by token but not byte for
+byte. Import keeps the file's bytes (up to `KEEP_LIMIT`) with what it made; an export that makes the same
+records, within what the file and Blender can hold, writes those bytes instead of formatting its own. "The
+same": the same nodes (id, name, parent), skeleton frames (times, bone ids; positions within `TOLERANCE`,
+rotations as the same rotation matrix within `TOLERANCE`, so ±π and other Euler twins agree), triangles
+(materials, parent bones, positions, normals and UVs within `TOLERANCE`, link counts, bones and weights),
+flex frames (times, shape names, vertex ids, positions, normals), flavour and line ends. No bpy here.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.errors import FormatError
+from . import smd
+
+KEEP_LIMIT = 32 << 20  # bytes: a larger file is not kept (its copy would double an import's memory and .blend)
+TOLERANCE = 1e-5  # absolute, plus 1e-6 relative: float32 in Blender, six decimals in the file
+
+
+def _close(a: np.ndarray, b: np.ndarray) -> bool:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return a.shape == b.shape and bool(np.all(np.abs(a - b) <= TOLERANCE + 1e-6 * np.abs(a)))
+
+
+def _euler_matrices(r: np.ndarray) -> np.ndarray:
+    """(R, 3) Euler radians → (R, 3, 3) matrices Rz·Ry·Rx, the SMD convention."""
+    cx, cy, cz = np.cos(r).T
+    sx, sy, sz = np.sin(r).T
+    return np.stack([
+        np.stack([cy * cz, sx * sy * cz - cx * sz, cx * sy * cz + sx * sz], -1),
+        np.stack([cy * sz, sx * sy * sz + cx * cz, cx * sy * sz - sx * cz], -1),
+        np.stack([-sy, sx * cy, cx * cy], -1)], -2)
+
+
+def _same_frames(a: list[smd.Frame], b: list[smd.Frame]) -> bool:
+    return len(a) == len(b) and all(
+        fa.time == fb.time and np.array_equal(fa.bones, fb.bones) and _close(fa.positions, fb.positions)
+        and _close(_euler_matrices(np.asarray(fa.rotations, np.float64).reshape(-1, 3)),
+                   _euler_matrices(np.asarray(fb.rotations, np.float64).reshape(-1, 3)))
+        for fa, fb in zip(a, b))
+
+
+def _links(t: smd.Triangles, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Link bones and weights padded to `k` columns (-1 and 0 past each line's count)."""
+    n = len(t.parents)
+    have = t.link_bones.shape[1] if t.link_bones.ndim == 2 else 0
+    bones = np.full((n, k), -1, np.int64)
+    weights = np.zeros((n, k), np.float64)
+    if have:
+        bones[:, :have] = t.link_bones
+        weights[:, :have] = t.link_weights
+    return bones, weights
+
+
+def _same_triangles(a: smd.Triangles | None, b: smd.Triangles | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    if len(a) != len(b) or a.materials != b.materials or not np.array_equal(a.parents, b.parents) \
+            or not np.array_equal(a.link_counts, b.link_counts):
+        return False
+    if not (_close(a.positions, b.positions) and _close(a.normals, b.normals) and _close(a.uvs, b.uvs)):
+        return False
+    k = max(a.link_bones.shape[1] if a.link_bones.ndim == 2 else 0,
+            b.link_bones.shape[1] if b.link_bones.ndim == 2 else 0)
+    (ab, aw), (bb, bw) = _links(a, k), _links(b, k)
+    return bool(np.array_equal(ab, bb)) and _close(aw, bw)
+
+
+def _same_flex(a: list[smd.FlexFrame] | None, b: list[smd.FlexFrame] | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return len(a) == len(b) and all(
+        fa.time == fb.time and (fa.comment or "") == (fb.comment or "") and np.array_equal(fa.vertices, fb.vertices)
+        and _close(fa.positions, fb.positions) and _close(fa.normals, fb.normals) for fa, fb in zip(a, b))
+
+
+def _without(t: smd.Triangles | None, skip: np.ndarray | None) -> smd.Triangles | None:
+    """`t` without the triangles `skip` (the ones an import could not hold: a repeated vertex)."""
+    if t is None or skip is None or not len(skip):
+        return t
+    keep = np.ones(len(t), bool)
+    keep[skip[(skip >= 0) & (skip < len(t))]] = False
+    corners = np.repeat(keep, 3)
+    return smd.Triangles([m for m, k in zip(t.materials, keep) if k], t.parents[corners], t.positions[corners],
+                         t.normals[corners], t.uvs[corners], t.link_counts[corners], t.link_bones[corners],
+                         t.link_weights[corners])
+
+
+def _rows_by_name(f: smd.SmdFile, names: list[str]) -> list[smd.Frame] | None:
+    """`f`'s frames with only the rows of the nodes `names`, in that order, ids renumbered 0…; None when a frame
+    lacks one of them."""
+    ids = {n.name: n.id for n in f.nodes}
+    want = np.array([ids[n] for n in names], np.int64)
+    out = []
+    for fr in f.skeleton:
+        where = {int(b): i for i, b in enumerate(fr.bones)}
+        if any(int(w) not in where for w in want):
+            return None
+        rows = np.array([where[int(w)] for w in want], np.int64)
+        out.append(smd.Frame(fr.time, np.arange(len(rows)), fr.positions[rows], fr.rotations[rows]))
+    return out
+
+
+def _same_motion_subset(a: smd.SmdFile, b: smd.SmdFile) -> bool:
+    """An animation `a` that names only some of the bones `b` writes (a file made for part of a rig, imported
+    onto the whole rig): the same when `a`'s nodes are `b`'s by name with the same parents, their rows agree,
+    and each bone only `b` has keeps one value throughout (the action does not move it)."""
+    if a.triangles is not None or b.triangles is not None or a.vertex_animation or b.vertex_animation:
+        return False
+    name_a = {n.id: n.name for n in a.nodes}
+    name_b = {n.id: n.name for n in b.nodes}
+    parents_b = {n.name: name_b.get(n.parent) for n in b.nodes}
+    names = [n.name for n in a.nodes]
+    if len(set(names)) != len(names) or len(name_b) != len(b.nodes) \
+            or any(parents_b.get(n.name, "") != name_a.get(n.parent) for n in a.nodes):
+        return False
+    rows_a, rows_b = _rows_by_name(a, names), _rows_by_name(b, names)
+    if rows_a is None or rows_b is None or not _same_frames(rows_a, rows_b):
+        return False
+    extra = [n.name for n in b.nodes if n.name not in set(names)]
+    still = _rows_by_name(b, extra)
+    if not still:
+        return still is not None
+    first = still[0]
+    return all(_same_frames([fr], [smd.Frame(fr.time, first.bones, first.positions, first.rotations)])
+               for fr in still[1:])
+
+
+def same_content(a: smd.SmdFile, b: smd.SmdFile, skip: np.ndarray | None = None) -> bool:
+    """Whether `a` (without its triangles `skip`) and `b` say the same, as the module docstring defines it."""
+    if a.newline != b.newline or a.goldsrc != b.goldsrc:
+        return False
+    if [(n.id, n.name, n.parent) for n in a.nodes] != [(n.id, n.name, n.parent) for n in b.nodes]:
+        return _same_motion_subset(a, b)
+    return _same_frames(a.skeleton, b.skeleton) and _same_triangles(_without(a.triangles, skip), b.triangles) \
+        and _same_flex(a.vertex_animation, b.vertex_animation)
+
+
+def source_if_same(source: bytes | None, made: smd.SmdFile, skip: np.ndarray | None = None) -> bytes | None:
+    """`source` when it reads as a file that says what `made` says (its triangles `skip` aside), else None (also
+    when it no longer reads)."""
+    if not source:
+        return None
+    try:
+        return source if same_content(smd.read(source), made, skip) else None
+    except (FormatError, ValueError):
+        return None
