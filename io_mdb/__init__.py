@@ -65,6 +65,7 @@ FORMATS = (
         target="gr2",
         folder_suffix="_GR2",
         operators="io_mdb.ops",
+        import_operator="import_scene.skinbridge_gr2",
         export_operator="export_scene.skinbridge_gr2",
         capabilities={
             "read": "io_mdb.gr2:read",
