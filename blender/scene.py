@@ -275,13 +275,14 @@ def exportable_objects(context, selected_only: bool = False) -> tuple[list, obje
 
 def gather_scene(context, selected_only: bool = False, max_influences: int = 4,
                  deform_only: bool = False, tangents: bool = True, objects: tuple | None = None,
-                 isolated: bool = False) -> tuple[cm.Scene, list[str]]:
+                 isolated: bool = False, bones_alone: bool = False) -> tuple[cm.Scene, list[str]]:
     """Read what would be exported into a core Scene (world space, Blender axes); `tangents=False` for formats
     that do not store them (they cost a MikkTSpace pass). Read-only for the user:
     the armature is switched to Rest Position and meshes with shape keys to their basis key (shape key
     lock) while reading, and both are put back in `finally`. `objects`: the (meshes, armature) of
     `exportable_objects`, when the caller has them already. `isolated`: meshes keep the vertices no face or edge
-    uses, in their place (`mesh.read_mesh`)."""
+    uses, in their place (`mesh.read_mesh`). `bones_alone`: with no mesh to export, the armature's skeleton is
+    still read (a format that holds a model of bones only: PMX)."""
     warnings: list[str] = []
     meshes, arm_ob = objects if objects is not None else exportable_objects(context, selected_only)
     lod_levels = [ob for ob in meshes if int(ob.get(LOD_PROP, 0)) > 0]
@@ -291,6 +292,9 @@ def gather_scene(context, selected_only: bool = False, max_influences: int = 4,
                         + ", ".join(ob.name for ob in lod_levels))
     scene = cm.Scene(name=context.scene.name)
     if not meshes:
+        if bones_alone and arm_ob is not None:
+            scene.skeleton = barm.read_skeleton(arm_ob)
+            return scene, warnings
         return scene, warnings + ["nothing to export: no visible mesh"]
     skinned = [ob for ob in meshes if arm_ob is not None and _armature_of(ob) == arm_ob]
     saved_pose_position = arm_ob.data.pose_position if arm_ob is not None else None

@@ -96,9 +96,9 @@ def gather_model(context, scale: float | None = None, selected_only: bool = Fals
     meshes, arm_ob = objects
     with blender_morphs.at_rest(arm_ob):  # the model's own values, whatever the morph sliders show
         core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only, tangents=False,
-                                                   objects=objects)
-        if not core_scene.meshes:
-            raise ExportError("nothing to export: no visible mesh with faces")
+                                                   objects=objects, bones_alone=True)
+        if not core_scene.meshes and core_scene.skeleton is None:  # bones alone make a PMX (a rig, a motion model)
+            raise ExportError("nothing to export: no visible mesh with faces or armature")
         blender_mmd.read_extras(core_scene, arm_ob, meshes)
     model, more = convert.from_scene(core_scene, scale)
     if arm_ob is not None:
@@ -162,7 +162,8 @@ def export_model(context, path: str, scale: float | None = None, selected_only: 
     objects = bscene.exportable_objects(context, selected_only)
     meshes, arm_ob = objects
     model, warnings = gather_model(context, scale, selected_only, objects)
-    from_pmx = arm_ob is not None and bool((blender_mmd.stored_extras(arm_ob, []) or {}).get("name"))
+    # imported from PMX: the file's own name, also an empty one (MMD reads a model without a name)
+    from_pmx = arm_ob is not None and isinstance((blender_mmd.stored_extras(arm_ob, []) or {}).get("name"), str)
     if model_name or not from_pmx:
         name = model_name
         if not name and arm_ob is not None and arm_ob.name.lower().rstrip(".0123456789") not in GENERIC_NAMES:
