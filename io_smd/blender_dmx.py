@@ -6,11 +6,16 @@ build removes what it made. Corrective shape keys get drivers and the flex contr
 sliders (docs/source.md §6.5). A motion (`convert --motion`, the operator onto a selected armature) puts the clips
 onto an existing armature, matched by bone name.
 Export (`convert --to dmx`): the visible meshes and their armature as NAME.dmx, each action of the armature as
-its own animation DMX, and NAME.qc naming them with each sequence's rate (`dmx_write`)."""
+its own animation DMX, and NAME.qc naming them with each sequence's rate (`dmx_write`).
+Kept while unchanged (docs/source.md §6.6): a model file without clips, and a motion file of one clip, keep their
+bytes (up to `KEEP_LIMIT`) with a digest of the core records export would make of what the import built; an
+export whose records give the same digest writes those bytes instead of our own element graph."""
 from __future__ import annotations
 
 import json
 import os
+
+import bpy
 
 from bpy.utils import escape_identifier as bpy_escape
 
@@ -19,11 +24,17 @@ from ..blender import scene as bscene
 from ..blender.ops_common import unmatched_motion
 from ..blender.selection import NoTarget, armatures, find_armature
 from ..core import model as cm
+from ..core.digest import digest
 from ..core.errors import ExportError
 from ..core.fileio import read_bytes
 from ..core.names import clean
 from ..core.naming import safe_file_name
 from . import dmx, dmx_convert, dmx_write
+
+
+KEEP_LIMIT = 32 << 20  # bytes: a larger file is not kept (its copy would double an import's memory and .blend)
+SOURCE_PROP = "dmx_source"  # the file's bytes: on the model's armature (or its one mesh), on a motion's action
+KEPT_PROP = "dmx_kept"  # JSON beside it: the objects and the digest of what export makes of them
 
 
 def _stem(path: str) -> str:
@@ -110,19 +121,68 @@ def _kept_controls(ob, warnings: list[str]) -> list[dict]:
 def blender_import(context, path: str, options=None) -> list[str]:
     """The registry's `blender_import`: the model of one .dmx (gzip too) with its animations; returns warnings."""
     name = _stem(path)
-    scene, warnings = dmx_convert.to_scene(dmx.read(read_bytes(path)), name)
+    data = read_bytes(path)
+    scene, warnings = dmx_convert.to_scene(dmx.read(data), name)
     if scene.skeleton is None and not scene.meshes:
         return warnings
     before = bscene.snapshot_ids()
     result = bscene.build_scene(context, scene, name, os.path.dirname(path))
     try:
-        add_flex([ob for ob in result.objects if ob.type == "MESH"], scene)
+        meshes = [ob for ob in result.objects if ob.type == "MESH"]
+        add_flex(meshes, scene)
         if result.armature is not None and scene.animations:
-            warnings += _add_actions(context, result.armature, scene.animations, [], True)
+            made: list = []
+            warnings += _add_actions(context, result.armature, scene.animations, made, True)
+            _keep_motion(context, data, scene, result.armature, made)
+        elif meshes and len(data) <= KEEP_LIMIT:
+            _keep_model(context, data, meshes, result.armature)
     except BaseException:
         bscene.remove_new(before)
         raise
     return warnings + result.warnings
+
+
+def _object_names(meshes: list, arm_ob) -> list[str]:
+    return sorted(ob.name for ob in meshes) + ([arm_ob.name] if arm_ob is not None else [])
+
+
+def _keep_model(context, data: bytes, meshes: list, arm_ob) -> None:
+    """The file's bytes and the digest of what an export of the objects just made would write, on the armature
+    (else the one mesh)."""
+    holder = arm_ob if arm_ob is not None else meshes[0] if len(meshes) == 1 else None
+    if holder is None:
+        return
+    try:
+        made, _ = _export_scene(context, (meshes, arm_ob))
+    except ExportError:
+        return
+    holder[SOURCE_PROP] = data
+    holder[KEPT_PROP] = json.dumps({"objects": _object_names(meshes, arm_ob), "digest": digest(made)})
+
+
+def _kept(holder, **now) -> bytes | None:
+    """The bytes `holder` keeps while what they were kept with (`KEPT_PROP`) equals `now`, else None."""
+    raw = holder.get(KEPT_PROP) if holder is not None else None
+    source = holder.get(SOURCE_PROP) if holder is not None else None
+    try:
+        kept = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return None
+    return bytes(source) if isinstance(kept, dict) and isinstance(source, bytes) and kept == now else None
+
+
+def _export_scene(context, objects: tuple | None = None) -> tuple[cm.Scene, list[str]]:
+    """The core Scene `export_target` writes as the model (`objects`: the (meshes, armature) to read, else the
+    visible ones), its flex controllers included."""
+    scene, warnings = bscene.gather_scene(context, max_influences=dmx_write.MAX_WEIGHTS, tangents=False,
+                                          objects=objects)
+    if not scene.meshes:
+        raise ExportError("nothing to export: no visible mesh")
+    meshes, _ = objects if objects is not None else bscene.exportable_objects(context)
+    controls = [c for ob in meshes for c in _kept_controls(ob, warnings)]
+    if controls:
+        scene.extras["dmx_controls"] = controls
+    return scene, warnings
 
 
 def import_clips(context, record: dmx.DmxFile, name: str, armature) -> list[str]:
@@ -143,7 +203,8 @@ def load_motion(context, path: str, armature, options=None) -> list[str]:
     """The registry's `motion_loader`: the clips of a DMX onto `armature` (else the selected or only one; with
     no armature in the scene, the file's own skeleton is built to carry them)."""
     name = _stem(path)
-    scene, warnings = dmx_convert.to_scene(dmx.read(read_bytes(path)), name)
+    data = read_bytes(path)
+    scene, warnings = dmx_convert.to_scene(dmx.read(data), name)
     if not scene.animations:
         raise ExportError(f"{os.path.basename(path)} holds no animation (no DmeChannelsClip in its animationList)")
     arm_ob = armature
@@ -160,26 +221,40 @@ def load_motion(context, path: str, armature, options=None) -> list[str]:
         arm_ob = built.armature
         created += [arm_ob, arm_ob.data]
     try:
-        return warnings + _add_actions(context, arm_ob, scene.animations, created, own_rig)
+        warnings += _add_actions(context, arm_ob, scene.animations, created, own_rig)
     except BaseException:
         bscene.remove_created(created)
         raise
+    _keep_motion(context, data, scene, arm_ob, created)
+    return warnings
+
+
+def _keep_motion(context, data: bytes, scene: cm.Scene, arm_ob, created: list) -> None:
+    """A motion file of one clip: its bytes and the digest of the action as export reads it, on the action."""
+    acts = [a for a in created if isinstance(a, bpy.types.Action)]
+    if len(acts) == 1 and len(data) <= KEEP_LIMIT and not scene.meshes:
+        anim, _ = bact.read_action(context, arm_ob, acts[0])
+        acts[0][SOURCE_PROP] = data
+        acts[0][KEPT_PROP] = json.dumps({"rig": bact.rig_fingerprint(arm_ob), "digest": digest(anim)})
 
 
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to dmx`: NAME.dmx (the model), one animation DMX per action of the armature, NAME.qc."""
-    scene, warnings = bscene.gather_scene(context, max_influences=dmx_write.MAX_WEIGHTS, tangents=False)
-    if not scene.meshes:
-        raise ExportError("nothing to export: no visible mesh")
+    scene, warnings = _export_scene(context)
     meshes, arm_ob = bscene.exportable_objects(context)
-    controls = [c for ob in meshes for c in _kept_controls(ob, warnings)]
-    if controls:
-        scene.extras["dmx_controls"] = controls
+    holder = arm_ob if arm_ob is not None else meshes[0] if len(meshes) == 1 else None
+    source = _kept(holder, objects=_object_names(meshes, arm_ob), digest=digest(scene))
+    if source is not None:
+        scene.extras["dmx_source"] = source
     fps = bact.fps_of(context.scene)
     if arm_ob is not None and scene.skeleton is not None:
+        rig = bact.rig_fingerprint(arm_ob)
         for act in bact.armature_actions(arm_ob):
             anim, more = bact.read_action(context, arm_ob, act)
+            source = _kept(act, rig=rig, digest=digest(anim))
             anim.name = act.name
+            if source is not None:
+                anim.extras["dmx_source"] = source
             scene.animations.append(anim)
             warnings += more
     paths, more = dmx_write.write_files(scene, outdir, safe_file_name(name), fps)

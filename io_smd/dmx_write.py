@@ -325,14 +325,17 @@ def write_files(scene: cm.Scene, folder: str, name: str, fps: float = 24.0, with
     names = NameAllocator()
     stem = names.take(name, ".dmx")
     paths = [os.path.join(folder, stem + ".dmx")]
-    write_atomic(paths[0], dmx.write(model_dmx(scene, stem, warnings)))
+    kept = scene.extras.get("dmx_source")  # an unchanged imported file's own bytes (blender_dmx.py)
+    write_atomic(paths[0], kept if isinstance(kept, bytes) else dmx.write(model_dmx(scene, stem, warnings)))
     sequences = []
     for anim in scene.animations if scene.skeleton is not None else []:
         rate = sample_rate(anim, fps)
         off = convert.off_frame_warning(anim, rate)
         warnings += [off] if off else []
         paths.append(os.path.join(folder, names.take(anim.name, ".dmx") + ".dmx"))
-        write_atomic(paths[-1], dmx.write(animation_dmx(scene.skeleton, anim, rate, warnings)))
+        kept = anim.extras.get("dmx_source")
+        write_atomic(paths[-1], kept if isinstance(kept, bytes) else
+                     dmx.write(animation_dmx(scene.skeleton, anim, rate, warnings)))
         sequences.append((anim.name, os.path.basename(paths[-1]), rate, False))
     if scene.animations and scene.skeleton is None:
         warnings.append(f"{len(scene.animations)} animation(s) not written: the model has no skeleton")
