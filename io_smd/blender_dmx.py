@@ -8,8 +8,9 @@ onto an existing armature, matched by bone name.
 Export (`convert --to dmx`): the visible meshes and their armature as NAME.dmx, each action of the armature as
 its own animation DMX, and NAME.qc naming them with each sequence's rate (`dmx_write`).
 Kept while unchanged (docs/source.md §6.6): a model file without clips, and a motion file of one clip, keep their
-bytes (up to `KEEP_LIMIT`) with a digest of the core records export would make of what the import built; an
-export whose records give the same digest writes those bytes instead of our own element graph."""
+bytes (up to `KEEP_LIMIT`): a model with a digest of the core records export would make of what the import
+built, a motion with the fingerprints of its action's F-curves and rig; an export that finds them the same writes
+those bytes instead of our own element graph."""
 from __future__ import annotations
 
 import json
@@ -32,9 +33,11 @@ from ..core.naming import safe_file_name
 from . import dmx, dmx_convert, dmx_write
 
 
-KEEP_LIMIT = 32 << 20  # bytes: a larger file is not kept (its copy would double an import's memory and .blend)
+# bytes: a larger file is not kept. Keeping costs the import one read of what it built (as an export reads it):
+# 0.87 s on bench/run's L model (200,000 vertices, 21.6 MB), which would more than double that import
+KEEP_LIMIT = 8 << 20
 SOURCE_PROP = "dmx_source"  # the file's bytes: on the model's armature (or its one mesh), on a motion's action
-KEPT_PROP = "dmx_kept"  # JSON beside it: the objects and the digest of what export makes of them
+KEPT_PROP = "dmx_kept"  # JSON beside it: what decides that an export would write the same
 
 
 def _stem(path: str) -> str:
@@ -123,6 +126,8 @@ def blender_import(context, path: str, options=None) -> list[str]:
     name = _stem(path)
     data = read_bytes(path)
     scene, warnings = dmx_convert.to_scene(dmx.read(data), name)
+    if len(data) > KEEP_LIMIT:
+        data = b""  # not kept: its memory goes back before the build allocates
     if scene.skeleton is None and not scene.meshes:
         return warnings
     before = bscene.snapshot_ids()
@@ -134,7 +139,7 @@ def blender_import(context, path: str, options=None) -> list[str]:
             made: list = []
             warnings += _add_actions(context, result.armature, scene.animations, made, True)
             _keep_motion(context, data, scene, result.armature, made)
-        elif meshes and len(data) <= KEEP_LIMIT:
+        elif meshes and data:
             _keep_model(context, data, meshes, result.armature)
     except BaseException:
         bscene.remove_new(before)
@@ -230,12 +235,18 @@ def load_motion(context, path: str, armature, options=None) -> list[str]:
 
 
 def _keep_motion(context, data: bytes, scene: cm.Scene, arm_ob, created: list) -> None:
-    """A motion file of one clip: its bytes and the digest of the action as export reads it, on the action."""
+    """A motion file of one clip: its bytes and what its export depends on (`_motion_state`), on the action."""
     acts = [a for a in created if isinstance(a, bpy.types.Action)]
-    if len(acts) == 1 and len(data) <= KEEP_LIMIT and not scene.meshes:
-        anim, _ = bact.read_action(context, arm_ob, acts[0])
+    if len(acts) == 1 and data and len(data) <= KEEP_LIMIT and not scene.meshes:
         acts[0][SOURCE_PROP] = data
-        acts[0][KEPT_PROP] = json.dumps({"rig": bact.rig_fingerprint(arm_ob), "digest": digest(anim)})
+        acts[0][KEPT_PROP] = json.dumps(_motion_state(context, arm_ob, acts[0]))
+
+
+def _motion_state(context, arm_ob, act) -> dict:
+    """What an action's export depends on, cheap to read (no sampling): the rig's fingerprint, the F-curves'
+    (per bone; None where constraints, drivers or modifiers move it), the scene's rate and the frame range."""
+    return {"rig": bact.rig_fingerprint(arm_ob), "curves": bact.curve_fingerprints(arm_ob, act),
+            "fps": bact.fps_of(context.scene), "range": [float(act.frame_start), float(act.frame_end)]}
 
 
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
@@ -248,10 +259,10 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
         scene.extras["dmx_source"] = source
     fps = bact.fps_of(context.scene)
     if arm_ob is not None and scene.skeleton is not None:
-        rig = bact.rig_fingerprint(arm_ob)
         for act in bact.armature_actions(arm_ob):
             anim, more = bact.read_action(context, arm_ob, act)
-            source = _kept(act, rig=rig, digest=digest(anim))
+            state = _motion_state(context, arm_ob, act)
+            source = _kept(act, **state) if None not in state["curves"].values() else None
             anim.name = act.name
             if source is not None:
                 anim.extras["dmx_source"] = source
