@@ -74,3 +74,15 @@ def test_share_of_vertices_whose_heaviest_bone_is_among_the_3_nearest(rig, packe
     assert tuple(map(sum, zip(*hits.values()))) == everything
     if candidates == "used":  # the LODs and eyes weigh 2 bones each: any vertex passes among 3 of them
         assert all(h == n for name, (h, n) in hits.items() if name != FULL_HEAD)
+
+
+def test_the_folder_tool_prints_the_sample_heads_shares(capsys):
+    """tools/nearest_bones.py on the sample folder: the head paired with the skeleton of its prefix, and the
+    figures the tests above assert for it."""
+    import runpy  # the tool is a script, not a package module
+
+    tool = runpy.run_path(str(pathlib.Path(__file__).resolve().parents[2] / "tools" / "nearest_bones.py"))
+    assert tool["main"]([str(GR2_DIR)]) == 0
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines()]
+    head = next(r for r in rows if r[0] == HEAD.name)
+    assert head[1:] == [SKELETON.name, "1051", "23.5 %", "67.7 %", "82.5 %", "89.0 %"]
