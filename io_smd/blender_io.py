@@ -95,17 +95,17 @@ def import_reference(context, f: smd.SmdFile, name: str, source: bytes | None = 
     mesh.normals, mesh.uvs = None, []  # per corner below, not per vertex
     tris = mesh.triangles
     # the bridge skips triangles with a repeated vertex: their corners leave the corner data too
-    kept = np.repeat(~((tris[:, 0] == tris[:, 1]) | (tris[:, 1] == tris[:, 2]) | (tris[:, 0] == tris[:, 2])), 3)
-    kept = slice(None) if kept.all() else kept
+    held = np.repeat(~((tris[:, 0] == tris[:, 1]) | (tris[:, 1] == tris[:, 2]) | (tris[:, 0] == tris[:, 2])), 3)
+    held = slice(None) if held.all() else held
     result = bscene.build_scene(context, scene, name)
     try:
         ob = next(o for o in result.objects if o.type == "MESH")
         me = ob.data
-        _corner_attr(me, "custom_normal", "FLOAT_VECTOR", extra["corner_normals"][kept])
+        _corner_attr(me, "custom_normal", "FLOAT_VECTOR", extra["corner_normals"][held])
         uv = me.uv_layers.new(name="UVMap", do_init=False)
-        uv.uv.foreach_set("vector", np.ascontiguousarray(extra["corner_uvs"][kept], np.float32).reshape(-1))
-        _corner_attr(me, "smd_parent", "INT", extra["corner_parents"][kept])
-        _corner_attr(me, "smd_links", "INT", extra["corner_link_counts"][kept])
+        uv.uv.foreach_set("vector", np.ascontiguousarray(extra["corner_uvs"][held], np.float32).reshape(-1))
+        _corner_attr(me, "smd_parent", "INT", extra["corner_parents"][held])
+        _corner_attr(me, "smd_links", "INT", extra["corner_link_counts"][held])
         if result.armature is not None:
             names = [shown(n.name) for n in f.nodes]
             changed = sorted({n for n in names if names.count(n) > 1 or n not in result.armature.data.bones})
@@ -119,8 +119,8 @@ def import_reference(context, f: smd.SmdFile, name: str, source: bytes | None = 
             ob[NEWLINE_PROP] = "CRLF"
         if source is not None:
             me[SOURCE_PROP] = source
-            if not isinstance(kept, slice):
-                me[DROPPED_PROP] = np.flatnonzero(~kept[::3]).astype(np.int32)
+            if not isinstance(held, slice):
+                me[DROPPED_PROP] = np.flatnonzero(~held[::3]).astype(np.int32)
         if result.armature is None and len(f.nodes) == 1:
             ob[ROOT_PROP] = json.dumps(_plain_root(f))
         me.update()

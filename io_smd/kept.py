@@ -15,6 +15,7 @@ import numpy as np
 
 from ..core.errors import FormatError
 from . import smd
+from .convert import euler_to_matrix3
 
 KEEP_LIMIT = 32 << 20  # bytes: a larger file is not kept (its copy would double an import's memory and .blend)
 TOLERANCE = 1e-5  # absolute, plus 1e-6 relative: float32 in Blender, six decimals in the file
@@ -25,21 +26,11 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and bool(np.all(np.abs(a - b) <= TOLERANCE + 1e-6 * np.abs(a)))
 
 
-def _euler_matrices(r: np.ndarray) -> np.ndarray:
-    """(R, 3) Euler radians → (R, 3, 3) matrices Rz·Ry·Rx, the SMD convention."""
-    cx, cy, cz = np.cos(r).T
-    sx, sy, sz = np.sin(r).T
-    return np.stack([
-        np.stack([cy * cz, sx * sy * cz - cx * sz, cx * sy * cz + sx * sz], -1),
-        np.stack([cy * sz, sx * sy * sz + cx * cz, cx * sy * sz - sx * cz], -1),
-        np.stack([-sy, sx * cy, cx * cy], -1)], -2)
-
-
 def _same_frames(a: list[smd.Frame], b: list[smd.Frame]) -> bool:
     return len(a) == len(b) and all(
         fa.time == fb.time and np.array_equal(fa.bones, fb.bones) and _close(fa.positions, fb.positions)
-        and _close(_euler_matrices(np.asarray(fa.rotations, np.float64).reshape(-1, 3)),
-                   _euler_matrices(np.asarray(fb.rotations, np.float64).reshape(-1, 3)))
+        and _close(euler_to_matrix3(np.asarray(fa.rotations, np.float64).reshape(-1, 3)),
+                   euler_to_matrix3(np.asarray(fb.rotations, np.float64).reshape(-1, 3)))
         for fa, fb in zip(a, b))
 
 
