@@ -444,7 +444,7 @@ def _render(args) -> int:
                         session.protect(motion)
                         warnings += pipeline.load_motion(bpy.context, motion, options)
                 if args.action and not args.rest and frames is None:
-                    act = render._find_action(args.action)
+                    act = render.find_action(args.action)
                     frames = [int(round(act.frame_range[0]))]
                 sheet = render.render_sheet(bpy.context, frames=None if args.rest else frames,
                                             action=None if args.rest else args.action, views=views,

@@ -103,7 +103,7 @@ def _segments(arm_ob, depsgraph) -> tuple[list[str], np.ndarray, np.ndarray]:
 # ---------------------------------------------------------------------------------------------------
 # capture (reads the user's scene, puts back what it touched)
 
-def _find_action(name: str):
+def find_action(name: str):
     act = bpy.data.actions.get(name)
     if act is None:
         lowered = {a.name.lower(): a for a in bpy.data.actions}
@@ -130,7 +130,7 @@ def _bake_mesh(ob, depsgraph):
     return me
 
 
-def _capture(context, arm_ob, meshes, frames: list[int] | None, action: str | None, created: list,
+def capture(context, arm_ob, meshes, frames: list[int] | None, action: str | None, created: list,
              weighted: set[str]) -> list[_Snapshot]:
     scene = context.scene
     saved_frame = (scene.frame_current, scene.frame_subframe)
@@ -146,7 +146,7 @@ def _capture(context, arm_ob, meshes, frames: list[int] | None, action: str | No
             else:
                 arm_ob.data.pose_position = "POSE"
                 if action is not None:
-                    _assign(arm_ob, _find_action(action))
+                    _assign(arm_ob, find_action(action))
                     arm_ob.animation_data.use_nla = False  # the named action alone, not NLA strips under it
         for frame in frames if frames is not None else [None]:
             if frame is not None:
@@ -284,7 +284,7 @@ def _layout(snapshots, views, panel, bone_offset) -> tuple[float, dict]:
     return view_scale(np.concatenate(points) if points else np.zeros((0, 3)), views, panel)
 
 
-def _render_grid(snapshots, views, panel, bone_offset, created, tmpdir, palette: dict = PALETTE,
+def render_grid(snapshots, views, panel, bone_offset, created, tmpdir, palette: dict = PALETTE,
                  mesh_color: str = "SINGLE") -> tuple[np.ndarray, np.ndarray]:
     """The mesh pass and the bone pass of the whole grid: (H, W, 4) uint8 each. `palette`: the bone classes'
     colours; `mesh_color` "VERTEX": the meshes in their active colour attribute, unlit (the Rest Compare)."""
@@ -419,8 +419,8 @@ def render_sheet(context, arm_ob=None, meshes=None, *, frames: list[int] | None 
     saved_pose = _pose_values(arm_ob) if arm_ob is not None else None
     try:
         with tempfile.TemporaryDirectory(prefix="skinbridge-render-") as tmpdir:
-            snapshots = _capture(context, arm_ob, meshes, frames, action, created, weighted)
-            mesh_pass, bone_pass = _render_grid(snapshots, views, panel, offset, created, tmpdir)
+            snapshots = capture(context, arm_ob, meshes, frames, action, created, weighted)
+            mesh_pass, bone_pass = render_grid(snapshots, views, panel, offset, created, tmpdir)
     finally:
         bscene.remove_created(created)
         if not had_result and "Render Result" in bpy.data.images:

@@ -424,7 +424,7 @@ MAX_PICTURE_LINES = 10  # findings written under the panels
 def _snapshot(context, model: Model, marked: set[str], created: list):
     """The model captured by the contact sheet's own path, its marked bones in `MARKED_CLASS`."""
     weighted = render.weighted_bones(model.meshes, model.armature) if model.armature is not None else set()
-    [snap] = render._capture(context, model.armature, model.meshes, None, None, created, weighted)
+    [snap] = render.capture(context, model.armature, model.meshes, None, None, created, weighted)
     if model.armature is not None:
         names = [pb.name for pb in model.armature.pose.bones]
         snap.classes = [MARKED_CLASS if n in marked else c for n, c in zip(names, snap.classes)]
@@ -471,7 +471,7 @@ def render_compare(context, a: Model, b: Model, *, views=VIEWS, panel: tuple[int
     try:
         with tempfile.TemporaryDirectory(prefix="skinbridge-render-") as tmpdir:
             snapshots = [_snapshot(context, m, overlay.marked, created) for m in (a, b)]
-            mesh_pass, bone_pass = render._render_grid(snapshots, views, panel, np.zeros(3), created, tmpdir,
+            mesh_pass, bone_pass = render.render_grid(snapshots, views, panel, np.zeros(3), created, tmpdir,
                                                        palette, "VERTEX")
     finally:
         bscene.remove_created(created)

@@ -24,7 +24,7 @@ from mathutils import Matrix
 from ..blender import armature as barm
 from ..blender import compat
 from ..blender import model_facts as mf
-from ..blender.mesh import _deform_items
+from ..blender.mesh import deform_items
 from ..blender.translations import translate
 
 SCENE_PROP = "skinbridge_sidebar"
@@ -43,7 +43,7 @@ def limit_weights(ob, limit: int, bones: set[str]) -> list[int]:
     named as a bone of `bones`), keep the `limit` largest (ties: the stored order first), renormalised to sum 1,
     and take the vertex out of the other bone groups. Other groups and other vertices are left as they are.
     The indices of the vertices changed."""
-    counts, groups, weights = _deform_items(ob.data)
+    counts, groups, weights = deform_items(ob.data)
     if not len(groups):
         return []
     is_bone = np.array([g.name in bones for g in ob.vertex_groups] + [False], bool)

@@ -63,7 +63,7 @@ MAX_MEASURED_TIMES = 2048  # samples of the animation at which that difference i
 
 _CHANNELS = {"location": "t", "rotation_quaternion": "q", "rotation_euler": "e", "rotation_axis_angle": "a",
              "scale": "s"}
-_PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]\.(\w+)$')
+POSE_BONE_PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]\.(\w+)$')
 _KEY = bpy.types.Keyframe.bl_rna.properties
 _INTERP = {k: v.value for k, v in _KEY["interpolation"].enum_items.items()}
 _KEYTYPE = {k: v.value for k, v in _KEY["type"].enum_items.items()}
@@ -77,7 +77,7 @@ def _bone_path(name: str, prop: str) -> str:
     return f'pose.bones["{bpy.utils.escape_identifier(name)}"].{prop}'
 
 
-def _unescape(name: str) -> str:
+def unescape_bone_name(name: str) -> str:
     return re.sub(r"\\(.)", r"\1", name)
 
 
@@ -300,9 +300,9 @@ def _curves_fingerprint(fcurves) -> str:
 def _bone_fcurves(cb) -> dict[str, list]:
     out: dict[str, list] = {}
     for fc in cb.fcurves:
-        m = _PATH.match(fc.data_path)
+        m = POSE_BONE_PATH.match(fc.data_path)
         if m and m.group(2) in _CHANNELS:
-            out.setdefault(_unescape(m.group(1)), []).append(fc)
+            out.setdefault(unescape_bone_name(m.group(1)), []).append(fc)
     return out
 
 
@@ -402,7 +402,7 @@ def curve_fingerprints(arm_ob, act, slot=None) -> dict[str, str | None]:
     """Per bone with F-curves in the action's slot for ``arm_ob``: a fingerprint of what they hold, or None
     where export does not read them as they are (a bone moved by constraints, drivers or NLA, or curves with
     F-curve modifiers). A format package keeps these at import to tell the tracks the user left alone."""
-    slot = slot or _slot_for(arm_ob, act)
+    slot = slot or slot_for(arm_ob, act)
     by_bone: dict[str, list] = {}
     for cb in _channelbags(act):
         if slot is None or cb.slot == slot:
@@ -673,9 +673,9 @@ def armature_actions(arm_ob) -> list:
     names = set(arm_ob.data.bones.keys())
     out = []
     for act in bpy.data.actions:
-        if _slot_for(arm_ob, act) is not None and any(
-                m and _unescape(m.group(1)) in names for cb in _channelbags(act) for fc in cb.fcurves
-                for m in [_PATH.match(fc.data_path)]):
+        if slot_for(arm_ob, act) is not None and any(
+                m and unescape_bone_name(m.group(1)) in names for cb in _channelbags(act) for fc in cb.fcurves
+                for m in [POSE_BONE_PATH.match(fc.data_path)]):
             out.append(act)
     return out
 
@@ -684,7 +684,7 @@ def _channelbags(act):
     return compat.channelbags(act)
 
 
-def _slot_for(arm_ob, act):
+def slot_for(arm_ob, act):
     ad = arm_ob.animation_data
     if ad is not None and ad.action == act and ad.action_slot is not None:
         return ad.action_slot
@@ -780,7 +780,7 @@ def _evaluate(c: _Curve, frames: np.ndarray) -> np.ndarray:
     return out
 
 
-def _euler_to_quat(e: np.ndarray, order: str) -> np.ndarray:
+def euler_to_quat(e: np.ndarray, order: str) -> np.ndarray:
     """Quaternions of Euler angles (K, 3) in Blender's rotation order (e.g. 'XYZ': X applied first)."""
     def axis_quat(axis: int, angle):
         q = np.zeros((len(angle), 4))
@@ -837,9 +837,9 @@ def _moved_elsewhere(arm_ob, act) -> set[str]:
     ad = arm_ob.animation_data
     if ad is not None:
         for d in ad.drivers:
-            m = _PATH.match(d.data_path)
+            m = POSE_BONE_PATH.match(d.data_path)
             if m and not d.mute:
-                moved.add(_unescape(m.group(1)))
+                moved.add(unescape_bone_name(m.group(1)))
         if ad.use_nla and ad.action == act and (ad.action_blend_type != "REPLACE" or ad.action_influence < 1):
             for track in ad.nla_tracks:
                 if track.mute:
@@ -849,9 +849,9 @@ def _moved_elsewhere(arm_ob, act) -> set[str]:
                         continue
                     for cb in _channelbags(strip.action):
                         for fc in cb.fcurves:
-                            m = _PATH.match(fc.data_path)
+                            m = POSE_BONE_PATH.match(fc.data_path)
                             if m:
-                                moved.add(_unescape(m.group(1)))
+                                moved.add(unescape_bone_name(m.group(1)))
     return moved
 
 
@@ -863,17 +863,17 @@ def read_action(context, arm_ob, act, slot=None, step_tracks: bool = True, fill_
     left out (their tracks are written from elsewhere: a format package's kept file records)."""
     warnings: list[str] = []
     fps = fps_of(context.scene)
-    slot = slot or _slot_for(arm_ob, act)
+    slot = slot or slot_for(arm_ob, act)
     frames_of = bone_frames(arm_ob)
     curves: dict[str, dict[str, list]] = {}
     for cb in _channelbags(act):
         if slot is not None and cb.slot != slot:
             continue
         for fc in cb.fcurves:
-            m = _PATH.match(fc.data_path)
+            m = POSE_BONE_PATH.match(fc.data_path)
             if not m or fc.mute or m.group(2) not in _CHANNELS or not len(fc.keyframe_points):
                 continue
-            bone = _unescape(m.group(1))
+            bone = unescape_bone_name(m.group(1))
             if bone in skip:
                 continue
             curves.setdefault(bone, {}).setdefault(_CHANNELS[m.group(2)], []).append((fc.array_index, fc))
@@ -1039,7 +1039,7 @@ def _track_from_curves(arm_ob, bone, chans, bf: BoneFrame, start, fps, step_trac
     if "q" in read:
         rot = channel("q", 4, pb.rotation_quaternion)
     elif "e" in read:
-        rot = _euler_to_quat(channel("e", 3, pb.rotation_euler), pb.rotation_mode if len(pb.rotation_mode) == 3
+        rot = euler_to_quat(channel("e", 3, pb.rotation_euler), pb.rotation_mode if len(pb.rotation_mode) == 3
                              else "XYZ")
     elif "a" in read:
         rot = _axis_angle_to_quat(channel("a", 4, pb.rotation_axis_angle))
@@ -1069,7 +1069,7 @@ def _static_rotation(pb) -> np.ndarray:
         return np.array(pb.rotation_quaternion, np.float64)
     if pb.rotation_mode == "AXIS_ANGLE":
         return _axis_angle_to_quat(np.array([pb.rotation_axis_angle], np.float64))[0]
-    return _euler_to_quat(np.array([pb.rotation_euler], np.float64), pb.rotation_mode)[0]
+    return euler_to_quat(np.array([pb.rotation_euler], np.float64), pb.rotation_mode)[0]
 
 
 def _bake(context, arm_ob, act, slot, bones, start, end, fps, fill_missing, channels) -> dict[str, cm.Track]:

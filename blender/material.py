@@ -62,7 +62,7 @@ def build_material(mat: cm.Material, created: list, base_dir: str | None = None,
     return m
 
 
-def _linked_image(socket):
+def linked_image(socket):
     if not socket.is_linked:
         return None
     node = socket.links[0].from_node
@@ -94,7 +94,7 @@ def _factor(socket, width: int) -> tuple:
     return (1.0,) * width
 
 
-def _texture(img) -> cm.Texture | None:
+def texture_of_image(img) -> cm.Texture | None:
     if img is None:
         return None
     data = None
@@ -124,10 +124,10 @@ def read_material(m) -> cm.Material:
     out.roughness = _factor(bsdf.inputs["Roughness"], 1)[0]
     strength = float(bsdf.inputs["Emission Strength"].default_value)
     out.emissive = tuple(c * strength for c in _factor(bsdf.inputs["Emission Color"], 3)[:3])
-    out.base_color_texture = _texture(_linked_image(bsdf.inputs["Base Color"]))
-    out.normal_texture = _texture(_linked_image(bsdf.inputs["Normal"]))
-    out.metallic_roughness_texture = _texture(_linked_image(bsdf.inputs["Roughness"]))
-    out.emissive_texture = _texture(_linked_image(bsdf.inputs["Emission Color"]))
+    out.base_color_texture = texture_of_image(linked_image(bsdf.inputs["Base Color"]))
+    out.normal_texture = texture_of_image(linked_image(bsdf.inputs["Normal"]))
+    out.metallic_roughness_texture = texture_of_image(linked_image(bsdf.inputs["Roughness"]))
+    out.emissive_texture = texture_of_image(linked_image(bsdf.inputs["Emission Color"]))
     alpha = bsdf.inputs["Alpha"]
     if alpha.is_linked or alpha.default_value < 1.0:
         out.alpha_mode = "BLEND" if blend == "BLENDED" else "CLIP"

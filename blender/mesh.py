@@ -302,7 +302,7 @@ def _loose_edges(me, source: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first_out[loose].astype(np.int32), extra
 
 
-def _deform_items(me) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def deform_items(me) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(influence count per vertex, group index and weight of every influence, vertex by vertex in Blender's
     stored order).
 
@@ -334,7 +334,7 @@ def read_weights(ob, me, bone_index, max_influences, warnings, min_columns: int 
     largest and renormalises them, with a warning. The arrays have `max_influences` columns, or, given
     `min_columns`, only as many as the vertex with the most stored influences needs (at least `min_columns`).
 
-    The influences come flattened from `_deform_items`, and are cut into one (vertices, n) block per
+    The influences come flattened from `deform_items`, and are cut into one (vertices, n) block per
     influence count n. Rows whose n influences are all live and within the limit are copied as they are;
     the others (zero weights, groups that are no bone, more than `max_influences`) go through the general
     path, flattened."""
@@ -342,7 +342,7 @@ def read_weights(ob, me, bone_index, max_influences, warnings, min_columns: int 
     for g in ob.vertex_groups:
         group_to_bone[g.index] = bone_index.get(g.name, -1)
     nv = len(me.vertices)
-    counts, flat_g, flat_w = _deform_items(me) if nv else (np.zeros(0, np.int64), None, None)
+    counts, flat_g, flat_w = deform_items(me) if nv else (np.zeros(0, np.int64), None, None)
     if min_columns is not None:
         max_influences = max(min_columns, min(max_influences, int(counts.max(initial=0))), 1)
     joints = np.zeros((nv, max_influences), dtype=np.int32)

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import action as bact
 from . import armature as barm
-from .mesh import _deform_items
+from .mesh import deform_items
 from .selection import armature_of, find_armature
 
 SOURCE_PATH_PROP = "skinbridge_file"  # on an imported object: the absolute path of the file it came from
@@ -71,7 +71,7 @@ def active_model(context):
 
 def _influences(ob, deforming: set[str]) -> np.ndarray:
     """Per vertex of `ob`'s mesh: how many deforming bones weigh on it with a weight above 0."""
-    counts, groups, weights = _deform_items(ob.data)
+    counts, groups, weights = deform_items(ob.data)
     if not len(groups):
         return counts
     names = np.array([g.name in deforming for g in ob.vertex_groups] + [False], bool)

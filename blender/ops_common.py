@@ -274,8 +274,8 @@ def bone_curves(arm_ob, act) -> int:
     n = 0
     for cb in compat.channelbags(act):
         for fc in cb.fcurves:
-            m = bact._PATH.match(fc.data_path)
-            n += bool(m is None or bact._unescape(m.group(1)) in names)
+            m = bact.POSE_BONE_PATH.match(fc.data_path)
+            n += bool(m is None or bact.unescape_bone_name(m.group(1)) in names)
     return n
 
 

@@ -27,7 +27,7 @@ fail_hook = None
 LOD_PROP = "skinbridge_lod"  # object custom property: the LOD level an imported object holds
 
 
-def _stage(name: str) -> None:
+def failure_point(name: str) -> None:
     if fail_hook is not None:
         fail_hook(name)
 
@@ -91,12 +91,12 @@ def build_scene(context, scene: cm.Scene, name: str, base_dir: str | None = None
             names = order or names
             result.armature = arm_ob
             result.objects.append(arm_ob)
-        _stage("armature")
+        failure_point("armature")
         progress.update(1)
         materials = []
         for mat in scene.materials:
             materials.append(bmat.build_material(mat, created, base_dir, result.warnings))
-        _stage("materials")
+        failure_point("materials")
         lod_collection = None
         hidden = []
         for cmesh in scene.meshes:
@@ -133,10 +133,10 @@ def build_scene(context, scene: cm.Scene, name: str, base_dir: str | None = None
             context.view_layer.update()  # newly linked objects join the view layer on update
             for ob in hidden:
                 ob.hide_set(True)
-        _stage("mesh")
+        failure_point("mesh")
         if arm_ob is not None:
             arm_ob["skinbridge_source"] = name
-        _stage("done")
+        failure_point("done")
     except BaseException:
         remove_created(created)
         raise
@@ -316,7 +316,7 @@ def gather_scene(context, selected_only: bool = False, max_influences: int = 4,
         if arm_ob is not None:
             order = [g.name for g in skinned[0].vertex_groups] if skinned else []
             scene.skeleton = barm.read_skeleton(arm_ob, order)
-        _stage("skeleton")
+        failure_point("skeleton")
         depsgraph = context.evaluated_depsgraph_get()
         bone_index = {}
         if scene.skeleton is not None:
@@ -352,7 +352,7 @@ def gather_scene(context, selected_only: bool = False, max_influences: int = 4,
             scene.meshes.append(cmesh)
         if deform_only and scene.skeleton is not None:
             _keep_deforming_bones(scene, warnings)
-        _stage("meshes")
+        failure_point("meshes")
     finally:
         progress.end()
         restore = False

@@ -242,7 +242,7 @@ def nearest_distances(p: np.ndarray, q: np.ndarray, radius: float) -> np.ndarray
     return best
 
 
-def _match_distances(p: np.ndarray, q: np.ndarray, limit: float, scale: float) -> np.ndarray:
+def match_distances(p: np.ndarray, q: np.ndarray, limit: float, scale: float) -> np.ndarray:
     """Nearest distances from p to q: exact within `limit`, then by growing grids; for points still without a
     match once the grid reaches the whole model, a brute-force search (in chunks)."""
     d = np.full(len(p), np.inf)
@@ -322,8 +322,8 @@ def compare_meshes(a: cm.Scene, b: cm.Scene, pos: float, out: Comparison) -> Non
                              "same vertex order)")
             return
     scale = max(out.diagonal, 1e-12)
-    da = _match_distances(pa, pb, pos, scale)
-    db = _match_distances(pb, pa, pos, scale)
+    da = match_distances(pa, pb, pos, scale)
+    db = match_distances(pb, pa, pos, scale)
     ka, kb = _worst(da), _worst(db)
     worst, where = (da[ka], f"{_which(starts_a, ka)} of A") if da[ka] >= db[kb] else (db[kb], f"{_which(starts_b, kb)} of B")
     out.notes.append(f"meshes: largest vertex distance {_fmt(worst)} ({where}, nearest vertex)")

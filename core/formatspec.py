@@ -85,6 +85,10 @@ class Option:
                                        # runs it before any input, so a bad value is a usage error)
     reading: bool = False              # an option of reading this format's files (a folder to search): every
                                        # `--to` takes it, and the format's export operator has no property for it
+    blender_only: bool = False         # a choice only Blender's File › Export can make (it bakes what Blender
+                                       # plays, or writes beside the .blend): `convert` refuses it in one line
+    aliases: tuple[str, ...] = ()      # earlier names that keep working: more flags (--<alias>) on the command
+                                       # line and hidden operator properties that set this option
 
     def __post_init__(self):
         if self.type not in OPTION_TYPES:
@@ -130,6 +134,8 @@ class FormatSpec:
     folder_suffix: str = "_out"       # `convert` output folder <stem><suffix> when -o is not given
     options: tuple[Option, ...] = ()  # what `convert --to <target>` and the export operator take besides the
     #                                   options every target takes (app/options.py); refused with other targets
+    import_options: tuple[Option, ...] = ()  # the File › Import operator's choices (the command line imports
+    #                                   with their defaults)
     operators: str | None = None      # module with register()/unregister() of its File › Import/Export entries
     import_operator: str | None = None  # bl_idname of its import operator (drag and drop calls it)
     export_operator: str | None = None
@@ -149,7 +155,8 @@ class FormatSpec:
         if bad:
             raise ValueError(f"format {self.name}: extensions must be lower case and start with '.': {bad}")
         names = [o.name for o in self.options]
-        if len(set(names)) != len(names):
+        aliases = [a for o in self.options for a in o.aliases]
+        if len(set(names + aliases)) != len(names + aliases):
             raise ValueError(f"format {self.name}: an option is declared twice: {names}")
         for o in self.options:
             if o.default_from is not None and o.default_from not in names:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .bitmap_font import FONT_HEIGHT, draw_text, fit_text
-from .compare import Comparison, _match_distances
+from .compare import Comparison, match_distances
 
 # Colour bands of distance / diagonal (sRGB 8 bit): within the limit, then one decade each above it.
 SAME_COLOR = (200, 200, 200)
@@ -42,7 +42,7 @@ def vertex_distances(pa: np.ndarray, pb: np.ndarray, limit: float, scale: float
     # the search grid's first cell: never finer than 1e-4 of the diagonal (a grid of cell `limit` at 1e-6 of it
     # has more cells than an int64 key holds); the distances stay exact, the grid only grows from there
     radius = max(limit, scale * 1e-4)
-    return (_match_distances(pa, pb, radius, scale), _match_distances(pb, pa, radius, scale), "nearest vertex")
+    return (match_distances(pa, pb, radius, scale), match_distances(pb, pa, radius, scale), "nearest vertex")
 
 
 def bands(distances: np.ndarray, limit: float) -> np.ndarray:

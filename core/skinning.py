@@ -197,7 +197,7 @@ def mmd_bezier(points, t) -> np.ndarray:
     return _cubic(y1, y2, 0.5 * (lo + hi))
 
 
-def _slerp_xyzw(q0, q1, s) -> np.ndarray:
+def slerp_xyzw(q0, q1, s) -> np.ndarray:
     q0 = np.asarray(q0, np.float64)[..., [3, 0, 1, 2]]
     q1 = np.asarray(q1, np.float64)[..., [3, 0, 1, 2]]
     return slerp(q0, q1, s)[..., [1, 2, 3, 0]]
@@ -221,14 +221,14 @@ def mmd_sample_bone(frames, positions, rotations_xyzw, curves, frame: float) -> 
     t = (frame - frames[k - 1]) / (frames[k] - frames[k - 1])
     s = mmd_bezier(curves[k], np.full(4, t))
     p = pos[k - 1] + (pos[k] - pos[k - 1]) * s[:3]
-    return p, _slerp_xyzw(rot[k - 1], rot[k], s[3])
+    return p, slerp_xyzw(rot[k - 1], rot[k], s[3])
 
 
 def _quat_xyzw_matrix(q) -> np.ndarray:
     return quat_to_matrix3(np.asarray(q, np.float64)[..., [3, 0, 1, 2]])
 
 
-def _mul_xyzw(a, b) -> np.ndarray:
+def mul_xyzw(a, b) -> np.ndarray:
     return quat_multiply(np.asarray(a)[..., [3, 0, 1, 2]], np.asarray(b)[..., [3, 0, 1, 2]])[..., [1, 2, 3, 0]]
 
 
@@ -276,8 +276,8 @@ def mmd_world_matrices(positions, parents, local_positions, local_rotations_xyzw
                 else:
                     r = rot[ap]
                 if ratio != 1.0:
-                    r = _slerp_xyzw(ident, r, ratio)
-                final_rot[i] = _mul_xyzw(rot[i], r)
+                    r = slerp_xyzw(ident, r, ratio)
+                final_rot[i] = mul_xyzw(rot[i], r)
             if append_move is not None and append_move[i]:
                 if local_flag:
                     w = world_of(ap)  # the translation of the parent's deformation (world · bind⁻¹)

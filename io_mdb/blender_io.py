@@ -431,7 +431,7 @@ def import_mdb(context, path: str, armature=None, skeleton_path=None) -> bscene.
             layer = _layer_collection(context.view_layer.layer_collection, lods)
             if layer is not None:
                 layer.hide_viewport = True
-        bscene._stage("done")
+        bscene.failure_point("done")
     except BaseException:
         bscene.remove_created(created)
         raise

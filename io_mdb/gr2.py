@@ -120,13 +120,13 @@ class Gr2File:
 
     @property
     def root_type(self) -> tuple[Member, ...]:
-        return _Decoder(self).type_at(self.root_type_ref, "root type")
+        return Decoder(self).type_at(self.root_type_ref, "root type")
 
     @property
     def root(self) -> Struct:
         """The root object (a file info: art tool, exporter, skeletons, models, animations, ...), decoded once."""
         if self._root is None:
-            self._root = _Decoder(self).struct(self.root_type_ref, self.root_ref, 0)
+            self._root = Decoder(self).struct(self.root_type_ref, self.root_ref, 0)
         return self._root
 
 
@@ -237,7 +237,7 @@ def read(data: bytes) -> Gr2File:
                    tuple(root_ref), tag, tuple(extra), warnings)
 
 
-class _Decoder:
+class Decoder:
     """Type tree and objects of one file. A member's type is looked up when used (types may refer to each other
     in cycles: a material's maps hold materials); types and objects are memoised by where they lie, so shared
     and cyclic references are decoded once, and the total work is bounded by the file's bytes."""

@@ -63,7 +63,7 @@ class FileTypes:
     an object the reader decoded (a variant's object names its type only through its members' places)."""
 
     def __init__(self, f: gr2.Gr2File) -> None:
-        self._decoder = gr2._Decoder(f)
+        self._decoder = gr2.Decoder(f)
         self._made: dict[gr2.Ref, TypeDef] = {}
         self.root = self.make(f.root_type_ref)
 

@@ -1,6 +1,6 @@
 """Mapping between UANI / UAN2 records and core animations.
 
-Axes, stated once and taken from the model mapping (`convert._basis(profile)`), so that an `.ani` always
+Axes, stated once and taken from the model mapping (`convert.basis(profile)`), so that an `.ani` always
 agrees with the `.mdl` of the same profile:
 
 * a proper basis (UrhoX: glTF axes, (x, y, z) → (x, −z, y)) keeps bone-local axes, so a parent-relative
@@ -49,7 +49,7 @@ class Axes:
 
     @classmethod
     def of(cls, profile: str, inverse: bool = False) -> "Axes":
-        to_core, to_file = convert._basis(profile)
+        to_core, to_file = convert.basis(profile)
         return cls(to_file if inverse else to_core)
 
     def applies_to(self, is_root: bool) -> bool:
@@ -226,7 +226,7 @@ def from_core(animation: cm.Animation, profile: str = "urhox", fmt: str = "urhox
                                                              else uani.INTERPOLATION_LINEAR))
         for key, values in channels.items():
             setattr(rec, key, np.asarray(values, np.float32))
-        rec.weights = _track_weights(track, uani._weight_count(out.version)) if fmt == "rbfx" else None
+        rec.weights = _track_weights(track, uani.weight_count(out.version)) if fmt == "rbfx" else None
         out.tracks.append(rec)
     if held:
         warnings.append(f"classic UANI cannot step: {len(held)} stepped track(s) written with hold keys "

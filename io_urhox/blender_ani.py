@@ -64,7 +64,7 @@ def _read_ani(path: str, roots, profile: str) -> tuple[cm.Animation, list[str], 
     if side is not None:
         found = triggers.read_triggers(pathlib.Path(side), float(records.length))
         anim.markers = [(t, _marker_text(v)) for t, v in found]
-        anim.extras["urho"]["triggers"] = [[t, *triggers._typed(v, i)] for i, (t, v) in enumerate(found)]
+        anim.extras["urho"]["triggers"] = [[t, *triggers.typed_value(v, i)] for i, (t, v) in enumerate(found)]
     return anim, warnings, bytes(data)
 
 
@@ -204,7 +204,7 @@ def _triggers_of(anim: cm.Animation, fps: float) -> list[tuple[float, object]]:
                 t, vtype, vtext = entry
             except (TypeError, ValueError):
                 continue
-            typed = triggers._value(vtype, vtext, "trigger") if vtype else None
+            typed = triggers.trigger_value(vtype, vtext, "trigger") if vtype else None
             if abs(float(t) - time) <= 0.5 / fps + 1e-9 and _marker_text(typed)[:63] == text:
                 value, time = typed, float(t)
                 break

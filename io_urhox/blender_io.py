@@ -153,7 +153,7 @@ def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool =
     warnings += _file_values_of_unchanged_meshes(context, core_scene)
     model, more = convert.from_scene(core_scene, profile, max_bones=max_bones)
     data = umd2.write(model)
-    bscene._stage("write")
+    bscene.failure_point("write")
     write_atomic(path, data)
     return warnings + more
 

@@ -42,7 +42,7 @@ def write_textures_and_materials(context, outdir: str, selected_only: bool = Fal
         if mat is not None and mat.node_tree is not None:
             bsdf = next((n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED"), None)
         for unit, socket in UNITS if bsdf is not None else ():
-            img = bmat._linked_image(bsdf.inputs[socket])
+            img = bmat.linked_image(bsdf.inputs[socket])
             if img is None:
                 continue
             if img.name not in texture_paths:

@@ -316,7 +316,7 @@ def track_offsets(anim: uani.Animation) -> list[tuple[int, int]]:
             at = keys + t.key_count * uani.URHOX_KEY_DTYPE.itemsize
         return out
     at = 4 + (4 if anim.variant == uani.VARIANT_RBFX else 0) + _name_size(anim.name) + 1 + 8
-    weights = uani._weight_count(anim.version)
+    weights = uani.weight_count(anim.version)
     for t in anim.tracks:
         keys = at + _name_size(t.name) + 1 + 1 + 4 * weights + 4
         out.append((at, keys))

@@ -1,6 +1,6 @@
 """Mapping between UMD2/UMDL/UMD3 records and the neutral core model, for two profiles.
 
-Axes, stated once (`_Axes` applies them; `_basis` gives the point bases, shared with `ani_convert`):
+Axes, stated once (`_Axes` applies them; `basis` gives the point bases, shared with `ani_convert`):
 
 * ``urhox`` (UrhoX's glb2mdl, docs/urho.md §5.2) keeps glTF axes: right-handed, Y up, counter-clockwise front faces.
   A point goes (x, y, z) → (x, −z, y) into Blender (`GLTF_TO_BLENDER`, a rotation). Bone-local axes are kept
@@ -58,7 +58,7 @@ _MATCH_ANGLE = 1e-4  # radians
 _MATCH_SCALE = 1e-4
 
 
-def _basis(profile: str) -> tuple[np.ndarray, np.ndarray]:
+def basis(profile: str) -> tuple[np.ndarray, np.ndarray]:
     """(file → Blender, Blender → file) point bases of a profile, 4×4."""
     if profile == "urhox":
         return GLTF_TO_BLENDER, BLENDER_TO_GLTF
@@ -86,7 +86,7 @@ class _Axes:
 
     def __init__(self, profile: str):
         self.profile = profile
-        self.to_core, self.to_file = _basis(profile)
+        self.to_core, self.to_file = basis(profile)
         self.mirror = bool(np.linalg.det(self.to_core[:3, :3]) < 0)
 
     # directions (positions are points about the origin, so the same)

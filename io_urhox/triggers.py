@@ -95,7 +95,7 @@ def _read_xml(text: str | bytes, length: float) -> list[tuple[float, object]]:
             time = _number(attrs["time"], f"trigger {i} time")
         else:
             continue
-        triggers.append((time, _value(attrs.get("type"), attrs.get("value", ""), f"trigger {i}")))
+        triggers.append((time, trigger_value(attrs.get("type"), attrs.get("value", ""), f"trigger {i}")))
     return triggers
 
 
@@ -117,7 +117,7 @@ def _read_json(text: str | bytes, length: float) -> list[tuple[float, object]]:
             time = _number(entry["time"], f"trigger {i} time")
         else:
             continue
-        triggers.append((time, _value(entry.get("type"), entry.get("value", ""), f"trigger {i}")))
+        triggers.append((time, trigger_value(entry.get("type"), entry.get("value", ""), f"trigger {i}")))
     return triggers
 
 
@@ -130,7 +130,7 @@ def _number(raw, field: str) -> float:
         raise FormatError(f"expected a number, found {raw!r:.40}", None, field) from None
 
 
-def _value(vtype, raw, field: str):
+def trigger_value(vtype, raw, field: str):
     if vtype is None or vtype == "":
         return None
     if not isinstance(vtype, str):
@@ -161,7 +161,7 @@ def write_triggers(triggers, fmt: str = "xml") -> str:
     """The sidecar text (``fmt`` "xml" or "json") for ``[(time_seconds, value), ...]``; times are written
     in seconds with every digit needed to read back the same float."""
     triggers = list(triggers)
-    typed = [(_time_text(time, i), *_typed(value, i)) for i, (time, value) in enumerate(triggers)]
+    typed = [(_time_text(time, i), *typed_value(value, i)) for i, (time, value) in enumerate(triggers)]
     if fmt == "json":
         entries = []
         for (time, vtype, text), (_, value) in zip(typed, triggers):
@@ -191,7 +191,7 @@ def _time_text(time, index: int) -> str:
     return repr(time)
 
 
-def _typed(value, index: int) -> tuple[str | None, str]:
+def typed_value(value, index: int) -> tuple[str | None, str]:
     if value is None:
         return None, ""
     if isinstance(value, RawValue):

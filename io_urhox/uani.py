@@ -219,7 +219,7 @@ def _read_classic(r: Reader, variant: str) -> Animation:
             raise FormatError(f"UAN2 version {version} is not one of 1..4", at, "version")
     name = r.cstring("animation name")
     anim = Animation(variant, version, name, _f32_exact(r, "length"))
-    weight_count = _weight_count(version)
+    weight_count = weight_count(version)
     # the smallest track: empty cstring, u8 mask, weights, u32 key count
     track_count = r.count("track count", 6 + 4 * weight_count)
     for i in range(track_count):
@@ -240,7 +240,7 @@ def _read_classic(r: Reader, variant: str) -> Animation:
     return anim
 
 
-def _weight_count(version: int | None) -> int:
+def weight_count(version: int | None) -> int:
     if version is None or version < RBFX_TRACK_WEIGHT_VERSION:
         return 0
     return 3 if version >= RBFX_CHANNEL_WEIGHTS_VERSION else 1
@@ -453,7 +453,7 @@ def _write_classic(w: Writer, anim: Animation) -> None:
     w.cstring(anim.name)
     _write_f32(w, anim.length)
     w.u32(len(anim.tracks))
-    weight_count = _weight_count(anim.version)
+    weight_count = weight_count(anim.version)
     for track in anim.tracks:
         if not 0 <= track.channel_mask <= 255:
             raise ValueError(f"track {track.name!r}: channel mask {track.channel_mask} is not a byte")

@@ -167,7 +167,7 @@ def _keep_imported(img, name: str, raw: bytes):
             raise FormatError("the embedded image file is not one Blender reads", None, "image format")
         img.name = name
         keep_texture(img, raw)
-        bscene._stage("done")
+        bscene.failure_point("done")
     except BaseException:  # atomic: a failure after the image exists takes it away again
         bpy.data.images.remove(img)
         raise
@@ -329,7 +329,7 @@ def export_wepuppet(context, path: str, wide: bool = False, scale: float | None 
     model, warnings = gather_model(context, wide, scale, selected_only, keep=not wide)
     sources = _project_materials(context, path, model, selected_only) if project_files else {}
     data = convert.write_model(model)
-    bscene._stage("write")
+    bscene.failure_point("write")
     write_atomic(path, data)
     if report is not None:
         report["model"] = model

@@ -134,7 +134,7 @@ def _image_layer(context, root: str, layer: project.Layer, scale: float, warning
         except (FormatError, OSError) as e:
             warnings.append(f"{what}: {os.path.basename(tex_path)}: {e}")
     size = project.resolve(layer.doc.get("size"), props)
-    w, h = project._vector(size, 2, (0, 0)) if size is not None else (0.0, 0.0)
+    w, h = project.vector(size, 2, (0, 0)) if size is not None else (0.0, 0.0)
     if not (w > 0 and h > 0):
         w, h = (img.size[0], img.size[1]) if img is not None else (0.0, 0.0)
     if not (w > 0 and h > 0):
@@ -297,9 +297,9 @@ def _camera(context, scene: project.Scene, scale: float, collection):
     size."""
     w, h = scene.width, scene.height
     cam = scene.camera
-    centre = project._vector(project.resolve(cam.get("center"), {}), 3, (w / 2, h / 2, 0))
-    eye = project._vector(project.resolve(cam.get("eye"), {}), 3, (centre[0], centre[1], centre[2] + 1))
-    up = project._vector(project.resolve(cam.get("up"), {}), 3, (0, 1, 0))
+    centre = project.vector(project.resolve(cam.get("center"), {}), 3, (w / 2, h / 2, 0))
+    eye = project.vector(project.resolve(cam.get("eye"), {}), 3, (centre[0], centre[1], centre[2] + 1))
+    up = project.vector(project.resolve(cam.get("up"), {}), 3, (0, 1, 0))
     a = scale * convert.AXES
     forward = a @ (centre - eye)
     forward = forward / np.linalg.norm(forward) if np.linalg.norm(forward) > 0 else np.array([0.0, 1, 0])
@@ -373,7 +373,7 @@ def import_project(context, path: str, scale: float = convert.DEFAULT_SCALE) -> 
         kept = [note for layer in scene.layers for note in _kept_note(layer)]
         if kept:
             result.warnings.append(f"kept as data, not shown ({len(kept)}): " + "; ".join(kept))
-        bscene._stage("done")
+        bscene.failure_point("done")
     except BaseException:
         _activate(view_layer, active)
         bscene.remove_new(before)

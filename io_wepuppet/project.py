@@ -84,7 +84,7 @@ class JsonFile:
 # ------------------------------------------------------------------------------------------------------------
 # values
 
-def _vector(value: Any, size: int, default: tuple) -> np.ndarray:
+def vector(value: Any, size: int, default: tuple) -> np.ndarray:
     """"x y z" (or a number, or a list) as `size` float64; missing or unreadable parts take the default."""
     out = np.array(default, np.float64)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -257,8 +257,8 @@ def _layer(d: dict, props: dict[str, UserProperty], puppets: set[str]) -> Layer:
     r = {key: resolve(d.get(key), props) for key in ("origin", "scale", "angles", "parallaxDepth", "visible",
                                                          "alpha")}
     layer = Layer(kind, d.get("id") if isinstance(d.get("id"), int) else None, str(d.get("name", "")), asset,
-                  _vector(r["origin"], 3, (0, 0, 0)), _vector(r["scale"], 3, (1, 1, 1)),
-                  _vector(r["angles"], 3, (0, 0, 0)), _vector(r["parallaxDepth"], 2, (0, 0)),
+                  vector(r["origin"], 3, (0, 0, 0)), vector(r["scale"], 3, (1, 1, 1)),
+                  vector(r["angles"], 3, (0, 0, 0)), vector(r["parallaxDepth"], 2, (0, 0)),
                   _bool(r["visible"], True), _float(r["alpha"], 1.0),
                   d.get("parent") if isinstance(d.get("parent"), int) else None,
                   [e for e in d.get("effects") or [] if isinstance(e, dict)],

@@ -193,7 +193,7 @@ def export_model(context, path: str, scale: float | None = None, selected_only: 
     if tall:
         warnings.append(tall)
     data = pmx.write(model)
-    bscene._stage("write")
+    bscene.failure_point("write")
     write_atomic(path, data)
     return [path] + written, warnings, names, model
 

@@ -82,9 +82,9 @@ def build_extras(context, result: bscene.ImportResult, scene: cm.Scene, textures
     if arm_ob is not None and scene.skeleton is not None:
         names = bscene.barm_names(arm_ob) or [b.name for b in arm_ob.data.bones]
         _set_lengths(context, arm_ob, names, scene.extras["pmx_build"]["lengths"])
-        bscene._stage("pmx_lengths")
+        bscene.failure_point("pmx_lengths")
         _build_constraints(arm_ob, scene.skeleton, names, warnings)
-        bscene._stage("pmx_constraints")
+        bscene.failure_point("pmx_constraints")
         _build_collections(arm_ob, extras, names)
         _lock_and_hide(arm_ob, scene.skeleton, names)
     shape_keys = {}
@@ -95,7 +95,7 @@ def build_extras(context, result: bscene.ImportResult, scene: cm.Scene, textures
             vertex_morphs = [k for k, m in enumerate(extras["morphs"]) if m["kind"] == 1]
             for k, kb in zip(vertex_morphs, list(blocks)[1:]):
                 shape_keys[str(k)] = kb.name  # Blender may have renamed a duplicate
-    bscene._stage("pmx_mesh")
+    bscene.failure_point("pmx_mesh")
     extras["shape_keys"] = shape_keys
     holder = arm_ob if arm_ob is not None else (meshes[0] if meshes else None)
     if holder is not None:
@@ -103,7 +103,7 @@ def build_extras(context, result: bscene.ImportResult, scene: cm.Scene, textures
     mats = list(meshes[0].data.materials) if meshes else []
     for mat, cmat, tex in zip(mats, scene.materials, textures):
         _material(mat, cmat, tex, base_dir, warnings)
-    bscene._stage("pmx_materials")
+    bscene.failure_point("pmx_materials")
 
 
 def _set_lengths(context, arm_ob, names: list[str], lengths: list[float]) -> None:

@@ -18,7 +18,7 @@ from ...blender.translations import translate
 from ..model import convert, morphs as mmd_morphs
 from ..model import pmx
 from . import blender_mmd
-from .blender_morphs import (ADD_UV_ATTR, Model, MorphEdit, UV_SHOWN_ATTR, _active_armature, _state, apply,
+from .blender_morphs import (ADD_UV_ATTR, Model, MorphEdit, UV_SHOWN_ATTR, active_armature, morph_state, apply,
                              has_morphs)
 
 CHANGED = 1e-6  # a UV value further than this from what the sliders show was edited by the user
@@ -138,7 +138,7 @@ def store_uvs(arm_ob, morph_name: str) -> int:
     of vertices changed; ValueError for an unknown name or a weight of 0."""
     model = Model(arm_ob)
     k = _find(model, morph_name, mmd_morphs.UV_KINDS, "UV")
-    own = model.own_weights(_state(arm_ob))
+    own = model.own_weights(morph_state(arm_ob))
     weights = mmd_morphs.effective_weights(model.morphs, own)
     weight = float(weights[k])
     if weight == 0:
@@ -241,7 +241,7 @@ _MEMBER_ITEMS: list[tuple[str, str, str]] = []  # Blender keeps no reference to 
 
 
 def _member_items(self, context) -> list[tuple[str, str, str]]:
-    arm_ob = _active_armature(context)
+    arm_ob = active_armature(context)
     try:
         rows = members(arm_ob, self.morph) if has_morphs(arm_ob) else []
     except ValueError:
@@ -252,7 +252,7 @@ def _member_items(self, context) -> list[tuple[str, str, str]]:
 
 def _member_chosen(self, context) -> None:
     """The dialog's factor starts at the chosen member's stored one."""
-    rows = members(_active_armature(context), self.morph)
+    rows = members(active_armature(context), self.morph)
     if self.member.isdigit() and int(self.member) < len(rows):
         self.ratio = rows[int(self.member)][1]
 
@@ -273,7 +273,7 @@ class SKINBRIDGE_OT_mmd_morph_member_ratio(MorphEdit, bpy.types.Operator):
 
     def execute(self, context):
         try:
-            set_member_ratio(_active_armature(context), self.morph, int(self.member or 0), self.ratio)
+            set_member_ratio(active_armature(context), self.morph, int(self.member or 0), self.ratio)
         except ValueError as e:
             self.report({"ERROR"}, translate(str(e)))
             return {"CANCELLED"}

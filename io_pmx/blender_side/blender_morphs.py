@@ -138,7 +138,7 @@ def has_morphs(arm_ob) -> bool:
 # ------------------------------------------------------------------------------------------------------------
 # evaluation
 
-def _state(arm_ob) -> dict:
+def morph_state(arm_ob) -> dict:
     try:
         out = json.loads(arm_ob.get(STATE_PROP, "{}"))
     except (TypeError, ValueError):
@@ -151,7 +151,7 @@ def undo(arm_ob) -> None:
     if not has_morphs(arm_ob) or STATE_PROP not in arm_ob:
         return
     model = Model(arm_ob)
-    _undo(model, _state(arm_ob))
+    _undo(model, morph_state(arm_ob))
     del arm_ob[STATE_PROP]
 
 
@@ -191,7 +191,7 @@ def apply(arm_ob, force: bool = False) -> bool:
     if not has_morphs(arm_ob):
         return False
     model = Model(arm_ob)
-    state = _state(arm_ob)
+    state = morph_state(arm_ob)
     own = model.own_weights(state)
     if not force and (state.get("own") or [0.0] * len(own)) == own.tolist():
         return False
@@ -346,7 +346,7 @@ def store_pose(arm_ob, morph_name: str) -> int:
     k = next((i for i, m in enumerate(model.morphs) if m.name == morph_name and m.kind == pmx.MORPH_BONE), None)
     if k is None:
         raise ValueError(f"{arm_ob.name} has no bone morph named {morph_name!r}")
-    weight = float(model.own_weights(_state(arm_ob))[k])
+    weight = float(model.own_weights(morph_state(arm_ob))[k])
     undo(arm_ob)
     index = {r["pmx"]["index"]: bone for bone in arm_ob.data.bones
              if isinstance((r := barm.bone_extras(bone)).get("pmx"), dict) and "index" in r["pmx"]}
@@ -413,7 +413,7 @@ def store_colour(arm_ob, morph_name: str) -> int:
              None)
     if k is None:
         raise ValueError(f"{arm_ob.name} has no material morph named {morph_name!r}")
-    state = _state(arm_ob)
+    state = morph_state(arm_ob)
     weight = float(model.own_weights(state)[k])
     if weight == 0:
         raise ValueError(f"{morph_name}: set its slider above 0 and change the colours it shows first")
@@ -454,11 +454,11 @@ class MorphEdit:
 
     @classmethod
     def poll(cls, context):
-        return has_morphs(_active_armature(context))
+        return has_morphs(active_armature(context))
 
     def execute(self, context):
         try:
-            done = self.edit(_active_armature(context))
+            done = self.edit(active_armature(context))
         except ValueError as e:
             self.report({"ERROR"}, translate(str(e)))
             return {"CANCELLED"}
@@ -531,10 +531,10 @@ class VIEW3D_PT_skinbridge_mmd_morphs(bpy.types.Panel):
 
     @classmethod
     def poll(cls, context):
-        return has_morphs(_active_armature(context))
+        return has_morphs(active_armature(context))
 
     def draw(self, context):
-        arm_ob = _active_armature(context)
+        arm_ob = active_armature(context)
         model = Model(arm_ob)
         by_panel: dict[int, list[int]] = {}
         for k, m in enumerate(model.morphs):
@@ -568,7 +568,7 @@ EDIT_OPERATORS = {"uv": "skinbridge.mmd_uv_morph_from_uvs", "offset": "skinbridg
                   "member": "skinbridge.mmd_morph_member_ratio"}
 
 
-def _active_armature(context):
+def active_armature(context):
     ob = context.active_object
     if ob is not None and ob.type != "ARMATURE":
         ob = ob.find_armature() or ob.parent

@@ -106,8 +106,8 @@ class Curve:
             return "other"
         if abs(xa - p0[0]) <= 1e-6 and abs(xb - p3[0]) <= 1e-6:
             return p
-        ua = float(channels._solve(p, 0, np.array([xa]))[0]) if xa > p0[0] + 1e-6 else 0.0
-        ub = float(channels._solve(p, 0, np.array([xb]))[0]) if xb < p3[0] - 1e-6 else 1.0
+        ua = float(channels.solve_axis(p, 0, np.array([xa]))[0]) if xa > p0[0] + 1e-6 else 0.0
+        ub = float(channels.solve_axis(p, 0, np.array([xb]))[0]) if xb < p3[0] - 1e-6 else 1.0
         return channels.split_bezier(p, ua, ub)
 
 

@@ -78,7 +78,7 @@ def export_motion(context, act, arm_ob, bake: bool = False, rest: dict | None = 
             warnings.append(f"model name {m.model_name!r} {vmd.name_problem(m.model_name, vmd.MODEL_NAME_SIZE)}")
     bone_parts, morph_parts, props = [], [], None
     if arm_ob is not None:
-        slot = bact._slot_for(arm_ob, act)
+        slot = bact.slot_for(arm_ob, act)
         bone_parts, more, props = _export_bones(act, slot, arm_ob, raw, fps, scale, bake, rest, names)
         warnings += more
         morph_parts, more = export_morphs(act, arm_ob, raw, fps, bake)
@@ -301,7 +301,7 @@ def _pose_samples(chans: dict, pb, x: np.ndarray, euler: bool) -> tuple[np.ndarr
 
     loc = sampled("location", 3)
     if euler:
-        quat = bact._euler_to_quat(sampled("rotation_euler", 3),
+        quat = bact.euler_to_quat(sampled("rotation_euler", 3),
                                    pb.rotation_mode if len(pb.rotation_mode) == 3 else "XYZ")
     else:
         quat = sampled("rotation_quaternion", 4)

@@ -259,7 +259,7 @@ def _camera(context, act, motion, plan, objects) -> None:
                 ("distance", 0): (ccb, "location", vals["distance"]),
                 ("angle", 0): (dcb, "lens", vals["lens"])}
     for (what, index), (bag, path, y) in channels.items():
-        b = vc._Builder()
+        b = vc.CurveBuilder()
         b.point(x[0], y[0], 0)
         for k in range(1, len(x)):
             p = vc.curve_points(curves[k, vc.CAMERA_MAP[(what, index)]])

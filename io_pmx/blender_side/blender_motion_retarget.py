@@ -145,7 +145,7 @@ def _posed_world(context, arm_ob, act, xs: np.ndarray, names: list[str]) -> np.n
     try:
         if ad.action != act:
             ad.action = act
-        slot = bact._slot_for(arm_ob, act)
+        slot = bact.slot_for(arm_ob, act)
         if slot is not None and ad.action_slot != slot:
             ad.action_slot = slot
         ad.use_nla = False
@@ -240,7 +240,7 @@ def _curve_times(act, arm_ob, fps: float) -> tuple[list[np.ndarray], list[np.nda
     """The key times of every live bone curve of the action, and the whole VMD frames inside its segments
     that are not straight lines (Bézier, easings), which are sampled on every whole frame."""
     xs, curved = [], []
-    for cb in channelbags(act, bact._slot_for(arm_ob, act)):
+    for cb in channelbags(act, bact.slot_for(arm_ob, act)):
         for fc in cb.fcurves:
             mt = BONE_PATH.match(fc.data_path) or re.match(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]\.', fc.data_path)
             if mt and not fc.mute and len(fc.keyframe_points) and unescape(mt.group(1)) in arm_ob.data.bones:
@@ -280,7 +280,7 @@ def _rig_deformations(context, act, arm_ob, model, skel, mapping, src, times: np
     arms = {i: side for side, prefix in SIDES.items() if (i := mapping.index(prefix + "腕")) is not None}
     d = arm_angle_rest_transforms([int(p) for p in skel.parents], heads, arms, float(arm_angle or 0.0))
     k4 = np.eye(4)
-    k4[:3, :3] = channels._SWAP / scale
+    k4[:3, :3] = channels.SWAP_YZ / scale
     k4_inv = np.linalg.inv(k4)
     n = len(model.bones)
     deform = np.full((len(times), n, 4, 4), np.nan)

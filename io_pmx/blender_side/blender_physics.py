@@ -118,7 +118,7 @@ def _signed_limits(lower, upper, sign: np.ndarray, scale: float) -> tuple[np.nda
 
 # -- building ------------------------------------------------------------------------------------------------
 
-def _ensure_world(context) -> None:
+def ensure_world(context) -> None:
     scene = context.scene
     if scene.rigidbody_world is None:
         with context.temp_override(scene=scene):
@@ -179,7 +179,7 @@ def _rigid_body_of(context, ob):
     return ob.rigid_body
 
 
-def _constraint_of(context, ob, kind: str):
+def constraint_of(context, ob, kind: str):
     world = context.scene.rigidbody_world
     if ob.name not in world.constraints.objects:
         world.constraints.objects.link(ob)
@@ -261,7 +261,7 @@ def add_joint(context, coll, arm_ob, rec: pmx.PmxJoint, a, b, scale: float, raw:
     ob.empty_display_size = 0.1 * scale / 0.08
     world = arm_ob.matrix_world if arm_ob is not None else Matrix()
     ob.matrix_basis = world @ _placement(rec, scale) @ JOINT_AXES
-    c = _constraint_of(context, ob, "GENERIC_SPRING")
+    c = constraint_of(context, ob, "GENERIC_SPRING")
     c.object1, c.object2 = a, b
     c.spring_type = "SPRING1"
     c.disable_collisions = True  # until blender_physics_sim applies MMD's rule (jointed bodies may collide)
@@ -292,7 +292,7 @@ def build_physics(context, arm_ob, extras: dict, scale: float, bone_names: list[
     joints_raw = extras.get("joints", [])
     if not bodies_raw and not joints_raw:
         return []
-    _ensure_world(context)
+    ensure_world(context)
     coll = _physics_collection(context, arm_ob)
     records = [convert.fixed_from_dict(pmx.PmxRigidBody, d, pmx.RIGID_BODY) for d in bodies_raw]
     bodies = []
@@ -341,7 +341,7 @@ def physics_objects(arm_ob) -> tuple[list, list]:
     return bodies, joints
 
 
-def _rest_matrix(ob) -> Matrix:
+def rest_matrix(ob) -> Matrix:
     """The object's world matrix with its armature at rest (bone parenting through the rest bone)."""
     if ob.parent is not None and ob.parent_type == "BONE" and ob.parent.type == "ARMATURE" and \
             ob.parent_bone in ob.parent.data.bones:
@@ -361,7 +361,7 @@ def followed_body(constraint):
     return target if target is not None and target.get(KIND_PROP) == "rigid" else None
 
 
-def _bone_of(ob, arm_ob) -> str | None:
+def bone_of(ob, arm_ob) -> str | None:
     if ob.parent == arm_ob and ob.parent_type == "BONE" and ob.parent_bone:
         return ob.parent_bone
     for pb in arm_ob.pose.bones if arm_ob is not None else ():
@@ -387,7 +387,7 @@ def _body_settings(rec: pmx.PmxRigidBody) -> dict:
 
 def _local_rest(ob, arm_ob) -> Matrix:
     arm_world = Matrix(arm_ob.matrix_world) if arm_ob is not None else Matrix()
-    return arm_world.inverted() @ _rest_matrix(ob)
+    return arm_world.inverted() @ rest_matrix(ob)
 
 
 def _placement(rec, scale: float) -> Matrix:
@@ -443,7 +443,7 @@ def read_rigid_body(ob, arm_ob, scale: float, bone_index: dict[str, int]) -> pmx
     mode = 0 if rb.kinematic else (int(ob.get("mmd_mode", 1)) if int(ob.get("mmd_mode", 1)) in (1, 2) else 1)
     if raw is None or mode != int(rec.mode):
         rec.mode = mode
-    bone = _bone_of(ob, arm_ob)
+    bone = bone_of(ob, arm_ob)
     rec.bone = bone_index.get(bone, -1) if bone is not None else -1
     if raw is None or not _same_name(ob.name, rec.name):
         rec.name = ob.name
@@ -524,7 +524,7 @@ def add_chain(context, arm_ob, bone_names: list[str], scale: float | None = None
     radius as a fraction of each bone's length. Returns (bodies, joints)."""
     if scale is None:
         scale = model_scale(arm_ob)
-    _ensure_world(context)
+    ensure_world(context)
     coll = _physics_collection(context, arm_ob)
     bodies, joints = [], []
     for k, name in enumerate(bone_names):

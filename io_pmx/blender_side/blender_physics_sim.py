@@ -111,7 +111,7 @@ def apply_collisions(context, arm_ob) -> int:
             apart[i, j] = apart[j, i] = False
     # at rest, whatever the frame: a body's world matrix is where the last frame left it (or, new, not yet
     # evaluated), and a rebuild after Clear found 311 of Luka's 819 near pairs from it
-    centres = np.array([np.array(bp._rest_matrix(ob).translation) for ob in bodies])
+    centres = np.array([np.array(bp.rest_matrix(ob).translation) for ob in bodies])
     size = np.array([float(max(ob.dimensions)) / 2 for ob in bodies])
     near = np.linalg.norm(centres[:, None] - centres[None], axis=2) <= NEAR * (size[:, None] + size[None])
     coll = bp.find_collection(arm_ob)
@@ -122,7 +122,7 @@ def apply_collisions(context, arm_ob) -> int:
         ob[bp.KIND_PROP] = NCC
         ob[MODEL_DATA_PROP] = True
         ob.hide_viewport = True
-        c = bp._constraint_of(context, ob, "GENERIC")
+        c = bp.constraint_of(context, ob, "GENERIC")
         c.object1, c.object2 = bodies[i], bodies[j]
         c.disable_collisions = True
         made += 1
@@ -154,7 +154,7 @@ def _track(coll, arm_ob, body, bone_name: str):
     ob[MODEL_DATA_PROP] = True
     ob.hide_viewport = True
     ob.parent = body
-    ob.matrix_parent_inverse = bp._rest_matrix(body).inverted()
+    ob.matrix_parent_inverse = bp.rest_matrix(body).inverted()
     ob.matrix_basis = Matrix(arm_ob.matrix_world) @ arm_ob.data.bones[bone_name].matrix_local
     return ob
 
@@ -163,7 +163,7 @@ def link_bones(context, arm_ob, enabled: bool = True) -> int:
     """Every dynamic body's bone follows it (constraints named `FOLLOW`, replacing earlier ones); returns how
     many bones follow a body."""
     bodies, joints = bp.physics_objects(arm_ob)
-    bones = [bp._bone_of(ob, arm_ob) for ob in bodies]
+    bones = [bp.bone_of(ob, arm_ob) for ob in bodies]
     for pb, c in _follow_constraints(arm_ob):
         pb.constraints.remove(c)
     _remove(_helpers(arm_ob, TRACK))
@@ -200,7 +200,7 @@ def is_on(arm_ob) -> bool:
 def link(context, arm_ob, enabled: bool = True) -> list[str]:
     """Make the model's rigid bodies and joints simulate as MMD's (collisions, bones, world step, gravity
     when `enabled`); returns warnings."""
-    bp._ensure_world(context)
+    bp.ensure_world(context)
     set_world_step(context.scene)
     warnings = set_gravity(context.scene, model_scale(arm_ob)) if enabled else []
     apply_collisions(context, arm_ob)

@@ -38,7 +38,7 @@ def material_images(meshes) -> dict[str, object]:
                 img = getattr(node, "image", None) if node.type == "TEX_IMAGE" else None
                 if img is None:
                     continue
-                tex = bmat._texture(img)
+                tex = bmat.texture_of_image(img)
                 out.setdefault(tex.path or tex.name, img)
     return out
 

@@ -45,7 +45,7 @@ from ...core.paths import texture_to_write
 
 DEFAULT_SCALE = 0.08
 PI32 = float(np.float32(np.pi))
-_SWAP = np.array([[1, 0, 0], [0, 0, 1], [0, 1, 0]], dtype=np.float64)  # MMD ⇄ Blender axes, its own inverse
+SWAP_YZ = np.array([[1, 0, 0], [0, 0, 1], [0, 1, 0]], dtype=np.float64)  # MMD ⇄ Blender axes, its own inverse
 _MATCH_POSITION = 1e-4  # MMD units: a Blender bone head still "is" the file's position within this
 _MATCH_ANGLE = 1e-6  # radians: an IK limit in Blender still "is" the file's value within this
 _MATCH_OFFSET = 1e-5  # MMD units: a shape key offset still "is" the file's morph offset
@@ -88,7 +88,7 @@ def winding(tris) -> np.ndarray:
 
 def limit_axes(rest_rotation) -> np.ndarray:
     """m = −(S·R)ᵀ snapped to the nearest signed axis permutation (largest entry first)."""
-    m = -(_SWAP @ np.asarray(rest_rotation, dtype=np.float64)[:3, :3]).T
+    m = -(SWAP_YZ @ np.asarray(rest_rotation, dtype=np.float64)[:3, :3]).T
     out = np.zeros((3, 3))
     work = m.copy()
     for _ in range(3):
@@ -625,7 +625,7 @@ def _skeleton_from_scene(model: pmx.PmxModel, skel: cm.Skeleton | None, scale: f
         skel_to_new[np.array(order)] = np.arange(len(order))
         return skel_to_new, file_to_new
     warnings.append("no armature: a single root bone is written (MMD needs at least one bone)")
-    model.bones = [pmx.PmxBone(name="センター", name_e="center", flags=0x1E, tail_offset=pmx._f4(0, 1, 0))]
+    model.bones = [pmx.PmxBone(name="センター", name_e="center", flags=0x1E, tail_offset=pmx.f4(0, 1, 0))]
     return np.zeros(1, np.int64), {}
 
 

@@ -204,7 +204,7 @@ def vertex_file_dtype(deform: int, additional_uvs: int, bone_size: int) -> np.dt
     return np.dtype(fields)
 
 
-def _f4(*values: float) -> np.ndarray:
+def f4(*values: float) -> np.ndarray:
     return np.array(values, "<f4")
 
 
@@ -216,12 +216,12 @@ def _f4(*values: float) -> np.ndarray:
 class PmxMaterial:
     name: str = ""
     name_e: str = ""
-    diffuse: np.ndarray = field(default_factory=lambda: _f4(1, 1, 1, 1))
-    specular: np.ndarray = field(default_factory=lambda: _f4(0, 0, 0))
+    diffuse: np.ndarray = field(default_factory=lambda: f4(1, 1, 1, 1))
+    specular: np.ndarray = field(default_factory=lambda: f4(0, 0, 0))
     specular_power: float = np.float32(5)
-    ambient: np.ndarray = field(default_factory=lambda: _f4(0.5, 0.5, 0.5))
+    ambient: np.ndarray = field(default_factory=lambda: f4(0.5, 0.5, 0.5))
     draw_flags: int = 0
-    edge_color: np.ndarray = field(default_factory=lambda: _f4(0, 0, 0, 1))
+    edge_color: np.ndarray = field(default_factory=lambda: f4(0, 0, 0, 1))
     edge_size: float = np.float32(1)
     texture: int = -1
     sphere_texture: int = -1
@@ -259,7 +259,7 @@ class PmxBone:
 
     name: str = ""
     name_e: str = ""
-    position: np.ndarray = field(default_factory=lambda: _f4(0, 0, 0))
+    position: np.ndarray = field(default_factory=lambda: f4(0, 0, 0))
     parent: int = -1
     layer: int = 0
     flags: int = 0
@@ -302,9 +302,9 @@ class PmxRigidBody:
     group: int = 0
     no_collision_mask: int = 0
     shape: int = 0  # 0 sphere, 1 box, 2 capsule
-    size: np.ndarray = field(default_factory=lambda: _f4(1, 1, 1))
-    position: np.ndarray = field(default_factory=lambda: _f4(0, 0, 0))
-    rotation: np.ndarray = field(default_factory=lambda: _f4(0, 0, 0))
+    size: np.ndarray = field(default_factory=lambda: f4(1, 1, 1))
+    position: np.ndarray = field(default_factory=lambda: f4(0, 0, 0))
+    rotation: np.ndarray = field(default_factory=lambda: f4(0, 0, 0))
     mass: float = np.float32(1)
     linear_damping: float = np.float32(0.5)
     angular_damping: float = np.float32(0.5)
@@ -321,14 +321,14 @@ class PmxJoint:
     kind: int = 0  # 0 spring 6DOF; 2.1: 1 6DOF, 2 P2P, 3 ConeTwist, 4 Slider, 5 Hinge
     rigid_a: int = -1
     rigid_b: int = -1
-    position: np.ndarray = field(default_factory=lambda: _f4(0, 0, 0))
-    rotation: np.ndarray = field(default_factory=lambda: _f4(0, 0, 0))
-    translation_lower: np.ndarray = field(default_factory=lambda: _f4(0, 0, 0))
-    translation_upper: np.ndarray = field(default_factory=lambda: _f4(0, 0, 0))
-    rotation_lower: np.ndarray = field(default_factory=lambda: _f4(0, 0, 0))
-    rotation_upper: np.ndarray = field(default_factory=lambda: _f4(0, 0, 0))
-    spring_translation: np.ndarray = field(default_factory=lambda: _f4(0, 0, 0))
-    spring_rotation: np.ndarray = field(default_factory=lambda: _f4(0, 0, 0))
+    position: np.ndarray = field(default_factory=lambda: f4(0, 0, 0))
+    rotation: np.ndarray = field(default_factory=lambda: f4(0, 0, 0))
+    translation_lower: np.ndarray = field(default_factory=lambda: f4(0, 0, 0))
+    translation_upper: np.ndarray = field(default_factory=lambda: f4(0, 0, 0))
+    rotation_lower: np.ndarray = field(default_factory=lambda: f4(0, 0, 0))
+    rotation_upper: np.ndarray = field(default_factory=lambda: f4(0, 0, 0))
+    spring_translation: np.ndarray = field(default_factory=lambda: f4(0, 0, 0))
+    spring_rotation: np.ndarray = field(default_factory=lambda: f4(0, 0, 0))
     at: dict[str, int] = field(default_factory=dict, repr=False)
 
 
@@ -349,7 +349,7 @@ class PmxSoftBody:
     config: np.ndarray = field(default_factory=lambda: np.zeros(12, "<f4"))
     cluster: np.ndarray = field(default_factory=lambda: np.zeros(6, "<f4"))
     iterations: np.ndarray = field(default_factory=lambda: np.zeros(4, "<i4"))
-    stiffness: np.ndarray = field(default_factory=lambda: _f4(1, 1, 1))
+    stiffness: np.ndarray = field(default_factory=lambda: f4(1, 1, 1))
     anchors: np.ndarray = field(default_factory=lambda: empty_records(SOFT_ANCHOR))
     pins: np.ndarray = field(default_factory=lambda: np.zeros(0, "<i4"))
     at: dict[str, int] = field(default_factory=dict, repr=False)

@@ -41,7 +41,7 @@ from ..model.pmx import BoneFlag
 
 FRAME_RATE = vmd.FPS
 ANGLE_TOLERANCE = 1e-5  # radians: component blend may part from slerp by this much before a GENERATED key
-_SWAP = np.array([[1.0, 0, 0], [0, 0, 1], [0, 1, 0]])
+SWAP_YZ = np.array([[1.0, 0, 0], [0, 0, 1], [0, 1, 0]])
 _CONJ = np.array([1.0, -1, -1, -1])
 
 
@@ -97,7 +97,7 @@ class BoneMap:
 
     def position_matrix(self) -> np.ndarray:
         """K with MMD position = K · location + k0 (when `separable`)."""
-        return _SWAP @ (self.alpha * quat_to_matrix3(self.a)) / self.scale
+        return SWAP_YZ @ (self.alpha * quat_to_matrix3(self.a)) / self.scale
 
     def to_mmd(self, location, quaternion) -> tuple[np.ndarray, np.ndarray]:
         """Pose basis (loc (…,3), quat w,x,y,z (…,4)) → MMD (position (…,3), rotation x,y,z,w (…,4))."""
@@ -214,7 +214,7 @@ def split_bezier(p: np.ndarray, ua: float, ub: float) -> np.ndarray:
     return right(q, ua / ub) if ua > 0 else q
 
 
-def _solve(p: np.ndarray, axis: int, target) -> np.ndarray:
+def solve_axis(p: np.ndarray, axis: int, target) -> np.ndarray:
     """Parameters u where coordinate `axis` of the monotone Bézier `p` equals `target`."""
     return solve_many(p, axis, target)
 
@@ -226,7 +226,7 @@ def _power_basis(p: np.ndarray, axis: int) -> tuple[np.ndarray, ...]:
 
 
 def solve_many(p: np.ndarray, axis: int, target) -> np.ndarray:
-    """`_solve` on arrays: Béziers `p` (4, 2) or (N, 4, 2), monotone in `axis`, and targets broadcast against
+    """`solve_axis` on arrays: Béziers `p` (4, 2) or (N, 4, 2), monotone in `axis`, and targets broadcast against
     them; on every element at once: 12 halvings, then Newton steps inside that bracket."""
     p = np.asarray(p, np.float64)
     target = np.asarray(target, np.float64)
@@ -315,7 +315,7 @@ class ChannelKeys:
     key: np.ndarray
 
 
-class _Builder:
+class CurveBuilder:
     def __init__(self):
         self.x, self.y, self.hl, self.hr, self.gen, self.key = [], [], [], [], [], []
 
@@ -374,7 +374,7 @@ def _fit_pieces(f, x0: float, x1: float, tol: float, depth: int = 0) -> list[np.
     sb = (yb - f(np.array([x1 - e]))[0]) / e
     p = np.array([[x0, ya], [x0 + d / 3, ya + sa * d / 3], [x1 - d / 3, yb - sb * d / 3], [x1, yb]])
     test = x0 + d * np.linspace(0.05, 0.95, 13)
-    u = _solve(p, 0, test)
+    u = solve_axis(p, 0, test)
     err = np.abs(bezier_point(p, u)[:, 1] - f(test)).max()
     if err <= tol or depth >= 10:
         return [p]
@@ -442,7 +442,7 @@ def build_bone_channels(track: BoneTrack, bmap: BoneMap, frame_rate: float,
         if fast is not None:
             out[("location", j)] = fast
             continue
-        b = _Builder()
+        b = CurveBuilder()
         b.point(frames[0], loc[0, j], 0)
         for k in range(1, n):
             x0, x1 = frames[k - 1], frames[k]
@@ -482,7 +482,7 @@ def build_bone_channels(track: BoneTrack, bmap: BoneMap, frame_rate: float,
         for c in range(4):
             out[("rotation_quaternion", c)] = _plain_channel(frames, quat[:, c], track.curves[:, 3])
         return out, fitted
-    builders = [_Builder() for _ in range(4)]
+    builders = [CurveBuilder() for _ in range(4)]
     for c in range(4):
         builders[c].point(frames[0], quat[0, c], 0)
     for k in range(1, n):
@@ -492,7 +492,7 @@ def build_bone_channels(track: BoneTrack, bmap: BoneMap, frame_rate: float,
         parts = max(1, math.ceil(half / limit)) if half > limit else 1
         p = curve_points(track.curves[k, 3])
         s = np.linspace(0.0, 1.0, parts + 1)
-        u = np.concatenate([[0.0], _solve(p, 1, s[1:-1]), [1.0]]) if parts > 1 else np.array([0.0, 1.0])
+        u = np.concatenate([[0.0], solve_axis(p, 1, s[1:-1]), [1.0]]) if parts > 1 else np.array([0.0, 1.0])
         qs = slerp(np.broadcast_to(q0, (parts + 1, 4)), np.broadcast_to(q1, (parts + 1, 4)), s)
         qs *= np.where(np.sum(qs * q0, axis=1) < 0, -1.0, 1.0)[:, None]
         qs[0], qs[-1] = q0, q1

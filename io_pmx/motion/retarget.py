@@ -7,7 +7,7 @@ import functools
 
 import numpy as np
 
-from ...core.skinning import _mul_xyzw, _slerp_xyzw
+from ...core.skinning import mul_xyzw, slerp_xyzw
 from ...core.transforms import matrix3_to_quat, quat_to_matrix3
 from . import vmd
 from . import channels as vc
@@ -84,8 +84,8 @@ def rigged_keys(model, deform: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
                     else:
                         a = rot[f, ap]
                     if ratio != 1.0:
-                        a = _slerp_xyzw(ident, a, ratio)
-                    key_r = _mul_xyzw(q, a * np.array([-1.0, -1, -1, 1]))
+                        a = slerp_xyzw(ident, a, ratio)
+                    key_r = mul_xyzw(q, a * np.array([-1.0, -1, -1, 1]))
                 if r.append_move[k]:
                     if r.append_local[k]:
                         t = world[ap, :3, :3] @ -heads[ap] + world[ap, :3, 3]
@@ -253,7 +253,7 @@ def fit_chain_fractions(model, pos_h: np.ndarray, rot_h: np.ndarray, target: np.
             goal = target[mids, c]
             base = pw.copy()
             base[:, :3, 3] = (pw[:, :3, :3] @ (heads[k] - ph + pos_mid)[:, :, None])[:, :, 0] + pw[:, :3, 3]
-            qs = _slerp_xyzw(np.repeat(qa[:, None], len(CANDIDATES), 1).reshape(-1, 4),
+            qs = slerp_xyzw(np.repeat(qa[:, None], len(CANDIDATES), 1).reshape(-1, 4),
                              np.repeat(qb[:, None], len(CANDIDATES), 1).reshape(-1, 4),
                              np.tile(CANDIDATES, na))
             rm = quat_to_matrix3(qs[:, [3, 0, 1, 2]]).reshape(na, len(CANDIDATES), 3, 3)
@@ -261,7 +261,7 @@ def fit_chain_fractions(model, pos_h: np.ndarray, rot_h: np.ndarray, target: np.
             tip = np.einsum("aij,acjk,k->aci", base[:, :3, :3], rm, offset) + base[:, None, :3, 3]
             best = np.argmin(np.linalg.norm(tip - goal[:, None], axis=2), axis=1)
             s_rot = np.where(one, CANDIDATES[best], s_rot)
-        q = _slerp_xyzw(qa, qb, np.clip(s_rot, 0.0, 1.0))
+        q = slerp_xyzw(qa, qb, np.clip(s_rot, 0.0, 1.0))
         local[:, :3, :3] = quat_to_matrix3(q[:, [3, 0, 1, 2]])
         local[:, :3, 3] += pos_mid
         world[:, k] = pw @ local

@@ -68,7 +68,7 @@ def test_luka_physics_in_blender_and_back(clean_scene, testdata, tmp_path):
         assert ob[blender_physics.GROUP_PROP] == r.group
         assert ob[blender_physics.MASK_PROP] == r.no_collision_mask
         assert rb.kinematic == (r.mode == 0)
-        rest = np.linalg.inv(world) @ np.array(blender_physics._rest_matrix(ob))
+        rest = np.linalg.inv(world) @ np.array(blender_physics.rest_matrix(ob))
         np.testing.assert_allclose(rest[:3, 3], convert.positions_to_blender(r.position[None], scale)[0],
                                    atol=1e-6)
         if r.mode == 0:  # follows its bone: parented to it
@@ -183,7 +183,7 @@ def test_joint_turns_are_bounded_in_mmds_order(clean_scene):
     flip = Matrix(((1, 0, 0), (0, 0, 1), (0, 1, 0)))  # MMD ⇄ Blender axes (a reflection)
     arm = bpy.data.objects.new("model", bpy.data.armatures.new("model"))
     bpy.context.scene.collection.objects.link(arm)
-    blender_physics._ensure_world(bpy.context)
+    blender_physics.ensure_world(bpy.context)
     coll = blender_physics._physics_collection(bpy.context, arm)
     for _ in range(20):
         lower, upper = np.sort(rng.uniform(-1.2, 1.2, (2, 3)), axis=0).astype(np.float32)

@@ -25,7 +25,7 @@ LUKA = "mmdtools_megurine_luka.pmx"
 def _armature(name: str = "model"):
     arm = bpy.data.objects.new(name, bpy.data.armatures.new(name))
     bpy.context.scene.collection.objects.link(arm)
-    bp._ensure_world(bpy.context)
+    bp.ensure_world(bpy.context)
     return arm
 
 
@@ -88,8 +88,8 @@ def test_luka_bones_stay_on_their_bodies(clean_scene, testdata, frames):
     bodies, _ = bp.physics_objects(arm)
     dynamic = [(ob, ob[bp.BONE_PROP]) for ob in bodies if not ob.rigid_body.kinematic and ob.get(bp.BONE_PROP)]
     assert len(dynamic) == 57
-    rest = {ob.name: np.array(bp._rest_matrix(ob).translation) for ob, _ in dynamic}
-    offsets = {ob.name: bp._rest_matrix(ob).inverted() @ arm.matrix_world @ arm.data.bones[bone].matrix_local
+    rest = {ob.name: np.array(bp.rest_matrix(ob).translation) for ob, _ in dynamic}
+    offsets = {ob.name: bp.rest_matrix(ob).inverted() @ arm.matrix_world @ arm.data.bones[bone].matrix_local
                for ob, bone in dynamic}
     scene = bpy.context.scene
     scene.render.fps = 30
@@ -157,7 +157,7 @@ def test_gravity_is_mmds_unless_something_else_falls(clean_scene, testdata):
     bpy.ops.wm.read_factory_settings(use_empty=True)
     crate = bpy.data.objects.new("crate", bpy.data.meshes.new("crate"))
     bpy.context.scene.collection.objects.link(crate)
-    bp._ensure_world(bpy.context)
+    bp.ensure_world(bpy.context)
     bp._rigid_body_of(bpy.context, crate)  # an active body of the user's: it falls by the scene's gravity too
     result = blender_io.import_pmx(bpy.context, src)
     assert tuple(bpy.context.scene.gravity) == pytest.approx((0.0, 0.0, -9.81))

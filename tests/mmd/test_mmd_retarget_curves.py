@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from skinbridge.core.skinning import _slerp_xyzw
+from skinbridge.core.skinning import slerp_xyzw
 from skinbridge.io_pmx.model import pmx
 from skinbridge.io_pmx.motion import vmd
 from skinbridge.io_pmx.motion import channels
@@ -41,7 +41,7 @@ def test_midpoint_curves_pass_through_the_middle():
     qa = np.array([0.1, 0.2, 0.0, 1.0]) / np.linalg.norm([0.1, 0.2, 0.0, 1.0])
     qb = np.array([0.3, -0.1, 0.2, 1.0]) / np.linalg.norm([0.3, -0.1, 0.2, 1.0])
     for s in (0.02, 0.1, 0.3, 0.5, 0.7, 0.9, 0.97):
-        qm = _slerp_xyzw(qa, qb, s)
+        qm = slerp_xyzw(qa, qb, s)
         pos = np.array([[[0.0, 1, 2], [s * 4, 1, 2 + s], [4.0, 1, 3]]])
         frac, moving = midpoint_fractions(pos, np.array([[qa, qm, qb]]))
         np.testing.assert_allclose(frac[0, [0, 2, 3]], s, atol=1e-9)

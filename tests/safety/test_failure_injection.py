@@ -4,8 +4,8 @@
 One table row per bridge: the format registry gives a row to every Blender import (on the smallest real file of
 that format in ../shared/testdata), every convert target and every motion loader; hand-written rows add the
 bridges that need more (actions imported and exported with failures injected into their steps). Stages are
-found by running the bridge once with a recording `fail_hook` (`blender/scene.py` `_stage`), so a stage added
-later is attacked too; each row also names the stages it must report. Where a step has no `_stage` call, the
+found by running the bridge once with a recording `fail_hook` (`blender/scene.py` `failure_point`), so a stage added
+later is attacked too; each row also names the stages it must report. Where a step has no `failure_point` call, the
 failure is injected by making it raise on its n-th call (`patches`).
 """
 from __future__ import annotations

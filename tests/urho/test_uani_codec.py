@@ -517,7 +517,7 @@ def test_rbfx_records_through_the_core_model_keep_version_weights_and_attribute_
 
     anim = uani.read((testdata / "urho3d" / "Ninja_Walk.ani").read_bytes())
     anim.variant, anim.version = uani.VARIANT_RBFX, version
-    weights = uani._weight_count(version)
+    weights = uani.weight_count(version)
     for i, t in enumerate(anim.tracks):
         t.weights = np.full(weights, 0.25 + 0.01 * i, "<f4") if weights else None
     if version >= uani.RBFX_VARIANT_TRACK_VERSION:
