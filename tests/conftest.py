@@ -33,12 +33,14 @@ for _folder in sorted(pathlib.Path(__file__).resolve().parent.iterdir(), reverse
 
 
 def _ensure_package_importable() -> None:
-    try:
+    import importlib.util  # only here: the package is found before anything imports it
+
+    found = importlib.util.find_spec("skinbridge")
+    if found is not None and found.origin and pathlib.Path(found.origin).resolve().parent == ROOT:
         importlib.import_module("skinbridge")
         return
-    except ImportError:
-        pass
-    # The checkout's folder name is not the package name: expose it as `skinbridge` through a link.
+    # The checkout's folder name is not the package name, or the venv's link names another checkout (a git
+    # worktree beside this one): expose this checkout as `skinbridge` through a link of its own, first on the path.
     link_dir = pathlib.Path(tempfile.mkdtemp(prefix="skinbridge-pkg-"))
     _TEMP_DIRS.append(str(link_dir))
     (link_dir / "skinbridge").symlink_to(ROOT, target_is_directory=True)
