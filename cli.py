@@ -174,6 +174,10 @@ def _target_options(args) -> dict | None:
     given = {name: getattr(args, name) for name in formats.option_takers() if hasattr(args, name)}
     for name in given:  # given on the command line (whatever its value) to a target that does not take it
         option, targets = formats.option_takers()[name]
+        if option.blender_only and args.to in targets:
+            print(f"error: {option.cli_flag} is a choice of Blender's File › Export only (--to {args.to} "
+                  "writes without it)", file=sys.stderr)
+            return None
         if args.to not in targets:
             print(f"error: {option.cli_flag} applies to --to {' or '.join(targets)} only, not --to {args.to}",
                   file=sys.stderr)
@@ -547,8 +551,8 @@ def _add_option(parser: argparse.ArgumentParser, option, help_text: str) -> None
     absent from the parsed arguments (argparse.SUPPRESS): the targets' defaults apply, and `convert` refuses
     only what was given."""
     kwargs: dict = {"dest": option.name, "default": argparse.SUPPRESS, "help": help_text}
-    if option.type is bool:
-        kwargs["action"] = "store_true"
+    if option.type is bool:  # a switch that is on unless said otherwise also has its --no- form
+        kwargs["action"] = argparse.BooleanOptionalAction if option.default else "store_true"
     elif option.choices:
         kwargs["choices"] = list(option.values())
     else:
@@ -557,7 +561,7 @@ def _add_option(parser: argparse.ArgumentParser, option, help_text: str) -> None
             high = float("inf") if option.high is None else option.high
             kwargs["type"] = _number(option.type, low, high, option.unit or option.name.replace("_", " "))
         kwargs["metavar"] = option.metavar
-    parser.add_argument(option.cli_flag, **kwargs)
+    parser.add_argument(option.cli_flag, *("--" + a.replace("_", "-") for a in option.aliases), **kwargs)
 
 
 class _Parser(argparse.ArgumentParser):

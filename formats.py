@@ -165,7 +165,7 @@ def option_text(o: Option) -> str:
         extra.append(o.unit)
     if o.default_from is not None:
         extra.append(f"default: as --{o.default_from.replace('_', '-')}")
-    elif o.default is not None and o.type is not bool:
+    elif o.default is not None and (o.type is not bool or o.default):
         extra.append(f"default {_shown(o.default)}")
     return o.help + (f" ({', '.join(extra)})" if extra else "")
 
@@ -176,7 +176,12 @@ def options_table() -> str:
     for o, takers in option_takers().values():
         value = "\\|".join(o.values()) if o.choices else (o.metavar or "VALUE") if o.type is not bool else ""
         flag = f"`{o.cli_flag}{' ' + value if value else ''}`"
+        if o.type is bool and o.default:
+            flag += f" / `--no-{o.cli_flag[2:]}`"
+        flag += "".join(f" (or `--{a.replace('_', '-')}`)" for a in o.aliases)
         meaning = option_text(o).replace("|", "\\|")
+        if o.blender_only:
+            meaning += " (File › Export in Blender only: `convert` refuses it)"
         lines.append(f"| {flag} | {', '.join(f'`{t}`' for t in takers)} | {meaning} |")
     return "\n".join(lines) + "\n"
 

@@ -29,6 +29,11 @@ def all_options() -> dict[str, Option]:
     return out
 
 
+def alias_names() -> dict[str, str]:
+    """An option's earlier name (`Option.aliases`) → its name, over every target."""
+    return {a: o.name for o in all_options().values() for a in o.aliases}
+
+
 def resolved(options: tuple[Option, ...], given: dict[str, Any]) -> dict[str, Any]:
     """The values of `options`: the given ones, else the value of the option a default follows (when it is
     one of this option's choices), else the declared default."""
@@ -51,6 +56,8 @@ class ConvertOptions:
     def __init__(self, target: str = "urhox", motions: list[str] | None = None, protected: set[str] | None = None,
                  name: str | None = None, import_profile: str | None = None, **given: Any):
         known = all_options()
+        renamed = alias_names()
+        given = {renamed.get(k, k): v for k, v in given.items()}
         unknown = sorted(set(given) - set(known))
         if unknown:
             raise TypeError(f"no target takes the option(s) {', '.join(unknown)}")
@@ -77,7 +84,7 @@ class ConvertOptions:
     def __setattr__(self, attr: str, value: Any) -> None:
         if attr in type(self).__annotations__:
             object.__setattr__(self, attr, value)
-        elif attr in all_options():
-            self.values[attr] = value
+        elif attr in all_options() or attr in alias_names():
+            self.values[alias_names().get(attr, attr)] = value
         else:
             raise AttributeError(f"no target takes the option {attr!r}")

@@ -39,12 +39,40 @@ def option_property(o: Option):
     return FloatProperty(name=name, description=text, default=float(default or 0.0), precision=4, **limits)
 
 
+def alias_properties(o: Option) -> dict:
+    """Hidden properties under the option's earlier ids (`aliases`: the same unit; `inverse_aliases`: the inverse
+    unit, e.g. metres per pixel for a pixels-per-metre option), so that users' scripts and presets that set them
+    keep working; not saved, so an unset alias never stands in."""
+    out = {}
+    for alias in o.aliases + o.inverse_aliases:
+        prop = option_property(o)
+        keywords = dict(prop.keywords)
+        keywords["options"] = {"HIDDEN", "SKIP_SAVE"}
+        if alias in o.inverse_aliases:
+            keywords.pop("max", None), keywords.pop("min", None)
+            keywords.update(default=0.0, min=0.0, description=f"Old id: {o.name} as its inverse (0: not set)")
+        out[alias] = prop.function(**keywords)
+    return out
+
+
+def _given_value(op, o: Option):
+    """The option's value on the operator: an alias the caller set stands in for it."""
+    props = op.properties
+    for alias in o.aliases:
+        if props.is_property_set(alias):
+            return getattr(op, alias)
+    for alias in o.inverse_aliases:
+        if props.is_property_set(alias) and getattr(op, alias) > 0:
+            return 1.0 / getattr(op, alias)
+    return getattr(op, o.name)
+
+
 def option_values(op, options: tuple[Option, ...]) -> dict:
     """The operator's values of `options` as the exporters take them (an empty text or file path: not given;
-    a path made absolute)."""
+    a path made absolute; an alias the caller set stands in for its option)."""
     out = {}
     for o in options:
-        value = getattr(op, o.name)
+        value = _given_value(op, o)
         if o.type is str and not o.choices:
             value = (bpy.path.abspath(value) if o.path else value) if value else None
         out[o.name] = value
@@ -72,7 +100,9 @@ def file_operator(extensions: tuple[str, ...], options: tuple[Option, ...] = (),
             added["directory"] = StringProperty(subtype="DIR_PATH", options={"HIDDEN", "SKIP_SAVE"})
         if collection:
             added["collection"] = StringProperty(options={"HIDDEN"})
-        added.update((o.name, option_property(o)) for o in options)
+        for o in options:
+            added[o.name] = option_property(o)
+            added.update(alias_properties(o))
         annotations.update(added)
         return cls
 

@@ -89,10 +89,14 @@ class Option:
                                        # plays, or writes beside the .blend): `convert` refuses it in one line
     aliases: tuple[str, ...] = ()      # earlier names that keep working: more flags (--<alias>) on the command
                                        # line and hidden operator properties that set this option
+    inverse_aliases: tuple[str, ...] = ()  # earlier operator property ids that held the inverse unit (metres
+                                       # per pixel for a pixels-per-metre option): hidden, 1/value when set
 
     def __post_init__(self):
         if self.type not in OPTION_TYPES:
             raise ValueError(f"option {self.name}: type {self.type!r} is not one of {OPTION_TYPES}")
+        if self.inverse_aliases and self.type is not float:
+            raise ValueError(f"option {self.name}: only a number has an inverse")
         if self.choices and self.default is not None and self.default not in self.values():
             raise ValueError(f"option {self.name}: default {self.default!r} is not one of {self.values()}")
 
@@ -155,7 +159,7 @@ class FormatSpec:
         if bad:
             raise ValueError(f"format {self.name}: extensions must be lower case and start with '.': {bad}")
         names = [o.name for o in self.options]
-        aliases = [a for o in self.options for a in o.aliases]
+        aliases = [a for o in self.options for a in o.aliases + o.inverse_aliases]
         if len(set(names + aliases)) != len(names + aliases):
             raise ValueError(f"format {self.name}: an option is declared twice: {names}")
         for o in self.options:

@@ -39,7 +39,7 @@ def test_every_target_option_is_a_convert_flag_with_its_checks():
             "skeleton", "limit_weights"} <= set(takers)
     for name, (option, targets) in takers.items():
         action = actions[name]
-        assert action.option_strings == [option.cli_flag]
+        assert action.option_strings == _flags(option)
         assert action.default is argparse.SUPPRESS  # not given: absent, so only what was given is refused
         assert action.help.startswith(" or ".join(targets) + ": " + option.help)
         if option.type is bool:
@@ -51,6 +51,49 @@ def test_every_target_option_is_a_convert_flag_with_its_checks():
             for outside in (option.low - 1, option.high + 1):
                 with pytest.raises(argparse.ArgumentTypeError, match="is outside"):
                     action.type(str(outside))
+
+
+def _flags(option) -> list[str]:
+    """The flags argparse gives an option: its own, its --no- form when it is on by default, and its aliases."""
+    names = [option.cli_flag] + ["--" + a.replace("_", "-") for a in option.aliases]
+    if option.type is bool and option.default:
+        return [f for n in names for f in (n, "--no-" + n[2:])]
+    return names
+
+
+@pytest.fixture
+def probe_target():
+    """A target of this test's own with a switch that is on by default, an option renamed (its old flag an
+    alias) and a choice of Blender's export alone."""
+    from skinbridge.core.formatspec import FormatSpec, Option
+
+    spec = formats.register(FormatSpec(
+        name="probe", label="Probe", kind="model", extensions=(".probe",), target="probe",
+        options=(Option("probe_flex", bool, True, help="write the shapes"),
+                 Option("probe_units_per_metre", float, 10.0, low=1, high=100, aliases=("probe_scale",),
+                        help="units per metre"),
+                 Option("probe_bake", bool, False, blender_only=True, help="bake what Blender plays"))))
+    yield spec
+    formats.unregister("probe")
+
+
+def test_switches_on_by_default_have_a_no_form_and_aliases_their_flags(probe_target):
+    actions = _convert_actions()
+    assert actions["probe_flex"].option_strings == ["--probe-flex", "--no-probe-flex"]
+    assert actions["probe_units_per_metre"].option_strings == ["--probe-units-per-metre", "--probe-scale"]
+    parser = cli.build_parser()
+    args = parser.parse_args(["convert", "a.glb", "--to", "probe", "--no-probe-flex", "--probe-scale", "20"])
+    assert (args.probe_flex, args.probe_units_per_metre) == (False, 20.0)
+    assert ConvertOptions(target="probe", probe_scale=30.0).probe_units_per_metre == 30.0
+    table = formats.options_table()
+    assert "`--probe-flex` / `--no-probe-flex`" in table and "(or `--probe-scale`)" in table
+    assert "`convert` refuses it" in table
+
+
+def test_a_blender_only_option_is_refused_in_one_line_before_blender_loads(probe_target, capsys):
+    assert cli.main(["convert", "Fox.glb", "--to", "probe", "--probe-bake"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: --probe-bake is a choice of Blender's File › Export only (--to probe writes without it)"]
 
 
 def test_flags_of_other_targets_are_not_hand_written_in_cli():
