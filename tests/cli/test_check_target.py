@@ -1,5 +1,5 @@
 """`skinbridge check-target FILE --to TARGET` (README "check-target", docs/blender.md §10): on one sample of
-each family of /work/shared/testdata that a model format imports, for every target, its exit status, its
+each family of ../shared/testdata that a model format imports, for every target, its exit status, its
 warning and error lines and the files it says it writes equal those of a real `convert` of the same file, and it
 writes nothing.
 

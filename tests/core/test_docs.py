@@ -25,9 +25,14 @@ def _repo_root() -> pathlib.Path:
 ROOT = _repo_root()
 DOCS = ROOT / "docs"
 
-# citations of documents that live outside the repository
-FORBIDDEN = re.compile(r"\.\./shared/(?!testdata)|shared/reference|shared/seeds|DESIGN\.md|\bDESIGN\b"
+# citations of documents that live outside the repository: any path above the checkout (the sample files of
+# ../shared/testdata excepted: reading test data is not citing a document), any other folder of shared/, an absolute
+# path of a machine (a relative example such as `../../x.png` is no citation), and the design, reference and seed notes by name
+FORBIDDEN = re.compile(r"\.\./(?!shared/testdata\b)(?!\.\.)[\w.-]+(?=/)|(?<![\w./-])shared/(?!testdata\b)[\w.-]+"
+                       r"|(?<![\w.])/(?:work|home|root|tmp|Users)/[\w.-]+|DESIGN\.md|\bDESIGN\b"
                        r"|reference/(?:pmx|urho|we_mdb_smd|blender_addon)\.md|\b[Ss]eed 00\d")
+# a file of ours named in a comment: `io_pmx/model/pmx.py`, `kept.py`, `docs/testing.md`
+FILE_NAME = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+\.py)\b")
 # a docs page's path followed by its section numbers: "§2", "§2.3", "§3–§4", "§3.1–§3.5 and §4", "§2, §5"
 CITATION = re.compile(r"docs/([\w-]+)\.md`?((?:\s*(?:,|and|–|-)?\s*§\d+(?:\.\d+)*)*)")
 HEADING = re.compile(r"^#+\s+(\d+(?:\.\d+)*)\.?\s")
@@ -64,6 +69,26 @@ def outside_citations(path: pathlib.Path) -> list[str]:
     for line, text in comment_texts(path.read_text(encoding="utf-8")):
         if match := FORBIDDEN.search(text):
             found.append(f"{path.name}:{line}: {match.group(0)!r} in {text.strip()[:80]!r}")
+    return found
+
+
+def repository_files(root: pathlib.Path) -> list[str]:
+    """Every file of the checkout, as a path relative to it (no venvs, git or npm packages)."""
+    return [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and not any(
+        part.startswith(".venv") or part in (".git", "node_modules", "__pycache__") for part in p.relative_to(root).parts)]
+
+
+def stale_file_names(path: pathlib.Path, files: list[str]) -> list[str]:
+    """`path:line: name` of each Python file a comment or docstring names that the checkout does not hold (a name
+    alone matches a file of that name anywhere; a name with folders matches the end of a path)."""
+    names = {f.rsplit("/", 1)[-1] for f in files}
+    found = []
+    for line, text in comment_texts(path.read_text(encoding="utf-8")):
+        for m in FILE_NAME.finditer(text):
+            name = m.group(1)
+            held = any(f == name or f.endswith("/" + name) for f in files) if "/" in name else name in names
+            if not held:
+                found.append(f"{path.name}:{line}: {name}")
     return found
 
 
@@ -104,6 +129,29 @@ def dangling_citations(path: pathlib.Path, docs: pathlib.Path) -> list[str]:
 def test_no_comment_or_docstring_cites_a_document_outside_the_repository():
     found = [hit for path in python_files(ROOT) for hit in outside_citations(path)]
     assert not found, "\n".join(found)
+
+
+def test_every_file_a_comment_names_exists():
+    files = repository_files(ROOT)
+    found = [hit for path in python_files(ROOT) for hit in stale_file_names(path, files)]
+    assert not found, "comments name files that are gone:\n" + "\n".join(found)
+
+
+def test_the_checks_see_a_planted_outside_path_and_a_stale_file_name(tmp_path):
+    module = tmp_path / "planted.py"
+    module.write_text('"""Layout from ../interop/notes.txt and /work/shared/x; see kept.py and io_x/gone.py."""\n'
+                      "# rows as ../shared/testdata/README.md lists them (test data: fine)\n", encoding="utf-8")
+    outside = outside_citations(module)
+    assert [h.split("'")[1] for h in outside] == ["../interop"], outside
+    module.write_text('"""Layout from shared/interop/bst_written and /work/shared/x."""\n', encoding="utf-8")
+    assert [h.split("'")[1] for h in outside_citations(module)] == ["shared/interop"]
+    module.write_text('"""Layout from /root/notes/x.txt."""\n', encoding="utf-8")
+    assert [h.split("'")[1] for h in outside_citations(module)] == ["/root/notes"]
+    module.write_text('"""See kept.py, io_smd/kept.py and io_x/gone.py; SMD (`.smd`) files."""\n', encoding="utf-8")
+    files = ["io_smd/kept.py", "core/model.py"]
+    assert stale_file_names(module, files) == ["planted.py:1: io_x/gone.py"]
+    assert stale_file_names(module, files[1:]) == ["planted.py:1: kept.py", "planted.py:1: io_smd/kept.py",
+                                                   "planted.py:1: io_x/gone.py"]
 
 
 def test_every_docs_page_and_section_cited_in_code_exists():

@@ -8,6 +8,9 @@ from __future__ import annotations
 import ast
 import pathlib
 
+import pytest
+from support import house
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NOT_ADDON = {"tests", "bench", "tools", ".venv", ".git", ".ci", "dist", "node_modules"}
 
@@ -107,85 +110,12 @@ def test_the_checker_sees_a_climbing_import(tmp_path):
 
 
 # -- inside a format package: parts import only downward, and bpy stays in the Blender parts -----------------
-
-_BLENDER_MODULES = {"bpy", "bpy_extras", "mathutils", "bmesh", "gpu", "blf"}
-
-
-def _parts_order(root: pathlib.Path, package: str) -> tuple[str, ...]:
-    """The `PARTS` tuple a format package declares in its __init__.py (bottom part first), read without importing."""
-    tree = ast.parse((root / package / "__init__.py").read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "PARTS" for t in node.targets):
-            return tuple(ast.literal_eval(node.value))
-    return ()
-
-
-def _part_level(parts: tuple[str, ...], rel: pathlib.PurePath) -> float:
-    """A module's level inside its format package: the index of its part; a module directly in the package sits
-    above every part but the Blender ones (it may use them all, and the Blender parts may use it)."""
-    if len(rel.parts) > 2 and rel.parts[1] in parts:
-        return parts.index(rel.parts[1])
-    blender_parts = [i for i, p in enumerate(parts) if p.startswith("blender_")]
-    return (min(blender_parts) if blender_parts else len(parts)) - 0.5
-
-
-def _module_of_import(rel: pathlib.PurePath, node: ast.ImportFrom) -> list[str]:
-    """The package-relative dotted targets of a relative import (a `from . import a, b` names modules a and b)."""
-    base = _package_parts(rel)
-    base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
-    target = base + (node.module.split(".") if node.module else [])
-    if node.module:
-        return [".".join(target)]
-    return [".".join(target + [alias.name]) for alias in node.names]
-
-
-def _bpy_allowed(rel: pathlib.PurePath) -> bool:
-    """bpy may be imported by the bridge, the application and the entry points; inside a format package only by
-    its operators (`ops.py`) and its `blender_*.py` modules, wherever they sit (a module's name says it needs
-    Blender, also inside a Blender part such as io_pmx/blender_side/)."""
-    if rel.parts[0] in ("blender", "app") or rel.parts[0] in ("cli.py", "__init__.py"):
-        return True
-    if not rel.parts[0].startswith("io_"):
-        return False
-    return rel.name == "ops.py" or rel.name.startswith("blender_")
-
-
-def _part_violations(root: pathlib.Path = ROOT) -> list[str]:
-    bad = []
-    for rel in _modules(root):
-        tree = ast.parse((root / rel).read_text(encoding="utf-8"), str(rel))
-        for node in ast.walk(tree):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                names = [node.module]
-            if any(n.split(".")[0] in _BLENDER_MODULES for n in names) and not _bpy_allowed(rel):
-                bad.append(f"{rel}:{node.lineno}: imports {names[0]} outside the Blender parts")
-        package = rel.parts[0]
-        if not package.startswith("io_") or rel.name == "__init__.py" and len(rel.parts) == 2:
-            continue
-        parts = _parts_order(root, package)
-        if not parts:
-            continue
-        own = _part_level(parts, rel)
-        for node in ast.walk(tree):
-            if not (isinstance(node, ast.ImportFrom) and node.level):
-                continue
-            for target in _module_of_import(rel, node):
-                pieces = target.split(".")
-                if pieces[0] != package or len(pieces) < 2:
-                    continue
-                level = _part_level(parts, pathlib.PurePath(*pieces[:2], "x.py") if pieces[1] in parts
-                                    else pathlib.PurePath(package, pieces[1] + ".py"))
-                if level > own:
-                    bad.append(f"{rel}:{node.lineno}: imports {target}, a part above its own")
-    return bad
+# (the checker lives in tests/support/house.py; each test below plants one violation in a temporary copy)
 
 
 def test_parts_of_a_format_package_import_only_downward():
-    assert _parts_order(ROOT, "io_pmx"), "io_pmx declares its PARTS"
-    bad = _part_violations()
+    assert house.parts_order(ROOT, "io_pmx"), "io_pmx declares its PARTS"
+    bad = house.part_violations()
     assert not bad, "\n".join(bad)
 
 
@@ -196,13 +126,14 @@ def test_the_checker_sees_a_part_importing_upward(tmp_path):
         (pkg / part).mkdir(parents=True)
         (pkg / part / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text('PARTS = ("model", "motion", "blender_side")\n')
-    (pkg / "model" / "codec.py").write_text("from ..blender_side import ops\nfrom ..motion import keys\nimport bpy\n")
+    (pkg / "model" / "codec.py").write_text("from ..blender_side import blender_io\nfrom ..motion import keys\n"
+                                            "import bpy\n")
     (pkg / "motion" / "keys.py").write_text("from ..model import codec\n")
-    (pkg / "blender_side" / "ops.py").write_text("import bpy\nfrom ..model import codec\n")
-    bad = _part_violations(tmp_path)
-    assert len(bad) == 3, bad
-    assert any("imports bpy outside" in b for b in bad)
-    assert sum("a part above its own" in b for b in bad) == 2
+    (pkg / "blender_side" / "blender_io.py").write_text("import bpy\nfrom ..model import codec\n")
+    bad = house.part_violations(tmp_path)
+    assert any("imports bpy outside" in b for b in bad), bad
+    assert sum("a part above its own" in b for b in bad) == 2, bad
+    assert any("a module without Blender imports io_fake.blender_side.blender_io" in b for b in bad), bad
 
 
 def test_a_blender_part_holds_only_modules_named_for_blender(tmp_path):
@@ -213,5 +144,57 @@ def test_a_blender_part_holds_only_modules_named_for_blender(tmp_path):
     (pkg / "blender_side" / "__init__.py").write_text("")
     (pkg / "blender_side" / "physics.py").write_text("import bpy\n")
     (pkg / "blender_side" / "blender_physics.py").write_text("import bpy\n")
-    bad = _part_violations(tmp_path)
+    bad = house.part_violations(tmp_path)
     assert bad == ["io_fake/blender_side/physics.py:1: imports bpy outside the Blender parts"], bad
+
+
+# -- planted in a copy of this checkout: each kind of violation is seen where the tree itself is clean ----------
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    return house.copy_tree(tmp_path_factory.mktemp("house") / "skinbridge")
+
+
+def _plant(tree: pathlib.Path, files: dict[str, str]):
+    """Write `files` into the copy; the context's end removes them again."""
+    for rel, text in files.items():
+        (tree / rel).write_text(text, encoding="utf-8")
+    return files
+
+
+def _unplant(tree: pathlib.Path, files: dict[str, str]) -> None:
+    for rel in files:
+        (tree / rel).unlink()
+
+
+def test_the_copy_is_clean(tree):
+    assert not house.part_violations(tree) and not house.import_cycles(tree) and not _violations(tree)
+
+
+def test_an_import_circle_is_seen(tree):
+    planted = _plant(tree, {"core/planted_a.py": "from . import planted_b\n",
+                            "core/planted_b.py": "from .planted_a import x  # noqa: F401\n"})
+    try:
+        assert house.import_cycles(tree) == [["core.planted_a", "core.planted_b"]]
+    finally:
+        _unplant(tree, planted)
+    assert house.import_cycles(ROOT) == []
+
+
+def test_an_absolute_import_that_climbs_a_part_is_seen(tree):
+    planted = _plant(tree, {"io_pmx/model/planted.py": "import skinbridge.io_pmx.rig.names\n"})
+    try:
+        assert house.part_violations(tree) == [
+            "io_pmx/model/planted.py:1: imports io_pmx.rig.names, a part above its own"]
+    finally:
+        _unplant(tree, planted)
+
+
+def test_a_bpy_free_module_importing_a_blender_module_of_a_flat_package_is_seen(tree):
+    assert not house.parts_order(tree, "io_gltf"), "io_gltf is a flat package"
+    planted = _plant(tree, {"io_gltf/planted.py": "from . import blender_io\n"})
+    try:
+        assert house.part_violations(tree) == [
+            "io_gltf/planted.py:1: a module without Blender imports io_gltf.blender_io, a Blender module"]
+    finally:
+        _unplant(tree, planted)

@@ -1,6 +1,6 @@
 """What a hostile case is, how one is built and how it is run and measured.
 
-Shared by the hostile suite (`tests/hostile/test_hostile.py`) and the fuzz harness (`bench/fuzz`): both drive
+Shared by the hostile suite (`tests/safety/test_hostile.py`) and the fuzz harness (`bench/fuzz`): both drive
 a codec through `exercise`, which is the whole contract of the "Bad input" rule of docs/architecture.md §7.1:
 
 * the reader either returns records or raises `FormatError` (nothing else, ever);
