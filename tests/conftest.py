@@ -128,13 +128,44 @@ def _module_has_bpy(module) -> bool:
                for value in vars(module).values())
 
 
+_BODIES: dict[str, set[str]] = {}
+
+
+def _functions_importing_bpy(filename: str) -> set[str]:
+    """Names of the functions of a test file whose body imports bpy (or a module of Blender's), read once."""
+    if filename not in _BODIES:
+        import ast  # only here: the collection hook alone parses test files
+
+        found = set()
+        try:
+            tree = ast.parse(pathlib.Path(filename).read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError):
+            tree = ast.Module(body=[], type_ignores=[])
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                    isinstance(n, ast.Import) and any(a.name.split(".")[0] in _BLENDER_MODULES for a in n.names)
+                    or isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] in _BLENDER_MODULES
+                    or isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "importorskip" and n.args
+                    and getattr(n.args[0], "value", None) in _BLENDER_MODULES for n in ast.walk(fn)):
+                found.add(fn.name)
+        _BODIES[filename] = found
+    return _BODIES[filename]
+
+
+def _body_has_bpy(item) -> bool:
+    function = getattr(item, "function", None)
+    code = getattr(function, "__code__", None)
+    return code is not None and function.__name__ in _functions_importing_bpy(code.co_filename)
+
+
 def pytest_collection_modifyitems(config, items):
     unmarked = [item.nodeid for item in items if item.get_closest_marker("blender") is None and (
         _BLENDER_FIXTURES & set(getattr(item, "fixturenames", ()))
-        or getattr(item, "module", None) is not None and _module_has_bpy(item.module))]
+        or getattr(item, "module", None) is not None and _module_has_bpy(item.module) or _body_has_bpy(item))]
     if unmarked:
-        raise pytest.UsageError(f"{len(unmarked)} tests need Blender (bpy at the top of their module, or one of the "
-                                f"fixtures {sorted(_BLENDER_FIXTURES)}) but lack the `blender` mark, e.g. "
+        raise pytest.UsageError(f"{len(unmarked)} tests need Blender (bpy at the top of their module or in their "
+                                f"body, or one of the fixtures {sorted(_BLENDER_FIXTURES)}) but lack the `blender` "
+                                "mark, e.g. "
                                 f"{unmarked[0]}: add `pytestmark = pytest.mark.blender` or @pytest.mark.blender")
 
 

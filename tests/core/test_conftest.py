@@ -68,3 +68,26 @@ def test_without_testdata_the_suite_says_so_in_one_line(tmp_path):
     lines = [line for line in (r.stdout + r.stderr).splitlines() if line.strip()]
     assert r.returncode == 4 and len(lines) == 1, lines
     assert "../shared/testdata not found at" in lines[0] and "test_mod" not in lines[0], lines
+
+
+BPY_IN_BODY = '''
+import pytest
+
+
+def test_plain():
+    pass
+
+
+{mark}def test_imports_blender_inside():
+    import bpy
+
+    assert bpy.app.version
+'''
+
+
+def test_a_test_that_imports_bpy_in_its_body_without_the_mark_stops_collection(tmp_path):
+    r = _collect(_suite(tmp_path, BPY_IN_BODY.format(mark="")))
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "1 tests need Blender" in r.stderr and "test_mod.py::test_imports_blender_inside" in r.stderr, r.stderr
+    r = _collect(_suite(tmp_path / "marked", BPY_IN_BODY.format(mark="@pytest.mark.blender\n")))
+    assert r.returncode == 0 and "2 tests collected" in r.stdout, r.stdout + r.stderr

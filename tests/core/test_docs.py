@@ -230,3 +230,38 @@ def test_the_scan_passes_a_clean_file(tmp_path):
 def test_citation_ranges_and_lists_are_all_checked():
     assert docs_citations("see docs/urho.md §3.1–§3.5 and §4, and docs/mmd.md §2") == \
         [("urho", ["3.1", "3.5", "4"]), ("mmd", ["2"])]
+
+
+# -- README: lists of targets are the registry's ----------------------------------------------------------------
+
+TARGET_LIST = re.compile(r"--to ((?:[a-z0-9]+\|)+[a-z0-9]+)")
+
+
+def stale_target_lists(text: str, targets: list[str]) -> list[str]:
+    """Each `--to a|b|c` of a text whose names are not the registry's targets, each once (the order is the
+    text's: it may put the usual ones first)."""
+    out = []
+    for m in TARGET_LIST.finditer(text):
+        names = m.group(1).split("|")
+        if sorted(names) != sorted(targets):
+            out.append(m.group(0))
+    return out
+
+
+def test_readme_lists_every_target_where_it_lists_them():
+    from skinbridge import formats
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert TARGET_LIST.search(text), "README.md lists no targets"
+    assert stale_target_lists(text, list(formats.targets())) == []
+
+
+def test_a_planted_short_target_list_is_seen():
+    from skinbridge import formats
+
+    targets = list(formats.targets())
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    listed = TARGET_LIST.search(text).group(0)
+    planted = text.replace(listed, listed.rsplit("|", 1)[0], 1)
+    assert stale_target_lists(planted, targets) == [listed.rsplit("|", 1)[0]]
+    assert stale_target_lists(text.replace(listed, listed + "|toy", 1), targets) == [listed + "|toy"]

@@ -1,7 +1,7 @@
 """Names taken from file content (and from input file names) never put a file outside the
 output folder: UMD2 model and material names, UANI motion names and their trigger sidecars, PMX texture
 paths. glTF texture and material names are covered by test_pipeline.py; VMD names join when a VMD motion
-loader exists (`app/pipeline.py` MOTION_LOADERS)."""
+loader exists (the registry's `motion_loader` capability)."""
 from __future__ import annotations
 
 import pathlib
