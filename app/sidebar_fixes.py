@@ -21,6 +21,7 @@ import numpy as np
 from bpy.props import IntProperty
 from mathutils import Matrix
 
+from .. import formats
 from ..blender import armature as barm
 from ..blender import compat
 from ..blender import model_facts as mf
@@ -111,18 +112,14 @@ def _scale_bone_locations(arm, factor: float) -> None:
                 fc.update()
 
 
-def _file_name(bone) -> str | None:
-    """The name a bone's file gave it, kept with the bone for write-back (PMX), else None."""
-    raw = barm.bone_extras(bone).get("pmx")
-    return raw.get("name") if isinstance(raw, dict) else None
-
-
-def rename_kept(bone, old: str, new: str) -> None:
-    """Give a bone whose file name is kept (PMX) the name `new` there, the full name `old` as its English name,
-    as the export would; Blender's name of the bone stays."""
-    data = barm.bone_extras(bone)
-    data["pmx"].update(name=new, name_e=old)
-    bone[barm.PROP] = json.dumps(data, ensure_ascii=False)
+def rename_kept_bone(arm, old: str, new: str) -> str | None:
+    """A format whose bones keep the name their file gave them (capability `rename_kept_bone`) gives the bone its
+    file called `old` the name `new` there, as its export would: what it did, or None when no bone kept `old`."""
+    for spec in formats.with_capability("rename_kept_bone"):
+        done = spec.get("rename_kept_bone")(arm, old, new)
+        if done:
+            return done
+    return None
 
 
 def fix_of(text: str) -> str | None:
@@ -187,10 +184,9 @@ class SKINBRIDGE_OT_fix_rename_bone(_Fix, bpy.types.Operator):
     def fix(self, context, match):
         old, new = ast.literal_eval(match.group("old")), ast.literal_eval(match.group("new"))
         arm, _ = mf.active_model(context)
-        kept = [b for b in arm.data.bones if _file_name(b) == old] if arm is not None else []
-        if kept:  # a bone from a PMX file: the export writes the file's name, kept with the bone
-            rename_kept(kept[0], old, new)
-            return f"bone {kept[0].name!r}: its PMX name {old!r} is now {new!r}, {old!r} its English name"
+        done = rename_kept_bone(arm, old, new) if arm is not None else None
+        if done:  # a bone from a file whose name the export writes, kept with the bone
+            return done
         if arm is None or old not in arm.data.bones or new in arm.data.bones:
             self.report({"ERROR"},
                         translate(f"the active armature has no bone {old!r}, or has one named {new!r} already"))

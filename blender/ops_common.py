@@ -57,12 +57,12 @@ def alias_properties(o: Option) -> dict:
 
 def _given_value(op, o: Option):
     """The option's value on the operator: an alias the caller set stands in for it."""
-    props = op.properties
+    props = getattr(op, "properties", op)  # an operator's, or a property group's (the sidebar, preferences)
     for alias in o.aliases:
-        if props.is_property_set(alias):
+        if hasattr(op, alias) and props.is_property_set(alias):
             return getattr(op, alias)
     for alias in o.inverse_aliases:
-        if props.is_property_set(alias) and getattr(op, alias) > 0:
+        if hasattr(op, alias) and props.is_property_set(alias) and getattr(op, alias) > 0:
             return 1.0 / getattr(op, alias)
     return getattr(op, o.name)
 

@@ -18,10 +18,10 @@ and rotations by the angle between quaternions (up to sign) against `rot_tol` ra
 Motions without a model (`compare_motions`: two scenes with no skeleton and no mesh, such as two `.vmd` or two
 `.ani` files) are compared channel by channel: each bone's translation, rotation and scale and each morph's
 weight, sampled by each side's own interpolation at every key time of either side and half-way between.
-Positions against an absolute `pos_tol` in file units (an animation's `extras["file_unit"]`: scene units per
+Positions against an absolute `pos_tol` in file units (an animation's `extras[FILE_UNIT_KEY]`: scene units per
 file unit, 1 when absent), rotations against `rot_tol` radians, scales and morph weights against their own
 absolute tolerances. Every difference names the bone or morph and the frame (seconds when the animation
-states no `extras["fps"]`). A track may carry `extras["mmd_curves"]`: (K, 4, 4) MMD timing curves (x1, y1,
+states no `extras["fps"]`). A track may carry `extras[TIMING_KEY]`: (K, 4, 4) MMD timing curves (x1, y1,
 x2, y2 in 0..127) of the segment ending at each key, for translation channels 0–2 and the rotation (see
 `skinning.mmd_bezier`); it is then sampled as MMD plays it.
 
@@ -113,7 +113,7 @@ def _worst(values: np.ndarray) -> int:
 # skeleton
 
 def _matched_names(s: cm.Skeleton, view: dict | None, other: cm.Skeleton) -> list[str]:
-    """The names `s`'s bones are matched by: a format's own view (`scene.extras["compare"]["match"]`, a list
+    """The names `s`'s bones are matched by: a format's own view (`scene.extras[COMPARE_KEY]["match"]`, a list
     of names per bone, e.g. a PMX's English name then its name) picks the first the other skeleton has."""
     names = list(s.names)
     match = (view or {}).get("match")
@@ -125,7 +125,7 @@ def _matched_names(s: cm.Skeleton, view: dict | None, other: cm.Skeleton) -> lis
 
 def compare_skeletons(a: cm.Skeleton | None, b: cm.Skeleton | None, pos: float, rot: float, out: Comparison,
                       views: tuple = (None, None)) -> None:
-    """`views`: each side's `scene.extras.get("compare")`: how its bones are matched (`match`) and which
+    """`views`: each side's `scene.extras.get(COMPARE_KEY)`: how its bones are matched (`match`) and which
     skeleton fields its format does not hold (`skipped`: "rest orientation", "default pose orientation")."""
     if a is None or b is None or not len(a) or not len(b):
         na, nb = (0 if s is None else len(s) for s in (a, b))
@@ -446,7 +446,7 @@ def compare_scenes(a: cm.Scene, b: cm.Scene, tol: float = DEFAULT_TOL, rot_tol: 
     out.notes.append(f"tolerances: positions {_fmt(out.position_limit)} ({tol:g} × diagonal {_fmt(out.diagonal)}), "
                      f"rotations {rot_tol:g} rad")
     compare_skeletons(a.skeleton, b.skeleton, out.position_limit, rot_tol, out,
-                      (a.extras.get("compare"), b.extras.get("compare")))
+                      (a.extras.get(cm.COMPARE_KEY), b.extras.get(cm.COMPARE_KEY)))
     compare_meshes(a, b, out.position_limit, out)
     if rest:
         out.notes.append("animations: not compared (--rest)")
@@ -478,7 +478,7 @@ def _timing(track: cm.Track, key_times: np.ndarray, k: np.ndarray, f: np.ndarray
     """The fraction of the way a channel has gone: `f` itself, 0/1 for STEP, or the track's MMD curve."""
     if track.interpolation == "STEP":
         return np.where(f >= 1.0, 1.0, 0.0)
-    curves = (track.extras or {}).get("mmd_curves")
+    curves = (track.extras or {}).get(cm.TIMING_KEY)
     if curves is None or len(curves) != len(key_times):
         return f
     s = mmd_bezier(np.asarray(curves, np.float64)[k, channel], f)
@@ -602,8 +602,8 @@ def _presence(kind: str, where: str, names_a, names_b, what: str, out: Compariso
 def _compare_motion(x: cm.Animation, y: cm.Animation, pos_tol: float, rot_tol: float, scale_tol: float,
                     weight_tol: float, time_tol: float, out: Comparison) -> None:
     label = x.name if x.name == y.name else f"{x.name} / {y.name}"
-    unit = float((x.extras or {}).get("file_unit", 1.0)) or 1.0
-    unit_b = float((y.extras or {}).get("file_unit", 1.0)) or 1.0
+    unit = float((x.extras or {}).get(cm.FILE_UNIT_KEY, 1.0)) or 1.0
+    unit_b = float((y.extras or {}).get(cm.FILE_UNIT_KEY, 1.0)) or 1.0
     if unit_b != unit:
         out.notes.append(f"animation {label}: file units differ ({unit:g} in A, {unit_b:g} in B); positions "
                          "compared in A's")

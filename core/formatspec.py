@@ -23,6 +23,9 @@ resolved only when used (so listing formats imports no codec and no bpy). Their 
                                                  the demo's rows: the humanoid exported and checked
   write_scene(scene, folder, name) -> [paths]   a core Scene written as files without Blender (the model first,
                                                  then its motions): what benchmarks and tests feed the importers
+  rename_kept_bone(armature, old, new) -> str | None
+                                                 the sidebar's Rename to Fit on a bone whose file name the format
+                                                 keeps with it: what was done, None when no bone kept `old`
   kind_of(data: bytes) -> str                    for a spec whose files are of several kinds (SMD: model, motion,
                                                  flex): the kind of this file, decided by the codec
 """
@@ -37,7 +40,7 @@ _ROOT_PACKAGE = __package__.rsplit(".", 1)[0]  # "skinbridge", or Blender's "bl_
 KINDS = ("model", "motion", "texture")
 
 CAPABILITIES = ("read", "write", "info", "check", "load", "blender_import", "export_target", "motion_loader",
-                "semantic", "demo", "write_scene", "kind_of")
+                "semantic", "demo", "write_scene", "kind_of", "rename_kept_bone")
 
 
 @dataclass(frozen=True)

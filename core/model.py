@@ -184,6 +184,13 @@ class Animation:
 CLIP_KEY = "clip"
 LOOP = "loop"
 
+# Keys of `extras` that the core defines for every format; every other key belongs to the format package that
+# writes it and is read only there (tests/core/test_code_rules.py).
+FILE_UNIT_KEY = "file_unit"  # Animation.extras: scene units per file unit (compare's position tolerance)
+COMPARE_KEY = "compare"  # Scene.extras: how `compare` matches this file's bones (core/compare.py `bone_names`)
+TIMING_KEY = "timing_curves"  # Track.extras: (K, 4, 4) uint8 per key and channel (x, y, z, rotation): the
+#                               Bézier timing curve (x1, y1, x2, y2 in 0..127) the key is reached by (MMD's form)
+
 
 @dataclass
 class Scene:

@@ -53,6 +53,7 @@ FORMATS = (
             "blender_import": "io_pmx.blender_side.blender_io:blender_import",
             "export_target": "io_pmx.blender_side.blender_io:export_target",
             "demo": "io_pmx.blender_side.blender_demo:demo_rows",
+            "rename_kept_bone": "io_pmx.blender_side.blender_names:rename_kept_bone",
         }),
     FormatSpec(
         name="vmd", label="MikuMikuDance motion (VMD)", kind="motion", extensions=(".vmd",),

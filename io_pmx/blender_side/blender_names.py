@@ -160,3 +160,17 @@ def unregister() -> None:
     for prop in (LIST_PROP, f"{LIST_PROP}_index"):
         if hasattr(bpy.types.Scene, prop):
             delattr(bpy.types.Scene, prop)
+
+
+def rename_kept_bone(arm, old: str, new: str) -> str | None:
+    """The sidebar's Rename to Fit on a bone of a PMX file (capability `rename_kept_bone`): the bone whose PMX
+    name is `old` gets the PMX name `new` and `old` as its English name, as the export would write them;
+    Blender's name of the bone stays. What was done, or None when no bone has the PMX name `old`."""
+    for bone in arm.data.bones:
+        data = barm.bone_extras(bone)
+        raw = data.get("pmx")
+        if isinstance(raw, dict) and raw.get("name") == old:
+            raw.update(name=new, name_e=old)
+            bone[barm.PROP] = json.dumps(data, ensure_ascii=False)
+            return f"bone {bone.name!r}: its PMX name {old!r} is now {new!r}, {old!r} its English name"
+    return None

@@ -9,7 +9,7 @@ animation holds, in Blender axes:
   (metres; 0.08 per MMD unit unless told); rotation = the key's rotation, MMD (x, y, z, w) → (w, −x, −z, −y)
   (the Y↔Z swap is a mirror), an all-zero quaternion read as identity, as MMD reads it. No scale channel:
   a VMD has none. Times are frame / 30 s.
-* `Track.extras["mmd_curves"]`: (K, 4, 4) uint8, per key the timing curves (x1, y1, x2, y2, 0..127) of the
+* `Track.extras[cm.TIMING_KEY]`: (K, 4, 4) uint8, per key the timing curves (x1, y1, x2, y2, 0..127) of the
   segment that ends at it, for translation channels 0, 1, 2 (MMD X, Z, Y) and the rotation, as
   `core.skinning.mmd_bezier` reads them; `core.compare` samples between keys with them.
   `Track.extras["vmd_interpolation"]`: the raw 64-byte blocks (physics toggle bytes and all) for the way back.
@@ -104,7 +104,7 @@ def to_animation(motion: vmd.Motion, name: str, scale: float = DEFAULT_SCALE) ->
         anim.tracks.append(cm.Track(
             bone, times, positions_to_core(keys["position"][idx], scale), times.copy(),
             rotations_to_core(keys["rotation"][idx]),
-            extras={"mmd_curves": np.ascontiguousarray(curves, np.uint8),
+            extras={cm.TIMING_KEY: np.ascontiguousarray(curves, np.uint8),
                     "vmd_interpolation": keys["interpolation"][idx].copy()}))
     mkeys = motion.morph_keys
     for morph, idx, frames in _keys_per_name(mkeys, hidden, "morph "):
@@ -148,7 +148,7 @@ def to_motion(anim: cm.Animation, scale: float | None = None, model_name: str | 
     """The VMD of an animation in this module's convention. `scale` defaults to the animation's file unit (else
     0.08); frames are round(time × fps), fps the animation's own (else 30). A track's translation and rotation
     keys are written on the union of their times, the channel without a key there sampled (linear, slerp).
-    Blocks: the track's raw ones when present, else built from `mmd_curves`, else linear."""
+    Blocks: the track's raw ones when present, else built from the timing curves (`cm.TIMING_KEY`), else linear."""
     extras = anim.extras or {}
     scale = float(scale if scale is not None else extras.get("file_unit", DEFAULT_SCALE))
     fps = float(fps if fps is not None else extras.get("fps", vmd.FPS))
@@ -196,7 +196,7 @@ def to_motion(anim: cm.Animation, scale: float | None = None, model_name: str | 
             keys["rotation"] = rotations_to_vmd(slerp(q[i], q[k], f))
         same_times = len(tt) == len(times) and (not len(rt) or len(rt) == len(times))
         blocks = track.extras.get("vmd_interpolation") if track.extras else None
-        curves = track.extras.get("mmd_curves") if track.extras else None
+        curves = track.extras.get(cm.TIMING_KEY) if track.extras else None
         if blocks is not None and same_times and len(blocks) == len(times):
             keys["interpolation"] = blocks
         elif curves is not None and same_times and len(curves) == len(times):

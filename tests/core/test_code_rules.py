@@ -7,6 +7,8 @@ import ast
 import pathlib
 import re
 
+from support import house
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NOT_ADDON = {"tests", "bench", "tools", ".git", ".ci", "dist", "node_modules"}
 MAX_FUNCTION_LINES = 100
@@ -74,3 +76,35 @@ def test_checker_reports_each_planted_violation(tmp_path):
         "core/planted.py:24: function long is 101 lines (at most 100)",
         "core/planted.py:5: import inside lazy without a comment giving the reason",
     ]
+
+
+# -- names that belong to one module, keys that belong to one format (tests/support/house.py) --------------------
+
+def test_no_module_uses_another_modules_private_name():
+    bad = house.private_name_uses()
+    assert not bad, "\n".join(bad)
+
+
+def test_a_planted_private_name_is_seen(tmp_path):
+    (tmp_path / "core").mkdir()
+    (tmp_path / "core" / "a.py").write_text("_hidden = 1\n\n\ndef _helper():\n    return 2\n")
+    (tmp_path / "core" / "b.py").write_text("import os\n\nfrom . import a\nfrom .a import _hidden\n\n"
+                                            "x = a._helper() + _hidden\ny = os._exit\n")
+    assert house.private_name_uses(tmp_path) == ["core/b.py:4: from .a import _hidden", "core/b.py:6: a._helper"]
+
+
+def test_no_shared_layer_names_a_formats_extras_keys():
+    assert len(house.extras_keys()) > 20, "the scan no longer sees the extras keys"
+    bad = house.foreign_extras()
+    assert not bad, "extras keys of one format named outside its package:\n" + "\n".join(bad)
+
+
+def test_a_planted_format_key_in_a_shared_layer_is_seen(tmp_path):
+    (tmp_path / "io_toy").mkdir()
+    (tmp_path / "io_toy" / "convert.py").write_text('def load(scene):\n    scene.extras["toy"] = {"a": 1}\n')
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "fix.py").write_text('def fix(b):\n    return (b.extras or {}).get("toy")\n')
+    (tmp_path / "core").mkdir()
+    (tmp_path / "core" / "model.py").write_text('CLIP_KEY = "clip"\n\n\ndef f(s):\n    return s.extras.get("clip")\n')
+    (tmp_path / "io_toy" / "clips.py").write_text('def g(s):\n    return s.extras["clip"]\n')
+    assert house.foreign_extras(tmp_path) == ["toy: io_toy and app"]

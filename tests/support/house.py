@@ -195,3 +195,92 @@ def part_violations(root: pathlib.Path = ROOT) -> list[str]:
                         and part_level(parts, path) > part_level(parts, rel):
                     bad.append(f"{rel}:{node.lineno}: imports {target}, a part above its own")
     return sorted(set(bad))
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_name_uses(root: pathlib.Path = ROOT) -> list[str]:
+    """`file:line: what` for each use of another add-on module's private name: `from .m import _x`, or `m._x`
+    where `m` is an add-on module the file imported (the standard library's are not ours to judge)."""
+    mods = addon_modules(root)
+    known = {module_name(m) for m in mods}
+    bad = []
+    for rel in mods:
+        tree = ast.parse((root / rel).read_text(encoding="utf-8"), str(rel))
+        ours: set[str] = set()  # local names bound to modules of the add-on
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            targets = imported_modules(rel, node, known)
+            if not targets:
+                continue
+            if isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    if _private(alias.name):
+                        bad.append(f"{rel}:{node.lineno}: from {'.' * node.level}{node.module or ''} import "
+                                   f"{alias.name}")
+                    if f"{targets[0]}.{alias.name}" in known or alias.name in known:
+                        ours.add(alias.asname or alias.name)
+            else:
+                ours.update((a.asname or a.name).split(".")[0] for a in node.names)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name) \
+                    and node.value.id in ours:
+                bad.append(f"{rel}:{node.lineno}: {node.value.id}.{node.attr}")
+    return sorted(set(bad))
+
+
+def _holder_name(node) -> str:
+    """The name an extras mapping is reached by: `x.extras`, `extras`, `bone_extras(b)`, `(t.extras or {})`."""
+    if isinstance(node, ast.BoolOp):
+        return _holder_name(node.values[0])
+    if isinstance(node, ast.Call):
+        return _holder_name(node.func)
+    return getattr(node, "attr", None) or getattr(node, "id", None) or ""
+
+
+def extras_keys(root: pathlib.Path = ROOT) -> dict[str, set[str]]:
+    """Each string key read or written on an `extras` mapping (`x.extras["k"]`, `extras.get("k")`, ...) → the
+    top-level folders (io_pmx, core, app, ...) whose modules name it."""
+    out: dict[str, set[str]] = {}
+    for rel in addon_modules(root):
+        for node in ast.walk(ast.parse((root / rel).read_text(encoding="utf-8"), str(rel))):
+            holder = key = None
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+                holder, key = node.value, node.slice.value
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args \
+                    and node.func.attr in ("get", "setdefault", "pop") and isinstance(node.args[0], ast.Constant):
+                holder, key = node.func.value, node.args[0].value
+            named = _holder_name(holder)
+            if isinstance(key, str) and named.endswith("extras"):
+                out.setdefault(key, set()).add(rel.parts[0])
+    return out
+
+
+def core_keys(root: pathlib.Path = ROOT) -> set[str]:
+    """The extras keys the core defines for every format: its module constants `NAME_KEY = "text"`."""
+    out = set()
+    for py in sorted((root / "core").glob("*.py")):
+        for node in ast.parse(py.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) \
+                    and isinstance(node.value.value, str) and any(
+                        getattr(t, "id", "").endswith("_KEY") for t in node.targets):
+                out.add(node.value.value)
+    return out
+
+
+def foreign_extras(root: pathlib.Path = ROOT) -> list[str]:
+    """Extras keys of one format package that a module outside it names: `key: folders`. The keys the core
+    defines (`core_keys`) are every format's."""
+    found = []
+    shared_by_core = core_keys(root)
+    for key, folders in sorted(extras_keys(root).items()):
+        if key in shared_by_core:
+            continue
+        packages = {f for f in folders if f.startswith("io_")}
+        shared = folders - packages
+        if len(packages) == 1 and shared:
+            found.append(f"{key}: {next(iter(packages))} and {', '.join(sorted(shared))}")
+    return found
