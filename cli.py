@@ -604,7 +604,8 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("files", nargs="+", metavar="FILE")
     i.set_defaults(func=cmd_info)
     k = sub.add_parser("check", help="list invariant violations with offset and field, and test the write-back, "
-                       "for every format with a checker (" + ", ".join(s.label for s in formats.with_capability("check"))
+                       "for every format with a checker ("
+                       + ", ".join(s.label for s in formats.with_capability("check"))
                        + "); exit 1 on any error, 2 for a format without a checker")
     k.add_argument("files", nargs="+", metavar="FILE")
     k.set_defaults(func=cmd_check)
@@ -616,7 +617,8 @@ def build_parser() -> argparse.ArgumentParser:
     when.add_argument("--frame", type=_number(int, -1048574, 1048574, "Blender's frame range"), metavar="N",
                       help="the pose at frame N")
     when.add_argument("--frames", metavar="A:B[:STEP]", help="one row per frame, A to B included (or a list 1,5,9)")
-    r.add_argument("--action", metavar="NAME", help="pose with this action (for .mdl also Animations/NAME.ani beside it)")
+    r.add_argument("--action", metavar="NAME",
+                   help="pose with this action (for .mdl also Animations/NAME.ani beside it)")
     r.add_argument("--views", default="front,side,top", help="comma-separated views (default front,side,top)")
     r.add_argument("--compare", metavar="B", help="overlay FILE and B in Rest Position: one row each, every vertex "
                    "coloured by its distance to the other model, moved bones marked, the largest differences named")

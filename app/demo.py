@@ -110,7 +110,8 @@ def humanoid_scene() -> cm.Scene:
 
 
 WALK = {  # bone: (axis index of rotation_euler-equivalent, amplitude degrees, phase)
-    "LeftUpLeg": (0, 30, 0.0), "RightUpLeg": (0, 30, math.pi), "LeftLeg": (0, 25, 0.5), "RightLeg": (0, 25, math.pi + 0.5),
+    "LeftUpLeg": (0, 30, 0.0), "RightUpLeg": (0, 30, math.pi),
+    "LeftLeg": (0, 25, 0.5), "RightLeg": (0, 25, math.pi + 0.5),
     "LeftArm": (2, 25, math.pi), "RightArm": (2, 25, 0.0), "Spine1": (1, 6, 0.0),
 }
 

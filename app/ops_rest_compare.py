@@ -6,11 +6,12 @@ from __future__ import annotations
 import bpy
 from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty, PointerProperty, StringProperty
 
+from ..blender.sidebar_ui import SidebarPanel
 from ..blender.translations import translate
 from ..core import rest_overlay as ro
 from ..core.compare import DEFAULT_ROT_TOL
 from ..core.errors import FormatError
-from . import rest_compare, sidebar
+from . import rest_compare
 
 MAX_PANEL_LINES = 12  # findings listed in the panel; the Info log has them all
 
@@ -91,14 +92,9 @@ class SKINBRIDGE_OT_rest_compare_clear(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class SKINBRIDGE_PT_rest_compare(bpy.types.Panel):
+class SKINBRIDGE_PT_rest_compare(SidebarPanel, bpy.types.Panel):
     bl_label = "Rest Compare"
     bl_idname = "SKINBRIDGE_PT_rest_compare"
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = sidebar.TAB
-    bl_parent_id = sidebar.PANEL  # under the SkinBridge tab's model panel, registered before this one
-    bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, context):
         layout = self.layout

@@ -22,14 +22,13 @@ from .. import formats
 from ..blender import model_facts as mf
 from ..blender.compat import set_pose_bone_flag
 from ..blender.ops_common import LAST_OUTCOME, option_property, option_values, report_outcome
+from ..blender.sidebar_ui import MODEL_PANEL, TAB, SidebarPanel
 from ..blender.translations import translate
 from ..core.errors import FormatError
 from .sidebar_fixes import CLASSES as FIX_CLASSES, fix_of
 from ..core.i18n import N_
 from .target_check import check_target
 
-TAB = "SkinBridge"
-PANEL = "VIEW3D_PT_skinbridge"
 SCENE_PROP = "skinbridge_sidebar"
 KIND_ICONS = {"refuse": "CANCEL", "warn": "ERROR", "file": "FILE"}
 CHAR_PIXELS = 7  # a rough width of one character of the UI font, to wrap long findings to the sidebar's width
@@ -241,6 +240,7 @@ def _width(context) -> int:
 
 class VIEW3D_PT_skinbridge(bpy.types.Panel):
     """What the active model is: where it came from, its counts, and the file data kept on it"""
+    bl_idname = MODEL_PANEL
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
     bl_category = TAB
@@ -286,13 +286,10 @@ def _draw_settings(layout, ob) -> None:
         box.prop(ob, f'["{k}"]', text=k)
 
 
-class VIEW3D_PT_skinbridge_target(bpy.types.Panel):
+class VIEW3D_PT_skinbridge_target(SidebarPanel, bpy.types.Panel):
     """Check for a target: what its export would refuse, warn about and write, before it runs"""
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = TAB
     bl_label = "Check for Target"
-    bl_parent_id = PANEL
+    bl_options = set()  # open: the panel the tab is for
 
     def draw(self, context):
         layout = self.layout
@@ -344,14 +341,9 @@ class SKINBRIDGE_OT_last_report(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class VIEW3D_PT_skinbridge_report(bpy.types.Panel):
+class VIEW3D_PT_skinbridge_report(SidebarPanel, bpy.types.Panel):
     """Every message of the last SkinBridge operation (the status bar shows its summary)"""
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = TAB
     bl_label = "Last Operation"
-    bl_parent_id = PANEL
-    bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, context):
         self.layout.operator(SKINBRIDGE_OT_last_report.bl_idname, text="Show in a Popup", icon="WINDOW")
@@ -365,7 +357,8 @@ def register() -> None:
     """Register the tab's classes and the scene property (before any format's child panel)."""
     groups = _option_groups()
     classes = [SKINBRIDGE_PG_finding, *groups.values(), _sidebar_group(groups), SKINBRIDGE_OT_check_target,
-               SKINBRIDGE_OT_select_finding, *FIX_CLASSES, SKINBRIDGE_OT_last_report, VIEW3D_PT_skinbridge, VIEW3D_PT_skinbridge_target, VIEW3D_PT_skinbridge_report]
+               SKINBRIDGE_OT_select_finding, *FIX_CLASSES, SKINBRIDGE_OT_last_report, VIEW3D_PT_skinbridge,
+               VIEW3D_PT_skinbridge_target, VIEW3D_PT_skinbridge_report]
     for cls in classes:
         bpy.utils.register_class(cls)
         _registered.append(cls)

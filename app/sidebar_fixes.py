@@ -13,7 +13,6 @@ second rule, and the finding it fixed leaves the panel's list (check the target 
 from __future__ import annotations
 
 import ast
-import json
 import re
 
 import bpy
@@ -22,7 +21,6 @@ from bpy.props import IntProperty
 from mathutils import Matrix
 
 from .. import formats
-from ..blender import armature as barm
 from ..blender import compat
 from ..blender import model_facts as mf
 from ..blender.mesh import deform_items

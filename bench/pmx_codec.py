@@ -19,7 +19,7 @@ except ImportError:  # run outside tools/run: expose the checkout as `skinbridge
     (link_dir / "skinbridge").symlink_to(ROOT, target_is_directory=True)
     sys.path.insert(0, str(link_dir))
 
-from skinbridge.io_pmx.model import pmx
+from skinbridge.io_pmx.model import pmx  # noqa: E402
 from skinbridge.bench.timing import best_of  # noqa: E402
 from skinbridge.io_pmx.model import validate  # noqa: E402
 

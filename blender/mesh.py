@@ -151,7 +151,7 @@ def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings, wan
         np.zeros(0, np.int32)
     normals = _foreach(me.corner_normals, "vector", nl, 3, np.float32)
     uv_layers = list(me.uv_layers)
-    uvs = [(l.name, _foreach(l.uv, "vector", nl, 2, np.float32)) for l in uv_layers]
+    uvs = [(layer.name, _foreach(layer.uv, "vector", nl, 2, np.float32)) for layer in uv_layers]
     colors = []
     for attr in me.color_attributes:
         prop = "color_srgb" if attr.data_type == "BYTE_COLOR" else "color"

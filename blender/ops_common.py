@@ -389,10 +389,11 @@ def import_motions(op, context, import_one, what: str = "motion") -> set[str]:
 
 def export_motions(op, context, export, what: str, no_action: str | None) -> set[str]:
     """The export operator `op` of the motion(s) of the armature the user chose (`export_armature`: a Collection
-    Exporter's own rig, else `find_armature` as `import_motions`). `export(arm, action)` returns (headline, warnings); `action` is the armature's assigned
-    action, refused with `no_action` (naming the armature after it) when there is none, or None when
-    `no_action` is None (the export picks its own). Every file is written through one output session that
-    never overwrites a file the scene uses; a failure is an ERROR report and CANCELLED, else one summary."""
+    Exporter's own rig, else `find_armature` as `import_motions`). `export(arm, action)` returns (headline,
+    warnings); `action` is the armature's assigned action, refused with `no_action` (naming the armature after
+    it) when there is none, or None when `no_action` is None (the export picks its own). Every file is written
+    through one output session that never overwrites a file the scene uses; a failure is an ERROR report and
+    CANCELLED, else one summary."""
     try:
         arm = export_armature(op, context)
     except NoTarget as e:

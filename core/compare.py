@@ -3,9 +3,9 @@
 * Skeleton, bone by bone (matched by name): presence, parent (by name), rest head position and orientation
   (the bind matrix: what Blender shows in Rest Position) and the default pose (the skeleton's initial pose,
   which formats such as Urho3D store apart from the bind).
-* Meshes: counts (meshes, vertices once duplicates by position and links are merged, triangles), bounds, and the largest distance from a vertex to its match in
-  the other scene (all meshes pooled; the same vertex order when it fits within the tolerance, else the
-  nearest vertex, both ways).
+* Meshes: counts (meshes, vertices once duplicates by position and links are merged, triangles), bounds, and
+  the largest distance from a vertex to its match in the other scene (all meshes pooled; the same vertex order
+  when it fits within the tolerance, else the nearest vertex, both ways).
 * Animations (matched by name, then ignoring case): presence, length, tracks, and the largest difference of
   the posed skeletons at every key time of either animation and half-way between: bone heads and the rotation
   each bone applies to its skin (World · Bind⁻¹), so bone-local axis conventions of the two formats do not
@@ -325,7 +325,10 @@ def compare_meshes(a: cm.Scene, b: cm.Scene, pos: float, out: Comparison) -> Non
     da = match_distances(pa, pb, pos, scale)
     db = match_distances(pb, pa, pos, scale)
     ka, kb = _worst(da), _worst(db)
-    worst, where = (da[ka], f"{_which(starts_a, ka)} of A") if da[ka] >= db[kb] else (db[kb], f"{_which(starts_b, kb)} of B")
+    if da[ka] >= db[kb]:
+        worst, where = da[ka], f"{_which(starts_a, ka)} of A"
+    else:
+        worst, where = db[kb], f"{_which(starts_b, kb)} of B"
     out.notes.append(f"meshes: largest vertex distance {_fmt(worst)} ({where}, nearest vertex)")
     if not worst <= pos:
         far = int((~(da <= pos)).sum() + (~(db <= pos)).sum())
@@ -391,8 +394,8 @@ def compare_animations(a: cm.Scene, b: cm.Scene, pos: float, rot: float, time_to
         ta, tb = {t.bone for t in x.tracks}, {t.bone for t in y.tracks}
         note = f"{element}: {len(ta)} tracks in A, {len(tb)} in B"
         if ta != tb:
-            note += (f" (only in A: {', '.join(sorted(ta - tb)) or '-'}; only in B: {', '.join(sorted(tb - ta)) or '-'};"
-                     " compared through the poses they give)")
+            only_a, only_b = ", ".join(sorted(ta - tb)) or "-", ", ".join(sorted(tb - ta)) or "-"
+            note += f" (only in A: {only_a}; only in B: {only_b}; compared through the poses they give)"
         times = np.unique(np.concatenate([_key_times(x), _key_times(y)]))
         end = max(x.length, y.length)
         times = times[np.isfinite(times) & (times >= 0) & (times <= end + time_tol)]

@@ -150,7 +150,8 @@ class FormatSpec:
     #                                   no File menu entry and no drag-and-drop handler of ours
     capabilities: dict[str, Any] = field(default_factory=dict)
     clip_modes: bool = False          # a target that stores a clip's play mode (core.model CLIP_KEY "mode"):
-    #                                   convert warns once when a clip whose mode is not a loop goes to one that does not
+    #                                   convert warns once when a clip whose mode is not a loop goes to one that
+    #                                   does not
 
     def __post_init__(self):
         if self.kind not in KINDS:

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import atexit
 import importlib
+import importlib.util
 import os
 import pathlib
 import shutil
+import subprocess
 import sys
 import tempfile
 import types
@@ -33,8 +35,6 @@ for _folder in sorted(pathlib.Path(__file__).resolve().parent.iterdir(), reverse
 
 
 def _ensure_package_importable() -> None:
-    import importlib.util  # only here: the package is found before anything imports it
-
     found = importlib.util.find_spec("skinbridge")
     if found is not None and found.origin and pathlib.Path(found.origin).resolve().parent == ROOT:
         importlib.import_module("skinbridge")
@@ -67,7 +67,7 @@ def testdata() -> pathlib.Path:
 @pytest.fixture(scope="session")
 def addon():
     """The add-on registered once in this process (through skinbridge.register())."""
-    bpy = pytest.importorskip("bpy")
+    pytest.importorskip("bpy")
     import skinbridge
 
     skinbridge.register()
@@ -100,7 +100,6 @@ def prefs(clean_scene):
 
 def run_cli(*args: str, timeout: float = 600) -> "subprocess.CompletedProcess":
     """Run the real command line (cli.py as a script, as `blender -P` would) in a fresh process."""
-    import subprocess
 
     env = dict(os.environ)
     return subprocess.run([sys.executable, str(ROOT / "cli.py"), *map(str, args)], capture_output=True, text=True,

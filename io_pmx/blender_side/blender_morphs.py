@@ -25,6 +25,7 @@ import numpy as np
 from mathutils import Matrix
 
 from ...blender import armature as barm
+from ...blender.sidebar_ui import SidebarPanel
 from ...core.transforms import matrix3_to_quat, trs_to_matrix
 from ..model import convert, morphs as mmd_morphs
 from ..model import pmx
@@ -519,15 +520,10 @@ _HANDLERS = ((bpy.app.handlers.depsgraph_update_post, _on_update),
 # ------------------------------------------------------------------------------------------------------------
 # the panel
 
-class VIEW3D_PT_skinbridge_mmd_morphs(bpy.types.Panel):
+class VIEW3D_PT_skinbridge_mmd_morphs(SidebarPanel, bpy.types.Panel):
     """Every morph of the active MMD model as a slider, by MMD's morph panels."""
 
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = "SkinBridge"
     bl_label = "MMD Morphs"
-    bl_options = {"DEFAULT_CLOSED"}
-    bl_parent_id = "VIEW3D_PT_skinbridge"  # the SkinBridge tab's model panel (app/sidebar.py), registered first
 
     @classmethod
     def poll(cls, context):

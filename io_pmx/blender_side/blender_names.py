@@ -18,11 +18,10 @@ from bpy.props import CollectionProperty, EnumProperty, IntProperty, StringPrope
 from ...blender import armature as barm
 from ...blender.props import json_prop
 from ...blender.selection import find_armature
+from ...blender.sidebar_ui import SidebarPanel
 from .blender_mmd import PROP
 from ...blender.translations import translate
 
-TAB = "SkinBridge"
-SIDEBAR = "VIEW3D_PT_skinbridge"  # the SkinBridge tab's model panel (app/sidebar.py): this panel is its child
 LIST_PROP = "skinbridge_pmx_names"
 ICONS = {"BONE": "BONE_DATA", "MORPH": "SHAPEKEY_DATA", "MATERIAL": "MATERIAL"}
 
@@ -122,14 +121,9 @@ class SKINBRIDGE_UL_pmx_names(bpy.types.UIList):
         row.prop(item, "english", text="", emboss=False)
 
 
-class VIEW3D_PT_skinbridge_pmx_names(bpy.types.Panel):
+class VIEW3D_PT_skinbridge_pmx_names(SidebarPanel, bpy.types.Panel):
     """Japanese and English names of the PMX model's bones, morphs and materials, side by side, editable"""
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = TAB
     bl_label = "Names (PMX)"
-    bl_parent_id = SIDEBAR
-    bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, context):
         layout = self.layout

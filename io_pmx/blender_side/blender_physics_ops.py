@@ -7,13 +7,12 @@ import bpy
 
 from ...blender.ops_common import report_outcome
 from ...blender.selection import find_armature
+from ...blender.sidebar_ui import ModelOperator, SidebarPanel
 from ...blender.translations import translate
 from . import blender_physics
 from . import blender_physics_sim as sim
 from .blender_physics_chain import POSE_OT_skinbridge_mmd_physics_chain
 
-TAB = "SkinBridge"
-SIDEBAR = "VIEW3D_PT_skinbridge"  # the SkinBridge tab's model panel (app/sidebar.py): this panel is its child
 
 
 def _has_physics(arm_ob) -> bool:
@@ -21,23 +20,7 @@ def _has_physics(arm_ob) -> bool:
     return bool(bodies or joints)
 
 
-class _ModelOperator:
-    """An operator on the model the user means (the active armature, or the one of the active mesh)."""
-    bl_options = {"REGISTER", "UNDO"}
-
-    @classmethod
-    def poll(cls, context):
-        return context.mode in ("OBJECT", "POSE") and find_armature(context) is not None
-
-    def execute(self, context):
-        arm = find_armature(context)
-        if arm is None:
-            self.report({"ERROR"}, translate("select the model's armature (or one of its meshes)"))
-            return {"CANCELLED"}
-        return self.run(context, arm)
-
-
-class SKINBRIDGE_OT_mmd_physics_build(_ModelOperator, bpy.types.Operator):
+class SKINBRIDGE_OT_mmd_physics_build(ModelOperator, bpy.types.Operator):
     """Make the model's MMD rigid bodies and joints simulate: bones follow their dynamic bodies when the scene
     plays, collisions as MMD decides them; bodies cleared before are made again from the model's records"""
     bl_idname = "skinbridge.mmd_physics_build"
@@ -52,7 +35,7 @@ class SKINBRIDGE_OT_mmd_physics_build(_ModelOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
-class SKINBRIDGE_OT_mmd_physics_clear(_ModelOperator, bpy.types.Operator):
+class SKINBRIDGE_OT_mmd_physics_clear(ModelOperator, bpy.types.Operator):
     """Stop the physics and restore the rest pose of the bones it drove; the rigid bodies and joints stay with
     the model (export writes them)"""
     bl_idname = "skinbridge.mmd_physics_clear"
@@ -63,7 +46,7 @@ class SKINBRIDGE_OT_mmd_physics_clear(_ModelOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
-class SKINBRIDGE_OT_mmd_physics_rebuild(_ModelOperator, bpy.types.Operator):
+class SKINBRIDGE_OT_mmd_physics_rebuild(ModelOperator, bpy.types.Operator):
     """Clear and build again, taking the bodies and joints as edited (group, mask, shape, mode, bone)"""
     bl_idname = "skinbridge.mmd_physics_rebuild"
     bl_label = "Rebuild Physics"
@@ -73,7 +56,7 @@ class SKINBRIDGE_OT_mmd_physics_rebuild(_ModelOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
-class SKINBRIDGE_OT_mmd_physics_toggle(_ModelOperator, bpy.types.Operator):
+class SKINBRIDGE_OT_mmd_physics_toggle(ModelOperator, bpy.types.Operator):
     """Turn the physics off for posing (bodies at rest, bones free) or on again"""
     bl_idname = "skinbridge.mmd_physics_toggle"
     bl_label = "Physics On/Off"
@@ -98,12 +81,9 @@ class SKINBRIDGE_OT_mmd_physics_bake(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class VIEW3D_PT_skinbridge_mmd(bpy.types.Panel):
-    bl_space_type = "VIEW_3D"
-    bl_region_type = "UI"
-    bl_category = TAB
+class VIEW3D_PT_skinbridge_mmd(SidebarPanel, bpy.types.Panel):
     bl_label = "MMD"
-    bl_parent_id = SIDEBAR
+    bl_options = set()  # open: what an MMD model's user comes to the tab for
 
     def draw(self, context):
         layout = self.layout

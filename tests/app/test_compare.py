@@ -129,12 +129,14 @@ def test_fox_pmx_at_rest_and_while_walk_plays_at_frame_10(clean_scene, testdata,
     written = {}
     for tag, frame in (("rest", None), ("walk10", 10)):
         pipeline.reset_scene()
-        formats.get("gltf").get("blender_import")(bpy.context, str(testdata / "gltf" / "Fox.glb"), ConvertOptions(target="pmx"))
+        formats.get("gltf").get("blender_import")(bpy.context, str(testdata / "gltf" / "Fox.glb"),
+                                                  ConvertOptions(target="pmx"))
         if frame is not None:
             arm = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
             arm.animation_data.action = bpy.data.actions["Walk"]
             bpy.context.scene.frame_set(frame)
-        paths, _ = formats.targets()["pmx"].get("export_target")(bpy.context, str(tmp_path / tag), "Fox", ConvertOptions(target="pmx"))
+        paths, _ = formats.targets()["pmx"].get("export_target")(bpy.context, str(tmp_path / tag), "Fox",
+                                                                 ConvertOptions(target="pmx"))
         written[tag] = paths[0]
     r, diffs = _compare(written["rest"], written["walk10"], "--rest")
     assert r.returncode == 0 and diffs == [], r.stdout + r.stderr
@@ -149,7 +151,6 @@ def test_fox_glb_against_our_model_with_its_animations(clean_scene, testdata, fo
     if not (folder / "Animations").is_dir():
         import bpy
 
-        from skinbridge.app import pipeline
         from skinbridge.app.options import ConvertOptions
 
         from skinbridge.io_urhox import blender_ani

@@ -7,7 +7,6 @@ import importlib.util
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TESTDATA = ROOT.parent / "shared" / "testdata"
 MODULE = "bl_ext.user_default.skinbridge"
+OPERATORS = ("import_scene.skinbridge_urhox", "export_scene.skinbridge_urhox")  # registered only while enabled
 TEST_DATA_SUFFIXES = {".glb", ".gltf", ".pmx", ".pmd", ".vmd", ".mdb", ".tex", ".mdl", ".ani", ".smd", ".vta"}
 MUST_HAVE = ("blender_manifest.toml", "__init__.py", "formats.py", "core/", "blender/", "app/",
              "i18n/zh_HANS.tsv", "i18n/zh_HANT.tsv", "i18n/ja_JP.tsv", "i18n/keep_english.txt")  # the UI languages
@@ -197,8 +197,8 @@ def test_zip_installs_and_enables_headless(installed):
 @pytest.mark.blender
 def test_installed_addon_registers_urhox_operators(installed):
     assert installed["enabled"], f"{MODULE} not enabled after install" + _log(installed)
-    assert installed["operators_before"] == {"import_scene.skinbridge_urhox": False, "export_scene.skinbridge_urhox": False}
-    assert installed["operators_enabled"] == {"import_scene.skinbridge_urhox": True, "export_scene.skinbridge_urhox": True}, (
+    assert installed["operators_before"] == dict.fromkeys(OPERATORS, False)
+    assert installed["operators_enabled"] == dict.fromkeys(OPERATORS, True), (
         "UrhoX operators missing after enabling the installed extension" + _log(installed))
 
 
@@ -206,7 +206,7 @@ def test_installed_addon_registers_urhox_operators(installed):
 def test_installed_addon_disables_cleanly(installed):
     assert installed["enabled"], f"{MODULE} not enabled after install" + _log(installed)
     assert not installed["enabled_after_disable"], _log(installed)
-    assert installed["operators_disabled"] == {"import_scene.skinbridge_urhox": False, "export_scene.skinbridge_urhox": False}, (
+    assert installed["operators_disabled"] == dict.fromkeys(OPERATORS, False), (
         "operators left registered after disable" + _log(installed))
     assert "Traceback" not in installed["stdout"] + installed["stderr"], _log(installed)
 
@@ -274,7 +274,8 @@ def test_core_and_umd2_import_without_bpy(tmp_path):
 
 def _pure_modules() -> list[str]:
     """Every module docs/architecture.md §2 says must work without Blender: core/, io_*/ (but ops.py,
-    blender_* modules and the modules of blender_* sub-packages), and the package __init__ files (including blender/__init__.py)."""
+    blender_* modules and the modules of blender_* sub-packages), and the package __init__ files (including
+    blender/__init__.py)."""
     names = ["skinbridge"]
     if (ROOT / "blender" / "__init__.py").is_file():
         names.append("skinbridge.blender")

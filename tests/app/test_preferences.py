@@ -8,7 +8,7 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from skinbridge import cli, formats  # noqa: E402  (after the bpy check: these modules need Blender)
-from skinbridge.app import operators, preferences  # noqa: E402
+from skinbridge.app import operators  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
 from test_sidebar import _import  # noqa: E402
 

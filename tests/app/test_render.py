@@ -16,7 +16,7 @@ from support.png_decode import decode_png
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.app import pipeline, render  # noqa: E402
+from skinbridge.app import render  # noqa: E402
 from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
 

@@ -11,7 +11,6 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from skinbridge.app import sidebar_fixes  # noqa: E402  (after the bpy check: these modules need Blender)
-from skinbridge.app.target_check import check_target  # noqa: E402
 from skinbridge.blender import armature as barm  # noqa: E402
 from skinbridge.blender import compat  # noqa: E402
 from test_sidebar import _drawn, _import  # noqa: E402

@@ -6,7 +6,6 @@ RNA property, every operator and icon exists) extended by the UI list the Names 
 names the sample's file and format, and the Check panel shows every finding of the check."""
 from __future__ import annotations
 
-import os
 
 import pytest
 
@@ -14,7 +13,6 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge import formats  # noqa: E402  (after the bpy check: these modules need Blender)
 from skinbridge.app import operators  # noqa: E402
-from skinbridge.app.options import ConvertOptions  # noqa: E402
 from skinbridge.blender import model_facts as mf  # noqa: E402
 from skinbridge.blender.translations import translate  # noqa: E402
 from test_sidebar import StandInLayout  # noqa: E402

@@ -26,7 +26,8 @@ def test_info_on_the_fox_we_wrote(fox_mdl):
     r, [doc] = _info(fox_mdl)
     assert r.returncode == 0, r.stderr
     # Fox.glb (testdata README): 1728 vertices, 576 triangles, 24 joints
-    assert (doc["format"], doc["version"], doc["vertices"], doc["triangles"], doc["bones"]) == ("UMD2", 2, 1728, 576, 24)
+    counts = (doc["format"], doc["version"], doc["vertices"], doc["triangles"], doc["bones"])
+    assert counts == ("UMD2", 2, 1728, 576, 24)
     assert doc["animations"] == [] and doc["warnings"] == []
 
 

@@ -130,10 +130,10 @@ def test_ci_with_a_missing_python_fails_and_without_ci_skips(tmp_path):
 def test_ci_runs_the_whole_suite_on_the_default_and_blender_tests_on_the_others():
     r = _run(["bash", str(ROOT / ".ci" / "run"), "--dry-run"], timeout=60)
     default = _tools_run("env").stdout.split()[0]
-    lines = [l for l in r.stderr.splitlines() if "would run" in l]
+    lines = [line for line in r.stderr.splitlines() if "would run" in line]
     assert lines[0].endswith(f"bash tools/run test --blender {default} ")
-    others = sorted(l.split()[1].rstrip(",") for l in lines[1:])
-    assert all(l.endswith("-m blender") for l in lines[1:])
+    others = sorted(line.split()[1].rstrip(",") for line in lines[1:])
+    assert all(line.endswith("-m blender") for line in lines[1:])
     assert set(others) | {default} <= {"4.5", "5.0", "5.2"} and default not in others
 
 
@@ -144,13 +144,14 @@ def test_blender_marker_follows_what_each_test_uses():
     r = _run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "blender", "-p", "no:cacheprovider",
               "tests/urho/test_umd2_codec.py", "tests/mmd/test_pmx_blender_bench.py", "tests/mmd/test_vmd_codec.py",
               "tests/app/test_compare.py"], cwd=ROOT)
-    marked = {l for l in r.stdout.splitlines() if "::" in l}
-    files = {l.split("::")[0] for l in marked}
+    marked = {line for line in r.stdout.splitlines() if "::" in line}
+    files = {line.split("::")[0] for line in marked}
     assert "tests/mmd/test_pmx_blender_bench.py" in files  # module-level importorskip("bpy")
     assert "tests/mmd/test_vmd_codec.py" not in files  # codec only (its node subprocess is not ours)
-    assert any(l.startswith("tests/urho/test_umd2_codec.py::") for l in marked)  # the fox_mdl fixture runs the CLI
+    # the fox_mdl fixture runs the CLI
+    assert any(line.startswith("tests/urho/test_umd2_codec.py::") for line in marked)
     assert "tests/app/test_compare.py::test_nearest_distances_match_brute_force" not in marked  # pure numpy
-    assert any(l.startswith("tests/app/test_compare.py::") for l in marked)
+    assert any(line.startswith("tests/app/test_compare.py::") for line in marked)
 
 
 # -- Blender -----------------------------------------------------------------------------------------
@@ -195,9 +196,9 @@ def test_fcurves_land_in_their_group_in_order(clean_scene):
     compat.new_fcurve(bag, "location", index=0)
     assert [g.name for g in bag.groups] == ["a", "b"]
     got = [(fc.data_path, fc.array_index, fc.group.name if fc.group else None) for fc in bag.fcurves]
-    assert got == ([(f'pose.bones["a"].location', i, "a") for i in range(3)]
-                   + [(f'pose.bones["a"].scale', i, "a") for i in range(3)]
-                   + [(f'pose.bones["b"].location', i, "b") for i in range(3)] + [("location", 0, None)])
+    assert got == ([('pose.bones["a"].location', i, "a") for i in range(3)]
+                   + [('pose.bones["a"].scale', i, "a") for i in range(3)]
+                   + [('pose.bones["b"].location', i, "b") for i in range(3)] + [("location", 0, None)])
 
 
 @pytest.mark.blender

@@ -27,7 +27,8 @@ DOCS = ROOT / "docs"
 
 # citations of documents that live outside the repository: any path above the checkout (the sample files of
 # ../shared/testdata excepted: reading test data is not citing a document), any other folder of shared/, an absolute
-# path of a machine (a relative example such as `../../x.png` is no citation), and the design, reference and seed notes by name
+# path of a machine (a relative example such as `../../x.png` is no citation), and the design, reference and seed
+# notes by name
 FORBIDDEN = re.compile(r"\.\./(?!shared/testdata\b)(?!\.\.)[\w.-]+(?=/)|(?<![\w./-])shared/(?!testdata\b)[\w.-]+"
                        r"|(?<![\w.])/(?:work|home|root|tmp|Users)/[\w.-]+|DESIGN\.md|\bDESIGN\b"
                        r"|reference/(?:pmx|urho|we_mdb_smd|blender_addon)\.md|\b[Ss]eed 00\d")
@@ -74,8 +75,9 @@ def outside_citations(path: pathlib.Path) -> list[str]:
 
 def repository_files(root: pathlib.Path) -> list[str]:
     """Every file of the checkout, as a path relative to it (no venvs, git or npm packages)."""
+    skip = (".git", "node_modules", "__pycache__")
     return [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and not any(
-        part.startswith(".venv") or part in (".git", "node_modules", "__pycache__") for part in p.relative_to(root).parts)]
+        part.startswith(".venv") or part in skip for part in p.relative_to(root).parts)]
 
 
 def stale_file_names(path: pathlib.Path, files: list[str]) -> list[str]:

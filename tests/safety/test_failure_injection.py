@@ -240,7 +240,6 @@ def _model_taking(motion: pathlib.Path, loader) -> pathlib.Path:
 def _written_reader(data: bytes, path: str):
     """A file a convert target wrote must read back whole when it is one of our formats (textures and material
     files are not ours to read)."""
-    from skinbridge import formats
 
     spec = _identified(pathlib.Path(path))
     if spec is not None and spec.has("read"):

@@ -27,7 +27,8 @@ def textured_quads_glb(material_names: list[str], image_names: list[str]) -> byt
     def add(data: bytes, target=None):
         while len(blob) % 4:
             blob.append(0)
-        views.append({"buffer": 0, "byteOffset": len(blob), "byteLength": len(data), **({"target": target} if target else {})})
+        view = {"buffer": 0, "byteOffset": len(blob), "byteLength": len(data)}
+        views.append({**view, "target": target} if target else view)
         blob.extend(data)
         return len(views) - 1
 
