@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.binary import Reader, Writer
-from ..core.errors import ExportError, FormatError
+from ...core.binary import Reader, Writer
+from ...core.errors import ExportError, FormatError
 
 MAGIC = b"MDLV"
 MIN_VERSION, MAX_VERSION = 4, 23
