@@ -34,6 +34,12 @@ def _sniff_project(head: bytes) -> bool:
     return _PROJECT_KEYS.search(head) is not None and any(k in head for k in _PROJECT_MORE)
 
 
+TEXTURE_OPTIONS = (
+    Option("lz4", bool, False, label="LZ4",
+           help="compress the mips with LZ4 where it helps (an image imported from a .tex keeps its file's "
+                "compression)"),
+)
+
 PUPPET_OPTIONS = (
     Option("units_per_metre", float, UNITS_PER_METRE, unit="image pixels per metre", low=1e-6, high=1e6,
            metavar="S", label="Units per Metre",
@@ -51,23 +57,17 @@ PUPPET_OPTIONS = (
                 "(convert --to wepuppet always writes them)"),
 )
 
-# File › Import choices (the command line imports with these defaults)
-PUPPET_IMPORT_OPTIONS = (
-    Option("metres_per_unit", float, METRES_PER_UNIT, unit="metres per image pixel", low=1e-6, label="Scale",
-           aliases=("scale",), help=f"Blender metres per image pixel ({METRES_PER_UNIT:g}: "
-                                    f"{UNITS_PER_METRE:g} px = 1 m)"),
-)
-PROJECT_IMPORT_OPTIONS = (
-    Option("metres_per_unit", float, METRES_PER_UNIT, unit="metres per scene pixel", low=1e-6, label="Scale",
-           aliases=("scale",), help=f"Blender metres per scene pixel ({METRES_PER_UNIT:g}: "
-                                    f"{UNITS_PER_METRE:g} px = 1 m)"),
-)
 
-TEXTURE_OPTIONS = (
-    Option("lz4", bool, False, label="LZ4",
-           help="compress the mips with LZ4 where it helps (an image imported from a .tex keeps its file's "
-                "compression)"),
-)
+def _metres_per(pixel: str) -> Option:
+    """The one File › Import choice of puppets and projects: Blender metres per `pixel` (its earlier property id
+    `scale`, the same unit, is an alias). The command line imports with the default."""
+    return Option("metres_per_unit", float, METRES_PER_UNIT, unit=f"metres per {pixel}", low=1e-6, label="Scale",
+                  aliases=("scale",),
+                  help=f"Blender metres per {pixel} ({METRES_PER_UNIT:g}: {UNITS_PER_METRE:g} px = 1 m)")
+
+
+PUPPET_IMPORT_OPTIONS = (_metres_per("image pixel"),)
+PROJECT_IMPORT_OPTIONS = (_metres_per("scene pixel"),)
 
 FORMATS = (
     FormatSpec(

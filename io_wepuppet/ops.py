@@ -59,9 +59,12 @@ class ExportWEPuppet(ExportFile, Operator, ExportHelper):
                       "is 1 / scale")
 
     def export(self, context) -> list[str]:
+        old_scale = self.scale if self.properties.is_property_set("scale") else None
+        if old_scale:  # metres per pixel, the inverse unit, held as the property holds any value it is given
+            self.units_per_metre = 1.0 / old_scale
         values = option_values(self, _PUPPET.options)
-        if self.properties.is_property_set("scale"):  # metres per pixel, the inverse unit; 0 kept its meaning
-            values["units_per_metre"] = 1.0 / self.scale if self.scale > 0 else None
+        if old_scale == 0:  # its 0 meant: as the model was imported
+            values["units_per_metre"] = None
         return puppet_io.export_wepuppet(context, self.filepath, **values, selected_only=self.selected_only)
 
 
