@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Wallpaper Engine rows: a flat puppet (io_wepuppet/sample.py) imported and exported by SkinBridge, against
+"""Wallpaper Engine rows: a flat puppet (io_wepuppet/puppet/sample.py) imported and exported by SkinBridge, against
 Blender's bundled glTF import and export of the same model, measured in the same run; and the decode of a
 4096² DXT5 `.tex` mip stored with LZ4.
 
@@ -47,7 +47,7 @@ def texture_decode_seconds() -> float:
     blocks), decompressed and decoded."""
     import numpy as np
 
-    from skinbridge.io_wepuppet import tex
+    from skinbridge.io_wepuppet.texture import tex
 
     n_seq = 4096 * 4096 // 32
     rng = np.random.default_rng(1)
@@ -105,7 +105,7 @@ def main() -> int:
     args = ap.parse_args()
     import bpy
 
-    from skinbridge.io_wepuppet import blender_io, convert, sample
+    from skinbridge.io_wepuppet.puppet import blender_io, convert, sample
 
     spec = SIZES[args.size]
     work = tempfile.mkdtemp(prefix="skinbridge-we-bench-")

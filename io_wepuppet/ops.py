@@ -1,31 +1,51 @@
 """File › Import / Export entries for Wallpaper Engine puppets/models (`.mdl`), textures (`.tex`) and projects
 (`project.json` / `scene.json`: import, and export of an imported one).
-Thin: options map to `blender_io` arguments; errors become reports. Drag and drop handlers come from the
-registry (the application builds them), not from here."""
+Thin: the properties are the specs' options (io_wepuppet/__init__.py), passed by name to the parts' `blender_io`
+functions, the same ones `convert` runs; errors become reports. Drag and drop handlers come from the registry
+(the application builds them), not from here."""
 from __future__ import annotations
 
 import bpy
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, StringProperty
+from bpy.props import BoolProperty, FloatProperty, StringProperty
 from bpy.types import Operator
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ..blender.ops_common import ExportFile, ImportFiles, file_operator, registrar
-from . import FORMATS, blender_io, blender_project, convert, project
+from ..blender.ops_common import ExportFile, ImportFiles, file_operator, option_values, registrar
+from . import FORMATS
+from .project import blender_io as project_io
+from .project.project import PROJECT_FILE
+from .puppet import blender_io as puppet_io
+from .texture import blender_io as texture_io
 
 _PUPPET, _TEXTURE, _PROJECT = (next(s for s in FORMATS if s.name == n) for n in ("wepuppet", "wetex", "weproject"))
 
 
-@file_operator(_PUPPET.extensions, several=True)
+def _import_choices(op, spec) -> dict:
+    """The import operator's option values; the earlier property `scale` (the same metres per pixel), when a
+    script sets it, in place of `metres_per_unit`."""
+    values = option_values(op, spec.import_options)
+    if op.properties.is_property_set("scale"):
+        values["metres_per_unit"] = op.scale
+    return values
+
+
+def _old_scale(description: str):
+    """The hidden property of an earlier version's id `scale`, kept for users' scripts (SKIP_SAVE: only a value
+    given in this call counts)."""
+    return FloatProperty(name="Scale", description=description, default=0.0, min=0.0,
+                         options={"HIDDEN", "SKIP_SAVE"})
+
+
+@file_operator(_PUPPET.extensions, _PUPPET.import_options, several=True)
 class ImportWEPuppet(ImportFiles, Operator, ImportHelper):
     """Import a Wallpaper Engine puppet or model (.mdl)"""
     bl_idname = "import_scene.skinbridge_wepuppet"
     bl_label = "Import Wallpaper Engine puppet"
     bl_options = {"REGISTER", "UNDO", "PRESET"}
-    scale: FloatProperty(name="Scale", description="Blender metres per image pixel (0.01: 100 px = 1 m)",
-                         default=convert.DEFAULT_SCALE, min=1e-6, soft_max=1.0)
+    scale: _old_scale("Earlier name of Scale (metres per image pixel)")
 
     def import_one(self, context, path: str) -> list[str]:
-        return blender_io.import_wepuppet(context, path, self.scale).warnings
+        return puppet_io.import_wepuppet(context, path, **_import_choices(self, _PUPPET)).warnings
 
 
 @file_operator(_PUPPET.extensions, _PUPPET.options, collection=True)
@@ -34,25 +54,18 @@ class ExportWEPuppet(ExportFile, Operator, ExportHelper):
     bl_idname = "export_scene.skinbridge_wepuppet"
     bl_label = "Export Wallpaper Engine puppet"
     bl_options = {"PRESET"}
-    layout_format: EnumProperty(
-        name="Format",
-        items=[("KEEP", "As imported / narrow MDLV0013",
-                "The imported file's MDLV and section versions; new models: MDLV0013 with 52-byte vertices"),
-               ("WIDE", "Wide (MDLV0023, experimental)",
-                "80-byte vertices, format 0x0180000F. Unverified against Wallpaper Engine: the reference and the "
-                "seed disagree on the v17+ header and no v17+ file was available")],
-        default="KEEP")
-    scale: FloatProperty(name="Scale", description="Blender metres per image pixel; 0 = as imported (else 0.01)",
-                         default=0.0, min=0.0)
     selected_only: BoolProperty(name="Selected only", default=False)
-    project_files: BoolProperty(name="Write project files",
-                                description="Also models/<name>.json, materials/<name>.tex and a material .json",
-                                default=False)
+    scale: _old_scale("Earlier option: Blender metres per image pixel, 0 as imported; when given, Units per Metre "
+                      "is 1 / scale")
 
     def export(self, context) -> list[str]:
-        return blender_io.export_wepuppet(context, self.filepath, wide=self.layout_format == "WIDE",
-                                          scale=self.scale or None, selected_only=self.selected_only,
-                                          project_files=self.project_files)
+        old_scale = self.scale if self.properties.is_property_set("scale") else None
+        if old_scale:  # metres per pixel, the inverse unit, held as the property holds any value it is given
+            self.units_per_metre = 1.0 / old_scale
+        values = option_values(self, _PUPPET.options)
+        if old_scale == 0:  # its 0 meant: as the model was imported
+            values["units_per_metre"] = None
+        return puppet_io.export_wepuppet(context, self.filepath, **values, selected_only=self.selected_only)
 
 
 @file_operator(_TEXTURE.extensions, several=True)
@@ -63,10 +76,10 @@ class ImportWETexture(ImportFiles, Operator, ImportHelper):
     bl_options = {"REGISTER", "UNDO"}
 
     def import_one(self, context, path: str) -> list[str]:
-        return blender_io.import_texture(context, path)[1]
+        return texture_io.import_texture(context, path)[1]
 
 
-@file_operator(_TEXTURE.extensions)
+@file_operator(_TEXTURE.extensions, _TEXTURE.options)
 class ExportWETexture(ExportFile, Operator, ExportHelper):
     """Export an image as a Wallpaper Engine texture: the one named, else the image editor's, else the active
     material's, else the only image imported from a .tex"""
@@ -75,29 +88,28 @@ class ExportWETexture(ExportFile, Operator, ExportHelper):
     image: StringProperty(name="Image", default="",
                           description="The Blender image to write. Empty: the image editor's image, else the active "
                                       "material's, else the only image imported from a .tex")
-    lz4: BoolProperty(name="LZ4", description="Compress the mips with LZ4 where it helps", default=False)
 
     def draw(self, context):
         self.layout.prop_search(self, "image", bpy.data, "images")
-        self.layout.prop(self, "lz4")
+        for o in _TEXTURE.options:
+            self.layout.prop(self, o.name)
 
     def export(self, context) -> list[str]:
-        image = blender_io.texture_to_export(context, self.image)
-        return blender_io.export_texture(image, self.filepath, self.lz4)
+        image = texture_io.texture_to_export(context, self.image)
+        return texture_io.export_texture(image, self.filepath, **option_values(self, _TEXTURE.options))
 
 
-@file_operator(_PROJECT.extensions, several=True)
+@file_operator(_PROJECT.extensions, _PROJECT.import_options, several=True)
 class ImportWEProject(ImportFiles, Operator, ImportHelper):
     """Import a Wallpaper Engine project (project.json or scene.json): camera, images, puppets and models placed
     as its layers"""
     bl_idname = "import_scene.skinbridge_weproject"
     bl_label = "Import Wallpaper Engine project"
     bl_options = {"REGISTER", "UNDO"}
-    scale: FloatProperty(name="Scale", description="Blender metres per scene pixel (0.01: 100 px = 1 m)",
-                         default=convert.DEFAULT_SCALE, min=1e-6, soft_max=1.0)
+    scale: _old_scale("Earlier name of Scale (metres per scene pixel)")
 
     def import_one(self, context, path: str) -> list[str]:
-        return blender_project.import_project(context, path, self.scale).warnings
+        return project_io.import_project(context, path, **_import_choices(self, _PROJECT)).warnings
 
 
 @file_operator(_PROJECT.extensions)
@@ -109,11 +121,11 @@ class ExportWEProject(ExportFile, Operator, ExportHelper):
     filename_ext = ".json"
 
     def invoke(self, context, event):
-        self.filepath = project.PROJECT_FILE  # Wallpaper Engine opens a folder by this name
+        self.filepath = PROJECT_FILE  # Wallpaper Engine opens a folder by this name
         return ExportHelper.invoke(self, context, event)
 
     def export(self, context) -> list[str]:
-        return blender_project.export_project(context, self.filepath)[1]
+        return project_io.export_project(context, self.filepath)[1]
 
 
 register, unregister = registrar(

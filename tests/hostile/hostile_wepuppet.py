@@ -151,7 +151,7 @@ def build_texture() -> Layout:
     import sys
 
     sys.path.insert(0, __file__.rsplit("/", 2)[0])
-    from skinbridge.io_wepuppet import tex
+    from skinbridge.io_wepuppet.texture import tex
 
     raw = bytes(range(8)) * 2 + bytes(16) * 3  # four DXT5 blocks: one patterned, three zero
     packed = tex.lz4_compress(raw)
@@ -319,7 +319,7 @@ def shrink(data: bytes, keep: int = 48) -> bytes:
     sys.path.insert(0, __file__.rsplit("/", 3)[0])
     import numpy as np
 
-    from skinbridge.io_wepuppet import mdl
+    from skinbridge.io_wepuppet.puppet import mdl
 
     m = mdl.read(data)
     for mesh in m.meshes:

@@ -22,9 +22,9 @@ from skinbridge.io_urhox import ani_convert, uani
 from skinbridge.io_urhox import check as urho_check
 from skinbridge.io_urhox import convert as urho_convert
 from skinbridge.io_urhox import umd2
-from skinbridge.io_wepuppet import check as we_check
-from skinbridge.io_wepuppet import convert as we_convert
-from skinbridge.io_wepuppet import mdl
+from skinbridge.io_wepuppet.puppet import check as we_check
+from skinbridge.io_wepuppet.puppet import convert as we_convert
+from skinbridge.io_wepuppet.puppet import mdl
 
 BAD = b"\xff\xfebad"
 BAD_TEXT = BAD.decode("utf-8", "surrogateescape")

@@ -121,7 +121,7 @@ def test_pmx_texture_paths_from_a_file_are_written_as_safe_relative_names(textur
 
 def test_wallpaper_engine_material_path_never_leaves_the_project(tmp_path):
     """A puppet's material path (file content) that climbs out of the project folder is not opened."""
-    from skinbridge.io_wepuppet.convert import find_texture
+    from skinbridge.io_wepuppet.puppet.convert import find_texture
 
     project = tmp_path / "project"
     (project / "models").mkdir(parents=True)

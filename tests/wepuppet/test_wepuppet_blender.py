@@ -7,9 +7,11 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.io_wepuppet import blender_io, convert, mdl, tex  # noqa: E402
+from skinbridge.blender import scene as bscene  # noqa: E402
+from skinbridge.io_wepuppet.puppet import blender_io, convert, mdl  # noqa: E402
+from skinbridge.io_wepuppet.texture import blender_io as texture_io, tex  # noqa: E402
 
-import wepuppet_support as ws  # noqa: E402
+from support import wepuppet as ws  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -48,11 +50,11 @@ def test_static_and_unskinned_models_import(clean_scene, testdata, name, verts, 
     assert sum(len(ob.data.polygons) for ob in obs) == tris
     for ob, rec in zip(obs, m.meshes):
         v = rec.vertices
-        assert ws.close(_positions(ob.data), convert.DEFAULT_SCALE * np.stack(
+        assert ws.close(_positions(ob.data), convert.METRES_PER_UNIT * np.stack(
             [v["position"][:, 0], -v["position"][:, 2], v["position"][:, 1]], axis=1).astype(np.float32))
         uv = _uvs(ob.data)
         assert np.array_equal(uv[:, 0], v["uv0"][:, 0]) and np.array_equal(uv[:, 1], np.float32(1) - v["uv0"][:, 1])
-        assert blender_io._json_prop(ob)["materials"] == rec.materials
+        assert bscene.json_prop(ob, blender_io.PROP)["materials"] == rec.materials
         if "normal" in v.dtype.names:
             cn = np.empty(3 * len(ob.data.loops), np.float32)
             ob.data.attributes["custom_normal"].data.foreach_get("vector", cn)
@@ -74,7 +76,7 @@ def test_goose_imports_with_its_texture_and_image_plane_uvs(clean_scene, testdat
     assert images and tuple(images[0].size) == (150, 150)
     assert len(result.armature.data.bones) == 24
     act = result.armature.animation_data.action
-    assert act.name == "Animation 1" and blender_io._json_prop(act)["length"] == 30
+    assert act.name == "Animation 1" and bscene.json_prop(act, blender_io.PROP)["length"] == 30
 
 
 @pytest.mark.parametrize("name", ["blacryu_goose_t_puppet.mdl", "blacryu_d2r_Hood_puppet.mdl"])
@@ -106,11 +108,11 @@ def _evaluate_clip_in_blender(arm_ob, mesh_ob, act, clip: mdl.Clip, k: int) -> n
 
 def _check_deformation(result, m: mdl.Model, tolerance_of_diagonal: float = 1e-4, every: int = 1,
                        reference: mdl.Model | None = None) -> None:
-    from test_wepuppet_mapping import reference_deform, to_blender
+    from support.wepuppet import reference_deform, to_blender
 
     arm_ob = result.armature
     mesh_ob = next(o for o in result.objects if o.type == "MESH")
-    actions = {blender_io._json_prop(a)["index"]: a for a in bpy.data.actions}
+    actions = {bscene.json_prop(a, blender_io.PROP)["index"]: a for a in bpy.data.actions}
     rest = to_blender(m.meshes[0].vertices["position"])
     diag = float(np.linalg.norm(np.ptp(rest, axis=0)))
     for c, clip in enumerate(m.animations.clips):
@@ -164,10 +166,10 @@ def test_attachments_become_bone_parented_empties_and_the_wide_export_walks(clea
     bpy.context.view_layer.update()
     world = np.array(empties[0].matrix_world)
     result.armature.data.pose_position = "POSE"
-    bind = convert.to_core_matrix(convert.world_binds(written.skeleton)[1], convert.DEFAULT_SCALE, True)
+    bind = convert.to_core_matrix(convert.world_binds(written.skeleton)[1], convert.METRES_PER_UNIT, True)
     assert np.abs(world - bind @ attach).max() < 1e-6
     out = tmp_path / "wide_puppet.mdl"
-    blender_io.export_wepuppet(bpy.context, str(out), wide=True)
+    blender_io.export_wepuppet(bpy.context, str(out), layout_format="WIDE")
     data = out.read_bytes()
     walked = ws.walk(data)
     assert walked["version"] == 23 and walked["sections"] == ["MDLS0001", "MDAT0001", "MDLA0001"]
@@ -225,7 +227,7 @@ def test_texture_whose_mips_are_image_files_loads_as_a_packed_image(clean_scene,
                     images=[[tex.Mip(10, 6, png, 0, len(png))]])
     path = tmp_path / "as_png.tex"
     path.write_bytes(tex.write(t))
-    img, warnings = blender_io.import_texture(bpy.context, str(path))
+    img, warnings = texture_io.import_texture(bpy.context, str(path))
     assert not warnings and tuple(img.size) == (10, 6) and img.packed_file is not None
     px = np.empty(10 * 6 * 4, np.float32)
     img.pixels.foreach_get(px)
@@ -235,7 +237,7 @@ def test_texture_whose_mips_are_image_files_loads_as_a_packed_image(clean_scene,
 def test_code_built_wave_puppet_project_imports_with_its_texture_and_deforms_right(clean_scene, tmp_path):
     import json
 
-    from skinbridge.io_wepuppet import sample
+    from skinbridge.io_wepuppet.puppet import sample
 
     model, texture = sample.wave_puppet()
     (tmp_path / "models").mkdir()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from skinbridge.io_wepuppet import mdl
+from skinbridge.io_wepuppet.puppet import mdl
 
 pytestmark = pytest.mark.blender
 

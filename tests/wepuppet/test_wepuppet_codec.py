@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from skinbridge.core.errors import FormatError
-from skinbridge.io_wepuppet import check, info, mdl, tex
+from skinbridge.io_wepuppet.puppet import check, info, mdl
+from skinbridge.io_wepuppet.texture import check as tex_check, tex
 from support.bytes_compare import assert_same_bytes
 
 MODELS = ["blacryu_goose_t_puppet.mdl", "blacryu_d2r_Hood_puppet.mdl", "blacryu_d2r_Wanderer_4096_DXT5_puppet.mdl",
@@ -81,7 +82,7 @@ def test_goose_vertex_layout_has_explicit_u32_bone_indices(testdata):
 @pytest.mark.parametrize("name", MODELS + [GOOSE_TEX])
 def test_check_is_clean_and_reports_identical_roundtrip(testdata, name):
     lines = []
-    checker = check.check_tex if name == GOOSE_TEX else check.check
+    checker = tex_check.check if name == GOOSE_TEX else check.check
     assert checker(name, _data(testdata, name), lines.append) == 0
     assert lines[-2:] == ["0 error(s), 0 warning(s)", "roundtrip: identical"]
 
@@ -317,11 +318,11 @@ def _small_tex(**fields) -> tex.Texture:
 def test_check_reports_a_header_width_of_minus_one():
     data = tex.write(_small_tex(texture_width=-1))
     t = tex.read(data)  # read keeps it (write-back is byte-identical); check names it
-    errors = [f for f in check.validate_texture(t) if f.severity == "error"]
+    errors = [f for f in tex_check.validate_texture(t) if f.severity == "error"]
     assert [(f.field, f.offset) for f in errors] == [("texture width", t.offsets["format"] + 8)]
     assert struct.unpack_from("<i", data, errors[0].offset)[0] == -1
     assert "-1 is outside" in errors[0].message
-    assert check.check_tex("w.tex", data, lambda line: None) == 1
+    assert tex_check.check("w.tex", data, lambda line: None) == 1
 
 
 @pytest.mark.parametrize("fields,reason", [
@@ -337,6 +338,6 @@ def test_video_textures_are_kept_and_named_not_decoded(fields, reason):
     with pytest.raises(FormatError, match=reason) as e:
         tex.mip_bytes(back, 0, 0)
     assert "\n" not in str(e.value) and "LZ4" not in str(e.value)
-    findings = check.validate_texture(back)
+    findings = tex_check.validate_texture(back)
     assert [(f.severity, f.message) for f in findings] == [("warning", tex.not_decoded(back))]
     assert reason in findings[0].message

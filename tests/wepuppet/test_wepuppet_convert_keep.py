@@ -7,9 +7,9 @@ import copy
 import numpy as np
 
 from skinbridge.core import model as cm
-from skinbridge.io_wepuppet import convert
+from skinbridge.io_wepuppet.puppet import convert
 
-import wepuppet_support as ws
+from support import wepuppet as ws
 
 
 def _foreign(scene: cm.Scene) -> cm.Scene:

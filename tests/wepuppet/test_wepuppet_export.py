@@ -1,5 +1,5 @@
 """Wallpaper Engine export mapping (core Scene → records → bytes): the real puppets read back with the same
-records, a wide MDLV0023 puppet walked field by field by the table in wepuppet_support (not the codec), and a
+records, a wide MDLV0023 puppet walked field by field by the table in support/wepuppet.py (not the codec), and a
 puppet built in code deforming like matrices built independently from its raw records."""
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from skinbridge.core.skinning import evaluate_animation, skin_mesh
-from skinbridge.io_wepuppet import convert, mdl
+from skinbridge.io_wepuppet.puppet import convert, mdl
 
-import wepuppet_support as ws
-from test_wepuppet_mapping import reference_deform, to_blender
+from support import wepuppet as ws
+from support.wepuppet import reference_deform, to_blender
 
 
 @pytest.mark.parametrize("name", ["blacryu_goose_t_puppet.mdl", "blacryu_d2r_Hood_puppet.mdl",

@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from skinbridge.core.errors import FormatError
-from skinbridge.io_wepuppet import check, gif, tex
+from skinbridge.io_wepuppet.texture import check, gif, tex
 
 GLOBAL = np.array([(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 255)], np.uint8)
 LOCAL = np.array([(10, 20, 30), (40, 50, 60), (70, 80, 90), (1, 2, 3)], np.uint8)
@@ -133,7 +133,7 @@ def test_a_gif_texture_is_read_not_refused_and_a_cut_one_is_an_error():
 @pytest.mark.blender
 def test_a_gif_texture_comes_in_as_frames_and_goes_back_out_equal(clean_scene, tmp_path):
     bpy = pytest.importorskip("bpy")
-    from skinbridge.io_wepuppet import blender_io  # noqa: E402  bpy only for this test
+    from skinbridge.io_wepuppet.texture import blender_io  # noqa: E402  bpy only for this test
 
     clean_scene.render.fps, clean_scene.render.fps_base = 20, 1.0
     data, expected = _hand_built()
@@ -148,7 +148,7 @@ def test_a_gif_texture_comes_in_as_frames_and_goes_back_out_equal(clean_scene, t
     assert files == [f"anim_{n:04d}.png" for n in range(len(shown))]
     for j, k in enumerate(shown):
         frame = bpy.data.images.load(os.path.join(folder, files[j]), check_existing=False)
-        assert np.array_equal(blender_io._rgba_of(frame), expected[k][1]), j
+        assert np.array_equal(blender_io.rgba_of(frame), expected[k][1]), j
         bpy.data.images.remove(frame)
     out = tmp_path / "out.tex"
     assert blender_io.export_texture(img, str(out)) == []

@@ -13,7 +13,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "hostile"))
 import hostile_wepuppet  # noqa: E402
 from hostile_cases import Codec, generic_cases, measured, problems  # noqa: E402
 
-from skinbridge.io_wepuppet import check, convert, mdl, tex  # noqa: E402
+from skinbridge.io_wepuppet.puppet import convert, mdl  # noqa: E402
+from skinbridge.io_wepuppet.texture import check, tex  # noqa: E402
 
 TESTDATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata" / "wepuppet"
 
@@ -24,7 +25,7 @@ def _model_seeds():
 
 
 MODEL = Codec("wepuppet", mdl.read, mdl.write, convert.semantic, _model_seeds, hostile_wepuppet.model_cases)
-TEXTURE = Codec("wetex", tex.read, tex.write, check.texture_semantic,
+TEXTURE = Codec("wetex", tex.read, tex.write, check.semantic,
                 lambda: hostile_wepuppet.texture_seeds() + [(p.name, p.read_bytes()) for p in TESTDATA.glob("*.tex")],
                 hostile_wepuppet.texture_cases)
 

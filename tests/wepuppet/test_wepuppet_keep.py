@@ -7,7 +7,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.io_wepuppet import blender_io, mdl  # noqa: E402
+from skinbridge.io_wepuppet.puppet import blender_io, mdl  # noqa: E402
 
 from support.bytes_compare import assert_same_bytes  # noqa: E402
 

@@ -3,68 +3,16 @@ MDLS / MDLA records by docs/wallpaper_engine.md §3: world bind = parent · colu
 T(pos) · Rz·Ry·Rx · S(scale); v' = Σ w · world(t) · world_bind⁻¹ · v."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
 from skinbridge.core.skinning import evaluate_animation, skin_mesh
-from skinbridge.io_wepuppet import convert, mdl
+from skinbridge.io_wepuppet.puppet import convert, mdl
+
+from support.wepuppet import local_pose, mat16, reference_deform, to_blender
 
 HOOD = "blacryu_d2r_Hood_puppet.mdl"
 GOOSE = "blacryu_goose_t_puppet.mdl"
-
-
-def _mat(f):  # column-major 16 floats, written out element by element
-    f = [float(x) for x in f]
-    return np.array([[f[0], f[4], f[8], f[12]], [f[1], f[5], f[9], f[13]], [f[2], f[6], f[10], f[14]],
-                     [f[3], f[7], f[11], f[15]]])
-
-
-def _rx(a):
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[1, 0, 0, 0], [0, c, -s, 0], [0, s, c, 0], [0, 0, 0, 1.0]])
-
-
-def _ry(a):
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[c, 0, s, 0], [0, 1, 0, 0], [-s, 0, c, 0], [0, 0, 0, 1.0]])
-
-
-def _rz(a):
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[c, -s, 0, 0], [s, c, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1.0]])
-
-
-def _local(sample):
-    p, e, s = sample[0:3], sample[3:6], sample[6:9]
-    t = np.eye(4)
-    t[:3, 3] = p
-    return t @ _rz(e[2]) @ _ry(e[1]) @ _rx(e[0]) @ np.diag([s[0], s[1], s[2], 1.0])
-
-
-def reference_deform(m: mdl.Model, clip: mdl.Clip, k: int) -> np.ndarray:
-    """File-space positions of mesh 0 at sample k, one bone and one vertex at a time (no codec maths)."""
-    bones = m.skeleton.bones
-    bind, world = [], []
-    for i, b in enumerate(bones):
-        bind.append(_mat(b.matrix) if b.parent < 0 else bind[b.parent] @ _mat(b.matrix))
-        loc = _local(clip.samples[i, k])
-        world.append(loc if b.parent < 0 else world[b.parent] @ loc)
-    skin = [world[i] @ np.linalg.inv(bind[i]) for i in range(len(bones))]
-    v = m.meshes[0].vertices
-    out = np.zeros((len(v), 3))
-    for i in range(len(v)):
-        p = np.append(np.asarray(v["position"][i], np.float64), 1.0)
-        for j, w in zip(v["joints"][i], v["weights"][i]):
-            if w:
-                out[i] += float(w) * (skin[int(j)] @ p)[:3]
-    return out
-
-
-def to_blender(p, scale=convert.DEFAULT_SCALE):
-    p = np.asarray(p, np.float64)
-    return scale * np.stack([p[:, 0], -p[:, 2], p[:, 1]], axis=1)
 
 
 @pytest.mark.slow
@@ -93,7 +41,7 @@ def test_goose_clip_is_its_bind_pose_repeated(testdata):
     s = np.asarray(clip.samples, np.float64)
     assert np.array_equal(s, np.broadcast_to(s[:, :1], s.shape))  # every track constant
     for i, b in enumerate(m.skeleton.bones):
-        assert np.allclose(_local(s[i, 0]), _mat(b.matrix), atol=1e-4)
+        assert np.allclose(local_pose(s[i, 0]), mat16(b.matrix), atol=1e-4)
     rest = np.asarray(m.meshes[0].vertices["position"], np.float64)
     assert np.abs(reference_deform(m, clip, 17) - rest).max() < 1e-3
 

@@ -10,9 +10,12 @@ import numpy as np
 import pytest
 
 from skinbridge.core.errors import FormatError
-from skinbridge.io_wepuppet import project as wp
+from skinbridge.io_wepuppet.project import info as project_info
+from skinbridge.io_wepuppet.project import project as wp
+from skinbridge.io_wepuppet.puppet.project_docs import format_json, layer_doc, project_doc, scene_doc
+from skinbridge.io_wepuppet.texture.material import loads
 
-import wepuppet_support as ws
+from support import wepuppet as ws
 
 EFFECT = {"file": "effects/shake/effect.json", "id": 40, "name": "", "passes": [{"constantshadervalues": {
     "speed": 2.5}, "id": 41}], "visible": True}
@@ -28,23 +31,23 @@ def _make(folder) -> tuple[bytes, bytes]:
                              "max": 4},
              "showblink": {"order": 101, "text": "Blink", "type": "bool", "value": True}}
     objects = [
-        wp.layer_doc("image", "models/background.json", 1, "background", (960, 540, 0), size="1920.00000 1080.00000"),
-        wp.layer_doc("image", "models/goose.json", 2, "goose", (700.5, 300.25, 0), angles=(0, 0, 0.5),
+        layer_doc("image", "models/background.json", 1, "background", (960, 540, 0), size="1920.00000 1080.00000"),
+        layer_doc("image", "models/goose.json", 2, "goose", (700.5, 300.25, 0), angles=(0, 0, 0.5),
                      animationlayers=ANIMATION_LAYERS),
-        wp.layer_doc("model", "models/crate.mdl", 3, "crate", (100, 200, -50), angles=(0.3, -0.2, 0.1),
+        layer_doc("model", "models/crate.mdl", 3, "crate", (100, 200, -50), angles=(0.3, -0.2, 0.1),
                      scale=(2, 3, 4)),
-        wp.layer_doc("particle", "particles/snow.json", 4, "snow", (960, 1080, 0), instanceoverride={"rate": 2}),
-        wp.layer_doc("image", "models/sign.json", 5, "sign", (1500, 800, 0), effects=[EFFECT]),
+        layer_doc("particle", "particles/snow.json", 4, "snow", (960, 1080, 0), instanceoverride={"rate": 2}),
+        layer_doc("image", "models/sign.json", 5, "sign", (1500, 800, 0), effects=[EFFECT]),
     ]
     objects[1]["scale"] = {"user": "puppetscale", "value": "1.00000 1.00000 1.00000"}
     models = folder / "models"
     models.mkdir()
-    (models / "goose.json").write_bytes(wp.format_json({"autosize": True, "material": "materials/goose.json",
+    (models / "goose.json").write_bytes(format_json({"autosize": True, "material": "materials/goose.json",
                                                         "puppet": "models/goose_puppet.mdl"}))
     for name in ("background", "sign"):
-        (models / f"{name}.json").write_bytes(wp.format_json({"material": f"materials/{name}.json"}))
-    project = wp.format_json(wp.project_doc("Goose", props))
-    scene = wp.format_json(wp.scene_doc(1920, 1080, objects))
+        (models / f"{name}.json").write_bytes(format_json({"material": f"materials/{name}.json"}))
+    project = format_json(project_doc("Goose", props))
+    scene = format_json(scene_doc(1920, 1080, objects))
     (folder / "project.json").write_bytes(project)
     (folder / "scene.json").write_bytes(scene)
     return project, scene
@@ -94,7 +97,7 @@ def test_a_project_of_type_scene_capitalised_reads_its_scene(tmp_path):
     _make(tmp_path)
     doc = json.loads((tmp_path / "project.json").read_bytes())
     doc["type"] = "Scene"  # as BlacRyu's Mega Man X project has it
-    (tmp_path / "project.json").write_bytes(wp.format_json(doc))
+    (tmp_path / "project.json").write_bytes(format_json(doc))
     project, scene, warnings = wp.read_path(str(tmp_path / "project.json"))
     assert (project.type, warnings, len(scene.layers)) == ("Scene", [], 5)
 
@@ -111,19 +114,19 @@ def test_a_scene_with_trailing_commas_reads_as_wallpaper_engine_reads_it(tmp_pat
         json.loads(commas)
     loose = wp.read_scene(commas.encode())
     strict = wp.read_scene(scene_bytes)
-    assert [l.name for l in loose.layers] == [l.name for l in strict.layers] and len(loose.layers) == 5
+    assert [la.name for la in loose.layers] == [la.name for la in strict.layers] and len(loose.layers) == 5
     assert loose.source.doc == strict.source.doc and loose.source.dump() == commas.encode()
-    assert wp.loads('{"a": ["x,]", "y,}",], "b": "\\",}",}') == {"a": ["x,]", "y,}"], "b": '",}'}
+    assert loads('{"a": ["x,]", "y,}",], "b": "\\",}",}') == {"a": ["x,]", "y,}"], "b": '",}'}
     with pytest.raises(FormatError, match="not JSON"):
         wp.read_scene(b'{"objects": [,]}')
 
 
 def test_info_of_project_and_scene_and_bad_json(tmp_path):
     project_bytes, scene_bytes = _make(tmp_path)
-    s = wp.info(scene_bytes, "scene.json")
+    s = project_info.info_bytes(scene_bytes, "scene.json")
     assert (s["format"], s["layers"], s["animation_layers"], s["effects"]) == ("scene.json", 5, 2, 1)
     assert s["kinds"] == {"image": 3, "model": 1, "particle": 1}  # without the folder a puppet is an image
-    p = wp.info(project_bytes, "project.json")
+    p = project_info.info_bytes(project_bytes, "project.json")
     assert p["title"] == "Goose" and p["properties"]["showblink"] == {"type": "bool", "value": True}
     with pytest.raises(FormatError, match="not JSON"):
         wp.read_scene(b'{"objects": [')
@@ -133,7 +136,6 @@ def test_info_of_project_and_scene_and_bad_json(tmp_path):
 
 def test_registry_knows_projects_by_content_and_info_reads_the_folder(tmp_path, testdata):
     from skinbridge import formats
-    from skinbridge.io_wepuppet import project as wp_project
 
     project_bytes, scene_bytes = _make(tmp_path)
     for name in ("project.json", "scene.json"):
@@ -146,4 +148,4 @@ def test_registry_knows_projects_by_content_and_info_reads_the_folder(tmp_path, 
         assert out["title"] == "Goose" and out["size"] == [1920, 1080] and out["layers"] == 5
         assert out["kinds"] == {"image": 2, "puppet": 1, "model": 1, "particle": 1}  # models/goose.json: a puppet
         assert out["properties"]["puppetscale"] == {"type": "slider", "value": 1.5}
-    assert wp_project.info_file(scene_bytes)["kinds"]["image"] == 3  # no folder: the bytes alone
+    assert project_info.info(scene_bytes)["kinds"]["image"] == 3  # no folder: the bytes alone

@@ -5,70 +5,29 @@ scene.json, mapped to Blender as puppet pixels are: (x, y, z) → 0.01 · (x, �
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.io_wepuppet import blender_project, tex  # noqa: E402
-from skinbridge.io_wepuppet import project as wp  # noqa: E402
+from skinbridge.io_wepuppet.project import blender_io as blender_project  # noqa: E402
+from skinbridge.io_wepuppet.puppet import project_docs  # noqa: E402
 
-import wepuppet_support  # noqa: E402
+from support import wepuppet as we  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
-SCALE = 0.01
-ANIMATION_LAYERS = [
-    {"additive": False, "animation": 459, "blend": 0.5, "blendin": 0.2, "id": 30, "name": "walk", "rate": 1.0},
-    {"additive": True, "animation": 459, "blend": 1.0, "id": 31, "name": "hop", "rate": 2.0, "visible": False}]
-EFFECT = {"file": "effects/shake/effect.json", "id": 40, "passes": [{"constantshadervalues": {"speed": 2.5}}]}
-
-
-def _write_json(path, doc) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(wp.format_json(doc))
-
-
-def _make(folder, testdata) -> None:
-    models, materials = folder / "models", folder / "materials"
-    models.mkdir()
-    materials.mkdir()
-    shutil.copyfile(testdata / "wepuppet" / "blacryu_goose_t_puppet.mdl", models / "goose_t_puppet.mdl")
-    shutil.copyfile(testdata / "wepuppet" / "blacryu_goose_t.tex", materials / "goose_t.tex")
-    shutil.copyfile(testdata / "wepuppet" / "blacryu_Arwing_static.mdl", models / "arwing.mdl")
-    _write_json(models / "goose_t.json", json.loads((testdata / "wepuppet" / "blacryu_goose_t.model.json").read_text()))
-    rgba = np.zeros((4, 8, 4), np.uint8)
-    rgba[..., 0] = np.arange(8) * 30
-    rgba[..., 3] = 255
-    (materials / "sky.tex").write_bytes(tex.write(tex.from_rgba(rgba)))
-    for name in ("sky", "goose_t"):
-        _write_json(materials / f"{name}.json", {"passes": [{"shader": "genericimage2", "textures": [name]}]})
-    _write_json(models / "sky.json", {"material": "materials/sky.json"})
-    _write_json(folder / "particles" / "snow.json", {"emitter": [{"name": "boxrandom"}]})
-    objects = [
-        wp.layer_doc("image", "models/sky.json", 1, "sky", (960, 540, 0), scale=(2, 1.5, 1), size="1920 1080"),
-        wp.layer_doc("image", "models/sky.json", 2, "badge", (100, -50, 0), angles=(0, 0, 0.25), parent=1,
-                     effects=[EFFECT]),
-        wp.layer_doc("image", "models/goose_t.json", 3, "goose", (700.5, 300.25, 0), angles=(0, 0, 0.5),
-                     animationlayers=ANIMATION_LAYERS),
-        wp.layer_doc("model", "models/arwing.mdl", 4, "arwing", (100, 200, -50), angles=(0.3, -0.2, 0.1),
-                     scale=(2, 3, 4)),
-        wp.layer_doc("particle", "particles/snow.json", 5, "snow", (960, 1080, 0), instanceoverride={"rate": 2}),
-    ]
-    objects[2]["scale"] = {"user": "goosescale", "value": "1.00000 1.00000 1.00000"}
-    props = {"goosescale": {"order": 100, "text": "Goose scale", "type": "slider", "value": 1.5}}
-    (folder / "project.json").write_bytes(wp.format_json(wp.project_doc("Goose pond", props)))
-    (folder / "scene.json").write_bytes(wp.format_json(wp.scene_doc(1920, 1080, objects)))
+METRES_PER_PIXEL = 0.01  # the import's default, written out (not read from the add-on)
 
 
 def _expected(objects: list[dict], index: int, properties: dict) -> np.ndarray:
     """World matrix in Blender of layer `index`: the parent's, then the layer's own T · Rz · Ry · Rx · S, each
     conjugated by the pixel → Blender map."""
     obj = objects[index]
-    local = wepuppet_support.layer_matrix(obj, properties)
-    to_blender = np.diag([SCALE, SCALE, SCALE, 1.0])[:, [0, 2, 1, 3]] * np.array([1, -1, 1, 1])[:, None]
+    local = we.layer_matrix(obj, properties)
+    s = METRES_PER_PIXEL
+    to_blender = np.diag([s, s, s, 1.0])[:, [0, 2, 1, 3]] * np.array([1, -1, 1, 1])[:, None]
     world = to_blender @ local @ np.linalg.inv(to_blender)
     if "parent" in obj:
         parent = next(i for i, o in enumerate(objects) if o.get("id") == obj["parent"])
@@ -77,7 +36,7 @@ def _expected(objects: list[dict], index: int, properties: dict) -> np.ndarray:
 
 
 def test_project_imports_one_object_per_layer_where_scene_json_places_it(clean_scene, testdata, tmp_path):
-    _make(tmp_path, testdata)
+    we.make_project(tmp_path, testdata)
     before = set(bpy.data.objects)
     assert bpy.ops.import_scene.skinbridge_weproject(filepath=str(tmp_path / "project.json")) == {"FINISHED"}
     result_objects = set(bpy.data.objects) - before
@@ -115,9 +74,9 @@ def test_project_imports_one_object_per_layer_where_scene_json_places_it(clean_s
 
 
 def test_the_camera_frames_the_scene_wherever_a_2d_scene_puts_its_eye(clean_scene, tmp_path):
-    doc = wp.scene_doc(512, 256, [])
+    doc = project_docs.scene_doc(512, 256, [])
     doc["camera"] = {"center": "0.000 0.000 -1.000", "eye": "0.000 0.000 0.000", "up": "0.000 1.000 0.000"}
-    (tmp_path / "scene.json").write_bytes(wp.format_json(doc))  # as BlacRyu's Mega Man X scene has it
+    (tmp_path / "scene.json").write_bytes(project_docs.format_json(doc))  # as BlacRyu's Mega Man X scene has it
     cam = blender_project.import_project(bpy.context, str(tmp_path / "scene.json")).camera
     # scene pixel (256, 128, -1) is Blender 0.01 · (256, 1, 128); the camera stands 0.01 · 512 in front of it
     assert np.allclose(np.array(cam.matrix_world)[:3, 3], [2.56, 0.01 - 5.12, 1.28], atol=1e-6)
@@ -126,7 +85,7 @@ def test_the_camera_frames_the_scene_wherever_a_2d_scene_puts_its_eye(clean_scen
 
 def test_kept_layers_are_listed_in_one_warning_and_a_failure_leaves_nothing(clean_scene, testdata, tmp_path,
                                                                             monkeypatch):
-    _make(tmp_path, testdata)
+    we.make_project(tmp_path, testdata)
     result = blender_project.import_project(bpy.context, str(tmp_path / "scene.json"))
     kept = [w for w in result.warnings if w.startswith("kept as data")]
     assert len(kept) == 1 and "particle 'snow' (particles/snow.json)" in kept[0] and \

@@ -11,7 +11,9 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.io_wepuppet import blender_io, blender_project, mdl, tex  # noqa: E402
+from skinbridge.io_wepuppet.project import blender_io as blender_project  # noqa: E402
+from skinbridge.io_wepuppet.puppet import blender_io, mdl  # noqa: E402
+from skinbridge.io_wepuppet.texture import tex  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

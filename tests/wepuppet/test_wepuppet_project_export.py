@@ -11,9 +11,10 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from skinbridge import formats  # noqa: E402
-from skinbridge.io_wepuppet import blender_project, mdl  # noqa: E402
+from skinbridge.io_wepuppet.project import blender_io as blender_project  # noqa: E402
+from skinbridge.io_wepuppet.puppet import mdl  # noqa: E402
 
-from test_wepuppet_project_blender import _make  # noqa: E402
+from support.wepuppet import make_project  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -29,7 +30,7 @@ def _layers(result) -> dict:
 def test_an_unchanged_project_exports_byte_identical(clean_scene, testdata, tmp_path):
     src = tmp_path / "src"
     src.mkdir()
-    _make(src, testdata)
+    make_project(src, testdata)
     assert bpy.ops.import_scene.skinbridge_weproject(filepath=str(src / "project.json")) == {"FINISHED"}
     out = tmp_path / "out"
     assert bpy.ops.export_scene.skinbridge_weproject(filepath=str(out / "project.json")) == {"FINISHED"}
@@ -42,7 +43,7 @@ def test_an_unchanged_project_exports_byte_identical(clean_scene, testdata, tmp_
 def test_changes_made_in_blender_are_written_and_nothing_else(clean_scene, testdata, tmp_path):
     src = tmp_path / "src"
     src.mkdir()
-    _make(src, testdata)
+    make_project(src, testdata)
     result = blender_project.import_project(bpy.context, str(src / "project.json"))
     goose = _layers(result)["goose"]
     goose.matrix_world.translation.x += 1.25  # 125 scene pixels to the right

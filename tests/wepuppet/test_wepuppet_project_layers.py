@@ -21,10 +21,11 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge.blender import action as baction  # noqa: E402
 from skinbridge.blender.mesh import evaluated_world_positions  # noqa: E402
-from skinbridge.io_wepuppet import blender_project, convert, mdl  # noqa: E402
-from skinbridge.io_wepuppet import project as wp  # noqa: E402
+from skinbridge.io_wepuppet.project import blender_io as blender_project  # noqa: E402
+from skinbridge.io_wepuppet.puppet import convert, mdl  # noqa: E402
+from skinbridge.io_wepuppet.puppet import project_docs as wp  # noqa: E402
 
-import wepuppet_support as ws  # noqa: E402
+from support import wepuppet as ws  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

@@ -14,8 +14,9 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from skinbridge.core.png import encode_png  # noqa: E402
-from skinbridge.io_wepuppet import blender_io, blender_project, sheet, tex  # noqa: E402
-from skinbridge.io_wepuppet import project as wp  # noqa: E402
+from skinbridge.io_wepuppet.project import blender_io as blender_project  # noqa: E402
+from skinbridge.io_wepuppet.puppet import project_docs as wp  # noqa: E402
+from skinbridge.io_wepuppet.texture import blender_io, sheet, tex  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -57,7 +58,7 @@ def _write_sheet(tmp_path, t: tex.Texture) -> tuple[str, bytes]:
 def _load_rgba(path: str) -> np.ndarray:
     img = bpy.data.images.load(path, check_existing=False)
     try:
-        return blender_io._rgba_of(img)
+        return blender_io.rgba_of(img)
     finally:
         bpy.data.images.remove(img)
 
@@ -108,8 +109,8 @@ def test_a_sheet_imports_as_a_sequence_playing_each_frame_for_its_time(clean_sce
     folder = os.path.dirname(bpy.path.abspath(img.filepath))
     for j, k in enumerate(shown):
         assert np.array_equal(_load_rgba(os.path.join(folder, files[j])), _frame(k)), j
-    assert np.array_equal(blender_io._rgba_of(img), _frame(0))
-    mat = blender_project._image_material("walk", img)
+    assert np.array_equal(blender_io.rgba_of(img), _frame(0))
+    mat = blender_project.image_material("walk", img)
     user = next(n for n in mat.node_tree.nodes if n.type == "TEX_IMAGE").image_user
     assert (user.frame_duration, user.frame_start, user.frame_offset, user.use_cyclic, user.use_auto_refresh) == \
         (10, clean_scene.frame_start, -1, True, True)

@@ -10,7 +10,7 @@ import pytest
 import texture2ddecoder
 
 from skinbridge.core.errors import FormatError
-from skinbridge.io_wepuppet import bc7, tex, tex_formats as tf
+from skinbridge.io_wepuppet.texture import bc7, pixel_formats as tf, tex
 
 from support.bytes_compare import assert_same_bytes
 

@@ -11,20 +11,13 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.io_wepuppet import blender_io, convert, tex  # noqa: E402
+from skinbridge.io_wepuppet.puppet import blender_io, convert  # noqa: E402
+from skinbridge.io_wepuppet.texture import blender_io as texture_io, tex  # noqa: E402
 
 from support.bytes_compare import assert_same_bytes  # noqa: E402
+from support.wepuppet import grey_picture  # noqa: E402
 
 pytestmark = pytest.mark.blender
-
-
-def _picture(h: int, w: int) -> np.ndarray:
-    """Grey blocks (so R8 and RG88 hold it whole and LZ4 shrinks it) with a varying alpha."""
-    yy, xx = np.mgrid[0:h, 0:w]
-    px = np.empty((h, w, 4), np.uint8)
-    px[..., 0] = px[..., 1] = px[..., 2] = (xx // 8 * 40 + yy // 8 * 17) % 256
-    px[..., 3] = 255 - (yy // 4) * 7 % 256
-    return px
 
 
 def _write(tmp_path, name: str, t: tex.Texture) -> tuple:
@@ -34,15 +27,15 @@ def _write(tmp_path, name: str, t: tex.Texture) -> tuple:
 
 
 def _blender_rgba(img) -> np.ndarray:
-    return blender_io._rgba_of(img)
+    return texture_io.rgba_of(img)
 
 
 def test_padded_texture_is_cropped_to_the_header_size(clean_scene, tmp_path):
-    padded = _picture(8, 12)
+    padded = grey_picture(8, 12)
     t = tex.from_rgba(padded, levels=1)
     t.image_width, t.image_height = 10, 6  # a 10×6 picture padded to 12×8
     path, _ = _write(tmp_path, "padded.tex", t)
-    img, _ = blender_io.import_texture(bpy.context, str(path))
+    img, _ = texture_io.import_texture(bpy.context, str(path))
     assert tuple(img.size) == (10, 6)
     assert np.array_equal(_blender_rgba(img), padded[:6, :10])
     assert tex.image_pixels(tex.read(path.read_bytes())).shape == (6, 10, 4)
@@ -50,17 +43,17 @@ def test_padded_texture_is_cropped_to_the_header_size(clean_scene, tmp_path):
 
 @pytest.mark.parametrize("fmt", [tex.FORMAT_R8, tex.FORMAT_RG88, tex.FORMAT_RGBA8888])
 def test_texture_unchanged_is_written_from_its_bytes_and_changed_keeps_its_format(clean_scene, tmp_path, fmt):
-    t = tex.from_rgba(_picture(64, 64), lz4=True, flags=3, fmt=fmt)
+    t = tex.from_rgba(grey_picture(64, 64), lz4=True, flags=3, fmt=fmt)
     assert t.images[0][0].lz4 == 1
     path, data = _write(tmp_path, "mask.tex", t)
-    img, _ = blender_io.import_texture(bpy.context, str(path))
+    img, _ = texture_io.import_texture(bpy.context, str(path))
     out = tmp_path / "out.tex"
-    assert blender_io.export_texture(img, str(out)) == []
+    assert texture_io.export_texture(img, str(out)) == []
     assert_same_bytes(out.read_bytes(), data, tex.read)
     px = np.array(img.pixels[:], np.float32)
     px[:4] = [1.0, 1.0, 1.0, 1.0]  # the bottom-left pixel (Blender rows run bottom up)
     img.pixels[:] = px
-    assert blender_io.export_texture(img, str(out)) == []
+    assert texture_io.export_texture(img, str(out)) == []
     back = tex.read(out.read_bytes())
     assert (back.format, back.flags) == (fmt, 3)
     assert back.images[0][0].lz4 == 1
@@ -72,12 +65,12 @@ def test_changed_dxt_texture_becomes_rgba8888_with_a_warning(clean_scene, tmp_pa
     block = bytes([255, 0, 0, 0, 0, 0, 0, 0]) + bytes([0x00, 0xF8, 0x1F, 0x00, 0, 0, 0, 0])  # alpha 255, red
     t = tex.Texture(tex.FORMAT_DXT5, 2, 4, 4, 4, 4, 0, "TEXB0003", -1, images=[[tex.Mip(4, 4, block, 0, 16)]])
     path, data = _write(tmp_path, "dxt.tex", t)
-    img, _ = blender_io.import_texture(bpy.context, str(path))
+    img, _ = texture_io.import_texture(bpy.context, str(path))
     out = tmp_path / "out.tex"
-    assert blender_io.export_texture(img, str(out)) == []
+    assert texture_io.export_texture(img, str(out)) == []
     assert out.read_bytes() == data
     img.pixels[:4] = [0.0, 0.0, 1.0, 1.0]
-    warnings = blender_io.export_texture(img, str(out))
+    warnings = texture_io.export_texture(img, str(out))
     assert len(warnings) == 1 and "DXT5" in warnings[0] and "RGBA8888" in warnings[0]
     back = tex.read(out.read_bytes())
     assert (back.format, back.flags) == (tex.FORMAT_RGBA8888, 2)

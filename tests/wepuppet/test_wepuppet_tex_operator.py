@@ -9,10 +9,10 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from skinbridge.core.png import encode_png  # noqa: E402
-from skinbridge.io_wepuppet import tex  # noqa: E402
+from skinbridge.io_wepuppet.texture import tex  # noqa: E402
 
 from support.bytes_compare import assert_same_bytes  # noqa: E402
-from test_wepuppet_tex_keep import _picture  # noqa: E402  (grey blocks R8 and RG88 hold whole)
+from support.wepuppet import grey_picture  # noqa: E402  (grey blocks R8 and RG88 hold whole)
 
 pytestmark = pytest.mark.blender
 
@@ -33,7 +33,7 @@ def _dxt(fmt: int, lz4: bool) -> tex.Texture:
 
 
 def _sprite() -> tex.Texture:
-    t = tex.from_rgba(_picture(16, 16), levels=2, lz4=True, flags=tex.FLAG_SPRITE | 2)
+    t = tex.from_rgba(grey_picture(16, 16), levels=2, lz4=True, flags=tex.FLAG_SPRITE | 2)
     t.sprite_tag, t.sprite_size = "TEXS0003", (8, 8)
     t.frames = [tex.Frame(0, np.float32(0.1), (0.0, 0.0, 8.0, 0.0, 0.0, 8.0)),
                 tex.Frame(0, np.float32(0.25), (8.0, 0.0, 8.0, 0.0, 0.0, 8.0))]
@@ -41,25 +41,25 @@ def _sprite() -> tex.Texture:
 
 
 def _padded() -> tex.Texture:
-    t = tex.from_rgba(_picture(16, 16), levels=1, fmt=tex.FORMAT_R8)
+    t = tex.from_rgba(grey_picture(16, 16), levels=1, fmt=tex.FORMAT_R8)
     t.image_width, t.image_height = 14, 11
     return t
 
 
 def _container(name: str) -> tex.Texture:
-    t = tex.from_rgba(_picture(16, 24), lz4=name != "TEXB0001")
+    t = tex.from_rgba(grey_picture(16, 24), lz4=name != "TEXB0001")
     t.container = name
     return t
 
 
 def _embedded_png() -> tex.Texture:
     t = tex.from_rgba(np.zeros((8, 8, 4), np.uint8), levels=1)
-    t.image_format, t.images[0][0].data = FIF_PNG, encode_png(_picture(8, 8), level=1)
+    t.image_format, t.images[0][0].data = FIF_PNG, encode_png(grey_picture(8, 8), level=1)
     return t
 
 
 TEXTURES = {
-    **{f"{tex.FORMAT_NAMES[f]}_lz4_{lz4}": (lambda f=f, lz4=lz4: tex.from_rgba(_picture(32, 48), lz4=lz4, fmt=f))
+    **{f"{tex.FORMAT_NAMES[f]}_lz4_{lz4}": (lambda f=f, lz4=lz4: tex.from_rgba(grey_picture(32, 48), lz4=lz4, fmt=f))
        for f in tex.ENCODED_FORMATS for lz4 in (False, True)},
     **{f"{tex.FORMAT_NAMES[f]}_lz4_{lz4}": (lambda f=f, lz4=lz4: _dxt(f, lz4))
        for f in (tex.FORMAT_DXT1, tex.FORMAT_DXT3, tex.FORMAT_DXT5) for lz4 in (False, True)},
@@ -100,8 +100,8 @@ def test_our_textures_come_back_byte_identical_through_the_operators(clean_scene
 
 
 def _two_textures(tmp_path) -> tuple:
-    first = tex.write(tex.from_rgba(_picture(8, 8), fmt=tex.FORMAT_R8))
-    second = tex.write(tex.from_rgba(_picture(16, 8), lz4=True))
+    first = tex.write(tex.from_rgba(grey_picture(8, 8), fmt=tex.FORMAT_R8))
+    second = tex.write(tex.from_rgba(grey_picture(16, 8), lz4=True))
     for name, data in (("first.tex", first), ("second.tex", second)):
         (tmp_path / name).write_bytes(data)
         _import(tmp_path / name)

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.binary import Reader, Writer
-from ..core.errors import ExportError, FormatError
+from ...core.binary import Reader, Writer
+from ...core.errors import ExportError, FormatError
 
 MAGIC = b"MDLV"
 MIN_VERSION, MAX_VERSION = 4, 23
@@ -638,13 +638,21 @@ def _write_mesh(w: Writer, m: Model, mesh: Mesh, k: int) -> None:
                 w.array(lst, "<u4")
 
 
+# the fixed fields that open a bone and a clip record, in file order: (Writer method, record attribute)
+_BONE_HEAD = (("cstring", "name"), ("u32", "flags"), ("i32", "parent"), ("u32", "matrix_length"))
+_CLIP_HEAD = (("u32", "id"), ("u32", "reserved"), ("cstring", "name"), ("cstring", "mode"), ("f32", "fps"),
+              ("u32", "length"), ("u32", "flags"))
+
+
+def _write_head(w: Writer, record, fields: tuple[tuple[str, str], ...]) -> None:
+    for method, attr in fields:
+        getattr(w, method)(getattr(record, attr))
+
+
 def _write_skeleton(w: Writer, sk: Skeleton) -> None:
     w.u32(len(sk.bones))
     for b in sk.bones:
-        w.cstring(b.name)
-        w.u32(b.flags)
-        w.i32(b.parent)
-        w.u32(b.matrix_length)
+        _write_head(w, b, _BONE_HEAD)
         w.array(b.matrix, "<f4")
         w.cstring(b.props)
     if sk.version >= 2:
@@ -654,13 +662,7 @@ def _write_skeleton(w: Writer, sk: Skeleton) -> None:
 def _write_animations(w: Writer, anims: Animations) -> None:
     w.i32(len(anims.clips))
     for c in anims.clips:
-        w.u32(c.id)
-        w.u32(c.reserved)
-        w.cstring(c.name)
-        w.cstring(c.mode)
-        w.f32(c.fps)
-        w.u32(c.length)
-        w.u32(c.flags)
+        _write_head(w, c, _CLIP_HEAD)
         samples = np.asarray(c.samples, "<f4")
         n = len(c.track_flags)
         if n and samples.shape != (n, c.length + 1, SAMPLE_FLOATS):

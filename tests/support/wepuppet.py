@@ -1,15 +1,20 @@
-"""Shared by the Wallpaper Engine tests: a puppet built in code, a record comparison, and a table-driven walker
-of MDLV files that follows docs/wallpaper_engine.md §2 field by field (independent of the codec)."""
+"""Shared by the Wallpaper Engine tests: a puppet built in code, a record comparison, a table-driven walker of
+MDLV files that follows docs/wallpaper_engine.md §2 field by field (independent of the codec), the tests' own
+skinning of the raw records (§3) and a picture and a project folder the tests write."""
 from __future__ import annotations
 
+import json
 import math
+import shutil
 import struct
 
 import numpy as np
 
 from skinbridge.core import model as cm
 from skinbridge.core.transforms import matrix_to_trs
-from skinbridge.io_wepuppet import convert, mdl
+from skinbridge.io_wepuppet.puppet import convert, mdl
+from skinbridge.io_wepuppet.puppet.project_docs import format_json, layer_doc, project_doc, scene_doc
+from skinbridge.io_wepuppet.texture import tex
 
 
 def rot(axis: str, a: float) -> np.ndarray:
@@ -249,3 +254,116 @@ def layer_matrix(obj: dict, properties: dict) -> np.ndarray:
     m[:3, :3] = _rotation(2, az) @ _rotation(1, ay) @ _rotation(0, ax) @ np.diag(vec("scale", "1 1 1"))
     m[:3, 3] = vec("origin", "0 0 0")
     return m
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the tests' own reading of docs/wallpaper_engine.md §3: skinning from the raw records
+
+def mat16(f):  # column-major 16 floats, written out element by element
+    f = [float(x) for x in f]
+    return np.array([[f[0], f[4], f[8], f[12]], [f[1], f[5], f[9], f[13]], [f[2], f[6], f[10], f[14]],
+                     [f[3], f[7], f[11], f[15]]])
+
+
+def _rx(a):
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[1, 0, 0, 0], [0, c, -s, 0], [0, s, c, 0], [0, 0, 0, 1.0]])
+
+
+def _ry(a):
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[c, 0, s, 0], [0, 1, 0, 0], [-s, 0, c, 0], [0, 0, 0, 1.0]])
+
+
+def _rz(a):
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[c, -s, 0, 0], [s, c, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1.0]])
+
+
+def local_pose(sample):
+    p, e, s = sample[0:3], sample[3:6], sample[6:9]
+    t = np.eye(4)
+    t[:3, 3] = p
+    return t @ _rz(e[2]) @ _ry(e[1]) @ _rx(e[0]) @ np.diag([s[0], s[1], s[2], 1.0])
+
+
+def reference_deform(m: mdl.Model, clip: mdl.Clip, k: int) -> np.ndarray:
+    """File-space positions of mesh 0 at sample k, one bone and one vertex at a time (no codec maths)."""
+    bones = m.skeleton.bones
+    bind, world = [], []
+    for i, b in enumerate(bones):
+        bind.append(mat16(b.matrix) if b.parent < 0 else bind[b.parent] @ mat16(b.matrix))
+        loc = local_pose(clip.samples[i, k])
+        world.append(loc if b.parent < 0 else world[b.parent] @ loc)
+    skin = [world[i] @ np.linalg.inv(bind[i]) for i in range(len(bones))]
+    v = m.meshes[0].vertices
+    out = np.zeros((len(v), 3))
+    for i in range(len(v)):
+        p = np.append(np.asarray(v["position"][i], np.float64), 1.0)
+        for j, w in zip(v["joints"][i], v["weights"][i]):
+            if w:
+                out[i] += float(w) * (skin[int(j)] @ p)[:3]
+    return out
+
+
+def to_blender(p, metres_per_unit=convert.METRES_PER_UNIT):
+    """File positions → Blender, as docs/wallpaper_engine.md §4 maps them."""
+    p = np.asarray(p, np.float64)
+    return metres_per_unit * np.stack([p[:, 0], -p[:, 2], p[:, 1]], axis=1)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# pictures and projects the tests write
+
+def grey_picture(h: int, w: int) -> np.ndarray:
+    """Grey blocks (so R8 and RG88 hold it whole and LZ4 shrinks it) with a varying alpha."""
+    yy, xx = np.mgrid[0:h, 0:w]
+    px = np.empty((h, w, 4), np.uint8)
+    px[..., 0] = px[..., 1] = px[..., 2] = (xx // 8 * 40 + yy // 8 * 17) % 256
+    px[..., 3] = 255 - (yy // 4) * 7 % 256
+    return px
+
+
+ANIMATION_LAYERS = [
+    {"additive": False, "animation": 459, "blend": 0.5, "blendin": 0.2, "id": 30, "name": "walk", "rate": 1.0},
+    {"additive": True, "animation": 459, "blend": 1.0, "id": 31, "name": "hop", "rate": 2.0, "visible": False}]
+EFFECT = {"file": "effects/shake/effect.json", "id": 40, "passes": [{"constantshadervalues": {"speed": 2.5}}]}
+
+
+def write_json(path, doc) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(format_json(doc))
+
+
+def make_project(folder, testdata) -> None:
+    """A project our writer makes: an image with its texture, an image parented to it, BlacRyu's goose puppet,
+    a static model, a particle system and an effect kept as data."""
+    models, materials = folder / "models", folder / "materials"
+    models.mkdir()
+    materials.mkdir()
+    shutil.copyfile(testdata / "wepuppet" / "blacryu_goose_t_puppet.mdl", models / "goose_t_puppet.mdl")
+    shutil.copyfile(testdata / "wepuppet" / "blacryu_goose_t.tex", materials / "goose_t.tex")
+    shutil.copyfile(testdata / "wepuppet" / "blacryu_Arwing_static.mdl", models / "arwing.mdl")
+    write_json(models / "goose_t.json", json.loads((testdata / "wepuppet" / "blacryu_goose_t.model.json").read_text()))
+    rgba = np.zeros((4, 8, 4), np.uint8)
+    rgba[..., 0] = np.arange(8) * 30
+    rgba[..., 3] = 255
+    (materials / "sky.tex").write_bytes(tex.write(tex.from_rgba(rgba)))
+    for name in ("sky", "goose_t"):
+        write_json(materials / f"{name}.json", {"passes": [{"shader": "genericimage2", "textures": [name]}]})
+    write_json(models / "sky.json", {"material": "materials/sky.json"})
+    write_json(folder / "particles" / "snow.json", {"emitter": [{"name": "boxrandom"}]})
+    objects = [
+        layer_doc("image", "models/sky.json", 1, "sky", (960, 540, 0), scale=(2, 1.5, 1), size="1920 1080"),
+        layer_doc("image", "models/sky.json", 2, "badge", (100, -50, 0), angles=(0, 0, 0.25), parent=1,
+                  effects=[EFFECT]),
+        layer_doc("image", "models/goose_t.json", 3, "goose", (700.5, 300.25, 0), angles=(0, 0, 0.5),
+                  animationlayers=ANIMATION_LAYERS),
+        layer_doc("model", "models/arwing.mdl", 4, "arwing", (100, 200, -50), angles=(0.3, -0.2, 0.1),
+                  scale=(2, 3, 4)),
+        layer_doc("particle", "particles/snow.json", 5, "snow", (960, 1080, 0), instanceoverride={"rate": 2}),
+    ]
+    objects[2]["scale"] = {"user": "goosescale", "value": "1.00000 1.00000 1.00000"}
+    props = {"goosescale": {"order": 100, "text": "Goose scale", "type": "slider", "value": 1.5}}
+    (folder / "project.json").write_bytes(format_json(project_doc("Goose pond", props)))
+    (folder / "scene.json").write_bytes(format_json(scene_doc(1920, 1080, objects)))

@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from . import convert, mdl, tex
+from ..texture import tex
+from . import convert, mdl
 
 
 def wave_puppet(width: int = 256, height: int = 128, cols: int = 17, rows: int = 5, bones: int = 5,

@@ -16,53 +16,19 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..core.errors import FormatError
-from ..core.fileio import read_bytes
+from ...core.errors import FormatError
+from ...core.fileio import read_bytes
+from ..puppet.project_docs import PROJECT_FILE, SCENE_FILE, format_json, format_vector
+from ..texture.material import document
 
-PROJECT_FILE, SCENE_FILE = "project.json", "scene.json"
 LAYER_KINDS = ("image", "puppet", "model", "particle", "sound", "text", "light", "group")
 _ASSET_KEYS = (("image", "image"), ("model", "model"), ("particle", "particle"), ("sound", "sound"),
                ("text", "text"), ("light", "light"))
-
-
-def format_json(doc: Any) -> bytes:
-    """How our writer spells a document: tab-indented, keys in their order, non-ASCII kept, a final newline."""
-    return (json.dumps(doc, indent="\t", ensure_ascii=False) + "\n").encode("utf-8")
-
-
-# a whole string (kept as it is; one left open runs to the end, so no text is scanned twice); a comma after an
-# opening bracket or another comma (kept: no value precedes it, and the strict parse refuses it again); or a
-# comma after a value whose next non-space character closes an array or object (dropped)
-_STRING_OR_TRAILING_COMMA = re.compile(r'("(?:[^"\\]|\\.)*(?:"|\\?\Z)|[\[{,]\s*,)|,(?=\s*[\]}])', re.S)
-
-
-def loads(text: str) -> Any:
-    """JSON as Wallpaper Engine reads it: a comma after the last item of an array or object is allowed (the
-    public Shift_Hue and hueshift effect projects ship scene.json files with one). Strict JSON first; the
-    comma is dropped only when that fails, and the file's bytes are still what is written back."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        relaxed = _STRING_OR_TRAILING_COMMA.sub(lambda m: m.group(1) or "", text)
-        if relaxed == text:
-            raise
-        return json.loads(relaxed)
-
-
-def _load(data: bytes, what: str) -> dict:
-    try:
-        doc = loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise FormatError(f"{what} is not JSON: {e}", getattr(e, "pos", 0), what) from None
-    if not isinstance(doc, dict):
-        raise FormatError(f"{what} holds a {type(doc).__name__}, not an object", 0, what)
-    return doc
 
 
 @dataclass
@@ -74,7 +40,7 @@ class JsonFile:
 
     @classmethod
     def parse(cls, data: bytes, what: str) -> "JsonFile":
-        doc = _load(data, what)
+        doc = document(data, what)
         return cls(doc, bytes(data), json.dumps(doc))
 
     def dump(self) -> bytes:
@@ -97,11 +63,6 @@ def vector(value: Any, size: int, default: tuple) -> np.ndarray:
             except (TypeError, ValueError):
                 pass
     return out
-
-
-def format_vector(v) -> str:
-    """Our spelling of a vector, five decimals as Wallpaper Engine's editor writes them."""
-    return " ".join(f"{float(x):.5f}" for x in v)
 
 
 def _binding(value: Any) -> str | None:
@@ -303,29 +264,9 @@ def apply(scene: Scene) -> None:
         layer.read_values = now
 
 
-# ------------------------------------------------------------------------------------------------------------
-# summaries
-
-def info(data: bytes, path: str = "") -> dict:
-    """`skinbridge info` for a project.json or a scene.json (told apart by their keys)."""
-    doc = _load(data, path or "project")
-    if "objects" in doc or "camera" in doc:
-        s = read_scene(data)
-        kinds: dict[str, int] = {}
-        for layer in s.layers:
-            kinds[layer.kind] = kinds.get(layer.kind, 0) + 1
-        return {"format": "scene.json", "size": [s.width, s.height], "layers": len(s.layers), "kinds": kinds,
-                "animation_layers": sum(len(la.animation_layers) for la in s.layers),
-                "effects": sum(len(la.effects) for la in s.layers),
-                "vertices": 0, "triangles": 0, "bones": 0, "animations": [], "warnings": []}
-    p = read_project(data)
-    return {"format": "project.json", "title": p.title, "type": p.type, "file": p.file, "preview": p.preview,
-            "properties": {n: {"type": u.type, "value": u.value} for n, u in p.properties.items()},
-            "vertices": 0, "triangles": 0, "bones": 0, "animations": [], "warnings": []}
-
 
 # ------------------------------------------------------------------------------------------------------------
-# folders and our writer
+# folders
 
 def read_folder(folder: str) -> tuple[Project, Scene, list[str]]:
     """A project folder: project.json, the scene file it names and the model files of its image layers (to
@@ -343,7 +284,7 @@ def read_scene_in(folder: str, data: bytes, project: Project | None) -> tuple[Sc
     """A scene.json's bytes read with the model files of its image layers in `folder` (to tell puppets from
     flat images)."""
     warnings, puppets, seen = [], set(), set()
-    for obj in _load(data, SCENE_FILE).get("objects") or []:
+    for obj in document(data, SCENE_FILE).get("objects") or []:
         image = obj.get("image") if isinstance(obj, dict) else None
         if not isinstance(image, str) or image in seen:
             continue
@@ -351,7 +292,7 @@ def read_scene_in(folder: str, data: bytes, project: Project | None) -> tuple[Sc
         path = os.path.join(folder, *[p for p in image.replace("\\", "/").split("/") if p not in ("", ".", "..")])
         try:
             with open(path, "rb") as f:
-                model = _load(f.read(), image)
+                model = document(f.read(), image)
         except (OSError, FormatError) as e:
             warnings.append(f"layer model {image!r}: {e}")
             continue
@@ -361,7 +302,7 @@ def read_scene_in(folder: str, data: bytes, project: Project | None) -> tuple[Sc
 
 
 def is_scene(data: bytes) -> bool:
-    doc = _load(data, SCENE_FILE)
+    doc = document(data, SCENE_FILE)
     return "objects" in doc or "camera" in doc
 
 
@@ -384,87 +325,3 @@ def read_path(path: str) -> tuple[Project | None, Scene | None, list[str]]:
         return project, None, [f"{project.type or 'this'} project has no scene file ({os.path.basename(scene_path)})"]
     scene, warnings = read_scene_in(folder, read_bytes(scene_path), project)
     return project, scene, warnings
-
-
-def info_file(data: bytes, path: str = "") -> dict:
-    """`skinbridge info` of a project: title, scene size, layers by type, animation layers, effects and the user
-    properties, read with the files of its folder (so puppets are told from flat images)."""
-    if not path or not os.path.isfile(path):
-        return info(data, path)
-    project, scene, warnings = read_path(path)
-    out = {"format": "Wallpaper Engine project", "file": os.path.basename(path), "warnings": warnings,
-           "vertices": 0, "triangles": 0, "bones": 0, "animations": []}
-    if project is not None:
-        out.update(title=project.title, type=project.type, preview=project.preview,
-                   properties={n: {"type": u.type, "value": u.value} for n, u in project.properties.items()})
-    if scene is not None:
-        kinds: dict[str, int] = {}
-        for layer in scene.layers:
-            kinds[layer.kind] = kinds.get(layer.kind, 0) + 1
-        out.update(size=[scene.width, scene.height], layers=len(scene.layers), kinds=kinds,
-                   layer_names=[f"{la.kind} {la.name!r}" + (f" ({la.asset})" if la.asset else "")
-                                for la in scene.layers],
-                   animation_layers=sum(len(la.animation_layers) for la in scene.layers),
-                   effects=sum(len(la.effects) for la in scene.layers))
-    return out
-
-
-def project_doc(title: str, properties: dict[str, dict] | None = None, preview: str = "preview.jpg") -> dict:
-    """A scene project's project.json with the keys public projects have."""
-    general = {"properties": {"schemecolor": {"order": 0, "text": "ui_browse_properties_scheme_color",
-                                              "type": "color", "value": "0 0 0"}, **(properties or {})}}
-    return {"contentrating": "Everyone", "description": "", "file": SCENE_FILE, "general": general,
-            "preview": preview, "tags": [], "title": title, "type": "scene", "version": 0}
-
-
-def scene_doc(width: int, height: int, objects: list[dict]) -> dict:
-    """A 2D scene.json: an orthogonal camera over `width` × `height` pixels and the layers in drawing order."""
-    centre = f"{width / 2:.5f} {height / 2:.5f} 0.00000"
-    return {"camera": {"center": centre, "eye": f"{width / 2:.5f} {height / 2:.5f} 1.00000",
-                       "up": "0.00000 1.00000 0.00000"},
-            "general": {"ambientcolor": "0.30000 0.30000 0.30000", "bloom": False,
-                        "clearcolor": "0.70000 0.70000 0.70000",
-                        "orthogonalprojection": {"height": height, "width": width},
-                        "skylightcolor": "0.30000 0.30000 0.30000"},
-            "objects": objects, "version": 3}
-
-
-def layer_doc(key: str, asset: str, id: int, name: str, origin, scale=(1, 1, 1), angles=(0, 0, 0),
-              **extra: Any) -> dict:
-    """One layer (`key` "image", "model" or "particle" naming `asset`) placed at origin / scale / angles."""
-    return {"angles": format_vector(angles), "id": id, key: asset, "name": name, "origin": format_vector(origin),
-            "parallaxDepth": "1.00000 1.00000", "scale": format_vector(scale), "visible": True, **extra}
-
-
-# ------------------------------------------------------------------------------------------------------------
-# the project of a converted model (docs/wallpaper_engine.md §7, "Layer key sets")
-
-def puppet_layer_doc(id: int, name: str, model_json: str, origin, size, animationlayers: list[dict] = ()) -> dict:
-    """An image layer showing a puppet (`model_json` names the model JSON whose `puppet` is the `.mdl`), with the
-    keys and default values of the puppet layers of the public projects; `animationlayers` when it has clips."""
-    doc = {"alignment": "center", "alpha": 1.0, "angles": format_vector((0, 0, 0)), "brightness": 1.0,
-           "color": format_vector((1, 1, 1)), "colorBlendMode": 0, "copybackground": True, "id": id,
-           "image": model_json, "ledsource": False, "locktransforms": False, "name": name,
-           "origin": format_vector(origin), "parallaxDepth": "1.00000 1.00000", "perspective": False,
-           "scale": format_vector((1, 1, 1)), "size": format_vector(size), "solid": True, "visible": True}
-    if animationlayers:
-        doc["animationlayers"] = list(animationlayers)
-    return doc
-
-
-def model_layer_doc(id: int, name: str, model: str, origin) -> dict:
-    """A 3D model layer naming its `.mdl`, with the keys of the model layers of the public projects."""
-    return {"angles": format_vector((0, 0, 0)), "id": id, "locktransforms": False, "model": model, "name": name,
-            "origin": format_vector(origin), "parallaxDepth": "1.00000 1.00000", "perspective": False,
-            "scale": format_vector((1, 1, 1))}
-
-
-def animation_layer_doc(id: int, clip: int, name: str, visible: bool = True) -> dict:
-    """One animation layer playing MDLA clip `clip` at its own rate, fully weighted, not additive."""
-    return {"additive": False, "animation": clip, "blend": 1.0, "blendin": 0.0, "blendout": 0.0, "id": id,
-            "name": name, "rate": 1.0, "visible": visible}
-
-
-def converted_project(title: str, layer: dict, width: int = 1920, height: int = 1080) -> tuple[bytes, bytes]:
-    """project.json and scene.json of a one-layer project (the layer centred on a `width` × `height` scene)."""
-    return format_json(project_doc(title)), format_json(scene_doc(width, height, [layer]))

@@ -1,4 +1,4 @@
-"""Wallpaper Engine puppets/models and textures in Blender: file → records → core → bpy and back.
+"""Wallpaper Engine puppets and models in Blender: file → records → core → bpy and back.
 
 Import is one transaction: the file is read and mapped (texture included) before the first datablock is
 created, and everything created is removed if building fails. On top of the shared bridge it adds what only
@@ -14,29 +14,27 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-import zlib
 
 import bpy
 import numpy as np
 from mathutils import Matrix
 
-from ..blender import action as baction
-from ..blender import material as bmat
-from ..blender import scene as bscene
-from ..core import model as cm
-from ..core.errors import ExportError, FormatError
-from ..core.fileio import output_path, read_bytes, write_atomic
-from ..core.naming import NameAllocator, safe_file_name
-from ..core.png import encode_png
-from . import blender_sheet, convert, mdl, project, tex
+from ...blender import action as baction
+from ...blender import scene as bscene
+from ...core import model as cm
+from ...core.errors import ExportError, FormatError
+from ...core.fileio import output_path, read_bytes, write_atomic
+from ...core.naming import NameAllocator, safe_file_name
+from ..texture.material import material_doc
+from ..texture.blender_io import first_image, keep_texture, texture_bytes
+from . import convert, mdl, project_docs
+from .units import UNITS_PER_METRE
 
 PROP = "skinbridge_we"
 ATTACHMENT_PROP = "skinbridge_we_attachment"
 MODEL_PROP = "skinbridge_we_model"  # the file-level extras, on the armature (or the first mesh of a static model)
 # on each imported mesh object: the file's vertex records and index list (bytes), written again where unchanged
 RECORD_PROPS = (("skinbridge_we_vertices", convert.VERTEX_BYTES), ("skinbridge_we_indices", convert.INDEX_BYTES))
-TEX_PROP, TEX_KEY_PROP = "skinbridge_we_tex", "skinbridge_we_tex_pixels"  # on an image: its `.tex`, a pixel digest
 _ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "actions")
 
 
@@ -53,12 +51,13 @@ def _tail_matrix(bone) -> np.ndarray:
 
 def _add_attachments(context, arm_ob, scene: cm.Scene, created: list) -> None:
     x = scene.extras.get(convert.KEY) or {}
-    scale = float(x.get("scale", convert.DEFAULT_SCALE))
+    metres_per_unit = float(x.get(convert.SCALE_KEY, convert.METRES_PER_UNIT))
     names = [b.name for b in scene.skeleton.bones]
     binds = scene.skeleton.binds()
     collection = context.view_layer.active_layer_collection.collection
     kept = x.get("attachments", [])
-    for raw, (name, bone, local) in zip(kept, convert.attachment_matrices(kept, scene.skeleton, scale)):
+    for raw, (name, bone, local) in zip(kept, convert.attachment_matrices(kept, scene.skeleton,
+                                                                                      metres_per_unit)):
         ob = bpy.data.objects.new(name or "Attachment", None)
         created.append(ob)
         ob.empty_display_type = "ARROWS"
@@ -73,13 +72,14 @@ def _add_attachments(context, arm_ob, scene: cm.Scene, created: list) -> None:
         ob[ATTACHMENT_PROP] = json.dumps(raw)
 
 
-def import_wepuppet(context, path: str, scale: float = convert.DEFAULT_SCALE,
+def import_wepuppet(context, path: str, metres_per_unit: float = convert.METRES_PER_UNIT,
                     with_animations: bool = True) -> bscene.ImportResult:
-    if not scale > 0:
-        raise FormatError(f"scale {scale} is not positive")
+    """The `.mdl` at `path` built in Blender, `metres_per_unit` Blender metres per image pixel; atomic."""
+    if not metres_per_unit > 0:
+        raise FormatError(f"metres per unit {metres_per_unit} is not positive")
     model = mdl.read(read_bytes(path))
     name = os.path.splitext(os.path.basename(path))[0]
-    core_scene, warnings = convert.to_scene(model, name, scale, path=path, with_animations=with_animations)
+    core_scene, warnings = convert.to_scene(model, name, metres_per_unit, path=path, with_animations=with_animations)
     before = bscene.snapshot_ids(_ID_COLLECTIONS)
     try:
         result = bscene.build_scene(context, core_scene, name, os.path.dirname(os.path.abspath(path)))
@@ -94,7 +94,7 @@ def import_wepuppet(context, path: str, scale: float = convert.DEFAULT_SCALE,
             x = dict(cmat.extras.get(convert.KEY, {}))
             texture_file = x.pop("texture_file", None)
             mat[PROP] = json.dumps(x)
-            img = _first_image([mat]) if texture_file else None
+            img = first_image([mat]) if texture_file else None
             if img is not None:
                 keep_texture(img, read_bytes(texture_file))
         target = arm_ob if arm_ob is not None else (meshes[0] if meshes else None)
@@ -123,104 +123,8 @@ def import_wepuppet(context, path: str, scale: float = convert.DEFAULT_SCALE,
 
 
 def blender_import(context, path: str, options=None) -> list[str]:
-    # convert's --scale is the PMX target's units per metre: puppets come in at their own default scale
-    return import_wepuppet(context, path, convert.DEFAULT_SCALE).warnings
-
-
-def import_texture(context, path: str) -> tuple[object, list[str]]:
-    """A `.tex` as a packed Blender image (its first image's top mip); a sprite sheet or an embedded GIF as an
-    image sequence of its frames (blender_sheet.py)."""
-    raw = read_bytes(path)
-    t = tex.read(raw)
-    if not t.images or not t.images[0]:
-        raise FormatError("texture holds no image", None, "image count")
-    name = os.path.splitext(os.path.basename(path))[0]
-    warnings = list(t.warnings)
-    if tex.is_gif(t):
-        return _keep_imported(blender_sheet.import_gif(context, t, name), name, raw), warnings
-    if t.flags & tex.FLAG_SPRITE and t.frames:
-        try:
-            img = blender_sheet.import_sheet(context, t, name)
-        except (FormatError, OSError) as e:
-            warnings.append(f"sprite sheet shown as its whole image, not as frames: {e}")
-        else:
-            return _keep_imported(img, name, raw), warnings
-    if t.image_format != -1:
-        data = tex.mip_bytes(t, 0, 0)
-    else:
-        data = encode_png(tex.image_pixels(t), level=1)
-    img = bpy.data.images.load_from_memory(data) if hasattr(bpy.data.images, "load_from_memory") else None
-    if img is None:
-        with tempfile.TemporaryDirectory() as d:
-            p = os.path.join(d, safe_file_name(name) + ".png")
-            with open(p, "wb") as f:
-                f.write(data)
-            img = bpy.data.images.load(p)
-            img.pack()
-    return _keep_imported(img, name, raw), warnings
-
-
-def _keep_imported(img, name: str, raw: bytes):
-    """The imported image named and keeping its `.tex`; removed again on any failure (import is atomic)."""
-    try:
-        if not img.size[0] or not img.size[1]:  # an image file Blender cannot read loads as 0×0, not as an error
-            raise FormatError("the embedded image file is not one Blender reads", None, "image format")
-        img.name = name
-        keep_texture(img, raw)
-        bscene.failure_point("done")
-    except BaseException:  # atomic: a failure after the image exists takes it away again
-        bpy.data.images.remove(img)
-        raise
-    return img
-
-
-def _rgba_of(img) -> np.ndarray:
-    """(h, w, 4) uint8 rows top first: the image as a `.tex` stores it."""
-    w, h = img.size
-    px = np.empty(w * h * 4, np.float32)
-    img.pixels.foreach_get(px)
-    return np.clip(np.round(px.reshape(h, w, 4)[::-1] * 255), 0, 255).astype(np.uint8)
-
-
-def _pixels_key(rgba: np.ndarray) -> str:
-    return f"{rgba.shape[1]}x{rgba.shape[0]}:{zlib.crc32(rgba.tobytes()):08x}"
-
-
-def keep_texture(img, raw: bytes) -> None:
-    """The `.tex` a Blender image came from, written again while the image's pixels are unchanged."""
-    img[TEX_PROP] = raw
-    img[TEX_KEY_PROP] = _pixels_key(_rgba_of(img))
-
-
-def texture_bytes(img, lz4: bool = True) -> tuple[bytes, list[str]]:
-    """A Blender image as a `.tex`: the file it came from while its pixels are unchanged; else encoded in that
-    file's format and flags where we have an encoder (R8, RG88, RGBA8888), RGBA8888 with a warning otherwise,
-    LZ4 where that file used it (`lz4` for an image of no file)."""
-    raw = img.get(TEX_PROP)
-    if isinstance(raw, bytes) and blender_sheet.sheet_info(img) is not None:
-        return blender_sheet.sheet_bytes(img, raw)
-    rgba = _rgba_of(img)
-    if not isinstance(raw, bytes):
-        return tex.write(tex.from_rgba(rgba, lz4=lz4)), []
-    if img.get(TEX_KEY_PROP) == _pixels_key(rgba):
-        return raw, []
-    kept = tex.read(raw)
-    warnings = []
-    fmt = kept.format if kept.image_format == -1 else -1
-    if fmt not in tex.ENCODED_FORMATS:
-        what = tex.FORMAT_NAMES.get(fmt, "an embedded image file") if fmt != -1 else "an embedded image file"
-        warnings.append(f"image {img.name!r}: changed, and {what} has no encoder here: written as RGBA8888")
-        fmt = tex.FORMAT_RGBA8888
-    flags = kept.flags
-    if flags & tex.FLAG_SPRITE:
-        warnings.append(f"image {img.name!r}: changed: its sprite-sheet frames are not written")
-        flags &= ~tex.FLAG_SPRITE
-    lz4 = any(m.lz4 for mips in kept.images for m in mips)
-    return tex.write(tex.from_rgba(rgba, lz4=lz4, flags=flags, fmt=fmt)), warnings
-
-
-def blender_import_tex(context, path: str, options=None) -> list[str]:
-    return import_texture(context, path)[1]
+    # `convert` imports with the import options' defaults (FormatSpec.import_options)
+    return import_wepuppet(context, path).warnings
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -230,7 +134,7 @@ def _json_prop(idblock, prop: str = PROP) -> dict:
     return bscene.json_prop(idblock, prop)
 
 
-def _attachments(arm_ob, skel: cm.Skeleton, scale: float) -> list:
+def _attachments(arm_ob, skel: cm.Skeleton, metres_per_unit: float) -> list:
     index = {b.name: i for i, b in enumerate(skel.bones)}
     binds = skel.binds()
     out = []
@@ -247,7 +151,7 @@ def _attachments(arm_ob, skel: cm.Skeleton, scale: float) -> list:
         except ValueError:
             pass
         if kept.get("matrix"):
-            exact = convert.to_core_matrix(convert.column_major(kept["matrix"]), scale, False)
+            exact = convert.to_core_matrix(convert.column_major(kept["matrix"]), metres_per_unit, False)
             if np.abs(exact - local).max() <= 1e-4 * max(1.0, np.abs(exact).max()):
                 local = exact
         out.append((str(kept.get("name", ob.name)) if kept.get("name") is not None else ob.name, i, local))
@@ -273,8 +177,11 @@ def _undeformed_positions(ob, cmesh: cm.Mesh) -> None:
         cmesh.positions = (co.reshape(-1, 3)[source].astype(np.float64) @ m[:3, :3].T + m[:3, 3]).astype(np.float32)
 
 
-def gather_model(context, wide: bool = False, scale: float | None = None, selected_only: bool = False,
+def gather_model(context, wide: bool = False, metres_per_unit: float | None = None, selected_only: bool = False,
                  keep: bool = True) -> tuple[mdl.Model, list[str]]:
+    """The visible model (or the selected one) as records: `wide` MDLV0023 with 80-byte vertices; Blender metres
+    per image pixel `metres_per_unit` (None: as the model was imported, else the import's default); `keep` what
+    the import kept of the file (its versions, vertex records, padding)."""
     meshes, arm_ob = bscene.exportable_objects(context, selected_only)
     holder = arm_ob if arm_ob is not None else (meshes[0] if meshes else None)
     kept_format = ((_json_prop(holder, MODEL_PROP).get("mesh_extras") or [{}])[0].get("format")
@@ -300,10 +207,11 @@ def gather_model(context, wide: bool = False, scale: float | None = None, select
             path = _json_prop(ob.data.materials[0]).get("path")
             cmesh.extras[convert.KEY] = {"materials": [path or f"materials/{ob.data.materials[0].name}.json"]}
     x = core_scene.extras.get(convert.KEY) or {}
-    use_scale = float(scale if scale is not None else x.get("scale", convert.DEFAULT_SCALE))
+    if metres_per_unit is None:
+        metres_per_unit = float(x.get(convert.SCALE_KEY, convert.METRES_PER_UNIT))
     attachments = None
     if arm_ob is not None and core_scene.skeleton is not None:
-        attachments = _attachments(arm_ob, core_scene.skeleton, use_scale)
+        attachments = _attachments(arm_ob, core_scene.skeleton, metres_per_unit)
         actions = baction.armature_actions(arm_ob)  # bpy.data order is by name: put the file's clip order back
         actions.sort(key=lambda a: (0, _json_prop(a)["index"]) if isinstance(_json_prop(a).get("index"), int)
                      else (1, 0))
@@ -314,19 +222,26 @@ def gather_model(context, wide: bool = False, scale: float | None = None, select
             if kept:
                 anim.extras[convert.KEY] = kept
             core_scene.animations.append(anim)
-    model, more = convert.from_scene(core_scene, wide=wide, scale=use_scale, keep=keep,
+    model, more = convert.from_scene(core_scene, wide=wide, metres_per_unit=metres_per_unit, keep=keep,
                                      fps=baction.fps_of(context.scene), attachments=attachments)
     return model, warnings + more
 
 
-def export_wepuppet(context, path: str, wide: bool = False, scale: float | None = None,
+def export_wepuppet(context, path: str, units_per_metre: float | None = UNITS_PER_METRE, layout_format: str = "KEEP",
                     selected_only: bool = False, project_files: bool = False, written: list | None = None,
                     report: dict | None = None) -> list[str]:
-    """Write the visible model to `path`. `wide`: MDLV0023 with 80-byte vertices (unverified against Wallpaper
-    Engine). `project_files`: also models/<name>.json, materials/<name>.tex and materials/<name>.json beside
-    the folder of `path` (one material file per Blender material); `written` gets the paths of those files,
-    `report` the model written ("model") and the pixel size of the first texture written ("image_size")."""
-    model, warnings = gather_model(context, wide, scale, selected_only, keep=not wide)
+    """Write the visible model to `path`: what File › Export and `convert --to wepuppet` (`export_target`) both
+    run, with the options of the wepuppet spec (io_wepuppet/__init__.py). `units_per_metre`: image pixels per
+    Blender metre written (None: as the model was imported, else the default). `layout_format` "WIDE": MDLV0023
+    with 80-byte vertices (unverified against Wallpaper Engine); "KEEP": the imported file's layout, else
+    MDLV0013. `project_files`: also models/<name>.json, materials/<name>.tex and materials/<name>.json beside the
+    folder of `path` (one material file per Blender material); `written` gets the paths of those files, `report`
+    the model written ("model") and the pixel size of the first texture written ("image_size")."""
+    if units_per_metre is not None and not 0 < units_per_metre < float("inf"):
+        raise ExportError(f"units per metre {units_per_metre} is not a positive number")
+    wide = layout_format == "WIDE"
+    metres_per_unit = None if units_per_metre is None else 1.0 / units_per_metre
+    model, warnings = gather_model(context, wide, metres_per_unit, selected_only, keep=not wide)
     sources = _project_materials(context, path, model, selected_only) if project_files else {}
     data = convert.write_model(model)
     bscene.failure_point("write")
@@ -361,17 +276,6 @@ def _project_materials(context, path: str, model: mdl.Model, selected_only: bool
     return {renamed[old]: by_path.get(old) for old in distinct}
 
 
-def _first_image(materials):
-    for mat in materials:
-        if mat is None or mat.node_tree is None:
-            continue
-        for node in mat.node_tree.nodes:
-            if node.type == "TEX_IMAGE" and node.image is not None and node.image.size[0] \
-                    and not bmat.is_placeholder(node.image):
-                return node.image
-    return None
-
-
 def _project_stem(path: str) -> str:
     name = safe_file_name(os.path.splitext(os.path.basename(path))[0])
     return (name[:-len("_puppet")] if name.endswith("_puppet") else name) or "puppet"
@@ -391,9 +295,9 @@ def write_project_files(context, path: str, model: mdl.Model, sources: dict | No
     if not sources:
         meshes, _ = bscene.exportable_objects(context)
         sources = {f"materials/{stem}.json": next((m for ob in meshes for m in ob.data.materials if m), None)}
-    for material, mat in sources.items():
-        mat_stem = os.path.splitext(os.path.basename(material))[0]
-        img = _first_image([mat])
+    for material_file, mat in sources.items():
+        mat_stem = os.path.splitext(os.path.basename(material_file))[0]
+        img = first_image([mat])
         if img is not None:
             data, more = texture_bytes(img)
             warnings += more
@@ -403,10 +307,8 @@ def write_project_files(context, path: str, model: mdl.Model, sources: dict | No
             write_atomic(written[-1], data)
         else:
             warnings.append(f"no image on the exported material: materials/{mat_stem}.tex not written")
-        doc = {"passes": [{"blending": "translucent", "cullmode": "nocull", "depthtest": "disabled",
-                           "depthwrite": "disabled", "shader": "genericimage2", "textures": [mat_stem]}]}
         written.append(os.path.join(root, "materials", mat_stem + ".json"))
-        write_atomic(written[-1], json.dumps(doc, indent=1).encode("utf-8"))
+        write_atomic(written[-1], json.dumps(material_doc(mat_stem), indent=1).encode("utf-8"))
     model_json = {"autosize": True, "material": next(iter(sources)),
                   "puppet": f"models/{name}.mdl" if model.skeleton is not None else None}
     if model_json["puppet"] is None:
@@ -420,15 +322,19 @@ def write_project_files(context, path: str, model: mdl.Model, sources: dict | No
     return warnings
 
 
-def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
+def export_target(context, outdir: str, name: str, options=None) -> tuple[list[str], list[str]]:
     """`convert --to wepuppet`: OUTDIR/models/NAME_puppet.mdl with models/NAME.json, materials/NAME.json and
     materials/NAME.tex (with several materials: materials/<material>.json and .tex each), and OUTDIR/project.json
-    and scene.json showing it."""
+    and scene.json showing it. `options` (app/options.py ConvertOptions): the wepuppet spec's `units_per_metre`
+    and `layout_format`, as the export operator passes them to `export_wepuppet`; None: their defaults (a
+    project export with no project imported). The project files are always written."""
     stem = _project_stem(name)
     path = output_path(outdir, os.path.join("models", stem + "_puppet.mdl"))
     written = [path]
     report: dict = {}
-    warnings = export_wepuppet(context, path, project_files=True, written=written, report=report)
+    chosen = {} if options is None else {"units_per_metre": options.units_per_metre,
+                                         "layout_format": options.layout_format}
+    warnings = export_wepuppet(context, path, **chosen, project_files=True, written=written, report=report)
     written += write_converted_project(outdir, stem, os.path.basename(path), report)
     return written, warnings
 
@@ -440,14 +346,14 @@ def write_converted_project(outdir: str, stem: str, model_file: str, report: dic
     model: mdl.Model = report["model"]
     centre = (960.0, 540.0, 0.0)
     if model.skeleton is None:
-        layer = project.model_layer_doc(1, stem, f"models/{model_file}", centre)
+        layer = project_docs.model_layer_doc(1, stem, f"models/{model_file}", centre)
     else:
         clips = model.animations.clips if model.animations is not None else []
-        anim = [project.animation_layer_doc(2 + k, int(c.id), c.name, k == 0) for k, c in enumerate(clips)]
+        anim = [project_docs.animation_layer_doc(2 + k, int(c.id), c.name, k == 0) for k, c in enumerate(clips)]
         size = report.get("image_size") or _mesh_size(model)
-        layer = project.puppet_layer_doc(1, stem, f"models/{stem}.json", centre, size, anim)
-    project_bytes, scene_bytes = project.converted_project(stem, layer)
-    out = [output_path(outdir, project.PROJECT_FILE), output_path(outdir, project.SCENE_FILE)]
+        layer = project_docs.puppet_layer_doc(1, stem, f"models/{stem}.json", centre, size, anim)
+    project_bytes, scene_bytes = project_docs.converted_project(stem, layer)
+    out = [output_path(outdir, project_docs.PROJECT_FILE), output_path(outdir, project_docs.SCENE_FILE)]
     write_atomic(out[0], project_bytes)
     write_atomic(out[1], scene_bytes)
     return out
@@ -460,46 +366,3 @@ def _mesh_size(model: mdl.Model) -> tuple[float, float]:
                  if len(m.vertices)), key=lambda r: float(r.max()), default=np.array([50.0, 50.0]))
     return float(np.ceil(2 * reach[0])), float(np.ceil(2 * reach[1]))
 
-
-def _exportable_image(img) -> bool:
-    return img.type not in ("RENDER_RESULT", "COMPOSITING") and not bmat.is_placeholder(img) and \
-        bool(img.size[0] and img.size[1])
-
-
-def texture_to_export(context, name: str = ""):
-    """The image a `.tex` export writes: the one named `name`; else the image editor's; else the active
-    object's active material's; else the only image imported from a `.tex` (the only image at all when none
-    was). Several candidates and none chosen: refused, naming them, since writing an arbitrary one would be a
-    silent guess."""
-    if name:
-        img = bpy.data.images.get(name)
-        if img is None:
-            known = ", ".join(repr(i.name) for i in bpy.data.images if _exportable_image(i)) or "none"
-            raise ExportError(f"no image named {name!r} (images: {known})")
-        return img
-    space = getattr(context, "space_data", None)
-    img = getattr(space, "image", None) if space is not None else None
-    if img is not None and _exportable_image(img):
-        return img
-    ob = getattr(context, "active_object", None)
-    img = _first_image([ob.active_material]) if ob is not None and ob.active_material is not None else None
-    if img is not None:
-        return img
-    candidates = [i for i in bpy.data.images if _exportable_image(i)]
-    pool = [i for i in candidates if isinstance(i.get(TEX_PROP), bytes)] or candidates
-    if len(pool) == 1:
-        return pool[0]
-    if not pool:
-        raise ExportError("no image to export")
-    names = ", ".join(repr(i.name) for i in pool)
-    raise ExportError(f"{len(pool)} images could be exported ({names}): choose one with Image (image=...)")
-
-
-def export_texture(image, path: str, lz4: bool = False) -> list[str]:
-    """A Blender image as a `.tex` (`texture_bytes`; `lz4` for an image that came from no `.tex`)."""
-    w, h = image.size
-    if not (w and h) and blender_sheet.sheet_info(image) is None:  # a sheet whose frame files are gone: its .tex
-        raise ExportError(f"image {image.name!r} has no pixels")
-    data, warnings = texture_bytes(image, lz4)
-    write_atomic(path, data)
-    return warnings

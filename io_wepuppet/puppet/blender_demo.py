@@ -9,10 +9,11 @@ import time
 
 import numpy as np
 
-from ..core.fileio import write_atomic
-from ..core.formatspec import DemoRow
-from ..core.skinning import evaluate_animation, skin_mesh
-from . import blender_io, convert, mdl, sample, tex
+from ...core.fileio import write_atomic
+from ...core.formatspec import DemoRow
+from ...core.skinning import evaluate_animation, skin_mesh
+from ..texture import tex
+from . import blender_io, convert, mdl, sample
 
 
 def _deform_error(model: mdl.Model) -> float:
@@ -33,7 +34,7 @@ def _deform_error(model: mdl.Model) -> float:
         skin = world @ np.linalg.inv(world_bind)
         p = np.concatenate([v["position"].astype(np.float64), np.ones((len(v), 1))], axis=1)
         moved = np.einsum("vk,vkij,vj->vi", v["weights"].astype(np.float64), skin[v["joints"].astype(np.int64)], p)
-        ref = convert.DEFAULT_SCALE * moved[:, :3] @ convert.AXES.T
+        ref = convert.METRES_PER_UNIT * moved[:, :3] @ convert.AXES.T
         ours = skin_mesh(mesh, scene.skeleton, evaluate_animation(scene.skeleton, anim, k / float(clip.fps)))
         worst = max(worst, float(np.abs(ours - ref).max()) / diag)
     return worst

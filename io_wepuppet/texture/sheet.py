@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..core.errors import ExportError
+from ...core.errors import ExportError
 from . import tex
 
 

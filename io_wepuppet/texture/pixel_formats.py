@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.errors import ExportError, FormatError
+from ...core.errors import ExportError, FormatError
 
 FORMAT_RGB888, FORMAT_RGB565 = 1, 2
 FORMAT_RG1616F, FORMAT_R16F, FORMAT_BC7, FORMAT_RGBA1010102, FORMAT_RGBA16161616F, FORMAT_RGB161616F = range(10, 16)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.binary import Reader
-from ..core.errors import FormatError
+from ...core.binary import Reader
+from ...core.errors import FormatError
 
 ZERO_DELAY = 0.1  # seconds a frame of delay 0 is shown
 MAX_CODE_BITS = 12

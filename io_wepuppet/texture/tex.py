@@ -10,7 +10,7 @@ Layout: docs/wallpaper_engine.md §5 (RePKG's texture reader, CaptSilver's TEXB0
 Records keep every mip's bytes as stored (compressed ones compressed), so read → write is byte-identical.
 Decoding is separate: `mip_pixels` LZ4-decompresses (our own block decoder) and then decodes DXT1/3/5 (palette values
 rounded as Blender's own DDS loader rounds them, so a texture looks the same either way),
-RGBA8888, RG88 (luminance + alpha), R8 (grey) and the formats of tex_formats.py (BC7 in bc7.py) to RGBA8 rows,
+RGBA8888, RG88 (luminance + alpha), R8 (grey) and the formats of pixel_formats.py (BC7 in bc7.py) to RGBA8 rows,
 top row first as stored. `sprite_frames` cuts a sprite sheet into its frames. Mips whose
 FreeImageFormat is not −1 are whole image files (PNG, JPEG, ...) and are only handed on as bytes.
 
@@ -24,13 +24,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.binary import Reader, Writer
-from ..core.errors import ExportError, FormatError
-from . import bc7, tex_formats
+from ...core.binary import Reader, Writer
+from ...core.errors import ExportError, FormatError
+from ...core.png import encode_png
+from . import bc7, pixel_formats
 
 MAGIC = b"TEXV"
 FORMAT_RGBA8888, FORMAT_DXT5, FORMAT_DXT3, FORMAT_DXT1, FORMAT_RG88, FORMAT_R8 = 0, 4, 6, 7, 8, 9
-FORMAT_NAMES = {0: "RGBA8888", 4: "DXT5", 6: "DXT3", 7: "DXT1", 8: "RG88", 9: "R8", **tex_formats.NAMES}
+FORMAT_NAMES = {0: "RGBA8888", 4: "DXT5", 6: "DXT3", 7: "DXT1", 8: "RG88", 9: "R8", **pixel_formats.NAMES}
 FLAG_SPRITE = 4  # the one flag bit that changes the layout; the others (1, 2, 32) are kept as read
 FLAG_VIDEO = 32
 FIF_GIF = 25  # FreeImage's number for GIF: Blender reads no GIF, so such a mip is decoded by gif.py
@@ -38,8 +39,8 @@ CONTAINERS = ("TEXB0001", "TEXB0002", "TEXB0003", "TEXB0004")
 SPRITE_TAGS = ("TEXS0001", "TEXS0002", "TEXS0003")
 LZ4_MAX_RATIO = 255  # one LZ4 input byte yields at most 255 output bytes (a run-length byte)
 MIN_AUTO_MIP = 8  # make_mips stops above this side unless told a level count
-MAX_SIDE = 1 << 15
-DXT_CHUNK = 1 << 14  # blocks decoded per pass  # a mip side above this is not a texture: refused before anything is sized from it
+MAX_SIDE = 1 << 15  # a mip side above this is not a texture: refused before anything is sized from it
+DXT_CHUNK = 1 << 14  # blocks decoded per pass
 
 
 @dataclass
@@ -394,10 +395,10 @@ def decode_pixels(data: bytes, width: int, height: int, fmt: int) -> np.ndarray:
     """Raw (decompressed) mip bytes → (height, width, 4) uint8 RGBA, rows top first."""
     if fmt in (FORMAT_DXT1, FORMAT_DXT3, FORMAT_DXT5):
         return decode_dxt(data, width, height, fmt)
-    if fmt == tex_formats.FORMAT_BC7:
+    if fmt == pixel_formats.FORMAT_BC7:
         return bc7.decode(data, width, height)
-    if fmt in tex_formats.ENCODED:
-        return tex_formats.to_rgba8(tex_formats.decode_values(data, width, height, fmt))
+    if fmt in pixel_formats.ENCODED:
+        return pixel_formats.to_rgba8(pixel_formats.decode_values(data, width, height, fmt))
     channels = {FORMAT_RGBA8888: 4, FORMAT_RG88: 2, FORMAT_R8: 1}[fmt]
     need = width * height * channels
     if len(data) < need:
@@ -457,6 +458,16 @@ def image_pixels(t: Texture, image: int = 0) -> np.ndarray:
     return px
 
 
+def image_file(t: Texture) -> bytes:
+    """The first image's top mip as a file Blender reads: the stored image file (PNG, JPEG, ...) as it is, else
+    its pixels as PNG (a 4096² image: speed over size)."""
+    if not t.images or not t.images[0]:
+        raise FormatError("texture holds no image", None, "image count")
+    if t.image_format != -1:
+        return mip_bytes(t, 0, 0)
+    return encode_png(image_pixels(t), level=1)
+
+
 def make_mips(level0: np.ndarray, levels: int | None = None) -> list[np.ndarray]:
     """The mip chain of an (h, w, 4) uint8 image as Wallpaper Engine makes it: each level the floor of the
     mean of the 2×2 blocks of the one above, an odd last row or column dropped."""
@@ -472,7 +483,7 @@ def make_mips(level0: np.ndarray, levels: int | None = None) -> list[np.ndarray]
 
 
 ENCODED_FORMATS = (FORMAT_RGBA8888, FORMAT_RG88, FORMAT_R8)  # what a changed Blender image is written in
-WRITTEN_FORMATS = ENCODED_FORMATS + tex_formats.ENCODED  # the raw formats `from_rgba` writes
+WRITTEN_FORMATS = ENCODED_FORMATS + pixel_formats.ENCODED  # the raw formats `from_rgba` writes
 
 
 def _channels(level: np.ndarray, fmt: int) -> np.ndarray:
@@ -500,8 +511,8 @@ def from_rgba(pixels: np.ndarray, levels: int | None = None, lz4: bool = False, 
     t = Texture(fmt, flags, tw, th, w, h, 0, "TEXB0003", -1)
     mips = []
     for level in make_mips(pixels, levels):
-        if fmt in tex_formats.ENCODED:
-            raw = tex_formats.encode_values(tex_formats.from_rgba8(level, fmt), fmt)
+        if fmt in pixel_formats.ENCODED:
+            raw = pixel_formats.encode_values(pixel_formats.from_rgba8(level, fmt), fmt)
         else:
             raw = np.ascontiguousarray(_channels(level, fmt)).tobytes()
         if lz4:

@@ -2,7 +2,7 @@
 
 The mapping, for puppets and static models alike:
 
-    file (x, y, z)  →  Blender (s·x, −s·z, s·y)        s = `scale`, default 0.01 (100 px = 1 m)
+    file (x, y, z)  →  Blender (s·x, −s·z, s·y)        s = `metres_per_unit`, default 0.01 (100 px = 1 m)
 
 so a puppet's image lies in Blender's XZ plane as the Front view shows it (image +Y is Blender +Z), Y-up static
 models come in upright, and the origin is the image centre. It is the proper rotation A (det +1, winding kept)
@@ -27,16 +27,20 @@ import os
 
 import numpy as np
 
-from ..core import model as cm
-from ..core import names
-from ..core.errors import ExportError, FormatError, Warnings, quiet_float_errors
-from ..core.fileio import read_bytes
-from ..core.transforms import matrix3_to_quat, quat_multiply, quat_to_matrix3, slerp
-from . import mdl, project, tex
-from ..core.png import encode_png
-from ..core.paths import texture_to_open
+from ...core import model as cm
+from ...core import names
+from ...core.errors import ExportError, FormatError, Warnings, quiet_float_errors
+from ...core.fileio import read_bytes
+from ...core.transforms import matrix3_to_quat, quat_multiply, quat_to_matrix3, slerp
+from ...core.paths import texture_to_open
+from ..texture import tex
+from ..texture.material import first_texture, loads
+from . import mdl
+from .units import METRES_PER_UNIT
 
-DEFAULT_SCALE = 0.01
+# the import's metres per image pixel, kept in the core extras (and so on the Blender armature) under this key:
+# "scale" since the first version, so that models saved in .blend files then are written at their own scale
+SCALE_KEY = "scale"
 AXES = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])  # file → Blender rotation A
 AXES_Q = matrix3_to_quat(AXES)  # w, x, y, z
 KEY = "we"
@@ -102,25 +106,25 @@ def world_binds(skeleton: mdl.Skeleton) -> np.ndarray:
     return world
 
 
-def axis_matrix(scale: float) -> np.ndarray:
+def axis_matrix(metres_per_unit: float) -> np.ndarray:
     g = np.eye(4)
-    g[:3, :3] = scale * AXES
+    g[:3, :3] = metres_per_unit * AXES
     return g
 
 
-def _unscale(scale: float) -> np.ndarray:
-    return np.diag([scale, scale, scale, 1.0])
+def _unscale(metres_per_unit: float) -> np.ndarray:
+    return np.diag([metres_per_unit, metres_per_unit, metres_per_unit, 1.0])
 
 
-def to_core_matrix(m, scale: float, root: bool) -> np.ndarray:
+def to_core_matrix(m, metres_per_unit: float, root: bool) -> np.ndarray:
     """A file matrix (world, or a root's local) or a non-root local matrix in core axes."""
-    left = axis_matrix(scale) if root else _unscale(scale)
-    return left @ np.asarray(m, np.float64) @ np.linalg.inv(_unscale(scale))
+    left = axis_matrix(metres_per_unit) if root else _unscale(metres_per_unit)
+    return left @ np.asarray(m, np.float64) @ np.linalg.inv(_unscale(metres_per_unit))
 
 
-def from_core_matrix(m, scale: float, root: bool) -> np.ndarray:
-    left = axis_matrix(scale) if root else _unscale(scale)
-    return np.linalg.inv(left) @ np.asarray(m, np.float64) @ _unscale(scale)
+def from_core_matrix(m, metres_per_unit: float, root: bool) -> np.ndarray:
+    left = axis_matrix(metres_per_unit) if root else _unscale(metres_per_unit)
+    return np.linalg.inv(left) @ np.asarray(m, np.float64) @ _unscale(metres_per_unit)
 
 
 def _f32_list(a) -> list[float]:
@@ -150,14 +154,13 @@ def find_texture(mdl_path: str, material: str) -> tuple[str | None, str | None]:
             tried.append(unsafe)
         elif os.path.isfile(json_path):
             try:
-                doc = project.loads(read_bytes(json_path, 1 << 24).decode("utf-8", "replace"))
-                name = doc["passes"][0]["textures"][0]
-                path, unsafe = texture_to_open(f"materials/{name}.tex", root)
-                if path is not None and os.path.isfile(path):
-                    return path, None
-                tried.append(path or unsafe)
-            except (ValueError, KeyError, IndexError, TypeError, OSError, FormatError):
-                tried.append(f"{json_path} (no passes[0].textures[0])")
+                name = first_texture(loads(read_bytes(json_path, 1 << 24).decode("utf-8", "replace")))
+            except (ValueError, OSError, FormatError):
+                name = None
+            path, unsafe = texture_to_open(f"materials/{name}.tex", root) if name is not None else (None, None)
+            if path is not None and os.path.isfile(path):
+                return path, None
+            tried.append(path or unsafe or f"{json_path} (no passes[0].textures[0])")
         else:
             tried.append(json_path)
     stem = os.path.splitext(os.path.basename(mdl_path))[0]
@@ -172,24 +175,19 @@ def find_texture(mdl_path: str, material: str) -> tuple[str | None, str | None]:
 
 def texture_png(path: str) -> bytes:
     """The first image's top mip of a `.tex` as PNG bytes (or the stored image file as it is)."""
-    t = tex.read(read_bytes(path))
-    if not t.images or not t.images[0]:
-        raise FormatError("texture holds no image", None, "image count")
-    if t.image_format != -1:
-        return tex.mip_bytes(t, 0, 0)
-    return encode_png(tex.image_pixels(t), level=1)  # a 4096² image: speed over size
+    return tex.image_file(tex.read(read_bytes(path)))
 
 
 # ------------------------------------------------------------------------------------------------------------
 # file → core
 
-def _mesh_to_core(mesh: mdl.Mesh, k: int, scale: float, n_bones: int, name: str, w: Warnings) -> cm.Mesh:
+def _mesh_to_core(mesh: mdl.Mesh, k: int, metres_per_unit: float, n_bones: int, name: str, w: Warnings) -> cm.Mesh:
     v = mesh.vertices
     names = v.dtype.names
     n = len(v)
     pos = v["position"] if "position" in names else (v["position4"][:, :3] if "position4" in names
                                                       else np.zeros((n, 3), np.float32))
-    positions = (np.asarray(pos, np.float64) @ (scale * AXES).T).astype(np.float32)
+    positions = (np.asarray(pos, np.float64) @ (metres_per_unit * AXES).T).astype(np.float32)
     idx = np.asarray(mesh.indices, np.int64)
     if len(idx) % 3:
         w.add(f"mesh {k}: {len(idx) % 3} trailing indices make no triangle and were dropped")
@@ -212,7 +210,8 @@ def _mesh_to_core(mesh: mdl.Mesh, k: int, scale: float, n_bones: int, name: str,
         out.colors.append(("Color", np.asarray(v["color"], np.float32)))
     if "joints" in names:
         joints = np.asarray(v["joints"], np.int64)
-        weights = np.asarray(v["weights"], np.float32) if "weights" in names else np.full(joints.shape, 0.25, np.float32)
+        weights = (np.asarray(v["weights"], np.float32) if "weights" in names
+                   else np.full(joints.shape, 0.25, np.float32))
         live = weights != 0
         if n_bones == 0:
             if live.any():
@@ -255,9 +254,9 @@ def _put_mesh_blocks(mesh: mdl.Mesh, blocks: dict) -> None:
                    for i, n, f, a, b in blocks.get("groups", [])]
 
 
-def _skeleton_to_core(sk: mdl.Skeleton, scale: float) -> tuple[cm.Skeleton, np.ndarray]:
+def _skeleton_to_core(sk: mdl.Skeleton, metres_per_unit: float) -> tuple[cm.Skeleton, np.ndarray]:
     world = world_binds(sk)
-    binds = axis_matrix(scale) @ world @ np.linalg.inv(_unscale(scale))
+    binds = axis_matrix(metres_per_unit) @ world @ np.linalg.inv(_unscale(metres_per_unit))
     skel = cm.Skeleton(name="Armature")
     if not np.isfinite(binds).all():
         i = int(np.flatnonzero(~np.isfinite(binds).reshape(len(binds), -1).all(axis=1))[0])
@@ -282,7 +281,7 @@ def _skeleton_to_core(sk: mdl.Skeleton, scale: float) -> tuple[cm.Skeleton, np.n
     return skel, world
 
 
-def clip_tracks(clip: mdl.Clip, skel: cm.Skeleton, scale: float) -> list[cm.Track]:
+def clip_tracks(clip: mdl.Clip, skel: cm.Skeleton, metres_per_unit: float) -> list[cm.Track]:
     """Per-bone core tracks of a clip: one key per sample at k / fps seconds."""
     fps = float(clip.fps)
     n = min(len(clip.track_flags), len(skel.bones))
@@ -291,7 +290,7 @@ def clip_tracks(clip: mdl.Clip, skel: cm.Skeleton, scale: float) -> list[cm.Trac
     times = np.arange(clip.length + 1, dtype=np.float64) / fps
     s = np.asarray(clip.samples[:n], np.float64)
     q = euler_xyz_to_quat(s[..., 3:6])
-    t = s[..., 0:3] * scale
+    t = s[..., 0:3] * metres_per_unit
     roots = np.array([skel.bones[i].parent < 0 for i in range(n)], bool)
     if roots.any():
         t[roots] = t[roots] @ AXES.T
@@ -300,7 +299,7 @@ def clip_tracks(clip: mdl.Clip, skel: cm.Skeleton, scale: float) -> list[cm.Trac
                      rotations=q[i], scale_times=times, scales=s[i, :, 6:9].copy()) for i in range(n)]
 
 
-def _clip_to_core(clip: mdl.Clip, skel: cm.Skeleton | None, scale: float, w: Warnings) -> cm.Animation:
+def _clip_to_core(clip: mdl.Clip, skel: cm.Skeleton | None, metres_per_unit: float, w: Warnings) -> cm.Animation:
     fps = float(clip.fps)
     if not (np.isfinite(fps) and fps > 0):
         raise FormatError(f"clip {clip.name!r}: fps {fps} is not a positive number", None, "clip fps")
@@ -310,7 +309,7 @@ def _clip_to_core(clip: mdl.Clip, skel: cm.Skeleton | None, scale: float, w: War
         w.add(f"clip {clip.name!r}: {len(clip.track_flags)} tracks for {n_bones} bones"
               + ("; the extra tracks were ignored" if len(clip.track_flags) > n_bones else ""))
     if skel is not None:
-        anim.tracks = clip_tracks(clip, skel, scale)
+        anim.tracks = clip_tracks(clip, skel, metres_per_unit)
     bad = ~np.isfinite(np.asarray(clip.samples, np.float64)).reshape(len(clip.track_flags), -1).all(axis=1) \
         if len(clip.track_flags) else np.zeros(0, bool)
     if bad.any():
@@ -337,7 +336,7 @@ def _name_places(model: mdl.Model) -> dict[str, int | str]:
 
 @names.cleaned(_name_places)
 @quiet_float_errors
-def to_scene(model: mdl.Model, name: str = "puppet", scale: float = DEFAULT_SCALE, path: str | None = None,
+def to_scene(model: mdl.Model, name: str = "puppet", metres_per_unit: float = METRES_PER_UNIT, path: str | None = None,
              with_animations: bool = True, textures: bool = True) -> tuple[cm.Scene, list[str]]:
     """Map records to a core Scene. `path`: the `.mdl`'s path, to find its texture. Values the layout allows
     but the meaning forbids import with a warning naming the element (non-finite values), or raise FormatError
@@ -347,21 +346,22 @@ def to_scene(model: mdl.Model, name: str = "puppet", scale: float = DEFAULT_SCAL
     scene = cm.Scene(name=name)
     sk = model.skeleton
     if sk is not None and len(sk.bones):
-        scene.skeleton, _ = _skeleton_to_core(sk, scale)
+        scene.skeleton, _ = _skeleton_to_core(sk, metres_per_unit)
         scene.skeleton.name = name
     n_bones = len(scene.skeleton.bones) if scene.skeleton else 0
     mat_index: dict[str, int] = {}
     for k, mesh in enumerate(model.meshes):
-        cmesh = _mesh_to_core(mesh, k, scale, n_bones, name if len(model.meshes) == 1 else f"{name}.{k:03d}", w)
+        mesh_name = name if len(model.meshes) == 1 else f"{name}.{k:03d}"
+        cmesh = _mesh_to_core(mesh, k, metres_per_unit, n_bones, mesh_name, w)
         slots = []
-        for material in mesh.materials[:1] or [""]:
-            if material not in mat_index:
-                mat_index[material] = len(scene.materials)
-                stem = os.path.splitext(material.replace("\\", "/").split("/")[-1])[0] or name
+        for material_file in mesh.materials[:1] or [""]:
+            if material_file not in mat_index:
+                mat_index[material_file] = len(scene.materials)
+                stem = os.path.splitext(material_file.replace("\\", "/").split("/")[-1])[0] or name
                 mat = cm.Material(name=stem, double_sided=True, alpha_mode="BLEND")
-                mat.extras[KEY] = {"path": material}
+                mat.extras[KEY] = {"path": material_file}
                 if textures and path is not None:
-                    found, why = find_texture(path, material)
+                    found, why = find_texture(path, material_file)
                     if found:
                         try:
                             mat.base_color_texture = cm.Texture(os.path.basename(found)[:-4] + ".png",
@@ -372,7 +372,7 @@ def to_scene(model: mdl.Model, name: str = "puppet", scale: float = DEFAULT_SCAL
                     else:
                         w.add(f"mesh {k}: {why}")
                 scene.materials.append(mat)
-            slots.append(mat_index[material])
+            slots.append(mat_index[material_file])
         cmesh.materials = slots
         scene.meshes.append(cmesh)
     for i, a in enumerate(model.attachments):
@@ -381,10 +381,10 @@ def to_scene(model: mdl.Model, name: str = "puppet", scale: float = DEFAULT_SCAL
     anims = model.animations
     if with_animations and anims is not None:
         for clip in anims.clips:
-            scene.animations.append(_clip_to_core(clip, scene.skeleton, scale, w))
+            scene.animations.append(_clip_to_core(clip, scene.skeleton, metres_per_unit, w))
     scene.extras[KEY] = {
         "tag": model.tag, "legacy_format": model.legacy_format, "materials_per_mesh": model.materials_per_mesh,
-        "scale": scale,
+        SCALE_KEY: metres_per_unit,
         "sections": [{"tag": s.tag} | _section_extras(s) for s in model.sections],
         "attachments": [{"bone": a.bone, "name": a.name, "matrix": _f32_list(a.matrix)} for a in model.attachments],
         "mesh_extras": [{"materials": list(m.materials), "flags": m.flags, "flags_extra": m.flags_extra,
@@ -407,7 +407,7 @@ def _project_fields(mdl_path: str) -> dict:
     stem = stem[:-len("_puppet")] if stem.endswith("_puppet") else stem
     json_path = os.path.join(os.path.dirname(os.path.abspath(mdl_path)), stem + ".json")
     try:
-        doc = project.loads(read_bytes(json_path, 1 << 24).decode("utf-8", "replace"))
+        doc = loads(read_bytes(json_path, 1 << 24).decode("utf-8", "replace"))
     except (OSError, ValueError, FormatError):
         return {}
     return {k: doc[k] for k in PROJECT_FIELDS if isinstance(doc, dict) and isinstance(doc.get(k), (str, list))}
@@ -433,12 +433,14 @@ def _section_extras(s: mdl.Section) -> dict:
     return {}
 
 
-def attachment_matrices(model_or_extras, skel: cm.Skeleton, scale: float) -> list[tuple[str, int, np.ndarray]]:
+def attachment_matrices(model_or_extras, skel: cm.Skeleton,
+                        metres_per_unit: float) -> list[tuple[str, int, np.ndarray]]:
     """(name, bone, matrix relative to the bone in core axes) of each attachment."""
     out = []
     for a in model_or_extras:
         m = column_major(np.asarray(a["matrix"], np.float64))
-        out.append((a["name"], int(a["bone"]), _unscale(scale) @ m @ np.linalg.inv(_unscale(scale))))
+        s = _unscale(metres_per_unit)
+        out.append((a["name"], int(a["bone"]), s @ m @ np.linalg.inv(s)))
     return out
 
 
@@ -483,7 +485,7 @@ def _same_rotation(a, b, tol) -> bool:
     return bool(np.all(np.abs(np.abs(np.sum(a * b, axis=-1)) - 1.0) <= tol))
 
 
-def _clip_samples(anim: cm.Animation, skel: cm.Skeleton, fps: float, length: int, scale: float) -> np.ndarray:
+def _clip_samples(anim: cm.Animation, skel: cm.Skeleton, fps: float, length: int, metres_per_unit: float) -> np.ndarray:
     """(bones, length + 1, 9) file samples of a core animation sampled at k / fps."""
     n = len(skel.bones)
     times = np.arange(length + 1, dtype=np.float64) / fps
@@ -502,7 +504,7 @@ def _clip_samples(anim: cm.Animation, skel: cm.Skeleton, fps: float, length: int
         if track.scales is not None and len(track.scales):
             s[i] = _interp(times, track.scale_times, track.scales)
     roots = np.array([b.parent < 0 for b in skel.bones], bool)
-    t = t / scale
+    t = t / metres_per_unit
     if roots.any():
         t[roots] = t[roots] @ AXES  # A⁻¹ = Aᵀ
         inv = AXES_Q * np.array([1.0, -1, -1, -1])
@@ -544,7 +546,7 @@ def key_rate(anim: cm.Animation) -> float | None:
     return None
 
 
-def _clip_from_core(anim: cm.Animation, skel: cm.Skeleton, scale: float, default_fps: float,
+def _clip_from_core(anim: cm.Animation, skel: cm.Skeleton, metres_per_unit: float, default_fps: float,
                     w: Warnings) -> mdl.Clip:
     x = anim.extras.get(KEY) or {}
     fps = float(x.get("fps") or anim.extras.get("fps") or key_rate(anim) or 0)
@@ -552,7 +554,7 @@ def _clip_from_core(anim: cm.Animation, skel: cm.Skeleton, scale: float, default
         fps = float(default_fps)
         w.add(f"clips whose keys lie on no one frame rate are sampled at {fps:g} fps")  # once for them all
     length = int(x["length"]) if "length" in x else max(int(round(anim.length * fps)), 1)
-    samples = _clip_samples(anim, skel, fps, length, scale)
+    samples = _clip_samples(anim, skel, fps, length, metres_per_unit)
     if "samples" in x:
         kept = np.frombuffer(base64.b64decode(x["samples"]), "<f4")
         if kept.size == samples.size:
@@ -577,7 +579,7 @@ def _clip_from_core(anim: cm.Animation, skel: cm.Skeleton, scale: float, default
                     reference=tuple(ref) if ref else None, events=events)
 
 
-def _bones_from_core(skel: cm.Skeleton, scale: float) -> list[mdl.Bone]:
+def _bones_from_core(skel: cm.Skeleton, metres_per_unit: float) -> list[mdl.Bone]:
     binds = skel.binds()
     order = skel.topological_order()
     if any(b.parent >= i for i, b in enumerate(skel.bones)):
@@ -586,9 +588,9 @@ def _bones_from_core(skel: cm.Skeleton, scale: float) -> list[mdl.Bone]:
     out = []
     for i, b in enumerate(skel.bones):
         if b.parent < 0:
-            local = from_core_matrix(binds[i], scale, True)
+            local = from_core_matrix(binds[i], metres_per_unit, True)
         else:
-            local = from_core_matrix(np.linalg.inv(binds[b.parent]) @ binds[i], scale, False)
+            local = from_core_matrix(np.linalg.inv(binds[b.parent]) @ binds[i], metres_per_unit, False)
         x = b.extras.get(KEY) or {}
         matrix = to_column_major(local).astype(np.float32)
         kept = x.get("matrix")
@@ -732,10 +734,10 @@ def _kept_indices(cmesh: cm.Mesh, tris: np.ndarray, kept: dict) -> np.ndarray | 
     return idx if np.array_equal(whole[proper].reshape(-1), tris) else None
 
 
-def _mesh_from_core(cmesh: cm.Mesh, fmt: int, scale: float, version: int, n_bones: int, k: int,
+def _mesh_from_core(cmesh: cm.Mesh, fmt: int, metres_per_unit: float, version: int, n_bones: int, k: int,
                     kept: dict) -> mdl.Mesh:
     n = len(cmesh.positions)
-    pos = np.asarray(cmesh.positions, np.float64) @ (AXES / scale)  # (A·s)⁻¹ = Aᵀ / s, applied to rows
+    pos = np.asarray(cmesh.positions, np.float64) @ (AXES / metres_per_unit)  # (A·s)⁻¹ = Aᵀ / s, applied to rows
     if not np.isfinite(pos).all():
         i = int(np.flatnonzero(~np.isfinite(pos).all(axis=1))[0])
         raise ExportError(f"mesh {cmesh.name!r} vertex {i}: position is not finite")
@@ -811,7 +813,7 @@ def _distinct_clip_ids(clips: list[mdl.Clip], kept: list[dict]) -> None:
             next_id += 1
 
 
-def from_scene(scene: cm.Scene, wide: bool = False, scale: float | None = None, keep: bool = True,
+def from_scene(scene: cm.Scene, wide: bool = False, metres_per_unit: float | None = None, keep: bool = True,
                fps: float = 30.0, attachments: list | None = None) -> tuple[mdl.Model, list[str]]:
     """A puppet/model record set for a core Scene (Blender axes). Default: narrow MDLV0013 (52-byte vertices)
     or, for a Scene imported from a `.mdl` (`keep`), that file's MDLV tag, format and section versions;
@@ -819,7 +821,7 @@ def from_scene(scene: cm.Scene, wide: bool = False, scale: float | None = None, 
     index, 4×4 matrix relative to the bone in core axes)."""
     w = Warnings()
     x = (scene.extras.get(KEY) or {}) if keep else {}
-    scale = float(scale if scale is not None else x.get("scale", DEFAULT_SCALE))
+    metres_per_unit = float(metres_per_unit if metres_per_unit is not None else x.get(SCALE_KEY, METRES_PER_UNIT))
     skel = scene.skeleton if scene.skeleton is not None and len(scene.skeleton.bones) else None
     skinned = skel is not None
     if wide:
@@ -846,7 +848,8 @@ def from_scene(scene: cm.Scene, wide: bool = False, scale: float | None = None, 
         kept = cmesh.extras.get(KEY) or (kept_meshes[k] if k < len(kept_meshes) else {})
         if not kept.get("materials") and cmesh.materials and cmesh.materials[0] < len(scene.materials):
             kept = {**kept, "materials": [_material_path(scene.materials[cmesh.materials[0]])]}
-        model.meshes.append(_mesh_from_core(cmesh, fmt, scale, version, len(skel.bones) if skel else 0, k, kept))
+        model.meshes.append(_mesh_from_core(cmesh, fmt, metres_per_unit, version, len(skel.bones) if skel else 0, k,
+                                            kept))
     model.materials_per_mesh = max([len(m.materials) for m in model.meshes] or [1])
     for m in model.meshes:
         m.materials = (m.materials + [""] * model.materials_per_mesh)[:model.materials_per_mesh]
@@ -871,17 +874,18 @@ def from_scene(scene: cm.Scene, wide: bool = False, scale: float | None = None, 
         if tables:
             links, constraints = int(s.get("links", 0)), int(s.get("constraints", 0))
         built["MDLS"] = mdl.Section(f"MDLS{sk_version:04d}", mdl.Skeleton(
-            sk_version, _bones_from_core(skel, scale), tables, links, constraints))
+            sk_version, _bones_from_core(skel, metres_per_unit), tables, links, constraints))
         if attachments is None:
-            attachments = attachment_matrices(x.get("attachments", []), skel, scale)
+            attachments = attachment_matrices(x.get("attachments", []), skel, metres_per_unit)
         if attachments:
             built["MDAT"] = mdl.Section("MDAT0001", [
-                mdl.Attachment(int(bone), str(name), to_column_major(from_core_matrix(m, scale, False)).astype("<f4"))
+                mdl.Attachment(int(bone), str(name),
+                               to_column_major(from_core_matrix(m, metres_per_unit, False)).astype("<f4"))
                 for name, bone, m in attachments])
         if scene.animations:
             a = kept_sections.get("MDLA", {})
             a_version = int(a.get("version", 1))
-            clips = [_clip_from_core(anim, skel, scale, fps, w) for anim in scene.animations]
+            clips = [_clip_from_core(anim, skel, metres_per_unit, fps, w) for anim in scene.animations]
             _distinct_clip_ids(clips, [anim.extras.get(KEY) or {} for anim in scene.animations])
             # the v2+ blocks hold one track per link and constraint of MDLS v2+, sized by the clip length
             if a_version > 1 and (not tables or any(not c.blocks for c in clips)):

@@ -2,8 +2,8 @@
 §7): one collection named after the project holding the camera and one object per layer at the layer's place.
 
 * image layer: a plane of the layer's size (else its texture's) with the texture of its material;
-* puppet layer: the puppet imported as `blender_io.import_wepuppet` imports a `.mdl` (its armature is the layer's
-  object);
+* puppet layer: the puppet imported as the puppet part's `import_wepuppet` imports a `.mdl` (its armature is the
+  layer's object);
 * model layer: the model imported likewise (its one top object, else an empty holding its objects);
 * particle, sound, text, light and group layers: an empty holding the layer's JSON; they and the effects of
   the other layers are kept, not shown, and listed in one warning.
@@ -28,12 +28,18 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from ..blender import action as baction
-from ..blender import scene as bscene
-from ..core.errors import ExportError, FormatError
-from ..core.fileio import makedirs, output_path, read_bytes, write_atomic
-from ..core.paths import texture_to_open
-from . import blender_io, blender_sheet, convert, project
+from ...blender import action as baction
+from ...blender import scene as bscene
+from ...core.errors import ExportError, FormatError
+from ...core.fileio import makedirs, output_path, read_bytes, write_atomic
+from ...core.paths import texture_to_open
+from ..puppet import blender_io as puppet_io
+from ..puppet import convert
+from ..puppet.units import METRES_PER_UNIT
+from ..texture import blender_io as texture_io
+from ..texture import blender_sheet
+from ..texture.material import first_texture, loads
+from . import project
 
 LAYER_PROP = "skinbridge_we_layer"  # on a layer's object: its scene.json entry as JSON text
 LAYER_INDEX_PROP = "skinbridge_we_layer_index"  # on a layer's object: its place in scene.json's objects
@@ -52,16 +58,16 @@ class ProjectResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def axes(scale: float) -> np.ndarray:
+def axes(metres_per_unit: float) -> np.ndarray:
     """A: scene pixels (x right, y up, z towards the viewer) → Blender metres, as convert maps a puppet."""
     a = np.eye(4)
-    a[:3, :3] = scale * convert.AXES
+    a[:3, :3] = metres_per_unit * convert.AXES
     return a
 
 
-def layer_matrix(layer: project.Layer, scale: float) -> np.ndarray:
+def layer_matrix(layer: project.Layer, metres_per_unit: float) -> np.ndarray:
     """The layer's matrix in Blender: A · layer.matrix() · A⁻¹ (its parent's space when it has a parent)."""
-    a = axes(scale)
+    a = axes(metres_per_unit)
     return a @ layer.matrix() @ np.linalg.inv(a)
 
 
@@ -80,7 +86,7 @@ def _json_at(root: str, raw: str, warnings: list[str], what: str) -> dict | None
         warnings.append(f"{what}: {raw!r} is not in the project folder (a Wallpaper Engine built-in file?)")
         return None
     try:
-        doc = project.loads(read_bytes(path, 1 << 24).decode("utf-8-sig"))
+        doc = loads(read_bytes(path, 1 << 24).decode("utf-8-sig"))
     except (ValueError, OSError, FormatError) as e:
         warnings.append(f"{what}: {raw!r} is not readable JSON: {e}")
         return None
@@ -89,14 +95,13 @@ def _json_at(root: str, raw: str, warnings: list[str], what: str) -> dict | None
 
 def _texture_path(root: str, model_doc: dict, warnings: list[str], what: str) -> str | None:
     """The `.tex` of an image layer: its model JSON's material → that material's first texture."""
-    material = _json_at(root, model_doc.get("material"), warnings, what)
-    try:
-        name = material["passes"][0]["textures"][0]
-    except (TypeError, KeyError, IndexError):
-        if material is not None:
+    doc = _json_at(root, model_doc.get("material"), warnings, what)
+    name = first_texture(doc)
+    if name is None:
+        if doc is not None:
             warnings.append(f"{what}: its material names no texture (passes[0].textures[0])")
         return None
-    path = _inside(root, f"materials/{name}.tex") if isinstance(name, str) else None
+    path = _inside(root, f"materials/{name}.tex")
     if path is None:
         warnings.append(f"{what}: texture materials/{name}.tex not found")
     return path
@@ -105,7 +110,7 @@ def _texture_path(root: str, model_doc: dict, warnings: list[str], what: str) ->
 # ------------------------------------------------------------------------------------------------------------
 # layers
 
-def _image_material(name: str, img) -> bpy.types.Material:
+def image_material(name: str, img) -> bpy.types.Material:
     mat = bpy.data.materials.new(name)
     if mat.node_tree is None:  # Blender 5 gives every new material a node tree
         mat.use_nodes = True
@@ -121,14 +126,15 @@ def _image_material(name: str, img) -> bpy.types.Material:
     return mat
 
 
-def _image_layer(context, root: str, layer: project.Layer, scale: float, warnings: list[str], props: dict):
+def _image_layer(context, root: str, layer: project.Layer, metres_per_unit: float, warnings: list[str],
+                 props: dict):
     what = f"image layer {layer.name!r}"
     model_doc = _json_at(root, layer.asset, warnings, what) or {}
     tex_path = _texture_path(root, model_doc, warnings, what) if model_doc else None
     img = None
     if tex_path is not None:
         try:
-            img, more = blender_io.import_texture(context, tex_path)
+            img, more = texture_io.import_texture(context, tex_path)
             img[TEX_PATH_PROP] = os.path.relpath(tex_path, root).replace(os.sep, "/")
             warnings += [f"{what}: {w}" for w in more]
         except (FormatError, OSError) as e:
@@ -143,10 +149,10 @@ def _image_layer(context, root: str, layer: project.Layer, scale: float, warning
     # the plane in the layer's own pixels, centred on its origin, mapped as puppet pixels are
     corners = np.array([[-w / 2, -h / 2, 0], [w / 2, -h / 2, 0], [w / 2, h / 2, 0], [-w / 2, h / 2, 0]])
     me = bpy.data.meshes.new(layer.name or "image")
-    me.from_pydata((corners @ (scale * convert.AXES).T).tolist(), [], [(0, 1, 2, 3)])
+    me.from_pydata((corners @ (metres_per_unit * convert.AXES).T).tolist(), [], [(0, 1, 2, 3)])
     uv = me.uv_layers.new(name="UVMap")
     uv.uv.foreach_set("vector", [0, 0, 1, 0, 1, 1, 0, 1])
-    me.materials.append(_image_material(layer.name or "image", img))
+    me.materials.append(image_material(layer.name or "image", img))
     ob = bpy.data.objects.new(layer.name or "image", me)
     context.view_layer.active_layer_collection.collection.objects.link(ob)
     return ob
@@ -173,7 +179,7 @@ def _clip_actions(arm_ob) -> dict[int, object]:
     """The armature's actions by the MDLA clip id each keeps."""
     out = {}
     for act in baction.armature_actions(arm_ob):
-        clip = bscene.json_prop(act, blender_io.PROP).get("id")
+        clip = bscene.json_prop(act, puppet_io.PROP).get("id")
         if isinstance(clip, int):
             out.setdefault(clip, act)
     return out
@@ -224,11 +230,11 @@ def _animation_tracks(context, arm_ob, layer: project.Layer, warnings: list[str]
     ad.action = None  # the tracks play the layers; an active action would replace them
 
 
-def _model_layer(context, root: str, layer: project.Layer, scale: float, warnings: list[str]):
+def _model_layer(context, root: str, layer: project.Layer, metres_per_unit: float, warnings: list[str]):
     path = _model_path(root, layer, warnings)
     if path is None:
         return None
-    result = blender_io.import_wepuppet(context, path, scale)
+    result = puppet_io.import_wepuppet(context, path, metres_per_unit)
     warnings += [f"{layer.kind} layer {layer.name!r}: {w}" for w in result.warnings]
     if result.armature is not None:
         _animation_tracks(context, result.armature, layer, warnings)
@@ -259,11 +265,12 @@ def _kept_note(layer: project.Layer) -> list[str]:
     return notes
 
 
-def _build_layer(context, root: str, layer: project.Layer, scale: float, warnings: list[str], props: dict):
+def _build_layer(context, root: str, layer: project.Layer, metres_per_unit: float, warnings: list[str],
+                 props: dict):
     if layer.kind == "image":
-        ob = _image_layer(context, root, layer, scale, warnings, props)
+        ob = _image_layer(context, root, layer, metres_per_unit, warnings, props)
     elif layer.kind in ("puppet", "model"):
-        ob = _model_layer(context, root, layer, scale, warnings)
+        ob = _model_layer(context, root, layer, metres_per_unit, warnings)
     else:
         ob = None
     if ob is None:  # kept as data, or its file is missing: the place and the JSON still come in
@@ -272,10 +279,10 @@ def _build_layer(context, root: str, layer: project.Layer, scale: float, warning
     return ob
 
 
-def _place(objects: list, layers: list[project.Layer], scale: float) -> None:
+def _place(objects: list, layers: list[project.Layer], metres_per_unit: float) -> None:
     by_id = {la.id: ob for la, ob in zip(layers, objects) if la.id is not None}
     for ob, layer in zip(objects, layers):
-        m = Matrix(layer_matrix(layer, scale).tolist())
+        m = Matrix(layer_matrix(layer, metres_per_unit).tolist())
         parent = by_id.get(layer.parent) if layer.parent is not None else None
         if parent is not None and parent is not ob:
             ob.parent = parent
@@ -291,7 +298,7 @@ def _place(objects: list, layers: list[project.Layer], scale: float) -> None:
 # ------------------------------------------------------------------------------------------------------------
 # the scene
 
-def _camera(context, scene: project.Scene, scale: float, collection):
+def _camera(context, scene: project.Scene, metres_per_unit: float, collection):
     """An orthographic camera looking along the scene's eye → centre over its width × height pixels, centred on
     the scene (a perspective one at `eye` where the scene has no orthogonal size); the render takes the scene's
     size."""
@@ -300,7 +307,7 @@ def _camera(context, scene: project.Scene, scale: float, collection):
     centre = project.vector(project.resolve(cam.get("center"), {}), 3, (w / 2, h / 2, 0))
     eye = project.vector(project.resolve(cam.get("eye"), {}), 3, (centre[0], centre[1], centre[2] + 1))
     up = project.vector(project.resolve(cam.get("up"), {}), 3, (0, 1, 0))
-    a = scale * convert.AXES
+    a = metres_per_unit * convert.AXES
     forward = a @ (centre - eye)
     forward = forward / np.linalg.norm(forward) if np.linalg.norm(forward) > 0 else np.array([0.0, 1, 0])
     right = np.cross(forward, a @ up)
@@ -312,8 +319,8 @@ def _camera(context, scene: project.Scene, scale: float, collection):
     collection.objects.link(ob)
     if w > 0 and h > 0:
         data.type = "ORTHO"
-        data.ortho_scale = scale * max(w, h)
-        distance = scale * max(w, h)  # in front of every layer whose depth is within the scene's size
+        data.ortho_scale = metres_per_unit * max(w, h)
+        distance = metres_per_unit * max(w, h)  # in front of every layer whose depth is within the scene's size
         # the view is the scene's 0..w × 0..h whatever the camera's x and y: Wallpaper Engine's own 2D scenes
         # (all of BlacRyu's) look from 0 0 0 at 0 0 −1 while their full-scene layers sit at (w/2, h/2)
         m[:3, 3] = a @ np.array([w / 2, h / 2, centre[2]]) - forward * distance
@@ -344,10 +351,10 @@ def _collection(context, name: str):
     return coll
 
 
-def import_project(context, path: str, scale: float = convert.DEFAULT_SCALE) -> ProjectResult:
+def import_project(context, path: str, metres_per_unit: float = METRES_PER_UNIT) -> ProjectResult:
     """Build the project of `path` (its project.json or scene.json) in Blender; atomic."""
-    if not scale > 0:
-        raise FormatError(f"scale {scale} is not positive")
+    if not metres_per_unit > 0:
+        raise FormatError(f"metres per unit {metres_per_unit} is not positive")
     proj, scene, warnings = project.read_path(path)
     if scene is None:
         raise FormatError(f"{os.path.basename(path)}: {'; '.join(warnings)}", None, "file")
@@ -364,12 +371,12 @@ def import_project(context, path: str, scale: float = convert.DEFAULT_SCALE) -> 
         if proj is not None:
             coll[PROJECT_PROP] = proj.source.raw
         _activate(view_layer, coll)
-        result.camera = _camera(context, scene, scale, coll)
+        result.camera = _camera(context, scene, metres_per_unit, coll)
         coll[ROOT_PROP] = root
         for k, layer in enumerate(scene.layers):
-            result.layers.append(_build_layer(context, root, layer, scale, result.warnings, props))
+            result.layers.append(_build_layer(context, root, layer, metres_per_unit, result.warnings, props))
             result.layers[-1][LAYER_INDEX_PROP] = k
-        _place(result.layers, scene.layers, scale)
+        _place(result.layers, scene.layers, metres_per_unit)
         kept = [note for layer in scene.layers for note in _kept_note(layer)]
         if kept:
             result.warnings.append(f"kept as data, not shown ({len(kept)}): " + "; ".join(kept))
@@ -383,8 +390,8 @@ def import_project(context, path: str, scale: float = convert.DEFAULT_SCALE) -> 
 
 
 def blender_import(context, path: str, options=None) -> list[str]:
-    # convert's --scale is the PMX target's units per metre: projects come in at the puppets' default scale
-    return import_project(context, path, convert.DEFAULT_SCALE).warnings
+    # `convert` imports with the import options' defaults (FormatSpec.import_options)
+    return import_project(context, path).warnings
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -414,12 +421,12 @@ def _decompose(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return m[:3, 3].copy(), np.array([np.arctan2(r[2, 1], r[2, 2]), ay, np.arctan2(r[1, 0], r[0, 0])]), scale
 
 
-def _update_place(layer: project.Layer, ob, scale: float) -> None:
+def _update_place(layer: project.Layer, ob, metres_per_unit: float) -> None:
     """The layer's typed origin, angles, scale and visibility from its object, each only where it moved more
     than float32 keeps (so an untouched layer keeps its file's spelling)."""
     parented = ob.parent is not None and LAYER_PROP in ob.parent
     m = np.array(ob.matrix_basis if parented else ob.matrix_world, np.float64)
-    a = axes(scale)
+    a = axes(metres_per_unit)
     origin, angles, size = _decompose(np.linalg.inv(a) @ m @ a)
     # per component, rounded to what float32 keeps of a place in metres, so an untouched one reads as it was
     moved = np.abs(origin - layer.origin) > 1e-5 * max(1.0, float(np.abs(layer.origin).max()))
@@ -474,7 +481,7 @@ def _model_bytes(context, ob) -> tuple[bytes, list[str]]:
             coll.objects.link(o)
         ob.matrix_world = Matrix.Identity(4)
         with bscene.export_scope(coll.name):
-            model, warnings = blender_io.gather_model(context)
+            model, warnings = puppet_io.gather_model(context)
             return convert.write_model(model), warnings
     finally:
         bpy.data.collections.remove(coll)
@@ -496,7 +503,7 @@ def _layer_objects(coll) -> dict[int, object]:
             if LAYER_PROP in ob and isinstance(ob.get(LAYER_INDEX_PROP), int)}
 
 
-def _models(context, root: str, scene: project.Scene, obs: dict, scale: float, out: dict, warnings: list) -> None:
+def _models(context, root: str, scene: project.Scene, obs: dict, out: dict, warnings: list) -> None:
     """Each puppet and model layer's `.mdl` from Blender into `out` (relative path → bytes) when it differs
     from the project's own file (an unchanged one is written from its own bytes)."""
     done: set[str] = set()
@@ -529,7 +536,7 @@ def _sheets(root: str, obs: dict, out: dict, warnings: list) -> None:
                 rel = img.get(TEX_PATH_PROP)
                 if not isinstance(rel, str) or rel in out or blender_sheet.sheet_info(img) is None:
                     continue
-                data, more = blender_io.texture_bytes(img)
+                data, more = texture_io.texture_bytes(img)
                 warnings += more
                 src = _inside(root, rel) if root else None
                 if src is None or data != read_bytes(src):
@@ -548,7 +555,7 @@ def export_project(context, path: str, name: str = "") -> tuple[list[str], list[
     coll = project_collection(context)
     if coll is None:  # nothing imported as a project: the visible model becomes a new one
         stem = name or os.path.basename(folder) or "puppet"
-        return blender_io.export_target(context, folder, stem, None)
+        return puppet_io.export_target(context, folder, stem)
     root = str(coll.get(ROOT_PROP, ""))
     warnings: list[str] = []
     if not os.path.isdir(root):
@@ -556,11 +563,11 @@ def export_project(context, path: str, name: str = "") -> tuple[list[str], list[
         root = ""
     proj = project.read_project(bytes(coll[PROJECT_PROP])) if PROJECT_PROP in coll else None
     scene = project.read_scene(bytes(coll[SCENE_PROP]), proj)
-    scale = convert.DEFAULT_SCALE
+    metres_per_unit = METRES_PER_UNIT  # places are compared as a default import made them
     obs = _layer_objects(coll)
     for k, layer in enumerate(scene.layers):
         if k in obs:
-            _update_place(layer, obs[k], scale)
+            _update_place(layer, obs[k], metres_per_unit)
             _update_animation_layers(layer, obs[k])
     project.apply(scene)
     added = [ob.name for ob in coll.objects if LAYER_PROP not in ob and ob.type != "CAMERA"
@@ -569,7 +576,7 @@ def export_project(context, path: str, name: str = "") -> tuple[list[str], list[
         warnings.append(f"not written (objects added to the project are not yet exported as layers): "
                         f"{', '.join(sorted(added))}")
     out: dict[str, bytes] = {}
-    _models(context, root, scene, obs, scale, out, warnings)
+    _models(context, root, scene, obs, out, warnings)
     _sheets(root, obs, out, warnings)
     out[os.path.basename((proj.file if proj else "") or project.SCENE_FILE)] = scene.source.dump()
     if proj is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.errors import FormatError
+from ...core.errors import FormatError
 
 BLOCK = 16
 

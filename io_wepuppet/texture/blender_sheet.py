@@ -23,10 +23,10 @@ import zlib
 import bpy
 import numpy as np
 
-from ..core.errors import ExportError, FormatError
-from ..core.fileio import read_bytes
-from ..core.naming import safe_file_name
-from ..core.png import encode_png
+from ...core.errors import ExportError, FormatError
+from ...core.fileio import read_bytes
+from ...core.naming import safe_file_name
+from ...core.png import encode_png
 from . import gif, sheet, tex
 
 FRAMES_PROP = "skinbridge_we_tex_frames"  # on a sheet's image: JSON {fps, stem, files per sheet frame, crc}

@@ -1,4 +1,4 @@
-"""`skinbridge check` for Wallpaper Engine models (`.mdl`) and textures (`.tex`).
+"""`skinbridge check` for Wallpaper Engine puppets and models (`.mdl`).
 
 The codecs keep values that the layout allows but the meaning forbids (so that read → write stays
 byte-identical); this module lists them as findings (severity, element, byte offset, field, message), one per
@@ -7,19 +7,17 @@ or what would index out of range or loop on import (bone indices, vertex indices
 warnings are what Wallpaper Engine accepts but is probably not meant (weights not summing to 1, a partial
 triangle, more than the engine's 128 bones, a clip whose track count is not the bone count).
 
-`check` (models) and `check_tex` (textures) run the pipeline of core/check.py with these steps: after the
-findings the records are written back and compared with the file: `roundtrip: identical` or
-`roundtrip: differs at offset N`.
+`check` runs the pipeline of core/check.py with these steps: after the findings the records are written back and
+compared with the file: `roundtrip: identical` or `roundtrip: differs at offset N`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..core.check import Checker, Findings
-from ..core.errors import FormatError
-from ..core import names
-from ..core.findings import Finding
-from . import gif, mdl, tex
+from ...core.check import Checker, Findings
+from ...core import names
+from ...core.findings import Finding
+from . import mdl
 
 WEIGHT_SUM_TOLERANCE = 1e-3
 ENGINE_MAX_BONES = 128  # wallpaper64.exe refuses a skeleton above this (reference parser)
@@ -120,43 +118,5 @@ def validate_model(m: mdl.Model) -> list[Finding]:
     return out.items
 
 
-def validate_texture(t: tex.Texture) -> list[Finding]:
-    out = Findings()
-    out.warnings(t.warnings)
-    at = t.offsets.get("format")
-    sides = ("texture width", "texture height", "image width", "image height")
-    for k, (name, side) in enumerate(zip(sides, (t.texture_width, t.texture_height, t.image_width, t.image_height))):
-        if not 0 <= side <= tex.MAX_SIDE:
-            out.add("error", "header", None if at is None else at + 8 + 4 * k, name,
-                    f"{side} is outside 0..{tex.MAX_SIDE}")
-    reason = tex.not_decoded(t)
-    if reason:  # the mips are not pixels to decode: said once, not as an error per mip
-        out.add("warning", "texture", None, "image format", reason)
-    for k, mips in enumerate([] if reason else t.images):
-        for j, mip in enumerate(mips):
-            p = f"image {k} mip {j}"
-            try:
-                raw = tex.mip_bytes(t, k, j)
-            except FormatError as e:
-                out.add("error", p, e.offset, "data", str(e).split(": ", 1)[-1])
-                continue
-            try:
-                if t.image_format == -1:
-                    tex.decode_pixels(raw, mip.width, mip.height, t.format)
-                elif k == j == 0 and tex.is_gif(t):  # import reads its frames
-                    gif.frames(raw)
-            except FormatError as e:
-                out.add("error", p, t.offsets.get(f"{p} data"), "data", str(e).split(": ", 1)[-1])
-    for f, fr in enumerate(t.frames):
-        if not 0 <= fr.image < len(t.images):
-            out.add("error", f"frame {f}", None, "image", f"image {fr.image} of {len(t.images)}")
-    return out.items
-
-
 check = Checker(read=mdl.read, validate=validate_model, write=mdl.write)
-check_tex = Checker(read=tex.read, validate=validate_texture, write=tex.write)
 
-
-def texture_semantic(t: tex.Texture) -> list[str]:
-    """What an import runs after reading a texture (hostile suite): every mip decoded; faults as warnings."""
-    return [str(f) for f in validate_texture(t)]
