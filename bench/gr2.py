@@ -41,7 +41,7 @@ _measured = False  # bench/run asks once per size; one set of rows is enough
 
 def codec_figures() -> dict:
     """Seconds of the codec read (decompression and skeleton included) and of the decompression alone."""
-    from skinbridge.io_mdb import gr2, gr2_skeleton  # numpy and the codec: not for --help or a worker's bpy
+    from skinbridge.io_mdb.gr2 import gr2, skeleton  # numpy and the codec: not for --help or a worker's bpy
 
     oodle1_kind = next(k for k, v in gr2.COMPRESSIONS.items() if v == "Oodle1")
 
@@ -53,9 +53,9 @@ def codec_figures() -> dict:
         for s in packed:
             gr2.decompress_section(data, s)
 
-    read = best_of(CODEC_REPEAT, lambda: gr2_skeleton.skeletons(gr2.read(data)))[0]
+    read = best_of(CODEC_REPEAT, lambda: skeleton.skeletons(gr2.read(data)))[0]
     return {"read": read, "decompress": best_of(CODEC_REPEAT, decompress)[0],
-            "bones": len(gr2_skeleton.skeletons(f)[0].bones)}
+            "bones": len(skeleton.skeletons(f)[0].bones)}
 
 
 def _measure(spec: dict) -> dict:
@@ -70,12 +70,12 @@ def _measure(spec: dict) -> dict:
     except ValueError:
         pass
     if spec["task"] == "gr2_import":
-        from skinbridge.io_mdb import blender_gr2  # bpy: see above
+        from skinbridge.io_mdb.gr2 import blender_io as gr2_blender  # bpy: see above
 
         t = time.perf_counter()
-        blender_gr2.blender_import(bpy.context, str(SKELETON), None)
+        gr2_blender.blender_import(bpy.context, str(SKELETON), None)
     else:
-        from skinbridge.io_mdb import blender_io  # bpy: see above
+        from skinbridge.io_mdb.mdb import blender_io  # bpy: see above
 
         t = time.perf_counter()
         blender_io.import_mdb(bpy.context, str(HEAD))

@@ -62,7 +62,7 @@ def mdb_bytes(parts) -> bytes:
     """Four SKIN packets of the parts, with the tube's tangent frame (t along the ring, b = −(n × t))."""
     import numpy as np
 
-    from skinbridge.io_mdb import convert, mdb
+    from skinbridge.io_mdb.mdb import convert, mdb
 
     packets = []
     for p in parts:
@@ -128,7 +128,7 @@ def _measure(spec: dict) -> dict:
         bpy.ops.import_scene.gltf(filepath=files["glb"])
         return {"seconds": _timed(lambda: bpy.ops.export_scene.gltf(
             filepath=str(out / "again.glb"), export_format="GLB", export_animations=False))}
-    from skinbridge.io_mdb import blender_io
+    from skinbridge.io_mdb.mdb import blender_io
 
     if task == "mdb_import":
         return {"seconds": _timed(lambda: blender_io.import_mdb(context, files["mdb"]))}
