@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pathlib
 import resource
 import runpy
-import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -34,7 +32,7 @@ CODEC_REPEAT = 20  # the codec read takes milliseconds: the fastest of this many
 
 runpy.run_path(str(ROOT / "bench" / "_checkout.py"))  # `skinbridge` importable before its first import
 
-from skinbridge.bench.timing import best_of, fastest_worker  # noqa: E402  (after _checkout)
+from skinbridge.bench.timing import best_of, fastest_worker, fresh_blender  # noqa: E402  (after _checkout)
 
 _measured = False  # bench/run asks once per size; one set of rows is enough
 
@@ -59,23 +57,14 @@ def codec_figures() -> dict:
 
 
 def _measure(spec: dict) -> dict:
-    os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="skinbridge-bench-user-"))
-    import bpy  # bpy: only in a worker, after its private user folder is set
-
-    from skinbridge import register  # registers bpy classes: see above
-
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    try:
-        register()
-    except ValueError:
-        pass
+    bpy = fresh_blender()
     if spec["task"] == "gr2_import":
-        from skinbridge.io_mdb.gr2 import blender_io as gr2_blender  # bpy: see above
+        from skinbridge.io_mdb.gr2 import blender_io as gr2_blender  # bpy: only in a worker (fresh_blender)
 
         t = time.perf_counter()
         gr2_blender.blender_import(bpy.context, str(SKELETON), None)
     else:
-        from skinbridge.io_mdb.mdb import blender_io  # bpy: see above
+        from skinbridge.io_mdb.mdb import blender_io  # bpy: only in a worker (fresh_blender)
 
         t = time.perf_counter()
         blender_io.import_mdb(bpy.context, str(HEAD))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pathlib
 import runpy
 import tempfile
@@ -26,7 +25,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 runpy.run_path(str(ROOT / "bench" / "_checkout.py"))  # `skinbridge` importable before its first import
 
-from skinbridge.bench.timing import fastest_worker  # noqa: E402  (after _checkout)
+from skinbridge.bench.timing import fastest_worker, fresh_blender  # noqa: E402  (after _checkout)
 
 PARTS = 4  # at size L (200,000 vertices): four meshes of at most 65,536 vertices; larger models get more
 MAX_VERTICES = 65536  # MDB faces are u16
@@ -77,20 +76,6 @@ def mdb_bytes(parts) -> bytes:
     return mdb.write(mdb.MdbFile(packets))
 
 
-def _blender():
-    os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="skinbridge-bench-user-"))
-    import bpy
-
-    from skinbridge import register
-
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    try:
-        register()
-    except ValueError:
-        pass
-    return bpy
-
-
 def _timed(fn) -> float:
     t = time.perf_counter()
     fn()
@@ -107,7 +92,7 @@ def worker(spec: dict) -> dict:
 
 
 def _measure(spec: dict) -> dict:
-    bpy = _blender()
+    bpy = fresh_blender()
     context = bpy.context
     task, files = spec["task"], spec["files"]
     out = pathlib.Path(tempfile.mkdtemp(prefix="skinbridge-bench-mdb-"))
