@@ -32,7 +32,7 @@ CODEC_REPEAT = 20  # the codec read takes milliseconds: the fastest of this many
 
 runpy.run_path(str(ROOT / "bench" / "_checkout.py"))  # `skinbridge` importable before its first import
 
-from skinbridge.bench.timing import best_of, fastest_worker, fresh_blender  # noqa: E402  (after _checkout)
+from skinbridge.bench.timing import best_of, fastest_worker, fresh_blender, measured_row, text_table  # noqa: E402
 
 _measured = False  # bench/run asks once per size; one set of rows is enough
 
@@ -78,9 +78,7 @@ def run_worker(spec: dict, repeat: int, timeout: float) -> dict:
 
 
 def _row(stage: str, got: dict) -> dict:
-    row = {"size": "Genasi", "vertices": None, "format": "GR2 skeleton", "stage": stage}
-    row.update({"status": "error", "error": got["error"]} if "error" in got else {"status": "ok", **got})
-    return row
+    return measured_row(got, size="Genasi", vertices=None, format="GR2 skeleton", stage=stage)
 
 
 def measure(size: str = "", tmp: pathlib.Path | None = None, repeat: int = 1, timeout: float = 900) -> list[dict]:
@@ -104,16 +102,14 @@ def measure(size: str = "", tmp: pathlib.Path | None = None, repeat: int = 1, ti
     return rows
 
 
+def _figures(r: dict) -> str:
+    limit = "" if "limit_seconds" not in r else f"≤{r['limit_seconds']:.3f} " + ("ok" if r["within_limit"] else "OVER")
+    return f"{r['seconds']:>8.4f} {r.get('bones', ''):>5}  {limit}"
+
+
 def table(rows: list[dict]) -> str:
-    lines = [f"{'format':<16} {'stage':<12} {'seconds':>8} {'bones':>5}  limit (MDB import + decompression)"]
-    for r in rows:
-        if r["status"] != "ok":
-            lines.append(f"{r['format']:<16} {r['stage']:<12} ERROR {r.get('error', '')[:200]}")
-            continue
-        limit = "" if "limit_seconds" not in r else \
-            f"≤{r['limit_seconds']:.3f} " + ("ok" if r["within_limit"] else "OVER")
-        lines.append(f"{r['format']:<16} {r['stage']:<12} {r['seconds']:>8.4f} {r.get('bones', ''):>5}  {limit}")
-    return "\n".join(lines)
+    return text_table(f"{'format':<16} {'stage':<12} {'seconds':>8} {'bones':>5}  limit (MDB import + decompression)",
+                      rows, lambda r: f"{r['format']:<16} {r['stage']:<12}", _figures)
 
 
 def main(argv=None) -> int:

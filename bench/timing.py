@@ -1,5 +1,5 @@
-"""What the benchmark scripts share: the best-of-N timer, the fastest of N fresh worker processes, and the
-Blender session such a worker measures in."""
+"""What the benchmark scripts share: the best-of-N timer, the fastest of N fresh worker processes, the Blender
+session such a worker measures in, and the rows and text table of a script's figures."""
 from __future__ import annotations
 
 import json
@@ -58,3 +58,18 @@ def fresh_blender():
     except ValueError:  # already registered in this process
         pass
     return bpy
+
+
+def measured_row(got: dict, **fields) -> dict:
+    """A row in bench/run's shape: `fields` (size, vertices, format, stage), then status "ok" and the worker's
+    figures, or status "error" and its message."""
+    row = dict(fields)
+    row.update({"status": "error", "error": got["error"]} if "error" in got else {"status": "ok", **got})
+    return row
+
+
+def text_table(header: str, rows: list[dict], lead: Callable[[dict], str], figures: Callable[[dict], str]) -> str:
+    """The rows as text under `header`: each row's `lead` columns, then its `figures` when it was measured, else
+    ERROR and the start of its message."""
+    return "\n".join([header] + [f"{lead(r)} " + (figures(r) if r["status"] == "ok" else
+                                                   f"ERROR {r.get('error', '')[:200]}") for r in rows])
