@@ -9,7 +9,7 @@ import zlib
 import numpy as np
 import pytest
 
-from skinbridge.core.check import IDENTICAL
+from skinbridge.core.check import IDENTICAL, MAX_PER_CHECK, UNREADABLE, Checker
 from skinbridge.io_mdb.gr2 import (check as gr2_check, convert as gr2_convert, gr2, skeleton as gr2_skeleton,
                                    write as gr2_write)
 
@@ -75,3 +75,25 @@ def test_check_compares_the_file_with_our_writers(tmp_path):
     (renamed,) = gr2_skeleton.skeletons(gr2.read(bytes(changed)))
     assert "Xibcage" in renamed.names and "Ribcage" not in renamed.names
     assert gr2_check.check.findings(bytes(changed))[1] == IDENTICAL
+
+
+def test_check_runs_on_the_shared_pipeline():
+    """GR2's check is core/check.py's Checker: a curve that does not decode is the reader's fault (the write-back
+    not attempted), and a fault of many bones is listed MAX_PER_CHECK times, then counted."""
+    assert isinstance(gr2_check.check, Checker)
+    f = gr2.read(ANIMATION.read_bytes())
+    track = f.root["Animations"][0]["TrackGroups"][0]["TransformTracks"][0]
+    track["PositionCurve"]["CurveData"]["CurveDataHeader_D3K16uC16u"]["Degree"] = 7
+    lines: list[str] = []
+    assert gr2_check.check("bad.gr2", gr2_write.rewrite(f), lines.append) == 1
+    assert lines[0].startswith("error: file: ") and lines[-1] == UNREADABLE
+    f = gr2.read(SKELETON.read_bytes())
+    bones = f.root["Skeletons"][0]["Bones"]
+    for b in bones:
+        b["InverseWorldTransform"] = b["InverseWorldTransform"] * 2
+    lines = []
+    assert gr2_check.check("moved.gr2", gr2_write.rewrite(f), lines.append) == 0
+    rows = [ln for ln in lines if "InverseWorldTransform" in ln]
+    assert len(rows) == MAX_PER_CHECK + 1 and rows[-1].endswith(f"and {len(bones) - MAX_PER_CHECK} more with "
+                                                                "the same fault (first listed here)")
+    assert lines[-1] == IDENTICAL
