@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pathlib
 import resource
 import runpy
-import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -34,14 +32,14 @@ CODEC_REPEAT = 20  # the codec read takes milliseconds: the fastest of this many
 
 runpy.run_path(str(ROOT / "bench" / "_checkout.py"))  # `skinbridge` importable before its first import
 
-from skinbridge.bench.timing import best_of, fastest_worker  # noqa: E402  (after _checkout)
+from skinbridge.bench.timing import best_of, fastest_worker, fresh_blender, measured_row, text_table  # noqa: E402
 
 _measured = False  # bench/run asks once per size; one set of rows is enough
 
 
 def codec_figures() -> dict:
     """Seconds of the codec read (decompression and skeleton included) and of the decompression alone."""
-    from skinbridge.io_mdb import gr2, gr2_skeleton  # numpy and the codec: not for --help or a worker's bpy
+    from skinbridge.io_mdb.gr2 import gr2, skeleton  # numpy and the codec: not for --help or a worker's bpy
 
     oodle1_kind = next(k for k, v in gr2.COMPRESSIONS.items() if v == "Oodle1")
 
@@ -53,29 +51,20 @@ def codec_figures() -> dict:
         for s in packed:
             gr2.decompress_section(data, s)
 
-    read = best_of(CODEC_REPEAT, lambda: gr2_skeleton.skeletons(gr2.read(data)))[0]
+    read = best_of(CODEC_REPEAT, lambda: skeleton.skeletons(gr2.read(data)))[0]
     return {"read": read, "decompress": best_of(CODEC_REPEAT, decompress)[0],
-            "bones": len(gr2_skeleton.skeletons(f)[0].bones)}
+            "bones": len(skeleton.skeletons(f)[0].bones)}
 
 
 def _measure(spec: dict) -> dict:
-    os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="skinbridge-bench-user-"))
-    import bpy  # bpy: only in a worker, after its private user folder is set
-
-    from skinbridge import register  # registers bpy classes: see above
-
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    try:
-        register()
-    except ValueError:
-        pass
+    bpy = fresh_blender()
     if spec["task"] == "gr2_import":
-        from skinbridge.io_mdb import blender_gr2  # bpy: see above
+        from skinbridge.io_mdb.gr2 import blender_io as gr2_blender  # bpy: only in a worker (fresh_blender)
 
         t = time.perf_counter()
-        blender_gr2.blender_import(bpy.context, str(SKELETON), None)
+        gr2_blender.blender_import(bpy.context, str(SKELETON), None)
     else:
-        from skinbridge.io_mdb import blender_io  # bpy: see above
+        from skinbridge.io_mdb.mdb import blender_io  # bpy: only in a worker (fresh_blender)
 
         t = time.perf_counter()
         blender_io.import_mdb(bpy.context, str(HEAD))
@@ -89,9 +78,7 @@ def run_worker(spec: dict, repeat: int, timeout: float) -> dict:
 
 
 def _row(stage: str, got: dict) -> dict:
-    row = {"size": "Genasi", "vertices": None, "format": "GR2 skeleton", "stage": stage}
-    row.update({"status": "error", "error": got["error"]} if "error" in got else {"status": "ok", **got})
-    return row
+    return measured_row(got, size="Genasi", vertices=None, format="GR2 skeleton", stage=stage)
 
 
 def measure(size: str = "", tmp: pathlib.Path | None = None, repeat: int = 1, timeout: float = 900) -> list[dict]:
@@ -115,16 +102,14 @@ def measure(size: str = "", tmp: pathlib.Path | None = None, repeat: int = 1, ti
     return rows
 
 
+def _figures(r: dict) -> str:
+    limit = "" if "limit_seconds" not in r else f"≤{r['limit_seconds']:.3f} " + ("ok" if r["within_limit"] else "OVER")
+    return f"{r['seconds']:>8.4f} {r.get('bones', ''):>5}  {limit}"
+
+
 def table(rows: list[dict]) -> str:
-    lines = [f"{'format':<16} {'stage':<12} {'seconds':>8} {'bones':>5}  limit (MDB import + decompression)"]
-    for r in rows:
-        if r["status"] != "ok":
-            lines.append(f"{r['format']:<16} {r['stage']:<12} ERROR {r.get('error', '')[:200]}")
-            continue
-        limit = "" if "limit_seconds" not in r else \
-            f"≤{r['limit_seconds']:.3f} " + ("ok" if r["within_limit"] else "OVER")
-        lines.append(f"{r['format']:<16} {r['stage']:<12} {r['seconds']:>8.4f} {r.get('bones', ''):>5}  {limit}")
-    return "\n".join(lines)
+    return text_table(f"{'format':<16} {'stage':<12} {'seconds':>8} {'bones':>5}  limit (MDB import + decompression)",
+                      rows, lambda r: f"{r['format']:<16} {r['stage']:<12}", _figures)
 
 
 def main(argv=None) -> int:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pathlib
 import runpy
 import tempfile
@@ -26,7 +25,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 runpy.run_path(str(ROOT / "bench" / "_checkout.py"))  # `skinbridge` importable before its first import
 
-from skinbridge.bench.timing import fastest_worker  # noqa: E402  (after _checkout)
+from skinbridge.bench.timing import fastest_worker, fresh_blender, measured_row, text_table  # noqa: E402
 
 PARTS = 4  # at size L (200,000 vertices): four meshes of at most 65,536 vertices; larger models get more
 MAX_VERTICES = 65536  # MDB faces are u16
@@ -62,7 +61,7 @@ def mdb_bytes(parts) -> bytes:
     """Four SKIN packets of the parts, with the tube's tangent frame (t along the ring, b = −(n × t))."""
     import numpy as np
 
-    from skinbridge.io_mdb import convert, mdb
+    from skinbridge.io_mdb.mdb import convert, mdb
 
     packets = []
     for p in parts:
@@ -75,20 +74,6 @@ def mdb_bytes(parts) -> bytes:
         packets.append(mdb.MeshPacket("SKIN", mdb.raw_name(p.name), mdb.Material(diffuse_map=mdb.raw_name("bench")),
                                       vertices, p.triangles.astype(np.uint16), mdb.raw_name(SKELETON)))
     return mdb.write(mdb.MdbFile(packets))
-
-
-def _blender():
-    os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="skinbridge-bench-user-"))
-    import bpy
-
-    from skinbridge import register
-
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    try:
-        register()
-    except ValueError:
-        pass
-    return bpy
 
 
 def _timed(fn) -> float:
@@ -107,7 +92,7 @@ def worker(spec: dict) -> dict:
 
 
 def _measure(spec: dict) -> dict:
-    bpy = _blender()
+    bpy = fresh_blender()
     context = bpy.context
     task, files = spec["task"], spec["files"]
     out = pathlib.Path(tempfile.mkdtemp(prefix="skinbridge-bench-mdb-"))
@@ -128,7 +113,7 @@ def _measure(spec: dict) -> dict:
         bpy.ops.import_scene.gltf(filepath=files["glb"])
         return {"seconds": _timed(lambda: bpy.ops.export_scene.gltf(
             filepath=str(out / "again.glb"), export_format="GLB", export_animations=False))}
-    from skinbridge.io_mdb import blender_io
+    from skinbridge.io_mdb.mdb import blender_io
 
     if task == "mdb_import":
         return {"seconds": _timed(lambda: blender_io.import_mdb(context, files["mdb"]))}
@@ -163,9 +148,7 @@ def measure(size: str = "L", tmp: pathlib.Path | None = None, repeat: int = 1, t
     for fmt, prefix in (("glTF (MDB mesh)", "gltf"), ("MDB", "mdb")):
         for stage in ("import", "export"):
             got = run_worker({"task": f"{prefix}_{stage}", "files": files, "size": size}, repeat, timeout)
-            row = {"size": size, "vertices": nv, "format": fmt, "stage": stage}
-            row.update({"status": "error", "error": got["error"]} if "error" in got else {"status": "ok", **got})
-            rows.append(row)
+            rows.append(measured_row(got, size=size, vertices=nv, format=fmt, stage=stage))
     for r in rows:
         base = next((g for g in rows if g["format"] == "glTF (MDB mesh)" and g["stage"] == r["stage"]
                      and g["status"] == "ok"), None)
@@ -175,17 +158,16 @@ def measure(size: str = "L", tmp: pathlib.Path | None = None, repeat: int = 1, t
     return rows
 
 
+def _figures(r: dict) -> str:
+    x = f"{r['x_gltf']:.2f}" if "x_gltf" in r else ""
+    limit = (f"≤{LIMITS[r['stage']]}" + (" ok" if r["within_limit"] else " OVER")) if "x_gltf" in r else ""
+    extra = "" if "identical" not in r else f"  re-export identical={r['identical']}"
+    return f"{r['seconds']:>8.3f} {x:>6} {limit:>6}{extra}"
+
+
 def table(rows: list[dict]) -> str:
-    lines = [f"{'model':<5} {'format':<16} {'stage':<7} {'seconds':>8} {'×glTF':>6} {'limit':>6}"]
-    for r in rows:
-        if r["status"] != "ok":
-            lines.append(f"{r['size']:<5} {r['format']:<16} {r['stage']:<7} ERROR {r.get('error', '')[:200]}")
-            continue
-        x = f"{r['x_gltf']:.2f}" if "x_gltf" in r else ""
-        limit = (f"≤{LIMITS[r['stage']]}" + (" ok" if r["within_limit"] else " OVER")) if "x_gltf" in r else ""
-        extra = "" if "identical" not in r else f"  re-export identical={r['identical']}"
-        lines.append(f"{r['size']:<5} {r['format']:<16} {r['stage']:<7} {r['seconds']:>8.3f} {x:>6} {limit:>6}{extra}")
-    return "\n".join(lines)
+    return text_table(f"{'model':<5} {'format':<16} {'stage':<7} {'seconds':>8} {'×glTF':>6} {'limit':>6}", rows,
+                      lambda r: f"{r['size']:<5} {r['format']:<16} {r['stage']:<7}", _figures)
 
 
 def main(argv=None) -> int:

@@ -1,13 +1,15 @@
-"""Neverwinter Nights 2 models (.mdb): codec (`mdb`), summary (`info`), findings (`check`), mapping (`convert`),
-SKIN bone order (`bones`) and, inside Blender only, import/export (`blender_io`), the demo row (`blender_demo`)
-and File menu entries (`ops`). Granny 2 skeletons and animations (.gr2): reader (`gr2`, with the `oodle1`
-decompressor), skeletons (`gr2_skeleton`), curves (`gr2_curves`), animations (`gr2_anim`), summary and findings
-(`gr2_info`), an MDB's skeleton found and bound (`gr2_bind`), a skeleton file as a core Scene (`gr2_convert`) and,
-inside Blender only, a skeleton file as an armature and animations loaded onto one (`blender_gr2`).
+"""Neverwinter Nights 2: models (.mdb, the part `mdb/`) and the Granny 2 skeletons and animations they play on
+(.gr2, the part `gr2/`), each part with the module names of docs/architecture.md §4.1; the File menu entries of
+both (`ops`) sit in the family. docs/nwn2.md "Code map" lists the modules.
 
-No bpy here: `import skinbridge.io_mdb.mdb` works in a Python without Blender.
+No bpy here: `import skinbridge.io_mdb.mdb.mdb` works in a Python without Blender.
 """
 from ..core.formatspec import FormatSpec, Option
+from .gr2 import MAGIC as GR2_MAGIC
+
+# The parts of this package, bottom first: a part imports only the parts before it (an MDB binds its GR2
+# skeleton: mdb uses gr2); modules directly in the package (ops) use both.
+PARTS = ("gr2", "mdb")
 
 OPTIONS = (
     Option("skeleton", str, None, metavar="NAME",
@@ -19,11 +21,7 @@ OPTIONS = (
            help="when the input is an MDB: folders (separated by the system's path separator) searched after the "
                 "MDB's own for the .gr2 holding the skeleton its SKIN packets name"),
 )
-EXPORT_OPTIONS = tuple(o for o in OPTIONS if not o.reading)  # skeleton_path is the import's (see gr2_bind)
-
-
-# Granny 2, little-endian with 32-bit pointers: the only kind NWN2 ships (docs/nwn2.md §5.1)
-GR2_MAGIC = bytes.fromhex("b867b0caf86db10f84728c7e5e19001e")
+EXPORT_OPTIONS = tuple(o for o in OPTIONS if not o.reading)  # skeleton_path is the import's (see gr2/bind.py)
 
 
 def _sniff(head: bytes) -> bool:
@@ -44,15 +42,15 @@ FORMATS = (
         import_operator="import_scene.skinbridge_mdb",
         export_operator="export_scene.skinbridge_mdb",
         capabilities={
-            "read": "io_mdb.mdb:read",
-            "write": "io_mdb.mdb:write",
-            "info": "io_mdb.info:info",
-            "check": "io_mdb.check:check",
-            "load": "io_mdb.convert:load",
-            "semantic": "io_mdb.convert:semantic",
-            "blender_import": "io_mdb.blender_io:blender_import",
-            "export_target": "io_mdb.blender_io:export_target",
-            "demo": "io_mdb.blender_demo:demo_rows",
+            "read": "io_mdb.mdb.mdb:read",
+            "write": "io_mdb.mdb.mdb:write",
+            "info": "io_mdb.mdb.info:info",
+            "check": "io_mdb.mdb.check:check",
+            "load": "io_mdb.mdb.convert:load",
+            "semantic": "io_mdb.mdb.convert:semantic",
+            "blender_import": "io_mdb.mdb.blender_io:blender_import",
+            "export_target": "io_mdb.mdb.blender_io:export_target",
+            "demo": "io_mdb.mdb.blender_demo:demo_rows",
         },
     ),
     FormatSpec(
@@ -68,15 +66,15 @@ FORMATS = (
         import_operator="import_scene.skinbridge_gr2",
         export_operator="export_scene.skinbridge_gr2",
         capabilities={
-            "read": "io_mdb.gr2:read",
-            "info": "io_mdb.gr2_info:info",
-            "check": "io_mdb.gr2_info:check",
-            "load": "io_mdb.gr2_anim:load",
-            "semantic": "io_mdb.gr2_anim:semantic",
-            "kind_of": "io_mdb.gr2_anim:kind_of",
-            "motion_loader": "io_mdb.blender_gr2:load_motion",
-            "export_target": "io_mdb.blender_gr2:export_target",
-            "blender_import": "io_mdb.blender_gr2:blender_import",
+            "read": "io_mdb.gr2.gr2:read",
+            "info": "io_mdb.gr2.info:info",
+            "check": "io_mdb.gr2.check:check",
+            "load": "io_mdb.gr2.convert:load",
+            "semantic": "io_mdb.gr2.convert:semantic",
+            "kind_of": "io_mdb.gr2.convert:kind_of",
+            "motion_loader": "io_mdb.gr2.blender_io:load_motion",
+            "export_target": "io_mdb.gr2.blender_io:export_target",
+            "blender_import": "io_mdb.gr2.blender_io:blender_import",
         },
     ),
 )

@@ -14,7 +14,9 @@ from ..blender.ops_common import (ExportFile, OptionsPopup, file_operator, impor
                                   preferred_folders, registrar)
 from ..blender.selection import find_armature
 from ..blender.translations import translate
-from . import EXPORT_OPTIONS, FORMATS, OPTIONS, blender_gr2, blender_io
+from . import EXPORT_OPTIONS, FORMATS, OPTIONS
+from .gr2 import blender_io as gr2_blender
+from .mdb import blender_io as mdb_blender
 
 _MDB, _GR2 = FORMATS
 _SKELETON_PATH = next(o for o in OPTIONS if o.name == "skeleton_path")
@@ -43,10 +45,10 @@ class IMPORT_SCENE_OT_skinbridge_mdb(OptionsPopup, bpy.types.Operator, ImportHel
         if self.armature and (arm is None or arm.type != "ARMATURE"):
             self.report({"ERROR"}, translate(f"{self.armature} is not an armature"))
             return {"CANCELLED"}
-        # the MDB's own folder first (gr2_bind), then this operator's Skeleton Path, then the preferences' folders
+        # the MDB's own folder first (gr2/bind.py), then this operator's Skeleton Path, then the preferences' folders
         folders = [bpy.path.abspath(f) for f in self.skeleton_path.split(os.pathsep) if f.strip()]
         folders += preferred_folders(context, _SKELETON_PATH.name)
-        return import_each(self, lambda path: blender_io.import_mdb(context, path, arm, folders))
+        return import_each(self, lambda path: mdb_blender.import_mdb(context, path, arm, folders))
 
 
 @file_operator(_MDB.extensions, EXPORT_OPTIONS, collection=True)
@@ -59,7 +61,7 @@ class EXPORT_SCENE_OT_skinbridge_mdb(ExportFile, bpy.types.Operator, ExportHelpe
 
     def export(self, context) -> list[str]:
         coll = bpy.data.collections.get(self.collection) if self.collection else None
-        return blender_io.export_mdb(context, self.filepath, coll, **option_values(self, EXPORT_OPTIONS))
+        return mdb_blender.export_mdb(context, self.filepath, coll, **option_values(self, EXPORT_OPTIONS))
 
 
 @file_operator(_GR2.extensions, several=True)
@@ -73,7 +75,7 @@ class IMPORT_SCENE_OT_skinbridge_gr2(bpy.types.Operator, ImportHelper):
 
     def execute(self, context):
         arm = find_armature(context)  # for animation files; None: they are refused, naming what to select
-        return import_each(self, lambda path: blender_gr2.import_file(context, path, arm))
+        return import_each(self, lambda path: gr2_blender.import_file(context, path, arm))
 
 
 @file_operator(_GR2.extensions, collection=True)
@@ -86,7 +88,7 @@ class EXPORT_SCENE_OT_skinbridge_gr2(ExportFile, bpy.types.Operator, ExportHelpe
 
     def export(self, context) -> list[str]:
         folder, base = os.path.split(self.filepath)
-        return blender_gr2.export_gr2(context, folder or ".", os.path.splitext(base)[0])[1]
+        return gr2_blender.export_gr2(context, folder or ".", os.path.splitext(base)[0])[1]
 
 
 class OBJECT_PT_nwn2_mdb(bpy.types.Panel):

@@ -5,7 +5,7 @@
 
 A part's skeleton: with `--pair prefix` (the default) the `.gr2` of the same folder whose name shares the part's
 first 6 characters (`P_HFF_Head83.MDB` and `P_HFF_skel83.GR2`), else none; with `--pair lookup` the one the
-importer finds (io_mdb/gr2_bind.py: the first `.gr2` beside it holding the skeleton the SKIN packets name).
+importer finds (io_mdb/gr2/bind.py: the first `.gr2` beside it holding the skeleton the SKIN packets name).
 Prints one row per part and a total per reading; exits 1 when no part was paired.
 """
 from __future__ import annotations
@@ -17,19 +17,20 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the measurement shared with tests/mdb/test_gr2_nearest_bones.py
 
-from skinbridge.io_mdb import gr2, gr2_bind, gr2_skeleton, mdb  # noqa: E402
+from skinbridge.io_mdb.gr2 import bind, gr2, skeleton  # noqa: E402
+from skinbridge.io_mdb.mdb import convert, mdb  # noqa: E402
 from support import nearest_bones as nb  # noqa: E402
 
 READINGS = [("origin", "all"), ("segment", "all"), ("segment", "reachable"), ("segment", "used")]
 
 
-def _skeleton(part: pathlib.Path, m: mdb.MdbFile, pair: str) -> tuple[str, gr2_skeleton.Gr2Skeleton] | None:
+def _skeleton(part: pathlib.Path, m: mdb.MdbFile, pair: str) -> tuple[str, skeleton.Gr2Skeleton] | None:
     if pair == "lookup":
-        names = gr2_bind.skin_skeleton_names(m)
-        return gr2_bind.find_skeleton(names[0], [str(part.parent)]) if names else None
+        names = convert.skin_skeleton_names(m)
+        return bind.find_skeleton(names[0], [str(part.parent)]) if names else None
     for g in sorted(part.parent.iterdir()):
         if g.suffix.lower() == ".gr2" and g.name[:6].lower() == part.name[:6].lower():
-            found = gr2_skeleton.skeletons(gr2.read(g.read_bytes()))
+            found = skeleton.skeletons(gr2.read(g.read_bytes()))
             if found:
                 return str(g), found[0]
     return None

@@ -23,7 +23,7 @@ from skinbridge.blender.ops_common import LAST_OUTCOME, protect_scene_files  # n
 from skinbridge.blender.selection import NoTarget  # noqa: E402
 from skinbridge.core.errors import ExportError, FormatError  # noqa: E402
 from skinbridge.core.fileio import output_session  # noqa: E402
-from skinbridge.io_mdb import mdb  # noqa: E402
+from skinbridge.io_mdb.mdb import mdb  # noqa: E402
 from test_sidebar import _import  # noqa: E402
 
 pytestmark = pytest.mark.blender

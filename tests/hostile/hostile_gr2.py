@@ -10,7 +10,7 @@ import numpy as np
 from hostile_cases import MAP_ERROR, VALID, Case
 
 from skinbridge.core import model as cm
-from skinbridge.io_mdb import gr2, gr2_export, gr2_write
+from skinbridge.io_mdb.gr2 import export as gr2_export, gr2, write as gr2_write
 
 
 def _animation(length: float = 1.0) -> cm.Animation:

@@ -171,7 +171,7 @@ def seeds() -> list[tuple[str, bytes]]:
 def shrink(data: bytes, keep: int = 48) -> bytes:
     """The same file with at most `keep` vertices and faces per mesh packet (indices folded into range), so that
     the fuzzer's mutations reach every packet of a large real file."""
-    from skinbridge.io_mdb import mdb
+    from skinbridge.io_mdb.mdb import mdb
 
     m = mdb.read(data)
     for p in m.packets:

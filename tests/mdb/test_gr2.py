@@ -14,7 +14,7 @@ import pytest
 
 from skinbridge import formats
 from skinbridge.core.errors import FormatError
-from skinbridge.io_mdb import gr2, gr2_info, gr2_skeleton, oodle1
+from skinbridge.io_mdb.gr2 import check as gr2_check, gr2, info as gr2_info, oodle1, skeleton as gr2_skeleton
 
 GR2_DIR = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata" / "gr2"
 SKELETON = GR2_DIR / "ovr_P_HEF_skel83.GR2"
@@ -90,7 +90,7 @@ def test_registry_info_and_check(capsys):
     assert summary["skeletons"][0]["bones"] == 88
     for path in SAMPLES:
         lines: list[str] = []
-        assert gr2_info.check(str(path), path.read_bytes(), lines.append) == 0
+        assert gr2_check.check(str(path), path.read_bytes(), lines.append) == 0
         assert lines[-2] == "0 error(s), 0 warning(s)"
 
 
@@ -113,7 +113,7 @@ def test_hostile_headers_raise_format_errors_naming_the_field():
     with pytest.raises(FormatError, match="magic"):
         gr2.read(b"\0" * 100)
     lines: list[str] = []
-    assert gr2_info.check("cut.gr2", bytes(data[:5000]), lines.append) == 1
+    assert gr2_check.check("cut.gr2", bytes(data[:5000]), lines.append) == 1
     assert lines[-1] == "roundtrip: not attempted (unreadable)"
 
 

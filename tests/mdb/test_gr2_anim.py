@@ -10,7 +10,8 @@ import pytest
 
 from skinbridge import formats
 from skinbridge.core.errors import FormatError
-from skinbridge.io_mdb import gr2, gr2_anim, gr2_curves, gr2_info
+from skinbridge.io_mdb.gr2 import (animation as gr2_animation, check as gr2_check, convert as gr2_convert,
+                                   curves as gr2_curves, gr2, info as gr2_info)
 
 scipy_interpolate = pytest.importorskip("scipy.interpolate")
 
@@ -34,7 +35,7 @@ def _scipy(curve: gr2_curves.Curve, times: np.ndarray) -> np.ndarray:
 
 
 def test_sample_animation_groups_duration_and_frame_rate(sample):
-    (anim,) = gr2_anim.animations(sample)
+    (anim,) = gr2_animation.animations(sample)
     assert [(g.name, len(g.tracks)) for g in anim.groups] == GROUPS
     assert anim.duration == pytest.approx(5 / 3, abs=1e-6)
     assert anim.fps == 30.0  # TimeStep 1/240 · Oversampling 8
@@ -44,8 +45,8 @@ def test_sample_animation_groups_duration_and_frame_rate(sample):
 
 
 def test_core_keys_are_the_curves_at_every_frame(sample):
-    (anim,) = gr2_anim.animations(sample)
-    core, warnings = gr2_anim.core_animations(sample, "glaive")
+    (anim,) = gr2_animation.animations(sample)
+    core, warnings = gr2_convert.core_animations(sample, "glaive")
     assert warnings == []
     assert [(a.name, a.length, len(a.tracks)) for a in core] == [
         (f"glaive_{name}", anim.duration, count) for name, count in GROUPS]
@@ -79,7 +80,7 @@ def test_info_lists_what_the_import_makes(sample):
     body = a["track_groups"][2]
     assert body["vector_tracks"] == 18 and sum(body["curve_formats"].values()) == 3 * 67
     assert set(body["curve_formats"]) <= set(gr2_curves.FORMAT_NAMES)
-    scene, _ = gr2_anim.load(str(ANIMATION), ANIMATION.read_bytes())
+    scene, _ = gr2_convert.load(str(ANIMATION), ANIMATION.read_bytes())
     assert scene.skeleton is None
     assert [len(x.tracks) for x in scene.animations] == [g["transform_tracks"] for g in a["track_groups"]]
     assert all(x.length == a["duration"] for x in scene.animations)
@@ -90,15 +91,15 @@ def test_registry_kinds_and_skeleton_load():
     assert spec.name == "gr2" and spec.has("motion_loader")
     assert formats.file_kind(ANIMATION, spec) == "motion"
     assert formats.file_kind(SKELETON, spec) == "model"
-    scene, _ = gr2_anim.load(str(SKELETON), SKELETON.read_bytes())
+    scene, _ = gr2_convert.load(str(SKELETON), SKELETON.read_bytes())
     assert len(scene.skeleton.bones) == 88 and scene.animations == []
 
 
 def test_for_bones_picks_the_group_that_moves_most_bones(sample):
-    animations, warnings = gr2_anim.for_bones(sample, "glaive", {"Tail01", "Tail02", "LCape1"})
+    animations, warnings = gr2_convert.for_bones(sample, "glaive", {"Tail01", "Tail02", "LCape1"})
     assert [(a.name, len(a.tracks)) for a in animations] == [("glaive", 12)]
     assert "P_DDFcapewing_skel" in warnings[0] and "P_DDF_skel" in warnings[0]
-    assert gr2_anim.for_bones(sample, "glaive", {"NoSuchBone"})[0] == []
+    assert gr2_convert.for_bones(sample, "glaive", {"NoSuchBone"})[0] == []
 
 
 @pytest.mark.parametrize("field,value", [("Degree", 7), ("Duration", float("nan")), ("Duration", 1e12)])
@@ -112,5 +113,5 @@ def test_hostile_fields_are_refused_with_format_error(field, value):
     else:
         anim[field] = value
     with pytest.raises(FormatError):
-        gr2_anim.core_animations(f, "x")
-    assert gr2_info.validate(gr2.read(ANIMATION.read_bytes())) == []
+        gr2_convert.core_animations(f, "x")
+    assert gr2_check.validate(gr2_check.read(ANIMATION.read_bytes())) == []

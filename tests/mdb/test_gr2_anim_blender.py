@@ -11,7 +11,9 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge import formats  # noqa: E402
 from skinbridge.core.errors import ExportError  # noqa: E402
-from skinbridge.io_mdb import blender_gr2, blender_io, gr2, gr2_anim, gr2_skeleton  # noqa: E402
+from skinbridge.io_mdb.gr2 import animation as gr2_animation, blender_io as gr2_blender, gr2  # noqa: E402
+from skinbridge.io_mdb.gr2 import skeleton as gr2_skeleton  # noqa: E402
+from skinbridge.io_mdb.mdb import blender_io  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -29,7 +31,7 @@ def _expected_world(skel: gr2_skeleton.Gr2Skeleton, track_by_name: dict, time: f
         local = b.local_matrix()
         track = track_by_name.get(b.name)
         if track is not None:
-            s = gr2_anim.sample_track(track, np.array([time]))
+            s = gr2_animation.sample_track(track, np.array([time]))
             local = np.eye(4)
             local[:3, :3] = gr2_skeleton.quaternion_matrix(s["orientation"][1][-1])
             local[:3, 3] = s["position"][1][-1]
@@ -49,7 +51,7 @@ def test_glaive_attack_poses_the_head_skeleton_as_granny_composes_it(clean_scene
     assert act.name == ANIMATION.stem
     assert act.frame_range[1] == pytest.approx(50.0, abs=1e-4)  # 5/3 s at 30 fps
     (skel,) = gr2_skeleton.skeletons(gr2.read(SKELETON.read_bytes()))
-    (anim,) = gr2_anim.animations(gr2.read(ANIMATION.read_bytes()))
+    (anim,) = gr2_animation.animations(gr2.read(ANIMATION.read_bytes()))
     body = anim.groups[2]
     tracks = {t.name: t for t in body.tracks if t.name in rig.data.bones}
     assert len(tracks) == 55  # the dwarf's attack on the Genasi skeleton: the bones both have
@@ -65,7 +67,7 @@ def test_a_file_whose_groups_name_no_bone_is_refused_and_leaves_nothing(clean_sc
     rig = bpy.context.object
     before = len(bpy.data.actions)
     with pytest.raises(ExportError, match="no track group"):
-        blender_gr2.import_gr2_animations(bpy.context, str(ANIMATION), rig)
+        gr2_blender.import_gr2_animations(bpy.context, str(ANIMATION), rig)
     assert len(bpy.data.actions) == before and rig.animation_data is None
 
 

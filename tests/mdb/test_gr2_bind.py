@@ -8,7 +8,9 @@ import shutil
 import numpy as np
 
 from skinbridge import formats
-from skinbridge.io_mdb import EXPORT_OPTIONS, convert, gr2_bind, mdb
+from skinbridge.io_mdb import EXPORT_OPTIONS
+from skinbridge.io_mdb.gr2 import bind as gr2_bind
+from skinbridge.io_mdb.mdb import convert, mdb
 
 GR2_DIR = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata" / "gr2"
 HEAD = GR2_DIR / "ovr_P_HEF_head83.MDB"
@@ -17,8 +19,9 @@ SKELETON = GR2_DIR / "ovr_P_HEF_skel83.GR2"
 
 def test_the_skeleton_beside_the_head_is_found_by_the_name_inside_it():
     m = mdb.read(HEAD.read_bytes())
-    assert gr2_bind.skin_skeleton_names(m) == ["P_HHF_skel"]  # no file of that name: the GR2 names it inside
-    skeleton, path, warnings = gr2_bind.bind(m, str(HEAD))
+    names = convert.skin_skeleton_names(m)
+    assert names == ["P_HHF_skel"]  # no file of that name: the GR2 names it inside
+    skeleton, path, warnings = gr2_bind.bind(names, str(HEAD))
     assert path == str(SKELETON) and warnings == []
     assert len(skeleton.bones) == 88 and skeleton.names[56] == "Head"
     head = skeleton.bones[56].bind[:3, 3]
@@ -32,14 +35,14 @@ def test_skeleton_path_folders_are_searched_after_the_mdbs_own(tmp_path):
     part.mkdir()
     lib.mkdir()
     shutil.copy(HEAD, part / "head.mdb")
-    m = mdb.read(HEAD.read_bytes())
-    skeleton, path, warnings = gr2_bind.bind(m, str(part / "head.mdb"))
+    names = convert.skin_skeleton_names(mdb.read(HEAD.read_bytes()))
+    skeleton, path, warnings = gr2_bind.bind(names, str(part / "head.mdb"))
     assert skeleton is None and path is None and warnings == []
     scene, warnings = convert.load(str(part / "head.mdb"), HEAD.read_bytes())
     assert scene.skeleton is None and any("--skeleton-path" in w for w in warnings)
     (lib / "not_a_skeleton.gr2").write_bytes(b"nothing")  # passed over
     shutil.copy(SKELETON, lib / "any name.GR2")
-    skeleton, path, warnings = gr2_bind.bind(m, str(part / "head.mdb"), str(lib))
+    skeleton, path, warnings = gr2_bind.bind(names, str(part / "head.mdb"), str(lib))
     assert path == str(lib / "any name.GR2") and skeleton.name == "P_HHF_skel" and warnings == []
 
 

@@ -9,7 +9,8 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.io_mdb import blender_io, gr2, gr2_skeleton  # noqa: E402
+from skinbridge.io_mdb.gr2 import gr2, skeleton as gr2_skeleton  # noqa: E402
+from skinbridge.io_mdb.mdb import blender_io  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

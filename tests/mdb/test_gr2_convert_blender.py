@@ -12,7 +12,7 @@ import pytest
 from skinbridge import formats
 from skinbridge.core import model as cm
 from skinbridge.core.fileio import read_bytes
-from skinbridge.io_mdb import convert
+from skinbridge.io_mdb.mdb import convert
 
 pytestmark = pytest.mark.blender
 
@@ -124,7 +124,7 @@ def test_skeleton_file_imports_and_renders_as_an_armature(clean_scene, tmp_path)
 def _with_points(tmp_path: pathlib.Path) -> pathlib.Path:
     """The head with a HOOK named after the skeleton's `ap_halo` bone and a HAIR point named as the public
     hair parts name theirs (no bone of that name), turned and placed off the origin."""
-    from skinbridge.io_mdb import mdb
+    from skinbridge.io_mdb.mdb import mdb
 
     m = mdb.read(HEAD.read_bytes())
     turn = np.array([[0, -1, 0], [1, 0, 0], [0, 0, 1]], np.float32)  # 90° about z: rows as stored
@@ -139,7 +139,7 @@ def _with_points(tmp_path: pathlib.Path) -> pathlib.Path:
 def test_points_follow_their_bones_and_export_unchanged(clean_scene, tmp_path):
     from mathutils import Matrix
 
-    from skinbridge.io_mdb import blender_io
+    from skinbridge.io_mdb.mdb import blender_io
 
     bpy = pytest.importorskip("bpy")
     path = _with_points(tmp_path)

@@ -12,7 +12,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from skinbridge.io_mdb import gr2, gr2_curves
+from skinbridge.io_mdb.gr2 import curves as gr2_curves, gr2
 
 scipy_interpolate = pytest.importorskip("scipy.interpolate")
 

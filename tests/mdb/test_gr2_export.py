@@ -10,7 +10,8 @@ import pytest
 from skinbridge.core import model as cm
 from skinbridge.core.errors import ExportError
 from skinbridge.core.transforms import quat_to_matrix3, slerp
-from skinbridge.io_mdb import gr2, gr2_anim, gr2_bind, gr2_curves, gr2_export, gr2_skeleton
+from skinbridge.io_mdb.gr2 import (animation as gr2_animation, convert as gr2_convert, curves as gr2_curves,
+                                   export as gr2_export, gr2, skeleton as gr2_skeleton)
 
 GR2_DIR = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata" / "gr2"
 SKELETON = GR2_DIR / "ovr_P_HEF_skel83.GR2"
@@ -20,13 +21,13 @@ ANIMATION = GR2_DIR / "ovr_p_ddf_glaive01.GR2"
 @pytest.fixture(scope="module")
 def genasi() -> cm.Skeleton:
     (skel,) = gr2_skeleton.skeletons(gr2.read(SKELETON.read_bytes()))
-    return gr2_bind.core_skeleton(skel)
+    return gr2_convert.core_skeleton(skel)
 
 
 @pytest.fixture(scope="module")
 def body() -> cm.Animation:
     """The dwarf's attack, the bones the Genasi skeleton has, as the import makes it (keys at 30 fps)."""
-    (_, _, anim), _ = gr2_anim.core_animations(gr2.read(ANIMATION.read_bytes()), "glaive")
+    (_, _, anim), _ = gr2_convert.core_animations(gr2.read(ANIMATION.read_bytes()), "glaive")
     return anim
 
 
@@ -46,8 +47,8 @@ def _core_local(track: cm.Track, t: float) -> np.ndarray:
     return out
 
 
-def _granny_local(track: gr2_anim.Gr2Track, t: float) -> np.ndarray:
-    s = gr2_anim.sample_track(track, np.array([t]))
+def _granny_local(track: gr2_animation.Gr2Track, t: float) -> np.ndarray:
+    s = gr2_animation.sample_track(track, np.array([t]))
     out = np.eye(4)
     out[:3, :3] = gr2_skeleton.quaternion_matrix(s["orientation"][1][-1])
     out[:3, 3] = s["position"][1][-1] / 100.0
@@ -66,7 +67,7 @@ def test_animation_written_and_read_back_gives_the_same_pose_at_keys_and_half_ke
     anim = cm.Animation("attack", body.length, [t for t in body.tracks if t.bone in genasi.names])
     assert len(anim.tracks) == 55
     back = gr2.read(gr2_export.animation_file(anim, "P_HHF_skel", genasi))
-    (read,) = gr2_anim.animations(back)
+    (read,) = gr2_animation.animations(back)
     assert read.duration == pytest.approx(anim.length, abs=1e-6) and read.fps == 30.0
     (group,) = read.groups
     assert group.name == "P_HHF_skel"
@@ -106,7 +107,7 @@ def test_constant_and_scaled_channels_choose_their_formats():
     track = cm.Track("Root", np.array([0.0]), np.array([[0.01, 0.02, 0.03]]), np.array([0.0, 1.0]),
                      np.array([[1.0, 0, 0, 0], [0.0, 0, 0, 1]]), np.array([0.0, 1.0]),
                      np.array([[1.0, 1, 1], [2.0, 2, 2]]))
-    (read,) = gr2_anim.animations(gr2.read(gr2_export.animation_file(cm.Animation("a", 1.0, [track]), "S")))
+    (read,) = gr2_animation.animations(gr2.read(gr2_export.animation_file(cm.Animation("a", 1.0, [track]), "S")))
     (t,) = read.groups[0].tracks
     assert (t.position.format, t.orientation.format, t.scale_shear.format) == ("D3Constant32f", "DaK32fC32f",
                                                                                "DaK32fC32f")

@@ -16,7 +16,8 @@ from skinbridge.app.pipeline import convert_file  # noqa: E402
 from skinbridge.blender import action as bact  # noqa: E402
 from skinbridge.blender import armature as barm  # noqa: E402
 from skinbridge.core.transforms import quat_to_matrix3, slerp  # noqa: E402
-from skinbridge.io_mdb import blender_gr2, gr2, gr2_anim, gr2_export, gr2_skeleton  # noqa: E402
+from skinbridge.io_mdb.gr2 import animation as gr2_animation, blender_io as gr2_blender, convert as gr2_convert, gr2  # noqa: E402
+from skinbridge.io_mdb.gr2 import export as gr2_export, skeleton as gr2_skeleton  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -38,8 +39,8 @@ def _core_local(track, t: float) -> np.ndarray:
     return out
 
 
-def _granny_local(track: gr2_anim.Gr2Track, t: float) -> np.ndarray:
-    s = gr2_anim.sample_track(track, np.array([t]))
+def _granny_local(track: gr2_animation.Gr2Track, t: float) -> np.ndarray:
+    s = gr2_animation.sample_track(track, np.array([t]))
     out = np.eye(4)
     out[:3, :3] = gr2_skeleton.quaternion_matrix(s["orientation"][1][-1])
     if s["scale_shear"] is not None:
@@ -59,7 +60,7 @@ def _heads(skel, locals_: dict) -> np.ndarray:
 def test_fox_walk_written_as_gr2_reads_back_with_the_same_pose(clean_scene, testdata, tmp_path):
     formats.get("gltf").get("blender_import")(bpy.context, str(testdata / "gltf" / "Fox.glb"), ConvertOptions())
     rig = next(ob for ob in bpy.context.scene.objects if ob.type == "ARMATURE")
-    paths, _ = blender_gr2.export_gr2(bpy.context, str(tmp_path), "Fox", rig, "Fox_skel")
+    paths, _ = gr2_blender.export_gr2(bpy.context, str(tmp_path), "Fox", rig, "Fox_skel")
     assert [p.rsplit("/", 1)[-1] for p in paths][0] == "Fox.gr2" and str(tmp_path / "Walk.gr2") in paths
     skeleton = gr2_export.parents_first(barm.read_skeleton(rig))
     (written,) = gr2_skeleton.skeletons(gr2.read((tmp_path / "Fox.gr2").read_bytes()))
@@ -69,7 +70,7 @@ def test_fox_walk_written_as_gr2_reads_back_with_the_same_pose(clean_scene, test
     assert np.abs(world - skeleton.binds()).max() < 1e-5 * max(1.0, np.abs(skeleton.binds()[:, :3, 3]).max())
 
     core, _ = bact.read_action(bpy.context, rig, bpy.data.actions["Walk"])
-    (read,) = gr2_anim.animations(gr2.read((tmp_path / "Walk.gr2").read_bytes()))
+    (read,) = gr2_animation.animations(gr2.read((tmp_path / "Walk.gr2").read_bytes()))
     assert read.duration == pytest.approx(core.length, abs=1e-6)
     (group,) = read.groups
     assert group.name == "Fox_skel" and len(group.tracks) == len(core.tracks)
@@ -98,13 +99,13 @@ def test_convert_to_gr2_writes_the_heads_skeleton_and_the_loaded_attack(addon, t
     assert sorted(pathlib.Path(p).name for p in paths) == ["head.gr2", "ovr_p_ddf_glaive01.gr2"]
     (skeleton,) = gr2_skeleton.skeletons(gr2.read((tmp_path / "head.gr2").read_bytes()))
     assert skeleton.name == "P_HHF_skel" and len(skeleton.bones) == 88  # as the head's SKIN packets name it
-    (anim,) = gr2_anim.animations(gr2.read((tmp_path / "ovr_p_ddf_glaive01.gr2").read_bytes()))
+    (anim,) = gr2_animation.animations(gr2.read((tmp_path / "ovr_p_ddf_glaive01.gr2").read_bytes()))
     (group,) = anim.groups
     # the body group's 67 tracks: 55 on bones, 12 on none kept on the action and written back
     assert group.name == "P_HHF_skel" and len(group.tracks) == 67
     assert anim.duration == pytest.approx(5 / 3, abs=1e-6)
     assert {t.scale_shear.format for t in group.tracks} == {"DaIdentity"}
     # the output folder as `compare` reads it: the skeleton file with the motion beside it
-    scene, _ = gr2_anim.load(str(tmp_path / "head.gr2"), (tmp_path / "head.gr2").read_bytes(), True,
+    scene, _ = gr2_convert.load(str(tmp_path / "head.gr2"), (tmp_path / "head.gr2").read_bytes(), True,
                              [str(tmp_path / "ovr_p_ddf_glaive01.gr2")])
     assert len(scene.skeleton.bones) == 88 and [len(a.tracks) for a in scene.animations] == [67]

@@ -9,7 +9,8 @@ import numpy as np
 from skinbridge import formats
 from skinbridge.core.compare import compare_scenes
 from skinbridge.core.fileio import read_bytes
-from skinbridge.io_mdb import convert, gr2, gr2_skeleton
+from skinbridge.io_mdb.gr2 import gr2, skeleton as gr2_skeleton
+from skinbridge.io_mdb.mdb import convert
 
 GR2_DIR = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata" / "gr2"
 SKELETON = GR2_DIR / "ovr_P_HEF_skel83.GR2"
@@ -52,7 +53,7 @@ def test_skeleton_compares_equal_to_the_head_bound_to_it():
 def test_animation_file_loads_without_a_skeleton():
     scene, warnings = _load(ANIMATION)
     assert scene.skeleton is None and scene.meshes == []
-    assert warnings == []  # its animations are gr2_anim's: the registry's load and the Blender import read them
+    assert warnings == []  # its animations are the scene's (scene.animations), not warnings
 
 
 def test_a_part_without_its_skeleton_says_a_convert_loses_its_weights(tmp_path):

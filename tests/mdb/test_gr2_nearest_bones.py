@@ -1,6 +1,6 @@
 """The sample head's SKIN weights against its GR2 skeleton's rest bones (docs/nwn2.md §5.4, "Nearest bones"),
 read from the MDB and GR2 bytes through our codecs only (no mapping, no armature): the SKIN index order of
-io_mdb/bones.py puts each vertex's heaviest bone nearer than any other reading of the indices does, and the share
+io_mdb/mdb/bones.py puts each vertex's heaviest bone nearer than any other reading of the indices does, and the share
 of vertices whose heaviest bone is among the 3 bones nearest to the vertex is measured per reading of "nearest".
 No reading reaches 95 %: the game's weights give the mouth and jaw of the full head mostly to `Head`, among
 face bones packed a few centimetres apart (figures and reasons in the docs)."""
@@ -11,7 +11,8 @@ import pathlib
 import numpy as np
 import pytest
 
-from skinbridge.io_mdb import bones, gr2, gr2_skeleton, mdb
+from skinbridge.io_mdb.gr2 import gr2, skeleton as gr2_skeleton
+from skinbridge.io_mdb.mdb import bones, mdb
 from support import nearest_bones as nb
 
 GR2_DIR = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata" / "gr2"

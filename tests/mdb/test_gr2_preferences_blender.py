@@ -12,7 +12,7 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge.app import preferences  # noqa: E402  (after the bpy check: this module needs Blender)
 from skinbridge.blender.ops_common import LAST_OUTCOME  # noqa: E402
-from skinbridge.io_mdb import gr2, gr2_bind, gr2_export, gr2_skeleton  # noqa: E402
+from skinbridge.io_mdb.gr2 import convert as gr2_convert, export as gr2_export, gr2, skeleton as gr2_skeleton  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -35,7 +35,7 @@ def _folder(tmp_path: pathlib.Path, name: str, **links: pathlib.Path) -> pathlib
 def _lifted_skeleton(folder: pathlib.Path) -> pathlib.Path:
     """The sample skeleton LIFT metres higher, written by our GR2 writer under the same name P_HHF_skel."""
     (skel,) = gr2_skeleton.skeletons(gr2.read(SKELETON.read_bytes()))
-    core = gr2_bind.core_skeleton(skel)
+    core = gr2_convert.core_skeleton(skel)
     for bone in core.bones:
         bone.bind = bone.bind.copy()
         bone.bind[2, 3] += LIFT

@@ -9,7 +9,7 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from skinbridge.core.errors import ExportError, FormatError  # noqa: E402
-from skinbridge.io_mdb import blender_io, mdb  # noqa: E402
+from skinbridge.io_mdb.mdb import blender_io, mdb  # noqa: E402
 from test_mdb_layout import IDENTITY, cols, hair_or_helm, hook, mdb_file, rigd, skin  # noqa: E402
 from support.bytes_compare import assert_same_bytes  # noqa: E402
 from blender_scenes import walking_humanoid  # noqa: E402
@@ -418,7 +418,7 @@ def test_failed_import_leaves_no_data(clean_scene, tmp_path, monkeypatch):
 
 def test_demo_row(clean_scene, tmp_path):
     from skinbridge.app.options import ConvertOptions
-    from skinbridge.io_mdb import blender_demo
+    from skinbridge.io_mdb.mdb import blender_demo
 
     arm_ob, mesh_ob = walking_humanoid(5)
     rows, warnings = blender_demo.demo_rows(bpy.context, str(tmp_path), arm_ob, mesh_ob, ConvertOptions(target="mdb"))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from skinbridge.core.errors import FormatError
-from skinbridge.io_mdb import bones, check, info, mdb
+from skinbridge.io_mdb.mdb import bones, check, info, mdb
 from test_mdb_layout import IDENTITY, cols, hair_or_helm, hook, material, mdb_file, name32, packet, rigd, skin, walk
 from support.bytes_compare import assert_same_bytes
 
@@ -308,7 +308,7 @@ def test_hostile_cases_keep_the_bad_input_contract():
     import hostile_mdb
     from hostile_cases import Codec, generic_cases, measured, problems
 
-    from skinbridge.io_mdb import convert
+    from skinbridge.io_mdb.mdb import convert
 
     codec = Codec("mdb", mdb.read, mdb.write, convert.semantic, hostile_mdb.seeds, hostile_mdb.cases)
     cases = hostile_mdb.cases() + generic_cases(codec)
@@ -318,7 +318,7 @@ def test_hostile_cases_keep_the_bad_input_contract():
 
 
 def test_empty_packets_read_check_and_map():
-    from skinbridge.io_mdb import convert
+    from skinbridge.io_mdb.mdb import convert
 
     data = mdb_file(rigd("empty", [], []), skin("s", "k", [], []), walk("w", [], []), cols([]))
     m = mdb.read(data)
@@ -359,7 +359,7 @@ def test_registry_finds_the_mdb_spec():
 
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
 def test_scene_and_back_is_byte_identical(path):
-    from skinbridge.io_mdb import convert
+    from skinbridge.io_mdb.mdb import convert
 
     data = path.read_bytes()
     scene, _ = convert.load(str(path), data)
@@ -368,7 +368,7 @@ def test_scene_and_back_is_byte_identical(path):
 
 
 def test_mapping_conventions():
-    from skinbridge.io_mdb import convert
+    from skinbridge.io_mdb.mdb import convert
 
     data = (MDB_DIR / "kaedrin_plc_cus_cliffcc_01.MDB").read_bytes()
     m = mdb.read(data)
@@ -387,7 +387,7 @@ def test_mapping_conventions():
 
 
 def test_changed_vertex_gets_a_new_frame_and_the_others_keep_their_bytes():
-    from skinbridge.io_mdb import convert
+    from skinbridge.io_mdb.mdb import convert
 
     data = (MDB_DIR / "kaedrin_fx_skydome_black.mdb").read_bytes()
     scene, _ = convert.to_scene(mdb.read(data))
@@ -408,7 +408,7 @@ def test_changed_vertex_gets_a_new_frame_and_the_others_keep_their_bytes():
 
 def test_skin_indices_through_a_skeleton_and_back():
     from skinbridge.core import model as cm
-    from skinbridge.io_mdb import convert
+    from skinbridge.io_mdb.mdb import convert
 
     verts = [((k * 0.1, 0, 0), (0, 0, 1), (0.5, 0.5, 0, 0), (k, 5, 0, 0), (1, 0, 0), (0, -1, 0), (0, 0, 1), 2.0)
              for k in range(6)]
@@ -427,7 +427,7 @@ def test_skin_indices_through_a_skeleton_and_back():
 def test_new_core_meshes_become_packets_by_weights_and_name():
     from skinbridge.core import model as cm
     from skinbridge.core.errors import ExportError
-    from skinbridge.io_mdb import convert
+    from skinbridge.io_mdb.mdb import convert
 
     tri = np.array([[0, 1, 2]], np.int32)
     pos = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], np.float32)

@@ -8,7 +8,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.io_mdb import mdb  # noqa: E402
+from skinbridge.io_mdb.mdb import mdb  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

@@ -88,7 +88,7 @@ def _call(idname: str, path: str, **props):
     return op("EXEC_DEFAULT", **kwargs)
 
 
-# NWN2 MDB gathers its objects itself (io_mdb.blender_io._export_objects), not through scene.exportable_objects
+# NWN2 MDB gathers its objects itself (io_mdb/mdb/blender_io.py), not through scene.exportable_objects
 @pytest.mark.parametrize("idname,ext", _export_operators())
 def test_every_export_operator_refuses_two_models_with_nothing_selected(idname, ext, two_models, tmp_path):
     ninja, kachujin = two_models

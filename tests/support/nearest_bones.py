@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from skinbridge.io_mdb import bones, gr2_skeleton, mdb
+from skinbridge.io_mdb.gr2 import skeleton as gr2_skeleton
+from skinbridge.io_mdb.mdb import bones, mdb
 
 
 class Rig:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from bisect import bisect_right
 
-from ..core.errors import FormatError
+from ...core.errors import FormatError
 
 PARAMETERS_SIZE = 12
 RANGE = 0x4000  # every window's cumulative frequencies span 0..RANGE

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 
-from ..blender import action as bact
-from ..blender import armature as barm
-from ..blender import scene as bscene
-from ..core.errors import ExportError, FormatError
-from ..core.fileio import makedirs, output_path, read_bytes, write_atomic
-from ..core.naming import NameAllocator
-from . import blender_io, gr2, gr2_anim, gr2_convert, gr2_export, gr2_skeleton
+from ...blender import action as bact
+from ...blender import armature as barm
+from ...blender import scene as bscene
+from ...core.errors import ExportError, FormatError
+from ...core.fileio import makedirs, output_path, read_bytes, write_atomic
+from ...core.naming import NameAllocator
+from . import animation, bind, convert, export, gr2, skeleton
 
 
 def import_gr2_animations(context, path: str, arm_ob, assign: bool = True) -> tuple[list, list[str]]:
@@ -28,9 +28,9 @@ def import_gr2_animations(context, path: str, arm_ob, assign: bool = True) -> tu
     f = gr2.read(read_bytes(path))
     stem = os.path.splitext(os.path.basename(path))[0]
     bones = set(arm_ob.data.bones.keys())
-    animations, warnings = gr2_anim.for_bones(f, stem, bones)
+    animations, warnings = convert.for_bones(f, stem, bones)
     if not animations:
-        groups = [g.name for a in gr2_anim.animations(f) for g in a.groups]
+        groups = [g.name for a in animation.animations(f) for g in a.groups]
         raise ExportError(f"{os.path.basename(path)}: no track group names a bone of {arm_ob.name} (groups: "
                           f"{', '.join(groups) or 'none'})")
     warnings = [f"{os.path.basename(path)}: {w}" for w in list(f.warnings) + warnings]
@@ -63,16 +63,16 @@ def export_gr2(context, outdir: str, name: str, arm_ob=None, skeleton_name: str 
         meshes, arm_ob = bscene.exportable_objects(context)
     if arm_ob is None or arm_ob.type != "ARMATURE":
         raise ExportError("no armature to export as a GR2 skeleton")
-    skeleton = gr2_export.parents_first(barm.read_skeleton(arm_ob))
-    named = [ob.get(blender_io.SKELETON_PROP) for ob in meshes if ob.get(blender_io.SKELETON_PROP)]
-    skeleton.name = skeleton_name or (named[0] if named else arm_ob.name)
-    write_atomic(paths[0], gr2_export.skeleton_file(skeleton))
+    skel = export.parents_first(barm.read_skeleton(arm_ob))
+    named = [ob.get(bind.SKELETON_PROP) for ob in meshes if ob.get(bind.SKELETON_PROP)]
+    skel.name = skeleton_name or (named[0] if named else arm_ob.name)
+    write_atomic(paths[0], export.skeleton_file(skel))
     warnings: list[str] = []
     for act in bact.armature_actions(arm_ob):
         anim, more = bact.read_action(context, arm_ob, act)
         warnings += more
         paths.append(output_path(outdir, names.take(act.name, ".gr2") + ".gr2"))
-        write_atomic(paths[-1], gr2_export.animation_file(anim, skeleton.name, skeleton))
+        write_atomic(paths[-1], export.animation_file(anim, skel.name, skel))
     return paths, warnings
 
 
@@ -86,14 +86,14 @@ def blender_import(context, path: str, options) -> list[str]:
     """The registry's `blender_import` (File › Import, `render`): the file's skeleton as an armature, with the
     file's own animations on it; an animation file (no skeleton) is refused, since it has nothing to show
     without the skeleton it plays on (load it onto one: `convert --motion`)."""
-    scene, warnings = gr2_convert.load(path, read_bytes(path))
+    scene, warnings = convert.load(path, read_bytes(path), with_animations=False)
     if scene.skeleton is None or not len(scene.skeleton):
         raise FormatError(f"{os.path.basename(path)} holds no skeleton (an animation file: load it onto the "
                           "armature of its skeleton with convert --motion)", None, "Skeletons")
     before = bscene.snapshot_ids()
     try:
         result = bscene.build_scene(context, scene, scene.skeleton.name)
-        if gr2_anim.animations(gr2.read(read_bytes(path))):
+        if animation.animations(gr2.read(read_bytes(path))):
             _, more = import_gr2_animations(context, path, result.armature)
             warnings += more
     except BaseException:  # nothing of a failed import stays in the scene
@@ -105,6 +105,6 @@ def blender_import(context, path: str, options) -> list[str]:
 def import_file(context, path: str, arm_ob) -> list[str]:
     """File › Import and drop of a .gr2: a skeleton file as an armature with its own animations; an animation
     file (no skeleton) as actions on `arm_ob`, the armature the user chose (ExportError when there is none)."""
-    if gr2_skeleton.skeletons(gr2.read(read_bytes(path))):
+    if skeleton.skeletons(gr2.read(read_bytes(path))):
         return blender_import(context, path, None)
     return import_gr2_animations(context, path, arm_ob)[1]

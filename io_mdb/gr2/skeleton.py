@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.errors import FormatError
+from ...core.errors import FormatError
 from . import gr2
 
 HAS_POSITION, HAS_ROTATION, HAS_SCALE_SHEAR = 0x1, 0x2, 0x4

@@ -1,5 +1,5 @@
 """Core skeletons and animations as NWN2 GR2 files (docs/nwn2.md §5.6): the root, skeleton, model, track group and
-animation objects of the game's type tree (`gr2_types`), laid out by `gr2_write`.
+animation objects of the game's type tree (`types`), laid out by `write`.
 
 Units and axes as the import (§5.4): the file's centimetres are metres × `UNITS_PER_METRE`, Z up, no axis change.
 A track's channels become 32-bit float curves of degree 1 (DaK32fC32f) with one knot per key, so Granny
@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import model as cm
-from ..core.errors import ExportError
-from ..core.transforms import affine_inverse, quat_normalize
-from . import gr2, gr2_curves, gr2_types, gr2_write
+from ...core import model as cm
+from ...core.errors import ExportError
+from ...core.transforms import affine_inverse, quat_normalize
+from . import curves, gr2, write
+from .types import build as build_types
 
 UNITS_PER_METRE = 100.0
 FPS = 30.0
@@ -69,7 +70,7 @@ def skeleton_object(skel: cm.Skeleton, types: dict) -> dict:
 
 
 def _curve(types: dict, fmt: str, degree: int, knots, controls) -> dict:
-    fields = gr2_curves.encode(fmt, degree, knots, controls)
+    fields = curves.encode(fmt, degree, knots, controls)
     fields["__type__"] = types[fmt]
     return {"CurveData": fields}
 
@@ -134,19 +135,19 @@ def parents_first(skel: cm.Skeleton) -> cm.Skeleton:
 
 def skeleton_file(skel: cm.Skeleton) -> bytes:
     """A skeleton file as the game's: the skeleton and a model of it."""
-    types = gr2_types.build()
+    types = build_types()
     root = _root(types, skel.name)
     skeleton = skeleton_object(skel, types)
     root["Skeletons"] = [skeleton]
     root["Models"] = [{"Name": skel.name, "Skeleton": skeleton, "InitialPlacement": _transform(
         np.zeros(3), [0, 0, 0, 1], np.eye(3))}]
-    return gr2_write.write(types["FileInfo"], root)
+    return write.write(types["FileInfo"], root)
 
 
 def animation_file(anim: cm.Animation, group: str, skeleton: cm.Skeleton | None = None) -> bytes:
     """An animation file as the game's: one animation of one track group named `group` (the skeleton's name),
     tracks sorted by name; bones of `skeleton` without keys of a channel hold their rest value."""
-    types = gr2_types.build()
+    types = build_types()
     rest = {b.name: b for b in skeleton.bones} if skeleton is not None else {}
     tracks = sorted(anim.tracks, key=lambda t: t.bone.encode("utf-8", "surrogateescape"))
     names = [t.bone for t in tracks]
@@ -161,4 +162,4 @@ def animation_file(anim: cm.Animation, group: str, skeleton: cm.Skeleton | None 
                  "Oversampling": OVERSAMPLING, "TrackGroups": [track_group]}
     root = _root(types, anim.name)
     root["TrackGroups"], root["Animations"] = [track_group], [animation]
-    return gr2_write.write(types["FileInfo"], root)
+    return write.write(types["FileInfo"], root)

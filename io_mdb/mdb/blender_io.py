@@ -28,20 +28,26 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from ..blender import armature as barmature
-from ..blender import mesh as bmesh_
-from ..blender import scene as bscene
-from ..core import model as cm
-from ..core.errors import ExportError
-from ..core.skinning import merge_repeated_bones
-from ..core.fileio import output_path, read_bytes, write_atomic
+from ...blender import armature as barmature
+from ...blender import mesh as bmesh_
+from ...blender import scene as bscene
+from ...core import model as cm
+from ...core.errors import ExportError
+from ...core.skinning import merge_repeated_bones
+from ...core.fileio import output_path, read_bytes, write_atomic
+from ..gr2 import bind
+from ..gr2.bind import SKELETON_PROP
 from . import bones as mdb_bones
 from . import check as mdb_check
-from . import convert, gr2_bind, mdb
+from . import convert, mdb
 
 PROP = "nwn2_mdb"  # JSON of the raw fields of the packet an object (or a model collection) came from
-SKELETON_PROP = "nwn2_skeleton"  # the GR2 skeleton name of a SKIN object, shown in its panel
 LODS = "LODs"
+# what an object without a kept packet is exported as: a mesh by its name's ending, an empty by its name's start,
+# or a hair or helm point by its property (or the packet type in its name)
+MESH_SUFFIXES = (("_C2", "COL2"), ("_C3", "COL3"), ("_W", "WALK"))
+EMPTY_PREFIXES = (("HP_", "HOOK"), ("COLS_", "COLS"))
+POINT_PROPS = (("nwn2_shortening", "HAIR"), ("nwn2_hiding", "HELM"))
 A_TANGENT, A_BINORMAL, A_UVW_Z = "nwn2_tangent", "nwn2_binormal", "nwn2_uvw_z"
 A_BONES, A_BONE_COUNT = "nwn2_bones", "nwn2_bone_count"
 A_WEIGHTS = tuple(f"nwn2_weight_{k}" for k in range(4))  # one FLOAT each: a FLOAT_COLOR would pass for colours
@@ -304,19 +310,19 @@ def _point_object(d: dict, created: list):
 
 
 def _followed_bones(scene: cm.Scene, names: list[str] | None) -> dict[int, str]:
-    """Point packet → the bone it follows (gr2_bind.point_bone), read from the SKIN joints before the build
+    """Point packet → the bone it follows (bind.point_bone), read from the SKIN joints before the build
     renumbers them into vertex groups; empty without bones."""
     out = {}
     for d in scene.extras["mdb"]["points"] if names else ():
         if d["type"] in mdb.POINT_TYPES:
-            bone = gr2_bind.point_bone(mdb.text_of(bytes.fromhex(d["name"])), names, scene.meshes)
+            bone = bind.point_bone(mdb.text_of(bytes.fromhex(d["name"])), names, scene.meshes)
             if bone is not None:
                 out[d["packet"]] = names[bone]
     return out
 
 
 def _follow_bone(ob, arm_ob, bone_name: str) -> None:
-    """Parent a point empty to the bone it follows (gr2_bind.point_bone), its world matrix unchanged: Blender
+    """Parent a point empty to the bone it follows (bind.point_bone), its world matrix unchanged: Blender
     places a bone child at the bone's tail, which the parent inverse takes out."""
     world = ob.matrix_world.copy()
     ob.parent = arm_ob
@@ -364,7 +370,7 @@ def _armature(armature):
 
 def import_mdb(context, path: str, armature=None, skeleton_path=None) -> bscene.ImportResult:
     """Import the MDB at `path`; `armature` (object or name): its bones name the SKIN groups (filtered order).
-    Without one, the GR2 skeleton the SKIN packets name, beside the file or in `skeleton_path` (gr2_bind),
+    Without one, the GR2 skeleton the SKIN packets name, beside the file or in `skeleton_path` (gr2/bind.py),
     becomes a new armature the SKIN meshes are parented to."""
     arm_ob = _armature(armature)
     data = read_bytes(path)
@@ -372,7 +378,7 @@ def import_mdb(context, path: str, armature=None, skeleton_path=None) -> bscene.
     stem = os.path.splitext(os.path.basename(path))[0]
     skeleton, found = None, []
     if arm_ob is None:
-        skeleton, _, found = gr2_bind.bind(m, path, skeleton_path)
+        skeleton, _, found = bind.bind(convert.skin_skeleton_names(m), path, skeleton_path)
     names = [b.name for b in arm_ob.data.bones] if arm_ob is not None else None
     scene, warnings = convert.to_scene(m, stem, names, skeleton)  # every check before the first datablock
     result = bscene.ImportResult(warnings=list(m.warnings) + found + list(warnings))
@@ -486,28 +492,17 @@ def _packet_name(ob, kept: dict | None, warnings: list[str]) -> bytes:
 def _packet_type(ob, kept: dict | None) -> str | None:
     if kept and kept.get("type") in mdb.KNOWN_TYPES:
         return kept["type"]
-    name = ob.name
+    upper = ob.name.upper()
     if ob.type == "MESH":
-        upper = name.upper()
-        if upper.endswith("_C2"):
-            return "COL2"
-        if upper.endswith("_C3"):
-            return "COL3"
-        if upper.endswith("_W"):
-            return "WALK"
+        named = next((t for suffix, t in MESH_SUFFIXES if upper.endswith(suffix)), None)
+        if named:
+            return named
         deformed = any(mod.type == "ARMATURE" and mod.object is not None for mod in ob.modifiers) or \
             (ob.parent is not None and ob.parent.type == "ARMATURE" and len(ob.vertex_groups))
         return "SKIN" if deformed else "RIGD"
     if ob.type == "EMPTY":
-        upper = name.upper()
-        if upper.startswith("HP_"):
-            return "HOOK"
-        if upper.startswith("COLS_"):
-            return "COLS"
-        if "nwn2_shortening" in ob or "HAIR" in upper:
-            return "HAIR"
-        if "nwn2_hiding" in ob or "HELM" in upper:
-            return "HELM"
+        named = next((t for prefix, t in EMPTY_PREFIXES if upper.startswith(prefix)), None)
+        return named or next((t for prop, t in POINT_PROPS if prop in ob or t in upper), None)
     return None
 
 
@@ -999,9 +994,9 @@ def _new_mesh_packets(context, ob, ptype: str, opts: _Options, warnings: list[st
             w, b = slot_weights[head]
             source = cmesh.extras["source_vertex"][used]
             weights, bones = w[source], b[source]
-        pick = (lambda a: None if a is None else a[used])
-        vertices = convert.mesh_vertices(ptype, cmesh.positions[used], cmesh.normals[used], pick(uv), pick(tangents),
-                                         pick(binormals), pick(uvw_z), weights, bones)
+        uv_, tangents_, binormals_, uvw_z_ = (None if a is None else a[used] for a in (uv, tangents, binormals, uvw_z))
+        vertices = convert.mesh_vertices(ptype, cmesh.positions[used], cmesh.normals[used], uv_, tangents_,
+                                         binormals_, uvw_z_, weights, bones)
         name = _packet_name(ob, kept, warnings) if single else _slot_name(ob, slot, warnings)
         out.append(mdb.MeshPacket(ptype, name, material, vertices, tris.astype(np.uint16), skeleton))
     return out
@@ -1108,12 +1103,12 @@ def _gather(context, collection, skeleton: str | None, limit_weights: bool, arma
                 continue
             if ob.type != "MESH":
                 continue
-            packet = _kept_mesh_packet(ob, kept, ptype, opts, warnings) if kept and kept.get("type") == ptype \
-                else None
+            same_type = kept if kept and kept.get("type") == ptype else None
+            packet = _kept_mesh_packet(ob, kept, ptype, opts, warnings) if same_type else None
             if packet is not None and kept.get("non_finite"):
                 file_values.append((packet, _file_values(packet, kept)))
             packets = [packet] if packet is not None else \
-                _new_mesh_packets(context, ob, ptype, opts, warnings, kept if kept and kept.get("type") == ptype else None)
+                _new_mesh_packets(context, ob, ptype, opts, warnings, same_type)
             for k, packet in enumerate(packets):
                 entries.append(((*order, k), packet))
     finally:

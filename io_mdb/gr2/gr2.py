@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.errors import FormatError
-from . import GR2_MAGIC as MAGIC_LE32, oodle1
+from ...core.errors import FormatError
+from . import MAGIC as MAGIC_LE32, oodle1
 
 HEADER_SIZE = 32
 INFO_SIZE = 56

@@ -1,5 +1,5 @@
 """A skinned MDB's GR2 skeleton (docs/nwn2.md §5.4): found by the name its SKIN packets give, as a core Skeleton
-in the MDB's units and axes.
+in the MDB's units and axes (`convert.core_skeleton`).
 
 A SKIN packet names the skeleton inside a GR2 file, not the file (the four public Genasi skeletons
 `P_H?F_skel83.GR2` all hold `P_HHF_skel`), so the lookup reads the `.gr2` files beside the MDB first, then those
@@ -7,9 +7,9 @@ of the folders the user lists (`--skeleton-path DIR`; in Blender the import oper
 the folders of the add-on's preferences), and takes the first, in name order, whose skeleton has that name
 (compared without case, as the game's resource names are).
 
-NWN2's GR2 files are 3ds Max exports, Z up like the MDB, in centimetres (`UnitsPerMeter` 100): measured on the
-sample head, the skeleton's world positions scaled by 1 / UnitsPerMeter with no axis change put the lips' face
-bones within 1 cm of the vertices they weigh most (docs/nwn2.md §5.4 has the figures).
+Measured on the sample head, the skeleton's world positions scaled by 1 / UnitsPerMeter with no axis change put
+the lips' face bones within 1 cm of the vertices they weigh most (docs/nwn2.md §5.4 has the figures). This part
+knows no MDB record: the MDB part gives the names its SKIN packets hold.
 """
 from __future__ import annotations
 
@@ -18,17 +18,14 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..core import model as cm
-from ..core.errors import FormatError
-from . import GR2_MAGIC, gr2, gr2_skeleton, mdb
+from ...core import model as cm
+from ...core.errors import FormatError
+from . import MAGIC, convert, gr2, skeleton
 
 GR2_EXTENSION = ".gr2"
-
-
-def skin_skeleton_names(m: mdb.MdbFile) -> list[str]:
-    """The skeleton names the SKIN packets give, in packet order without repeats."""
-    names = [mdb.text_of(p.skeleton) for p in m.packets if isinstance(p, mdb.MeshPacket) and p.type == "SKIN"]
-    return list(dict.fromkeys(n for n in names if n))
+# the Blender object property holding the name of the GR2 skeleton a skinned object is bound to: the MDB import
+# sets it; the MDB export writes it into the SKIN packets, the GR2 export names its skeleton after it
+SKELETON_PROP = "nwn2_skeleton"
 
 
 def search_folders(mdb_path: str, skeleton_path: str | Sequence[str] | None) -> list[str]:
@@ -47,16 +44,16 @@ def _gr2_files(folder: str) -> list[str]:
             if n.lower().endswith(GR2_EXTENSION) and os.path.isfile(os.path.join(folder, n))]
 
 
-def _skeletons_of(path: str) -> list[gr2_skeleton.Gr2Skeleton]:
+def _skeletons_of(path: str) -> list[skeleton.Gr2Skeleton]:
     with open(path, "rb") as fh:
         data = fh.read()
-    if not data.startswith(GR2_MAGIC):
+    if not data.startswith(MAGIC):
         return []  # a file named .gr2 that is no Granny file holds no skeleton
-    return gr2_skeleton.skeletons(gr2.read(data))
+    return skeleton.skeletons(gr2.read(data))
 
 
 def find_skeleton(name: str, folders: Iterable[str], warnings: list[str] | None = None
-                  ) -> tuple[str, gr2_skeleton.Gr2Skeleton] | None:
+                  ) -> tuple[str, skeleton.Gr2Skeleton] | None:
     """(file, skeleton) of the first `.gr2` in `folders` holding a skeleton called `name`; None when none does.
     A file that does not read is passed over (with a warning naming it): it may be an unrelated animation."""
     wanted = name.lower()
@@ -72,21 +69,6 @@ def find_skeleton(name: str, folders: Iterable[str], warnings: list[str] | None 
                 if s.name.lower() == wanted:
                     return path, s
     return None
-
-
-def core_skeleton(skel: gr2_skeleton.Gr2Skeleton) -> cm.Skeleton:
-    """The skeleton in the MDB's metres and axes: bind = rest = the world transforms the local ones compose
-    (a SKIN mesh is bound at the skeleton's rest pose: nw2fbx links its clusters there). Attachment bones
-    (`ap_*`) are no deform bones: no SKIN index reaches them."""
-    scale = 1.0 / skel.units_per_metre
-    world = skel.world_matrices()
-    world[:, :3, 3] *= scale
-    out = cm.Skeleton(skel.name)
-    for b, bind in zip(skel.bones, world):
-        out.bones.append(cm.Bone(b.name, b.parent, bind, np.zeros(3), np.array([1.0, 0, 0, 0]), np.ones(3),
-                                 deform=not b.name.startswith("ap_"), extras={"gr2": {"flags": b.flags}}))
-    out.set_rest_from_binds()
-    return out
 
 
 def point_bone(point_name: str, names: Sequence[str], meshes: Iterable[cm.Mesh]) -> int | None:
@@ -107,12 +89,11 @@ def point_bone(point_name: str, names: Sequence[str], meshes: Iterable[cm.Mesh])
     return int(np.argmax(total)) if total.any() else None
 
 
-def bind(m: mdb.MdbFile, mdb_path: str, skeleton_path: str | Sequence[str] | None = None
+def bind(names: Sequence[str], mdb_path: str, skeleton_path: str | Sequence[str] | None = None
          ) -> tuple[cm.Skeleton | None, str | None, list[str]]:
-    """(core skeleton, GR2 file, warnings) of the skeleton the MDB's SKIN packets name; (None, None, warnings)
-    when it has no SKIN packet or the skeleton is in none of the folders."""
+    """(core skeleton, GR2 file, warnings) of the skeleton an MDB's SKIN packets name (`names`, in packet order);
+    (None, None, warnings) when they name none or the skeleton is in none of the folders."""
     warnings: list[str] = []
-    names = skin_skeleton_names(m)
     if not names:
         return None, None, warnings
     if len(names) > 1:
@@ -127,4 +108,4 @@ def bind(m: mdb.MdbFile, mdb_path: str, skeleton_path: str | Sequence[str] | Non
         i, field, message = problems[0]
         raise FormatError(f"{path}: skeleton {skel.name} bone {i} ({skel.bones[i].name}): {field}: {message}",
                           None, field)
-    return core_skeleton(skel), path, warnings
+    return convert.core_skeleton(skel), path, warnings

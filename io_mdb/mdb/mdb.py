@@ -13,14 +13,13 @@ surplus (`extra`), which `check` reports. No interpretation and no axis change h
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import struct
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.binary import Reader, Writer
-from ..core.errors import FormatError
+from ...core.binary import Reader, Writer
+from ...core.errors import FormatError
 
 MAGIC = b"NWN2"
 HEADER_SIZE = 12
@@ -93,8 +92,17 @@ class Material:
         return text_of(getattr(self, which))
 
 
+class Named:
+    """A packet with a raw char[32] `name`; `name_text` is it for display."""
+    name: bytes
+
+    @property
+    def name_text(self) -> str:
+        return text_of(self.name)
+
+
 @dataclass
-class MeshPacket:
+class MeshPacket(Named):
     """RIGD, SKIN, COL2 or COL3: a name, a material, vertices (`VERTEX_DTYPES[type]`) and u16 triangles."""
     type: str
     name: bytes  # raw char[32]
@@ -105,13 +113,9 @@ class MeshPacket:
     extra: bytes = b""  # body bytes beyond what the counts need (never in real files)
     offset: int | None = None  # of the packet's type field, when read from a file
 
-    @property
-    def name_text(self) -> str:
-        return text_of(self.name)
-
 
 @dataclass
-class WalkPacket:
+class WalkPacket(Named):
     name: bytes
     ui_flags: int
     vertices: np.ndarray  # (V, 3) float32
@@ -119,10 +123,6 @@ class WalkPacket:
     extra: bytes = b""
     offset: int | None = None
     type: str = "WALK"
-
-    @property
-    def name_text(self) -> str:
-        return text_of(self.name)
 
 
 @dataclass
@@ -134,7 +134,7 @@ class ColsPacket:
 
 
 @dataclass
-class PointPacket:
+class PointPacket(Named):
     """HOOK, HAIR or HELM: a named point with a position and a 3×3 orientation (as stored)."""
     type: str
     name: bytes
@@ -144,10 +144,6 @@ class PointPacket:
     orientation: np.ndarray  # (3, 3) float32, rows as stored
     extra: bytes = b""
     offset: int | None = None
-
-    @property
-    def name_text(self) -> str:
-        return text_of(self.name)
 
 
 @dataclass

@@ -17,8 +17,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..core.errors import ExportError
-from . import GR2_MAGIC, gr2
+from ...core.errors import ExportError
+from . import MAGIC, gr2
 
 VERSION = 6
 SECTIONS = 6  # what the game's exporter writes: the objects, then vertex, index and texture sections
@@ -260,7 +260,7 @@ def _file(section: bytes, relocations: list[tuple[int, int]], root_type: gr2.Ref
     info_tail = struct.pack("<III", SECTIONS, *root_type) + struct.pack("<II", *root) + struct.pack("<I4I", tag,
                                                                                                    0, 0, 0, 0)
     crc = zlib.crc32(body) & 0xFFFFFFFF
-    header = GR2_MAGIC + struct.pack("<4I", HEADER_SIZE, 0, 0, 0)
+    header = MAGIC + struct.pack("<4I", HEADER_SIZE, 0, 0, 0)
     info = struct.pack("<IIII", VERSION, HEADER_SIZE + len(section) + len(table), crc, gr2.INFO_SIZE) + info_tail
     return header + info + body
 

@@ -1,11 +1,11 @@
-"""The Granny 2.6 type tree NWN2's own files carry (docs/nwn2.md §5.6), as `gr2_write.TypeDef`s: member names,
+"""The Granny 2.6 type tree NWN2's own files carry (docs/nwn2.md §5.6), as `write.TypeDef`s: member names,
 kinds, order and array lengths as read from the public files (the root is the same in skeleton and animation
 files), and the curve types our writer uses.
 """
 from __future__ import annotations
 
 from . import gr2
-from .gr2_write import Field, TypeDef
+from .write import Field, TypeDef
 
 KINDS = {name: kind for kind, name in gr2.KIND_NAMES.items()}
 
@@ -92,7 +92,7 @@ TABLE: dict[str, tuple[tuple, ...]] = {
     "Curve": (("CurveData", "variant_reference"),),
     "TextTrackEntry": (("TimeStamp", "real32"), ("Text", "string")),
     "UInt8Item": (("UInt8", "uint8"),),
-    # the curve formats we write (gr2_curves.py has every format's fields)
+    # the curve formats we write (curves.py has every format's fields)
     "CurveDataHeader": (("Format", "uint8"), ("Degree", "uint8")),
     "DaK32fC32f": (("CurveDataHeader_DaK32fC32f", "inline", "CurveDataHeader"), ("Padding", "int16"),
                    ("Knots", "reference_to_array", "Real32Item"), ("Controls", "reference_to_array", "Real32Item")),

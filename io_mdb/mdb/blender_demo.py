@@ -7,8 +7,8 @@ import time
 
 import numpy as np
 
-from ..blender.mesh import evaluated_world_positions
-from ..core.formatspec import DemoRow
+from ...blender.mesh import evaluated_world_positions
+from ...core.formatspec import DemoRow
 from . import bones as mdb_bones
 from . import blender_io, check, mdb
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.check import Checker, Findings
-from ..core.errors import quiet_float_errors
-from ..core.findings import Finding
+from ...core.check import Checker, Findings
+from ...core.errors import quiet_float_errors
+from ...core.findings import Finding
 from . import mdb
 
 WEIGHT_SUM_TOLERANCE = 1e-4

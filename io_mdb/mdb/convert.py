@@ -4,7 +4,7 @@ handedness) rides as the core tangent's w.
 
 Without a skeleton (names and positions of the bones live only in the GR2 file) a SKIN mesh's joints are its
 raw u8 indices and the scene has no skeleton; with the skeleton's bone names the filtered index of the file
-(`bones.skin_bone_order`) becomes the skeleton index; `load` finds the GR2 skeleton itself (`gr2_bind`).
+(`bones.skin_bone_order`) becomes the skeleton index; `load` finds the GR2 skeleton itself (`gr2/bind.py`).
 Everything the core model does not hold (raw 32-byte names and maps, packet order and type, material values,
 walk flags, hook/hair/helm/cols records) rides in `extras["mdb"]` as JSON-compatible values, from which
 `packet_from_mesh` and `records_from_extras` rebuild the packets.
@@ -15,11 +15,12 @@ import os
 
 import numpy as np
 
-from ..core import model as cm
-from ..core.errors import ExportError, FormatError, quiet_float_errors
+from ...core import model as cm
+from ...core.errors import ExportError, FormatError, quiet_float_errors
+from ..gr2 import bind
 from . import bones as mdb_bones
 from . import check as mdb_check
-from . import gr2_bind, mdb
+from . import mdb
 
 WALK_SURFACES = {  # walk material name → face flags (bit 0 walkable, bits 3–13 the surface)
     "w_Nonwalk": 0x0, "w_Dirt": 0x9, "w_Grass": 0x11, "w_Stone": 0x21, "w_Wood": 0x41, "w_Carpet": 0x81,
@@ -174,11 +175,17 @@ def _material(p: mdb.MeshPacket, name: str) -> cm.Material:
     return mat
 
 
+def skin_skeleton_names(m: mdb.MdbFile) -> list[str]:
+    """The skeleton names the SKIN packets give, in packet order without repeats."""
+    names = [mdb.text_of(p.skeleton) for p in m.packets if isinstance(p, mdb.MeshPacket) and p.type == "SKIN"]
+    return list(dict.fromkeys(n for n in names if n))
+
+
 @quiet_float_errors
 def to_scene(m: mdb.MdbFile, name: str = "mdb", skeleton_names: list[str] | None = None,
              skeleton: cm.Skeleton | None = None) -> tuple[cm.Scene, list[str]]:
     """The records as a core Scene (atomic: everything is checked before anything is returned); with the
-    GR2 `skeleton` (gr2_bind) the scene holds it and the SKIN joints index it."""
+    GR2 `skeleton` (gr2/bind.py) the scene holds it and the SKIN joints index it."""
     warnings = [str(f) for f in mdb_check.validate(m)]
     scene = cm.Scene(name, skeleton=skeleton)
     if skeleton is not None:
@@ -199,7 +206,7 @@ def to_scene(m: mdb.MdbFile, name: str = "mdb", skeleton_names: list[str] | None
             d["packet"] = i
             points.append(d)
     if skins and skeleton_names is None:
-        named = ", ".join(gr2_bind.skin_skeleton_names(m)) or "(none named)"
+        named = ", ".join(skin_skeleton_names(m)) or "(none named)"
         # without bones a convert target writes the meshes rigid (PMX: on one root bone): say so here, once
         warnings.append(f"{skins} SKIN packet(s) without a skeleton ({named} not found): no bones, so the weights "
                         "stay vertex groups bone_<n> and a convert writes the meshes rigid; bone names and positions "
@@ -221,7 +228,7 @@ def load(path: str, data: bytes, with_animations: bool = True, motions=(), skele
     """The registry's `load`: the file as a core Scene, bound to the GR2 skeleton its SKIN packets name when
     it lies beside the file or in `skeleton_path` (an MDB holds no animation; `motions` are not MDB's)."""
     m = mdb.read(data)
-    skeleton, _, found = gr2_bind.bind(m, path, skeleton_path)
+    skeleton, _, found = bind.bind(skin_skeleton_names(m), path, skeleton_path)
     scene, warnings = to_scene(m, os.path.splitext(os.path.basename(path))[0] or "mdb", skeleton=skeleton)
     return scene, list(m.warnings) + found + warnings
 
@@ -327,7 +334,8 @@ def _mesh_packet(mesh: cm.Mesh, ptype: str, scene: cm.Scene, skeleton: str | Non
         source = scene.materials[mesh.materials[0]]
         material.diffuse_color = np.asarray(source.base_color[:3], "<f4")
         if source.base_color_texture is not None:
-            stem = os.path.splitext(os.path.basename(source.base_color_texture.path or source.base_color_texture.name))[0]
+            texture = source.base_color_texture
+            stem = os.path.splitext(os.path.basename(texture.path or texture.name))[0]
             material.diffuse_map = mdb.raw_name(stem.encode("utf-8")[:31].decode("utf-8", "ignore"))
     n = mesh.vertex_count
     normals = np.asarray(mesh.normals if mesh.normals is not None else np.tile(np.float32([0, 0, 1]), (n, 1)),

@@ -33,7 +33,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..core.errors import FormatError
+from ...core.errors import FormatError
 
 FORMAT_NAMES = ("DaKeyframes32f", "DaK32fC32f", "DaIdentity", "DaConstant32f", "D3Constant32f", "D4Constant32f",
                 "DaK16uC16u", "DaK8uC8u", "D4nK16uC15u", "D4nK8uC7u", "D3K16uC16u", "D3K8uC8u")
