@@ -1,4 +1,4 @@
-"""Hostile `.ani` files in the three layouts (docs/urho.md §4.1–§4.4; io_urhox/uani.py docstring):
+"""Hostile `.ani` files in the three layouts (docs/urho.md §4.1–§4.4; io_urhox/motion/uani.py docstring):
 classic Urho3D UANI, UrhoX UANI version 2, rbfx UAN2 versions 1..4 with variant (attribute) tracks."""
 from __future__ import annotations
 
