@@ -182,8 +182,10 @@ def build_full_model(encoding: int = pmx.ENCODING_UTF16, pmx21: bool = True) -> 
         *[pmx.PmxMorph(f"UV{t - pmx.MORPH_UV}", f"uv{t}", 4, t,
                        offsets(t, [(t % nv, (0.5, 0.25, 0, 1))])) for t in range(pmx.MORPH_UV, pmx.MORPH_UV4 + 1)],
         pmx.PmxMorph("材質", "material", 4, pmx.MORPH_MATERIAL, offsets(pmx.MORPH_MATERIAL, [
-            (-1, 0, (1, 1, 1, 0.5), (1, 1, 1), 1, (1, 1, 1), (1, 1, 1, 1), 1, (1, 1, 1, 1), (1, 1, 1, 1), (1, 1, 1, 1)),
-            (1, 1, (0, 0, 0, 0.1), (0, 0, 0), 0, (0, 0, 0), (0, 0, 0, 0), 0.5, (0, 0, 0, 0), (0, 0, 0, 0), (0, 0, 0, 0)),
+            (-1, 0, (1, 1, 1, 0.5), (1, 1, 1), 1, (1, 1, 1), (1, 1, 1, 1), 1, (1, 1, 1, 1), (1, 1, 1, 1),
+             (1, 1, 1, 1)),
+            (1, 1, (0, 0, 0, 0.1), (0, 0, 0), 0, (0, 0, 0), (0, 0, 0, 0), 0.5, (0, 0, 0, 0), (0, 0, 0, 0),
+             (0, 0, 0, 0)),
         ])),
     ]
     group = pmx.PmxMorph("グループ", "group", 1, pmx.MORPH_GROUP, offsets(pmx.MORPH_GROUP, [(1, 1.0), (2, 0.5)]))
