@@ -71,8 +71,8 @@ FORMATS = (
         name="umd2", label="UrhoX / Urho3D model", kind="model", extensions=(".mdl",),
         sniff=lambda head: head[:4] in MODEL_MAGICS, head=4,
         target="urhox", folder_suffix="_UrhoX", options=OPTIONS, import_options=MODEL_IMPORT_OPTIONS,
-        operators="io_urhox.ops", import_operator="import_scene.skinbridge_urhox",
-        export_operator="export_scene.skinbridge_urhox",
+        operators="io_urhox.ops",
+        import_operator="import_scene.skinbridge_urhox", export_operator="export_scene.skinbridge_urhox",
         capabilities={
             "read": "io_urhox.model.umd2:read", "write": "io_urhox.model.umd2:write",
             "info": "io_urhox.model.info:info", "check": "io_urhox.model.check:check",
@@ -89,7 +89,7 @@ FORMATS = (
         capabilities={
             "read": "io_urhox.motion.uani:read", "write": "io_urhox.motion.uani:write",
             "info": "io_urhox.motion.info:info", "check": "io_urhox.motion.check:check",
-            "load": "io_urhox.scene_files:load_animation", "semantic": "io_urhox.motion.convert:semantic",
             "motion_loader": "io_urhox.motion.blender_io:load_motion",
+            "load": "io_urhox.scene_files:load_animation", "semantic": "io_urhox.motion.convert:semantic",
         }),
 )

@@ -104,9 +104,11 @@ class EXPORT_ANIM_OT_skinbridge_urhox_ani(bpy.types.Operator):
         return {"RUNNING_MODAL"}
 
 
+_CLASSES = (IMPORT_SCENE_OT_skinbridge_urhox, EXPORT_SCENE_OT_skinbridge_urhox, IMPORT_ANIM_OT_skinbridge_urhox_ani,
+            EXPORT_ANIM_OT_skinbridge_urhox_ani)
+
 register, unregister = registrar(
-    (IMPORT_SCENE_OT_skinbridge_urhox, EXPORT_SCENE_OT_skinbridge_urhox, IMPORT_ANIM_OT_skinbridge_urhox_ani,
-     EXPORT_ANIM_OT_skinbridge_urhox_ani),
+    _CLASSES,
     imports=[(IMPORT_SCENE_OT_skinbridge_urhox, "UrhoX / Urho3D model (.mdl)"),
              (IMPORT_ANIM_OT_skinbridge_urhox_ani, "UrhoX / Urho3D animation (.ani)")],
     exports=[(EXPORT_SCENE_OT_skinbridge_urhox, "UrhoX / Urho3D model (.mdl)"),

@@ -14,6 +14,7 @@ from skinbridge.io_pmx.model import info as pmx_info
 from skinbridge.io_pmx.model import pmx
 from skinbridge.io_pmx.model.pmx import BoneFlag
 from support.bytes_compare import assert_same_bytes, round_trip
+from support.pmx_records import offsets
 
 SAMPLES = ("mmdtools_megurine_luka.pmx", "babylonmmd_constraint_test.pmx", "babylonmmd_bone_flag_test.pmx",
            "mlibgo_sample_pmx21_utf8.pmx")
@@ -126,15 +127,6 @@ def build_vertices(rng: np.random.Generator, types: list[int], n_bones: int, add
         if t == pmx.SDEF:
             v["sdef_c"][i], v["sdef_r0"][i], v["sdef_r1"][i] = rng.uniform(-5, 5, (3, 3))
     return v
-
-
-def offsets(kind: int, rows: list[tuple]) -> np.ndarray:
-    spec = pmx.MORPH_OFFSETS[kind]
-    out = pmx.empty_records(spec, len(rows))
-    for k, row in enumerate(rows):
-        for (name, _, _), value in zip(spec, row):
-            out[name][k] = value
-    return out
 
 
 def build_full_model(encoding: int = pmx.ENCODING_UTF16, pmx21: bool = True) -> pmx.PmxModel:
