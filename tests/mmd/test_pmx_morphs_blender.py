@@ -121,7 +121,7 @@ def test_bone_and_group_morphs_pose_their_bones(model):
             np.testing.assert_allclose(_pose(arm, name), _expected_pose(arm, m, name), atol=1e-5)
         if kind == pmx.MORPH_GROUP:  # あ at its ratio 0.5; its own slider stays 0
             assert keys["あ"].value == pytest.approx(0.5)
-            assert blender_morphs.Model(arm).own_weights(blender_morphs._state(arm))[0] == 0
+            assert blender_morphs.Model(arm).own_weights(blender_morphs.morph_state(arm))[0] == 0
         _set(arm, kind, 0.0)
         for name in mmd_extras.MORPHED_BONES:
             np.testing.assert_array_equal(_pose(arm, name), rest[name])
