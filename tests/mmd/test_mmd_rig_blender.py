@@ -48,7 +48,7 @@ def _parent_names(m: pmx.PmxModel) -> dict[str, str | None]:
 
 def _check_control_layer(m: pmx.PmxModel, fitted: bool = False) -> None:
     """docs/mmd.md §5.2 and §5.3, exactly. `fitted`: written with motions whose knee keys bend
-    both ways, the knee limit's inner edge is widened past them (io_pmx/mmd_knees.py)."""
+    both ways, the knee limit's inner edge is widened past them (io_pmx/rig/knees.py)."""
     k = _names(m)
     parent = _parent_names(m)
     assert m.bones[0].name == "全ての親"

@@ -5,7 +5,7 @@ a warning) is `test_vmd_codec.py`; here the samples also come back byte-identica
 the generated motion of item 3 keeps frames, blocks and values and re-derives only an edited key's block,
 Blender's evaluation equals `core.skinning`'s MMD rule (item 4), bad input is refused per
 docs/architecture.md §7.1 (item 6).
-Item 5 (MMD rig exports) is `test_vmd_blender_rig.py`; item 7 is `bench/vmd.py` (`test_vmd_blender_bench.py`).
+Item 5 (MMD rig exports) is `test_vmd_blender_rig.py`; item 7 is `bench/vmd.py`.
 """
 from __future__ import annotations
 
