@@ -25,7 +25,7 @@ from skinbridge.blender import action as bact  # noqa: E402
 from skinbridge.bench.timing import best_of  # noqa: E402
 from skinbridge.core import model as cm  # noqa: E402
 from skinbridge.core.transforms import quat_normalize  # noqa: E402
-from skinbridge.io_urhox import blender_ani  # noqa: E402
+from skinbridge.io_urhox.motion import blender_io as motion_io  # noqa: E402
 
 
 def make_armature(n: int):
@@ -77,13 +77,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as out:
         for fmt in ("urhox", "urho3d"):
             folder = os.path.join(out, fmt)
-            seconds, (written, _) = best_of(args.repeat, lambda: blender_ani.export_actions(
+            seconds, (written, _) = best_of(args.repeat, lambda: motion_io.export_actions(
                 context, folder, ob, fmt, actions=[act]))
             size = os.path.getsize(written[0])
             print(f"{fmt:7s} export: {seconds:.3f} s ({size} bytes)")
 
             def imp():
-                acts, _ = blender_ani.import_ani(context, [written[0]], ob, assign=False)
+                acts, _ = motion_io.import_ani(context, [written[0]], ob, assign=False)
                 return acts
 
             times = []

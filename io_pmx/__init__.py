@@ -5,14 +5,13 @@ No bpy here: `import skinbridge.io_pmx.model.pmx` works in a Python without Blen
 (app/operators.py) imports the operators (`FORMATS`' `operators`).
 """
 from ..core.formatspec import FormatSpec, Option
+from .model.units import UNITS_PER_METRE
 
 # The parts of this package, bottom first: a part imports only the parts before it; modules directly in the
 # package (scene_files) use the bpy-free parts; `blender_side` (the only part that imports bpy) may use everything.
 PARTS = ("model", "motion", "rig", "blender_side")
 
 VMD_SIGNATURE = b"Vocaloid Motion Data"
-
-UNITS_PER_METRE = 12.5  # MMD's unit is 8 cm (the import's 0.08 metres per unit)
 
 OPTIONS = (
     Option("mmd_rig", bool, False, label="MMD Rig",
@@ -24,11 +23,13 @@ OPTIONS = (
     Option("arm_angle", float, 0.0, unit="degrees", low=-90.0, high=90.0, metavar="DEGREES",
            help="turn the left upper arm by +θ and the right by −θ degrees about Blender's +Y through the bone's "
                 "head (a T-pose arm's tip drops by θ); the mesh is re-posed with linear blend skinning"),
-    Option("scale", float, None, unit="units per metre", low=1e-6, high=1e6, metavar="S",
-           ui_default=UNITS_PER_METRE,
-           help="units per metre of the written model; not given: the model's own import scale, else 12.5 "
-                "(MMD's 8 cm unit); a model outside 2 to 200 units tall gets a warning naming the --scale that "
-                "makes it 20"),
+    # 0 (the operator's start) or not given: the model's own import unit. Its earlier id `scale` (the --scale flag
+    # and the operator property) sets it too.
+    Option("units_per_metre", float, None, unit="units per metre", low=0.0, high=1e6, metavar="S", ui_default=0.0,
+           aliases=("scale",), label="Units per Metre",
+           help=f"MMD units written for one metre; 0 or not given: the model's own import unit, else "
+                f"{UNITS_PER_METRE:g} (MMD's 8 cm unit); a model outside 2 to 200 units tall gets a warning naming "
+                "the --units-per-metre that makes it 20"),
 )
 
 # Options of the PMX import operator (File › Import; the command line's conversions import with physics off:
@@ -39,16 +40,24 @@ IMPORT_OPTIONS = (
                 "(off: the bodies are kept for export and a motion plays as MMD plays it with physics off)"),
 )
 
+# What File › Export › MikuMikuDance Motion takes besides the action it writes (the command line writes a PMX's
+# motions at their keyframes, as `convert --to pmx`).
+VMD_OPTIONS = (
+    Option("bake", bool, False, label="Bake Every Frame", blender_only=True,
+           help="write a key on every whole 30-fps frame instead of at the keyframes"),
+)
+
 FORMATS = (
     FormatSpec(
         name="pmx", label="MikuMikuDance model (PMX)", kind="model", extensions=(".pmx",),
         sniff=lambda head: head[:4] == b"PMX ", head=4,
-        target="pmx", folder_suffix="_PMX", options=OPTIONS,
+        target="pmx", folder_suffix="_PMX", options=OPTIONS, import_options=IMPORT_OPTIONS,
         operators="io_pmx.blender_side.ops", import_operator="import_scene.skinbridge_pmx",
         export_operator="export_scene.skinbridge_pmx",
         capabilities={
             "read": "io_pmx.model.pmx:read", "write": "io_pmx.model.pmx:write",
-            "info": "io_pmx.model.info:info", "check": "io_pmx.model.check:check", "semantic": "io_pmx.model.validate:semantic",
+            "info": "io_pmx.model.info:info", "check": "io_pmx.model.check:check",
+            "semantic": "io_pmx.model.validate:semantic",
             "load": "io_pmx.model.convert:load", "write_scene": "io_pmx.scene_files:write_scene",
             "blender_import": "io_pmx.blender_side.blender_io:blender_import",
             "export_target": "io_pmx.blender_side.blender_io:export_target",
@@ -58,6 +67,7 @@ FORMATS = (
     FormatSpec(
         name="vmd", label="MikuMikuDance motion (VMD)", kind="motion", extensions=(".vmd",),
         sniff=lambda head: head[:len(VMD_SIGNATURE)] == VMD_SIGNATURE, head=len(VMD_SIGNATURE),
+        options=VMD_OPTIONS,
         import_operator="import_anim.skinbridge_vmd", export_operator="export_anim.skinbridge_vmd",
         capabilities={
             "read": "io_pmx.motion.vmd:read", "write": "io_pmx.motion.vmd:write",

@@ -10,6 +10,7 @@ from ..core.fileio import write_atomic
 from ..core.naming import NameAllocator
 from .model import convert
 from .model import pmx
+from .model.units import METRES_PER_UNIT
 from .motion import vmd
 from .motion import convert as motion_convert
 
@@ -21,10 +22,11 @@ def write_scene(scene: cm.Scene, folder: str, name: str) -> list[str]:
     write_atomic(paths[0], pmx.write(model))
     if scene.skeleton is None or not len(scene.skeleton):
         return paths
-    scale = float((scene.extras.get("pmx") or {}).get("scale", convert.DEFAULT_SCALE))
+    metres_per_unit = float((scene.extras.get("pmx") or {}).get("scale", METRES_PER_UNIT))
     names = NameAllocator()
     for anim in scene.animations:
-        motion, _ = motion_convert.motion_of_skeleton_animation(scene.skeleton, anim, model.name or name, scale)
+        motion, _ = motion_convert.motion_of_skeleton_animation(scene.skeleton, anim, model.name or name,
+                                                                metres_per_unit)
         paths.append(os.path.join(folder, names.take(anim.name, ".vmd") + ".vmd"))
         write_atomic(paths[-1], vmd.write(motion))
     return paths

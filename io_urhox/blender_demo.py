@@ -12,8 +12,12 @@ from ..blender.mesh import evaluated_world_positions
 from ..core import skinning
 from ..core.formatspec import DemoRow
 from ..core.transforms import BLENDER_TO_GLTF
-from . import ani_convert, blender_io, convert, uani, umd2
-from .blender_ani import export_actions
+from .model import convert as model_convert
+from .model import umd2
+from .model.blender_io import export_mdl
+from .motion import convert as motion_convert
+from .motion import uani
+from .motion.blender_io import export_actions
 
 
 def _check_umd2(path: str, arm_ob, mesh_ob) -> dict:
@@ -32,7 +36,8 @@ def _check_umd2(path: str, arm_ob, mesh_ob) -> dict:
         bind_file = np.linalg.inv(np.vstack([m.bones[i].offset.reshape(3, 4), [0, 0, 0, 1]]))
         world[i] = BLENDER_TO_GLTF @ pose @ np.linalg.inv(rest) @ np.linalg.inv(BLENDER_TO_GLTF) @ bind_file
     bind = np.array([np.linalg.inv(np.vstack([b.offset.reshape(3, 4), [0, 0, 0, 1]])) for b in m.bones])
-    expected = skinning.skin(v["POSITION0"], v["BLENDINDICES0"], v["BLENDWEIGHTS0"], skinning.skin_matrices(world, bind))
+    expected = skinning.skin(v["POSITION0"], v["BLENDINDICES0"], v["BLENDWEIGHTS0"],
+                             skinning.skin_matrices(world, bind))
     got = evaluated_world_positions(mesh_ob) @ BLENDER_TO_GLTF[:3, :3].T
     diag = float(np.linalg.norm(np.asarray(m.bbox_max) - m.bbox_min))
     bpy.context.scene.frame_set(1)
@@ -47,10 +52,10 @@ def _check_uani(mdl_path: str, ani_path: str, mesh_ob) -> dict:
     data = open(ani_path, "rb").read()
     anim_rec = uani.read(data)
     model = umd2.read(open(mdl_path, "rb").read())
-    scene_core, _ = convert.to_scene(model, "check", "urhox")
+    scene_core, _ = model_convert.to_scene(model, "check", "urhox")
     skel = scene_core.skeleton
     roots = {b.name for b in skel.bones if b.parent < 0}
-    anim, _ = ani_convert.to_core(anim_rec, "check", "urhox", roots)
+    anim, _ = motion_convert.to_core(anim_rec, "check", "urhox", roots)
     mesh = scene_core.meshes[0]
     fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
     start = bpy.context.scene.frame_start
@@ -74,13 +79,13 @@ def demo_rows(context, outdir: str, arm_ob, mesh_ob, options) -> tuple[list[Demo
 
     path = os.path.join(outdir, "Humanoid.mdl")
     t = time.perf_counter()
-    warnings = blender_io.export_mdl(context, path)
+    warnings = export_mdl(context, path)
     elapsed = time.perf_counter() - t
     c = _check_umd2(path, arm_ob, mesh_ob)
     ok = c["identical"] and c["skin_error"] < 1e-5 and c["bones"] == len(arm_ob.data.bones)
-    rows.append(DemoRow("UrhoX model (UMD2)", os.path.relpath(path), c["bytes"], c["vertices"], c["triangles"], c["bones"],
-                 round(elapsed, 2), f"re-read identical={c['identical']}; walk frame 9 skin error "
-                 f"{c['skin_error']:.1e}·diag", ok))
+    rows.append(DemoRow("UrhoX model (UMD2)", os.path.relpath(path), c["bytes"], c["vertices"], c["triangles"],
+                        c["bones"], round(elapsed, 2), f"re-read identical={c['identical']}; walk frame 9 skin error "
+                        f"{c['skin_error']:.1e}·diag", ok))
 
     t = time.perf_counter()
     ani_paths, more = export_actions(context, outdir, arm_ob)

@@ -1,4 +1,4 @@
-"""File › Import / Export entries and drag-and-drop for UrhoX / Urho3D models (.mdl)."""
+"""File › Import / Export entries and drag-and-drop for UrhoX / Urho3D models (.mdl) and animations (.ani)."""
 from __future__ import annotations
 
 import bpy
@@ -8,35 +8,25 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 from ..blender.ops_common import (ExportFile, ImportFiles, OptionsPopup, export_motions, file_operator,
                                   import_motions, option_values, registrar)
 from ..blender.selection import armatures
-from . import FORMATS, OPTIONS, blender_ani, blender_io
-from .blender_io import AXES_PROP
+from . import FORMATS, PROFILE
+from .model import blender_io as model_io
+from .model.blender_io import AXES_PROP
+from .motion import blender_io as motion_io
 
 _MODEL, _ANIMATION = (next(s for s in FORMATS if s.name == n) for n in ("umd2", "uani"))
-_MODEL_OPTIONS = tuple(o for o in OPTIONS if o.name != "ani_format")  # the model operator writes no animation
-_ANI_OPTIONS = tuple(o for o in OPTIONS if o.name == "ani_format")
-
-_IMPORT_PROFILES = [
-    ("auto", "Automatic", "Urho3D axes for UMDL/UMD3 files and for UMD2 files with collision data or morphs, "
-                          "else UrhoX axes"),
-    ("urhox", "UrhoX", "glTF axes (right-handed, Y up), as the UrhoX glb2mdl tool writes"),
-    ("urho3d", "Urho3D", "Left-handed Y up with clockwise front faces, as Urho3D's tools write"),
-]
+_MODEL_OPTIONS = tuple(o for o in _MODEL.options if o.name != "ani_format")  # the model operator writes no animation
 
 
-@file_operator(_MODEL.extensions, several=True)
+@file_operator(_MODEL.extensions, _MODEL.import_options, several=True)
 class IMPORT_SCENE_OT_skinbridge_urhox(ImportFiles, OptionsPopup, bpy.types.Operator, ImportHelper):
     """Import an UrhoX / Urho3D model (UMD2, UMDL, UMD3)"""
 
     bl_idname = "import_scene.skinbridge_urhox"
     bl_label = "Import UrhoX / Urho3D Model"
     bl_options = {"REGISTER", "UNDO", "PRESET"}
-    profile: EnumProperty(name="Axes", items=_IMPORT_PROFILES, default="auto")
-    all_lods: BoolProperty(name="All LODs", default=False,
-                           description="Import every LOD level as its own object in an LOD collection "
-                                       "(levels above 0 hidden); otherwise LOD 0 only")
 
     def import_one(self, context, path: str) -> list[str]:
-        return blender_io.import_mdl(context, path, self.profile, self.all_lods).warnings
+        return model_io.import_mdl(context, path, **option_values(self, _MODEL.import_options)).warnings
 
 
 @file_operator(_MODEL.extensions, _MODEL_OPTIONS, collection=True)
@@ -49,42 +39,34 @@ class EXPORT_SCENE_OT_skinbridge_urhox(ExportFile, bpy.types.Operator, ExportHel
     selected_only: BoolProperty(name="Selected Only", default=False)
 
     def export(self, context) -> list[str]:
-        return blender_io.export_mdl(context, self.filepath, selected_only=self.selected_only,
-                                     **option_values(self, _MODEL_OPTIONS))
+        return model_io.export_mdl(context, self.filepath, selected_only=self.selected_only,
+                                   **option_values(self, _MODEL_OPTIONS))
 
 
 # -- animations (.ani) ---------------------------------------------------------------------------------
 
-_ANI_PROFILES = [
-    ("auto", "Automatic", "The axes the armature's model was imported with (UrhoX for other armatures)"),
-    ("urhox", "UrhoX", "glTF axes (right-handed, Y up): root tracks turned into Blender axes"),
-    ("urho3d", "Urho3D", "Left-handed Y up: every track mirrored into Blender axes"),
-]
-
-
-def _axes_of(arm, profile: str) -> str:
+def _read_axes(arm, profile: str) -> str:
     return profile if profile != "auto" else (arm.get(AXES_PROP) or "urhox")
 
 
-@file_operator(_ANIMATION.extensions, several=True)
+@file_operator(_ANIMATION.extensions, _ANIMATION.import_options, several=True)
 class IMPORT_ANIM_OT_skinbridge_urhox_ani(OptionsPopup, bpy.types.Operator, ImportHelper):
     """Import UrhoX / Urho3D animations (.ani) as actions of the active armature"""
 
     bl_idname = "import_anim.skinbridge_urhox_ani"
     bl_label = "Import UrhoX / Urho3D Animation"
     bl_options = {"REGISTER", "UNDO", "PRESET"}
-    profile: EnumProperty(name="Axes", items=_ANI_PROFILES, default="auto")
 
     @classmethod
     def poll(cls, context):
         return bool(armatures(context))  # which one: decided (or refused, naming them) when it runs
 
     def execute(self, context):
-        return import_motions(self, context, lambda path, arm: blender_ani.import_ani(
-            context, [path], arm, _axes_of(arm, self.profile)), "animation")
+        return import_motions(self, context, lambda path, arm: motion_io.import_ani(
+            context, [path], arm, _read_axes(arm, self.profile)), "animation")
 
 
-@file_operator((), _ANI_OPTIONS, collection=True)  # a folder is chosen: no file name ending
+@file_operator((), _ANIMATION.options, collection=True)  # a folder is chosen: no file name ending
 class EXPORT_ANIM_OT_skinbridge_urhox_ani(bpy.types.Operator):
     """Export the actions of the active armature to <folder>/Animations/<action>.ani"""
 
@@ -93,7 +75,6 @@ class EXPORT_ANIM_OT_skinbridge_urhox_ani(bpy.types.Operator):
     bl_options = {"PRESET"}
     directory: StringProperty(subtype="DIR_PATH")
     filter_folder: BoolProperty(default=True, options={"HIDDEN"})
-    profile: EnumProperty(name="Axes", items=_ANI_PROFILES, default="auto")
     which: EnumProperty(name="Actions", default="ALL",
                         items=[("ALL", "All", "Every action that animates the armature's bones"),
                                ("ACTIVE", "Active", "The armature's assigned action only")])
@@ -106,9 +87,16 @@ class EXPORT_ANIM_OT_skinbridge_urhox_ani(bpy.types.Operator):
         return export_motions(self, context, lambda arm, act: self._export(context, arm, act), "animation",
                               "has no assigned action" if self.which == "ACTIVE" else None)
 
+    def _profile(self, arm) -> str:
+        """The axes the caller chose; not chosen: the ones the armature's model was imported with (the
+        option's default for other armatures), so that the animations fit the model they came with."""
+        if self.properties.is_property_set("profile"):
+            return self.profile
+        return arm.get(AXES_PROP) or PROFILE.default
+
     def _export(self, context, arm, act) -> tuple[str, list[str]]:
-        written, warnings = blender_ani.export_actions(context, self.directory, arm, self.ani_format,
-                                                       _axes_of(arm, self.profile), None if act is None else [act])
+        written, warnings = motion_io.export_actions(context, self.directory, arm, self.ani_format,
+                                                     self._profile(arm), None if act is None else [act])
         return f"{sum(p.endswith('.ani') for p in written)} animation(s) written", warnings
 
     def invoke(self, context, event):
@@ -116,8 +104,11 @@ class EXPORT_ANIM_OT_skinbridge_urhox_ani(bpy.types.Operator):
         return {"RUNNING_MODAL"}
 
 
+_CLASSES = (IMPORT_SCENE_OT_skinbridge_urhox, EXPORT_SCENE_OT_skinbridge_urhox, IMPORT_ANIM_OT_skinbridge_urhox_ani,
+            EXPORT_ANIM_OT_skinbridge_urhox_ani)
+
 register, unregister = registrar(
-    (IMPORT_SCENE_OT_skinbridge_urhox, EXPORT_SCENE_OT_skinbridge_urhox, IMPORT_ANIM_OT_skinbridge_urhox_ani, EXPORT_ANIM_OT_skinbridge_urhox_ani),
+    _CLASSES,
     imports=[(IMPORT_SCENE_OT_skinbridge_urhox, "UrhoX / Urho3D model (.mdl)"),
              (IMPORT_ANIM_OT_skinbridge_urhox_ani, "UrhoX / Urho3D animation (.ani)")],
     exports=[(EXPORT_SCENE_OT_skinbridge_urhox, "UrhoX / Urho3D model (.mdl)"),
@@ -127,4 +118,3 @@ register, unregister = registrar(
              "import_scene.urhox_ani": IMPORT_ANIM_OT_skinbridge_urhox_ani,
              "export_scene.urhox_ani": EXPORT_ANIM_OT_skinbridge_urhox_ani},
 )
-

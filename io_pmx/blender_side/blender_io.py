@@ -20,6 +20,7 @@ from . import blender_mmd
 from . import blender_morphs
 from ..model import convert
 from ..model import pmx
+from ..model.units import METRES_PER_UNIT
 from ..model.validate import raise_for_errors, validate
 from ..rig.bone_map import load_bone_map
 from ..motion.names import shorten_bone_names
@@ -49,15 +50,16 @@ def load(path: str) -> tuple[pmx.PmxModel, list[str]]:
     return model, list(model.warnings) + [str(f) for f in findings if f not in fatal]
 
 
-def import_pmx(context, path: str, scale: float = convert.DEFAULT_SCALE, physics: bool = True
+def import_pmx(context, path: str, metres_per_unit: float = METRES_PER_UNIT, physics: bool = True
                ) -> bscene.ImportResult:
-    """`physics`: the rigid bodies simulate and the bones follow them when the scene plays (off: they are
+    """`metres_per_unit`: Blender metres of one MMD unit (stored with the model, so that export writes the same
+    units). `physics`: the rigid bodies simulate and the bones follow them when the scene plays (off: they are
     built all the same, kept for export, and a motion plays as MMD plays it with physics off)."""
-    if not scale > 0:
-        raise FormatError(f"scale {scale} is not positive")
+    if not metres_per_unit > 0:
+        raise FormatError(f"{metres_per_unit} metres per unit is not positive")
     model, warnings = load(path)
     name = os.path.splitext(os.path.basename(path))[0]
-    core_scene, more = convert.to_scene(model, name, scale)
+    core_scene, more = convert.to_scene(model, name, metres_per_unit)
     warnings += more
     # Textures are built by blender_mmd (a missing file becomes a placeholder, not a failed import).
     textures = [m.base_color_texture for m in core_scene.materials]
@@ -73,7 +75,8 @@ def import_pmx(context, path: str, scale: float = convert.DEFAULT_SCALE, physics
         if result.armature is not None and (model.rigid_bodies or model.joints):
             arm_ob = result.armature
             names = bscene.barm_names(arm_ob) or [b.name for b in arm_ob.data.bones]
-            warnings += blender_physics.build_physics(context, arm_ob, core_scene.extras["pmx"], scale, names, [])
+            warnings += blender_physics.build_physics(context, arm_ob, core_scene.extras["pmx"], metres_per_unit,
+                                                      names, [])
             warnings += blender_physics_sim.link(context, arm_ob, physics)
     except BaseException:
         bscene.remove_new(before)
@@ -83,13 +86,13 @@ def import_pmx(context, path: str, scale: float = convert.DEFAULT_SCALE, physics
 
 
 def blender_import(context, path: str, options) -> list[str]:
-    """The registry's `blender_import` (convert, render): the PMX at its default scale, physics built but off
+    """The registry's `blender_import` (convert, render): the PMX in MMD's 8 cm unit, physics built but off
     (a conversion writes the file's bodies, and frames sampled out of order cannot simulate)."""
     return import_pmx(context, path, physics=False).warnings
 
 
-def gather_model(context, scale: float | None = None, selected_only: bool = False, objects: tuple | None = None
-                 ) -> tuple[pmx.PmxModel, list[str]]:
+def gather_model(context, metres_per_unit: float | None = None, selected_only: bool = False,
+                 objects: tuple | None = None) -> tuple[pmx.PmxModel, list[str]]:
     """The PMX records export would write (read-only), not yet validated. `objects`: the (meshes, armature) of
     `exportable_objects`, when the caller has them already."""
     objects = objects if objects is not None else bscene.exportable_objects(context, selected_only)
@@ -100,16 +103,16 @@ def gather_model(context, scale: float | None = None, selected_only: bool = Fals
         if not core_scene.meshes and core_scene.skeleton is None:  # bones alone make a PMX (a rig, a motion model)
             raise ExportError("nothing to export: no visible mesh with faces or armature")
         blender_mmd.read_extras(core_scene, arm_ob, meshes)
-    model, more = convert.from_scene(core_scene, scale)
+    model, more = convert.from_scene(core_scene, metres_per_unit)
     if arm_ob is not None:
-        _physics_from_blender(model, arm_ob, scale, core_scene.extras.get("pmx") or {})
+        _physics_from_blender(model, arm_ob, metres_per_unit, core_scene.extras.get("pmx") or {})
     return model, warnings + more
 
 
-def _physics_from_blender(model: pmx.PmxModel, arm_ob, scale: float | None, extras: dict) -> None:
+def _physics_from_blender(model: pmx.PmxModel, arm_ob, metres_per_unit: float | None, extras: dict) -> None:
     """Rigid bodies and joints from the model's Physics collection (`physics`), when it has one."""
-    if scale is None:
-        scale = float(extras.get("scale", convert.DEFAULT_SCALE))
+    if metres_per_unit is None:
+        metres_per_unit = float(extras.get("scale", METRES_PER_UNIT))
     pmx_index: dict[str, int] = {}
     for i, b in enumerate(model.bones):
         pmx_index.setdefault(b.name, i)
@@ -119,7 +122,7 @@ def _physics_from_blender(model: pmx.PmxModel, arm_ob, scale: float | None, extr
         k = pmx_index.get(names[0] if names and names[0] else bone.name)
         if k is not None:
             bone_index[bone.name] = k
-    read = blender_physics.read_physics(arm_ob, scale, bone_index)
+    read = blender_physics.read_physics(arm_ob, metres_per_unit, bone_index)
     if read is not None:
         model.rigid_bodies, model.joints = read
 
@@ -136,32 +139,32 @@ def model_height(model: pmx.PmxModel) -> float:
     return float(y.max() - y.min())
 
 
-def height_warning(model: pmx.PmxModel, scale: float | None) -> str | None:
-    """A warning when the model's height is outside `MODEL_HEIGHT`, with the `--scale` that makes it 20 units
-    (a 1.6 m character) tall."""
+def height_warning(model: pmx.PmxModel, metres_per_unit: float | None) -> str | None:
+    """A warning when the model's height is outside `MODEL_HEIGHT`, with the `--units-per-metre` that makes it
+    20 units (a 1.6 m character) tall."""
     h = model_height(model)
     lo, hi = MODEL_HEIGHT
     if h <= 0 or lo <= h <= hi:
         return None
-    per_metre = 1.0 / (scale if scale else convert.DEFAULT_SCALE)
+    per_metre = 1.0 / (metres_per_unit if metres_per_unit else METRES_PER_UNIT)
     return (f"the model is {h:.4g} MMD units tall, outside the {lo:g}–{hi:g} MMD models are made at (a 1.6 m "
-            f"character is 20): written at {per_metre:.4g} units per metre; --scale {per_metre * 20 / h:.4g} "
-            "would make it 20 units tall")
+            f"character is 20): written at {per_metre:.4g} units per metre; --units-per-metre "
+            f"{per_metre * 20 / h:.4g} would make it 20 units tall")
 
 
-def export_model(context, path: str, scale: float | None = None, selected_only: bool = False,
+def export_model(context, path: str, metres_per_unit: float | None = None, selected_only: bool = False,
                  mmd_rig: bool = False, bone_map=None, arm_angle: float = 0.0, model_name: str | None = None,
                  textures: bool = False, before_write=None
                  ) -> tuple[list[str], list[str], dict[str, str], pmx.PmxModel]:
     """`export_pmx` returning (written paths, the model first; warnings; Blender bone → the shorter name
-    PMX and VMD call it; the records written). `model_name`: the model name written (Japanese and English; None: the file's own
-    for a model imported from PMX, else the armature's, else the output file's stem); `textures`: write the
-    images the materials use next to the PMX (`blender_textures`); `before_write(model, names)`: called with
-    the records and the name map before they are validated and written (it may change them), returns
+    PMX and VMD call it; the records written). `model_name`: the model name written (Japanese and English; None:
+    the file's own for a model imported from PMX, else the armature's, else the output file's stem); `textures`:
+    write the images the materials use next to the PMX (`blender_textures`); `before_write(model, names)`: called
+    with the records and the name map before they are validated and written (it may change them), returns
     warnings."""
     objects = bscene.exportable_objects(context, selected_only)
     meshes, arm_ob = objects
-    model, warnings = gather_model(context, scale, selected_only, objects)
+    model, warnings = gather_model(context, metres_per_unit, selected_only, objects)
     # imported from PMX: the file's own name, also an empty one (MMD reads a model without a name)
     from_pmx = arm_ob is not None and isinstance((blender_mmd.stored_extras(arm_ob, []) or {}).get("name"), str)
     if model_name or not from_pmx:
@@ -188,7 +191,7 @@ def export_model(context, path: str, scale: float | None = None, selected_only: 
     findings = validate(model, for_export=True)
     raise_for_errors(findings)
     warnings += [str(f) for f in findings]
-    tall = height_warning(model, scale if scale is not None else
+    tall = height_warning(model, metres_per_unit if metres_per_unit is not None else
                           (blender_mmd.stored_extras(arm_ob, []) or {}).get("scale") if arm_ob is not None else None)
     if tall:
         warnings.append(tall)
@@ -198,13 +201,20 @@ def export_model(context, path: str, scale: float | None = None, selected_only: 
     return [path] + written, warnings, names, model
 
 
-def export_pmx(context, path: str, scale: float | None = None, selected_only: bool = False,
+def export_pmx(context, path: str, metres_per_unit: float | None = None, selected_only: bool = False,
                mmd_rig: bool = False, bone_map=None, arm_angle: float = 0.0, model_name: str | None = None
                ) -> list[str]:
-    """Write the visible model to `path`. `scale` is the import scale the model uses (None: the one stored
-    with the model, else 0.08); positions are divided by it (× 12.5 by default). `mmd_rig`, `bone_map` (a JSON
-    file path or dict) and `arm_angle` (degrees): see mmd_rig.py, mmd_bone_map.py and mmd_arm_angle.py."""
-    return export_model(context, path, scale, selected_only, mmd_rig, bone_map, arm_angle, model_name)[1]
+    """Write the visible model to `path`. `metres_per_unit` is what one MMD unit is in Blender (None: the
+    import's, stored with the model, else 0.08); positions are divided by it (× 12.5 by default;
+    `metres_per_unit_of` turns the option `units_per_metre` into it). `mmd_rig`, `bone_map` (a JSON file path or
+    dict) and `arm_angle` (degrees): see io_pmx/rig/rig.py, bone_map.py and arm_angle.py."""
+    return export_model(context, path, metres_per_unit, selected_only, mmd_rig, bone_map, arm_angle, model_name)[1]
+
+
+def metres_per_unit_of(units_per_metre: float | None) -> float | None:
+    """What the export divides positions by, from the option `units_per_metre` (units written for one metre):
+    None or 0 give None, the model's own import unit (else MMD's 8 cm)."""
+    return 1.0 / units_per_metre if units_per_metre else None
 
 
 def _given_name(context, name: str, options) -> str | None:
@@ -214,23 +224,22 @@ def _given_name(context, name: str, options) -> str | None:
 
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to pmx`: OUTDIR/NAME.pmx, the images its materials use beside it, and a .vmd per action
-    (retargeted onto this PMX when rigged). `--scale S` (units per metre, default the model's own, else 12.5)
-    reaches `options.scale`; `-n` names the model in PMX and VMD."""
+    (retargeted onto this PMX when rigged). `--units-per-metre S` (default the model's own, else 12.5) reaches
+    `options.units_per_metre`; `-n` names the model in PMX and VMD."""
     path = output_path(outdir, name + ".pmx")
-    per_metre = options.scale
-    scale = 1.0 / per_metre if per_metre else None
+    inward = metres_per_unit_of(options.units_per_metre)
     model_name = _given_name(context, name, options)
 
     bone_map = load_bone_map(options.bone_map) if options.bone_map else None  # once, for the model and motions
     pending: list = []
 
     def motions(model, names) -> list[str]:  # made before the PMX is written: they fit its knee limits
-        built, more = blender_motion_retarget.build_target_motions(context, options, scale, model, names, bone_map)
+        built, more = blender_motion_retarget.build_target_motions(context, options, inward, model, names, bone_map)
         pending.extend(built)
         return more
 
     written, warnings, _, _ = export_model(
-        context, path, scale, mmd_rig=options.mmd_rig,
+        context, path, inward, mmd_rig=options.mmd_rig,
         bone_map=bone_map, arm_angle=options.arm_angle,
         model_name=model_name, textures=True, before_write=motions)
     written += blender_motion_retarget.write_motions(outdir, pending)

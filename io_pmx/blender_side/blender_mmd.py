@@ -132,7 +132,7 @@ def _build_constraints(arm_ob, skel: cm.Skeleton, names: list[str], warnings: li
         flags = raw["flags"]
         ik = raw.get("ik")
         if ik is not None and flags & BoneFlag.IK and ik["links"]:
-            links = [l for l in ik["links"] if 0 <= l["bone"] < n]
+            links = [link for link in ik["links"] if 0 <= link["bone"] < n]
             if links and 0 <= ik["target"] < n:
                 c = pose[names[links[0]["bone"]]].constraints.new("IK")
                 c.name = IK_NAME
@@ -425,7 +425,8 @@ def _add_unused_vertices(ob, cmesh: cm.Mesh, raw: dict | None, skel: cm.Skeleton
     nor /= np.maximum(np.linalg.norm(nor, axis=1, keepdims=True), 1e-30)
     uvs = []
     for j, (name, uv) in enumerate(cmesh.uvs):
-        extra = convert.uv_to_blender(raw["uv"][missing]) if (j == 0 and raw is not None) else np.zeros((k, 2), np.float32)
+        extra = (convert.uv_to_blender(raw["uv"][missing]) if (j == 0 and raw is not None)
+                 else np.zeros((k, 2), np.float32))
         uvs.append((name, np.concatenate([uv, extra])))
     order = np.argsort(np.concatenate([source, missing]), kind="stable")
     new_index = np.empty(len(order), np.int64)

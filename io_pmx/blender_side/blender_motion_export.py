@@ -5,7 +5,7 @@ A key whose frame, value and incoming handles are what import made of the file i
 cannot be held by a block). GENERATED keys still where import put them are dropped; in an edited segment they
 become keys. Keys that fall between whole 30-fps frames are replaced by samples on the whole frames around
 them; `bake` samples every whole frame. Motions for a PMX whose rest or hierarchy differs from the armature's
-(an MMD rig export) are `blender_vmd_retarget`'s.
+(an MMD rig export) are blender_motion_retarget.py's.
 """
 from __future__ import annotations
 
@@ -23,14 +23,14 @@ from ...core.fileio import output_path, write_atomic
 from ...core.naming import NameAllocator
 from ...core.transforms import quat_normalize
 from . import blender_mmd
-from ..model import convert
+from ..model.units import METRES_PER_UNIT
 from ..motion import vmd
 from ..motion import channels as vc
 from .blender_motion_curves import (
     WHOLE, Curve, channelbags, close, segments_of, unchanged, unchanged_channel, vmd_frames, whole_frames,
 )
 from .blender_motion_model import (
-    BONE_PATH, IK_PATH, MORPH_PATH, RAW, SLIDER_PATH, bone_key_map, bone_names, ik_constraints, model_scale,
+    BONE_PATH, IK_PATH, MORPH_PATH, RAW, SLIDER_PATH, bone_key_map, bone_names, ik_constraints, model_metres_per_unit,
     morph_names, non_finite, slider_names, split_keys, unescape,
 )
 
@@ -54,15 +54,15 @@ def load_raw(act) -> dict | None:
 
 
 def export_motion(context, act, arm_ob, bake: bool = False, rest: dict | None = None,
-                  names: dict | None = None, scale: float | None = None, model_name: str | None = None
+                  names: dict | None = None, metres_per_unit: float | None = None, model_name: str | None = None
                   ) -> tuple[vmd.Motion, list[str]]:
     """The VMD of one action (read-only). `rest`: per Blender bone {"head", "change"} when the PMX's rest
-    differs from Blender's (an MMD rig export); `names`: Blender bone → VMD name overrides; `scale`: metres
-    per MMD unit of the PMX it goes with (None: the model's own); `model_name`: the PMX's model name (None:
+    differs from Blender's (an MMD rig export); `names`: Blender bone → VMD name overrides; `metres_per_unit`:
+    metres per MMD unit of the PMX it goes with (None: the model's own); `model_name`: the PMX's model name (None:
     the file's, else the armature's)."""
     fps = bact.fps_of(context.scene)
-    if scale is None:
-        scale = model_scale(arm_ob) if arm_ob is not None else convert.DEFAULT_SCALE
+    if metres_per_unit is None:
+        metres_per_unit = model_metres_per_unit(arm_ob) if arm_ob is not None else METRES_PER_UNIT
     raw = load_raw(act)
     warnings: list[str] = []
     m = vmd.Motion()
@@ -79,7 +79,7 @@ def export_motion(context, act, arm_ob, bake: bool = False, rest: dict | None = 
     bone_parts, morph_parts, props = [], [], None
     if arm_ob is not None:
         slot = bact.slot_for(arm_ob, act)
-        bone_parts, more, props = _export_bones(act, slot, arm_ob, raw, fps, scale, bake, rest, names)
+        bone_parts, more, props = _export_bones(act, slot, arm_ob, raw, fps, metres_per_unit, bake, rest, names)
         warnings += more
         morph_parts, more = export_morphs(act, arm_ob, raw, fps, bake)
         warnings += more
@@ -139,7 +139,7 @@ class _BoneFrames:
     segments: tuple | None  # `_segment_curves_many` of the segments between frames (None: baked, or one frame)
 
 
-def _export_bones(act, slot, arm_ob, raw, fps, scale, bake, rest, names):
+def _export_bones(act, slot, arm_ob, raw, fps, metres_per_unit, bake, rest, names):
     warnings: list[str] = []
     mmd_names = {b: m for m, b in bone_names(arm_ob).items()}
     if names:
@@ -151,8 +151,8 @@ def _export_bones(act, slot, arm_ob, raw, fps, scale, bake, rest, names):
     warnings += name_warnings
     for (bone, chans), encoded_name in zip(curves.items(), encoded):
         name = mmd_names.get(bone, bone)
-        _export_bone(out, arm_ob, bone, name, encoded_name, chans, raw_tracks.get(name), raw, fps, scale, bake,
-                     rest)
+        _export_bone(out, arm_ob, bone, name, encoded_name, chans, raw_tracks.get(name), raw, fps, metres_per_unit,
+                     bake, rest)
     warnings += _bone_warnings(act.name, out)
     props = _export_ik(act, arm_ob, ik_curves, raw, fps)
     return out.parts, warnings, props
@@ -200,8 +200,8 @@ def _raw_bone_tracks(raw, known: set[str], parts: list) -> dict[str, vc.BoneTrac
 
 
 def _export_bone(out: _BoneExport, arm_ob, bone: str, name: str, encoded_name: bytes, chans: dict, tr, raw,
-                 fps: float, scale: float, bake: bool, rest) -> None:
-    bmap = bone_key_map(arm_ob, bone, scale, rest)
+                 fps: float, metres_per_unit: float, bake: bool, rest) -> None:
+    bmap = bone_key_map(arm_ob, bone, metres_per_unit, rest)
     xk = tr.frames * fps / vmd.FPS if tr is not None else np.zeros(0)
     same_ch = _unchanged_keys(chans, tr, bmap, fps, xk)
     same = np.logical_and.reduce(list(same_ch.values())) if same_ch else np.zeros(0, bool)
@@ -566,13 +566,14 @@ def motion_actions(arm_ob) -> list:
 
 def export_actions(context, outdir: str, arm_ob, actions=None, bake: bool = False, rest: dict | None = None,
                    names: dict | None = None, allocator: NameAllocator | None = None,
-                   scale: float | None = None, model_name: str | None = None) -> tuple[list[str], list[str]]:
+                   metres_per_unit: float | None = None, model_name: str | None = None
+                   ) -> tuple[list[str], list[str]]:
     """One OUTDIR/<action>.vmd per action; all made in memory before the first is written."""
     actions = motion_actions(arm_ob) if actions is None else list(actions)
     allocator = allocator or NameAllocator()
     pending, warnings = [], []
     for act in actions:
-        motion, more = export_motion(context, act, arm_ob, bake, rest, names, scale, model_name)
+        motion, more = export_motion(context, act, arm_ob, bake, rest, names, metres_per_unit, model_name)
         warnings += more
         pending.append((allocator.take(act.name, ".vmd"), vmd.write(motion)))
     for stem, _ in pending:  # every path asked of the output guard before the first is written

@@ -28,7 +28,7 @@ from ..motion import vmd
 from ..motion import channels as vc
 from .blender_motion_curves import new_fcurve, simple_keys
 from .blender_motion_model import (
-    CAMERA_PROP, RAW, bone_key_map, bone_names, escape, ik_constraints, model_scale, morph_names, non_finite,
+    CAMERA_PROP, RAW, bone_key_map, bone_names, escape, ik_constraints, model_metres_per_unit, morph_names, non_finite,
     skinned_meshes, slider_names, split_keys,
 )
 
@@ -36,7 +36,7 @@ from .blender_motion_model import (
 def _plan(context, motion: vmd.Motion, arm_ob, label: str) -> dict:
     """Everything import will create, worked out without touching Blender data."""
     fps = bact.fps_of(context.scene)
-    scale = model_scale(arm_ob)
+    scale = model_metres_per_unit(arm_ob)
     warnings = [f"{label}: {w}" for w in motion.warnings]
     bones = bone_names(arm_ob)
     hit, miss, missing = split_keys(motion.bone_keys, bones)

@@ -1,6 +1,6 @@
 """What an armature imported from PMX offers a VMD motion, for the import and the export alike: its bones,
-morphs and IK constraints by MMD name, its scale, the map between a bone's pose channels and its VMD keys
-(`bone_key_map`), and which keys of a file the model can take (`split_keys`). Also the names both sides use
+morphs and IK constraints by MMD name, its unit (metres per MMD unit), the map between a bone's pose channels and
+its VMD keys (`bone_key_map`), and which keys of a file the model can take (`split_keys`). Also the names both sides use
 for what they keep on Blender data (the action's raw VMD, the camera rig, the data paths of bone, IK and
 morph curves).
 """
@@ -13,7 +13,7 @@ import bpy
 import numpy as np
 
 from . import blender_mmd
-from ..model import convert
+from ..model.units import METRES_PER_UNIT
 from ..motion import vmd
 from ..motion import channels as vc
 
@@ -33,13 +33,18 @@ def unescape(name: str) -> str:
     return re.sub(r"\\(.)", r"\1", name)
 
 
-def model_scale(arm_ob) -> float:
+def model_metres_per_unit(arm_ob) -> float:
+    """Blender metres of one MMD unit of the armature's model: the import's, stored with the model (under the
+    key "scale"), else MMD's 8 cm."""
     raw = blender_mmd.stored_extras(arm_ob, [])
     try:
-        s = float(raw.get("scale", convert.DEFAULT_SCALE)) if raw else convert.DEFAULT_SCALE
+        s = float(raw.get("scale", METRES_PER_UNIT)) if raw else METRES_PER_UNIT
     except (TypeError, ValueError):
-        s = convert.DEFAULT_SCALE
-    return s if s > 0 and math.isfinite(s) else convert.DEFAULT_SCALE
+        s = METRES_PER_UNIT
+    return s if s > 0 and math.isfinite(s) else METRES_PER_UNIT
+
+
+model_scale = model_metres_per_unit  # its earlier name, which blender_morphs.py imports
 
 
 def bone_names(arm_ob) -> dict[str, str]:

@@ -55,7 +55,7 @@ from ..motion import channels
 from . import blender_morphs
 from .blender_motion_curves import INTERP, WHOLE, Curve, channelbags, vmd_frames, whole_frames
 from .blender_motion_export import assemble, export_morphs, export_motion, motion_actions
-from .blender_motion_model import BONE_PATH, bone_names, model_scale, unescape
+from .blender_motion_model import BONE_PATH, bone_names, model_metres_per_unit, unescape
 from ..rig.arm_angle import arm_angle_rest_transforms
 from ..rig.bone_map import depths, load_bone_map, map_bones
 from ..rig.knees import fit_knees
@@ -65,7 +65,7 @@ from ..motion.retarget import fit_chain_fractions, fraction_curves, midpoint_fra
 PATH_TOLERANCE = 1e-4  # of the model's height: how far an IK bone's path may leave the line between two keys
 
 
-def build_target_motions(context, options, scale: float | None, model, names: dict | None = None,
+def build_target_motions(context, options, metres_per_unit: float | None, model, names: dict | None = None,
                          bone_map: dict | None = None) -> tuple[list[tuple[str, vmd.Motion]], list[str]]:
     """`convert --to pmx`'s motions for `model`, the PMX records about to be written: one (file stem, motion)
     per action of the model's armature, made in memory. Plain: each action's keys (`export_motion`), bone
@@ -86,9 +86,10 @@ def build_target_motions(context, options, scale: float | None, model, names: di
         if rigged:
             motion, more = export_rigged_motion(context, act, arm_ob, model, options.arm_angle,
                                                 bone_map,
-                                                mmd_rig=bool(options.mmd_rig), scale=scale)
+                                                mmd_rig=bool(options.mmd_rig), metres_per_unit=metres_per_unit)
         else:
-            motion, more = export_motion(context, act, arm_ob, names=names, scale=scale, model_name=model.name)
+            motion, more = export_motion(context, act, arm_ob, names=names, metres_per_unit=metres_per_unit,
+                                         model_name=model.name)
         warnings += more
         pending.append((allocator.take(act.name, ".vmd"), motion))
     if options.mmd_rig:
@@ -198,13 +199,13 @@ def _key_samples(model, deform: np.ndarray, base: np.ndarray, moving: list[int])
 
 
 def export_rigged_motion(context, act, arm_ob, model, arm_angle: float = 0.0, bone_map=None,
-                         bake: bool = False, mmd_rig: bool = True, scale: float | None = None
+                         bake: bool = False, mmd_rig: bool = True, metres_per_unit: float | None = None
                          ) -> tuple[vmd.Motion, list[str]]:
     """The VMD of one action for `model`, the rigged PMX exported from `arm_ob` (read-only; see above).
-    `scale`: metres per MMD unit the PMX was written with (None: the model's own)."""
+    `metres_per_unit`: metres per MMD unit the PMX was written with (None: the model's own)."""
 
     fps = bact.fps_of(context.scene)
-    scale = model_scale(arm_ob) if scale is None else scale
+    metres_per_unit = model_metres_per_unit(arm_ob) if metres_per_unit is None else metres_per_unit
     warnings: list[str] = []
     skel, mapping, src = _rig_sources(model, arm_ob, bone_map, mmd_rig)
     m = vmd.Motion()
@@ -220,7 +221,7 @@ def export_rigged_motion(context, act, arm_ob, model, arm_angle: float = 0.0, bo
         # and every half frame: each segment's curves pass through the source at its middle
         halves = np.arange(2 * dense[0], 2 * dense[-1] + 1) / 2.0 if len(dense) else dense.astype(np.float64)
         deform = _rig_deformations(context, act, arm_ob, model, skel, mapping, src, halves * fps / vmd.FPS,
-                                   scale, arm_angle)
+                                   metres_per_unit, arm_angle)
         m.bone_keys = _rigged_bone_keys(act.name, model, deform, dense, base, warnings)
         dropped = [skel.names[i] for i in range(len(skel.names)) if mapping.dropped(i)]
         if dropped:
@@ -268,7 +269,7 @@ def _rig_frames(action: str, allx: np.ndarray, curved: list[np.ndarray], fps: fl
     return frames
 
 
-def _rig_deformations(context, act, arm_ob, model, skel, mapping, src, times: np.ndarray, scale: float,
+def _rig_deformations(context, act, arm_ob, model, skel, mapping, src, times: np.ndarray, metres_per_unit: float,
                       arm_angle: float) -> np.ndarray:
     """S_k (see above) of every PMX bone at every time: (times, bones, 4, 4), NaN for bones without a
     source that are not IK bones."""
@@ -280,7 +281,7 @@ def _rig_deformations(context, act, arm_ob, model, skel, mapping, src, times: np
     arms = {i: side for side, prefix in SIDES.items() if (i := mapping.index(prefix + "腕")) is not None}
     d = arm_angle_rest_transforms([int(p) for p in skel.parents], heads, arms, float(arm_angle or 0.0))
     k4 = np.eye(4)
-    k4[:3, :3] = channels.SWAP_YZ / scale
+    k4[:3, :3] = channels.SWAP_YZ / metres_per_unit
     k4_inv = np.linalg.inv(k4)
     n = len(model.bones)
     deform = np.full((len(times), n, 4, 4), np.nan)

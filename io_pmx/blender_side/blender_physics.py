@@ -39,7 +39,7 @@ from mathutils import Euler, Matrix
 from ...blender.props import MODEL_DATA_PROP
 from ..model import convert
 from ..model import pmx
-from .blender_motion_model import model_scale
+from .blender_motion_model import model_metres_per_unit
 
 COLLECTION = "Physics"
 RAW_PROP = "skinbridge_pmx_physics"
@@ -519,11 +519,11 @@ def add_chain(context, arm_ob, bone_names: list[str], scale: float | None = None
               mass: float = 1.0, group: int = 1) -> tuple[list, list]:
     """Capsules along the bones `bone_names` (a chain, parent first) and joints between them: the first
     capsule follows its bone (static, mode 0), the others are dynamic and turn their bones (mode 2, made to
-    follow by `blender_physics_sim.link`); a joint at the head of every bone after the first joins it to the one before, its
-    rotation limited to ±30° (±10° of twist about the bone) with light springs. `radius`: the capsules'
+    follow by `blender_physics_sim.link`); a joint at the head of every bone after the first joins it to the one
+    before, its rotation limited to ±30° (±10° of twist about the bone) with light springs. `radius`: the capsules'
     radius as a fraction of each bone's length. Returns (bodies, joints)."""
     if scale is None:
-        scale = model_scale(arm_ob)
+        scale = model_metres_per_unit(arm_ob)
     ensure_world(context)
     coll = _physics_collection(context, arm_ob)
     bodies, joints = [], []

@@ -19,7 +19,8 @@ def selected_chain(arm_ob, names) -> list[str]:
         raise ExportError("select the bones of a chain (hair, skirt, tail) in Pose Mode")
     roots = [n for n in chosen if bones[n].parent is None or bones[n].parent.name not in chosen]
     if len(roots) != 1:
-        raise ExportError(f"the selected bones are not one chain ({len(roots)} start bones: {', '.join(sorted(roots))})")
+        raise ExportError(f"the selected bones are not one chain ({len(roots)} start bones: "
+                          f"{', '.join(sorted(roots))})")
     chain = [roots[0]]
     while True:
         nxt = [c.name for c in bones[chain[-1]].children if c.name in chosen]

@@ -25,7 +25,7 @@ from ...blender import scene as bscene
 from ...blender.props import MODEL_DATA_PROP
 from ..model.collision import collides, collision_layout
 from . import blender_physics as bp
-from .blender_motion_model import model_scale
+from .blender_motion_model import model_metres_per_unit
 from . import blender_mmd
 
 NEAR = 1.5  # excluded pairs closer at rest than this × the sum of their sizes get a disabled-collision constraint
@@ -202,7 +202,7 @@ def link(context, arm_ob, enabled: bool = True) -> list[str]:
     when `enabled`); returns warnings."""
     bp.ensure_world(context)
     set_world_step(context.scene)
-    warnings = set_gravity(context.scene, model_scale(arm_ob)) if enabled else []
+    warnings = set_gravity(context.scene, model_metres_per_unit(arm_ob)) if enabled else []
     apply_collisions(context, arm_ob)
     link_bones(context, arm_ob, enabled)
     set_simulation(context, arm_ob, enabled)
@@ -217,7 +217,7 @@ def build(context, arm_ob) -> list[str]:
     if not bodies and not joints:
         extras = blender_mmd.stored_extras(arm_ob, []) or {}
         names = bscene.barm_names(arm_ob) or [b.name for b in arm_ob.data.bones]
-        warnings += bp.build_physics(context, arm_ob, extras, model_scale(arm_ob), names, [])
+        warnings += bp.build_physics(context, arm_ob, extras, model_metres_per_unit(arm_ob), names, [])
     return warnings + link(context, arm_ob, True)
 
 

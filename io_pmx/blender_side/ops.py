@@ -8,7 +8,8 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 from ...blender.ops_common import (ExportFile, ImportFiles, OptionsPopup, export_motions, file_operator,
                                    import_motions, option_values, registrar)
 from ...blender.selection import armatures
-from .. import FORMATS, IMPORT_OPTIONS, OPTIONS, UNITS_PER_METRE
+from .. import FORMATS
+from ..model.units import UNITS_PER_METRE
 from .blender_physics_chain import menu_entry, POSE_OT_skinbridge_mmd_physics_chain
 from .blender_physics_ops import CLASSES as PHYSICS_CLASSES
 from . import blender_morphs
@@ -21,7 +22,7 @@ from . import blender_motion_export
 _PMX, _VMD = (next(s for s in FORMATS if s.name == n) for n in ("pmx", "vmd"))
 
 
-@file_operator(_PMX.extensions, IMPORT_OPTIONS, several=True)
+@file_operator(_PMX.extensions, _PMX.import_options, several=True)
 class IMPORT_SCENE_OT_skinbridge_pmx(ImportFiles, OptionsPopup, bpy.types.Operator, ImportHelper):
     """Import a MikuMikuDance model (PMX 2.0 / 2.1)"""
 
@@ -29,30 +30,32 @@ class IMPORT_SCENE_OT_skinbridge_pmx(ImportFiles, OptionsPopup, bpy.types.Operat
     bl_label = "Import MikuMikuDance Model"
     bl_options = {"REGISTER", "UNDO", "PRESET"}
     scale: FloatProperty(name="Scale", default=UNITS_PER_METRE, min=1e-6, max=1e6, precision=4,
-                         description="MMD units per metre (12.5: 1 unit = 8 cm), as convert's --scale; stored "
-                                     "with the model so that export writes the same units")
+                         description="MMD units per metre (12.5: 1 unit = 8 cm), as convert's --units-per-metre; "
+                                     "stored with the model so that export writes the same units")
 
     def import_one(self, context, path: str) -> list[str]:
-        options = option_values(self, IMPORT_OPTIONS)
+        options = option_values(self, _PMX.import_options)
         return blender_io.import_pmx(context, path, 1.0 / self.scale, **options).warnings
 
 
-@file_operator(_PMX.extensions, OPTIONS, collection=True)
+@file_operator(_PMX.extensions, _PMX.options, collection=True)
 class EXPORT_SCENE_OT_skinbridge_pmx(ExportFile, bpy.types.Operator, ExportHelper):
     """Export the visible model (meshes and their armature, at rest) as a MikuMikuDance model (PMX 2.0)"""
 
     bl_idname = "export_scene.skinbridge_pmx"
     bl_label = "Export MikuMikuDance Model"
     bl_options = {"PRESET"}
-    use_model_scale: BoolProperty(name="Model's Scale", default=True,
-                                  description="Write in the units the model was imported with (else Scale)")
     selected_only: BoolProperty(name="Selected Only", default=False)
+    # the earlier id of units_per_metre, for scripts, until ops_common makes each option's aliases (hidden)
+    scale: FloatProperty(name="Scale", default=0.0, min=0.0, max=1e6, options={"HIDDEN", "SKIP_SAVE"},
+                         description="Old id of Units per Metre (0: not set)")
 
     def export(self, context) -> list[str]:
-        values = option_values(self, OPTIONS)
-        per_metre = values.pop("scale")  # units per metre, as --scale; the exporter takes metres per unit
-        return blender_io.export_pmx(context, self.filepath, None if self.use_model_scale else 1.0 / per_metre,
-                                     self.selected_only, **values)
+        values = option_values(self, _PMX.options)
+        if self.properties.is_property_set("scale"):
+            values["units_per_metre"] = self.scale
+        inward = blender_io.metres_per_unit_of(values.pop("units_per_metre"))
+        return blender_io.export_pmx(context, self.filepath, inward, self.selected_only, **values)
 
 
 # -- VMD motions (blender_vmd_*.py) -------------------------------------------------------------------------
@@ -78,19 +81,17 @@ class IMPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ImportHelper):
             context, [path], arm, self.camera, mmd_time=self.mmd_time))
 
 
-@file_operator(_VMD.extensions, collection=True)
+@file_operator(_VMD.extensions, _VMD.options, collection=True)
 class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
     """Export the active armature's action as a MikuMikuDance motion (.vmd)"""
 
     bl_idname = "export_anim.skinbridge_vmd"
     bl_label = "Export MikuMikuDance Motion"
-    bake: BoolProperty(name="Bake Every Frame", default=False,
-                       description="Write a key on every whole 30-fps frame instead of at the keyframes")
 
     def execute(self, context):
         return export_motions(self, context, lambda arm, act: (
             f"Exported {act.name} to {bpy.path.basename(self.filepath)}",
-            blender_motion_export.export_vmd(context, self.filepath, arm, act, self.bake)),
+            blender_motion_export.export_vmd(context, self.filepath, arm, act, **option_values(self, _VMD.options))),
             "motion", "has no action to export: assign one")
 
 

@@ -4,9 +4,10 @@ Conventions, stated once (docs/mmd.md §4; §4.1: positions, directions and angl
 own conversion, never one shared "vector" function):
 
 * **Positions** (vertices, bone heads, tails given as offsets, morph offsets): MMD (x, y, z) → Blender
-  (x, z, y) · scale. The Y↔Z swap has determinant −1, so it also turns MMD's left-handed axes into Blender's
-  right-handed ones; the model faces −Y in Blender. Export divides by the same scale (12.5 = 1 / 0.08 by
-  default). The scale is stored with the model (`extras["pmx"]["scale"]`) so export uses its inverse.
+  (x, z, y) · metres per unit. The Y↔Z swap has determinant −1, so it also turns MMD's left-handed axes into
+  Blender's right-handed ones; the model faces −Y in Blender. Export divides by the same metres per unit (× 12.5
+  units per metre by default: `units.py`). The import's metres per unit is stored with the model (under the key
+  `extras["pmx"]["scale"]`, the name earlier versions stored it by) so that export writes the same units.
 * **Directions** (normals, fixed axes, local axes): (x, y, z) → (x, z, y), no scale.
 * **Angles** (IK limits, Euler angles in PMX semantics, radians): kept raw in the bone's extras and converted
   only for Blender display, into the link bone's rest (edit-bone) axes: an angle about MMD axis i is an angle
@@ -39,11 +40,11 @@ from ...core.errors import ExportError
 from ...core.skinning import merge_repeated_bones
 from . import pmx
 from .pmx import BoneFlag
+from .units import METRES_PER_UNIT
 import os
 from ...core.fileio import read_bytes
 from ...core.paths import texture_to_write
 
-DEFAULT_SCALE = 0.08
 PI32 = float(np.float32(np.pi))
 SWAP_YZ = np.array([[1, 0, 0], [0, 0, 1], [0, 1, 0]], dtype=np.float64)  # MMD ⇄ Blender axes, its own inverse
 _MATCH_POSITION = 1e-4  # MMD units: a Blender bone head still "is" the file's position within this
@@ -56,12 +57,12 @@ _TINY = 1e-6
 # ------------------------------------------------------------------------------------------------------------
 # The conversions: positions, directions, angles, UVs, winding
 
-def positions_to_blender(p, scale: float) -> np.ndarray:
-    return np.asarray(p, dtype=np.float64)[..., [0, 2, 1]] * scale
+def positions_to_blender(p, metres_per_unit: float) -> np.ndarray:
+    return np.asarray(p, dtype=np.float64)[..., [0, 2, 1]] * metres_per_unit
 
 
-def positions_to_pmx(p, scale: float) -> np.ndarray:
-    return np.asarray(p, dtype=np.float64)[..., [0, 2, 1]] / scale
+def positions_to_pmx(p, metres_per_unit: float) -> np.ndarray:
+    return np.asarray(p, dtype=np.float64)[..., [0, 2, 1]] / metres_per_unit
 
 
 def directions_to_blender(d) -> np.ndarray:
@@ -134,19 +135,19 @@ def _roll_zero_rotation(d: np.ndarray) -> np.ndarray:
     return np.eye(3) + k + k @ k / (1 + c)
 
 
-def bone_frames(model: pmx.PmxModel, scale: float) -> tuple[np.ndarray, np.ndarray]:
+def bone_frames(model: pmx.PmxModel, metres_per_unit: float) -> tuple[np.ndarray, np.ndarray]:
     """Blender rest matrices (4×4, no scale) and display lengths of every bone."""
     n = len(model.bones)
-    heads = positions_to_blender(np.array([b.position for b in model.bones], np.float64).reshape(n, 3), scale)
+    heads = positions_to_blender(np.array([b.position for b in model.bones], np.float64).reshape(n, 3), metres_per_unit)
     mats = np.tile(np.eye(4), (n, 1, 1))
-    lengths = np.full(n, scale)
+    lengths = np.full(n, metres_per_unit)
     for i, b in enumerate(model.bones):
         d = None
         if b.flags & BoneFlag.TAIL_IS_BONE:
             if b.tail_bone is not None and 0 <= b.tail_bone < n and b.tail_bone != i:
                 d = heads[b.tail_bone] - heads[i]
         elif b.tail_offset is not None and np.all(np.isfinite(b.tail_offset)):
-            d = positions_to_blender(b.tail_offset, scale)
+            d = positions_to_blender(b.tail_offset, metres_per_unit)
         if d is not None and np.linalg.norm(d) > _TINY:
             lengths[i] = float(np.linalg.norm(d))
             d = d / lengths[i]
@@ -222,8 +223,9 @@ def bone_to_dict(i: int, b: pmx.PmxBone) -> dict:
             out[name] = _plain(v)
     if b.ik is not None:
         out["ik"] = {"target": int(b.ik.target), "loop": int(b.ik.loop), "limit_angle": float(b.ik.limit_angle),
-                     "links": [{"bone": int(l.bone), "lower": _plain(l.lower) if l.lower is not None else None,
-                                "upper": _plain(l.upper) if l.upper is not None else None} for l in b.ik.links]}
+                     "links": [{"bone": int(link.bone), "lower": _plain(link.lower) if link.lower is not None else None,
+                                "upper": _plain(link.upper) if link.upper is not None else None}
+                               for link in b.ik.links]}
     return out
 
 
@@ -241,8 +243,8 @@ def bone_from_dict(d: dict) -> pmx.PmxBone:
     if d.get("ik") is not None:
         ik = d["ik"]
         b.ik = pmx.PmxIK(target=ik["target"], loop=ik["loop"], limit_angle=np.float32(ik["limit_angle"]),
-                         links=[pmx.PmxIKLink(l["bone"], _f32(l["lower"], 3), _f32(l["upper"], 3))
-                                for l in ik["links"]])
+                         links=[pmx.PmxIKLink(link["bone"], _f32(link["lower"], 3), _f32(link["upper"], 3))
+                                for link in ik["links"]])
     return b
 
 
@@ -311,13 +313,14 @@ def _name_places(model: pmx.PmxModel) -> dict[str, int | str]:
 
 
 @names.cleaned(_name_places)
-def to_scene(model: pmx.PmxModel, name: str, scale: float = DEFAULT_SCALE) -> tuple[cm.Scene, list[str]]:
+def to_scene(model: pmx.PmxModel, name: str, metres_per_unit: float = METRES_PER_UNIT
+             ) -> tuple[cm.Scene, list[str]]:
     """Map the whole model; nothing is dropped: what Blender cannot show is kept raw in extras."""
     warnings: list[str] = []
     scene = cm.Scene(name=name)
     n_bones = len(model.bones)
     if n_bones:
-        rest, lengths = bone_frames(model, scale)
+        rest, lengths = bone_frames(model, metres_per_unit)
         skel = cm.Skeleton(name=name)
         for i, b in enumerate(model.bones):
             parent = b.parent if 0 <= b.parent < n_bones and b.parent != i else -1
@@ -330,7 +333,7 @@ def to_scene(model: pmx.PmxModel, name: str, scale: float = DEFAULT_SCALE) -> tu
 
     v = model.vertices
     tris = np.asarray(model.indices, dtype=np.int64).reshape(-1, 3)
-    mesh = cm.Mesh(name=name, positions=positions_to_blender(v["position"], scale).astype(np.float32),
+    mesh = cm.Mesh(name=name, positions=positions_to_blender(v["position"], metres_per_unit).astype(np.float32),
                    triangles=winding(tris).astype(np.int32),
                    normals=directions_to_blender(v["normal"]).astype(np.float32),
                    uvs=[("UVMap", uv_to_blender(v["uv"]))])
@@ -355,7 +358,7 @@ def to_scene(model: pmx.PmxModel, name: str, scale: float = DEFAULT_SCALE) -> tu
         pos = base.copy()
         idx = morph.offsets["vertex"].astype(np.int64)
         ok = (idx >= 0) & (idx < len(v))
-        np.add.at(pos, idx[ok], positions_to_blender(morph.offsets["offset"][ok], scale))
+        np.add.at(pos, idx[ok], positions_to_blender(morph.offsets["offset"][ok], metres_per_unit))
         mesh.shape_keys.append(cm.ShapeKey(morph.name or f"morph{k}", pos))
     if len(v) or len(tris):
         scene.meshes.append(mesh)
@@ -371,7 +374,7 @@ def to_scene(model: pmx.PmxModel, name: str, scale: float = DEFAULT_SCALE) -> tu
         scene.materials.append(out)
 
     scene.extras["pmx"] = {
-        "scale": float(scale),
+        "scale": float(metres_per_unit),
         "name": model.name, "name_e": model.name_e, "comment": model.comment, "comment_e": model.comment_e,
         "encoding": int(model.encoding),
         "version": float(model.version) if model.version is not None else None,
@@ -419,7 +422,8 @@ def load(path: str, data: bytes | None = None, with_animations: bool = True, mot
 
 def _close(a, b, tol: float) -> bool:
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return a.shape == b.shape and bool(np.all(np.abs(a - b) <= np.maximum(tol, 4 * np.spacing(np.abs(b).astype(np.float32)))))
+    return a.shape == b.shape and bool(np.all(np.abs(a - b) <= np.maximum(
+        tol, 4 * np.spacing(np.abs(b).astype(np.float32)))))
 
 
 def _remap(index: int | None, table: dict[int, int]) -> int | None:
@@ -443,7 +447,8 @@ def _export_ik_limits(raw_link: dict, local: list | None, rest: np.ndarray):
     return angles_to_pmx(lo, hi, rest)
 
 
-def _bones_from_scene(skel: cm.Skeleton, scale: float, warnings: list[str]) -> tuple[list[pmx.PmxBone], list[int], dict]:
+def _bones_from_scene(skel: cm.Skeleton, metres_per_unit: float, warnings: list[str]
+                      ) -> tuple[list[pmx.PmxBone], list[int], dict]:
     """PMX bones in file order (bones added in Blender after them), the skeleton index of each, and the map
     from file index to new index."""
     n = len(skel.bones)
@@ -454,7 +459,7 @@ def _bones_from_scene(skel: cm.Skeleton, scale: float, warnings: list[str]) -> t
     bones: list[pmx.PmxBone] = []
     for s in order:
         sb, r = skel.bones[s], raw[s]
-        head = positions_to_pmx(sb.bind[:3, 3], scale)
+        head = positions_to_pmx(sb.bind[:3, 3], metres_per_unit)
         parent = new_of_skel[sb.parent] if sb.parent >= 0 else -1
         if r is None:
             b = pmx.PmxBone(name=sb.name, position=head.astype(np.float32), parent=parent,
@@ -585,20 +590,20 @@ def _same_influences(ja, wa, jb, wb, tol) -> np.ndarray:
     return (ja == jb).all(axis=1) & (np.abs(wa - wb) <= tol).all(axis=1)
 
 
-def from_scene(scene: cm.Scene, scale: float | None = None) -> tuple[pmx.PmxModel, list[str]]:
+def from_scene(scene: cm.Scene, metres_per_unit: float | None = None) -> tuple[pmx.PmxModel, list[str]]:
     """Build PMX records from a gathered scene (rest data, Blender axes). The caller validates before writing."""
     warnings: list[str] = []
     extras = scene.extras.get("pmx") or {}
-    if scale is None:
-        scale = float(extras.get("scale", DEFAULT_SCALE))
-    if not scale > 0:
-        raise ExportError(f"scale {scale} is not positive")
+    if metres_per_unit is None:
+        metres_per_unit = float(extras.get("scale", METRES_PER_UNIT))
+    if not metres_per_unit > 0:
+        raise ExportError(f"{metres_per_unit} metres per unit is not positive")
     model = _header_from_scene(scene, extras)
     skel = scene.skeleton
-    skel_to_new, file_to_new = _skeleton_from_scene(model, skel, scale, warnings)
+    skel_to_new, file_to_new = _skeleton_from_scene(model, skel, metres_per_unit, warnings)
     materials = _materials_from_scene(model, scene, extras, warnings)
-    vertex_base = _geometry_from_scene(model, scene, materials, scale, skel_to_new, file_to_new, warnings)
-    morph_to_new = _morphs_from_scene(model, scene, extras, vertex_base, scale, file_to_new, warnings)
+    vertex_base = _geometry_from_scene(model, scene, materials, metres_per_unit, skel_to_new, file_to_new, warnings)
+    morph_to_new = _morphs_from_scene(model, scene, extras, vertex_base, metres_per_unit, file_to_new, warnings)
     _display_frames_from_scene(model, extras, skel, skel_to_new, file_to_new, morph_to_new)
     _physics_from_scene(model, extras, file_to_new)
     return model, warnings
@@ -616,11 +621,11 @@ def _header_from_scene(scene: cm.Scene, extras: dict) -> pmx.PmxModel:
     return model
 
 
-def _skeleton_from_scene(model: pmx.PmxModel, skel: cm.Skeleton | None, scale: float,
+def _skeleton_from_scene(model: pmx.PmxModel, skel: cm.Skeleton | None, metres_per_unit: float,
                          warnings: list[str]) -> tuple[np.ndarray, dict[int, int]]:
     """`model.bones`; returns the new index of each skeleton bone and the map from file index to new index."""
     if skel is not None and len(skel.bones):
-        model.bones, order, file_to_new = _bones_from_scene(skel, scale, warnings)
+        model.bones, order, file_to_new = _bones_from_scene(skel, metres_per_unit, warnings)
         skel_to_new = np.empty(len(order), np.int64)
         skel_to_new[np.array(order)] = np.arange(len(order))
         return skel_to_new, file_to_new
@@ -676,7 +681,7 @@ def _materials_from_scene(model: pmx.PmxModel, scene: cm.Scene, extras: dict,
     return materials
 
 
-def _geometry_from_scene(model: pmx.PmxModel, scene: cm.Scene, materials: list[pmx.PmxMaterial], scale: float,
+def _geometry_from_scene(model: pmx.PmxModel, scene: cm.Scene, materials: list[pmx.PmxMaterial], metres_per_unit: float,
                          skel_to_new: np.ndarray, file_to_new: dict[int, int], warnings: list[str]) -> list[int]:
     """`model.vertices`, `model.indices` and `model.materials` (with their index counts): every mesh appended,
     triangles grouped by material, in Blender order within a material. Returns each mesh's first vertex."""
@@ -693,7 +698,7 @@ def _geometry_from_scene(model: pmx.PmxModel, scene: cm.Scene, materials: list[p
         n = mesh.vertex_count
         vertex_base.append(start)
         raw = mesh.extras.get("pmx")
-        pos, nor, uv = _vertex_attributes(mesh, raw, scale)
+        pos, nor, uv = _vertex_attributes(mesh, raw, metres_per_unit)
         positions.append(pos)
         normals.append(nor)
         uvs.append(uv)
@@ -743,11 +748,12 @@ def _geometry_from_scene(model: pmx.PmxModel, scene: cm.Scene, materials: list[p
     return vertex_base
 
 
-def _vertex_attributes(mesh: cm.Mesh, raw: dict | None, scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _vertex_attributes(mesh: cm.Mesh, raw: dict | None, metres_per_unit: float
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Positions, normals and main UVs of one mesh in PMX terms; the file's exact floats wherever Blender still
     holds them."""
     n = mesh.vertex_count
-    pos = positions_to_pmx(mesh.positions, scale).astype(np.float32)
+    pos = positions_to_pmx(mesh.positions, metres_per_unit).astype(np.float32)
     nor = (directions_to_pmx(mesh.normals) if mesh.normals is not None else np.zeros((n, 3))).astype(np.float32)
     main = next((uv for name, uv in mesh.uvs), None)
     uv = uv_to_pmx(main) if main is not None else np.zeros((n, 2), np.float32)
@@ -763,8 +769,8 @@ def _vertex_attributes(mesh: cm.Mesh, raw: dict | None, scale: float) -> tuple[n
     return pos, nor, uv
 
 
-def _morphs_from_scene(model: pmx.PmxModel, scene: cm.Scene, extras: dict, vertex_base: list[int], scale: float,
-                       file_to_new: dict[int, int], warnings: list[str]) -> dict[int, int]:
+def _morphs_from_scene(model: pmx.PmxModel, scene: cm.Scene, extras: dict, vertex_base: list[int],
+                       metres_per_unit: float, file_to_new: dict[int, int], warnings: list[str]) -> dict[int, int]:
     """`model.morphs` in the file's order, vertex morphs from the shape keys (raw offsets while unchanged), new
     shape keys after them; offsets that refer to deleted elements dropped. Returns file morph index → new."""
     keys = {}
@@ -783,13 +789,13 @@ def _morphs_from_scene(model: pmx.PmxModel, scene: cm.Scene, extras: dict, verte
                 continue
             morph_names_used.add(key_name)
             mi_, sk = keys[key_name]
-            morph.offsets = _vertex_offsets(scene.meshes[mi_], sk, vertex_base[mi_], scale, morph.offsets)
+            morph.offsets = _vertex_offsets(scene.meshes[mi_], sk, vertex_base[mi_], metres_per_unit, morph.offsets)
         morph_keep.append((k, morph))
     for name, (mi_, sk) in keys.items():
         if name in morph_names_used:
             continue
         morph = pmx.PmxMorph(name=name, panel=4, kind=pmx.MORPH_VERTEX)
-        morph.offsets = _vertex_offsets(scene.meshes[mi_], sk, vertex_base[mi_], scale, None)
+        morph.offsets = _vertex_offsets(scene.meshes[mi_], sk, vertex_base[mi_], metres_per_unit, None)
         morph_keep.append((-1, morph))
     morph_to_new = {k: i for i, (k, _) in enumerate(morph_keep) if k >= 0}
     n_mat = len(model.materials)
@@ -850,22 +856,23 @@ def _apply_bone_collections(model: pmx.PmxModel, frames: dict, skel: cm.Skeleton
     """Frame k's bone elements follow bone collection k: bones still in it keep their order, bones added to it
     follow in armature order, bones taken out of it are dropped."""
     index = {b.name: int(skel_to_new[i]) for i, b in enumerate(skel.bones)}
-    for k_text, names in frames.items():
+    for k_text, members in frames.items():
         k = int(k_text)
         if not 0 <= k < len(model.display_frames):
             continue
         frame = model.display_frames[k]
-        wanted = [index[n] for n in names if n in index]
+        wanted = [index[n] for n in members if n in index]
         wanted_set = set(wanted)
         kept = [(kind, i) for kind, i in frame.elements if kind == 1 or i in wanted_set]
         have = {i for kind, i in kept if kind == 0}
         frame.elements = kept + [(0, i) for i in wanted if i not in have]
 
 
-def _vertex_offsets(mesh: cm.Mesh, sk: cm.ShapeKey, base: int, scale: float, raw: np.ndarray | None) -> np.ndarray:
+def _vertex_offsets(mesh: cm.Mesh, sk: cm.ShapeKey, base: int, metres_per_unit: float,
+                    raw: np.ndarray | None) -> np.ndarray:
     """Vertex morph offsets (MMD units) of a shape key: the file's records while the key still shows them,
     else every vertex the key moves."""
-    delta = positions_to_pmx(np.asarray(sk.positions, np.float64) - mesh.positions.astype(np.float64), scale)
+    delta = positions_to_pmx(np.asarray(sk.positions, np.float64) - mesh.positions.astype(np.float64), metres_per_unit)
     moved = np.flatnonzero(np.abs(delta).max(axis=1) > _MATCH_OFFSET) if len(delta) else np.zeros(0, np.int64)
     if raw is not None and len(raw):
         idx = raw["vertex"].astype(np.int64) - base

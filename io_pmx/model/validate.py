@@ -158,7 +158,8 @@ class _Checker(Findings):
         if mat.shared_toon not in (0, 1):
             self.error(element, mat.at.get("shared_toon"), "shared_toon", f"flag {mat.shared_toon} is not 0 or 1")
         if mat.sphere_mode > 3:
-            self.warning(element, mat.at.get("sphere_mode"), "sphere_mode", f"sphere mode {mat.sphere_mode} is not 0..3")
+            self.warning(element, mat.at.get("sphere_mode"), "sphere_mode",
+                         f"sphere mode {mat.sphere_mode} is not 0..3")
         if mat.index_count < 0 or mat.index_count % 3:
             self.error(element, mat.at.get("index_count"), "index_count",
                        f"{mat.index_count} is not a non-negative multiple of 3")

@@ -258,7 +258,8 @@ def split_many(p: np.ndarray, ua, ub) -> np.ndarray:
     ub = np.asarray(ub, np.float64)[:, None]
 
     def left(q, u):
-        a, b, c = q[:, 0] + (q[:, 1] - q[:, 0]) * u, q[:, 1] + (q[:, 2] - q[:, 1]) * u, q[:, 2] + (q[:, 3] - q[:, 2]) * u
+        a, b, c = (q[:, 0] + (q[:, 1] - q[:, 0]) * u, q[:, 1] + (q[:, 2] - q[:, 1]) * u,
+                   q[:, 2] + (q[:, 3] - q[:, 2]) * u)
         d, e = a + (b - a) * u, b + (c - b) * u
         return np.stack([q[:, 0], a, d, d + (e - d) * u], axis=1)
 

@@ -5,7 +5,7 @@ The convention, stated once (docs/mmd.md §3–§4): a VMD bone key is the bone'
 rest, about its head, in model axes (MMD bones have no orientation of their own). That is what a track of the
 animation holds, in Blender axes:
 
-* one `Track` per bone name: translation = the key's position offset, MMD (x, y, z) → (x, z, y) × `scale`
+* one `Track` per bone name: translation = the key's position offset, MMD (x, y, z) → (x, z, y) × metres per unit
   (metres; 0.08 per MMD unit unless told); rotation = the key's rotation, MMD (x, y, z, w) → (w, −x, −z, −y)
   (the Y↔Z swap is a mirror), an all-zero quaternion read as identity, as MMD reads it. No scale channel:
   a VMD has none. Times are frame / 30 s.
@@ -16,7 +16,7 @@ animation holds, in Blender axes:
 * one `MorphTrack` per morph name, weights as stored.
 * several keys of one bone or morph on one frame: the last in the file counts (as import shows it), with a
   warning naming them.
-* `Animation.extras`: {"fps": 30, "file_unit": scale} (so that `compare` names frames and takes its position
+* `Animation.extras`: {"fps": 30, "file_unit": metres per unit} (so that `compare` names frames and takes its position
   tolerance in MMD units) and {"vmd": ...} the header, camera, light, self-shadow and show/IK keys, kept raw so
   that `to_motion` gives them back.
 
@@ -33,21 +33,21 @@ import numpy as np
 from ...core import model as cm
 from ...core.fileio import read_bytes
 from ...core.transforms import matrix3_to_quat, slerp, trs_to_matrix
+from ..model.units import METRES_PER_UNIT
 from . import vmd
 
-DEFAULT_SCALE = 0.08  # metres per MMD unit (as `convert.DEFAULT_SCALE`, the PMX import's default)
 _CURVE_OF_CHANNEL = np.array([0, 2, 1, 3])  # Blender translation x, y, z, rotation ← MMD curve X, Z, Y, R
 
 
 # ------------------------------------------------------------------------------------------------------------
 # Axes (the same conversions as the Blender import: `vmd_convert.positions_to_blender`, `rotation_to_blender`)
 
-def positions_to_core(p, scale: float) -> np.ndarray:
-    return np.asarray(p, np.float64)[..., [0, 2, 1]] * scale
+def positions_to_core(p, metres_per_unit: float) -> np.ndarray:
+    return np.asarray(p, np.float64)[..., [0, 2, 1]] * metres_per_unit
 
 
-def positions_to_vmd(p, scale: float) -> np.ndarray:
-    return np.asarray(p, np.float64)[..., [0, 2, 1]] / scale
+def positions_to_vmd(p, metres_per_unit: float) -> np.ndarray:
+    return np.asarray(p, np.float64)[..., [0, 2, 1]] / metres_per_unit
 
 
 def rotations_to_core(q_xyzw) -> np.ndarray:
@@ -90,7 +90,8 @@ def _keys_per_name(keys: np.ndarray, hidden: list[str], what: str = ""
     return out
 
 
-def to_animation(motion: vmd.Motion, name: str, scale: float = DEFAULT_SCALE) -> tuple[cm.Animation, list[str]]:
+def to_animation(motion: vmd.Motion, name: str, metres_per_unit: float = METRES_PER_UNIT
+                 ) -> tuple[cm.Animation, list[str]]:
     """The motion as one core Animation named `name` (see the module docstring); returns (animation,
     warnings)."""
     warnings = list(motion.warnings)
@@ -102,7 +103,7 @@ def to_animation(motion: vmd.Motion, name: str, scale: float = DEFAULT_SCALE) ->
         times = frames / fps
         curves = vmd.curves(keys["interpolation"][idx])[:, _CURVE_OF_CHANNEL]
         anim.tracks.append(cm.Track(
-            bone, times, positions_to_core(keys["position"][idx], scale), times.copy(),
+            bone, times, positions_to_core(keys["position"][idx], metres_per_unit), times.copy(),
             rotations_to_core(keys["rotation"][idx]),
             extras={cm.TIMING_KEY: np.ascontiguousarray(curves, np.uint8),
                     "vmd_interpolation": keys["interpolation"][idx].copy()}))
@@ -114,7 +115,7 @@ def to_animation(motion: vmd.Motion, name: str, scale: float = DEFAULT_SCALE) ->
                         f"{', '.join(hidden)}")
     every = vmd.all_frames(motion)
     anim.length = float(every.max()) / fps if len(every) else 0.0
-    anim.extras = {"fps": fps, "file_unit": float(scale), "vmd": {
+    anim.extras = {"fps": fps, "file_unit": float(metres_per_unit), "vmd": {
         "signature": bytes(motion.signature), "model_name_raw": bytes(motion.model_name_raw),
         "camera_keys": motion.camera_keys.copy(), "light_keys": motion.light_keys.copy(),
         "shadow_keys": motion.shadow_keys.copy(), "property_keys": list(motion.property_keys),
@@ -123,7 +124,7 @@ def to_animation(motion: vmd.Motion, name: str, scale: float = DEFAULT_SCALE) ->
 
 
 def load_vmd(path: str, data: bytes | None = None, with_animations: bool = True, motions=(),
-             scale: float = DEFAULT_SCALE) -> tuple[cm.Scene, list[str]]:
+             metres_per_unit: float = METRES_PER_UNIT) -> tuple[cm.Scene, list[str]]:
     """A `.vmd` file as a core Scene: no skeleton, no mesh, one animation named after the file's stem (the
     registry's `load`; `with_animations` and `motions` are accepted for the common signature: the animation is
     the file)."""
@@ -131,7 +132,7 @@ def load_vmd(path: str, data: bytes | None = None, with_animations: bool = True,
         data = read_bytes(path)
     motion = vmd.read(data)
     stem = os.path.splitext(os.path.basename(os.fspath(path)))[0]
-    anim, warnings = to_animation(motion, stem, scale)
+    anim, warnings = to_animation(motion, stem, metres_per_unit)
     scene = cm.Scene(name=motion.model_name or stem, animations=[anim])
     scene.extras["motion"] = "vmd"
     return scene, warnings
@@ -143,14 +144,17 @@ load = load_vmd
 # ------------------------------------------------------------------------------------------------------------
 # core → VMD
 
-def to_motion(anim: cm.Animation, scale: float | None = None, model_name: str | None = None,
+def to_motion(anim: cm.Animation, metres_per_unit: float | None = None, model_name: str | None = None,
               fps: float | None = None) -> tuple[vmd.Motion, list[str]]:
-    """The VMD of an animation in this module's convention. `scale` defaults to the animation's file unit (else
-    0.08); frames are round(time × fps), fps the animation's own (else 30). A track's translation and rotation
-    keys are written on the union of their times, the channel without a key there sampled (linear, slerp).
+    """The VMD of an animation in this module's convention. `metres_per_unit` defaults to the animation's file
+    unit (else 0.08); frames are round(time × fps), fps the animation's own (else 30). A track's translation and
+    rotation keys are written on the union of their times, the channel without a key there sampled (linear,
+    slerp).
     Blocks: the track's raw ones when present, else built from the timing curves (`cm.TIMING_KEY`), else linear."""
     extras = anim.extras or {}
-    scale = float(scale if scale is not None else extras.get("file_unit", DEFAULT_SCALE))
+    if metres_per_unit is None:
+        metres_per_unit = extras.get("file_unit", METRES_PER_UNIT)
+    metres_per_unit = float(metres_per_unit)
     fps = float(fps if fps is not None else extras.get("fps", vmd.FPS))
     raw = extras.get("vmd") or {}
     warnings: list[str] = []
@@ -180,11 +184,11 @@ def to_motion(anim: cm.Animation, scale: float | None = None, model_name: str | 
         keys["name"] = field
         keys["frame"] = frames
         if len(tt) == len(times):
-            keys["position"] = positions_to_vmd(np.asarray(track.translations, np.float64), scale)
+            keys["position"] = positions_to_vmd(np.asarray(track.translations, np.float64), metres_per_unit)
         elif len(tt):
             pos = np.stack([np.interp(times, tt, np.asarray(track.translations, np.float64)[:, c])
                             for c in range(3)], axis=1)
-            keys["position"] = positions_to_vmd(pos, scale)
+            keys["position"] = positions_to_vmd(pos, metres_per_unit)
         if len(rt) == len(times):  # keys on every frame written: the values as they are
             keys["rotation"] = rotations_to_vmd(np.asarray(track.rotations, np.float64))
         elif len(rt):
@@ -232,7 +236,8 @@ def _sampled(key_times: np.ndarray, values, times: np.ndarray, rest, rotation: b
     return slerp(v[i], v[k], f) if rotation else v[i] + (v[k] - v[i]) * f[:, None]
 
 
-def skeleton_animation(skeleton: cm.Skeleton, anim: cm.Animation, scale: float = DEFAULT_SCALE) -> cm.Animation:
+def skeleton_animation(skeleton: cm.Skeleton, anim: cm.Animation, metres_per_unit: float = METRES_PER_UNIT
+                       ) -> cm.Animation:
     """An animation of `skeleton` (parent-relative TRS keys, Blender axes; its default pose = its bind pose) in
     this module's convention: per bone with a track, at its key times, the transform relative to its rest about
     its head in model axes (what an MMD bone key holds, for a PMX with the same hierarchy and heads). With B the
@@ -241,7 +246,7 @@ def skeleton_animation(skeleton: cm.Skeleton, anim: cm.Animation, scale: float =
     dropped (a VMD has none)."""
     binds = skeleton.binds()
     index = {b.name: i for i, b in enumerate(skeleton.bones)}
-    out = cm.Animation(anim.name, anim.length, extras={"fps": float(vmd.FPS), "file_unit": float(scale)})
+    out = cm.Animation(anim.name, anim.length, extras={"fps": float(vmd.FPS), "file_unit": float(metres_per_unit)})
     for track in anim.tracks:
         i = index.get(track.bone)
         if i is None:
@@ -268,11 +273,12 @@ def skeleton_animation(skeleton: cm.Skeleton, anim: cm.Animation, scale: float =
 
 
 def motion_of_skeleton_animation(skeleton: cm.Skeleton, anim: cm.Animation, model_name: str = "",
-                                 scale: float = DEFAULT_SCALE, fps: float = vmd.FPS) -> tuple[vmd.Motion, list[str]]:
+                                 metres_per_unit: float = METRES_PER_UNIT, fps: float = vmd.FPS
+                                 ) -> tuple[vmd.Motion, list[str]]:
     """`to_motion(skeleton_animation(...))`: the VMD of a core skeleton's animation; frames are round(time ×
     fps) (a benchmark whose keys sit on whole frames of another rate passes that rate to keep one key per
     frame)."""
-    return to_motion(skeleton_animation(skeleton, anim, scale), scale, model_name, fps)
+    return to_motion(skeleton_animation(skeleton, anim, metres_per_unit), metres_per_unit, model_name, fps)
 
 
 __all__ = ["to_animation", "to_motion", "load", "load_vmd", "skeleton_animation", "motion_of_skeleton_animation"]

@@ -85,7 +85,8 @@ def load_bone_map(path: str) -> dict[str, str | None]:
 
 def check_bone_map(data, where: str = "bone map") -> dict[str, str | None]:
     if not isinstance(data, dict):
-        raise ExportError(f"{where}: expected a JSON object {{\"source bone\": \"MMD name\"}}, got {type(data).__name__}")
+        raise ExportError(f"{where}: expected a JSON object {{\"source bone\": \"MMD name\"}}, "
+                          f"got {type(data).__name__}")
     for k, v in data.items():
         if not (v is None or (isinstance(v, str) and v.strip())):
             raise ExportError(f"{where}: bone {k!r} maps to {v!r}; expected a bone name or null")

@@ -153,13 +153,13 @@ def test_fox_glb_against_our_model_with_its_animations(clean_scene, testdata, fo
 
         from skinbridge.app.options import ConvertOptions
 
-        from skinbridge.io_urhox import blender_ani
+        from skinbridge.io_urhox.motion import blender_io as motion_io
         folder = tmp_path / "out"
         folder.mkdir()
         shutil.copy(fox_mdl, folder / "Fox.mdl")
         formats.get("gltf").get("blender_import")(bpy.context, str(testdata / "gltf" / "Fox.glb"), ConvertOptions())
         arm = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
-        blender_ani.export_actions(bpy.context, str(folder), arm)
+        motion_io.export_actions(bpy.context, str(folder), arm)
     assert sorted(p.name for p in (folder / "Animations").glob("*.ani")) == ["Run.ani", "Survey.ani", "Walk.ani"]
     r, diffs = _compare(testdata / "gltf" / "Fox.glb", folder)
     assert r.returncode == 0 and diffs == [], r.stdout + r.stderr

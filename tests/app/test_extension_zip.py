@@ -265,7 +265,7 @@ def _run_plain(tmp_path: pathlib.Path, modules: list[str]) -> dict:
 
 
 def test_core_and_umd2_import_without_bpy(tmp_path):
-    wanted = ["skinbridge", "skinbridge.core", "skinbridge.io_urhox.umd2"]
+    wanted = ["skinbridge", "skinbridge.core", "skinbridge.io_urhox.model.umd2"]
     out = _run_plain(tmp_path, wanted)
     assert not out["errors"], f"import failed in plain {out['executable']}: {out['errors']}"
     assert sorted(out["imported"]) == sorted(wanted)

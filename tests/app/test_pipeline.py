@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT, run_cli
 from skinbridge.core.naming import NameAllocator, safe_file_name
-from skinbridge.io_urhox import umd2
+from skinbridge.io_urhox.model import umd2
 from support.gltf_numpy import Glb
 from support.gltf_write import textured_quads_glb
 from support.png_decode import decode_png
@@ -64,7 +64,7 @@ def test_fox_textures_and_material(fox_mdl, testdata):
 @pytest.mark.blender
 @pytest.mark.slow
 def test_batch_with_parallel_jobs(testdata, tmp_path):
-    from umd2_samples import posed_umd2
+    from support.umd2_samples import posed_umd2
 
     generated = tmp_path / "posed.mdl"
     generated.write_bytes(umd2.write(posed_umd2()))

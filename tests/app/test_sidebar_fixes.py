@@ -103,7 +103,8 @@ def test_rename_to_fit_renames_the_named_bone_only(fox):
 def test_apply_scale_scales_the_model_to_the_height_the_target_wants(fox):
     text = next(t for t in _check("pmx") if t.startswith("the model is "))
     assert text == ("the model is 987.9 MMD units tall, outside the 2–200 MMD models are made at (a 1.6 m "
-                    "character is 20): written at 12.5 units per metre; --scale 0.2531 would make it 20 units tall")
+                    "character is 20): written at 12.5 units per metre; --units-per-metre 0.2531 would make it 20 "
+                    "units tall")
     factor = 20 / 987.9
     mesh = next(ob for ob in bpy.data.objects if ob.type == "MESH")
 

@@ -35,7 +35,7 @@ def _value_of(option) -> str:
 def test_every_target_option_is_a_convert_flag_with_its_checks():
     actions = _convert_actions()
     takers = formats.option_takers()
-    assert {"profile", "max_bones", "deform_only", "ani_format", "mmd_rig", "bone_map", "arm_angle", "scale",
+    assert {"profile", "max_bones", "deform_only", "ani_format", "mmd_rig", "bone_map", "arm_angle", "units_per_metre",
             "skeleton", "limit_weights"} <= set(takers)
     for name, (option, targets) in takers.items():
         action = actions[name]
@@ -156,7 +156,7 @@ def test_convert_options_are_filled_from_the_target_specs():
     assert ConvertOptions(target="urhox", profile="urho3d").ani_format == "urho3d"  # follows the profile
     assert ConvertOptions(target="urhox", profile="urho3d", ani_format="urhox").ani_format == "urhox"
     pmx = ConvertOptions(target="pmx", bone_map="map.json")
-    assert (pmx.mmd_rig, pmx.arm_angle, pmx.scale) == (False, 0.0, None)
+    assert (pmx.mmd_rig, pmx.arm_angle, pmx.units_per_metre) == (False, 0.0, None)
     assert pmx.given_paths() == ["map.json"]
     with pytest.raises(AttributeError, match="max_bones"):
         pmx.max_bones  # noqa: B018  (a reader of an option its target does not declare)
@@ -203,7 +203,7 @@ def test_export_operator_properties_are_the_option_records(addon):
                 assert (p.hard_min, p.hard_max) == pytest.approx((o.low, o.high))
             assert o.help[1:] in p.description
     _, pmx_import = properties("import_scene.skinbridge_pmx")
-    assert pmx_import["scale"].default == pytest.approx(12.5)  # units per metre, as --scale
+    assert pmx_import["scale"].default == pytest.approx(12.5)  # units per metre, as --units-per-metre
 
 
 @pytest.mark.parametrize("content,what", [(None, "no such file"), (b"{not json", "not a UTF-8 JSON file"),

@@ -14,7 +14,7 @@ from support.tools import missing
 
 from conftest import ROOT
 from skinbridge.blender import compat
-from skinbridge.io_urhox import umd2
+from skinbridge.io_urhox.model import umd2
 from support.bytes_compare import assert_same_bytes
 
 VENVS = {"4.5": ROOT / ".venv-4.5", "5.0": ROOT / ".venv", "5.2": ROOT / ".venv-5.2"}

@@ -223,7 +223,7 @@ def test_two_files_named_x_mdl_go_to_their_own_formats(tmp_path, testdata):
 def test_an_mdlv_file_never_reaches_the_urhox_reader(tmp_path, capsys, monkeypatch):
     """With no puppet format registered: one line naming MDLV0013 and .mdl from info, check, convert, render
     and compare, and the UrhoX reader is never called."""
-    from skinbridge.io_urhox import umd2
+    from skinbridge.io_urhox.model import umd2
 
     path = tmp_path / "x.mdl"
     path.write_bytes(MDLV_64)

@@ -73,7 +73,7 @@ def test_toy_import_export_operators_and_drop(toy_addon, testdata, tmp_path):
 def test_two_x_mdl_files_on_drop_and_convert(addon, testdata, tmp_path, capsys, monkeypatch):
     """A UMD2 named x.mdl imports; a file named x.mdl that begins MDLV0013 goes to the puppet format (its own
     reader) or, with none registered, fails with one line naming MDLV0013 and .mdl: never the UrhoX reader."""
-    from skinbridge.io_urhox import umd2
+    from skinbridge.io_urhox.model import umd2
 
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()

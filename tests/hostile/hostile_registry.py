@@ -76,12 +76,12 @@ def codec_for(spec) -> Codec:
 
 def _triggers() -> Codec:
     import hostile_triggers
-    from skinbridge.io_urhox import triggers
+    from skinbridge.io_urhox.motion import triggers
 
     codec = Codec("triggers", lambda data: triggers.read_triggers(bytes(data), 2.0), None, None,
                   hostile_triggers.seeds, hostile_triggers.cases, binary=False, record_warnings=lambda rec: [],
                   max_len=1 << 12)
-    codec.modules = ("skinbridge.io_urhox.triggers",)
+    codec.modules = ("skinbridge.io_urhox.motion.triggers",)
     return codec
 
 

@@ -1,4 +1,4 @@
-"""Hostile `.ani` files in the three layouts (docs/urho.md §4.1–§4.4; io_urhox/uani.py docstring):
+"""Hostile `.ani` files in the three layouts (docs/urho.md §4.1–§4.4; io_urhox/motion/uani.py docstring):
 classic Urho3D UANI, UrhoX UANI version 2, rbfx UAN2 versions 1..4 with variant (attribute) tracks."""
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def _nested(depth: int, version: int = 4) -> bytes:
     return _variant_file(_variant_head("deep", 14, 0, version, 1) + struct.pack("<f", 0) + value, version)
 
 
-UNCHECKED = None  # ani_convert.to_core warns with uani.check's findings
+UNCHECKED = None  # io_urhox/motion/convert.py to_core warns with uani.check's findings
 
 
 def _floats(b: Layout, prefix: str, labels: dict[str, int]) -> list[Case]:

@@ -204,7 +204,7 @@ def seeds() -> list[tuple[str, bytes]]:
 # Seeds above the fuzzing size cap are shrunk with the codec itself (fewer vertices, same structure).
 def shrink(data: bytes, keep: int = 48) -> bytes:
     """The same model with at most `keep` vertices per buffer (indices folded into range)."""
-    from skinbridge.io_urhox import umd2
+    from skinbridge.io_urhox.model import umd2
 
     m = umd2.read(data)
     for vb in m.vertex_buffers:

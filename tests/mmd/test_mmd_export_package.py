@@ -12,7 +12,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.io_pmx.model import pmx
+from skinbridge.io_pmx.model import pmx  # noqa: E402
 from skinbridge.io_pmx.motion import vmd  # noqa: E402
 from skinbridge.io_pmx.motion import channels as vc  # noqa: E402
 from skinbridge.io_pmx.motion.names import short_names  # noqa: E402
@@ -58,7 +58,7 @@ def _height(model: pmx.PmxModel) -> float:
 @pytest.mark.slow
 def test_rigged_fox_named_textured_and_sized(testdata, tmp_path, addon):
     out = tmp_path / "named"
-    r = _convert(testdata, out, "--mmd-rig", "-n", "FoxN", "--scale", "0.25")
+    r = _convert(testdata, out, "--mmd-rig", "-n", "FoxN", "--units-per-metre", "0.25")
     model = pmx.read((out / "FoxN.pmx").read_bytes())
     assert (model.name, model.name_e) == ("FoxN", "FoxN")
     vmds = sorted(out.glob("*.vmd"))
@@ -73,18 +73,18 @@ def test_rigged_fox_named_textured_and_sized(testdata, tmp_path, addon):
     assert img.size[0] > 0 and img.size[1] > 0 and len(img.pixels) == img.size[0] * img.size[1] * img.channels
     bpy.data.images.remove(img)
     height = _height(model)
-    print(f"\nFox at --scale 0.25: {height:.4g} MMD units tall")
+    print(f"\nFox at --units-per-metre 0.25: {height:.4g} MMD units tall")
     assert 2 <= height <= 200
     assert "units tall" not in r.stderr
 
-    # without --scale: 12.5 units per metre, far too tall, and the warning says which --scale fits
+    # without --units-per-metre: 12.5, far too tall, and the warning says which --units-per-metre fits
     out2 = tmp_path / "default"
     r2 = _convert(testdata, out2, "--mmd-rig")
     tall = pmx.read((out2 / "Fox.pmx").read_bytes())
     assert _height(tall) == pytest.approx(height / 0.25 * 12.5, rel=1e-5)
     warned = [line for line in r2.stderr.splitlines() if "units tall" in line]
-    assert len(warned) == 1 and "--scale" in warned[0]
-    suggested = float(re.search(r"--scale ([0-9.e+-]+)", warned[0]).group(1))
+    assert len(warned) == 1 and "--units-per-metre" in warned[0]
+    suggested = float(re.search(r"--units-per-metre ([0-9.e+-]+)", warned[0]).group(1))
     assert 2 <= _height(tall) * suggested / 12.5 <= 200
     assert tall.name == "Fox"  # the glTF armature is called "root": the file's name instead
 
@@ -234,7 +234,8 @@ def test_curve_segments_equal_segment(addon):
                          (26, 3.0, "BEZIER"), (40, 0.5, "SINE"), (45, 1.0, "BEZIER")):
         ob.location.z = z
         ob.keyframe_insert("location", index=2, frame=f)
-        ob.animation_data.action.layers[0].strips[0].channelbags[0].fcurves[0].keyframe_points[-1].interpolation = interp
+        curve = ob.animation_data.action.layers[0].strips[0].channelbags[0].fcurves[0]
+        curve.keyframe_points[-1].interpolation = interp
     fc = ob.animation_data.action.layers[0].strips[0].channelbags[0].fcurves[0]
     c = Curve(fc)
     xs = np.array([-3.0, 0.0, 2.5, 7.0, 9.0, 13.0, 16.0, 20.0, 26.0, 30.0, 40.0, 42.0, 45.0, 48.0])

@@ -12,10 +12,11 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from mathutils import Matrix  # noqa: E402
-from skinbridge.io_pmx.blender_side import blender_io
-from skinbridge.io_pmx.blender_side import blender_physics as blender_physics
+from skinbridge.io_pmx.blender_side import blender_io  # noqa: E402
+from skinbridge.io_pmx.blender_side import blender_physics as blender_physics  # noqa: E402
 from skinbridge.io_pmx.model import pmx  # noqa: E402
 from skinbridge.io_pmx.model import convert  # noqa: E402
+from skinbridge.io_pmx.model.units import METRES_PER_UNIT  # noqa: E402
 from support.bytes_compare import assert_same_bytes  # noqa: E402
 
 pytestmark = pytest.mark.blender
@@ -50,7 +51,7 @@ def test_luka_physics_in_blender_and_back(clean_scene, testdata, tmp_path):
     bodies, joints = blender_physics.physics_objects(arm)
     assert (len(bodies), len(joints)) == (71, 57) == (len(model.rigid_bodies), len(model.joints))
     assert bpy.context.scene.rigidbody_world is not None
-    scale = convert.DEFAULT_SCALE
+    scale = METRES_PER_UNIT
     world = np.array(arm.matrix_world)
     from skinbridge.blender import scene as bscene
 

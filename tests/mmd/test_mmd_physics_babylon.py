@@ -20,6 +20,7 @@ from skinbridge.blender import scene as bscene  # noqa: E402
 from skinbridge.io_pmx.blender_side import blender_io  # noqa: E402
 from skinbridge.io_pmx.blender_side import blender_physics_sim as sim  # noqa: E402
 from skinbridge.io_pmx.model import convert  # noqa: E402
+from skinbridge.io_pmx.model.units import METRES_PER_UNIT  # noqa: E402
 from skinbridge.io_pmx.model import pmx  # noqa: E402
 from support.tools import NODE_MODULES, node_with_babylon  # noqa: E402
 
@@ -29,7 +30,7 @@ SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "js" / "mmd_physics_se
 LUKA = "mmdtools_megurine_luka.pmx"
 FRAMES = 300  # MMD frames of 1/30 s: 600 steps of 1/60 s
 TOL = 0.03  # of the model's height
-SCALE = convert.DEFAULT_SCALE
+SCALE = METRES_PER_UNIT
 
 
 def babylon_settled(model_path: pathlib.Path, steps: int, bones: list[str]) -> dict[str, np.ndarray]:

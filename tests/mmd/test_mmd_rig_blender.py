@@ -22,9 +22,10 @@ from skinbridge.app import demo  # noqa: E402
 from skinbridge.blender import scene as bscene  # noqa: E402
 from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
 from skinbridge.core import skinning  # noqa: E402
-from skinbridge.io_pmx.blender_side import blender_io
-from skinbridge.io_pmx.model import convert
-from skinbridge.io_pmx.rig import arm_angle as mmd_arm_angle
+from skinbridge.io_pmx.blender_side import blender_io  # noqa: E402
+from skinbridge.io_pmx.model import convert  # noqa: E402
+from skinbridge.io_pmx.model.units import METRES_PER_UNIT  # noqa: E402
+from skinbridge.io_pmx.rig import arm_angle as mmd_arm_angle  # noqa: E402
 from skinbridge.io_pmx.model import pmx  # noqa: E402
 from skinbridge.io_pmx.model.validate import validate  # noqa: E402
 from test_pmx_babylon import babylon_parse  # noqa: E402
@@ -47,7 +48,7 @@ def _parent_names(m: pmx.PmxModel) -> dict[str, str | None]:
 
 def _check_control_layer(m: pmx.PmxModel, fitted: bool = False) -> None:
     """docs/mmd.md §5.2 and §5.3, exactly. `fitted`: written with motions whose knee keys bend
-    both ways, the knee limit's inner edge is widened past them (io_pmx/mmd_knees.py)."""
+    both ways, the knee limit's inner edge is widened past them (io_pmx/rig/knees.py)."""
     k = _names(m)
     parent = _parent_names(m)
     assert m.bones[0].name == "全ての親"
@@ -123,7 +124,7 @@ def test_fox_with_mmd_rig_maps_validates_and_parses_in_babylon(testdata, tmp_pat
     assert r.returncode == 0, r.stderr
     rig_warnings = [line for line in r.stderr.splitlines() if line.startswith("warning")
                     and ("--mmd-rig" in line or " leg " in line or "bone map" in line)]
-    assert rig_warnings == []  # nothing dropped, nothing unmapped (the motions' own warnings are tested with the motions)
+    assert rig_warnings == []  # nothing dropped, nothing unmapped (the motions' own warnings: tested with them)
     before = pmx.read_file(plain / "Fox.pmx")
     m = pmx.read_file(rigged / "Fox.pmx")
     k = _names(m)
@@ -240,7 +241,7 @@ def test_arm_angle_turns_the_arms_and_reposes_the_mesh_like_core_skinning(humano
     assert [b.name for b in rest.bones] == [b.name for b in turned.bones]
     k = _names(rest)
     n = len(rest.bones)
-    scale = convert.DEFAULT_SCALE
+    scale = METRES_PER_UNIT
     heads = convert.positions_to_blender(np.array([b.position for b in rest.bones]), scale)
     heads_turned = convert.positions_to_blender(np.array([b.position for b in turned.bones]), scale)
     parents = np.array([b.parent for b in rest.bones])

@@ -15,8 +15,8 @@ from support.fingerprint import data_lengths  # noqa: E402
 
 from support.failures import export_fails_at, import_fails_at  # noqa: E402
 from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
-from skinbridge.io_pmx.blender_side import blender_io
-from skinbridge.io_pmx.blender_side import blender_mmd as blender_mmd
+from skinbridge.io_pmx.blender_side import blender_io  # noqa: E402
+from skinbridge.io_pmx.blender_side import blender_mmd as blender_mmd  # noqa: E402
 from skinbridge.io_pmx.model import pmx  # noqa: E402
 from test_pmx_babylon import babylon_parse  # noqa: E402
 from test_pmx_codec import build_full_model  # noqa: E402
@@ -66,7 +66,8 @@ def _assert_models_equal(a: pmx.PmxModel, b: pmx.PmxModel) -> None:
                 _close(getattr(y, f), getattr(x, f), f"{where} {f}")
         assert (x.ik is None) == (y.ik is None), where
         if x.ik is not None:
-            assert (x.ik.target, x.ik.loop, float(x.ik.limit_angle)) == (y.ik.target, y.ik.loop, float(y.ik.limit_angle))
+            assert (x.ik.target, x.ik.loop, float(x.ik.limit_angle)) == \
+                (y.ik.target, y.ik.loop, float(y.ik.limit_angle))
             assert len(x.ik.links) == len(y.ik.links), where
             for k, (l1, l2) in enumerate(zip(x.ik.links, y.ik.links)):
                 assert l1.bone == l2.bone and l1.has_limit == l2.has_limit, f"{where} link {k}"
@@ -97,8 +98,10 @@ def _assert_models_equal(a: pmx.PmxModel, b: pmx.PmxModel) -> None:
         for x, y in zip(getattr(a, records), getattr(b, records)):
             assert (x.name, x.name_e) == (y.name, y.name_e)
             for f, _, _ in spec:
-                np.testing.assert_array_equal(np.asarray(getattr(x, f)), np.asarray(getattr(y, f)), f"{records} {x.name} {f}")
-    assert [(m.toon, m.memo, m.index_count) for m in a.materials] == [(m.toon, m.memo, m.index_count) for m in b.materials]
+                np.testing.assert_array_equal(np.asarray(getattr(x, f)), np.asarray(getattr(y, f)),
+                                              f"{records} {x.name} {f}")
+    assert [(m.toon, m.memo, m.index_count) for m in a.materials] == \
+        [(m.toon, m.memo, m.index_count) for m in b.materials]
     assert [(f.name, f.name_e, f.special, f.elements) for f in a.display_frames] == \
            [(f.name, f.name_e, f.special, f.elements) for f in b.display_frames]
     assert (a.name, a.name_e, a.comment, a.comment_e) == (b.name, b.name_e, b.comment, b.comment_e)
@@ -139,7 +142,8 @@ def test_blender_side_of_luka(luka):
     assert (eye.type, eye.subtarget, eye.target_space, eye.owner_space) == \
            ("TRANSFORM", "両目", "LOCAL_OWNER_ORIENT", "LOCAL")
     assert {c.name for c in arm.data.collections_all} >= {"Root", "ＩＫ", "足"}
-    assert {b.name for b in arm.data.collections_all["ＩＫ"].bones} == {"左足ＩＫ", "右足ＩＫ", "左つま先ＩＫ", "右つま先ＩＫ"}
+    assert {b.name for b in arm.data.collections_all["ＩＫ"].bones} == \
+        {"左足ＩＫ", "右足ＩＫ", "左つま先ＩＫ", "右つま先ＩＫ"}
     assert blender_mmd.pmx_names(arm.data.bones["左ひざ"]) == ("左ひざ", "knee_L")
     mesh = next(o for o in bpy.data.objects if o.type == "MESH")
     assert len(mesh.data.vertices) == 27607 and len(mesh.data.shape_keys.key_blocks) == 40

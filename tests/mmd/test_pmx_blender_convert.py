@@ -61,7 +61,7 @@ def test_reversed_and_nan_limits_are_kept_not_fixed():
 
 def test_scale_is_stored_and_export_uses_its_inverse(testdata):
     m = pmx.read_file(testdata / "pmx" / "mmdtools_megurine_luka.pmx")
-    scene, _ = convert.to_scene(m, "luka", scale=0.2)
+    scene, _ = convert.to_scene(m, "luka", metres_per_unit=0.2)
     assert scene.extras["pmx"]["scale"] == 0.2
     center = scene.skeleton.bones[0].bind[:3, 3]
     np.testing.assert_allclose(center, convert.positions_to_blender(m.bones[0].position, 0.2))

@@ -14,6 +14,7 @@ from skinbridge.io_pmx.model import info as pmx_info
 from skinbridge.io_pmx.model import pmx
 from skinbridge.io_pmx.model.pmx import BoneFlag
 from support.bytes_compare import assert_same_bytes, round_trip
+from support.pmx_records import offsets
 
 SAMPLES = ("mmdtools_megurine_luka.pmx", "babylonmmd_constraint_test.pmx", "babylonmmd_bone_flag_test.pmx",
            "mlibgo_sample_pmx21_utf8.pmx")
@@ -128,15 +129,6 @@ def build_vertices(rng: np.random.Generator, types: list[int], n_bones: int, add
     return v
 
 
-def offsets(kind: int, rows: list[tuple]) -> np.ndarray:
-    spec = pmx.MORPH_OFFSETS[kind]
-    out = pmx.empty_records(spec, len(rows))
-    for k, row in enumerate(rows):
-        for (name, _, _), value in zip(spec, row):
-            out[name][k] = value
-    return out
-
-
 def build_full_model(encoding: int = pmx.ENCODING_UTF16, pmx21: bool = True) -> pmx.PmxModel:
     """Every deform type (QDEF only when pmx21), every morph type (flip/impulse only when pmx21), all bone
     flag parts, rigid bodies of each shape and mode, joints, and (pmx21) a soft body."""
@@ -182,8 +174,10 @@ def build_full_model(encoding: int = pmx.ENCODING_UTF16, pmx21: bool = True) -> 
         *[pmx.PmxMorph(f"UV{t - pmx.MORPH_UV}", f"uv{t}", 4, t,
                        offsets(t, [(t % nv, (0.5, 0.25, 0, 1))])) for t in range(pmx.MORPH_UV, pmx.MORPH_UV4 + 1)],
         pmx.PmxMorph("材質", "material", 4, pmx.MORPH_MATERIAL, offsets(pmx.MORPH_MATERIAL, [
-            (-1, 0, (1, 1, 1, 0.5), (1, 1, 1), 1, (1, 1, 1), (1, 1, 1, 1), 1, (1, 1, 1, 1), (1, 1, 1, 1), (1, 1, 1, 1)),
-            (1, 1, (0, 0, 0, 0.1), (0, 0, 0), 0, (0, 0, 0), (0, 0, 0, 0), 0.5, (0, 0, 0, 0), (0, 0, 0, 0), (0, 0, 0, 0)),
+            (-1, 0, (1, 1, 1, 0.5), (1, 1, 1), 1, (1, 1, 1), (1, 1, 1, 1), 1, (1, 1, 1, 1), (1, 1, 1, 1),
+             (1, 1, 1, 1)),
+            (1, 1, (0, 0, 0, 0.1), (0, 0, 0), 0, (0, 0, 0), (0, 0, 0, 0), 0.5, (0, 0, 0, 0), (0, 0, 0, 0),
+             (0, 0, 0, 0)),
         ])),
     ]
     group = pmx.PmxMorph("グループ", "group", 1, pmx.MORPH_GROUP, offsets(pmx.MORPH_GROUP, [(1, 1.0), (2, 0.5)]))

@@ -8,15 +8,11 @@ import numpy as np
 import pytest
 
 from skinbridge.io_pmx.model import morphs, pmx
+from support.pmx_records import offsets
 
 
 def _morph(kind: int, rows: list[tuple]) -> pmx.PmxMorph:
-    spec = pmx.MORPH_OFFSETS[kind]
-    o = pmx.empty_records(spec, len(rows))
-    for i, row in enumerate(rows):
-        for (name, _, _), value in zip(spec, row):
-            o[name][i] = value
-    return pmx.PmxMorph(name=f"m{kind}", kind=kind, offsets=o)
+    return pmx.PmxMorph(name=f"m{kind}", kind=kind, offsets=offsets(kind, rows))
 
 
 def test_group_and_flip_pass_weights_to_their_members():

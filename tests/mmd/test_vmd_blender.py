@@ -5,7 +5,7 @@ a warning) is `test_vmd_codec.py`; here the samples also come back byte-identica
 the generated motion of item 3 keeps frames, blocks and values and re-derives only an edited key's block,
 Blender's evaluation equals `core.skinning`'s MMD rule (item 4), bad input is refused per
 docs/architecture.md §7.1 (item 6).
-Item 5 (MMD rig exports) is `test_vmd_blender_rig.py`; item 7 is `bench/vmd.py` (`test_vmd_blender_bench.py`).
+Item 5 (MMD rig exports) is `test_vmd_blender_rig.py`; item 7 is `bench/vmd.py`.
 """
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge.core.errors import FormatError  # noqa: E402
 from skinbridge.core.transforms import quat_multiply  # noqa: E402
-from skinbridge.io_pmx.blender_side import blender_io
-from skinbridge.io_pmx.blender_side import blender_motion_export
-from skinbridge.io_pmx.blender_side import blender_motion_import
-from skinbridge.io_pmx.model import pmx
+from skinbridge.io_pmx.blender_side import blender_io  # noqa: E402
+from skinbridge.io_pmx.blender_side import blender_motion_export  # noqa: E402
+from skinbridge.io_pmx.blender_side import blender_motion_import  # noqa: E402
+from skinbridge.io_pmx.model import pmx  # noqa: E402
 from skinbridge.io_pmx.motion import vmd  # noqa: E402
 from skinbridge.io_pmx.motion import channels as vc  # noqa: E402
 from support.bytes_compare import assert_same_bytes  # noqa: E402
@@ -244,7 +244,8 @@ def test_edited_key_rederives_only_its_block(luka, tmp_path):
     np.testing.assert_array_equal(new_curves[0], np.clip(expect_x, 0, 127))
     assert not np.array_equal(new_curves[0], old_curves[0])
     np.testing.assert_array_equal(new_curves[1:], old_curves[1:])
-    np.testing.assert_array_equal(vmd.physics_bytes(new["interpolation"]), vmd.physics_bytes(center[k]["interpolation"]))
+    np.testing.assert_array_equal(vmd.physics_bytes(new["interpolation"]),
+                                  vmd.physics_bytes(center[k]["interpolation"]))
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge.app.options import ConvertOptions  # noqa: E402
 from skinbridge.core.skinning import mmd_skin_matrices  # noqa: E402
-from skinbridge.io_pmx.model import pmx
+from skinbridge.io_pmx.model import pmx  # noqa: E402
 from skinbridge.io_pmx.motion import vmd  # noqa: E402
 from skinbridge.io_pmx.motion import channels  # noqa: E402
 

@@ -12,10 +12,10 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge.core.compare import compare_motions  # noqa: E402
 from skinbridge.core.transforms import quat_multiply  # noqa: E402
-from skinbridge.io_pmx.blender_side import blender_io
-from skinbridge.io_pmx.blender_side import blender_motion_export
-from skinbridge.io_pmx.blender_side import blender_motion_import
-from skinbridge.io_pmx.motion import vmd
+from skinbridge.io_pmx.blender_side import blender_io  # noqa: E402
+from skinbridge.io_pmx.blender_side import blender_motion_export  # noqa: E402
+from skinbridge.io_pmx.blender_side import blender_motion_import  # noqa: E402
+from skinbridge.io_pmx.motion import vmd  # noqa: E402
 from skinbridge.io_pmx.motion import convert as motion_convert  # noqa: E402
 
 pytestmark = pytest.mark.blender
@@ -63,7 +63,8 @@ def test_shagamu_through_blender_compares_at_zero(luka, testdata, tmp_path):
                              time_tol=0.0)
     assert result.same, result.lines()
     assert ("animation mlibgo_shagamu / exported: 70 bone tracks in A, 70 in B, 70 by name; 0 morph tracks in A, "
-            "0 in B; largest translation difference 0 file units; largest rotation difference 0 rad") in result.notes[-1]
+            "0 in B; largest translation difference 0 file units; largest rotation difference 0 rad") \
+        in result.notes[-1]
 
 
 def test_a_turned_key_is_named_with_bone_and_frame_also_through_blender(luka, testdata, tmp_path):

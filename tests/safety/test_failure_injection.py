@@ -49,16 +49,16 @@ class Bridge:
 # -- scenes ------------------------------------------------------------------------------------------------
 
 def _ninja():
-    from skinbridge.io_urhox import blender_io
+    from skinbridge.io_urhox.model import blender_io
 
     return blender_io.import_mdl(bpy.context, str(NINJA), "urho3d").armature
 
 
 def _ninja_with_actions():
-    from skinbridge.io_urhox import blender_ani
+    from skinbridge.io_urhox.motion import blender_io as motion_io
 
     arm = _ninja()
-    blender_ani.import_ani(bpy.context, [str(p) for p in CLIPS], arm, "urho3d")
+    motion_io.import_ani(bpy.context, [str(p) for p in CLIPS], arm, "urho3d")
     return arm
 
 
@@ -77,27 +77,27 @@ def _pmx_model():
 # -- bridges -----------------------------------------------------------------------------------------------
 
 def _import_mdl(_, out):
-    from skinbridge.io_urhox import blender_io
+    from skinbridge.io_urhox.model import blender_io
 
     blender_io.import_mdl(bpy.context, str(NINJA), "urho3d")
 
 
 def _export_mdl(_, out):
-    from skinbridge.io_urhox import blender_io
+    from skinbridge.io_urhox.model import blender_io
 
     blender_io.export_mdl(bpy.context, str(out / "posed.mdl"))
 
 
 def _import_ani(arm, out):
-    from skinbridge.io_urhox import blender_ani
+    from skinbridge.io_urhox.motion import blender_io as motion_io
 
-    blender_ani.import_ani(bpy.context, [str(p) for p in CLIPS], arm, "urho3d")
+    motion_io.import_ani(bpy.context, [str(p) for p in CLIPS], arm, "urho3d")
 
 
 def _export_ani(arm, out):
-    from skinbridge.io_urhox import blender_ani
+    from skinbridge.io_urhox.motion import blender_io as motion_io
 
-    blender_ani.export_actions(bpy.context, str(out), arm, "urho3d", "urho3d")
+    motion_io.export_actions(bpy.context, str(out), arm, "urho3d", "urho3d")
 
 
 def _import_pmx(_, out):
@@ -152,18 +152,18 @@ IMPORT_STAGES = ("armature", "materials", "mesh", "done")
 EXPORT_STAGES = ("skeleton", "meshes", "write")
 
 BRIDGES = [
-    Bridge("UMD2 export", ("skinbridge.io_urhox.blender_io",), _posed, _export_mdl, EXPORT_STAGES,
+    Bridge("UMD2 export", ("skinbridge.io_urhox.model.blender_io",), _posed, _export_mdl, EXPORT_STAGES,
            patches=(("skinbridge.core.fileio", "os.replace", 1),),
-           reader=_read_with("skinbridge.io_urhox.umd2")),
-    Bridge("UANI import (actions)", ("skinbridge.io_urhox.blender_ani",), _ninja, _import_ani,
+           reader=_read_with("skinbridge.io_urhox.model.umd2")),
+    Bridge("UANI import (actions)", ("skinbridge.io_urhox.motion.blender_io",), _ninja, _import_ani,
            patches=(("skinbridge.blender.action", "build_action", 1), ("skinbridge.blender.action", "build_action", 2),
                     ("skinbridge.blender.action", "assign", 1))),
-    Bridge("UANI export (actions)", ("skinbridge.io_urhox.blender_ani",), _ninja_with_actions, _export_ani,
+    Bridge("UANI export (actions)", ("skinbridge.io_urhox.motion.blender_io",), _ninja_with_actions, _export_ani,
            patches=(("skinbridge.blender.action", "read_action", 2),
-                    ("skinbridge.io_urhox.blender_ani", "write_atomic", 1),
-                    ("skinbridge.io_urhox.blender_ani", "write_atomic", 2),
+                    ("skinbridge.io_urhox.motion.blender_io", "write_atomic", 1),
+                    ("skinbridge.io_urhox.motion.blender_io", "write_atomic", 2),
                     ("skinbridge.core.fileio", "os.replace", 1)),
-           reader=_read_with("skinbridge.io_urhox.uani")),
+           reader=_read_with("skinbridge.io_urhox.motion.uani")),
     Bridge("PMX export", ("skinbridge.io_pmx.blender_side.blender_io",), _pmx_model, _export_pmx, EXPORT_STAGES,
            patches=(("skinbridge.core.fileio", "os.replace", 1),), reader=_read_with("skinbridge.io_pmx.model.pmx")),
     Bridge("VMD import", ("skinbridge.io_pmx.blender_side.blender_motion_import",), _luka, _import_vmd,

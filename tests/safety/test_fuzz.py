@@ -50,12 +50,12 @@ def test_fuzzing_finds_nothing_new(name, tmp_path):
 
 
 def _planted_reader(folder: pathlib.Path) -> pathlib.Path:
-    """io_urhox/umd2.py with its element-type bound removed: a descriptor whose type byte is above 6 then
+    """io_urhox/model/umd2.py with its element-type bound removed: a descriptor whose type byte is above 6 then
     reaches `ELEMENT_TYPES[type]` and raises KeyError instead of FormatError."""
-    source = (ROOT / "io_urhox" / "umd2.py").read_text()
+    source = (ROOT / "io_urhox" / "model" / "umd2.py").read_text()
     check = "if t not in ELEMENT_TYPES or d >> 24:"
-    assert source.count(check) == 1, "the planted bug no longer matches io_urhox/umd2.py: update this test"
-    planted = source.replace(check, "if d >> 24:").replace("from ..core.", "from skinbridge.core.")
+    assert source.count(check) == 1, "the planted bug no longer matches io_urhox/model/umd2.py: update this test"
+    planted = source.replace(check, "if d >> 24:").replace("from ...core.", "from skinbridge.core.")
     path = folder / "planted_umd2.py"
     path.write_text(planted)
     return path
@@ -78,7 +78,7 @@ def test_harness_finds_a_planted_crash_within_60_seconds(tmp_path):
     try:
         import planted_umd2
         from skinbridge.core.errors import FormatError
-        from skinbridge.io_urhox import umd2
+        from skinbridge.io_urhox.model import umd2
 
         data = crashes[0].read_bytes()
         with pytest.raises(KeyError):

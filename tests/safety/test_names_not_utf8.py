@@ -9,7 +9,7 @@ import pathlib
 
 import pytest
 from conftest import run_cli
-from umd2_samples import posed_umd2
+from support.umd2_samples import posed_umd2
 
 from skinbridge.core import names
 from skinbridge.io_pmx.model import check as pmx_check
@@ -18,10 +18,11 @@ from skinbridge.io_pmx.model import pmx
 from skinbridge.io_smd import check as smd_check
 from skinbridge.io_smd import convert as smd_convert
 from skinbridge.io_smd import smd
-from skinbridge.io_urhox import ani_convert, uani
-from skinbridge.io_urhox import check as urho_check
-from skinbridge.io_urhox import convert as urho_convert
-from skinbridge.io_urhox import umd2
+from skinbridge.io_urhox.motion import convert as motion_convert, uani
+from skinbridge.io_urhox.model import check as urho_check
+from skinbridge.io_urhox.motion import check as ani_check
+from skinbridge.io_urhox.model import convert as urho_convert
+from skinbridge.io_urhox.model import umd2
 from skinbridge.io_wepuppet.puppet import check as we_check
 from skinbridge.io_wepuppet.puppet import convert as we_convert
 from skinbridge.io_wepuppet.puppet import mdl
@@ -182,15 +183,15 @@ def test_multi_file_operator_import_keeps_the_good_file_and_warns(clean_scene, t
 def test_uani_track_names_keep_their_bytes_show_u_fffd_and_are_check_findings(variant, testdata):
     """A UANI (UrhoX v2 and classic) whose track name holds bytes that are not UTF-8: the codec writes the file back
     byte-identical, the core animation shows U+FFFD with a warning, and check places the bad byte."""
-    core, _ = ani_convert.to_core(uani.read((testdata / "urho3d" / "Ninja_Walk.ani").read_bytes()), "walk")
-    anim, _ = ani_convert.from_core(core, "urhox" if variant == "urhox" else "urho3d", fmt=variant)
+    core, _ = motion_convert.to_core(uani.read((testdata / "urho3d" / "Ninja_Walk.ani").read_bytes()), "walk")
+    anim, _ = motion_convert.from_core(core, "urhox" if variant == "urhox" else "urho3d", fmt=variant)
     anim.tracks[1].name = BAD_TEXT
     data = uani.write(anim)
     assert uani.detect_variant(data) == variant
     back = uani.read(data)
     assert uani.write(back) == data
-    core, warnings = ani_convert.to_core(back, "walk")
+    core, warnings = motion_convert.to_core(back, "walk")
     assert core.tracks[1].bone == SHOWN
     assert len([w for w in warnings if "not valid UTF-8" in w]) == 1, warnings
-    [found] = [f for f in urho_check.validate_animation(back) if "not valid UTF-8" in f.message]
+    [found] = [f for f in ani_check.validate_animation(back) if "not valid UTF-8" in f.message]
     assert found.severity == "warning" and data[found.offset:found.offset + 2] == b"\xff\xfe"

@@ -6,8 +6,8 @@ import numpy as np
 
 from skinbridge.core import skinning
 from skinbridge.core.transforms import matrix_to_trs, trs_to_matrix
-from skinbridge.io_urhox import convert, umd2
-from skinbridge.io_urhox.umd2 import SEM, TYPE, VertexElement
+from skinbridge.io_urhox.model import convert, umd2
+from skinbridge.io_urhox.model.umd2 import SEM, TYPE, VertexElement
 
 
 # The skinned vertex: position, normal, uv, 4 bone weights and their 4 bone indices.

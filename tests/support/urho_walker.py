@@ -1,5 +1,5 @@
 """An independent walker for Urho3D-family models (UMDL, UMD2, UMD3), written for the tests straight from the
-layout tables in docs/urho.md §3.1–§3.4 and §4 (it shares no code with io_urhox/umd2.py).
+layout tables in docs/urho.md §3.1–§3.4 and §4 (it shares no code with io_urhox/model/umd2.py).
 
 It returns plain dicts and raw bytes: element descriptors, strides, index arrays, geometries with their LOD
 tuples, morph buffers (absolute vertex index + deltas), bones with collision extras, bbox and centers.

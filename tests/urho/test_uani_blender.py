@@ -20,7 +20,7 @@ TOL = 1e-4  # of the bounding-box diagonal
 def ninja(clean_scene, testdata):
     """Ninja.mdl imported (Urho3D axes); returns (armature, mesh object, core scene)."""
     import bpy
-    from skinbridge.io_urhox import blender_io, convert, umd2
+    from skinbridge.io_urhox.model import blender_io, convert, umd2
 
     path = testdata / "urho3d" / "Ninja.mdl"
     result = blender_io.import_mdl(bpy.context, str(path), "urho3d")
@@ -30,11 +30,11 @@ def ninja(clean_scene, testdata):
 
 
 def _core_anim(path, scene, profile="urho3d"):
-    from skinbridge.io_urhox import ani_convert, uani
+    from skinbridge.io_urhox.motion import convert as motion_convert, uani
 
     roots = {b.name for b in scene.skeleton.bones if b.parent < 0}
     rec = uani.read(path.read_bytes())
-    anim, _ = ani_convert.to_core(rec, path.stem, profile, roots)
+    anim, _ = motion_convert.to_core(rec, path.stem, profile, roots)
     return rec, anim
 
 
@@ -77,11 +77,11 @@ def test_ninja_blender_equals_engine_slerp(ninja, testdata, clip):
     import bpy
     from skinbridge.blender import action as bact
     from skinbridge.core import skinning
-    from skinbridge.io_urhox import blender_ani
+    from skinbridge.io_urhox.motion import blender_io as motion_io
 
     arm, mesh, scene = ninja
     path = testdata / "urho3d" / f"{clip}.ani"
-    acts, warnings = blender_ani.import_ani(bpy.context, [str(path)], arm, "urho3d")
+    acts, warnings = motion_io.import_ani(bpy.context, [str(path)], arm, "urho3d")
     assert [a.name for a in acts] == [clip] and warnings == []
     assert arm.animation_data.action == acts[0]
     rec, anim = _core_anim(path, scene)
@@ -103,7 +103,6 @@ def test_ninja_blender_equals_engine_slerp(ninja, testdata, clip):
 
 def test_without_generated_keys_blender_would_part_from_slerp(ninja, testdata):
     """The check above is sharp: the same import with no GENERATED keys is off by more than the tolerance."""
-    import bpy
     from skinbridge.blender import action as bact
     from skinbridge.core import skinning
 
@@ -126,13 +125,13 @@ def test_without_generated_keys_blender_would_part_from_slerp(ninja, testdata):
 def test_ninja_round_trip_through_blender_classic(ninja, testdata, tmp_path):
     import bpy
     from support.fingerprint import scene_fingerprint
-    from skinbridge.io_urhox import blender_ani, uani
+    from skinbridge.io_urhox.motion import blender_io as motion_io, uani
 
     arm, _, _ = ninja
     paths = [str(testdata / "urho3d" / f"{c}.ani") for c in NINJA_CLIPS]
-    blender_ani.import_ani(bpy.context, paths, arm, "urho3d")
+    motion_io.import_ani(bpy.context, paths, arm, "urho3d")
     before = scene_fingerprint()
-    written, warnings = blender_ani.export_actions(bpy.context, str(tmp_path), arm, "urho3d", "urho3d")
+    written, warnings = motion_io.export_actions(bpy.context, str(tmp_path), arm, "urho3d", "urho3d")
     assert scene_fingerprint() == before
     assert warnings == []
     assert sorted(p.rsplit("/", 1)[1] for p in written) == sorted(f"{c}.ani" for c in NINJA_CLIPS)
@@ -147,10 +146,10 @@ def test_ninja_round_trip_through_blender_classic(ninja, testdata, tmp_path):
 def test_generated_keys_dropped_only_while_on_the_slerp_path(ninja, testdata, tmp_path):
     import bpy
     from skinbridge.blender import action as bact
-    from skinbridge.io_urhox import blender_ani, uani
+    from skinbridge.io_urhox.motion import blender_io as motion_io, uani
 
     arm, _, _ = ninja
-    (act,), _ = blender_ani.import_ani(bpy.context, [str(testdata / "urho3d" / "Ninja_Walk.ani")], arm, "urho3d")
+    (act,), _ = motion_io.import_ani(bpy.context, [str(testdata / "urho3d" / "Ninja_Walk.ani")], arm, "urho3d")
     original = uani.read((testdata / "urho3d" / "Ninja_Walk.ani").read_bytes())
     # move one GENERATED key of one bone off the path (a user edit): that key is exported as a real key
     curves = [fc for cb in bact._channelbags(act) for fc in cb.fcurves if "rotation_quaternion" in fc.data_path]
@@ -160,7 +159,7 @@ def test_generated_keys_dropped_only_while_on_the_slerp_path(ninja, testdata, tm
     frame = k.co[0]
     k.co[1] += 0.05
     fc.update()
-    blender_ani.export_actions(bpy.context, str(tmp_path), arm, "urho3d", "urho3d", actions=[act])
+    motion_io.export_actions(bpy.context, str(tmp_path), arm, "urho3d", "urho3d", actions=[act])
     back = uani.read((tmp_path / "Animations" / "Ninja_Walk.ani").read_bytes())
     for ta, tb in zip(back.tracks, original.tracks):
         if ta.name != bone:
@@ -175,7 +174,7 @@ def test_generated_keys_dropped_only_while_on_the_slerp_path(ninja, testdata, tm
 @pytest.mark.slow
 def test_cli_motion_round_trip(testdata, tmp_path):
     from conftest import run_cli
-    from skinbridge.io_urhox import uani
+    from skinbridge.io_urhox.motion import uani
 
     src = testdata / "urho3d" / "Ninja_Walk.ani"
     r = run_cli("convert", testdata / "urho3d" / "Ninja.mdl", "--motion", src, "--to", "urhox",
@@ -227,13 +226,13 @@ def _action(ob, name, curves):
 
 def test_action_names_go_through_the_naming_rule(clean_scene, tmp_path):
     import bpy
-    from skinbridge.io_urhox import blender_ani
+    from skinbridge.io_urhox.motion import blender_io as motion_io
 
     ob = _armature()
     names = ["../../x", "/etc/x", "C:\\x", "con", "a|b"]
     acts = [_action(ob, n, [("root", "location", 0, [(0, 0.0), (10, 1.0)], "LINEAR")]) for n in names]
     assert [a.name for a in acts] == names
-    written, _ = blender_ani.export_actions(bpy.context, str(tmp_path / "out"), ob, actions=acts)
+    written, _ = motion_io.export_actions(bpy.context, str(tmp_path / "out"), ob, actions=acts)
     assert [p.rsplit("/", 1)[1] for p in written] == ["x.ani", "x-2.ani", "x-3.ani", "con_.ani", "a_b.ani"]
     files = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
     assert all(str(f).startswith("out/Animations/") for f in files) and len(files) == 5
@@ -243,14 +242,14 @@ def test_action_names_go_through_the_naming_rule(clean_scene, tmp_path):
 
 def _export_one(ob, act, tmp_path, fmt):
     import bpy
-    from skinbridge.io_urhox import blender_ani, uani
+    from skinbridge.io_urhox.motion import blender_io as motion_io, uani
 
-    written, warnings = blender_ani.export_actions(bpy.context, str(tmp_path / fmt), ob, fmt, "urhox", actions=[act])
+    written, warnings = motion_io.export_actions(bpy.context, str(tmp_path / fmt), ob, fmt, "urhox", actions=[act])
     return uani.read(open(written[0], "rb").read()), warnings
 
 
 def test_step_tracks_and_hold_keys(clean_scene, tmp_path):
-    from skinbridge.io_urhox import ani_convert
+    from skinbridge.io_urhox.motion import convert as motion_convert
 
     ob = _armature()
     fps = _fps()
@@ -263,7 +262,7 @@ def test_step_tracks_and_hold_keys(clean_scene, tmp_path):
     root, child = rec.tracks
     assert root.interpolation == 0 and root.key_count == 3  # every channel CONSTANT: UrhoX steps
     assert child.interpolation == 1  # mixed: linear with a hold key
-    np.testing.assert_allclose(child.times, [0, 12 / fps - ani_convert.HOLD_GAP, 12 / fps, 24 / fps], atol=1e-6)
+    np.testing.assert_allclose(child.times, [0, 12 / fps - motion_convert.HOLD_GAP, 12 / fps, 24 / fps], atol=1e-6)
     np.testing.assert_allclose(child.positions[:, 0], [0, 0, 1, 1], atol=1e-6)
     np.testing.assert_allclose(child.scales[:, 1], [1, 1 + (12 / fps - 1e-4) / (24 / fps), 1.5, 2], atol=1e-5)
     assert any("hold keys" in w for w in warnings)
@@ -380,7 +379,7 @@ def test_sampling_frames_skips_deforming_the_meshes(clean_scene, tmp_path):
 
 def test_triggers_become_pose_markers_and_back(ninja, testdata, tmp_path):
     import bpy
-    from skinbridge.io_urhox import blender_ani, triggers
+    from skinbridge.io_urhox.motion import blender_io as motion_io, triggers
 
     arm, _, _ = ninja
     src = tmp_path / "in"
@@ -388,11 +387,11 @@ def test_triggers_become_pose_markers_and_back(ninja, testdata, tmp_path):
     (src / "Ninja_Walk.ani").write_bytes((testdata / "urho3d" / "Ninja_Walk.ani").read_bytes())
     (src / "Ninja_Walk.xml").write_text('<animation><trigger time="0.5" type="String" value="Step"/>'
                                         '<trigger normalizedtime="1" type="Int" value="7"/></animation>')
-    (act,), _ = blender_ani.import_ani(bpy.context, [str(src / "Ninja_Walk.ani")], arm, "urho3d")
+    (act,), _ = motion_io.import_ani(bpy.context, [str(src / "Ninja_Walk.ani")], arm, "urho3d")
     fps = _fps()
     assert sorted((m.frame, m.name) for m in act.pose_markers) == [(round(0.5 * fps), "Step"),
                                                                    (round(1.08333 * fps), "7")]
-    written, _ = blender_ani.export_actions(bpy.context, str(tmp_path / "out"), arm, "urho3d", "urho3d")
+    written, _ = motion_io.export_actions(bpy.context, str(tmp_path / "out"), arm, "urho3d", "urho3d")
     side = tmp_path / "out" / "Animations" / "Ninja_Walk.xml"
     assert str(side) in written
     got = triggers.read_triggers(side, 1.08333)
@@ -403,11 +402,11 @@ def test_triggers_become_pose_markers_and_back(ninja, testdata, tmp_path):
 def test_unmatched_tracks_listed_and_import_is_atomic(ninja, testdata, monkeypatch):
     import bpy
     from skinbridge.blender import action as bact
-    from skinbridge.io_urhox import blender_ani
+    from skinbridge.io_urhox.motion import blender_io as motion_io
 
     arm, _, _ = ninja
     arm.data.bones["Joint3"].name = "Renamed"
-    acts, warnings = blender_ani.import_ani(bpy.context, [str(testdata / "urho3d" / "Ninja_Walk.ani")], arm, "urho3d")
+    acts, warnings = motion_io.import_ani(bpy.context, [str(testdata / "urho3d" / "Ninja_Walk.ani")], arm, "urho3d")
     assert len(warnings) == 1 and "Joint3" in warnings[0] and "1 track" in warnings[0]
     n_actions = len(bpy.data.actions)
     assigned = arm.animation_data.action
@@ -422,7 +421,7 @@ def test_unmatched_tracks_listed_and_import_is_atomic(ninja, testdata, monkeypat
 
     monkeypatch.setattr(bact, "build_action", failing)
     with pytest.raises(RuntimeError, match="injected"):
-        blender_ani.import_ani(bpy.context, [str(testdata / "urho3d" / f"{c}.ani") for c in NINJA_CLIPS], arm,
+        motion_io.import_ani(bpy.context, [str(testdata / "urho3d" / f"{c}.ani") for c in NINJA_CLIPS], arm,
                                "urho3d")
     assert len(bpy.data.actions) == n_actions
     assert arm.animation_data.action == assigned
@@ -431,20 +430,20 @@ def test_unmatched_tracks_listed_and_import_is_atomic(ninja, testdata, monkeypat
 def test_bad_file_imports_nothing(ninja, tmp_path):
     import bpy
     from skinbridge.core.errors import FormatError
-    from skinbridge.io_urhox import blender_ani
+    from skinbridge.io_urhox.motion import blender_io as motion_io
 
     arm, _, _ = ninja
     bad = tmp_path / "bad.ani"
     bad.write_bytes(b"UANI\0\0\0\0")
     n = len(bpy.data.actions)
     with pytest.raises(FormatError):
-        blender_ani.import_ani(bpy.context, [str(bad)], arm, "urho3d")
+        motion_io.import_ani(bpy.context, [str(bad)], arm, "urho3d")
     assert len(bpy.data.actions) == n
 
 
 def test_operators(ninja, testdata, tmp_path):
     import bpy
-    from skinbridge.io_urhox import uani
+    from skinbridge.io_urhox.motion import uani
 
     arm, _, _ = ninja
     bpy.context.view_layer.objects.active = arm

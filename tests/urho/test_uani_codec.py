@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from skinbridge.core.errors import FormatError
-from skinbridge.io_urhox import info, triggers, uani
+from skinbridge.io_urhox.motion import info, triggers, uani
 from support.bytes_compare import assert_same_bytes
 
 NINJA_FILES = ("Ninja_Walk.ani", "Ninja_Idle1.ani")
@@ -176,7 +176,8 @@ def _all_files(testdata) -> dict[str, bytes]:
 
 # -- Ninja files --------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name,anim_name,length", [("Ninja_Walk.ani", "Walk", 1.08333), ("Ninja_Idle1.ani", "Idle1", 1.75)])
+@pytest.mark.parametrize("name,anim_name,length",
+                         [("Ninja_Walk.ani", "Walk", 1.08333), ("Ninja_Idle1.ani", "Idle1", 1.75)])
 def test_ninja_reads_as_the_file_holds(testdata, name, anim_name, length):
     data = (testdata / "urho3d" / name).read_bytes()
     ref = parse_classic_struct(data)
@@ -199,17 +200,25 @@ def test_ninja_reads_as_the_file_holds(testdata, name, anim_name, length):
 
 
 def test_ninja_facts(testdata):
-    """Facts read with the independent parser: key times start at 0 and end at the length, rotations unit."""
+    """What the add-on's reader gives for Urho3D's stock Ninja clips: the records the independent walk of the
+    classic layout (docs/urho.md §4.1, `parse_classic_struct`) finds, track for track and key for key, and on
+    those records the facts of the clips: every track keys position and rotation (mask 3) from time 0 to the
+    animation's length in time order, its rotations are unit quaternions, and the hands' end joints (Joint9,
+    Joint22) have no track."""
     for name in NINJA_FILES:
-        ref = parse_classic_struct((testdata / "urho3d" / name).read_bytes())
-        for rt in ref["tracks"]:
-            times = [r[0] for r in rt["rows"]]
-            assert times[0] == 0.0 and times[-1] == ref["length"]
-            assert times == sorted(times)
-            q = np.array([r[4:8] for r in rt["rows"]])
-            assert np.allclose(np.linalg.norm(q, axis=1), 1.0, atol=1e-6)
-        names = [t["name"] for t in ref["tracks"]]
-        assert "Joint9" not in names and "Joint22" not in names
+        data = (testdata / "urho3d" / name).read_bytes()
+        ref = parse_classic_struct(data)
+        anim = uani.read(data)
+        assert (anim.name, len(anim.tracks)) == (ref["name"], len(ref["tracks"]))
+        assert [(t.name, t.channel_mask) for t in anim.tracks] == [(t["name"], t["mask"]) for t in ref["tracks"]]
+        assert [_rows_of(t) for t in anim.tracks] == [[tuple(r) for r in t["rows"]] for t in ref["tracks"]]
+        for track in anim.tracks:
+            times = np.asarray(track.times)
+            assert track.channel_mask == 3 and track.scales is None
+            assert times[0] == 0.0 and times[-1] == anim.length, track.name
+            assert (np.diff(times) >= 0).all(), track.name
+            assert np.allclose(np.linalg.norm(track.rotations, axis=1), 1.0, atol=1e-6), track.name
+        assert not {"Joint9", "Joint22"} & {t.name for t in anim.tracks}
 
 
 def test_ninja_info(testdata):
@@ -513,7 +522,8 @@ def test_rbfx_records_through_the_core_model_keep_version_weights_and_attribute_
     """An rbfx UAN2 of every version, with track weights (v3: one, v4: three) and a colour attribute track (v2+):
     to the core model and back with the rbfx format keeps the version, each track's weights and the attribute
     track's bytes (the bone keys are what the core model resamples)."""
-    from skinbridge.io_urhox import ani_convert  # numpy-only module, imported where the rbfx path is tested
+    # numpy-only module, imported where the rbfx path is tested
+    from skinbridge.io_urhox.motion import convert as motion_convert
 
     anim = uani.read((testdata / "urho3d" / "Ninja_Walk.ani").read_bytes())
     anim.variant, anim.version = uani.VARIANT_RBFX, version
@@ -526,8 +536,8 @@ def test_rbfx_records_through_the_core_model_keep_version_weights_and_attribute_
                + np.uint32(1).tobytes() + np.float32(0).tobytes() + np.float32([1, 0, 0, 1]).tobytes())
         anim.variant_tracks = [uani.VariantTrack("Color", 8, 1, 1, raw)]
     original = uani.read(uani.write(anim))
-    core, _ = ani_convert.to_core(original, "walk")
-    back = uani.read(uani.write(ani_convert.from_core(core, "urho3d", fmt="rbfx")[0]))
+    core, _ = motion_convert.to_core(original, "walk")
+    back = uani.read(uani.write(motion_convert.from_core(core, "urho3d", fmt="rbfx")[0]))
     assert (back.variant, back.version, back.name) == (uani.VARIANT_RBFX, version, original.name)
     assert [None if t.weights is None else t.weights.tolist() for t in back.tracks] == \
         [None if t.weights is None else t.weights.tolist() for t in original.tracks]

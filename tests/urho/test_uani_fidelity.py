@@ -61,8 +61,8 @@ class GltfClip:
         nodes = g.json["nodes"]
         trs = []
         for n in nodes:
-            trs.append([np.array(n.get("translation", [0, 0, 0]), float), np.array(n.get("rotation", [0, 0, 0, 1]), float),
-                        np.array(n.get("scale", [1, 1, 1]), float)])
+            trs.append([np.array(n.get("translation", [0, 0, 0]), float),
+                        np.array(n.get("rotation", [0, 0, 0, 1]), float), np.array(n.get("scale", [1, 1, 1]), float)])
         for node, path, times, values in self.channels:
             k = {"translation": 0, "rotation": 1, "scale": 2}[path]
             trs[node][k] = _sample(times, values, t, path == "rotation")
@@ -115,17 +115,17 @@ def fox_dir(fox_mdl):
 
 @pytest.fixture(scope="module")
 def fox_core(fox_mdl):
-    from skinbridge.io_urhox import convert, umd2
+    from skinbridge.io_urhox.model import convert, umd2
 
     scene, _ = convert.to_scene(umd2.read(fox_mdl.read_bytes()), "Fox", "urhox")
     return scene
 
 
 def core_animation(path, scene, profile="urhox"):
-    from skinbridge.io_urhox import ani_convert, uani
+    from skinbridge.io_urhox.motion import convert as motion_convert, uani
 
     roots = {b.name for b in scene.skeleton.bones if b.parent < 0}
-    anim, _ = ani_convert.to_core(uani.read(path.read_bytes()), path.stem, profile, roots)
+    anim, _ = motion_convert.to_core(uani.read(path.read_bytes()), path.stem, profile, roots)
     return anim
 
 
@@ -140,7 +140,7 @@ def core_skin(scene, anim, t):
 
 @pytest.mark.parametrize("clip", CLIPS)
 def test_fox_clip_written_as_urhox_v2(fox_dir, clips, glb, clip):
-    from skinbridge.io_urhox import uani
+    from skinbridge.io_urhox.motion import uani
 
     path = fox_dir / "Animations" / f"{clip}.ani"
     assert path.is_file(), f"convert did not write {path}"
@@ -234,7 +234,7 @@ def _ani_files(testdata, fox_dir):
 
 
 def test_read_write_byte_identical(testdata, fox_dir):
-    from skinbridge.io_urhox import uani
+    from skinbridge.io_urhox.motion import uani
 
     for path in _ani_files(testdata, fox_dir):
         data = path.read_bytes()
@@ -245,13 +245,13 @@ def test_read_write_byte_identical(testdata, fox_dir):
 
 def test_mapping_round_trip_keeps_tracks(testdata, fox_dir):
     """file → core → file without Blender: same masks, key times and values (within float32 rounding)."""
-    from skinbridge.io_urhox import ani_convert, uani
+    from skinbridge.io_urhox.motion import convert as motion_convert, uani
 
     for path in _ani_files(testdata, fox_dir):
         rec = uani.read(path.read_bytes())
         roots = {rec.tracks[0].name}
-        core, _ = ani_convert.to_core(rec, path.stem, "urhox", roots)
-        back, _ = ani_convert.from_core(core, "urhox", rec.variant, roots)
+        core, _ = motion_convert.to_core(rec, path.stem, "urhox", roots)
+        back, _ = motion_convert.from_core(core, "urhox", rec.variant, roots)
         assert [t.name for t in back.tracks] == [t.name for t in rec.tracks]
         for a, b in zip(back.tracks, rec.tracks):
             assert a.channel_mask == b.channel_mask
@@ -277,7 +277,7 @@ def _mutations(data: bytes, rng: np.random.Generator):
 @pytest.mark.slow
 def test_bad_input_reads_or_raises_format_error(testdata, fox_dir):
     from skinbridge.core.errors import FormatError
-    from skinbridge.io_urhox import ani_convert, info, uani
+    from skinbridge.io_urhox.motion import convert as motion_convert, info, uani
 
     rng = np.random.default_rng(5)
     for path in _ani_files(testdata, fox_dir):
@@ -287,7 +287,7 @@ def test_bad_input_reads_or_raises_format_error(testdata, fox_dir):
             try:
                 with np.errstate(all="ignore"):
                     rec = uani.read(data)
-                    ani_convert.to_core(rec, "x", "urhox", {"b_Root_00", "Joint1"})
+                    motion_convert.to_core(rec, "x", "urhox", {"b_Root_00", "Joint1"})
                     info.animation_summary(data)
             except FormatError:
                 pass

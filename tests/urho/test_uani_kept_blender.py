@@ -13,7 +13,8 @@ bpy = pytest.importorskip("bpy")
 from support.bytes_compare import assert_same_bytes  # noqa: E402
 
 from skinbridge.blender import action as bact  # noqa: E402
-from skinbridge.io_urhox import blender_ani, blender_io, uani  # noqa: E402
+from skinbridge.io_urhox.motion import blender_io as motion_io, uani  # noqa: E402
+from skinbridge.io_urhox.model import blender_io  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -23,12 +24,12 @@ _ARRAYS = ("times", "positions", "rotations", "scales", "weights")
 
 def _import(testdata, model: str, ani_paths, profile: str = "urho3d"):
     arm = blender_io.import_mdl(bpy.context, str(testdata / "urho3d" / model), profile).armature
-    acts, _ = blender_ani.import_ani(bpy.context, [str(p) for p in ani_paths], arm, profile)
+    acts, _ = motion_io.import_ani(bpy.context, [str(p) for p in ani_paths], arm, profile)
     return arm, acts
 
 
 def _export(arm, tmp_path, fmt: str, acts=None) -> dict[str, bytes]:
-    written, _ = blender_ani.export_actions(bpy.context, str(tmp_path / "out"), arm, fmt, "urho3d", actions=acts)
+    written, _ = motion_io.export_actions(bpy.context, str(tmp_path / "out"), arm, fmt, "urho3d", actions=acts)
     return {p.rsplit("/", 1)[1][:-4]: open(p, "rb").read() for p in written if p.endswith(".ani")}
 
 

@@ -16,9 +16,9 @@ from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E4
 from skinbridge.core import skinning  # noqa: E402
 from skinbridge.core.fileio import write_atomic  # noqa: E402
 from skinbridge.core.transforms import BLENDER_TO_GLTF, trs_to_matrix  # noqa: E402
-from skinbridge.io_urhox import umd2  # noqa: E402
+from skinbridge.io_urhox.model import umd2  # noqa: E402
 
-from umd2_samples import posed_umd2  # noqa: E402
+from support.umd2_samples import posed_umd2  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -52,8 +52,8 @@ def test_fox_import_export_round_trip(clean_scene, fox_mdl, tmp_path):
             assert np.all(np.abs(a.astype(np.float64) - b) <= tol), name
     np.testing.assert_array_equal(original.index_buffers[0].indices, again.index_buffers[0].indices)
     assert [g.bone_mapping.tolist() for g in original.geometries] == [g.bone_mapping.tolist() for g in again.geometries]
-    assert [(l.primitive_type, l.index_start, l.index_count) for g in again.geometries for l in g.lods] == \
-        [(l.primitive_type, l.index_start, l.index_count) for g in original.geometries for l in g.lods]
+    assert [(lod.primitive_type, lod.index_start, lod.index_count) for g in again.geometries for lod in g.lods] == \
+        [(lod.primitive_type, lod.index_start, lod.index_count) for g in original.geometries for lod in g.lods]
     for x, y in zip(original.bones, again.bones, strict=True):
         assert (x.name, x.parent, x.collision_mask) == (y.name, y.parent, y.collision_mask)
         for f in ("position", "scale", "offset"):

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from skinbridge.core.errors import FormatError
-from skinbridge.io_urhox import convert, umd2
+from skinbridge.io_urhox.model import convert, umd2
 
-from umd2_samples import posed_umd2
+from support.umd2_samples import posed_umd2
 from support.bytes_compare import assert_same_bytes
 
 URHO_SAMPLES = ["MaterialPreview.mdl", "Ninja.mdl", "Box.mdl", "Mushroom.mdl", "UnitX.mdl"]

@@ -17,7 +17,7 @@ from skinbridge.blender.mesh import evaluated_world_positions  # noqa: E402
 from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
 from skinbridge.core.errors import ExportError  # noqa: E402
 from skinbridge.core.transforms import BLENDER_TO_GLTF, trs_to_matrix  # noqa: E402
-from skinbridge.io_urhox import blender_io, umd2  # noqa: E402
+from skinbridge.io_urhox.model import blender_io, umd2  # noqa: E402
 
 from conftest import run_cli  # noqa: E402
 from support.urho_models import initial_pose_positions, many_bones_model  # noqa: E402

@@ -9,11 +9,11 @@ import pytest
 from skinbridge.core import skinning
 from skinbridge.core.errors import ExportError, FormatError
 from skinbridge.core.transforms import quat_multiply, trs_to_matrix
-from skinbridge.io_urhox import convert, umd2
+from skinbridge.io_urhox.model import convert, umd2
 
 from support.urho_models import MORPHS, many_bones_model, morph_model
 from support.urho_walker import columns, walk
-from umd2_samples import posed_umd2
+from support.umd2_samples import posed_umd2
 from support.bytes_compare import assert_same_bytes
 
 SAMPLES = ["Box.mdl", "MaterialPreview.mdl", "Mushroom.mdl", "Ninja.mdl", "UnitX.mdl"]
@@ -90,7 +90,7 @@ def test_our_reader_agrees_with_the_walker(testdata, name):
     assert [[e.descriptor for e in vb.elements] for vb in m.vertex_buffers] == [vb["descs"] for vb in w["vbs"]]
     for ours, theirs in zip(m.vertex_buffers, w["vbs"]):
         assert ours.vertices.tobytes() == theirs["raw"]
-    assert [(len(g.bone_mapping), [(l.primitive_type, l.index_start, l.index_count) for l in g.lods])
+    assert [(len(g.bone_mapping), [(lod.primitive_type, lod.index_start, lod.index_count) for lod in g.lods])
             for g in m.geometries] == [(len(g["mapping"]), [lod[1:2] + lod[4:] for lod in g["lods"]])
                                        for g in w["geometries"]]
     assert [(b.name, b.parent, b.collision_mask, b.radius) for b in m.bones] == \

@@ -155,7 +155,7 @@ def matched_difference(pairs: tuple[np.ndarray, np.ndarray], a_posed: np.ndarray
 def test_engine_rest_is_the_bind_pose_for_a_clean_file(testdata):
     """Ninja's initial pose is its bind pose: the engine evaluation without animation gives back the rest
     positions, which checks the offset-matrix convention of the evaluator."""
-    from skinbridge.io_urhox import umd2
+    from skinbridge.io_urhox.model import umd2
 
     engine = Engine(umd2.read((testdata / "urho3d" / "Ninja.mdl").read_bytes()))
     rest = engine.skin(None, 0.0)
@@ -168,7 +168,7 @@ def test_the_urhox_refusal_counts_weighted_bones(testdata):
     import copy
 
     from skinbridge.core.errors import ExportError
-    from skinbridge.io_urhox import convert, umd2
+    from skinbridge.io_urhox.model import convert, umd2
 
     model = umd2.read((testdata / "urho3d" / "Kachujin.mdl").read_bytes())
     v = model.vertex_buffers[0].vertices

@@ -31,12 +31,13 @@ def _times(length: float, n: int = 8) -> np.ndarray:
 def kachujin(clean_scene, testdata):
     """Kachujin.mdl and its walk imported; (armature, mesh, engine, walk records, import warnings)."""
     import bpy
-    from skinbridge.io_urhox import blender_ani, blender_io, uani, umd2
+    from skinbridge.io_urhox.motion import blender_io as motion_io, uani
+    from skinbridge.io_urhox.model import blender_io, umd2
 
     folder = testdata / "urho3d"
     result = blender_io.import_mdl(bpy.context, str(folder / "Kachujin.mdl"), "auto")
     mesh = next(o for o in result.objects if o.type == "MESH")
-    _, warnings = blender_ani.import_ani(bpy.context, [str(folder / "Kachujin_Walk.ani")], result.armature,
+    _, warnings = motion_io.import_ani(bpy.context, [str(folder / "Kachujin_Walk.ani")], result.armature,
                                          "urho3d")
     engine = Engine(umd2.read((folder / "Kachujin.mdl").read_bytes()))
     walk = uani.read((folder / "Kachujin_Walk.ani").read_bytes())
@@ -73,7 +74,7 @@ def test_kachujin_walk_deforms_as_the_engine(kachujin):
 
 def test_kachujin_target_tracks_are_listed_once_and_kept(kachujin, tmp_path):
     import bpy
-    from skinbridge.io_urhox import blender_ani, uani
+    from skinbridge.io_urhox.motion import blender_io as motion_io, uani
 
     arm, _, _, walk, warnings = kachujin
     targets = [t.name for t in walk.tracks if t.name.endswith("_Target")]
@@ -82,7 +83,7 @@ def test_kachujin_target_tracks_are_listed_once_and_kept(kachujin, tmp_path):
     assert len(listing) == 1
     assert all(listing[0].count(name + ",") + listing[0].endswith(name) == 1 for name in targets)
     assert not any(name in w for w in warnings if w is not listing[0] for name in targets)
-    written, _ = blender_ani.export_actions(bpy.context, str(tmp_path), arm, fmt="urho3d", profile="urho3d")
+    written, _ = motion_io.export_actions(bpy.context, str(tmp_path), arm, fmt="urho3d", profile="urho3d")
     out = uani.read(open(written[0], "rb").read())
     assert [t.name for t in out.tracks] == [t.name for t in walk.tracks]  # the file's order, targets included
     original = {t.name: t for t in walk.tracks}
@@ -97,14 +98,15 @@ def test_kachujin_target_tracks_are_listed_once_and_kept(kachujin, tmp_path):
 @pytest.mark.slow
 def test_kachujin_written_back_equals_the_original_for_the_engine(kachujin, tmp_path):
     import bpy
-    from skinbridge.io_urhox import blender_ani, blender_io, uani, umd2
+    from skinbridge.io_urhox.motion import blender_io as motion_io, uani
+    from skinbridge.io_urhox.model import blender_io, umd2
 
     arm, _, engine, walk, _ = kachujin
     blender_io.export_mdl(bpy.context, str(tmp_path / "K.mdl"), "urho3d")
     written_model = Engine(umd2.read((tmp_path / "K.mdl").read_bytes()))
-    classic, _ = blender_ani.export_actions(bpy.context, str(tmp_path / "classic"), arm, fmt="urho3d",
+    classic, _ = motion_io.export_actions(bpy.context, str(tmp_path / "classic"), arm, fmt="urho3d",
                                             profile="urho3d")
-    urhox, _ = blender_ani.export_actions(bpy.context, str(tmp_path / "urhox"), arm, fmt="urhox",
+    urhox, _ = motion_io.export_actions(bpy.context, str(tmp_path / "urhox"), arm, fmt="urhox",
                                           profile="urho3d")
     diag = diagonal(engine.positions)
     pairs = correspondence(engine.positions, written_model.positions)
@@ -123,7 +125,7 @@ def test_kept_keys_are_written_only_while_the_curves_hold_them(kachujin, tmp_pat
     written from its curves (and the edit shows), the others still from the file's keys."""
     import bpy
     from skinbridge.blender import action as bact
-    from skinbridge.io_urhox import blender_ani, uani
+    from skinbridge.io_urhox.motion import blender_io as motion_io, uani
 
     arm, _, engine, walk, _ = kachujin
     act = arm.animation_data.action
@@ -133,7 +135,7 @@ def test_kept_keys_are_written_only_while_the_curves_hold_them(kachujin, tmp_pat
     original = {t.name: t for t in walk.tracks}
 
     def export(folder):
-        written, _ = blender_ani.export_actions(bpy.context, str(tmp_path / folder), arm, fmt="urho3d",
+        written, _ = motion_io.export_actions(bpy.context, str(tmp_path / folder), arm, fmt="urho3d",
                                                 profile="urho3d")
         return {t.name: t for t in uani.read(open(written[0], "rb").read()).tracks}
 
@@ -157,12 +159,12 @@ def test_a_second_import_while_the_first_plays_maps_alike(kachujin, testdata):
     take the channels its tracks lack from the file's default pose."""
     import bpy
     from skinbridge.blender import action as bact
-    from skinbridge.io_urhox import blender_ani
+    from skinbridge.io_urhox.motion import blender_io as motion_io
 
     arm, _, _, _, warnings = kachujin
     first = arm.animation_data.action
     bpy.context.scene.frame_set(13)
-    acts, again = blender_ani.import_ani(bpy.context, [str(testdata / "urho3d" / "Kachujin_Walk.ani")], arm,
+    acts, again = motion_io.import_ani(bpy.context, [str(testdata / "urho3d" / "Kachujin_Walk.ani")], arm,
                                          "urho3d")
     a, b = bact.kept_keys(first)["tracks"], bact.kept_keys(acts[0])["tracks"]
     assert a.keys() == b.keys()

@@ -69,7 +69,7 @@ def test_luka_converts_with_its_motion(tmp_path, testdata):
     assert result.returncode == 0, text
     assert (out / "Animations" / "mlibgo_shagamu.ani").is_file()
     assert not any("shear" in line for line in text.splitlines())
-    from skinbridge.io_urhox import uani
+    from skinbridge.io_urhox.motion import uani
 
     anim = uani.read((out / "Animations" / "mlibgo_shagamu.ani").read_bytes())
     assert len(anim.tracks) > 10
@@ -79,7 +79,7 @@ def test_a_motion_naming_no_bone_is_refused_with_the_scene_unchanged(clean_scene
     import bpy
     from skinbridge.core.errors import ExportError
     from skinbridge.io_pmx.blender_side import blender_io as pmx_io
-    from skinbridge.io_urhox import blender_ani, uani
+    from skinbridge.io_urhox.motion import blender_io as motion_io, uani
 
     result = pmx_io.import_pmx(bpy.context, str(testdata / "pmx" / "mmdtools_megurine_luka.pmx"))
     arm = result.armature
@@ -89,7 +89,7 @@ def test_a_motion_naming_no_bone_is_refused_with_the_scene_unchanged(clean_scene
     tracks = [t.name for t in uani.read(path.read_bytes()).tracks]
     assert len(tracks) == 24
     with pytest.raises(ExportError) as caught:
-        blender_ani.import_ani(bpy.context, [str(path)], arm, "urho3d")
+        motion_io.import_ani(bpy.context, [str(path)], arm, "urho3d")
     message = str(caught.value)
     assert "Ninja_Walk.ani" in message and all(name in message for name in tracks)
     after = (len(bpy.data.actions), len(bpy.data.objects), arm.animation_data is None,
@@ -99,7 +99,7 @@ def test_a_motion_naming_no_bone_is_refused_with_the_scene_unchanged(clean_scene
 
 def test_compare_sees_one_track_scale(tmp_path, testdata):
     """Two walks that differ only in one track's scale (1.0 → 0.01)."""
-    from skinbridge.io_urhox import uani
+    from skinbridge.io_urhox.motion import uani
 
     data = (testdata / "urho3d" / "Ninja_Walk.ani").read_bytes()
     files = []

@@ -28,7 +28,7 @@ def _qmul(a, b) -> np.ndarray:
 def _ninja_with_moved_initials(testdata, tmp_path):
     """Ninja as a UMDL whose initial pose is not its bind pose: one bone at initial scale 0.01, one turned
     0.45 rad more, one moved; returns (path, the bone indices changed)."""
-    from skinbridge.io_urhox import umd2
+    from skinbridge.io_urhox.model import umd2
 
     model = umd2.read((testdata / "urho3d" / "Ninja.mdl").read_bytes())
     assert model.magic == "UMDL"
@@ -47,7 +47,7 @@ def _ninja_with_moved_initials(testdata, tmp_path):
 
 def _import_export(path, out):
     import bpy
-    from skinbridge.io_urhox import blender_io
+    from skinbridge.io_urhox.model import blender_io
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     blender_io.import_mdl(bpy.context, str(path), "auto")
@@ -55,7 +55,7 @@ def _import_export(path, out):
 
 
 def _assert_file_values_kept(original, written):
-    from skinbridge.io_urhox import umd2
+    from skinbridge.io_urhox.model import umd2
 
     a = umd2.read(original.read_bytes())
     b = umd2.read(written.read_bytes())
@@ -70,7 +70,7 @@ def _assert_file_values_kept(original, written):
 
 
 def test_initial_pose_elements_and_centres_come_back(clean_scene, testdata, tmp_path):
-    from skinbridge.io_urhox import umd2
+    from skinbridge.io_urhox.model import umd2
 
     path, changed = _ninja_with_moved_initials(testdata, tmp_path)
     out = tmp_path / "out.mdl"
@@ -95,7 +95,7 @@ def test_real_models_keep_their_values(clean_scene, testdata, tmp_path, name):
 
 def test_an_edited_mesh_gets_computed_centres(clean_scene, testdata, tmp_path):
     import bpy
-    from skinbridge.io_urhox import blender_io, umd2
+    from skinbridge.io_urhox.model import blender_io, umd2
 
     path = testdata / "urho3d" / "Ninja.mdl"
     result = blender_io.import_mdl(bpy.context, str(path), "auto")
@@ -112,7 +112,8 @@ def test_a_bind_with_residue_maps_its_animation_without_a_warning(clean_scene, t
     """A leaf bone whose bind carries 2e-5 of off-diagonal residue (no track, no weights) is not named, and
     the mesh deforms as the engine plays the walk."""
     import bpy
-    from skinbridge.io_urhox import blender_ani, blender_io, uani, umd2
+    from skinbridge.io_urhox.motion import blender_io as motion_io, uani
+    from skinbridge.io_urhox.model import blender_io, umd2
 
     model = umd2.read((testdata / "urho3d" / "Ninja.mdl").read_bytes())
     walk = uani.read((testdata / "urho3d" / "Ninja_Walk.ani").read_bytes())
@@ -134,7 +135,7 @@ def test_a_bind_with_residue_maps_its_animation_without_a_warning(clean_scene, t
 
     result = blender_io.import_mdl(bpy.context, str(path), "auto")
     mesh = next(o for o in result.objects if o.type == "MESH")
-    _, warnings = blender_ani.import_ani(bpy.context, [str(testdata / "urho3d" / "Ninja_Walk.ani")],
+    _, warnings = motion_io.import_ani(bpy.context, [str(testdata / "urho3d" / "Ninja_Walk.ani")],
                                          result.armature, "urho3d")
     assert not any(model.bones[leaf].name in w for w in warnings), warnings
     engine = Engine(model)
@@ -151,7 +152,7 @@ def test_the_default_pose_is_the_files_initial_pose(clean_scene, testdata, tmp_p
     """Without an animation Blender shows the file's initial pose (scale 0.01, a turn, a move) as the engine
     does: skin = initial world · offset."""
     import bpy
-    from skinbridge.io_urhox import blender_io, umd2
+    from skinbridge.io_urhox.model import blender_io, umd2
 
     path, _ = _ninja_with_moved_initials(testdata, tmp_path)
     result = blender_io.import_mdl(bpy.context, str(path), "auto")

@@ -17,7 +17,8 @@ from support.urho_models import initial_pose_positions  # noqa: E402
 
 from skinbridge.blender.mesh import evaluated_world_positions  # noqa: E402
 from skinbridge.core import model as cm  # noqa: E402
-from skinbridge.io_urhox import ani_convert, blender_ani, blender_io, convert, uani, umd2  # noqa: E402
+from skinbridge.io_urhox.motion import blender_io as motion_io, convert as motion_convert, uani  # noqa: E402
+from skinbridge.io_urhox.model import blender_io, convert, umd2  # noqa: E402
 
 from conftest import run_cli  # noqa: E402
 
@@ -231,8 +232,8 @@ def test_step_keys_survive_import_and_export(clean_scene, testdata, tmp_path):
     src = testdata / "urho3d"
     blender_io.import_mdl(bpy.context, str(src / "Ninja.mdl"))
     arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
-    blender_ani.import_ani(bpy.context, [str(src / "Ninja_HighJump.ani")], arm, "urho3d")
-    [path], _ = blender_ani.export_actions(bpy.context, str(tmp_path), arm, "urho3d", "urho3d")
+    motion_io.import_ani(bpy.context, [str(src / "Ninja_HighJump.ani")], arm, "urho3d")
+    [path], _ = motion_io.export_actions(bpy.context, str(tmp_path), arm, "urho3d", "urho3d")
     want, got = uani.read((src / "Ninja_HighJump.ani").read_bytes()), uani.read(open(path, "rb").read())
     assert (got.name, got.length, got.version) == (want.name, want.length, want.version)
     assert [t.name for t in got.tracks] == [t.name for t in want.tracks]
@@ -257,7 +258,7 @@ def test_step_keys_survive_import_and_export(clean_scene, testdata, tmp_path):
 def test_from_core_keeps_two_keys_at_one_time():
     track = cm.Track(bone="Joint1", translation_times=np.array([0.0, 0.5, 0.5, 1.0]),
                      translations=np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]], np.float64))
-    records, _ = ani_convert.from_core(cm.Animation("Jump", 1.0, [track]), "urho3d", "urho3d")
+    records, _ = motion_convert.from_core(cm.Animation("Jump", 1.0, [track]), "urho3d", "urho3d")
     [rec] = records.tracks
     assert rec.times.tolist() == [0.0, 0.5, 0.5, 1.0]
     assert rec.positions[:, 0].tolist() == [0.0, 1.0, 2.0, 3.0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from skinbridge.io_urhox import umd2
+from skinbridge.io_urhox.model import umd2
 
 pytestmark = pytest.mark.blender
 

@@ -1,6 +1,6 @@
 """Mapping between UANI / UAN2 records and core animations.
 
-Axes, stated once and taken from the model mapping (`convert.basis(profile)`), so that an `.ani` always
+Axes, stated once and taken from the model mapping (`model/convert.py` `basis(profile)`), so that an `.ani` always
 agrees with the `.mdl` of the same profile:
 
 * a proper basis (UrhoX: glTF axes, (x, y, z) → (x, −z, y)) keeps bone-local axes, so a parent-relative
@@ -25,11 +25,12 @@ from collections.abc import Collection, Mapping
 
 import numpy as np
 
-from ..core.errors import quiet_float_errors
-from ..core import model as cm
-from ..core import names
-from ..core.transforms import matrix3_to_quat, quat_multiply, slerp
-from . import convert, uani
+from ...core.errors import quiet_float_errors
+from ...core import model as cm
+from ...core import names
+from ...core.transforms import matrix3_to_quat, quat_multiply, slerp
+from ..model.convert import basis
+from . import uani
 
 HOLD_GAP = 1e-4  # seconds between a hold key and the key it holds up to
 FORMATS = ("urhox", "urho3d", "rbfx")
@@ -49,7 +50,7 @@ class Axes:
 
     @classmethod
     def of(cls, profile: str, inverse: bool = False) -> "Axes":
-        to_core, to_file = convert.basis(profile)
+        to_core, to_file = basis(profile)
         return cls(to_file if inverse else to_core)
 
     def applies_to(self, is_root: bool) -> bool:
@@ -230,7 +231,8 @@ def from_core(animation: cm.Animation, profile: str = "urhox", fmt: str = "urhox
         out.tracks.append(rec)
     if held:
         warnings.append(f"classic UANI cannot step: {len(held)} stepped track(s) written with hold keys "
-                        f"{HOLD_GAP:g} s before each next key ({', '.join(held[:5])}{', ...' if len(held) > 5 else ''})")
+                        f"{HOLD_GAP:g} s before each next key "
+                        f"({', '.join(held[:5])}{', ...' if len(held) > 5 else ''})")
     return out, warnings
 
 

@@ -22,8 +22,8 @@ import os
 import xml.etree.ElementTree as ET
 from typing import NamedTuple
 
-from ..core.errors import FormatError
-from ..core.fileio import read_bytes
+from ...core.errors import FormatError
+from ...core.fileio import read_bytes
 
 MAX_SIDECAR_BYTES = 4 << 20
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import os
 
 
-from ..blender import material as bmat
-from ..blender import scene as bscene
-from ..core.errors import ExportError
-from ..core.fileio import output_path, write_atomic
-from ..core.naming import NameAllocator
+from ...blender import material as bmat
+from ...blender import scene as bscene
+from ...core.errors import ExportError
+from ...core.fileio import output_path, write_atomic
+from ...core.naming import NameAllocator
 from .material_xml import material_xml
 
 UNITS = (("diffuse", "Base Color"), ("normal", "Normal"), ("specular", "Roughness"), ("emissive", "Emission Color"))

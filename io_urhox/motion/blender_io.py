@@ -21,15 +21,15 @@ import pathlib
 from dataclasses import dataclass
 
 
-from ..blender import action as bact
-from ..blender.props import json_prop
-from ..core import model as cm
-from ..core.errors import ExportError, FormatError
-from ..core.fileio import output_path, read_bytes, write_atomic
-from ..core.naming import NameAllocator
-from . import ani_convert, triggers, uani
+from ...blender import action as bact
+from ...blender.props import json_prop
+from ...core import model as cm
+from ...core.errors import ExportError, FormatError
+from ...core.fileio import output_path, read_bytes, write_atomic
+from ...core.naming import NameAllocator
+from ..model.blender_io import AXES_PROP
+from . import convert, triggers, uani
 
-AXES_PROP = "skinbridge_axes"  # on an imported armature: the profile whose axes its file used
 FILE_PROP = "skinbridge_ani_file"  # on an imported action: the `.ani` file's bytes
 FILE_KEPT_PROP = "skinbridge_ani_kept"  # on an imported action: what decides which of those bytes still hold
 
@@ -58,7 +58,7 @@ def _read_ani(path: str, roots, profile: str) -> tuple[cm.Animation, list[str], 
     name = os.path.splitext(os.path.basename(path))[0]
     data = read_bytes(path)
     records = uani.read(data)
-    anim, warnings = ani_convert.to_core(records, name, profile, roots)
+    anim, warnings = convert.to_core(records, name, profile, roots)
     warnings = [f"{os.path.basename(path)}: {w}" for w in warnings]
     side = _sidecar(path)
     if side is not None:
@@ -216,9 +216,10 @@ def export_actions(context, outdir: str, arm_ob, fmt: str = "urhox", profile: st
                    allocator: NameAllocator | None = None) -> tuple[list[str], list[str]]:
     """Write ``actions`` (default: every action of the armature) to OUTDIR/Animations/<name>.ani (+ .xml
     triggers). Every file is made in memory before the first is written, and every path is asked of the output
-    guard (core/fileio.py `output_path`: never an input) before the first. Returns (written paths, warnings). Read-only for the scene."""
-    if fmt not in ani_convert.FORMATS:
-        raise ExportError(f"unknown animation format {fmt!r}; expected one of {ani_convert.FORMATS}")
+    guard (core/fileio.py `output_path`: never an input) before the first. Returns (written paths, warnings).
+    Read-only for the scene."""
+    if fmt not in convert.FORMATS:
+        raise ExportError(f"unknown animation format {fmt!r}; expected one of {convert.FORMATS}")
     if arm_ob is None:
         return [], []
     actions = bact.armature_actions(arm_ob) if actions is None else list(actions)
@@ -232,7 +233,7 @@ def export_actions(context, outdir: str, arm_ob, fmt: str = "urhox", profile: st
             kept = _kept_file(context, arm_ob, act, profile, fmt)
             anim, more = bact.read_action(context, arm_ob, act, step_tracks=fmt == "urhox",
                                           fill_missing=fmt == "urhox", skip=kept.bones() if kept else ())
-            records, more2 = ani_convert.from_core(anim, profile, fmt, roots)
+            records, more2 = convert.from_core(anim, profile, fmt, roots)
             records = _with_kept_file(kept, records)
             data = uani.write(records)
         except ValueError as e:

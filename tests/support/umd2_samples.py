@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from skinbridge.core.transforms import matrix_to_trs, quat_multiply, trs_to_matrix
-from skinbridge.io_urhox import umd2
+from skinbridge.io_urhox.model import umd2
 from support.urho_models import SKINNED, one_mesh, skinned_vertices
 
 # Stored child-before-parent, root at index 5 (parent = itself), as Kachujin-like files do.

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from xml.sax.saxutils import quoteattr
 
-from ..core import model as cm
+from ...core import model as cm
 
 TECHNIQUE_DIR = "Techniques/PBR/"
 

@@ -1,16 +1,15 @@
-"""`skinbridge check` for Urho3D-family files: models (UMD2, UMDL, UMD3) and animations (UANI, UAN2).
+"""`skinbridge check` for Urho3D-family models (UMD2, UMDL, UMD3).
 
-The codecs keep values that the layout allows but the meaning forbids (so that read → write stays
+The codec keeps values that the layout allows but the meaning forbids (so that read → write stays
 byte-identical); this module lists them as findings (`core.findings.Finding`: severity, element, byte
 offset, field, message), one per offending record up to `core.check.MAX_PER_CHECK`, then a count of the rest.
 Errors are what a writer refuses or what would index out of range or loop on import; warnings are what Urho3D
-accepts but is probably not meant (weights that do not sum to 1, a quaternion that is not unit length, a key
-after the end).
+accepts but is probably not meant (weights that do not sum to 1, a bone rotation that is not unit length).
 
-`check_model` and `check_animation` run the pipeline of core/check.py with these steps: after the findings,
-the records are written back with the codec and compared with the file:
-`roundtrip: identical` or `roundtrip: differs at offset N (field F)`, for every variant (the codec writes UMD2,
-UMDL, UMD3, classic UANI, UrhoX UANI and UAN2 alike).
+`check` runs the pipeline of core/check.py with these steps: after the findings, the records are written back
+with the codec and compared with the file: `roundtrip: identical` or `roundtrip: differs at offset N (field F)`,
+for every variant (the codec writes UMD2, UMDL and UMD3 alike). The animations' check (motion/check.py) shares
+`name_size`, `field_of` and `element_read_error`.
 """
 from __future__ import annotations
 
@@ -19,29 +18,32 @@ import re
 
 import numpy as np
 
-from ..core.check import Checker, Findings
-from ..core.check import read_error as _file_read_error
-from ..core.errors import FormatError
-from ..core import names
-from ..core.findings import Finding
-from . import uani, umd2
+from ...core.check import Checker, Findings
+from ...core.check import read_error as file_read_error
+from ...core.errors import FormatError
+from ...core import names
+from ...core.findings import Finding
+from . import umd2
 
 WEIGHT_SUM_TOLERANCE = 1e-3
 UNIT_TOLERANCE = 1e-3  # |‖q‖ − 1| above this: not a unit quaternion
-TIME_TOLERANCE = 1e-4  # seconds a key may lie past the animation's length before it is reported
 
 _FLOAT_TYPES = {umd2.TYPE["FLOAT"], umd2.TYPE["VECTOR2"], umd2.TYPE["VECTOR3"], umd2.TYPE["VECTOR4"]}
 
 
-def _name_size(name: str) -> int:
+def name_size(name: str) -> int:
+    """Bytes of a name as the file holds it (a name read from undecodable bytes keeps them as surrogates)."""
     return len(name.encode("utf-8", "surrogateescape"))
 
 
-# ------------------------------------------------------------------------------------------------------------
-# models
+def field_of(marks: list[tuple[int, str]], offset: int) -> str:
+    """The name of the last mark (offset, field name) at or before `offset`."""
+    marks.sort()
+    k = bisect.bisect_right([a for a, _ in marks], offset) - 1
+    return marks[k][1] if k >= 0 else "?"
 
 def _bone_field_offsets(m: umd2.Model, i: int) -> dict[str, int]:
-    at = m.bone_offsets[i] + _name_size(m.bones[i].name) + 1
+    at = m.bone_offsets[i] + name_size(m.bones[i].name) + 1
     return {"name": m.bone_offsets[i], "parent": at, "initial position": at + 4, "initial rotation": at + 16,
             "initial scale": at + 32, "offset matrix": at + 44, "collision mask": at + 92,
             "collision radius": at + 93, "collision box": at + 93 + (4 if m.bones[i].radius is not None else 0)}
@@ -58,7 +60,7 @@ _LOD_FIELDS = {"distance": 0, "primitive type": 4, "vertex buffer": 8, "index bu
 def _morph_buffer_offsets(m: umd2.Model, i: int) -> list[int]:
     """Offset of the first vertex of each buffer of morph i."""
     weighted = m.magic == "UMD3" and (m.version or 0) >= umd2.UMD3_MORPH_WEIGHT_VERSION
-    at = m.offsets[f"morph {i}"] + _name_size(m.morphs[i].name) + 1 + (4 if weighted else 0) + 4
+    at = m.offsets[f"morph {i}"] + name_size(m.morphs[i].name) + 1 + (4 if weighted else 0) + 4
     out = []
     for buf in m.morphs[i].buffers:
         at += 12
@@ -223,7 +225,7 @@ def _morph(out: Findings, m: umd2.Model, i: int, morph: umd2.Morph) -> None:
             out.rows("error", bad, lambda j: f"{element} vertex {j}", lambda j: starts[k] + j * size + at, name,
                      lambda j: "value is not finite (NaN or infinity)")
     if morph.default_weight is not None and not np.isfinite(morph.default_weight):
-        out.add("error", f"morph {i} ({morph.name})", m.offsets[f"morph {i}"] + _name_size(morph.name) + 1,
+        out.add("error", f"morph {i} ({morph.name})", m.offsets[f"morph {i}"] + name_size(morph.name) + 1,
                 "default weight", "value is not finite (NaN or infinity)")
 
 
@@ -296,132 +298,21 @@ def model_field_at(m: umd2.Model, offset: int) -> str:
             fields = vb.vertices.dtype.fields
             name = max((f for f in vb.vertices.dtype.names if fields[f][1] <= inner), key=lambda f: fields[f][1])
             return f"vertex buffer {b} vertex {i} {name}"
-    marks.sort()
-    k = bisect.bisect_right([a for a, _ in marks], offset) - 1
-    return marks[k][1] if k >= 0 else "?"
+    return field_of(marks, offset)
 
-
-# ------------------------------------------------------------------------------------------------------------
-# animations
-
-def track_offsets(anim: uani.Animation) -> list[tuple[int, int]]:
-    """(track record offset, first key offset) of every track, from the layout of the variant (the records
-    mirror the file, so the sizes are known)."""
-    out = []
-    if anim.variant == uani.VARIANT_URHOX:
-        at = 16  # magic, version, length, track count
-        for t in anim.tracks:
-            keys = at + 4 + _name_size(t.name) + 1 + 4
-            out.append((at, keys))
-            at = keys + t.key_count * uani.URHOX_KEY_DTYPE.itemsize
-        return out
-    at = 4 + (4 if anim.variant == uani.VARIANT_RBFX else 0) + _name_size(anim.name) + 1 + 8
-    weights = uani.weight_count(anim.version)
-    for t in anim.tracks:
-        keys = at + _name_size(t.name) + 1 + 1 + 4 * weights + 4
-        out.append((at, keys))
-        at = keys + t.key_count * uani.key_dtype(t.channel_mask).itemsize
-    return out
-
-
-def _length_offset(anim: uani.Animation) -> int:
-    if anim.variant == uani.VARIANT_URHOX:
-        return 8
-    return 4 + (4 if anim.variant == uani.VARIANT_RBFX else 0) + _name_size(anim.name) + 1
-
-
-def validate_animation(anim: uani.Animation) -> list[Finding]:
-    out = Findings()
-    out.warnings(anim.warnings)
-    length = float(anim.length)
-    if not np.isfinite(length):
-        out.add("error", "animation", _length_offset(anim), "length", "value is not finite (NaN or infinity)")
-    elif length < 0:
-        out.add("error", "animation", _length_offset(anim), "length", f"length {length:g} is negative")
-    seen: dict[str, int] = {}
-    name_at = 4 if anim.variant == uani.VARIANT_URHOX else 0  # after the name's length, or at the record
-    for i, (track, (at, keys_at)) in enumerate(zip(anim.tracks, track_offsets(anim))):
-        element = f"track {i} ({names.shown(track.name)})"
-        bad_name = names.finding(element, track.name, at + name_at)
-        if bad_name is not None:
-            out.items.append(bad_name)
-        if track.name in seen:
-            out.add("warning", element, at, "name", f"same bone as track {seen[track.name]}")
-        seen.setdefault(track.name, i)
-        dtype = uani.URHOX_KEY_DTYPE if anim.variant == uani.VARIANT_URHOX else uani.key_dtype(track.channel_mask)
-        size = dtype.itemsize
-        if anim.variant != uani.VARIANT_URHOX:
-            mask_at = at + _name_size(track.name) + 1
-            if track.channel_mask & ~uani.CHANNELS_ALL:
-                out.add("warning", element, mask_at, "channel mask",
-                        f"channel mask 0x{track.channel_mask:02x} has bits above 0x7 (ignored by the engine)")
-            if not track.channel_mask & uani.CHANNELS_ALL and track.key_count:
-                out.add("warning", element, mask_at, "channel mask", "keys without any channel (mask 0)")
-            if track.weights is not None and not np.isfinite(np.asarray(track.weights, np.float64)).all():
-                out.add("error", element, mask_at + 1, "weights", "value is not finite (NaN or infinity)")
-        times = np.asarray(track.times, np.float64)
-        key = lambda k: f"{element} key {k}"  # noqa: E731
-        for name, values in (("time", times), ("position", track.positions), ("rotation", track.rotations),
-                             ("scale", track.scales)):
-            if values is None or not len(values):
-                continue
-            v = np.asarray(values, np.float64).reshape(len(values), -1)
-            f_at = dtype.fields[name][1]
-            out.rows("error", ~np.isfinite(v).all(axis=1), key, lambda k: keys_at + k * size + f_at, name,
-                     lambda k: "value is not finite (NaN or infinity)")
-        if len(times) > 1:
-            back = np.zeros(len(times), bool)
-            back[1:] = np.diff(times) < 0
-            out.rows("error", back, key, lambda k: keys_at + k * size, "time",
-                     lambda k: f"time {times[k]:.7g} is before the previous key's {times[k - 1]:.7g}")
-        if np.isfinite(length) and len(times):
-            outside = np.isfinite(times) & ((times < 0) | (times > length + TIME_TOLERANCE))
-            out.rows("warning", outside, key, lambda k: keys_at + k * size, "time",
-                     lambda k: f"time {times[k]:.7g} is outside 0..{length:.7g}")
-        if track.rotations is not None and len(track.rotations):
-            q = np.asarray(track.rotations, np.float64)
-            norm = np.linalg.norm(q, axis=1)
-            f_at = dtype.fields["rotation"][1]
-            out.rows("warning", np.isfinite(norm) & (np.abs(norm - 1) > UNIT_TOLERANCE), key,
-                     lambda k: keys_at + k * size + f_at, "rotation",
-                     lambda k: f"quaternion length {norm[k]:.6g}, not 1")
-    return out.items
-
-
-def animation_field_at(anim: uani.Animation, offset: int) -> str:
-    marks = [(0, "magic"), (4, "version" if anim.variant != uani.VARIANT_URHO3D else "animation name"),
-             (_length_offset(anim), "length"), (_length_offset(anim) + 4, "track count")]
-    for i, (t, (at, keys_at)) in enumerate(zip(anim.tracks, track_offsets(anim))):
-        marks.append((at, f"track {i} ({t.name}) name"))
-        marks.append((keys_at - 4, f"track {i} ({t.name}) key count"))
-        size = (uani.URHOX_KEY_DTYPE if anim.variant == uani.VARIANT_URHOX else uani.key_dtype(t.channel_mask)).itemsize
-        if keys_at <= offset < keys_at + t.key_count * size:
-            k, inner = divmod(offset - keys_at, size)
-            dtype = uani.URHOX_KEY_DTYPE if anim.variant == uani.VARIANT_URHOX else uani.key_dtype(t.channel_mask)
-            name = max((f for f in dtype.names if dtype.fields[f][1] <= inner), key=lambda f: dtype.fields[f][1])
-            return f"track {i} ({t.name}) key {k} {name}"
-    marks.sort()
-    k = bisect.bisect_right([a for a, _ in marks], offset) - 1
-    return marks[k][1] if k >= 0 else "?"
-
-
-# ------------------------------------------------------------------------------------------------------------
-# check FILE
 
 _ELEMENT = re.compile(r"^((?:vertex buffer|index buffer|geometry|morph|bone|track|variant track) \d+"
                       r"(?: \([^)]*\))?(?: (?:LOD|buffer|key) \d+)?) (.+)$")
 
 
-def _read_error(e: FormatError) -> Finding:
+def element_read_error(e: FormatError) -> Finding:
     """A structural fault as one finding, its element split from the reader's field name."""
-    finding = _file_read_error(e)
+    finding = file_read_error(e)
     m = _ELEMENT.match(finding.field)
     if m:
         finding.element, finding.field = m.group(1), m.group(2)
     return finding
 
 
-check_model = Checker(read=umd2.read, validate=validate_model, write=umd2.write, field_at=model_field_at,
-                      read_error=_read_error)
-check_animation = Checker(read=uani.read, validate=validate_animation, write=uani.write,
-                          field_at=animation_field_at, read_error=_read_error)
+check = Checker(read=umd2.read, validate=validate_model, write=umd2.write, field_at=model_field_at,
+                read_error=element_read_error)

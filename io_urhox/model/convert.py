@@ -1,6 +1,7 @@
 """Mapping between UMD2/UMDL/UMD3 records and the neutral core model, for two profiles.
 
-Axes, stated once (`_Axes` applies them; `basis` gives the point bases, shared with `ani_convert`):
+Axes, stated once (`_Axes` applies them; `basis` gives the point bases, shared with the animations' mapping,
+io_urhox/motion/convert.py):
 
 * ``urhox`` (UrhoX's glb2mdl, docs/urho.md §5.2) keeps glTF axes: right-handed, Y up, counter-clockwise front faces.
   A point goes (x, y, z) → (x, −z, y) into Blender (`GLTF_TO_BLENDER`, a rotation). Bone-local axes are kept
@@ -38,10 +39,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import model as cm
-from ..core import names
-from ..core.errors import ExportError, FormatError, quiet_float_errors
-from ..core.transforms import (
+from ...core import model as cm
+from ...core import names
+from ...core.errors import ExportError, FormatError, quiet_float_errors
+from ...core.transforms import (
     BLENDER_TO_GLTF, GLTF_TO_BLENDER, affine_inverse, matrix_to_trs, quat_angle, trs_to_matrix,
 )
 from . import umd2
@@ -281,7 +282,7 @@ def to_scene(model: umd2.Model, name: str = "Model", profile: str = "urhox",
             _add_primitives(model, mesh, parts, remap, n_bones, scene, warnings)
             if all_lods and max_levels > 1:
                 lod0 = [model.geometries[gi].lods[k] for gi, _ in parts]
-                mesh.lod_level, mesh.lod_distance = k, float(max(l.distance for l in lod0))
+                mesh.lod_level, mesh.lod_distance = k, float(max(level.distance for level in lod0))
             _add_morphs(model, mesh, vb_index, rows, ax, warnings)
             if k == 0:  # the file's geometry centres, per material slot, written again while the mesh is unchanged
                 mesh.extras["urho"]["magic"] = model.magic

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.binary import Reader, Writer
-from ..core.errors import FormatError
+from ...core.binary import Reader, Writer
+from ...core.errors import FormatError
 
 VARIANT_URHOX = "urhox"
 VARIANT_URHO3D = "urho3d"
@@ -219,13 +219,13 @@ def _read_classic(r: Reader, variant: str) -> Animation:
             raise FormatError(f"UAN2 version {version} is not one of 1..4", at, "version")
     name = r.cstring("animation name")
     anim = Animation(variant, version, name, _f32_exact(r, "length"))
-    weight_count = weight_count(version)
+    n_weights = weight_count(version)
     # the smallest track: empty cstring, u8 mask, weights, u32 key count
-    track_count = r.count("track count", 6 + 4 * weight_count)
+    track_count = r.count("track count", 6 + 4 * n_weights)
     for i in range(track_count):
         track_name = r.cstring(f"track {i} name")
         mask = r.u8(f"track {i} channel mask")
-        weights = r.array("<f4", weight_count, f"track {i} weights") if weight_count else None
+        weights = r.array("<f4", n_weights, f"track {i} weights") if n_weights else None
         keys = _read_keys(r, key_dtype(mask), f"track {i}")
         track = _track_from_keys(track_name, keys, mask)
         track.weights = weights
@@ -453,7 +453,7 @@ def _write_classic(w: Writer, anim: Animation) -> None:
     w.cstring(anim.name)
     _write_f32(w, anim.length)
     w.u32(len(anim.tracks))
-    weight_count = weight_count(anim.version)
+    n_weights = weight_count(anim.version)
     for track in anim.tracks:
         if not 0 <= track.channel_mask <= 255:
             raise ValueError(f"track {track.name!r}: channel mask {track.channel_mask} is not a byte")
@@ -461,10 +461,10 @@ def _write_classic(w: Writer, anim: Animation) -> None:
             raise ValueError(f"track {track.name!r}: Urho3D/rbfx bone tracks have no interpolation byte")
         w.cstring(track.name)
         w.u8(track.channel_mask)
-        if weight_count:
+        if n_weights:
             weights = None if track.weights is None else np.asarray(track.weights, "<f4")
-            if weights is None or weights.shape != (weight_count,):
-                raise ValueError(f"track {track.name!r}: UAN2 version {anim.version} needs {weight_count} "
+            if weights is None or weights.shape != (n_weights,):
+                raise ValueError(f"track {track.name!r}: UAN2 version {anim.version} needs {n_weights} "
                                  "weight(s)")
             w.array(weights)
         elif track.weights is not None:

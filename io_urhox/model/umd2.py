@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.binary import Reader, Writer
-from ..core.errors import FormatError
+from ...core.binary import Reader, Writer
+from ...core.errors import FormatError
 
 # VertexElementType: (name, byte size, numpy base type, component count)
 ELEMENT_TYPES = {
@@ -231,7 +231,8 @@ def _read_vertex_buffer(r: Reader, magic: str, i: int) -> VertexBuffer:
         at = r.pos
         legacy_mask = r.u32(f"{f} element mask")
         if legacy_mask & ~LEGACY_MASK_ALL:
-            raise FormatError(f"unknown element mask bits 0x{legacy_mask & ~LEGACY_MASK_ALL:x}", at, f"{f} element mask")
+            raise FormatError(f"unknown element mask bits 0x{legacy_mask & ~LEGACY_MASK_ALL:x}", at,
+                              f"{f} element mask")
         elements = [VertexElement(t, s, x) for bit, t, s, x in LEGACY_ELEMENTS if legacy_mask & bit]
     else:
         n = r.count(f"{f} element count", 4)

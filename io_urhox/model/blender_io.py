@@ -1,0 +1,195 @@
+"""UrhoX / Urho3D model import and export in Blender: file → records → core → bpy and back (the package around
+the model, with its textures, materials and animations: io_urhox/blender_io.py).
+
+Shared by the operators and the command line. Import parses and maps the whole file before the first
+datablock is created; export writes to a temporary file and renames it into place.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import numpy as np
+
+from ...blender import action as baction
+from ...blender import scene as bscene
+from ...core import model as cm
+from ...core.errors import ExportError
+from ...core.fileio import read_bytes, write_atomic
+from . import convert, umd2
+
+# on an imported armature: the profile whose axes its file used (motion/blender_io.py reads its motions so)
+AXES_PROP = "skinbridge_axes"
+MESH_PROP = "skinbridge_urho"  # on an imported mesh: the file's vertex elements, geometry centres, magic, axes
+
+_KEPT = ("elements", "centers", "magic", "axes", "global_blend", "bbox", "mappings", "lod_levels")
+RECORDS_PROP = "skinbridge_urho_vertices"  # the file's vertex records (int32 words), written again while unchanged
+LOD_INDICES_PROP = "skinbridge_urho_lod_indices"  # the file's index buffer when it holds LOD levels import left out
+PRIMITIVES_PROP = "skinbridge_urho_triangles"  # the file's triangles and their slots, when Blender dropped some
+
+
+# attribute data type → (foreach property, values per element, buffer dtype); others (strings) are not hashed
+_ATTR_READ = {
+    "FLOAT": ("value", 1, np.float32), "INT": ("value", 1, np.int32), "INT8": ("value", 1, np.int32),
+    "BOOLEAN": ("value", 1, bool), "FLOAT_VECTOR": ("vector", 3, np.float32), "FLOAT2": ("vector", 2, np.float32),
+    "INT32_2D": ("value", 2, np.int32), "INT16_2D": ("value", 2, np.int32), "FLOAT_COLOR": ("color", 4, np.float32),
+    "BYTE_COLOR": ("color", 4, np.float32), "QUATERNION": ("value", 4, np.float32),
+}
+_HASHED_HIDDEN = (".corner_vert", ".edge_verts")  # other "."-attributes hold selection, which is no change
+
+
+def mesh_fingerprint(ob) -> str:
+    """What decides that an imported mesh is unchanged: every attribute but selection (positions, topology,
+    loose edges, custom normals, UVs, colours, material indices), material slots, shape keys, transform and
+    modifiers other than the armature's. Read with one `foreach_get` per attribute (the per-element
+    `vertices`/`loops` collections cost ten times more)."""
+    me = ob.data
+    h = hashlib.sha1()
+    attrs = sorted((a for a in me.attributes if not a.name.startswith(".") or a.name in _HASHED_HIDDEN),
+                   key=lambda a: a.name)
+    for attr in attrs:
+        read = _ATTR_READ.get(attr.data_type)
+        if read is None:
+            continue
+        prop, width, dtype = read
+        buf = np.empty(len(attr.data) * width, dtype)
+        attr.data.foreach_get(prop, buf)
+        h.update(f"{attr.name} {attr.data_type} {attr.domain}".encode() + buf.tobytes())
+    starts = np.empty(len(me.polygons), np.int32)
+    me.polygons.foreach_get("loop_start", starts)
+    h.update(starts.tobytes())
+    h.update(np.array(ob.matrix_world, np.float32).tobytes())
+    keys = me.shape_keys.key_blocks if me.shape_keys is not None else ()
+    h.update(json.dumps([len(me.uv_layers), len(me.color_attributes), len(ob.material_slots), len(keys),
+                         [m.type for m in ob.modifiers if m.type != "ARMATURE"]]).encode())
+    return h.hexdigest()
+
+
+def import_mdl(context, path: str, profile: str = "auto", all_lods: bool = False) -> bscene.ImportResult:
+    """`profile` "auto" picks the file's likely axes (`convert.detect_profile`): urho3d for UMDL/UMD3 and for
+    UMD2 files with collision extras or morphs, urhox otherwise. `all_lods` imports every LOD level."""
+    data = read_bytes(path)
+    model = umd2.read(data)
+    name = os.path.splitext(os.path.basename(path))[0]
+    core_scene, warnings = convert.to_scene(model, name, profile, all_lods=all_lods)
+    result = bscene.build_scene(context, core_scene, name, os.path.dirname(path))
+    objects = [o for o in result.objects if o.type == "MESH"]
+    for ob, cmesh in zip(objects, core_scene.meshes):  # build_scene makes one object per core mesh, in order
+        kept = {k: cmesh.extras.get("urho", {}).get(k) for k in _KEPT}
+        if kept["magic"] is not None:  # LOD 0: the mesh holds its vertex buffer whole, in file order
+            _keep_file_data(ob, cmesh, model.vertex_buffers[cmesh.extras["urho"]["vertex_buffer"]])
+        ob.data[MESH_PROP] = json.dumps({**kept, "fingerprint": mesh_fingerprint(ob)})
+    if result.armature is not None:  # motions loaded onto this armature later read with the same axes
+        result.armature[AXES_PROP] = convert.resolve_profile(model, profile)
+        if not _binds_are_similarities(core_scene.skeleton):
+            # the initial pose through binds Blender cannot hold exactly is measured as the animations' keys are
+            warnings += baction.deformation_warning(result.armature, cm.Animation(f"{name} initial pose", 0.0),
+                                                    baction.bone_frames(result.armature), {},
+                                                    context.scene.render.fps)
+    result.warnings[:0] = warnings
+    return result
+
+
+def _binds_are_similarities(skel: cm.Skeleton) -> bool:
+    """Every bind a rotation with uniform scale: then Blender holds the initial pose exactly and measuring it
+    (a per-bone walk) is skipped."""
+    m = np.array([b.bind for b in skel.bones], np.float64).reshape(-1, 4, 4)[:, :3, :3]
+    gram = np.einsum("nji,njk->nik", m, m)
+    s2 = np.trace(gram, axis1=1, axis2=2)[:, None, None] / 3.0
+    return bool(np.all(np.abs(gram - s2 * np.eye(3)) <= 1e-6 * np.maximum(s2, 1e-30)))
+
+
+def _keep_file_data(ob, cmesh, vb: umd2.VertexBuffer) -> None:
+    """The file's vertex records (tangents, the normals and UVs of line vertices, exact floats) and, when Blender
+    could not hold every triangle (degenerate ones), the file's triangles with their slots."""
+    records = np.ascontiguousarray(vb.vertices)
+    if records.dtype.itemsize % 4 == 0 and len(records) == len(ob.data.vertices):
+        ob.data[RECORDS_PROP] = records.view(np.int32).reshape(-1)
+    lod_indices = cmesh.extras["urho"].get("lod_indices")
+    if lod_indices is not None:  # int32 words: ID properties hold no unsigned arrays
+        ob.data[LOD_INDICES_PROP] = np.asarray(lod_indices, np.uint32).view(np.int32)
+    if len(ob.data.polygons) != len(cmesh.triangles):
+        mats = cmesh.material_indices if cmesh.material_indices is not None else \
+            np.zeros(len(cmesh.triangles), np.int32)
+        ob.data[PRIMITIVES_PROP] = np.concatenate([cmesh.triangles.reshape(-1), mats]).astype(np.int32)
+
+
+def _restore_file_data(ob, cmesh, elements) -> None:
+    """Give an unchanged gathered mesh the file data `_keep_file_data` kept, while its vertices are the file's
+    own, one to one and in order."""
+    n = cmesh.vertex_count
+    source = cmesh.extras.get("source_vertex")
+    if source is None or len(source) != n or not np.array_equal(source, np.arange(n)):
+        return
+    words = ob.data.get(RECORDS_PROP)
+    if words is not None and elements is not None:
+        try:
+            dtype = umd2.vertex_dtype(convert.elements_of(elements))
+        except (TypeError, ValueError):
+            dtype = None
+        kept = np.asarray(words, np.int32)
+        if dtype is not None and kept.nbytes == n * dtype.itemsize:
+            cmesh.extras["urho"]["records"] = kept.view(dtype)
+    lod_indices = ob.data.get(LOD_INDICES_PROP)
+    if lod_indices is not None:
+        cmesh.extras["urho"]["lod_indices"] = np.asarray(lod_indices, np.int32).view(np.uint32)
+    flat = ob.data.get(PRIMITIVES_PROP)
+    if flat is not None:
+        flat = np.asarray(flat, np.int32)
+        t = len(flat) // 4
+        tris, mats = flat[:3 * t].reshape(t, 3), flat[3 * t:]
+        proper = (tris[:, 0] != tris[:, 1]) & (tris[:, 1] != tris[:, 2]) & (tris[:, 0] != tris[:, 2])
+        if len(flat) == 4 * t and int(proper.sum()) == len(cmesh.triangles) and (tris < n).all():
+            cmesh.triangles, cmesh.material_indices = tris, mats
+
+
+def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool = False,
+               deform_only: bool = False, max_bones: int = 64) -> list[str]:
+    # a file's unreferenced vertices come back in their place: its kept vertex records cover them
+    core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only, deform_only=deform_only,
+                                               isolated=True)
+    if not core_scene.meshes:
+        raise ExportError("nothing to export: no visible mesh with faces")
+    warnings += _file_values_of_unchanged_meshes(context, core_scene)
+    model, more = convert.from_scene(core_scene, profile, max_bones=max_bones)
+    data = umd2.write(model)
+    bscene.failure_point("write")
+    write_atomic(path, data)
+    return warnings + more
+
+
+def _file_values_of_unchanged_meshes(context, core_scene) -> list[str]:
+    """Give each gathered mesh the file's vertex elements and geometry centres while its object still
+    matches what import made (`mesh_fingerprint`); a changed mesh gets computed ones. Returns warnings (a
+    changed mesh's LOD levels above 0 are lost)."""
+    warnings: list[str] = []
+    objects = {o.name: o for o in context.view_layer.objects if o.type == "MESH"}
+    for cmesh in core_scene.meshes:
+        ob = objects.get(cmesh.name)
+        raw = ob.data.get(MESH_PROP) if ob is not None else None
+        if not raw:
+            continue
+        try:
+            kept = json.loads(raw)
+        except (TypeError, ValueError):
+            continue
+        if not isinstance(kept, dict):
+            continue
+        if kept.get("fingerprint") != mesh_fingerprint(ob):
+            if kept.get("lod_levels"):
+                warnings.append(f"{ob.name}: the file's LOD levels above 0 not written (only LOD 0: the mesh "
+                                "changed since import)")
+            continue
+        urho = cmesh.extras.setdefault("urho", {})
+        for key in _KEPT:
+            if kept.get(key) is not None:
+                urho[key] = kept[key]
+        _restore_file_data(ob, cmesh, kept.get("elements"))
+    return warnings
+
+
+def blender_import(context, path: str, options) -> list[str]:
+    """`convert`, `render` and drag and drop: the file with its own axes (or the profile the options name)."""
+    profile = getattr(options, "import_profile", None) or "auto"
+    return import_mdl(context, path, profile).warnings
