@@ -587,8 +587,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="convert N inputs in parallel processes (1 to 64, default 1)")
     c.add_argument("--motion", action="append", metavar="FILE",
                    help="load a motion file onto the model as an action before export (repeatable)")
-    for option, takers in formats.option_takers().values():
-        _add_option(c, option, f"{' or '.join(takers)}: {formats.option_text(option)}")
+    for name, (option, _) in formats.option_takers().items():
+        _add_option(c, option, formats.option_help(name))
     c.set_defaults(func=cmd_convert)
     t = sub.add_parser("check-target", help="what convert --to TARGET would refuse, warn about and write, "
                        "writing nothing: the same lines convert prints, on stdout; the exit status convert's")
@@ -597,8 +597,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("-n", "--name", help="model file name without extension, as convert's")
     t.add_argument("--motion", action="append", metavar="FILE",
                    help="load a motion file onto the model as an action first (repeatable)")
-    for option, takers in formats.option_takers().values():
-        _add_option(t, option, f"{' or '.join(takers)}: {formats.option_text(option)}")
+    for name, (option, _) in formats.option_takers().items():
+        _add_option(t, option, formats.option_help(name))
     t.set_defaults(func=cmd_check_target)
     i = sub.add_parser("info", help="print a JSON summary of model or animation files")
     i.add_argument("files", nargs="+", metavar="FILE")

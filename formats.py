@@ -170,6 +170,22 @@ def option_text(o: Option) -> str:
     return o.help + (f" ({', '.join(extra)})" if extra else "")
 
 
+def _texts(name: str) -> dict[str, list[str]]:
+    """Option `name`'s words (`option_text`) → the targets that declare it with them, in registry order."""
+    option, takers = option_takers()[name]
+    texts: dict[str, list[str]] = {}
+    for target in takers:
+        own = next((o for o in targets()[target].options if o.name == name), option)
+        texts.setdefault(option_text(own), []).append(target)
+    return texts
+
+
+def option_help(name: str) -> str:
+    """What the flag of option `name` says: "pmx or wepuppet: TEXT" where the targets declare it alike, else each
+    target's own ("pmx: TEXT; wepuppet: TEXT": one name, one unit, each target its default and words)."""
+    return "; ".join(f"{' or '.join(ts)}: {text}" for text, ts in _texts(name).items())
+
+
 def options_table() -> str:
     """The Markdown table of the targets' options, as README.md shows it between its `options` markers."""
     lines = ["| option | `--to` | meaning |", "|---|---|---|"]
@@ -179,7 +195,8 @@ def options_table() -> str:
         if o.type is bool and o.default:
             flag += f" / `--no-{o.cli_flag[2:]}`"
         flag += "".join(f" (or `--{a.replace('_', '-')}`)" for a in o.aliases)
-        meaning = option_text(o).replace("|", "\\|")
+        texts = _texts(o.name)
+        meaning = (next(iter(texts)) if len(texts) == 1 else option_help(o.name)).replace("|", "\\|")
         if o.blender_only:
             meaning += " (File › Export in Blender only: `convert` refuses it)"
         lines.append(f"| {flag} | {', '.join(f'`{t}`' for t in takers)} | {meaning} |")

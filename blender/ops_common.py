@@ -4,6 +4,7 @@ report per operation (`report_outcome`)."""
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import dataclass, field
 
 import bpy
@@ -63,7 +64,8 @@ def _given_value(op, o: Option):
             return getattr(op, alias)
     for alias in o.inverse_aliases:
         if hasattr(op, alias) and props.is_property_set(alias) and getattr(op, alias) > 0:
-            return 1.0 / getattr(op, alias)
+            # as the option's own float property would hold the value given to it
+            return struct.unpack("<f", struct.pack("<f", 1.0 / getattr(op, alias)))[0]
     return getattr(op, o.name)
 
 

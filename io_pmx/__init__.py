@@ -5,7 +5,7 @@ No bpy here: `import skinbridge.io_pmx.model.pmx` works in a Python without Blen
 (app/operators.py) imports the operators (`FORMATS`' `operators`).
 """
 from ..core.formatspec import FormatSpec, Option
-from .model.units import UNITS_PER_METRE
+from .model.units import METRES_PER_UNIT, UNITS_PER_METRE
 
 # The parts of this package, bottom first: a part imports only the parts before it; modules directly in the
 # package (scene_files) use the bpy-free parts; `blender_side` (the only part that imports bpy) may use everything.
@@ -35,6 +35,11 @@ OPTIONS = (
 # Options of the PMX import operator (File › Import; the command line's conversions import with physics off:
 # frames sampled out of order cannot simulate).
 IMPORT_OPTIONS = (
+    # inward, so metres per MMD unit; its earlier id `scale` held MMD units per metre, the inverse
+    Option("metres_per_unit", float, METRES_PER_UNIT, unit="metres per MMD unit", low=1e-6, high=1e6,
+           inverse_aliases=("scale",), label="Metres per Unit",
+           help=f"Blender metres of one MMD unit ({METRES_PER_UNIT:g}: MMD's 8 cm), stored with the model so that "
+                "its export writes the same units"),
     Option("physics", bool, True, label="MMD Physics",
            help="make the rigid bodies simulate when the scene plays, the bones following their bodies as in MMD "
                 "(off: the bodies are kept for export and a motion plays as MMD plays it with physics off)"),

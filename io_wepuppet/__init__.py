@@ -41,10 +41,12 @@ TEXTURE_OPTIONS = (
 )
 
 PUPPET_OPTIONS = (
-    Option("units_per_metre", float, UNITS_PER_METRE, unit="image pixels per metre", low=1e-6, high=1e6,
-           metavar="S", label="Units per Metre",
-           help=f"image pixels per Blender metre written: {UNITS_PER_METRE:g} undoes the import's default "
-                f"{METRES_PER_UNIT:g} metres per pixel"),
+    # 0 (the operator's start) or not given: the model's own import unit. Its earlier operator id `scale` held
+    # metres per pixel, the inverse.
+    Option("units_per_metre", float, None, unit="image pixels per metre", low=0.0, high=1e6, metavar="S",
+           ui_default=0.0, inverse_aliases=("scale",), label="Units per Metre",
+           help=f"image pixels written for one Blender metre; 0 or not given: the model's own import unit, else "
+                f"{UNITS_PER_METRE:g} (the import's default {METRES_PER_UNIT:g} metres per pixel)"),
     Option("layout_format", str, "KEEP", label="Format",
            choices=(("KEEP", "As imported / narrow MDLV0013",
                      "The imported file's MDLV and section versions; new models: MDLV0013 with 52-byte vertices"),
@@ -61,7 +63,8 @@ PUPPET_OPTIONS = (
 def _metres_per(pixel: str) -> Option:
     """The one File › Import choice of puppets and projects: Blender metres per `pixel` (its earlier property id
     `scale`, the same unit, is an alias). The command line imports with the default."""
-    return Option("metres_per_unit", float, METRES_PER_UNIT, unit=f"metres per {pixel}", low=1e-6, label="Scale",
+    return Option("metres_per_unit", float, METRES_PER_UNIT, unit=f"metres per {pixel}", low=1e-6, high=1e6,
+                  label="Metres per Pixel",
                   aliases=("scale",),
                   help=f"Blender metres per {pixel} ({METRES_PER_UNIT:g}: {UNITS_PER_METRE:g} px = 1 m)")
 

@@ -6,7 +6,7 @@ functions, the same ones `convert` runs; errors become reports. Drag and drop ha
 from __future__ import annotations
 
 import bpy
-from bpy.props import BoolProperty, FloatProperty, StringProperty
+from bpy.props import BoolProperty, StringProperty
 from bpy.types import Operator
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
@@ -20,32 +20,15 @@ from .texture import blender_io as texture_io
 _PUPPET, _TEXTURE, _PROJECT = (next(s for s in FORMATS if s.name == n) for n in ("wepuppet", "wetex", "weproject"))
 
 
-def _import_choices(op, spec) -> dict:
-    """The import operator's option values; the earlier property `scale` (the same metres per pixel), when a
-    script sets it, in place of `metres_per_unit`."""
-    values = option_values(op, spec.import_options)
-    if op.properties.is_property_set("scale"):
-        values["metres_per_unit"] = op.scale
-    return values
-
-
-def _old_scale(description: str):
-    """The hidden property of an earlier version's id `scale`, kept for users' scripts (SKIP_SAVE: only a value
-    given in this call counts)."""
-    return FloatProperty(name="Scale", description=description, default=0.0, min=0.0,
-                         options={"HIDDEN", "SKIP_SAVE"})
-
-
 @file_operator(_PUPPET.extensions, _PUPPET.import_options, several=True)
 class ImportWEPuppet(ImportFiles, Operator, ImportHelper):
     """Import a Wallpaper Engine puppet or model (.mdl)"""
     bl_idname = "import_scene.skinbridge_wepuppet"
     bl_label = "Import Wallpaper Engine puppet"
     bl_options = {"REGISTER", "UNDO", "PRESET"}
-    scale: _old_scale("Earlier name of Scale (metres per image pixel)")
 
     def import_one(self, context, path: str) -> list[str]:
-        return puppet_io.import_wepuppet(context, path, **_import_choices(self, _PUPPET)).warnings
+        return puppet_io.import_wepuppet(context, path, **option_values(self, _PUPPET.import_options)).warnings
 
 
 @file_operator(_PUPPET.extensions, _PUPPET.options, collection=True)
@@ -55,16 +38,9 @@ class ExportWEPuppet(ExportFile, Operator, ExportHelper):
     bl_label = "Export Wallpaper Engine puppet"
     bl_options = {"PRESET"}
     selected_only: BoolProperty(name="Selected only", default=False)
-    scale: _old_scale("Earlier option: Blender metres per image pixel, 0 as imported; when given, Units per Metre "
-                      "is 1 / scale")
 
     def export(self, context) -> list[str]:
-        old_scale = self.scale if self.properties.is_property_set("scale") else None
-        if old_scale:  # metres per pixel, the inverse unit, held as the property holds any value it is given
-            self.units_per_metre = 1.0 / old_scale
         values = option_values(self, _PUPPET.options)
-        if old_scale == 0:  # its 0 meant: as the model was imported
-            values["units_per_metre"] = None
         return puppet_io.export_wepuppet(context, self.filepath, **values, selected_only=self.selected_only)
 
 
@@ -106,10 +82,9 @@ class ImportWEProject(ImportFiles, Operator, ImportHelper):
     bl_idname = "import_scene.skinbridge_weproject"
     bl_label = "Import Wallpaper Engine project"
     bl_options = {"REGISTER", "UNDO"}
-    scale: _old_scale("Earlier name of Scale (metres per scene pixel)")
 
     def import_one(self, context, path: str) -> list[str]:
-        return project_io.import_project(context, path, **_import_choices(self, _PROJECT)).warnings
+        return project_io.import_project(context, path, **option_values(self, _PROJECT.import_options)).warnings
 
 
 @file_operator(_PROJECT.extensions)

@@ -30,7 +30,7 @@ from ...core.transforms import matrix3_to_quat, trs_to_matrix
 from ..model import convert, morphs as mmd_morphs
 from ..model import pmx
 from . import blender_mmd
-from .blender_motion_model import bone_key_map, bone_names, escape, model_scale, skinned_meshes
+from .blender_motion_model import bone_key_map, bone_names, escape, model_metres_per_unit, skinned_meshes
 from ...blender.translations import translate
 
 SLIDER_PREFIX = "MMD "
@@ -225,14 +225,14 @@ def _apply_bones(model: Model, weights: np.ndarray) -> dict[str, list]:
     names = bone_names(arm_ob)
     file_names = [d.get("pmx", {}).get("name") for d in _bone_records(arm_ob)]
     offsets = mmd_morphs.bone_offsets(model.morphs, weights, len(file_names))
-    scale = model_scale(arm_ob)
+    metres_per_unit = model_metres_per_unit(arm_ob)
     out = {}
     for b, (t, q) in offsets.items():
         bone = names.get(file_names[b] or "")
         pb = arm_ob.pose.bones.get(bone) if bone else None
         if pb is None:
             continue
-        loc, quat = bone_key_map(arm_ob, bone, scale).from_mmd(t, q)
+        loc, quat = bone_key_map(arm_ob, bone, metres_per_unit).from_mmd(t, q)
         m = trs_to_matrix(loc, quat, np.ones(3))
         before = np.asarray(pb.matrix_basis, np.float64)
         pb.matrix_basis = Matrix((before @ m).tolist())
@@ -355,7 +355,7 @@ def store_pose(arm_ob, morph_name: str) -> int:
     listed = [int(b) for b in old["bone"]]
     posed = [i for i, bone in index.items() if i not in listed and _is_posed(arm_ob.pose.bones[bone.name])]
     rows = pmx.empty_records(pmx.MORPH_OFFSETS[pmx.MORPH_BONE], len(listed) + len(posed))
-    scale = model_scale(arm_ob)
+    metres_per_unit = model_metres_per_unit(arm_ob)
     shown = mmd_morphs.bone_offsets([model.morphs[k]], [weight], max(index, default=-1) + 1)
     for r, b in enumerate(listed + posed):
         rows[r] = old[r] if r < len(old) else rows[r]
@@ -364,7 +364,7 @@ def store_pose(arm_ob, morph_name: str) -> int:
         if bone is None:
             continue
         pb = arm_ob.pose.bones[bone.name]
-        bmap = bone_key_map(arm_ob, bone.name, scale)
+        bmap = bone_key_map(arm_ob, bone.name, metres_per_unit)
         basis = np.asarray(pb.matrix_basis, np.float64)
         if b in shown:
             basis = basis @ trs_to_matrix(*bmap.from_mmd(*shown[b]), np.ones(3))

@@ -44,7 +44,7 @@ def model_metres_per_unit(arm_ob) -> float:
     return s if s > 0 and math.isfinite(s) else METRES_PER_UNIT
 
 
-model_scale = model_metres_per_unit  # its earlier name, which blender_morphs.py imports
+
 
 
 def bone_names(arm_ob) -> dict[str, str]:

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import bpy
-from bpy.props import BoolProperty, FloatProperty
+from bpy.props import BoolProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ...blender.ops_common import (ExportFile, ImportFiles, OptionsPopup, export_motions, file_operator,
                                    import_motions, option_values, registrar)
 from ...blender.selection import armatures
 from .. import FORMATS
-from ..model.units import UNITS_PER_METRE
 from .blender_physics_chain import menu_entry, POSE_OT_skinbridge_mmd_physics_chain
 from .blender_physics_ops import CLASSES as PHYSICS_CLASSES
 from . import blender_morphs
@@ -29,13 +28,9 @@ class IMPORT_SCENE_OT_skinbridge_pmx(ImportFiles, OptionsPopup, bpy.types.Operat
     bl_idname = "import_scene.skinbridge_pmx"
     bl_label = "Import MikuMikuDance Model"
     bl_options = {"REGISTER", "UNDO", "PRESET"}
-    scale: FloatProperty(name="Scale", default=UNITS_PER_METRE, min=1e-6, max=1e6, precision=4,
-                         description="MMD units per metre (12.5: 1 unit = 8 cm), as convert's --units-per-metre; "
-                                     "stored with the model so that export writes the same units")
 
     def import_one(self, context, path: str) -> list[str]:
-        options = option_values(self, _PMX.import_options)
-        return blender_io.import_pmx(context, path, 1.0 / self.scale, **options).warnings
+        return blender_io.import_pmx(context, path, **option_values(self, _PMX.import_options)).warnings
 
 
 @file_operator(_PMX.extensions, _PMX.options, collection=True)
@@ -46,14 +41,9 @@ class EXPORT_SCENE_OT_skinbridge_pmx(ExportFile, bpy.types.Operator, ExportHelpe
     bl_label = "Export MikuMikuDance Model"
     bl_options = {"PRESET"}
     selected_only: BoolProperty(name="Selected Only", default=False)
-    # the earlier id of units_per_metre, for scripts, until ops_common makes each option's aliases (hidden)
-    scale: FloatProperty(name="Scale", default=0.0, min=0.0, max=1e6, options={"HIDDEN", "SKIP_SAVE"},
-                         description="Old id of Units per Metre (0: not set)")
 
     def export(self, context) -> list[str]:
         values = option_values(self, _PMX.options)
-        if self.properties.is_property_set("scale"):
-            values["units_per_metre"] = self.scale
         inward = blender_io.metres_per_unit_of(values.pop("units_per_metre"))
         return blender_io.export_pmx(context, self.filepath, inward, self.selected_only, **values)
 

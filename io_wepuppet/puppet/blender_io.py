@@ -28,7 +28,6 @@ from ...core.naming import NameAllocator, safe_file_name
 from ..texture.material import material_doc
 from ..texture.blender_io import first_image, keep_texture, texture_bytes
 from . import convert, mdl, project_docs
-from .units import UNITS_PER_METRE
 
 PROP = "skinbridge_we"
 ATTACHMENT_PROP = "skinbridge_we_attachment"
@@ -227,16 +226,17 @@ def gather_model(context, wide: bool = False, metres_per_unit: float | None = No
     return model, warnings + more
 
 
-def export_wepuppet(context, path: str, units_per_metre: float | None = UNITS_PER_METRE, layout_format: str = "KEEP",
+def export_wepuppet(context, path: str, units_per_metre: float | None = None, layout_format: str = "KEEP",
                     selected_only: bool = False, project_files: bool = False, written: list | None = None,
                     report: dict | None = None) -> list[str]:
     """Write the visible model to `path`: what File › Export and `convert --to wepuppet` (`export_target`) both
     run, with the options of the wepuppet spec (io_wepuppet/__init__.py). `units_per_metre`: image pixels per
-    Blender metre written (None: as the model was imported, else the default). `layout_format` "WIDE": MDLV0023
+    Blender metre written (None or 0: as the model was imported, else the default). `layout_format` "WIDE": MDLV0023
     with 80-byte vertices (unverified against Wallpaper Engine); "KEEP": the imported file's layout, else
     MDLV0013. `project_files`: also models/<name>.json, materials/<name>.tex and materials/<name>.json beside the
     folder of `path` (one material file per Blender material); `written` gets the paths of those files, `report`
     the model written ("model") and the pixel size of the first texture written ("image_size")."""
+    units_per_metre = units_per_metre or None  # 0, the operator's start: as imported
     if units_per_metre is not None and not 0 < units_per_metre < float("inf"):
         raise ExportError(f"units per metre {units_per_metre} is not a positive number")
     wide = layout_format == "WIDE"

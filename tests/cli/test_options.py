@@ -41,7 +41,8 @@ def test_every_target_option_is_a_convert_flag_with_its_checks():
         action = actions[name]
         assert action.option_strings == _flags(option)
         assert action.default is argparse.SUPPRESS  # not given: absent, so only what was given is refused
-        assert action.help.startswith(" or ".join(targets) + ": " + option.help)
+        assert action.help == formats.option_help(name)
+        assert action.help.startswith(" or ".join(targets) + ": " + option.help) or ";" in action.help
         if option.type is bool:
             assert action.nargs == 0
         elif option.choices:
@@ -203,7 +204,8 @@ def test_export_operator_properties_are_the_option_records(addon):
                 assert (p.hard_min, p.hard_max) == pytest.approx((o.low, o.high))
             assert o.help[1:] in p.description
     _, pmx_import = properties("import_scene.skinbridge_pmx")
-    assert pmx_import["scale"].default == pytest.approx(12.5)  # units per metre, as --units-per-metre
+    assert pmx_import["metres_per_unit"].default == pytest.approx(0.08)  # inward: metres per MMD unit
+    assert pmx_import["scale"].is_hidden  # its earlier id (MMD units per metre, the inverse) for scripts
 
 
 @pytest.mark.parametrize("content,what", [(None, "no such file"), (b"{not json", "not a UTF-8 JSON file"),
