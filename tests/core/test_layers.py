@@ -6,6 +6,7 @@ and each import is checked to go down, never up a layer and never from one forma
 from __future__ import annotations
 
 import ast
+import contextlib
 import pathlib
 
 import pytest
@@ -155,46 +156,37 @@ def tree(tmp_path_factory):
     return house.copy_tree(tmp_path_factory.mktemp("house") / "skinbridge")
 
 
-def _plant(tree: pathlib.Path, files: dict[str, str]):
-    """Write `files` into the copy; the context's end removes them again."""
+@contextlib.contextmanager
+def planted(tree: pathlib.Path, files: dict[str, str]):
+    """`files` written into the copy for the block, removed again after it."""
     for rel, text in files.items():
         (tree / rel).write_text(text, encoding="utf-8")
-    return files
-
-
-def _unplant(tree: pathlib.Path, files: dict[str, str]) -> None:
-    for rel in files:
-        (tree / rel).unlink()
+    try:
+        yield
+    finally:
+        for rel in files:
+            (tree / rel).unlink()
 
 
 def test_the_copy_is_clean(tree):
     assert not house.part_violations(tree) and not house.import_cycles(tree) and not _violations(tree)
+    assert not house.parts_order(tree, "io_gltf"), "io_gltf is a flat package (the third case below)"
 
 
-def test_an_import_circle_is_seen(tree):
-    planted = _plant(tree, {"core/planted_a.py": "from . import planted_b\n",
-                            "core/planted_b.py": "from .planted_a import x  # noqa: F401\n"})
-    try:
-        assert house.import_cycles(tree) == [["core.planted_a", "core.planted_b"]]
-    finally:
-        _unplant(tree, planted)
-    assert house.import_cycles(ROOT) == []
+PLANTED = [  # (files planted, the checker, what it must report)
+    ({"core/planted_a.py": "from . import planted_b\n",
+      "core/planted_b.py": "from .planted_a import x  # noqa: F401\n"},
+     house.import_cycles, [["core.planted_a", "core.planted_b"]]),
+    ({"io_pmx/model/planted.py": "import skinbridge.io_pmx.rig.names\n"},
+     house.part_violations, ["io_pmx/model/planted.py:1: imports io_pmx.rig.names, a part above its own"]),
+    ({"io_gltf/planted.py": "from . import blender_io\n"},
+     house.part_violations,
+     ["io_gltf/planted.py:1: a module without Blender imports io_gltf.blender_io, a Blender module"]),
+]
 
 
-def test_an_absolute_import_that_climbs_a_part_is_seen(tree):
-    planted = _plant(tree, {"io_pmx/model/planted.py": "import skinbridge.io_pmx.rig.names\n"})
-    try:
-        assert house.part_violations(tree) == [
-            "io_pmx/model/planted.py:1: imports io_pmx.rig.names, a part above its own"]
-    finally:
-        _unplant(tree, planted)
-
-
-def test_a_bpy_free_module_importing_a_blender_module_of_a_flat_package_is_seen(tree):
-    assert not house.parts_order(tree, "io_gltf"), "io_gltf is a flat package"
-    planted = _plant(tree, {"io_gltf/planted.py": "from . import blender_io\n"})
-    try:
-        assert house.part_violations(tree) == [
-            "io_gltf/planted.py:1: a module without Blender imports io_gltf.blender_io, a Blender module"]
-    finally:
-        _unplant(tree, planted)
+@pytest.mark.parametrize("files, checker, found", PLANTED, ids=["circle", "absolute climb", "flat bpy-free"])
+def test_a_planted_violation_is_seen(tree, files, checker, found):
+    with planted(tree, files):
+        assert checker(tree) == found
+    assert checker(tree) == [], "the copy is clean again"
