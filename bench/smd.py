@@ -26,7 +26,8 @@ runpy.run_path(str(ROOT / "bench" / "_checkout.py"))  # `skinbridge` importable 
 
 from skinbridge.bench import models  # noqa: E402
 from skinbridge.bench.timing import best_of  # noqa: E402
-from skinbridge.io_smd import convert, smd  # noqa: E402
+from skinbridge.io_smd.smd import convert  # noqa: E402
+from skinbridge.io_smd.smd import smd  # noqa: E402
 
 
 def numeric_block(data: bytes) -> bytes:

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import run_cli
 
-from skinbridge.io_smd import smd
+from skinbridge.io_smd.smd import smd
 
 pytestmark = pytest.mark.blender
 
