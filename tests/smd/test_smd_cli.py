@@ -64,6 +64,18 @@ def test_convert_cube_and_compare(tmp_path):
 
 
 @pytest.mark.slow
+def test_convert_with_the_flavour_flag(tmp_path):
+    """`--flavour GOLDSRC`, the option File › Export calls Flavour: CRLF line ends and no link columns."""
+    ref = SMD_DIR / "bst_Cube_Armature_ref.smd"
+    out = tmp_path / "gold"
+    r = run_cli("convert", ref, "--to", "smd", "--flavour", "GOLDSRC", "-o", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = (out / ref.name).read_bytes()
+    assert smd.read(data).goldsrc and data.count(b"\r\n") == data.count(b"\n")
+    assert not smd.read(ref.read_bytes()).goldsrc
+
+
+@pytest.mark.slow
 def test_render(tmp_path):
     png = tmp_path / "cube.png"
     r = run_cli("render", SMD_DIR / "bst_Cube_Armature_ref.smd", "-o", png)
