@@ -354,4 +354,5 @@ def test_check_names_a_dangling_reference_and_a_changed_write_back():
     assert dmx_check.check("x.dmx", data, lines.append) == 1
     assert any("element 0 (DmElement 'Scene')" in line and "past the 15" in line for line in lines), lines
     text = _read("bst_flex_scout_morphs_low.dmx")
-    assert "differs at line 2" in dmx_check.check.differs(text, text.replace(b"DmElement", b"DmElemenx"), dmx.read(text))
+    changed = text.replace(b"DmElement", b"DmElemenx")
+    assert "differs at line 2" in dmx_check.check.differs(text, changed, dmx.read(text))
