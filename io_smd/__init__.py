@@ -28,9 +28,8 @@ SMD_OPTIONS = (
                     ("GOLDSRC", "GoldSrc", "No link columns (each corner on its heaviest bone), CRLF line ends")),
            help="the reference's flavour: AUTO as the mesh was imported (Source for new meshes), SOURCE (link "
                 "columns, LF) or GOLDSRC (no link columns, each corner on its heaviest bone, CRLF)"),
-    Option("animations", bool, None, ui_default=False, label="Animations",
-           help="write each action of the armature as <action>.smd in the same folder (not given: convert writes "
-                "them, File › Export starts with it off)"),
+    Option("animations", bool, True, label="Animations",
+           help="write each action of the armature as <action>.smd in the same folder"),
     Option("flex", bool, True, label="Shape Keys (VTA)",
            help="write the shape keys as <name>.vta beside the reference"),
     Option("write_qc", bool, True, label="QC",

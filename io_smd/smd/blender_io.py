@@ -453,8 +453,8 @@ def export_vta(context, path: str, scene: cm.Scene, ref: smd.SmdFile) -> bool:
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to smd` and File › Export alike, with the smd spec's options (io_smd/__init__.py): <name>.smd,
     the reference in `options.flavour`; <name>.vta when `options.flex` and there are shape keys; one animation
-    SMD per action of the armature when `options.animations` (None, not given to convert: written); <name>.qc
-    naming them all with each sequence's rate when `options.write_qc`."""
+    SMD per action of the armature when `options.animations`; <name>.qc naming them all with each sequence's
+    rate when `options.write_qc`."""
     names = NameAllocator()
     stem = safe_file_name(name)
     ref_path = os.path.join(outdir, names.take(stem, ".smd") + ".smd")
@@ -463,7 +463,7 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     warnings = export_reference(context, ref_path, vta_path, options.flavour, written)
     _, arm_ob = bscene.exportable_objects(context)
     sequences: list[tuple[str, str, float]] = []
-    if arm_ob is not None and options.animations is not False:
+    if arm_ob is not None and options.animations:
         more_written, more = export_animations(context, outdir, arm_ob, names, sequences=sequences)
         written += more_written
         warnings += more

@@ -72,15 +72,17 @@ def test_operator_and_convert_write_the_same_bytes(clean_scene, tmp_path, flex, 
         assert '$sequence "Walk" "Walk.smd"' in by_operator["model.qc"].decode()
 
 
-def test_animations_not_given_to_convert_are_written_and_off_in_file_export(clean_scene, tmp_path):
-    """The one option whose two starting points differ: convert writes every action unless told not to (as it
-    always has), File › Export starts with Animations off."""
+@pytest.mark.parametrize("values", [{}, {"animations": False}])
+def test_the_defaults_and_animations_off_are_the_same_both_ways(clean_scene, tmp_path, values):
+    """Not given, an option has the one default of its record on both sides (so the sidebar's check, convert and
+    File › Export write the same); animations off writes no action file."""
     _humanoid_with_a_shape()
-    assert "Walk.smd" in _convert(tmp_path / "convert")
-    assert "Walk.smd" not in _convert(tmp_path / "convert_off", animations=False)
+    written = _convert(tmp_path / "convert", **values)
     (tmp_path / "operator").mkdir()
-    assert bpy.ops.export_scene.skinbridge_smd(filepath=str(tmp_path / "operator" / "model.smd")) == {"FINISHED"}
-    assert sorted(_files(tmp_path / "operator")) == ["model.qc", "model.smd", "model.vta"]
+    assert bpy.ops.export_scene.skinbridge_smd(filepath=str(tmp_path / "operator" / "model.smd"),
+                                               **values) == {"FINISHED"}
+    assert _files(tmp_path / "operator") == _files(tmp_path / "convert")
+    assert written == sorted(["model.qc", "model.smd", "model.vta"] + ["Walk.smd"] * (values == {}))
 
 
 def test_a_vta_file_name_writes_the_vta_alone_in_the_flavour_chosen(clean_scene, tmp_path):
