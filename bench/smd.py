@@ -26,7 +26,8 @@ runpy.run_path(str(ROOT / "bench" / "_checkout.py"))  # `skinbridge` importable 
 
 from skinbridge.bench import models  # noqa: E402
 from skinbridge.bench.timing import best_of  # noqa: E402
-from skinbridge.io_smd import convert, smd  # noqa: E402
+from skinbridge.io_smd.smd import scene_files as smd_files  # noqa: E402
+from skinbridge.io_smd.smd import smd  # noqa: E402
 
 
 def numeric_block(data: bytes) -> bytes:
@@ -100,7 +101,7 @@ def main() -> int:
     scene = models.build(args.size)
     print(f"model {args.size}: {models.describe(scene)}")
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="smd-bench-"))
-    paths = convert.write_scene(scene, str(tmp / "smd"), "model")
+    paths = smd_files.write_scene(scene, str(tmp / "smd"), "model")
     c = codec_rows(paths[0], args.repeat)
     print(f"reference SMD: {c['bytes'] / 1e6:.1f} MB, numeric block {c['block_bytes'] / 1e6:.1f} MB, "
           f"{c['rows']:,} vertex lines")

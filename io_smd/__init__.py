@@ -1,92 +1,92 @@
-"""Valve SMD and VTA (Studiomdl Data, text): codec (`smd`), `info`, `check`, mapping (`convert`) and, inside
-Blender only, import/export (`blender_io`) with File menu entries (`ops`). Valve DMX (the element graph of the
-Source tools, binary or keyvalues2 text): codec (`dmx`), `info` and `check` (`dmx_check`), the model and its
-animations as a core Scene (`dmx_convert`), a core Scene as DMX files with a QC (`dmx_write`) and, inside
-Blender only, import and export (`blender_dmx`). Valve QC projects: reader and
-writer (`qc`) and, inside Blender only, the import of every file a QC names (`blender_qc`).
+"""Valve's model files, one part per format:
 
-No bpy here: `import skinbridge.io_smd.smd` works in a Python without Blender.
+* `qc/`: QC projects (the studiomdl project file): reader and writer (`qc`), summary (`info`);
+* `smd/`: SMD and VTA (Studiomdl Data, text): codec (`smd`), summary (`info`), findings (`check`), mapping
+  (`convert`), an imported file's bytes kept while unchanged (`kept`), a core Scene as files (`scene_files`)
+  and, inside Blender only, import/export (`blender_io`) and the demo's rows (`blender_demo`);
+* `dmx/`: DMX (the element graph of the Source tools, binary or keyvalues2 text): codec (`dmx`, with the text
+  encoding in `kv2` and the records in `records`), summary (`info`), findings (`check`), the model and its
+  animations as a core Scene (`convert`), a core Scene as DMX files with a QC (`write`, `scene_files`) and,
+  inside Blender only, import/export (`blender_io`).
+
+In the family package above the parts: the import of every file a QC names (`blender_qc`, Blender only) and the
+File menu entries of SMD and DMX (`ops`).
+
+No bpy here: `import skinbridge.io_smd.smd.smd` works in a Python without Blender.
 """
-from ..core.formatspec import FormatSpec
+from ..core.formatspec import FormatSpec, Option
+
+# The parts of this package, bottom first: a part imports only the parts before it (SMD and DMX exports write a
+# QC, the DMX export samples animations as SMD does); modules directly in the package may use every part.
+PARTS = ("qc", "smd", "dmx")
+
+# What File › Export and `convert --to smd` take (one path: smd/blender_io.py `export_target`)
+SMD_OPTIONS = (
+    Option("flavour", str, "AUTO", label="Flavour",
+           choices=(("AUTO", "As Read", "The flavour the mesh was imported in (Source for new meshes)"),
+                    ("SOURCE", "Source", "Link columns on every vertex line, LF line ends"),
+                    ("GOLDSRC", "GoldSrc", "No link columns (each corner on its heaviest bone), CRLF line ends")),
+           help="the reference's flavour: AUTO as the mesh was imported (Source for new meshes), SOURCE (link "
+                "columns, LF) or GOLDSRC (no link columns, each corner on its heaviest bone, CRLF)"),
+    Option("animations", bool, True, label="Animations",
+           help="write each action of the armature as <action>.smd in the same folder"),
+    Option("flex", bool, True, label="Shape Keys (VTA)",
+           help="write the shape keys as <name>.vta beside the reference"),
+    Option("write_qc", bool, True, label="QC",
+           help="write <name>.qc beside the files, naming them and each animation's fps"),
+)
 
 
 def _sniff(head: bytes) -> bool:
-    from .smd import sniff  # numpy, 60-90 ms import: the registry loads for --help without it
+    from .smd.smd import sniff  # numpy, 60-90 ms import: the registry loads for --help without it
 
     return sniff(head)
 
 
 def _sniff_dmx(head: bytes) -> bool:
-    from .dmx import sniff  # numpy, 60-90 ms import: the registry loads for --help without it
+    from .dmx.dmx import sniff  # numpy, 60-90 ms import: the registry loads for --help without it
 
     return sniff(head)
 
 
 FORMATS = (
     FormatSpec(
-        name="smd",
-        label="Valve SMD / VTA",
-        kind="model",
-        extensions=(".smd", ".vta"),
-        sniff=_sniff,
-        head=4096,
-        weak=True,
-        target="smd",
-        folder_suffix="_SMD",
-        operators="io_smd.ops",
-        import_operator="import_scene.skinbridge_smd",
+        name="smd", label="Valve SMD / VTA", kind="model", extensions=(".smd", ".vta"),
+        sniff=_sniff, head=4096, weak=True,
+        target="smd", folder_suffix="_SMD", options=SMD_OPTIONS,
+        operators="io_smd.ops", import_operator="import_scene.skinbridge_smd",
         export_operator="export_scene.skinbridge_smd",
         capabilities={
-            "read": "io_smd.smd:read",
-            "write": "io_smd.smd:write",
-            "kind_of": "io_smd.smd:kind_of",
-            "info": "io_smd.info:info",
-            "check": "io_smd.check:check",
-            "load": "io_smd.convert:load",
-            "semantic": "io_smd.convert:semantic",
-            "blender_import": "io_smd.blender_io:blender_import",
-            "motion_loader": "io_smd.blender_io:load_motion",
-            "export_target": "io_smd.blender_io:export_target",
-            "write_scene": "io_smd.convert:write_scene",
-            "demo": "io_smd.blender_demo:demo_rows",
-        },
-    ),
+            "read": "io_smd.smd.smd:read", "write": "io_smd.smd.smd:write", "kind_of": "io_smd.smd.smd:kind_of",
+            "info": "io_smd.smd.info:info", "check": "io_smd.smd.check:check",
+            "load": "io_smd.smd.convert:load", "semantic": "io_smd.smd.convert:semantic",
+            "write_scene": "io_smd.smd.scene_files:write_scene",
+            # inside Blender only
+            "blender_import": "io_smd.smd.blender_io:blender_import", "demo": "io_smd.smd.blender_demo:demo_rows",
+            "motion_loader": "io_smd.smd.blender_io:load_motion",
+            "export_target": "io_smd.smd.blender_io:export_target",
+        }),
     FormatSpec(
-        name="dmx",
-        label="Valve DMX",
-        kind="model",
-        extensions=(".dmx",),
+        name="dmx", label="Valve DMX", kind="model", extensions=(".dmx",), target="dmx", folder_suffix="_DMX",
+        operators="io_smd.ops", import_operator="import_scene.skinbridge_dmx",
+        export_operator="export_scene.skinbridge_dmx",
         sniff=_sniff_dmx,
         head=512,  # a gzip-compressed file's header comment lies inside its first few hundred bytes
-        target="dmx",
-        folder_suffix="_DMX",
-        operators="io_smd.ops",
-        import_operator="import_scene.skinbridge_dmx",
-        export_operator="export_scene.skinbridge_dmx",
         capabilities={
-            "read": "io_smd.dmx:read",
-            "write": "io_smd.dmx:write",
-            "info": "io_smd.dmx_check:info",
-            "check": "io_smd.dmx_check:check",
-            "load": "io_smd.dmx_convert:load",
-            "semantic": "io_smd.dmx_convert:semantic",
-            "blender_import": "io_smd.blender_dmx:blender_import",
-            "kind_of": "io_smd.dmx_convert:kind_of",
-            "motion_loader": "io_smd.blender_dmx:load_motion",
-            "export_target": "io_smd.blender_dmx:export_target",
-            "write_scene": "io_smd.dmx_write:write_scene",
-        },
-    ),
+            "read": "io_smd.dmx.dmx:read", "write": "io_smd.dmx.dmx:write", "info": "io_smd.dmx.info:info",
+            "check": "io_smd.dmx.check:check", "write_scene": "io_smd.dmx.scene_files:write_scene",
+            "load": "io_smd.dmx.convert:load", "semantic": "io_smd.dmx.convert:semantic",
+            "kind_of": "io_smd.dmx.convert:kind_of",
+            # inside Blender only
+            "blender_import": "io_smd.dmx.blender_io:blender_import",
+            "motion_loader": "io_smd.dmx.blender_io:load_motion",
+            "export_target": "io_smd.dmx.blender_io:export_target",
+        }),
     FormatSpec(
-        name="qc",
-        label="Valve QC project",
-        kind="model",
-        extensions=(".qc",),
+        name="qc", label="Valve QC project", kind="model", extensions=(".qc",),
         sniff=None,  # free text of commands: only the extension names it
         capabilities={
-            "info": "io_smd.qc:info",
-            "kind_of": "io_smd.qc:kind_of",
+            "info": "io_smd.qc.info:info", "kind_of": "io_smd.qc.qc:kind_of",
             "blender_import": "io_smd.blender_qc:blender_import",
-        },
-    ),
+        }),
 )

@@ -8,6 +8,9 @@ sequence's clips keep their own times in seconds, the first named as the sequenc
 A model file whose bones all exist in that armature with the same rest pose is bound to it (its own armature
 is dropped), as Blender Source Tools appends bones to the armature already there.
 Atomic: every file is read and checked first; a fault while building removes everything made.
+
+It sits in the family package, above its parts, because it uses all three: the QC reader (`qc/`), below the
+SMD and DMX parts that write QCs, and the SMD and DMX imports.
 """
 from __future__ import annotations
 
@@ -19,7 +22,12 @@ import numpy as np
 from ..blender import scene as bscene
 from ..core.errors import FormatError
 from ..core.fileio import read_bytes
-from . import blender_dmx, blender_io, dmx, dmx_convert, qc, smd
+from .dmx import blender_io as dmx_io
+from .dmx import convert as dmx_convert
+from .dmx import dmx
+from .qc import qc
+from .smd import blender_io as smd_io
+from .smd import smd
 
 REST_TOLERANCE = 1e-4  # Blender units: bone heads and axes of two files' rest poses that count as one skeleton
 
@@ -92,16 +100,16 @@ def _import_model(context, path: str, record, coll, main) -> tuple[list, list[st
     """One model file into `coll`; (the objects made, warnings)."""
     _activate(context, coll)
     before = set(bpy.data.objects)
-    name = blender_io.stem_of(path)
+    name = smd_io.stem_of(path)
     if isinstance(record, dmx.DmxFile):
         scene, warnings = dmx_convert.to_scene(record, name)
         result = bscene.build_scene(context, scene, name, os.path.dirname(path))
-        blender_dmx.add_flex([o for o in result.objects if o.type == "MESH"], scene)
+        dmx_io.add_flex([o for o in result.objects if o.type == "MESH"], scene)
         warnings += result.warnings
     else:
         if record.kind != "model":
             raise FormatError(f"{os.path.basename(path)} is an SMD {record.kind}, named as a model", None, "kind")
-        warnings = blender_io.import_reference(context, record, name)
+        warnings = smd_io.import_reference(context, record, name)
     made = [o for o in bpy.data.objects if o not in before]
     return _bind_to(main, made), warnings
 
@@ -110,7 +118,7 @@ def _import_flex(context, path: str, record, mesh_ob) -> list[str]:
     if mesh_ob is None or not isinstance(record, smd.SmdFile) or record.kind != "flex":
         return [f"{os.path.basename(path)}: flex not read (a VTA onto an SMD model is)"]
     context.view_layer.objects.active = mesh_ob
-    return blender_io.import_flex(context, record, blender_io.stem_of(path))
+    return smd_io.import_flex(context, record, smd_io.stem_of(path))
 
 
 def _models(context, project: qc.QcProject, records: dict, root) -> tuple[object, list[str]]:
@@ -156,7 +164,7 @@ def _sequences(context, project: qc.QcProject, records: dict, main) -> list[str]
         path = seq.files[0]
         record = records[path]
         if isinstance(record, dmx.DmxFile) and main is not None:  # its times are seconds: the QC's fps is not used
-            warnings += blender_dmx.import_clips(context, record, seq.name, main)
+            warnings += dmx_io.import_clips(context, record, seq.name, main)
             continue
         if not isinstance(record, smd.SmdFile) or record.kind == "flex":
             warnings.append(f"sequence {seq.name!r}: {os.path.basename(path)} is not an SMD animation; not read")
@@ -166,7 +174,7 @@ def _sequences(context, project: qc.QcProject, records: dict, main) -> list[str]
             continue
         if len(seq.files) > 1:
             warnings.append(f"sequence {seq.name!r}: {len(seq.files)} files (a blend); the first one is read")
-        warnings += blender_io.import_motion(context, record, seq.name, main, seq.fps)
+        warnings += smd_io.import_motion(context, record, seq.name, main, seq.fps)
     return warnings
 
 

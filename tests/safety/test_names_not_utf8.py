@@ -15,9 +15,9 @@ from skinbridge.core import names
 from skinbridge.io_pmx.model import check as pmx_check
 from skinbridge.io_pmx.model import convert as pmx_convert
 from skinbridge.io_pmx.model import pmx
-from skinbridge.io_smd import check as smd_check
-from skinbridge.io_smd import convert as smd_convert
-from skinbridge.io_smd import smd
+from skinbridge.io_smd.smd import check as smd_check
+from skinbridge.io_smd.smd import convert as smd_convert
+from skinbridge.io_smd.smd import smd
 from skinbridge.io_urhox.motion import convert as motion_convert, uani
 from skinbridge.io_urhox.model import check as urho_check
 from skinbridge.io_urhox.motion import check as ani_check

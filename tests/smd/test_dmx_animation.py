@@ -13,7 +13,9 @@ import pytest
 
 from skinbridge.core import model as cm
 from skinbridge.core.errors import ExportError
-from skinbridge.io_smd import dmx, dmx_convert, dmx_write
+from skinbridge.io_smd.dmx import dmx
+from skinbridge.io_smd.dmx import convert as dmx_convert
+from skinbridge.io_smd.dmx import write as dmx_write
 
 try:
     import srctools.dmx as srctools_dmx

@@ -14,7 +14,9 @@ bpy = pytest.importorskip("bpy")
 from skinbridge import formats  # noqa: E402
 from skinbridge.blender import action as bact  # noqa: E402
 from skinbridge.core.errors import ExportError  # noqa: E402
-from skinbridge.io_smd import blender_dmx, convert, dmx_convert  # noqa: E402
+from skinbridge.io_smd.dmx import blender_io as blender_dmx  # noqa: E402
+from skinbridge.io_smd.smd import convert  # noqa: E402
+from skinbridge.io_smd.dmx import convert as dmx_convert  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

@@ -11,7 +11,7 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from skinbridge import formats  # noqa: E402
-from skinbridge.io_smd import dmx_convert  # noqa: E402
+from skinbridge.io_smd.dmx import convert as dmx_convert  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

@@ -14,8 +14,9 @@ import pytest
 
 from skinbridge import formats
 from skinbridge.core.errors import FormatError
-from skinbridge.io_smd import dmx, dmx_check
-from skinbridge.io_smd.dmx_records import AttrType, Attribute, DmxFile, Element, Stub, element_refs
+from skinbridge.io_smd.dmx import dmx
+from skinbridge.io_smd.dmx import check as dmx_check
+from skinbridge.io_smd.dmx.records import AttrType, Attribute, DmxFile, Element, Stub, element_refs
 
 try:
     import srctools.dmx as srctools_dmx
@@ -243,7 +244,8 @@ def test_every_srctools_type_reads_as_srctools_reads_it():
     for encoding in (("binary", 5), ("keyvalues2", 1)):
         d = _every_type()
         for e in d.elements:
-            e.attributes = [a for a in e.attributes if a.type not in (AttrType.UINT64, AttrType.UINT8, AttrType.OBJECTID)
+            e.attributes = [a for a in e.attributes
+                            if a.type not in (AttrType.UINT64, AttrType.UINT8, AttrType.OBJECTID)
                             and not (a.type == AttrType.ELEMENT and a.array)
                             and not (a.type == AttrType.VMATRIX and not a.array and encoding[0] == "binary")]
         d.encoding, d.encoding_version = encoding
@@ -352,4 +354,5 @@ def test_check_names_a_dangling_reference_and_a_changed_write_back():
     assert dmx_check.check("x.dmx", data, lines.append) == 1
     assert any("element 0 (DmElement 'Scene')" in line and "past the 15" in line for line in lines), lines
     text = _read("bst_flex_scout_morphs_low.dmx")
-    assert "differs at line 2" in dmx_check._differs(text, text.replace(b"DmElement", b"DmElemenx"), dmx.read(text))
+    changed = text.replace(b"DmElement", b"DmElemenx")
+    assert "differs at line 2" in dmx_check.check.differs(text, changed, dmx.read(text))

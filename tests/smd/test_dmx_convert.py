@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from skinbridge.core.errors import FormatError
-from skinbridge.io_smd import dmx, dmx_convert
+from skinbridge.io_smd.dmx import dmx
+from skinbridge.io_smd.dmx import convert as dmx_convert
 
 try:
     import srctools.dmx as srctools_dmx
@@ -141,8 +142,8 @@ def test_y_up_file_turns_to_z_up():
     y_up, _ = dmx_convert.to_scene(d, "y")
     p, q = z_up.meshes[0].positions, y_up.meshes[0].positions
     assert np.allclose(q, np.stack([p[:, 0], -p[:, 2], p[:, 1]], 1), atol=1e-6)  # +90° about X
-    assert np.allclose(y_up.skeleton.binds()[0][:3, 3], [z_up.skeleton.binds()[0][0, 3], -z_up.skeleton.binds()[0][2, 3],
-                                                          z_up.skeleton.binds()[0][1, 3]], atol=1e-6)
+    z_head = z_up.skeleton.binds()[0][:3, 3]
+    assert np.allclose(y_up.skeleton.binds()[0][:3, 3], [z_head[0], -z_head[2], z_head[1]], atol=1e-6)
 
 
 def test_an_index_outside_its_values_is_a_format_error():

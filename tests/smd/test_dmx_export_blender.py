@@ -21,7 +21,11 @@ from skinbridge.app.pipeline import convert_file  # noqa: E402
 from skinbridge.blender import action as bact  # noqa: E402
 from skinbridge.blender import scene as bscene  # noqa: E402
 from skinbridge.core.transforms import quat_to_matrix3  # noqa: E402
-from skinbridge.io_smd import convert, dmx, dmx_convert, dmx_write, qc  # noqa: E402
+from skinbridge.io_smd.smd import convert  # noqa: E402
+from skinbridge.io_smd.dmx import dmx  # noqa: E402
+from skinbridge.io_smd.dmx import convert as dmx_convert  # noqa: E402
+from skinbridge.io_smd.dmx import write as dmx_write  # noqa: E402
+from skinbridge.io_smd.qc import qc  # noqa: E402
 
 try:
     import srctools.dmx as srctools_dmx

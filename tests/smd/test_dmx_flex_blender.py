@@ -12,7 +12,9 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from skinbridge.core import model as cm  # noqa: E402
-from skinbridge.io_smd import blender_dmx, dmx, dmx_write  # noqa: E402
+from skinbridge.io_smd.dmx import blender_io as blender_dmx  # noqa: E402
+from skinbridge.io_smd.dmx import dmx  # noqa: E402
+from skinbridge.io_smd.dmx import write as dmx_write  # noqa: E402
 
 try:
     import srctools.dmx as srctools_dmx

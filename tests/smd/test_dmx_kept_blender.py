@@ -1,4 +1,4 @@
-"""Through Blender, an unchanged DMX comes back byte for byte (io_smd/blender_dmx.py, docs/source.md §6.6): Blender
+"""Through Blender, an unchanged DMX comes back byte for byte (io_smd/dmx/blender_io.py, docs/source.md §6.6): Blender
 Source Tools' models and motion, whose element graphs our writer lays out differently (asserted: our writer's
 bytes for the unchanged model are not the file's), keep their bytes while the core records
 export makes of them give the digest they gave right after import; a moved vertex, a new key, or another visible
@@ -12,7 +12,13 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.io_smd import blender_dmx, dmx, dmx_convert, dmx_write  # noqa: E402
+from skinbridge.io_smd.dmx import blender_io as blender_dmx  # noqa: E402
+
+from skinbridge.io_smd.dmx import dmx  # noqa: E402
+
+from skinbridge.io_smd.dmx import convert as dmx_convert  # noqa: E402
+
+from skinbridge.io_smd.dmx import write as dmx_write  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

@@ -16,7 +16,8 @@ from conftest import run_cli  # noqa: E402
 from skinbridge import formats  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
 from skinbridge.core.errors import FormatError  # noqa: E402
-from skinbridge.io_smd import qc, smd  # noqa: E402
+from skinbridge.io_smd.qc import qc  # noqa: E402
+from skinbridge.io_smd.smd import smd  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -128,7 +129,7 @@ def test_fox_to_smd_writes_a_qc_that_compare_reads(clean_scene, testdata, tmp_pa
 
 
 def test_a_dmx_body(clean_scene, tmp_path):
-    from skinbridge.io_smd import dmx_convert
+    from skinbridge.io_smd.dmx import convert as dmx_convert
 
     data = (QC_DIR.parents[1] / "dmx" / "bst_Curve_Armature_BezierCurve.dmx").read_bytes()
     (tmp_path / "curve.dmx").write_bytes(data)

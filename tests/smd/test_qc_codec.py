@@ -11,7 +11,8 @@ import pytest
 
 from skinbridge.core import model as cm
 from skinbridge.core.errors import FormatError
-from skinbridge.io_smd import convert, qc
+from skinbridge.io_smd.smd import convert
+from skinbridge.io_smd.qc import qc
 
 QC_DIR = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "testdata" / "qc" / "health_charger001"
 QC = QC_DIR / "health_charger001.qc"

@@ -11,7 +11,9 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from skinbridge.core.errors import FormatError  # noqa: E402
-from skinbridge.io_smd import check, convert, smd  # noqa: E402
+from skinbridge.io_smd.smd import check  # noqa: E402
+from skinbridge.io_smd.smd import convert  # noqa: E402
+from skinbridge.io_smd.smd import smd  # noqa: E402
 from blender_scenes import walking_humanoid  # noqa: E402
 
 pytestmark = pytest.mark.blender
@@ -74,7 +76,7 @@ def test_animation_onto_the_cube_armature(clean_scene, tmp_path):
     assert len([o for o in bpy.data.objects if o.type == "ARMATURE"]) == 1  # no second armature
     act = arms[0].animation_data.action
     assert act is not None and act.name == "bst_ActionFilter_X_Axis_anim"
-    from skinbridge.io_smd import blender_io
+    from skinbridge.io_smd.smd import blender_io
 
     written, _ = blender_io.export_animations(bpy.context, str(tmp_path), arms[0], actions=[act])
     again = smd.read(pathlib.Path(written[0]).read_bytes())
@@ -99,7 +101,7 @@ def test_animation_with_several_armatures_is_refused(clean_scene):
     bpy.context.view_layer.objects.active = None
     before = len(bpy.data.actions)
     from skinbridge.core.errors import ExportError
-    from skinbridge.io_smd import blender_io
+    from skinbridge.io_smd.smd import blender_io
 
     with pytest.raises(ExportError, match="2 armatures"):
         blender_io.import_file(bpy.context, str(SMD_DIR / "bst_ActionFilter_X_Axis_anim.smd"))
@@ -160,7 +162,7 @@ def test_vta_row_matching_nothing_is_refused(clean_scene, tmp_path):
     path = tmp_path / "bad_flex.vta"
     path.write_bytes(bad)
     bpy.context.view_layer.objects.active = next(o for o in bpy.data.objects if o.type == "MESH")
-    from skinbridge.io_smd import blender_io
+    from skinbridge.io_smd.smd import blender_io
 
     with pytest.raises(FormatError, match="line 46"):
         blender_io.import_file(bpy.context, str(path))
@@ -191,7 +193,7 @@ def test_export_target_writes_reference_vta_and_actions(clean_scene, tmp_path):
 
 
 def test_import_refuses_a_cycle_and_creates_nothing(clean_scene, tmp_path):
-    from skinbridge.io_smd import blender_io
+    from skinbridge.io_smd.smd import blender_io
 
     bad = tmp_path / "cycle.smd"
     bad.write_bytes(b'version 1\nnodes\n0 "a" 1\n1 "b" 0\nend\nskeleton\ntime 0\n0 0 0 0 0 0 0\nend\ntriangles\nm\n'
@@ -210,7 +212,7 @@ def test_degenerate_triangle_is_skipped_with_its_corners(clean_scene, tmp_path):
                      b'0 0 0 0 0 0 1 0 0 0\n0 1 0 0 0 0 1 1 0 0\n0 0 1 0 0 0 1 0 1 0\nm\n'
                      b'0 0 0 0 0 0 1 0 0 0\n0 0 0 0 0 0 1 0 0 0\n0 0 1 0 0 0 1 0 1 0\nm\n'
                      b'0 0 1 0 0 0 1 0.5 0.5 0\n0 1 0 0 0 0 1 0.25 0.75 0\n0 1 1 0 0 0 1 1 1 0\nend\n')
-    from skinbridge.io_smd import blender_io
+    from skinbridge.io_smd.smd import blender_io
 
     warnings = blender_io.import_file(bpy.context, str(path))
     assert any("degenerate" in w for w in warnings)

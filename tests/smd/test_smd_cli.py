@@ -8,7 +8,7 @@ import pytest
 
 from conftest import run_cli
 
-from skinbridge.io_smd import smd
+from skinbridge.io_smd.smd import smd
 
 pytestmark = pytest.mark.blender
 
@@ -61,6 +61,18 @@ def test_convert_cube_and_compare(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["bst_Cube_NoArmature_ref.qc", "bst_Cube_NoArmature_ref.smd"]
     r = run_cli("compare", ref, out / "bst_Cube_NoArmature_ref.smd")
     assert r.returncode == 0 and "same within the tolerances" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.slow
+def test_convert_with_the_flavour_flag(tmp_path):
+    """`--flavour GOLDSRC`, the option File › Export calls Flavour: CRLF line ends and no link columns."""
+    ref = SMD_DIR / "bst_Cube_Armature_ref.smd"
+    out = tmp_path / "gold"
+    r = run_cli("convert", ref, "--to", "smd", "--flavour", "GOLDSRC", "-o", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = (out / ref.name).read_bytes()
+    assert smd.read(data).goldsrc and data.count(b"\r\n") == data.count(b"\n")
+    assert not smd.read(ref.read_bytes()).goldsrc
 
 
 @pytest.mark.slow

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from skinbridge.core.errors import FormatError
-from skinbridge.io_smd import check, info, smd
+from skinbridge.io_smd.smd import check
+from skinbridge.io_smd.smd import info
+from skinbridge.io_smd.smd import smd
 
 SMD_DIR = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "testdata" / "smd"
 FILES = sorted(p.name for p in SMD_DIR.glob("*"))
@@ -324,7 +326,7 @@ def test_node_name_with_an_unterminated_quote_is_refused(line):
 
 
 def test_check_reports_a_vta_vertex_without_a_row_in_frame_0():
-    """Import refuses a shape row whose vertex frame 0 lacks (io_smd/convert.py): check reports it as an error
+    """Import refuses a shape row whose vertex frame 0 lacks (io_smd/smd/convert.py): check reports it as an error
     with its line and field, not a pass."""
     text = ("version 1\nnodes\n0 \"root\" -1\nend\nskeleton\ntime 0\ntime 1 # Key 1\nend\nvertexanimation\n"
             "time 0\n0 0 0 0 0 0 1\n1 1 0 0 0 0 1\ntime 1\n1 1 1 0 0 0 1\n7 2 0 0 0 0 1\nend\n")

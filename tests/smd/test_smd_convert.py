@@ -9,7 +9,9 @@ import pytest
 
 from skinbridge.core import model as cm
 from skinbridge.core.errors import FormatError
-from skinbridge.io_smd import check, convert, smd
+from skinbridge.io_smd.smd import check
+from skinbridge.io_smd.smd import convert
+from skinbridge.io_smd.smd import smd
 
 SMD_DIR = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "testdata" / "smd"
 REFS = ["bst_Cube_Armature_ref.smd", "bst_Cube_Armature_GoldSource_ref.smd", "bst_Cube_NoArmature_ref.smd",

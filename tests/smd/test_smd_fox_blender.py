@@ -11,7 +11,9 @@ bpy = pytest.importorskip("bpy")
 from skinbridge import formats  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
 from skinbridge.blender.mesh import evaluated_world_positions  # noqa: E402
-from skinbridge.io_smd import blender_io, convert, smd  # noqa: E402
+from skinbridge.io_smd.smd import blender_io  # noqa: E402
+from skinbridge.io_smd.smd import convert  # noqa: E402
+from skinbridge.io_smd.smd import smd  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

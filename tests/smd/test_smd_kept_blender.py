@@ -1,4 +1,4 @@
-"""Through Blender, an unchanged SMD / VTA is written with its own bytes (io_smd/kept.py, docs/source.md §2.4):
+"""Through Blender, an unchanged SMD / VTA is written with its own bytes (io_smd/smd/kept.py, docs/source.md §2.4):
 files from Blender Source Tools and Crowbar, whose layout our canonical writer does not reproduce (integer zeros,
 comments, indentation: `smd.write(smd.read(x)) != x` is asserted for each), come back byte for byte through
 File › Import and File › Export; a plain reference keeps its one node's name; triangles Blender cannot hold and an
@@ -12,7 +12,9 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.io_smd import blender_io, smd  # noqa: E402
+from skinbridge.io_smd.smd import blender_io  # noqa: E402
+
+from skinbridge.io_smd.smd import smd  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

@@ -15,12 +15,12 @@ import os
 
 import numpy as np
 
-from ..core import model as cm
-from ..core.errors import FormatError
-from ..core.fileio import read_bytes
-from ..core.transforms import matrix3_to_quat, matrix_to_trs, quat_multiply, trs_to_matrix
+from ...core import model as cm
+from ...core.errors import FormatError
+from ...core.fileio import read_bytes
+from ...core.transforms import matrix3_to_quat, matrix_to_trs, quat_multiply, trs_to_matrix
 from . import dmx
-from .dmx_records import TIME_TICKS, AttrType, DmxFile, Element
+from .records import TIME_TICKS, AttrType, DmxFile, Element
 
 IMPLICIT_BONE = "blender_implicit"  # Blender Source Tools' stand-in bone of an unskinned model: not a bone
 # field names of model format 22 and later, and of earlier ones
@@ -110,7 +110,8 @@ def skeleton_of(model: Element, up: np.ndarray, warnings: list[str]
     while stack:
         e, parent = stack.pop()
         if id(e) in seen:
-            warnings.append(f"element {e.type} {e.name!r} is a child twice (or of itself): its second place is left out")
+            warnings.append(f"element {e.type} {e.name!r} is a child twice (or of itself): its second place is "
+                            "left out")
             continue
         seen.add(id(e))
         mesh = _shape_mesh(e) if e.type == "DmeDag" else None

@@ -1,4 +1,5 @@
-"""`skinbridge info` and `skinbridge check` for DMX: what the element graph holds, then the write-back compared.
+"""`skinbridge check` for DMX on the shared pipeline (core/check.py `Checker`): the element graph's findings, then
+the write-back compared.
 
 Findings name the element (its index in the file and its name) and the attribute: a reference to an element the
 file lacks (a binary -2 stub or a text id naming no element, which Valve's tools resolve from other files: a
@@ -7,30 +8,10 @@ second cannot be referred to: a warning). Reader warnings (bytes after the last 
 """
 from __future__ import annotations
 
-from collections import Counter
-
-from ..core.check import Checker, Findings
-from ..core.findings import Finding, first_difference
+from ...core.check import Checker, Findings
+from ...core.findings import Finding, first_difference
 from . import dmx
-from .dmx_records import AttrType, DmxFile, Element, Stub, references
-
-
-def info(data: bytes, path: str | None = None) -> dict:
-    d = dmx.read(data)
-    root = d.root
-    return {
-        "format": "DMX",
-        "encoding": f"{'unicode_' if d.unicode else ''}{d.encoding} {d.encoding_version}",
-        "content": f"{d.format} {d.format_version}",
-        "gzip": d.gzip is not None,
-        "elements": len(d.elements),
-        "element_types": dict(sorted(Counter(e.type or "" for e in d.elements).items())),
-        "attributes": sum(len(e.attributes) for e in d.elements),
-        "root": {"type": root.type, "name": root.name} if root is not None else None,
-        "prefix": [a.name for attrs in d.prefix for a in attrs],
-        "strings": len(d.strings) if d.strings is not None else None,
-        "warnings": list(d.warnings),
-    }
+from .records import AttrType, DmxFile, Element, Stub, references
 
 
 def _where(k: int, e: Element) -> str:

@@ -1,5 +1,5 @@
 """Valve DMX codec: bytes ⇄ `DmxFile` (an element graph), in every encoding Valve's tools and Blender Source Tools
-write: binary versions 1 to 5 and 9, keyvalues2 text (`dmx_kv2`), either one gzip-compressed. A file read and
+write: binary versions 1 to 5 and 9, keyvalues2 text (`kv2`), either one gzip-compressed. A file read and
 written back unchanged gives the same bytes.
 
 Binary layout (little-endian; docs/source.md, "DMX", has the table with its sources):
@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from ..core.binary import Reader, Writer
-from ..core.errors import FormatError
-from . import dmx_kv2
-from .dmx_records import (FIXED, AttrType, Attribute, DmxFile, Element, GzipWrap, Stub, item_size,  # noqa: F401
+from ...core.binary import Reader, Writer
+from ...core.errors import FormatError
+from . import kv2
+from .records import (FIXED, AttrType, Attribute, DmxFile, Element, GzipWrap, Stub, item_size,  # noqa: F401
                           reachable)
 
 VERSIONS = {"binary": (0, 1, 2, 3, 4, 5, 9), "keyvalues2": (0, 1), "keyvalues2_noids": (1,)}  # 0: legacy header
@@ -129,7 +129,7 @@ def read(data: bytes) -> DmxFile:
     if fields["encoding"] == "binary":
         dmx = _read_binary(data, end, fields)
     else:
-        dmx = dmx_kv2.read(data, end, fields)
+        dmx = kv2.read(data, end, fields)
     dmx.header = header
     dmx.gzip = wrap
     return dmx
@@ -281,7 +281,7 @@ def write(dmx: DmxFile) -> bytes:
     if dmx.binary:
         payload = header.encode("utf-8", "surrogateescape") + (dmx.after_header or b"\n\0") + _write_binary(dmx)
     else:
-        payload = dmx_kv2.write(dmx, header)
+        payload = kv2.write(dmx, header)
     return _gzip(payload, dmx.gzip) if dmx.gzip is not None else payload
 
 

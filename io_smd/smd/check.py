@@ -11,9 +11,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..core.check import Checker, Findings
-from ..core import names
-from ..core.findings import Finding
+from ...core.check import Checker, Findings
+from ...core import names
+from ...core.findings import Finding
 from . import smd
 
 SMALL_LINK = 0.05  # studiomdl drops links under this weight

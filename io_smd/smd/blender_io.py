@@ -13,10 +13,10 @@ Import: the whole file is read and mapped before the first datablock is made (at
   (equal once a `_ref` / `_flex` suffix is dropped: `cube_ref.smd`, `cube_flex.vta`), through that mesh's
   corner map (VTA vertex ids are corners of the reference's triangle list), falling back
   to frame-0 positions within 1e-5.
-Export: the visible meshes and their armature as a reference SMD (in the flavour it was read in, or the one
-asked for), each
-action of the armature as an animation SMD, shape keys as a VTA in the reference's corner order. Export only
-reads the scene.
+Export (`export_target`, the one path of `convert --to smd` and File › Export): the visible meshes and their
+armature as a reference SMD (in the flavour it was read in, or the one asked for), shape keys as a VTA in the
+reference's corner order, each action of the armature as an animation SMD and a QC naming them, as the smd
+spec's options say. Export only reads the scene.
 """
 from __future__ import annotations
 
@@ -28,17 +28,18 @@ from collections.abc import Iterator
 import bpy
 import numpy as np
 
-from ..blender import action as bact
-from ..blender import armature as barm
-from ..blender import scene as bscene
-from ..blender.ops_common import unmatched_motion
-from ..blender.selection import NoTarget, armatures, find_armature
-from ..core import model as cm
-from ..core.errors import ExportError, FormatError
-from ..core.fileio import read_bytes, write_atomic
-from ..core.names import clean, shown
-from ..core.naming import NameAllocator, safe_file_name
-from . import convert, kept, qc, smd
+from ...blender import action as bact
+from ...blender import armature as barm
+from ...blender import scene as bscene
+from ...blender.ops_common import unmatched_motion
+from ...blender.selection import NoTarget, armatures, find_armature
+from ...core import model as cm
+from ...core.errors import ExportError, FormatError
+from ...core.fileio import read_bytes, write_atomic
+from ...core.names import clean, shown
+from ...core.naming import NameAllocator, safe_file_name
+from ..qc import qc
+from . import convert, kept, smd
 
 STEM_PROP = "smd_stem"
 FLAVOUR_PROP = "smd_flavour"  # "GoldSrc" when read from a file without link columns
@@ -320,9 +321,13 @@ def _mesh_data_of(scene: cm.Scene):
     return ob.data if ob is not None and ob.type == "MESH" else None
 
 
-def gather_reference(context) -> tuple[cm.Scene, list[str], str, bool]:
-    """(scene, warnings, newline, goldsrc) of what a reference export writes."""
+def gather_reference(context, flavour: str = "AUTO") -> tuple[cm.Scene, list[str], str, bool]:
+    """(scene, warnings, newline, goldsrc) of what a reference export writes in `flavour` (an option of the
+    smd spec: AUTO, as the mesh was read, GoldSrc with CRLF else Source with LF; SOURCE; GOLDSRC). ExportError
+    when there is no mesh to write."""
     scene, warnings = bscene.gather_scene(context, max_influences=smd.MAX_LINKS, tangents=False)
+    if not scene.meshes:
+        raise ExportError("nothing to export: no visible mesh")
     newline, goldsrc = "\n", False
     for cmesh in scene.meshes:
         ob = bpy.data.objects.get(cmesh.name)
@@ -348,15 +353,6 @@ def gather_reference(context) -> tuple[cm.Scene, list[str], str, bool]:
                 pass
         if saved:
             cmesh.extras["smd"] = saved
-    return scene, warnings, newline, goldsrc
-
-
-def export_reference(context, path: str, vta_path: str | None = None, flavour: str = "AUTO",
-                     written: list[str] | None = None) -> list[str]:
-    """The reference SMD at `path` (and, with `vta_path`, the shape keys as a VTA when there are any: its path
-    then goes into `written`). `flavour`: AUTO (as the mesh was read: GoldSrc with CRLF, else Source with LF),
-    SOURCE or GOLDSRC."""
-    scene, warnings, newline, goldsrc = gather_reference(context)
     if flavour != "AUTO":
         goldsrc = flavour == "GOLDSRC"
         newline = "\r\n" if goldsrc else "\n"
@@ -365,8 +361,14 @@ def export_reference(context, path: str, vta_path: str | None = None, flavour: s
             if not goldsrc and (np.asarray(saved.get("corner_link_counts", [0])) < 0).any():
                 saved.pop("corner_parents", None)
                 saved.pop("corner_link_counts", None)
-    if not scene.meshes:
-        raise ExportError("nothing to export: no visible mesh")
+    return scene, warnings, newline, goldsrc
+
+
+def export_reference(context, path: str, vta_path: str | None = None, flavour: str = "AUTO",
+                     written: list[str] | None = None) -> list[str]:
+    """The reference SMD at `path` in `flavour` (`gather_reference`) and, with `vta_path`, the shape keys as a
+    VTA when there are any (its path then goes into `written`)."""
+    scene, warnings, newline, goldsrc = gather_reference(context, flavour)
     ref = convert.reference_of(scene, warnings, newline, goldsrc)
     write_atomic(path, _reference_pieces(ref, scene))
     if vta_path is not None and export_vta(context, vta_path, scene, ref) and written is not None:
@@ -374,10 +376,9 @@ def export_reference(context, path: str, vta_path: str | None = None, flavour: s
     return warnings
 
 
-def export_flex_only(context, path: str) -> list[str]:
-    scene, warnings, newline, goldsrc = gather_reference(context)
-    if not scene.meshes:
-        raise ExportError("nothing to export: no visible mesh")
+def export_flex_only(context, path: str, flavour: str = "AUTO") -> list[str]:
+    """The shape keys alone as the VTA at `path` (File › Export with a .vta file name)."""
+    scene, warnings, newline, goldsrc = gather_reference(context, flavour)
     ref = convert.reference_of(scene, warnings, newline, goldsrc)
     if not export_vta(context, path, scene, ref):
         raise ExportError("no shape keys to write as a VTA")
@@ -450,28 +451,25 @@ def export_vta(context, path: str, scene: cm.Scene, ref: smd.SmdFile) -> bool:
 
 
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
-    """`convert --to smd`: <name>.smd (reference), <name>.vta when there are shape keys, one animation SMD per
-    action of the armature, and <name>.qc naming them all with each sequence's rate."""
+    """`convert --to smd` and File › Export alike, with the smd spec's options (io_smd/__init__.py): <name>.smd,
+    the reference in `options.flavour`; <name>.vta when `options.flex` and there are shape keys; one animation
+    SMD per action of the armature when `options.animations`; <name>.qc naming them all with each sequence's
+    rate when `options.write_qc`."""
     names = NameAllocator()
-    scene, warnings, newline, goldsrc = gather_reference(context)
-    if not scene.meshes:
-        raise ExportError("nothing to export: no visible mesh")
-    ref = convert.reference_of(scene, warnings, newline, goldsrc)
     stem = safe_file_name(name)
     ref_path = os.path.join(outdir, names.take(stem, ".smd") + ".smd")
-    write_atomic(ref_path, _reference_pieces(ref, scene))
+    vta_path = os.path.join(outdir, names.take(stem, ".vta") + ".vta") if options.flex else None
     written = [ref_path]
-    vta_path = os.path.join(outdir, names.take(stem, ".vta") + ".vta")
-    if export_vta(context, vta_path, scene, ref):
-        written.append(vta_path)
+    warnings = export_reference(context, ref_path, vta_path, options.flavour, written)
     _, arm_ob = bscene.exportable_objects(context)
     sequences: list[tuple[str, str, float]] = []
-    if arm_ob is not None:
+    if arm_ob is not None and options.animations:
         more_written, more = export_animations(context, outdir, arm_ob, names, sequences=sequences)
         written += more_written
         warnings += more
-    written.append(write_qc(outdir, names.take(stem, ".qc") + ".qc", ref_path,
-                            vta_path if vta_path in written else None, sequences, bact.fps_of(context.scene)))
+    if options.write_qc:
+        written.append(write_qc(outdir, names.take(stem, ".qc") + ".qc", ref_path,
+                                vta_path if vta_path in written else None, sequences, bact.fps_of(context.scene)))
     return written, warnings
 
 

@@ -1,12 +1,12 @@
 """DMX models and animations in Blender, both ways.
 
-Import: the file mapped to a core Scene (`dmx_convert`) first, then built by the shared bridge (armature, meshes)
+Import: the file mapped to a core Scene (`convert`) first, then built by the shared bridge (armature, meshes)
 with one action per DmeChannelsClip, so a fault stops the import before the first datablock is made and a failed
 build removes what it made. Corrective shape keys get drivers and the flex controllers' ranges go onto the
 sliders (docs/source.md §6.5). A motion (`convert --motion`, the operator onto a selected armature) puts the clips
 onto an existing armature, matched by bone name.
 Export (`convert --to dmx`): the visible meshes and their armature as NAME.dmx, each action of the armature as
-its own animation DMX, and NAME.qc naming them with each sequence's rate (`dmx_write`).
+its own animation DMX, and NAME.qc naming them with each sequence's rate (`write`).
 Kept while unchanged (docs/source.md §6.6): a model file without clips, and a motion file of one clip, keep their
 bytes (up to `KEEP_LIMIT`): a model with a digest of the core records export would make of what the import
 built, a motion with the fingerprints of its action's F-curves and rig; an export that finds them the same writes
@@ -20,17 +20,17 @@ import bpy
 
 from bpy.utils import escape_identifier as bpy_escape
 
-from ..blender import action as bact
-from ..blender import scene as bscene
-from ..blender.ops_common import unmatched_motion
-from ..blender.selection import NoTarget, armatures, find_armature
-from ..core import model as cm
-from ..core.digest import digest
-from ..core.errors import ExportError
-from ..core.fileio import read_bytes
-from ..core.names import clean
-from ..core.naming import safe_file_name
-from . import dmx, dmx_convert, dmx_write
+from ...blender import action as bact
+from ...blender import scene as bscene
+from ...blender.ops_common import unmatched_motion
+from ...blender.selection import NoTarget, armatures, find_armature
+from ...core import model as cm
+from ...core.digest import digest
+from ...core.errors import ExportError
+from ...core.fileio import read_bytes
+from ...core.names import clean
+from ...core.naming import safe_file_name
+from . import convert, dmx, write
 
 
 # bytes: a larger file is not kept. Keeping costs the import one read of what it built (as an export reads it):
@@ -125,7 +125,7 @@ def blender_import(context, path: str, options=None) -> list[str]:
     """The registry's `blender_import`: the model of one .dmx (gzip too) with its animations; returns warnings."""
     name = _stem(path)
     data = read_bytes(path)
-    scene, warnings = dmx_convert.to_scene(dmx.read(data), name)
+    scene, warnings = convert.to_scene(dmx.read(data), name)
     if len(data) > KEEP_LIMIT:
         data = b""  # not kept: its memory goes back before the build allocates
     if scene.skeleton is None and not scene.meshes:
@@ -179,7 +179,7 @@ def _kept(holder, **now) -> bytes | None:
 def _export_scene(context, objects: tuple | None = None) -> tuple[cm.Scene, list[str]]:
     """The core Scene `export_target` writes as the model (`objects`: the (meshes, armature) to read, else the
     visible ones), its flex controllers included."""
-    scene, warnings = bscene.gather_scene(context, max_influences=dmx_write.MAX_WEIGHTS, tangents=False,
+    scene, warnings = bscene.gather_scene(context, max_influences=write.MAX_WEIGHTS, tangents=False,
                                           objects=objects)
     if not scene.meshes:
         raise ExportError("nothing to export: no visible mesh")
@@ -192,7 +192,7 @@ def _export_scene(context, objects: tuple | None = None) -> tuple[cm.Scene, list
 
 def import_clips(context, record: dmx.DmxFile, name: str, armature) -> list[str]:
     """The clips of a read DMX onto `armature` as actions, the first named `name` (a QC's sequence)."""
-    scene, warnings = dmx_convert.to_scene(record, name)
+    scene, warnings = convert.to_scene(record, name)
     if not scene.animations:
         return warnings + [f"{name}: the DMX holds no animation (no DmeChannelsClip): no action"]
     scene.animations[0].name = name
@@ -201,7 +201,7 @@ def import_clips(context, record: dmx.DmxFile, name: str, armature) -> list[str]
 
 def motion_only(path: str) -> bool:
     """The file holds animations and no mesh (an animation DMX beside its model)."""
-    return dmx_convert.kind_of(read_bytes(path)) == "motion"
+    return convert.kind_of(read_bytes(path)) == "motion"
 
 
 def load_motion(context, path: str, armature, options=None) -> list[str]:
@@ -209,7 +209,7 @@ def load_motion(context, path: str, armature, options=None) -> list[str]:
     no armature in the scene, the file's own skeleton is built to carry them)."""
     name = _stem(path)
     data = read_bytes(path)
-    scene, warnings = dmx_convert.to_scene(dmx.read(data), name)
+    scene, warnings = convert.to_scene(dmx.read(data), name)
     if not scene.animations:
         raise ExportError(f"{os.path.basename(path)} holds no animation (no DmeChannelsClip in its animationList)")
     arm_ob = armature
@@ -268,5 +268,5 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
                 anim.extras["dmx_source"] = source
             scene.animations.append(anim)
             warnings += more
-    paths, more = dmx_write.write_files(scene, outdir, safe_file_name(name), fps)
+    paths, more = write.write_files(scene, outdir, safe_file_name(name), fps)
     return paths, warnings + more

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ..core.errors import FormatError
-from ..core.quoting import quoted
+from ...core.errors import FormatError
+from ...core.quoting import quoted
 
 MAX_LINE = 64 << 10  # bytes in one line (a longer line is refused before it is split)
 MAX_LINKS = 32  # links on one vertex line

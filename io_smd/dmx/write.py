@@ -3,7 +3,7 @@
 controllers), each animation its own DMX (the skeleton and one DmeChannelsClip), and NAME.qc names them with
 each sequence's rate.
 
-Blender axes are kept: the DmeAxisSystem says Z up, so `dmx_convert` reads the values back unchanged. A DMX
+Blender axes are kept: the DmeAxisSystem says Z up, so `convert` reads the values back unchanged. A DMX
 vertex is a core (split) vertex: every field's `Indices` are 0..V-1, so the vertex order survives the round
 trip; UVs are written with Blender's bottom-left origin and `flipVCoordinates` set, as Blender Source Tools does.
 """
@@ -14,13 +14,15 @@ import uuid
 
 import numpy as np
 
-from ..core import model as cm
-from ..core.errors import ExportError
-from ..core.fileio import write_atomic
-from ..core.naming import NameAllocator
-from ..core.transforms import affine_inverse, matrix_to_trs, trs_to_matrix
-from . import convert, dmx, dmx_convert, qc
-from .dmx_records import TIME_TICKS, AttrType, Attribute, DmxFile, Element
+from ...core import model as cm
+from ...core.errors import ExportError
+from ...core.fileio import write_atomic
+from ...core.naming import NameAllocator
+from ...core.transforms import affine_inverse, matrix_to_trs, trs_to_matrix
+from ..qc import qc
+from ..smd import convert as smd_convert
+from . import convert, dmx
+from .records import TIME_TICKS, AttrType, Attribute, DmxFile, Element
 
 MAX_WEIGHTS = 32  # the joints kept per vertex (studiomdl keeps the three largest: docs/source.md §6.6)
 FORMAT_VERSION = 22  # model format of the field names `position$0`, `blendweights$0`, ...
@@ -47,7 +49,8 @@ def _attr(name: str, t: AttrType, value) -> Attribute:
 def _transform(name: str, matrix: np.ndarray) -> Element:
     """A DmeTransform of a rigid matrix: position and (x, y, z, w) orientation."""
     t, q, _ = matrix_to_trs(matrix)
-    return _new("DmeTransform", name, position=(AttrType.VECTOR3, t), orientation=(AttrType.QUATERNION, q[[1, 2, 3, 0]]))
+    return _new("DmeTransform", name, position=(AttrType.VECTOR3, t),
+                orientation=(AttrType.QUATERNION, q[[1, 2, 3, 0]]))
 
 
 def _scale_warning(what: str, scales: np.ndarray, names: list[str], warnings: list[str]) -> None:
@@ -196,8 +199,8 @@ def flex_controls(scene: cm.Scene, warnings: list[str]) -> list[dict]:
     corrective: set[str] = set()
     for m in scene.meshes:
         names += [k.name for k in m.shape_keys if k.name not in names]
-        sep = dmx_convert.corrective_separator([k.name for k in m.shape_keys], FORMAT_VERSION)
-        corrective |= set(dmx_convert.correctives(m, sep, warnings))
+        sep = convert.corrective_separator([k.name for k in m.shape_keys], FORMAT_VERSION)
+        corrective |= set(convert.correctives(m, sep, warnings))
     kept = [c for c in scene.extras.get("dmx_controls", []) if c["raw"] and all(r in names for r in c["raw"])]
     driven = {r for c in kept for r in c["raw"]}
     return kept + [{"name": n, "raw": [n], "min": 0.0, "max": 1.0, "stereo": False, "eyelid": False}
@@ -283,14 +286,14 @@ def _channel(name: str, target: Element, attribute: str, ticks: np.ndarray, valu
 
 def sample_rate(anim: cm.Animation, fps: float) -> float:
     """The rate an animation is sampled at: the scene's while every key falls on its frames (as an SMD)."""
-    return convert.sequence_rate(anim, fps)
+    return smd_convert.sequence_rate(anim, fps)
 
 
 def animation_dmx(skel: cm.Skeleton, anim: cm.Animation, rate: float, warnings: list[str]) -> DmxFile:
     """One animation: every bone's position and orientation at every frame of `rate` over the length."""
     count = int(round(anim.length * rate)) + 1
     seconds = np.arange(count) / rate
-    t, q, s = matrix_to_trs(convert.animation_locals(skel, anim, seconds))
+    t, q, s = matrix_to_trs(smd_convert.animation_locals(skel, anim, seconds))
     names = [b.name for b in skel.bones]
     bad = ~(np.isfinite(t).all(axis=(0, 2)) & np.isfinite(q).all(axis=(0, 2)))
     if bad.any():
@@ -325,12 +328,12 @@ def write_files(scene: cm.Scene, folder: str, name: str, fps: float = 24.0, with
     names = NameAllocator()
     stem = names.take(name, ".dmx")
     paths = [os.path.join(folder, stem + ".dmx")]
-    kept = scene.extras.get("dmx_source")  # an unchanged imported file's own bytes (blender_dmx.py)
+    kept = scene.extras.get("dmx_source")  # an unchanged imported file's own bytes (blender_io.py)
     write_atomic(paths[0], kept if isinstance(kept, bytes) else dmx.write(model_dmx(scene, stem, warnings)))
     sequences = []
     for anim in scene.animations if scene.skeleton is not None else []:
         rate = sample_rate(anim, fps)
-        off = convert.off_frame_warning(anim, rate)
+        off = smd_convert.off_frame_warning(anim, rate)
         warnings += [off] if off else []
         paths.append(os.path.join(folder, names.take(anim.name, ".dmx") + ".dmx"))
         kept = anim.extras.get("dmx_source")
@@ -346,8 +349,3 @@ def write_files(scene: cm.Scene, folder: str, name: str, fps: float = 24.0, with
         paths.append(os.path.join(folder, names.take(stem, ".qc") + ".qc"))
         write_atomic(paths[-1], text.encode("utf-8"))
     return paths, warnings
-
-
-def write_scene(scene: cm.Scene, folder: str, name: str, fps: float = 24.0) -> list[str]:
-    """The registry's `write_scene`: the model DMX, then one animation DMX per animation (no QC)."""
-    return write_files(scene, folder, name, fps, with_qc=False)[0]

@@ -1,5 +1,5 @@
 """The records of a DMX file (Valve's Data Model eXchange): a graph of typed elements, shared by the binary and
-the keyvalues2 codecs (`dmx`, `dmx_kv2`). No interpretation here: what a DmeModel means is `dmx_convert`'s job.
+the keyvalues2 codecs (`dmx`, `kv2`). No interpretation here: what a DmeModel means is `convert`'s job.
 
 An element has a type name (its C++ class: "DmeModel"), a name, a 16-byte id and an ordered list of attributes.
 An attribute has a name, one of the value types below, and a single value or an array of them. Fixed-size values

@@ -15,14 +15,14 @@ import os
 
 import numpy as np
 
-from ..core import model as cm
-from ..core import names
-from ..core import skinning
-from ..core.errors import FormatError, quiet_float_errors
-from ..core.fileio import read_bytes, write_atomic
-from ..core.naming import NameAllocator
-from ..core.transforms import affine_inverse, matrix3_to_quat, matrix_to_trs, slerp, trs_to_matrix
-from . import qc, smd
+from ...core import model as cm
+from ...core import names
+from ...core import skinning
+from ...core.errors import FormatError, quiet_float_errors
+from ...core.fileio import read_bytes
+from ...core.transforms import affine_inverse, matrix3_to_quat, matrix_to_trs, slerp, trs_to_matrix
+from ..qc import qc
+from . import smd
 
 # An SMD holds frame numbers, no rate (a .qc's `fps` gives it; studiomdl's default is 30). Without Blender,
 # frames are read and written at Blender's default scene rate, the rate our exports are sampled at; inside
@@ -736,24 +736,6 @@ def animation_locals(skel: cm.Skeleton, anim: cm.Animation, seconds: np.ndarray)
               if tr.scales is not None and len(tr.scales) else np.repeat(s0[None], F, 0))
         out[:, i] = trs_to_matrix(t, r, sc)
     return out
-
-
-def write_scene(scene: cm.Scene, folder: str, name: str, fps: float = 24.0) -> list[str]:
-    """The core Scene as files without Blender (benchmarks, tests): NAME.smd (reference) and one animation SMD
-    per animation, sampled at every whole frame of `fps` (Blender's default scene rate)."""
-    warnings: list[str] = []
-    names = NameAllocator()
-    paths = [os.path.join(folder, names.take(name, ".smd") + ".smd")]
-    write_atomic(paths[0], smd.write_pieces(reference_of(scene, warnings)))
-    for anim in scene.animations:
-        off = off_frame_warning(anim, fps)
-        warnings += [off] if off else []
-        count = int(round(anim.length * fps)) + 1
-        locals_ = animation_locals(scene.skeleton, anim, np.arange(count) / fps)
-        paths.append(os.path.join(folder, names.take(anim.name, ".smd") + ".smd"))
-        motion = animation_smd(scene.skeleton, locals_, np.arange(count), warnings)
-        write_atomic(paths[-1], smd.write_pieces(motion))
-    return paths
 
 
 def skinned_corners(ref: smd.SmdFile, anim: smd.SmdFile | None, frame: int) -> np.ndarray:

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.errors import FormatError
-from .dmx_records import (FIXED, TIME_TICKS, AttrType, Attribute, DmxFile, Element, Stub, element_refs,
+from ...core.errors import FormatError
+from .records import (FIXED, TIME_TICKS, AttrType, Attribute, DmxFile, Element, Stub, element_refs,
                           reachable)
 
 TYPE_NAMES = {"element": AttrType.ELEMENT, "int": AttrType.INT, "float": AttrType.FLOAT, "bool": AttrType.BOOL,

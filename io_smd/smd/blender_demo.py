@@ -7,9 +7,9 @@ import time
 
 import numpy as np
 
-from ..blender import action as bact
-from ..blender.mesh import evaluated_world_positions
-from ..core.formatspec import DemoRow
+from ...blender import action as bact
+from ...blender.mesh import evaluated_world_positions
+from ...core.formatspec import DemoRow
 from . import blender_io, convert, smd
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.errors import FormatError
+from ...core.errors import FormatError
 from . import smd
 from .convert import euler_to_matrix3
 
