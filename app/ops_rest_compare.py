@@ -6,7 +6,7 @@ from __future__ import annotations
 import bpy
 from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty, PointerProperty, StringProperty
 
-from ..blender.sidebar_ui import SidebarPanel
+from ..blender.sidebar_ui import SidebarPanel, plain_operator
 from ..blender.translations import translate
 from ..core import rest_overlay as ro
 from ..core.compare import DEFAULT_ROT_TOL
@@ -76,20 +76,10 @@ class SKINBRIDGE_OT_rest_compare(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class SKINBRIDGE_OT_rest_compare_clear(bpy.types.Operator):
-    """Remove the Rest Compare overlay and put both models back as they were"""
-
-    bl_idname = "skinbridge.rest_compare_clear"
-    bl_label = "Clear Rest Compare"
-    bl_options = {"REGISTER"}
-
-    @classmethod
-    def poll(cls, context):
-        return rest_compare.shown is not None
-
-    def execute(self, context):
-        rest_compare.clear(context)
-        return {"FINISHED"}
+SKINBRIDGE_OT_rest_compare_clear = plain_operator(
+    "skinbridge.rest_compare_clear", "Clear Rest Compare",
+    "Remove the Rest Compare overlay and put both models back as they were",
+    can=lambda context: rest_compare.shown is not None, act=rest_compare.clear)
 
 
 class SKINBRIDGE_PT_rest_compare(SidebarPanel, bpy.types.Panel):

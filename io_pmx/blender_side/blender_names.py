@@ -18,7 +18,7 @@ from bpy.props import CollectionProperty, EnumProperty, IntProperty, StringPrope
 from ...blender import armature as barm
 from ...blender.props import json_prop
 from ...blender.selection import find_armature
-from ...blender.sidebar_ui import SidebarPanel
+from ...blender.sidebar_ui import ModelOperator, SidebarPanel
 from .blender_mmd import PROP
 from ...blender.translations import translate
 
@@ -90,18 +90,14 @@ class SKINBRIDGE_PG_pmx_name(bpy.types.PropertyGroup):
     english: StringProperty(name="English", description="The English name (PMX name_e)", update=_edited)
 
 
-class SKINBRIDGE_OT_pmx_names_load(bpy.types.Operator):
+class SKINBRIDGE_OT_pmx_names_load(ModelOperator, bpy.types.Operator):
     """List the PMX names of the active model's bones, morphs and materials in the Names panel"""
     bl_idname = "skinbridge.pmx_names_load"
     bl_label = "Load Names"
     bl_options = {"REGISTER"}
+    modes = None  # any mode: it only reads the model
 
-    @classmethod
-    def poll(cls, context):
-        return find_armature(context) is not None
-
-    def execute(self, context):
-        arm_ob = find_armature(context)
+    def run(self, context, arm_ob):
         items = getattr(context.scene, LIST_PROP)
         items.clear()
         for kind, key, japanese, english in name_rows(arm_ob):

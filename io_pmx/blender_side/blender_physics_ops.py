@@ -7,7 +7,7 @@ import bpy
 
 from ...blender.ops_common import report_outcome
 from ...blender.selection import find_armature
-from ...blender.sidebar_ui import ModelOperator, SidebarPanel
+from ...blender.sidebar_ui import ModelOperator, SidebarPanel, plain_operator
 from ...blender.translations import translate
 from . import blender_physics
 from . import blender_physics_sim as sim
@@ -66,19 +66,10 @@ class SKINBRIDGE_OT_mmd_physics_toggle(ModelOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
-class SKINBRIDGE_OT_mmd_physics_bake(bpy.types.Operator):
-    """Simulate the scene's frame range into the rigid body cache, from its first frame"""
-    bl_idname = "skinbridge.mmd_physics_bake"
-    bl_label = "Bake Physics"
-    bl_options = {"REGISTER"}
-
-    @classmethod
-    def poll(cls, context):
-        return context.scene.rigidbody_world is not None
-
-    def execute(self, context):
-        sim.bake(context)
-        return {"FINISHED"}
+SKINBRIDGE_OT_mmd_physics_bake = plain_operator(
+    "skinbridge.mmd_physics_bake", "Bake Physics",
+    "Simulate the scene's frame range into the rigid body cache, from its first frame",
+    can=lambda context: context.scene.rigidbody_world is not None, act=sim.bake)
 
 
 class VIEW3D_PT_skinbridge_mmd(SidebarPanel, bpy.types.Panel):

@@ -2,8 +2,8 @@
 
 Layout: docs/wallpaper_engine.md §2 (from the strict reference parser of open-wallpaper-engine-mac, cited in
 docs/wallpaper_engine.md §1, and the real files; an early reverse-engineering log is wrong where it disagrees
-(docs/wallpaper_engine.md §2.9): bone indices are explicit u32 values inside the vertex, sections carry absolute end offsets, bone records
-start with their name, clip samples are position + Euler XYZ + scale).
+(docs/wallpaper_engine.md §2.9): bone indices are explicit u32 values inside the vertex, sections carry
+absolute end offsets, bone records start with their name, clip samples are position + Euler XYZ + scale).
 
     cstr "MDLVnnnn"; u32 legacy_format; u32 materials_per_mesh; u32 mesh_count; MESH × mesh_count
     version ≥ 13: tagged sections {cstr tag; u32 absolute end; body} until the empty tag, then padding
