@@ -51,7 +51,7 @@ def alias_properties(o: Option) -> dict:
         keywords["options"] = {"HIDDEN", "SKIP_SAVE"}
         if alias in o.inverse_aliases:
             keywords.pop("max", None), keywords.pop("min", None)
-            keywords.update(default=0.0, min=0.0, description=f"Old id: {o.name} as its inverse (0: not set)")
+            keywords.update(default=0.0, min=0.0, description="")  # hidden: no words to translate
         out[alias] = prop.function(**keywords)
     return out
 
