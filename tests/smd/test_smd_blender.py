@@ -12,7 +12,7 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge.core.errors import FormatError  # noqa: E402
 from skinbridge.io_smd import check, convert, smd  # noqa: E402
-from blender_scenes import walking_humanoid  # noqa: E402
+from support.blender_scenes import walking_humanoid  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
