@@ -25,13 +25,9 @@ import pytest  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TESTDATA = ROOT.parent / "shared" / "testdata"
 
-# Test modules import each other and the hostile helpers by bare name (`from test_pmx_codec import ...`,
-# `import hostile_cases`), the names pytest's prepend import mode gives them; with every test folder on the path
-# this works across folders too, and each module is imported once under one name. tests/ itself is on the path
-# already (this file's folder), which serves `support.*`, `conftest`, `umd2_samples` and the like.
-for _folder in sorted(pathlib.Path(__file__).resolve().parent.iterdir(), reverse=True):
-    if _folder.is_dir() and _folder.name != "support" and any(_folder.glob("*.py")) and str(_folder) not in sys.path:
-        sys.path.insert(0, str(_folder))
+# tests/ is on the path (pytest's prepend import mode puts this file's folder there), which serves `support.*` and
+# `conftest`: a helper two test modules share lives in tests/support/, never in a test module
+# (docs/testing.md §3, tests/core/test_test_layout.py).
 
 
 def _ensure_package_importable() -> None:

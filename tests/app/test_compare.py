@@ -13,7 +13,7 @@ from conftest import run_cli
 from skinbridge.core import model as cm
 from skinbridge.core.compare import compare_scenes, nearest_distances
 from skinbridge.core.transforms import quat_multiply
-from test_check import fox_layout
+from support.umd2_offsets import fox_layout
 
 
 def test_nearest_distances_match_brute_force():

@@ -10,7 +10,7 @@ bpy = pytest.importorskip("bpy")
 from skinbridge import cli, formats  # noqa: E402  (after the bpy check: these modules need Blender)
 from skinbridge.app import operators  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
-from test_sidebar import _import  # noqa: E402
+from support.sidebar import import_file  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -71,7 +71,7 @@ def _export_mdb(path, **given) -> set[str]:
 def test_a_preference_changes_the_operators_default_and_not_the_cli(prefs, testdata, tmp_path, capfd):
     """A skinned NWN2 model names its GR2 skeleton: the MDB export of Fox refuses without one."""
     fox = testdata / "gltf" / "Fox.glb"
-    _import(fox)
+    import_file(fox)
     with pytest.raises(RuntimeError, match="--skeleton NAME"):  # bpy.ops raises an operator's error report
         _export_mdb(tmp_path / "a.mdb")
     prefs.defaults_mdb.skeleton = "P_HHM_skel"

@@ -19,20 +19,11 @@ bpy = pytest.importorskip("bpy")
 from skinbridge.app import render  # noqa: E402
 from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
+from support.contact_sheet import header_has_text, panel_boxes  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
 WEIGHTED = [np.array(c) for (side, weighted), c in render.PALETTE.items() if weighted]
-
-
-def panel_boxes(n_views: int, n_rows: int) -> list[tuple[int, int, int, int]]:
-    pw, ph = render.panel_size(n_views, n_rows)
-    boxes = []
-    for r in range(n_rows):
-        top = render.HEADER_HEIGHT + r * (render.LABEL_HEIGHT + ph) + render.LABEL_HEIGHT
-        for c in range(n_views):
-            boxes.append((c * pw + (1 if c else 0), top, (c + 1) * pw, top + ph))
-    return boxes
 
 
 def dilate(mask: np.ndarray, radius: int) -> np.ndarray:
@@ -60,13 +51,6 @@ def overlay_inside(px: np.ndarray, box) -> tuple[float, int]:
         bones |= (p == c).all(axis=2)
     n = int(bones.sum())
     return (float((bones & dilate(silhouette, 3)).sum()) / n if n else 0.0), n
-
-
-def header_has_text(px: np.ndarray, x: int, y: int, text: str, scale: int) -> bool:
-    mask = render.text_mask(text, scale)
-    region = px[y:y + mask.shape[0], x:x + mask.shape[1], :3]
-    is_text = (region == np.array(render.TEXT_COLOR)).all(axis=2)
-    return bool((is_text == mask).all())
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from skinbridge.app import ops_rest_compare, rest_compare  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
 from skinbridge.core import rest_overlay  # noqa: E402
 from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E402
-from test_render import header_has_text, panel_boxes  # noqa: E402
+from support.contact_sheet import header_has_text, panel_boxes  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

@@ -18,82 +18,17 @@ from skinbridge.blender import compat  # noqa: E402
 from skinbridge.blender import model_facts as mf  # noqa: E402
 from skinbridge.blender.ops_common import LAST_OUTCOME  # noqa: E402
 from skinbridge.io_pmx.model import pmx  # noqa: E402
+from support.sidebar import StandInPanel, drawn, import_file, panels  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
-ICONS = set(bpy.types.UILayout.bl_rna.functions["label"].parameters["icon"].enum_items.keys())
 LONG_NAME = "LeftUpperArmTwistHelper"  # 23 ASCII bytes: over the 15 a VMD name holds
-
-
-class StandInLayout:
-    """A UILayout that records labels and refuses a prop() naming no RNA property, an operator that does not
-    exist or an icon Blender does not have."""
-
-    def __init__(self, record: list | None = None):
-        self.labels = record if record is not None else []
-
-    def _sub(self, *args, **kwargs) -> "StandInLayout":
-        return StandInLayout(self.labels)
-
-    column = row = box = grid_flow = split = _sub
-
-    def label(self, text: str = "", icon: str = "NONE", **kwargs) -> None:
-        assert icon in ICONS, icon
-        self.labels.append(text)
-
-    def prop(self, data, name: str, text: str | None = None, **kwargs) -> None:
-        if name.startswith('["'):
-            assert name[2:-2] in data.keys(), name
-        else:
-            assert name in data.bl_rna.properties.keys(), f"{type(data).__name__} has no property {name}"
-
-    def operator(self, idname: str, text: str = "", icon: str = "NONE", **kwargs) -> "StandInOperatorProperties":
-        category, _, name = idname.partition(".")
-        assert icon in ICONS, icon
-        return StandInOperatorProperties(getattr(getattr(bpy.ops, category), name).get_rna_type())
-
-
-class StandInOperatorProperties:
-    """What `layout.operator()` returns: setting a property the operator does not have fails."""
-
-    def __init__(self, rna):
-        object.__setattr__(self, "rna", rna)
-
-    def __setattr__(self, name: str, value) -> None:
-        assert name in self.rna.properties.keys(), f"{self.rna.identifier} has no property {name}"
-
-
-class StandInPanel:
-    def __init__(self):
-        self.layout = StandInLayout()
-
-
-def _panels():
-    return [bpy.types.VIEW3D_PT_skinbridge, bpy.types.VIEW3D_PT_skinbridge_target,
-            bpy.types.VIEW3D_PT_skinbridge_report, bpy.types.VIEW3D_PT_skinbridge_mmd]
-
-
-def _drawn(context) -> list[str]:
-    """Every panel of the tab drawn against the stand-in layout: the labels, in order."""
-    labels = []
-    for cls in _panels():
-        panel = StandInPanel()
-        cls.draw(panel, context)
-        labels += panel.layout.labels
-    return labels
-
-
-def _import(path) -> None:
-    spec = formats.identify_file(path)
-    idname = operators.import_idname(spec)
-    category, _, name = idname.partition(".")
-    assert getattr(getattr(bpy.ops, category), name)(filepath=str(path)) == {"FINISHED"}
 
 
 def test_the_tab_holds_the_panels_and_the_targets_of_the_registry(addon):
     model = bpy.types.VIEW3D_PT_skinbridge
     assert (model.bl_space_type, model.bl_region_type, model.bl_category) == ("VIEW_3D", "UI", "SkinBridge")
-    for cls in _panels()[1:]:
+    for cls in panels()[1:]:
         assert (cls.bl_space_type, cls.bl_region_type, cls.bl_category, cls.bl_parent_id) == (
             "VIEW_3D", "UI", "SkinBridge", "VIEW3D_PT_skinbridge")
     props = bpy.context.scene.skinbridge_sidebar
@@ -117,7 +52,7 @@ def _file_counts(path) -> dict:
 
 def test_the_facts_of_luka_are_the_counts_of_its_file(clean_scene, testdata):
     path = testdata / "pmx" / "mmdtools_megurine_luka.pmx"
-    _import(path)
+    import_file(path)
     facts = mf.model_facts(*mf.active_model(bpy.context))
     want = _file_counts(path)
     assert facts.source_path == str(path) and sidebar.source_text(facts) == (path.name, "MikuMikuDance model (PMX)")
@@ -127,7 +62,7 @@ def test_the_facts_of_luka_are_the_counts_of_its_file(clean_scene, testdata):
     assert facts.mean_influences == pytest.approx(want["mean_influences"], rel=1e-12)
     assert facts.deforming_bones == want["bones"]  # a PMX bone has no deform flag: any may weigh vertices
     assert (facts.actions, facts.binds_kept, facts.binds_unchanged) == (0, want["bones"], want["bones"])
-    labels = _drawn(bpy.context)
+    labels = drawn(bpy.context)
     assert f"{want['vertices']:,}" in labels and f"{want['faces']:,}" in labels and str(want["bones"]) in labels
     assert f"Bind matrices: {want['bones']} of {want['bones']} bones as imported" in labels
     arm = bpy.context.view_layer.objects.active
@@ -137,18 +72,18 @@ def test_the_facts_of_luka_are_the_counts_of_its_file(clean_scene, testdata):
 
 
 def test_the_panels_draw_for_a_mesh_and_for_nothing(clean_scene):
-    assert "No armature or mesh active" in _drawn(bpy.context)
+    assert "No armature or mesh active" in drawn(bpy.context)
     bpy.ops.mesh.primitive_cube_add()
-    labels = _drawn(bpy.context)
+    labels = drawn(bpy.context)
     assert "Cube" in labels and "8" in labels and "6" in labels and "12" in labels  # vertices, faces, triangles
     assert "Cube settings" not in labels
     bpy.context.object["nwn2_hiding"] = "HIDE_HAIR"  # a format's per-object setting: editable in the tab
-    assert "Cube settings" in _drawn(bpy.context)
+    assert "Cube settings" in drawn(bpy.context)
 
 
 @pytest.fixture
 def ninja_long_bone(clean_scene, testdata):
-    _import(testdata / "urho3d" / "Ninja.mdl")
+    import_file(testdata / "urho3d" / "Ninja.mdl")
     arm = bpy.context.view_layer.objects.active
     arm.data.bones[3].name = LONG_NAME
     return arm
@@ -166,7 +101,7 @@ def test_check_for_pmx_lists_the_vmd_name_and_writes_nothing(ninja_long_bone, tm
     props.target = "pmx"
     assert bpy.ops.skinbridge.check_target() == {"FINISHED"}
     assert [(f.kind, f.text) for f in props.findings] == result.findings
-    labels = _drawn(bpy.context)
+    labels = drawn(bpy.context)
     assert any(short in text for text in labels)
     index = next(i for i, f in enumerate(props.findings) if LONG_NAME in f.text)
     assert bpy.ops.skinbridge.select_finding(index=index) == {"FINISHED"}
@@ -207,7 +142,7 @@ def test_the_check_lists_what_each_target_export_prints(ninja_long_bone, tmp_pat
 
 @pytest.mark.slow
 def test_the_check_of_luka_lists_what_each_target_export_prints(clean_scene, testdata, tmp_path):
-    _import(testdata / "pmx" / "mmdtools_megurine_luka.pmx")
+    import_file(testdata / "pmx" / "mmdtools_megurine_luka.pmx")
     checks = _compare_each_target(tmp_path, "Luka")
     # the two textures the sample does not ship (the import warned about them too)
     assert sum("was not found" in w for w in checks["pmx"].warnings) == 2
@@ -232,7 +167,7 @@ def test_an_export_with_several_warnings_gives_one_report(ninja_long_bone, tmp_p
         f"bone name {n!r} is longer than the 15 bytes a VMD name holds: PMX and VMD call it {s!r} (the full "
         "name is its English name)" for n, s in zip(names, ["LeftUpperArmTwi", "LeftUpperArmT~2", "LeftUpperArmT~3"])]
     assert LAST_OUTCOME.warnings == lines and LAST_OUTCOME.headline == "Exported Ninja.pmx"
-    labels = _drawn(bpy.context)
+    labels = drawn(bpy.context)
     assert all(any(w.startswith(text) for text in labels) for w in lines)
     popup = StandInPanel()
     bpy.types.SKINBRIDGE_OT_last_report.draw(popup, bpy.context)

@@ -24,7 +24,7 @@ from skinbridge.blender.selection import NoTarget  # noqa: E402
 from skinbridge.core.errors import ExportError, FormatError  # noqa: E402
 from skinbridge.core.fileio import output_session  # noqa: E402
 from skinbridge.io_mdb.mdb import mdb  # noqa: E402
-from test_sidebar import _import  # noqa: E402
+from support.sidebar import import_file  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -77,7 +77,7 @@ def _panel_lists_each_export(tmp_path, options: dict[str, dict] | None = None,
 
 @pytest.mark.slow
 def test_the_panel_lists_what_each_export_of_fox_does(clean_scene, testdata, tmp_path):
-    _import(testdata / "gltf" / "Fox.glb")
+    import_file(testdata / "gltf" / "Fox.glb")
     lists = _panel_lists_each_export(tmp_path / "defaults")
     assert lists["mdb"][0][0] == "refuse" and "--skeleton NAME" in lists["mdb"][0][1]
     assert ("file", "root.gr2") in lists["gr2"] and ("file", "Run.gr2") in lists["gr2"]
@@ -107,7 +107,7 @@ def test_the_panel_lists_what_each_export_of_the_demo_humanoid_does(clean_scene,
 
 @pytest.mark.slow
 def test_the_panel_lists_what_each_export_of_luka_does(clean_scene, testdata, tmp_path):
-    _import(testdata / "pmx" / "mmdtools_megurine_luka.pmx")
+    import_file(testdata / "pmx" / "mmdtools_megurine_luka.pmx")
     lists = _panel_lists_each_export(tmp_path)
     assert sum("was not found" in text for _, text in lists["pmx"]) == 2  # the textures the sample lacks
     assert lists["urhox"][0][0] == "refuse" and "at most 64 bones" in lists["urhox"][0][1]
@@ -122,7 +122,7 @@ def test_a_value_the_writer_cannot_write_is_the_refusal_and_the_exports_error(cl
     bad = np.flatnonzero(~np.isfinite(packet.vertices["normal"]).all(axis=1))
     corner = int(np.flatnonzero(np.isin(np.asarray(packet.faces).reshape(-1), bad))[0])
     refusal = f"field vertex: vertex {corner} has a value that is not finite"
-    _import(path)
+    import_file(path)
     assert _panel_lists_each_export(tmp_path, targets=["smd"]) == {"smd": [("refuse", refusal)]}
     with pytest.raises(RuntimeError) as raised:  # bpy.ops raises an operator's ERROR report in background mode
         bpy.ops.export_scene.skinbridge_smd(filepath=str(tmp_path / "Helm05.smd"))

@@ -13,7 +13,7 @@ bpy = pytest.importorskip("bpy")
 from skinbridge.app import sidebar_fixes  # noqa: E402  (after the bpy check: these modules need Blender)
 from skinbridge.blender import armature as barm  # noqa: E402
 from skinbridge.blender import compat  # noqa: E402
-from test_sidebar import _drawn, _import  # noqa: E402
+from support.sidebar import drawn, import_file  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -41,7 +41,7 @@ def _fix(idname: str, text: str) -> None:
 
 
 def test_limit_weights_keeps_the_largest_of_the_named_vertices_only(clean_scene, testdata):
-    _import(testdata / "urho3d" / "Ninja.mdl")
+    import_file(testdata / "urho3d" / "Ninja.mdl")
     ob = bpy.data.objects["Ninja"]
     bones = [g.name for g in ob.vertex_groups][:6]
     for v in range(10):  # six bone weights on the first ten vertices: two over the four a puppet holds
@@ -50,7 +50,7 @@ def test_limit_weights_keeps_the_largest_of_the_named_vertices_only(clean_scene,
     before = _weights(ob)
     text = "Ninja: 10 vertices had more than 4 influences; the largest were kept and renormalised"
     assert text in _check("wepuppet")
-    _drawn(bpy.context)  # the panel draws the fix's button: the stand-in layout checks its operator and index
+    drawn(bpy.context)  # the panel draws the fix's button: the stand-in layout checks its operator and index
     _fix("skinbridge.fix_limit_weights", text)
     after = _weights(ob)
     assert after[10:] == before[10:]
@@ -64,7 +64,7 @@ def test_limit_weights_keeps_the_largest_of_the_named_vertices_only(clean_scene,
 
 @pytest.fixture
 def fox(clean_scene, testdata):
-    _import(testdata / "gltf" / "Fox.glb")
+    import_file(testdata / "gltf" / "Fox.glb")
     arm = next(ob for ob in bpy.data.objects if ob.type == "ARMATURE")
     bpy.context.view_layer.objects.active = arm
     return arm
@@ -132,7 +132,7 @@ def test_apply_scale_scales_the_model_to_the_height_the_target_wants(fox):
 
 def test_rename_to_fit_renames_a_pmx_bone_where_the_export_reads_its_name(clean_scene, testdata):
     """A bone from a PMX file is written with its file's name (kept with the bone), not Blender's."""
-    _import(testdata / "pmx" / "babylonmmd_constraint_test.pmx")
+    import_file(testdata / "pmx" / "babylonmmd_constraint_test.pmx")
     arm = next(ob for ob in bpy.data.objects if ob.type == "ARMATURE")
     bone = arm.data.bones[1]
     long = "新規ボーン1の長い名前"  # 21 cp932 bytes

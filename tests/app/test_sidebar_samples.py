@@ -1,8 +1,8 @@
 """Every panel of the SkinBridge tab drawn for a model of each format we import (README "The SkinBridge sidebar",
 docs/blender.md §10): one sample per family of the test data (conftest.py `TESTDATA`), with its motion, morph or
 texture file where the family has one, the armature and then each mesh of the model active, after a check for a
-target and with the Names list loaded, against the stand-in layout of test_sidebar.py (every prop() names a real
-RNA property, every operator and icon exists) extended by the UI list the Names panel draws. The Model panel
+target and with the Names list loaded, against the stand-in layout of support/sidebar.py (every prop() names a
+real RNA property, every operator and icon exists) extended by the UI list the Names panel draws. The Model panel
 names the sample's file and format, and the Check panel shows every finding of the check."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from skinbridge import formats  # noqa: E402  (after the bpy check: these module
 from skinbridge.app import operators  # noqa: E402
 from skinbridge.blender import model_facts as mf  # noqa: E402
 from skinbridge.blender.translations import translate  # noqa: E402
-from test_sidebar import StandInLayout  # noqa: E402
+from support.sidebar import StandInLayout  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

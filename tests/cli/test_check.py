@@ -1,7 +1,8 @@
 """`skinbridge check` for every format with a codec.
 
 Corrupted copies give exactly one error naming the bone or vertex, its byte offset and field, and exit 1.
-Offsets are worked out here from the layouts (docs/urho.md §3, docs/mmd.md §2), never taken from our readers.
+Offsets are worked out from the layouts (docs/urho.md §3, docs/mmd.md §2) by tests/support/umd2_offsets.py and
+pmx_offsets.py, never taken from our readers.
 """
 from __future__ import annotations
 
@@ -11,12 +12,10 @@ import struct
 import pytest
 
 from conftest import run_cli
-from test_pmx_validate import LUKA_BONES, bone_field_offsets, luka_vertex_offsets
+from support.pmx_offsets import LUKA_BONES, bone_field_offsets, luka_vertex_offsets
+from support.umd2_offsets import fox_layout
 
 pytestmark = pytest.mark.blender
-
-TYPE_SIZE = {0: 4, 1: 4, 2: 8, 3: 12, 4: 16, 5: 4, 6: 4}
-
 
 def check(*paths) -> tuple[int, dict[str, list[str]]]:
     """Exit status and the lines printed for each file."""
@@ -41,40 +40,6 @@ def parse_error(line: str) -> tuple[str, int, str]:
     m = re.match(r"error: (.+?): (.+?) @ (\d+) \(0x[0-9a-f]+\): ", line)
     assert m, line
     return m.group(1), int(m.group(3)), m.group(2)
-
-
-# ------------------------------------------------------------------------------------------------------------
-# a UMD2 walk of our Fox.mdl from the layout table (one vertex buffer, collision mask 0)
-
-def fox_layout(data: bytes) -> dict:
-    assert data[:4] == b"UMD2" and struct.unpack_from("<I", data, 4)[0] == 1
-    count, n_elements = struct.unpack_from("<II", data, 8)
-    descs = struct.unpack_from(f"<{n_elements}I", data, 16)
-    stride = sum(TYPE_SIZE[d & 0xFF] for d in descs)
-    vdata = 16 + 4 * n_elements + 8
-    at = vdata + count * stride
-    n_index_buffers = struct.unpack_from("<I", data, at)[0]
-    at += 4
-    for _ in range(n_index_buffers):
-        n, size = struct.unpack_from("<II", data, at)
-        at += 8 + n * size
-    n_geometries = struct.unpack_from("<I", data, at)[0]
-    at += 4
-    for _ in range(n_geometries):
-        mapping = struct.unpack_from("<I", data, at)[0]
-        at += 4 + 4 * mapping
-        lods = struct.unpack_from("<I", data, at)[0]
-        at += 4 + 24 * lods
-    assert struct.unpack_from("<I", data, at)[0] == 0  # no morphs
-    n_bones = struct.unpack_from("<i", data, at + 4)[0]
-    at += 8
-    bones = []
-    for _ in range(n_bones):
-        end = data.index(b"\0", at)
-        bones.append((data[at:end].decode(), at, end + 1))  # name, record offset, parent offset
-        at = end + 1 + 4 + 88 + 1
-    return {"count_at": 8, "count": count, "stride": stride, "vertex_data": vdata, "position": 0,
-            "n_bones": n_bones, "bones": bones}
 
 
 def test_real_files_have_no_error(testdata):

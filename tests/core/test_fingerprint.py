@@ -15,7 +15,7 @@ from support.fingerprint import (  # noqa: E402
     scene_fingerprint,
 )
 
-from blender_scenes import build_posed_scene  # noqa: E402
+from support.blender_scenes import build_posed_scene  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

@@ -1,137 +1,26 @@
-"""The format registry: a format defined in this file alone (a 16-byte magic, a one-bone model, a codec of a
-few lines) is registered in-process and every part of SkinBridge that lists formats handles it: the command
-line (`info`, `check`, `convert --to toy`, `compare`), the File › Import / Export operators, the drag-and-drop
-handler, the hostile suite's generators and the fuzz target. And the content of a file decides its format:
-two files both named `x.mdl` go to different formats; `X.MDB` and `x.mdb` to the same.
+"""The format registry: a format defined in one file alone (tests/support/registry_toy.py: a 16-byte magic, a
+one-bone model, a codec of a few lines) is registered in-process and every part of SkinBridge that lists formats
+handles it: the command line (`info`, `check`, `convert --to toy`, `compare`), the File › Import / Export
+operators, the drag-and-drop handler, the hostile suite's generators and the fuzz target. And the content of a
+file decides its format: two files both named `x.mdl` go to different formats; `X.MDB` and `x.mdb` to the same.
 """
 from __future__ import annotations
 
 import json
-import os
-import pathlib
 import random
 import shutil
-from dataclasses import dataclass
 
-import numpy as np
 import pytest
 
 from skinbridge import formats
-from skinbridge.core import model as cm
-from skinbridge.core.binary import Reader, Writer
 from skinbridge.core.errors import FormatError
 from skinbridge.core.formatspec import FormatSpec
-
-MAGIC = b"SKINBRIDGE-TOY\x00\x01"  # 16 bytes
-
-
-# -- the toy format: everything it is, in this file ------------------------------------------------------------
-
-@dataclass
-class Toy:
-    positions: np.ndarray  # (V, 3) float32, Blender axes
-    triangles: np.ndarray  # (T, 3) uint32
-
-
-def toy_read(data: bytes) -> Toy:
-    r = Reader(data)
-    if r.bytes(16, "magic") != MAGIC:
-        raise FormatError("not a toy file", 0, "magic")
-    positions = r.array("<f4", 3 * r.u32("vertex count"), "positions").reshape(-1, 3)
-    triangles = r.array("<u4", 3 * r.u32("triangle count"), "triangles").reshape(-1, 3)
-    if not r.at_end():
-        raise FormatError(f"{r.remaining()} bytes after the triangles", len(data) - r.remaining(), "end of file")
-    return Toy(positions, triangles)
-
-
-def toy_write(toy: Toy) -> bytes:
-    w = Writer()
-    w.bytes(MAGIC)
-    w.u32(len(toy.positions))
-    w.array(np.asarray(toy.positions, "<f4"))
-    w.u32(len(toy.triangles))
-    w.array(np.asarray(toy.triangles, "<u4"))
-    return w.getvalue()
-
-
-def toy_semantic(toy: Toy) -> list[str]:
-    if len(toy.triangles) and int(toy.triangles.max()) >= len(toy.positions):
-        raise FormatError("a triangle names a vertex that does not exist", None, "triangles")
-    return []
-
-
-def toy_scene(toy: Toy, name: str) -> cm.Scene:
-    toy_semantic(toy)
-    bone = cm.Bone("root", -1, np.eye(4), np.zeros(3), np.array([1.0, 0, 0, 0]), np.ones(3))
-    n = len(toy.positions)
-    mesh = cm.Mesh(name, toy.positions.astype(np.float32), toy.triangles.astype(np.int32),
-                   joints=np.zeros((n, 1), np.int32), weights=np.ones((n, 1), np.float32))
-    return cm.Scene(name=name, skeleton=cm.Skeleton(name, [bone]), meshes=[mesh])
-
-
-def _stem(path: str) -> str:
-    return os.path.splitext(os.path.basename(path))[0]
-
-
-def toy_load(path, data, with_animations, motions=()):
-    return toy_scene(toy_read(data), _stem(path)), []
-
-
-def toy_info(data, path):
-    toy = toy_read(data)
-    return {"format": "toy", "vertices": len(toy.positions), "triangles": len(toy.triangles)}
-
-
-def toy_check(path, data, out):
-    try:
-        toy = toy_read(data)
-    except FormatError as e:
-        out(f"error: file: {e}")
-        return 1
-    out("0 error(s), 0 warning(s)")
-    out("roundtrip: identical" if toy_write(toy) == data else "roundtrip: differs")
-    return 0
-
-
-def toy_import(context, path, options):
-    from skinbridge.blender import scene as bscene
-
-    return bscene.build_scene(context, toy_scene(toy_read(open(path, "rb").read()), _stem(path)), _stem(path)).warnings
-
-
-def toy_export(context, outdir, name, options):
-    from skinbridge.blender import scene as bscene
-
-    scene, warnings = bscene.gather_scene(context)
-    parts, offset = [], 0
-    tris = []
-    for mesh in scene.meshes:
-        parts.append(mesh.positions)
-        tris.append(mesh.triangles + offset)
-        offset += len(mesh.positions)
-    os.makedirs(outdir, exist_ok=True)
-    path = os.path.join(outdir, name + ".toy")
-    with open(path, "wb") as f:
-        f.write(toy_write(Toy(np.concatenate(parts), np.concatenate(tris))))
-    return [path], warnings
-
-
-TOY = FormatSpec(
-    name="toy", label="Toy model", kind="model", extensions=(".toy",),
-    sniff=lambda head: head[:16] == MAGIC, head=16, target="toy", folder_suffix="_TOY",
-    capabilities={"read": toy_read, "write": toy_write, "semantic": toy_semantic, "info": toy_info,
-                  "check": toy_check, "load": toy_load, "blender_import": toy_import, "export_target": toy_export})
-
-
-def _quad() -> Toy:
-    return Toy(np.array([[0, 0, 0], [1, 0, 0], [1, 0, 1], [0, 0, 1]], np.float32),
-               np.array([[0, 1, 2], [0, 2, 3]], np.uint32))
-
+from support.registry_toy import MAGIC, MDLV_64, TOY, cli, quad, toy_write
 
 @pytest.fixture
 def toy_file(tmp_path):
     path = tmp_path / "quad.toy"
-    path.write_bytes(toy_write(_quad()))
+    path.write_bytes(toy_write(quad()))
     return path
 
 
@@ -142,30 +31,22 @@ def toy_registered():
     formats.unregister("toy")
 
 
-def _cli(capsys, *args) -> tuple[int, str, str]:
-    from skinbridge import cli
-
-    code = cli.main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 # -- without Blender -------------------------------------------------------------------------------------------
 
 def test_toy_through_info_check_and_compare(toy_registered, toy_file, tmp_path, capsys):
-    code, out, _ = _cli(capsys, "info", toy_file)
+    code, out, _ = cli(capsys, "info", toy_file)
     assert code == 0 and json.loads(out)["vertices"] == 4 and json.loads(out)["triangles"] == 2
-    code, out, _ = _cli(capsys, "check", toy_file)
+    code, out, _ = cli(capsys, "check", toy_file)
     assert code == 0 and "roundtrip: identical" in out
     same = tmp_path / "same.toy"
     shutil.copy(toy_file, same)
-    code, out, _ = _cli(capsys, "compare", toy_file, same, "--rest")
+    code, out, _ = cli(capsys, "compare", toy_file, same, "--rest")
     assert code == 0, out
-    moved = _quad()
+    moved = quad()
     moved.positions[2, 2] += 0.5
     other = tmp_path / "moved.toy"
     other.write_bytes(toy_write(moved))
-    code, out, _ = _cli(capsys, "compare", toy_file, other, "--rest")
+    code, out, _ = cli(capsys, "compare", toy_file, other, "--rest")
     assert code == 1 and "difference" in out
 
 
@@ -180,9 +61,8 @@ def test_the_registry_is_code_only(toy_registered):
 
 
 def test_toy_through_the_hostile_generators_and_the_fuzz_target(toy_registered, toy_file, monkeypatch):
-    monkeypatch.syspath_prepend(str(pathlib.Path(__file__).parent.parent / "hostile"))
-    import hostile_registry
-    from hostile_cases import exercise, generic_cases, problems
+    from support.hostile import hostile_registry
+    from support.hostile.hostile_cases import exercise, generic_cases, problems
 
     monkeypatch.setattr(hostile_registry, "_testdata_of", lambda spec: [("quad", toy_file.read_bytes())])
     codec = hostile_registry.codec_for(TOY)
@@ -205,9 +85,6 @@ def test_toy_through_the_hostile_generators_and_the_fuzz_target(toy_registered, 
 
 
 # -- content decides -------------------------------------------------------------------------------------------
-
-MDLV_64 = b"MDLV0013\0" + bytes(55)
-
 
 def test_two_files_named_x_mdl_go_to_their_own_formats(tmp_path, testdata):
     umd2_dir, we_dir = tmp_path / "a", tmp_path / "b"
@@ -235,7 +112,7 @@ def test_an_mdlv_file_never_reaches_the_urhox_reader(tmp_path, capsys, monkeypat
 
     monkeypatch.setattr(umd2, "read", never)
     for args in (("info", path), ("check", path), ("compare", path, path, "--rest")):
-        code, out, err = _cli(capsys, *args)
+        code, out, err = cli(capsys, *args)
         text = out + err
         assert code != 0 and "MDLV0013" in text and ".mdl" in text and "Traceback" not in text, (args, text)
 

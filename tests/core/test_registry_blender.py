@@ -1,6 +1,7 @@
-"""The toy format of test_registry.py inside Blender: `convert --to toy` (in-process), File › Import / Export
-operators and the drag-and-drop handler all come from its registry entry alone; and a `.mdl` whose content is no
-UrhoX model never reaches the UrhoX importer, while a UMD2 named the same imports."""
+"""The toy format of the registry tests (tests/support/registry_toy.py) inside Blender: `convert --to toy`
+(in-process), File › Import / Export operators and the drag-and-drop handler all come from its registry entry
+alone; and a `.mdl` whose content is no UrhoX model never reaches the UrhoX importer, while a UMD2 named the same
+imports."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge import formats  # noqa: E402
 from skinbridge.app import operators  # noqa: E402
-from test_registry import MAGIC, MDLV_64, TOY, _cli, _quad, toy_read, toy_write  # noqa: E402
+from support.registry_toy import MAGIC, MDLV_64, TOY, cli, quad, toy_read, toy_write  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -35,21 +36,21 @@ def _mesh_objects():
 
 
 def test_convert_to_and_from_toy(toy_addon, testdata, tmp_path, capsys):
-    code, out, err = _cli(capsys, "convert", testdata / "urho3d" / "Box.mdl", "--to", "toy", "-o", tmp_path / "a")
+    code, out, err = cli(capsys, "convert", testdata / "urho3d" / "Box.mdl", "--to", "toy", "-o", tmp_path / "a")
     assert code == 0, err
     toy = toy_read((tmp_path / "a" / "Box.toy").read_bytes())
     assert len(toy.positions) == 24 and len(toy.triangles) == 12  # Box.mdl: a cube with split normals
     source = tmp_path / "quad.toy"
-    source.write_bytes(toy_write(_quad()))
-    code, out, err = _cli(capsys, "convert", source, "--to", "urhox", "-o", tmp_path / "b")
+    source.write_bytes(toy_write(quad()))
+    code, out, err = cli(capsys, "convert", source, "--to", "urhox", "-o", tmp_path / "b")
     assert code == 0, err
-    code, out, _ = _cli(capsys, "info", tmp_path / "b" / "quad.mdl")
+    code, out, _ = cli(capsys, "info", tmp_path / "b" / "quad.mdl")
     assert json.loads(out)["vertices"] == 4
 
 
 def test_toy_import_export_operators_and_drop(toy_addon, testdata, tmp_path):
     source = tmp_path / "quad.toy"
-    source.write_bytes(toy_write(_quad()))
+    source.write_bytes(toy_write(quad()))
     bpy.ops.wm.read_factory_settings(use_empty=True)
     assert bpy.ops.import_scene.skinbridge_toy(filepath=str(source)) == {"FINISHED"}
     [mesh] = _mesh_objects()
@@ -96,9 +97,9 @@ def test_two_x_mdl_files_on_drop_and_convert(addon, testdata, tmp_path, capsys, 
         bpy.ops.wm.skinbridge_drop_import(directory=str(b), files=[{"name": "x.mdl"}])
     except RuntimeError as e:
         assert "x.mdl" in str(e)
-    code, out, err = _cli(capsys, "convert", b / "x.mdl", "--to", "urhox", "-o", tmp_path / "out")
+    code, out, err = cli(capsys, "convert", b / "x.mdl", "--to", "urhox", "-o", tmp_path / "out")
     assert code != 0 and "Traceback" not in err
-    code, out, err = _cli(capsys, "render", b / "x.mdl", "-o", tmp_path / "x.png")
+    code, out, err = cli(capsys, "render", b / "x.mdl", "-o", tmp_path / "x.png")
     assert code != 0 and "Traceback" not in err
     assert all(m in (b"UMD2", b"UMDL", b"UMD3") for m in seen), seen
     assert not (tmp_path / "x.png").exists()

@@ -10,9 +10,9 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge.core.errors import ExportError, FormatError  # noqa: E402
 from skinbridge.io_mdb.mdb import blender_io, mdb  # noqa: E402
-from test_mdb_layout import IDENTITY, cols, hair_or_helm, hook, mdb_file, rigd, skin  # noqa: E402
+from support.mdb_layout import IDENTITY, cols, hair_or_helm, hook, mdb_file, rigd, skin  # noqa: E402
 from support.bytes_compare import assert_same_bytes  # noqa: E402
-from blender_scenes import walking_humanoid  # noqa: E402
+from support.blender_scenes import walking_humanoid  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -374,7 +374,7 @@ def test_names_that_are_not_utf8_keep_their_bytes(clean_scene, tmp_path):
 
 
 def test_maps_are_found_beside_the_file_and_values_kept_on_the_material(clean_scene, tmp_path):
-    from test_mdb_layout import material
+    from support.mdb_layout import material
 
     verts = [((0, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (0, 0, 1)),
              ((1, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (1, 0, 1)),
@@ -472,7 +472,7 @@ def test_new_empties_become_points_by_name(clean_scene, tmp_path):
 
 
 def test_trrn_and_unknown_packets_survive_blender(clean_scene, tmp_path):
-    from test_mdb_layout import packet
+    from support.mdb_layout import packet
 
     verts = [((0, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (0, 0, 1)),
              ((1, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (1, 0, 1)),
@@ -551,7 +551,7 @@ def test_face_index_out_of_range_refuses_the_import(clean_scene, tmp_path):
 
 
 def test_empty_packets_through_blender(clean_scene, tmp_path):
-    from test_mdb_layout import walk
+    from support.mdb_layout import walk
 
     data = mdb_file(rigd("nothing", [], []), walk("nowhere_W", [], []), cols([]))
     src = tmp_path / "empty.mdb"
@@ -561,7 +561,7 @@ def test_empty_packets_through_blender(clean_scene, tmp_path):
 
 
 def test_map_fields_keep_bytes_after_the_nul_and_full_length(clean_scene, tmp_path):
-    from test_mdb_layout import material
+    from support.mdb_layout import material
 
     verts = [((0, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (0, 0, 1)),
              ((1, 0, 0), (0, 0, 1), (1, 0, 0), (0, -1, 0), (1, 0, 1)),
@@ -655,7 +655,7 @@ def test_faces_with_a_repeated_vertex_come_back_until_the_faces_change(clean_sce
 
 
 def test_walk_face_with_a_repeated_vertex_and_its_flags_come_back(clean_scene, tmp_path):
-    from test_mdb_layout import walk
+    from support.mdb_layout import walk
 
     data = mdb_file(walk("floor_W", [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, -1e6)],
                          [(0, 1, 2, 0x41), (1, 1, 3, 0x9), (1, 3, 2, 0x11)]))

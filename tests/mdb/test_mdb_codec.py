@@ -9,7 +9,7 @@ import pytest
 
 from skinbridge.core.errors import FormatError
 from skinbridge.io_mdb.mdb import bones, check, info, mdb
-from test_mdb_layout import IDENTITY, cols, hair_or_helm, hook, material, mdb_file, name32, packet, rigd, skin, walk
+from support.mdb_layout import IDENTITY, cols, hair_or_helm, hook, material, mdb_file, name32, packet, rigd, skin, walk
 from support.bytes_compare import assert_same_bytes
 
 MDB_DIR = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata" / "mdb"
@@ -302,11 +302,8 @@ def test_material_layout_fields():
 
 
 def test_hostile_cases_keep_the_bad_input_contract():
-    import sys
-
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "hostile"))
-    import hostile_mdb
-    from hostile_cases import Codec, generic_cases, measured, problems
+    from support.hostile import hostile_mdb
+    from support.hostile.hostile_cases import Codec, generic_cases, measured, problems
 
     from skinbridge.io_mdb.mdb import convert
 

@@ -145,7 +145,7 @@ def test_fox_without_rig_every_key_lands_on_a_bone(testdata, tmp_path, addon):
 def test_vmd_import_sets_30_fps_and_the_frame_range(testdata, addon, tmp_path):
     from skinbridge.io_pmx.blender_side import blender_io
     from skinbridge.io_pmx.blender_side import blender_motion_import
-    from test_vmd_blender import generated_motion
+    from support.vmd_motion import generated_motion
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene

@@ -123,7 +123,7 @@ def test_luka_physics_in_blender_and_back(clean_scene, testdata, tmp_path):
 def test_chain_operator_on_the_demo(clean_scene, tmp_path, addon):
     from skinbridge.app import demo
     from skinbridge.blender import scene as bscene
-    from test_pmx_babylon import babylon_parse
+    from support.babylon import babylon_parse
 
     result = bscene.build_scene(bpy.context, demo.humanoid_scene(), "Humanoid")
     arm = result.armature

@@ -28,7 +28,7 @@ from skinbridge.io_pmx.model.units import METRES_PER_UNIT  # noqa: E402
 from skinbridge.io_pmx.rig import arm_angle as mmd_arm_angle  # noqa: E402
 from skinbridge.io_pmx.model import pmx  # noqa: E402
 from skinbridge.io_pmx.model.validate import validate  # noqa: E402
-from test_pmx_babylon import babylon_parse  # noqa: E402
+from support.babylon import babylon_parse  # noqa: E402
 from support.bytes_compare import assert_same_bytes  # noqa: E402
 from support import mmd_extras  # noqa: E402
 

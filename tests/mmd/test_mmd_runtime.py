@@ -5,9 +5,7 @@ within 1 % of the model's height of the source armature evaluated in Blender; ev
 knee limit written with it; the demo's knees bend backward, as human knees do."""
 from __future__ import annotations
 
-import json
 import pathlib
-import subprocess
 
 import numpy as np
 import pytest
@@ -19,29 +17,13 @@ from skinbridge.io_pmx.model import pmx  # noqa: E402
 from skinbridge.io_pmx.motion import vmd  # noqa: E402
 from skinbridge.io_pmx.motion import channels  # noqa: E402
 from skinbridge.io_pmx.rig.knees import knee_links, twist_x  # noqa: E402
+from support.babylon import runtime_positions  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "js" / "mmd_runtime_pose.mjs"
 TOL = 0.01  # of the model's height
 CHECKED = [s + n for s in "左右" for n in ("足首", "ひざ", "足", "手首")] + ["頭"]
-
-
-def runtime_positions(model_path, motion_path, frames, bones) -> np.ndarray:
-    """(F, B, 3) world positions in MMD units as babylon-mmd's runtime plays the motion (IK on, no physics)."""
-    from support.tools import NODE_MODULES, node_with_babylon
-
-    node = node_with_babylon()
-    if not (NODE_MODULES / "@babylonjs" / "core" / "package.json").is_file():
-        pytest.fail("@babylonjs/core is not installed in tools/node_modules (bash tools/run runs npm install)")
-    done = subprocess.run([node, str(SCRIPT), str(NODE_MODULES), str(model_path), str(motion_path),
-                           json.dumps([float(f) for f in frames]), json.dumps(bones, ensure_ascii=False)],
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout[done.stdout.index("{"):])
-    assert out["missing"] == []
-    return np.array(out["frames"], np.float64)
 
 
 def blender_positions(arm, act, frames, names, scale) -> np.ndarray:

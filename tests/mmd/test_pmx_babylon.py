@@ -3,19 +3,12 @@ our writer produced, with no warnings and the same counts; and agrees with our r
 How to run it in Node 20: docs/mmd.md §7."""
 from __future__ import annotations
 
-import pathlib
-
 import numpy as np
 import pytest
 
 from skinbridge.io_pmx.model import pmx
-from support import tools
-from test_pmx_codec import SAMPLES, build_full_model
-
-
-def babylon_parse(paths: list[pathlib.Path]) -> dict[str, dict]:
-    """What babylon-mmd read from each file (tests/js/pmx_counts.mjs), by path."""
-    return tools.babylon_parse("pmx_counts.mjs", paths)
+from support.babylon import babylon_parse
+from support.pmx_samples import SAMPLES, build_full_model
 
 
 def expected_counts(m: pmx.PmxModel) -> dict:

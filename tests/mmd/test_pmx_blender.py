@@ -18,8 +18,8 @@ from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E4
 from skinbridge.io_pmx.blender_side import blender_io  # noqa: E402
 from skinbridge.io_pmx.blender_side import blender_mmd as blender_mmd  # noqa: E402
 from skinbridge.io_pmx.model import pmx  # noqa: E402
-from test_pmx_babylon import babylon_parse  # noqa: E402
-from test_pmx_codec import build_full_model  # noqa: E402
+from support.babylon import babylon_parse  # noqa: E402
+from support.pmx_samples import build_full_model  # noqa: E402
 from support.bytes_compare import assert_same_bytes  # noqa: E402
 
 pytestmark = pytest.mark.blender

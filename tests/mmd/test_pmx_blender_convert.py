@@ -8,7 +8,7 @@ import pytest
 
 from skinbridge.io_pmx.model import convert
 from skinbridge.io_pmx.model import pmx
-from test_pmx_codec import SAMPLES, build_full_model
+from support.pmx_samples import SAMPLES, build_full_model
 from support.bytes_compare import assert_same_bytes
 
 KNEE_LOWER = np.array([0xC0490FDB, 0, 0], np.uint32).view(np.float32)  # (-π, 0, 0)

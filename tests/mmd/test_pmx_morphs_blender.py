@@ -236,7 +236,7 @@ BABYLON_BONES = ["頭", "頭先", "左目", "左腕", "左ひじ", "左手首"] 
 def test_bone_and_group_sliders_pose_as_babylon_mmd_plays_them(model, written, tmp_path, kind):
     """The slider at 1.0 against babylon-mmd's runtime playing a VMD key of that morph at 1.0: the heads of
     the morphed bones and of what hangs on them within 1e-4 of the model's height."""
-    from test_mmd_runtime import runtime_positions  # node and babylon-mmd, only for this test
+    from support.babylon import runtime_positions  # node and babylon-mmd, only for this test
 
     arm, mesh, m = model
     name = mmd_extras.EVERY_MORPH[kind]

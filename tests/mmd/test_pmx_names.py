@@ -8,7 +8,7 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 from skinbridge.io_pmx.model import pmx  # noqa: E402  (after the bpy check: the panel needs Blender)
-from test_sidebar import StandInLayout, StandInPanel, _import  # noqa: E402
+from support.sidebar import StandInLayout, StandInPanel, import_file  # noqa: E402
 
 pytestmark = [pytest.mark.blender, pytest.mark.slow]
 
@@ -41,7 +41,7 @@ def _names(m: pmx.PmxModel) -> list[tuple[str, str, str]]:
 def test_luka_names_are_listed_edited_and_exported(clean_scene, testdata, tmp_path):
     path = testdata / "pmx" / "mmdtools_megurine_luka.pmx"
     original = pmx.read(path.read_bytes())
-    _import(path)
+    import_file(path)
     panel = StandInPanel()
     panel.layout = ListLayout()
     bpy.types.VIEW3D_PT_skinbridge_pmx_names.draw(panel, bpy.context)

@@ -63,7 +63,7 @@ def _ninja_with_actions():
 
 
 def _posed():
-    from blender_scenes import build_posed_scene
+    from support.blender_scenes import build_posed_scene
 
     return build_posed_scene()
 

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-import hostile_registry
+from support.hostile import hostile_registry
 
 
 @pytest.fixture(autouse=True)

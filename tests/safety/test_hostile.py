@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-import hostile_registry
-from hostile_cases import ANY, Case, generic_cases, measured, problems
+from support.hostile import hostile_registry
+from support.hostile.hostile_cases import ANY, Case, generic_cases, measured, problems
 
 CODECS = hostile_registry.CODECS
 

@@ -10,7 +10,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from blender_scenes import import_urhox  # noqa: E402
+from support.blender_scenes import import_urhox  # noqa: E402
 from skinbridge import formats  # noqa: E402
 
 pytestmark = pytest.mark.blender

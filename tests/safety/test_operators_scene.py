@@ -6,7 +6,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from blender_scenes import import_urhox  # noqa: E402
+from support.blender_scenes import import_urhox  # noqa: E402
 from skinbridge.app import pipeline  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
 from skinbridge.core.errors import ExportError  # noqa: E402

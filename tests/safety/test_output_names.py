@@ -45,7 +45,7 @@ def test_umd2_model_and_material_names_from_a_hostile_file_name(testdata, tmp_pa
 
 def test_blender_material_names_become_safe_material_xml_names(addon, clean_scene, tmp_path):
     import bpy
-    from blender_scenes import build_posed_scene
+    from support.blender_scenes import build_posed_scene
     from skinbridge.app.options import ConvertOptions
     from skinbridge.io_urhox import blender_io
 
@@ -100,7 +100,7 @@ def test_pmx_texture_paths(tmp_path):
     """PMX texture paths point anywhere (`../../x.png`, absolute, drive letters): an image outside the model's
     folder is not opened (a warning says so), no placeholder stands in for it in the package, and nothing is
     written outside OUT."""
-    import hostile_pmx
+    from support.hostile import hostile_pmx
 
     model_dir = tmp_path / "models" / "m"
     model_dir.mkdir(parents=True)

@@ -9,7 +9,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from blender_scenes import import_urhox  # noqa: E402
+from support.blender_scenes import import_urhox  # noqa: E402
 from skinbridge import cli, formats  # noqa: E402
 
 pytestmark = pytest.mark.blender

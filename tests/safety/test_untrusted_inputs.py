@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-import untrusted_files as u
+from support import untrusted_files as u
 from conftest import run_cli
 
 from skinbridge.core.errors import FormatError

@@ -14,7 +14,7 @@ from skinbridge.core.errors import FormatError  # noqa: E402
 from skinbridge.io_smd.smd import check  # noqa: E402
 from skinbridge.io_smd.smd import convert  # noqa: E402
 from skinbridge.io_smd.smd import smd  # noqa: E402
-from blender_scenes import walking_humanoid  # noqa: E402
+from support.blender_scenes import walking_humanoid  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from test_uani_fidelity import evaluated_positions, sample_times
+from support.evaluation import evaluated_positions, sample_times
 
 pytestmark = pytest.mark.blender
 

@@ -8,6 +8,7 @@ import pytest
 from support.gltf_numpy import Glb
 from support.quaternion import slerp
 from support.bytes_compare import assert_same_bytes
+from support.evaluation import evaluated_positions, sample_times
 
 pytestmark = pytest.mark.blender
 
@@ -84,12 +85,6 @@ class GltfClip:
         weights = g.accessor(prim["WEIGHTS_0"]).astype(np.float64)
         m = np.einsum("vk,vkij->vij", weights, mats[joints])
         return np.einsum("vij,vj->vi", m[:, :3, :3], pos) + m[:, :3, 3]
-
-
-def sample_times(key_times: np.ndarray, fractions=(0.25, 0.5, 0.75)) -> np.ndarray:
-    k = np.asarray(key_times, np.float64)
-    parts = [k] + [k[:-1] + f * np.diff(k) for f in fractions]
-    return np.unique(np.concatenate(parts))
 
 
 def gltf_to_blender(p: np.ndarray) -> np.ndarray:
@@ -184,22 +179,6 @@ def fox_blender(addon, testdata):
     arm = next(o for o in bpy.context.view_layer.objects if o.type == "ARMATURE")
     mesh = next(o for o in bpy.context.view_layer.objects if o.type == "MESH" and o.find_armature() == arm)
     return arm, mesh
-
-
-def evaluated_positions(ob, time: float, fps: float) -> np.ndarray:
-    import bpy
-
-    frame = time * fps
-    base = int(np.floor(frame))
-    bpy.context.scene.frame_set(base, subframe=float(frame - base))
-    ev = ob.evaluated_get(bpy.context.evaluated_depsgraph_get())
-    m = ev.to_mesh()
-    co = np.empty(len(m.vertices) * 3, np.float32)
-    m.vertices.foreach_get("co", co)
-    ev.to_mesh_clear()
-    world = np.array(ob.matrix_world, dtype=np.float64)
-    co = co.reshape(-1, 3).astype(np.float64)
-    return co @ world[:3, :3].T + world[:3, 3]
 
 
 @pytest.mark.parametrize("clip", CLIPS)

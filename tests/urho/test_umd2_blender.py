@@ -107,7 +107,7 @@ def test_import_failing_while_building_removes_everything(clean_scene, fox_mdl, 
 
 @pytest.fixture
 def posed(clean_scene):
-    from blender_scenes import build_posed_scene
+    from support.blender_scenes import build_posed_scene
 
     info = build_posed_scene()
     assert bpy.context.mode == "POSE" and bpy.context.scene.frame_current == 17

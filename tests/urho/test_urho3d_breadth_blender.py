@@ -22,7 +22,7 @@ from skinbridge.io_urhox.model import blender_io, umd2  # noqa: E402
 from conftest import run_cli  # noqa: E402
 from support.urho_models import initial_pose_positions, many_bones_model  # noqa: E402
 from support.urho_walker import columns, walk  # noqa: E402
-from test_urho3d_breadth_codec import assert_same_deformation  # noqa: E402
+from support.umd2_deformation import assert_same_deformation  # noqa: E402
 
 pytestmark = pytest.mark.blender
 

@@ -1,4 +1,4 @@
-"""In Blender: Urho3D files deform as the engine deforms them (`test_urho3d_engine.Engine`, written from the
+"""In Blender: Urho3D files deform as the engine deforms them (`support.urho_engine.Engine`, written from the
 engine's rules), binds Blender cannot hold are approximated and measured, never refused, and the file's
 values come back on export."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from test_uani_fidelity import evaluated_positions
-from test_urho3d_engine import Engine, correspondence, diagonal, matched_difference, urho3d_to_blender
+from support.evaluation import evaluated_positions
+from support.urho_engine import Engine, correspondence, diagonal, matched_difference, urho3d_to_blender
 
 pytestmark = pytest.mark.blender
 

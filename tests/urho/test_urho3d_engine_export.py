@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from test_uani_fidelity import evaluated_positions
-from test_urho3d_engine import Engine, diagonal, urho3d_to_blender
+from support.evaluation import evaluated_positions
+from support.urho_engine import Engine, diagonal, urho3d_to_blender
 
 pytestmark = pytest.mark.blender
 

@@ -81,10 +81,7 @@ def test_built_puppet_written_and_read_back_deforms_like_independent_matrices():
 def test_hostile_shaped_v23_model_keeps_its_versions_and_tables_through_the_core_scene():
     """A model with MDLS0002 tables, MDLA0003 blocks, MDMP, MDLE and an unknown tag (the hostile suite's base)
     mapped and written back: same tags in the same order, the same raw tables and blocks."""
-    import sys
-
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent.parent / "hostile"))
-    import hostile_wepuppet
+    from support.hostile import hostile_wepuppet
 
     data = hostile_wepuppet.build_model().bytes()
     m = mdl.read(data)

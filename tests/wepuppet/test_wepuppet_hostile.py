@@ -1,20 +1,17 @@
-"""Hostile Wallpaper Engine models and textures (tests/hostile/hostile_wepuppet.py) run through the shared
-contract of tests/hostile/hostile_cases.py: refused with FormatError, or read, written back byte-identical and
+"""Hostile Wallpaper Engine models and textures (tests/support/hostile/hostile_wepuppet.py) run through the shared
+contract of tests/support/hostile/hostile_cases.py: refused with FormatError, or read, written back byte-identical and
 mapped (FormatError or warnings), each within the suite's time and memory limits."""
 from __future__ import annotations
 
 import pathlib
-import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "hostile"))
+from support.hostile import hostile_wepuppet
+from support.hostile.hostile_cases import Codec, generic_cases, measured, problems
 
-import hostile_wepuppet  # noqa: E402
-from hostile_cases import Codec, generic_cases, measured, problems  # noqa: E402
-
-from skinbridge.io_wepuppet.puppet import convert, mdl  # noqa: E402
-from skinbridge.io_wepuppet.texture import check, tex  # noqa: E402
+from skinbridge.io_wepuppet.puppet import convert, mdl
+from skinbridge.io_wepuppet.texture import check, tex
 
 TESTDATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata" / "wepuppet"
 

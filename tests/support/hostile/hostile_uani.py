@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from hostile_cases import ANY, REJECT, SEMANTIC, VALID, WARN, Case, Layout, count_attacks, poison
+from .hostile_cases import ANY, REJECT, SEMANTIC, VALID, WARN, Case, Layout, count_attacks, poison
 
 KEYS = [(0.0, (0, 0, 0), (1, 0, 0, 0), (1, 1, 1)), (0.5, (0, 1, 0), (0.7071, 0.7071, 0, 0), (1, 2, 1))]
 

@@ -6,7 +6,7 @@ corners and one named shape. Each case breaks one rule of the grammar or one lim
 """
 from __future__ import annotations
 
-from hostile_cases import ANY, MAP_ERROR, REJECT, SEMANTIC, VALID, WARN, Case
+from .hostile_cases import ANY, MAP_ERROR, REJECT, SEMANTIC, VALID, WARN, Case
 
 BYTE_EXACT = False  # text: the writer formats (numbers within 1e-6), it does not give the file back byte for byte
 

@@ -5,7 +5,7 @@ WALK (walk flags), COLS, HOOK, HAIR, HELM and a raw TRRN, so that every count an
 """
 from __future__ import annotations
 
-from hostile_cases import ANY, REJECT, SEMANTIC, VALID, WARN, Case, Layout, count_attacks, poison
+from .hostile_cases import ANY, REJECT, SEMANTIC, VALID, WARN, Case, Layout, count_attacks, poison
 
 PACKETS = ("SKIN", "RIGD", "COL2", "WALK", "COLS", "HOOK", "HAIR", "HELM", "TRRN")
 

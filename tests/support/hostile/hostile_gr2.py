@@ -7,7 +7,7 @@ import struct
 import zlib
 
 import numpy as np
-from hostile_cases import MAP_ERROR, VALID, Case
+from .hostile_cases import MAP_ERROR, VALID, Case
 
 from skinbridge.core import model as cm
 from skinbridge.io_mdb.gr2 import export as gr2_export, gr2, write as gr2_write

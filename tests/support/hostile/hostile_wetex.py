@@ -1,2 +1,2 @@
 """Hostile `.tex` cases: they live with the puppet cases (hostile_wepuppet.py), which build both."""
-from hostile_wepuppet import texture_cases as cases, texture_seeds as seeds  # noqa: F401
+from .hostile_wepuppet import texture_cases as cases, texture_seeds as seeds  # noqa: F401

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 
-from hostile_cases import ANY, MAP_ERROR, REJECT, SEMANTIC, VALID, WARN, Case, Layout, count_attacks, poison
+from .hostile_cases import ANY, MAP_ERROR, REJECT, SEMANTIC, VALID, WARN, Case, Layout, count_attacks, poison
 
 IDENTITY = (1.0, 0, 0, 0, 0, 1.0, 0, 0, 0, 0, 1.0, 0, 0, 0, 0, 1.0)
 
@@ -148,9 +148,6 @@ def build_model() -> _Mdl:
 
 
 def build_texture() -> Layout:
-    import sys
-
-    sys.path.insert(0, __file__.rsplit("/", 2)[0])
     from skinbridge.io_wepuppet.texture import tex
 
     raw = bytes(range(8)) * 2 + bytes(16) * 3  # four DXT5 blocks: one patterned, three zero
@@ -314,9 +311,6 @@ MAX_LEN = 1 << 14
 def shrink(data: bytes, keep: int = 48) -> bytes:
     """The same model with at most `keep` vertices per mesh (triangles that use others dropped), clips cut to
     4 samples where they carry no v2+ blocks, and no padding."""
-    import sys
-
-    sys.path.insert(0, __file__.rsplit("/", 3)[0])
     import numpy as np
 
     from skinbridge.io_wepuppet.puppet import mdl

@@ -2,7 +2,7 @@
 are deep nesting, huge blocks, entity expansion, encodings, numbers that do not fit and wrong JSON shapes."""
 from __future__ import annotations
 
-from hostile_cases import ANY, REJECT, VALID, Case
+from .hostile_cases import ANY, REJECT, VALID, Case
 
 LIMIT = 4 << 20  # triggers.MAX_SIDECAR_BYTES
 

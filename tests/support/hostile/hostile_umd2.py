@@ -6,7 +6,7 @@ the bounding box and one geometry center. Each case is the base with one field c
 """
 from __future__ import annotations
 
-from hostile_cases import ANY, MAP_ERROR, REJECT, SEMANTIC, VALID, WARN, Case, Layout, count_attacks, poison
+from .hostile_cases import ANY, MAP_ERROR, REJECT, SEMANTIC, VALID, WARN, Case, Layout, count_attacks, poison
 
 UMD2_ELEMENTS = [  # (type, semantic): POSITION, NORMAL, TEXCOORD0, BLENDWEIGHTS, BLENDINDICES
     (3, 0), (3, 1), (2, 4), (4, 6), (5, 7),

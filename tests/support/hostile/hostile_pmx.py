@@ -8,7 +8,7 @@ bone 2, the others 1) so that both widths are attacked.
 """
 from __future__ import annotations
 
-from hostile_cases import ANY, REJECT, SEMANTIC, VALID, WARN, Case, Layout, count_attacks, poison
+from .hostile_cases import ANY, REJECT, SEMANTIC, VALID, WARN, Case, Layout, count_attacks, poison
 
 SIZES = {"vertex": 2, "texture": 1, "material": 1, "bone": 2, "morph": 1, "rigid": 1}
 _IDX = {1: "b", 2: "h", 4: "i"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from hostile_cases import ANY, REJECT, SEMANTIC, VALID, WARN, Case, Layout, count_attacks, poison
+from .hostile_cases import ANY, REJECT, SEMANTIC, VALID, WARN, Case, Layout, count_attacks, poison
 
 SIGNATURE = b"Vocaloid Motion Data 0002"
 

@@ -3,10 +3,10 @@
 Every registered format with a codec (`read`) is attacked: its `write` for the byte-exact write back, its
 `semantic` step (what an import runs after the read), seeds made of the real files of ../shared/testdata whose
 content the registry identifies as that format (read in place, never copied into the repository), and, where
-`hostile_<format>.py` exists beside this file, that module's targeted `cases()`, extra `seeds()`, `shrink(data)`
-(seeds above the fuzzing size cap made smaller with the codec itself, so the fuzzer mutates every section of
-them) and the settings `BINARY`, `BYTE_EXACT` (False for a text format whose writer formats), `MAX_LEN` and
-`KNOWN_CRASHES`.
+`hostile_<format>.py` exists beside this file (a module of this package), that module's targeted `cases()`, extra
+`seeds()`, `shrink(data)` (seeds above the fuzzing size cap made smaller with the codec itself, so the fuzzer
+mutates every section of them) and the settings `BINARY`, `BYTE_EXACT` (False for a text format whose writer
+formats), `MAX_LEN` and `KNOWN_CRASHES`.
 
 The UANI trigger sidecars are no format of the registry (they travel with a `.ani`) and are added here by name.
 """
@@ -15,12 +15,12 @@ from __future__ import annotations
 import importlib
 import pathlib
 
-from hostile_cases import Case, Codec
+from .hostile_cases import Case, Codec
 
 from skinbridge import formats
 from skinbridge.core.errors import FormatError
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 TESTDATA = ROOT.parent / "shared" / "testdata"
 SHRINK_ABOVE = 8192
 
@@ -38,9 +38,9 @@ def _testdata_of(spec) -> list[tuple[str, bytes]]:
 
 def _module_of(name: str):
     try:
-        return importlib.import_module(f"hostile_{name}")
+        return importlib.import_module(f"{__package__}.hostile_{name}")
     except ModuleNotFoundError as e:
-        if e.name != f"hostile_{name}":
+        if e.name != f"{__package__}.hostile_{name}":
             raise
         return None
 
@@ -75,7 +75,7 @@ def codec_for(spec) -> Codec:
 
 
 def _triggers() -> Codec:
-    import hostile_triggers
+    from . import hostile_triggers
     from skinbridge.io_urhox.motion import triggers
 
     codec = Codec("triggers", lambda data: triggers.read_triggers(bytes(data), 2.0), None, None,
