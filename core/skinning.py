@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .transforms import matrix3_to_quat, quat_multiply, quat_to_matrix3, slerp, trs_to_matrix
+from .transforms import (matrix3_to_quat, quat_multiply_xyzw, quat_xyzw_to_matrix3,
+                         slerp, slerp_xyzw, trs_to_matrix)
 
 
 def merge_repeated_bones(joints: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -197,12 +198,6 @@ def mmd_bezier(points, t) -> np.ndarray:
     return _cubic(y1, y2, 0.5 * (lo + hi))
 
 
-def slerp_xyzw(q0, q1, s) -> np.ndarray:
-    q0 = np.asarray(q0, np.float64)[..., [3, 0, 1, 2]]
-    q1 = np.asarray(q1, np.float64)[..., [3, 0, 1, 2]]
-    return slerp(q0, q1, s)[..., [1, 2, 3, 0]]
-
-
 def mmd_sample_bone(frames, positions, rotations_xyzw, curves, frame: float) -> tuple[np.ndarray, np.ndarray]:
     """(position offset, rotation x,y,z,w) of one bone's keys at `frame` (VMD frames, 30 fps).
 
@@ -222,14 +217,6 @@ def mmd_sample_bone(frames, positions, rotations_xyzw, curves, frame: float) -> 
     s = mmd_bezier(curves[k], np.full(4, t))
     p = pos[k - 1] + (pos[k] - pos[k - 1]) * s[:3]
     return p, slerp_xyzw(rot[k - 1], rot[k], s[3])
-
-
-def _quat_xyzw_matrix(q) -> np.ndarray:
-    return quat_to_matrix3(np.asarray(q, np.float64)[..., [3, 0, 1, 2]])
-
-
-def mul_xyzw(a, b) -> np.ndarray:
-    return quat_multiply(np.asarray(a)[..., [3, 0, 1, 2]], np.asarray(b)[..., [3, 0, 1, 2]])[..., [1, 2, 3, 0]]
 
 
 def mmd_world_matrices(positions, parents, local_positions, local_rotations_xyzw, append_parent=None,
@@ -257,7 +244,7 @@ def mmd_world_matrices(positions, parents, local_positions, local_rotations_xyzw
             return world[i]
         p = int(parents[i])
         local = np.eye(4)
-        local[:3, :3] = _quat_xyzw_matrix(final_rot[i])
+        local[:3, :3] = quat_xyzw_to_matrix3(final_rot[i])
         local[:3, 3] = heads[i] - (heads[p] if 0 <= p < n else 0.0) + final_pos[i]
         world[i] = (world_of(p) @ local) if 0 <= p < n and p != i else local
         done[i] = True
@@ -277,7 +264,7 @@ def mmd_world_matrices(positions, parents, local_positions, local_rotations_xyzw
                     r = rot[ap]
                 if ratio != 1.0:
                     r = slerp_xyzw(ident, r, ratio)
-                final_rot[i] = mul_xyzw(rot[i], r)
+                final_rot[i] = quat_multiply_xyzw(rot[i], r)
             if append_move is not None and append_move[i]:
                 if local_flag:
                     w = world_of(ap)  # the translation of the parent's deformation (world · bind⁻¹)

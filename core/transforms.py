@@ -1,6 +1,6 @@
 """Quaternions, TRS ⇄ matrix and basis changes, vectorised over leading axes with numpy.
 
-Quaternions are (w, x, y, z) unless a name says otherwise. Matrices are 4×4, column vectors
+Quaternions are (w, x, y, z) unless a name says otherwise (`_xyzw`: x, y, z, w). Matrices are 4×4, column vectors
 (p' = M @ p), float64.
 """
 from __future__ import annotations
@@ -132,3 +132,19 @@ def quat_angle(a, b) -> np.ndarray:
     """Angle in radians between rotations a and b (sign-agnostic)."""
     d = np.abs(np.sum(quat_normalize(a) * quat_normalize(b), axis=-1))
     return 2 * np.arccos(np.clip(d, 0.0, 1.0))
+
+
+# The same in x, y, z, w order (MMD's and Granny's files, glTF): the w-first functions above on reordered axes.
+
+def quat_multiply_xyzw(a, b) -> np.ndarray:
+    return quat_multiply(np.asarray(a)[..., [3, 0, 1, 2]], np.asarray(b)[..., [3, 0, 1, 2]])[..., [1, 2, 3, 0]]
+
+
+def slerp_xyzw(q0, q1, s) -> np.ndarray:
+    q0 = np.asarray(q0, np.float64)[..., [3, 0, 1, 2]]
+    q1 = np.asarray(q1, np.float64)[..., [3, 0, 1, 2]]
+    return slerp(q0, q1, s)[..., [1, 2, 3, 0]]
+
+
+def quat_xyzw_to_matrix3(q) -> np.ndarray:
+    return quat_to_matrix3(np.asarray(q, np.float64)[..., [3, 0, 1, 2]])

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.transforms import quat_multiply_xyzw
 from . import pmx
 
 MAX_DEPTH = 4  # group → flip → member: a legal chain is 2 deep; anything deeper is cut, never looped
@@ -72,13 +73,6 @@ def _slerp_from_identity(q_xyzw: np.ndarray, w: float) -> np.ndarray:
     return np.concatenate([axis * np.sin(half), [np.cos(half)]])
 
 
-def _quat_mul_xyzw(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return np.array([aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz])
-
-
 def bone_offsets(morphs: list[pmx.PmxMorph], weights: np.ndarray, n_bones: int
                  ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Bone index → (translation (3,), rotation x,y,z,w (4,)) in MMD axes and units, for the bones some bone
@@ -92,7 +86,7 @@ def bone_offsets(morphs: list[pmx.PmxMorph], weights: np.ndarray, n_bones: int
             if not 0 <= b < n_bones:
                 continue
             t0, q0 = out.get(b, (np.zeros(3), np.array([0.0, 0, 0, 1])))
-            out[b] = (t0 + np.asarray(t, np.float64) * w, _quat_mul_xyzw(q0, _slerp_from_identity(q, float(w))))
+            out[b] = (t0 + np.asarray(t, np.float64) * w, quat_multiply_xyzw(q0, _slerp_from_identity(q, float(w))))
     return out
 
 

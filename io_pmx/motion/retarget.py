@@ -7,7 +7,7 @@ import functools
 
 import numpy as np
 
-from ...core.skinning import mul_xyzw, slerp_xyzw
+from ...core.transforms import quat_multiply_xyzw, slerp_xyzw
 from ...core.transforms import matrix3_to_quat, quat_to_matrix3
 from . import vmd
 from . import channels as vc
@@ -85,7 +85,7 @@ def rigged_keys(model, deform: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
                         a = rot[f, ap]
                     if ratio != 1.0:
                         a = slerp_xyzw(ident, a, ratio)
-                    key_r = mul_xyzw(q, a * np.array([-1.0, -1, -1, 1]))
+                    key_r = quat_multiply_xyzw(q, a * np.array([-1.0, -1, -1, 1]))
                 if r.append_move[k]:
                     if r.append_local[k]:
                         t = world[ap, :3, :3] @ -heads[ap] + world[ap, :3, 3]

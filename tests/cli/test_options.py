@@ -231,3 +231,16 @@ def test_render_frames_that_are_not_integers_name_the_option_and_its_form(testda
     assert code == 2 and len(err) == 1, err
     assert err[0].startswith("error: --frames") and "A:B" in err[0] and "invalid literal" not in err[0]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_registrys_blender_only_options_are_refused_by_convert(capsys):
+    """VMD's bake and Wallpaper Engine's project_files are File › Export's alone: where a target declares such an
+    option, `convert` names it and refuses in one line."""
+    blender_only = [(o, takers) for o, takers in formats.option_takers().values() if o.blender_only]
+    assert [o.name for o, _ in blender_only] == ["project_files"]
+    assert any(o.name == "bake" and o.blender_only for o in formats.get("vmd").options)
+    for option, takers in blender_only:
+        assert cli.main(["convert", "Fox.glb", "--to", takers[0], option.cli_flag]) == 2
+        assert capsys.readouterr().err.strip().splitlines() == [
+            f"error: {option.cli_flag} is a choice of Blender's File › Export only (--to {takers[0]} writes "
+            "without it)"]

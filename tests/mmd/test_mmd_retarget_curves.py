@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from skinbridge.core.skinning import slerp_xyzw
+from skinbridge.core.transforms import slerp_xyzw
 from skinbridge.io_pmx.model import pmx
 from skinbridge.io_pmx.motion import vmd
 from skinbridge.io_pmx.motion import channels

@@ -13,7 +13,7 @@ bpy = pytest.importorskip("bpy")
 from skinbridge import formats  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
 from skinbridge.io_smd.smd import smd  # noqa: E402
-from blender_scenes import walking_humanoid  # noqa: E402
+from support.blender_scenes import walking_humanoid  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -92,3 +92,24 @@ def test_a_vta_file_name_writes_the_vta_alone_in_the_flavour_chosen(clean_scene,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["smile.vta"]
     data = out.read_bytes()
     assert smd.read(data).kind == "flex" and data.count(b"\r\n") == data.count(b"\n")
+
+
+@pytest.mark.slow
+def test_the_command_line_and_the_operator_write_the_same_bytes(clean_scene, testdata, tmp_path):
+    """`skinbridge convert REF --to smd --flavour GOLDSRC --no-write-qc` in a process of its own, and File › Import
+    then File › Export with the same choices in this one: the same files, byte for byte, and GoldSrc's."""
+    from conftest import run_cli  # the command line's runner (a fresh process), shared by the CLI tests
+
+    ref = testdata / "smd" / "bst_Cube_Armature_ref.smd"
+    r = run_cli("convert", ref, "--to", "smd", "--flavour", "GOLDSRC", "--no-write-qc", "-o", tmp_path / "cli")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert bpy.ops.import_scene.skinbridge_smd(filepath=str(ref)) == {"FINISHED"}
+    (tmp_path / "operator").mkdir()
+    assert bpy.ops.export_scene.skinbridge_smd(filepath=str(tmp_path / "operator" / ref.name), flavour="GOLDSRC",
+                                               write_qc=False) == {"FINISHED"}
+    by_cli, by_operator = _files(tmp_path / "cli"), _files(tmp_path / "operator")
+    assert sorted(by_cli) == sorted(by_operator) and ref.name in by_cli and not any(n.endswith(".qc") for n in by_cli)
+    for name in by_cli:
+        assert by_cli[name] == by_operator[name], name
+    data = by_cli[ref.name]
+    assert smd.read(data).goldsrc and data.count(b"\r\n") == data.count(b"\n") and data != ref.read_bytes()
