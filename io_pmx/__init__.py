@@ -47,6 +47,14 @@ IMPORT_OPTIONS = (
 
 # What File › Export › MikuMikuDance Motion takes besides the action it writes (the command line writes a PMX's
 # motions at their keyframes, as `convert --to pmx`).
+# What File › Import › MikuMikuDance Motion takes (the command line's --motion imports with these defaults).
+VMD_IMPORT_OPTIONS = (
+    Option("camera", bool, True, label="Camera", help="make an animated camera from camera keys"),
+    Option("mmd_time", bool, True, label="MMD Frame Rate",
+           help="set the scene to 30 fps (keys on whole frames) and its frame range to cover the motion, as MMD "
+                "plays it"),
+)
+
 VMD_OPTIONS = (
     Option("bake", bool, False, label="Bake Every Frame", blender_only=True,
            help="write a key on every whole 30-fps frame instead of at the keyframes"),
@@ -72,7 +80,7 @@ FORMATS = (
     FormatSpec(
         name="vmd", label="MikuMikuDance motion (VMD)", kind="motion", extensions=(".vmd",),
         sniff=lambda head: head[:len(VMD_SIGNATURE)] == VMD_SIGNATURE, head=len(VMD_SIGNATURE),
-        options=VMD_OPTIONS,
+        options=VMD_OPTIONS, import_options=VMD_IMPORT_OPTIONS,
         import_operator="import_anim.skinbridge_vmd", export_operator="export_anim.skinbridge_vmd",
         capabilities={
             "read": "io_pmx.motion.vmd:read", "write": "io_pmx.motion.vmd:write",

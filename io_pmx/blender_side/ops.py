@@ -50,25 +50,22 @@ class EXPORT_SCENE_OT_skinbridge_pmx(ExportFile, bpy.types.Operator, ExportHelpe
 
 # -- VMD motions (blender_vmd_*.py) -------------------------------------------------------------------------
 
-@file_operator(_VMD.extensions, several=True)
+@file_operator(_VMD.extensions, _VMD.import_options, several=True)
 class IMPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ImportHelper):
     """Import MikuMikuDance motions (.vmd) as actions onto the active armature imported from PMX"""
 
     bl_idname = "import_anim.skinbridge_vmd"
     bl_label = "Import MikuMikuDance Motion"
     bl_options = {"REGISTER", "UNDO"}
-    camera: BoolProperty(name="Camera", default=True, description="Make an animated camera from camera keys")
-    mmd_time: BoolProperty(name="MMD Frame Rate", default=True,
-                           description="Set the scene to 30 fps (keys on whole frames) and its frame range to "
-                                       "cover the motion, as MMD plays it")
 
     @classmethod
     def poll(cls, context):
         return bool(armatures(context))  # which one: decided (or refused, naming them) when it runs
 
     def execute(self, context):
+        choices = option_values(self, _VMD.import_options)
         return import_motions(self, context, lambda path, arm: blender_motion_import.import_vmd(
-            context, [path], arm, self.camera, mmd_time=self.mmd_time))
+            context, [path], arm, choices["camera"], mmd_time=choices["mmd_time"]))
 
 
 @file_operator(_VMD.extensions, _VMD.options, collection=True)

@@ -1,7 +1,8 @@
 """Every choice an export operator offers is an `Option` of its format's spec (docs/architecture.md §5.4), so that
 `convert`, the sidebar's check for a target, the preferences and the README reach it too. Only the scope selectors
 (which file, which collection, which objects, which image, which actions) stay the operator's own. An option's
-earlier ids (`aliases`, `inverse_aliases`) are hidden properties that still set it."""
+earlier ids (`aliases`, `inverse_aliases`) are hidden properties that still set it. The same holds for the
+import operators and their specs' `import_options`."""
 from __future__ import annotations
 
 import pytest
@@ -42,6 +43,31 @@ def test_every_export_property_is_an_option_of_its_spec_or_a_scope_selector(addo
     stray = [f"{spec.export_operator}.{name} (spec {spec.name})" for spec in specs
              for name in stray_properties(spec.export_operator, spec.options)]
     assert not stray, "export choices that are no Option of their spec:\n" + "\n".join(stray)
+
+
+# an import's scope: which files, and which armature a file binds onto (NWN2) or goes onto
+IMPORT_SCOPE = {"filepath", "filename_ext", "filter_glob", "check_existing", "directory", "files", "armature",
+                "hide_props_region"}
+
+
+def stray_import_properties(spec) -> list[str]:
+    """The import operator's properties that are neither a scope selector nor an import option of the spec (or
+    an option of reading its files, `Option.reading`), nor an earlier id of one."""
+    declared = [o for o in spec.import_options] + [o for o in spec.options if o.reading]
+    names = {o.name for o in declared} | {a for o in declared for a in o.aliases + o.inverse_aliases}
+    return [p.identifier for p in _rna(spec.import_operator).properties
+            if p.identifier != "rna_type" and p.identifier not in IMPORT_SCOPE and p.identifier not in names
+            and not p.identifier.startswith("filter_")]
+
+
+def test_every_import_property_is_an_import_option_of_its_spec_or_a_scope_selector(addon):
+    from skinbridge import formats
+
+    specs = [s for s in formats.all_specs() if s.import_operator and not s.foreign_operators]
+    assert len(specs) >= 10 and sum(bool(s.import_options) for s in specs) >= 5
+    stray = [f"{spec.import_operator}.{name} (spec {spec.name})" for spec in specs
+             for name in stray_import_properties(spec)]
+    assert not stray, "import choices that are no import option of their spec:\n" + "\n".join(stray)
 
 
 def test_each_option_property_starts_at_the_options_default(addon):
