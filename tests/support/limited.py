@@ -1,0 +1,90 @@
+"""Run a command in a child process under an address-space limit and a time limit, and measure the child's own
+peak resident memory (os.wait4 gives the rusage of that one child, unlike RUSAGE_CHILDREN which keeps the
+maximum of every child the test process ever waited for).
+
+Issue 45's bombs are refused within 10 s under RLIMIT_AS 1 GB (codec level) or 3 GB (commands that start
+Blender: `import bpy` alone reaches about 1.46 GB of address space)."""
+from __future__ import annotations
+
+import os
+import pathlib
+import resource
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CODEC_LIMIT = 1 << 30
+BLENDER_LIMIT = 3 << 30
+
+
+@dataclass
+class Outcome:
+    returncode: int  # negative: killed by that signal (the time limit kills with SIGKILL)
+    stdout: str
+    stderr: str
+    seconds: float
+    peak_rss: int  # bytes
+    timed_out: bool
+
+
+def run_limited(args: list[str], address_space: int = CODEC_LIMIT, timeout: float = 10.0,
+                env: dict | None = None, cwd: str | None = None) -> Outcome:
+    """`args` (argv[0] included) under RLIMIT_AS `address_space`, killed after `timeout` seconds."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    start = time.perf_counter()
+    proc = subprocess.Popen(args, stdout=out_w, stderr=err_w, preexec_fn=limit, env=env, cwd=cwd,
+                            start_new_session=True)
+    os.close(out_w)
+    os.close(err_w)
+    chunks = {out_r: [], err_r: []}
+    timed_out = False
+    sel = selectors.DefaultSelector()
+    for fd in chunks:
+        sel.register(fd, selectors.EVENT_READ)
+    while sel.get_map():
+        left = timeout - (time.perf_counter() - start)
+        if left <= 0:
+            timed_out = True
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+        for key, _ in sel.select(left):
+            data = os.read(key.fd, 65536)
+            if data:
+                chunks[key.fd].append(data)
+            else:
+                sel.unregister(key.fd)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    for fd in chunks:
+        os.close(fd)
+    return Outcome(proc.returncode, b"".join(chunks[out_r]).decode("utf-8", "replace"),
+                   b"".join(chunks[err_r]).decode("utf-8", "replace"), seconds, usage.ru_maxrss * 1024, timed_out)
+
+
+def cli(*args, address_space: int = CODEC_LIMIT, timeout: float = 10.0, env: dict | None = None) -> Outcome:
+    """`skinbridge ARGS` (this checkout's cli.py) under the limits."""
+    return run_limited([sys.executable, str(ROOT / "cli.py"), *map(str, args)], address_space, timeout, env)
+
+
+def python(code: str, address_space: int = CODEC_LIMIT, timeout: float = 10.0) -> Outcome:
+    """Python `code` with this checkout importable as `skinbridge` (the way bench scripts do it), under the
+    limits: for codec-level cases, e.g. `from skinbridge.io_mdb.gr2 import gr2; gr2.read(...)`."""
+    prelude = f"import runpy; runpy.run_path({str(ROOT / 'bench' / '_checkout.py')!r})\n"
+    return run_limited([sys.executable, "-c", prelude + code], address_space, timeout)
+
+
+def one_line_refusal(outcome: Outcome) -> bool:
+    """The way a refused file ends: exit code 1 or 2, not killed, stderr's last line starts with "error:" and
+    no traceback anywhere."""
+    lines = [ln for ln in outcome.stderr.splitlines() if ln.startswith("error:")]
+    return (not outcome.timed_out and outcome.returncode in (1, 2) and len(lines) == 1
+            and "Traceback" not in outcome.stderr and "internal error" not in outcome.stderr)
