@@ -13,6 +13,13 @@ Also runs inside Blender: `blender -b -P cli.py -- convert ...`.
 """
 from __future__ import annotations
 
+import signal
+
+if __name__ == "__main__" and hasattr(signal, "pthread_sigmask"):
+    # First of all: a signal during start-up (these imports, then Blender's) stays pending until main can end
+    # the run cleanly (core/workers.py block_signals; tools/run's entry does the same before importing us).
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
+
 import argparse
 import atexit
 import contextlib
@@ -39,9 +46,10 @@ from .app.loading import compare_load, import_for_view  # noqa: E402
 from .app.options import ConvertOptions  # noqa: E402
 from .blender import compat  # noqa: E402
 from .core.errors import ExportError, FormatError  # noqa: E402
-from .core.fileio import OutputError, output_error, output_session, read_bytes  # noqa: E402
+from .core.fileio import OutputError, output_error, output_session, read_bytes, remove_staged  # noqa: E402
 from .core.naming import NameAllocator, safe_file_name  # noqa: E402
-from .core.workers import Terminated, check_stop, run_pool, signals_stop  # noqa: E402
+from .core.workers import (Terminated, check_stop, release_signals, run_pool, signals_deferred,  # noqa: E402
+                           signals_stop)
 
 _OUT = None  # the stream results go to (the real stdout); third-party logs go to stderr meanwhile
 _TEMP_DIRS: list[str] = []
@@ -118,14 +126,15 @@ def _message(e: BaseException) -> str:
 def _bpy():
     """Import bpy with Blender's user files kept in a temporary folder, and register the add-on."""
     _private_user_folder()
-    import bpy  # after the Blender user folder is set, and never for --help, info or check
+    with signals_deferred():  # a signal while Blender loads ends the run after it, not inside it
+        import bpy  # after the Blender user folder is set, and never for --help, info or check
 
-    from .app.operators import register  # imports bpy (see above)
+        from .app.operators import register  # imports bpy (see above)
 
-    try:
-        register()
-    except ValueError:  # already registered (running inside Blender with the extension enabled)
-        pass
+        try:
+            register()
+        except ValueError:  # already registered (running inside Blender with the extension enabled)
+            pass
     return bpy
 
 
@@ -193,6 +202,19 @@ def _target_options(args) -> dict | None:
     return given
 
 
+def _clean_after(died: BaseException, outdir: str, existed: set[str]) -> None:
+    """What a killed worker could not remove itself: its staged files in its input's folder, and that folder
+    when the worker made it and nothing else is in it."""
+    pid = getattr(died, "pid", None)
+    if pid is None or not os.path.isdir(outdir):
+        return
+    remove_staged(outdir, pid)
+    if outdir not in existed:
+        with contextlib.suppress(OSError):  # not empty: files of another kind stay where they are
+            for here, _, _ in sorted(os.walk(outdir), key=lambda w: -len(w[0])):
+                os.rmdir(here)
+
+
 def cmd_convert(args) -> int:
     if len(args.inputs) > 1 and args.name:
         print("error: -n/--name applies to one input only", file=sys.stderr)
@@ -221,11 +243,13 @@ def cmd_convert(args) -> int:
 
     if args.jobs > 1 and total > 1:
         done = 0
+        existed = {outdir for _, outdir, _ in plan if os.path.isdir(outdir)}
 
         def finished(index: int, result) -> None:
             nonlocal done
             done += 1
             if isinstance(result, BaseException):  # the worker process died: this input only fails
+                _clean_after(result, plan[index][1], existed)
                 result = ([], [], str(result))
             report(done, plan[index][0], result)
 
@@ -699,6 +723,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     with _results_on_stdout(), signals_stop():
         try:
+            release_signals()  # a signal held since start-up ends the run here, as one line
             _private_user_folder()  # every command that may load Blender, before it does (-j workers share it)
             return args.func(args)
         except ReaderGone:  # as a shell tool ends on SIGPIPE: no message, status 128 + 13

@@ -34,6 +34,11 @@ from .errors import FormatError
 
 MAX_INPUT_BYTES = 2 << 30  # a model file above 2 GiB is refused before it is read
 
+# Called before a session commits; any may raise to roll it back instead (core/workers.py adds its check for a
+# signal whose exception the interrupted code turned into another: output is all or nothing, never written and
+# then reported as interrupted).
+commit_checks: list = []
+
 # Failure injection for tests: a callable(target_path) called before every staged or direct write; it may raise.
 fail_hook = None
 
@@ -153,6 +158,24 @@ def _too_big(path: str, size: str, limit: int) -> FormatError:
     return FormatError(f"{path} is {size}, above the {limit}-byte limit for this kind of file", 0, "file size")
 
 
+def _staged_tag(pid: int | None = None) -> str:
+    """What every staged file's name holds: the writing process's id, so that a parent whose worker was killed
+    (-9: no cleanup of its own) finds exactly that worker's files (`remove_staged`)."""
+    return f".skinbridge-{os.getpid() if pid is None else pid}-"
+
+
+def remove_staged(folder: str | os.PathLike, pid: int) -> list[str]:
+    """Remove the staged `.part` (and `.old`) files process `pid` left under `folder`; returns them."""
+    tag, removed = _staged_tag(pid), []
+    for here, _, files in os.walk(folder):
+        for name in files:
+            if tag in name and name.endswith((".part", ".old")):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(here, name))
+                    removed.append(os.path.join(here, name))
+    return removed
+
+
 def _identity(path: str):
     try:
         st = os.stat(path)
@@ -241,7 +264,7 @@ class OutputSession:
         if fail_hook is not None:
             fail_hook(path)
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)[:60]}.skinbridge-", suffix=".part",
+            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)[:60]}{_staged_tag()}", suffix=".part",
                                        dir=os.path.dirname(target))
         except OSError as e:
             raise output_error(path, e) from None
@@ -329,6 +352,8 @@ def output_session(root: str | None = None, inputs=()):
     finally:
         _SESSION.reset(token)
     try:
+        for check in commit_checks:
+            check()
         session.commit()
     except BaseException:
         session.abort()
@@ -417,7 +442,7 @@ def write_atomic(path: str | os.PathLike, data: bytes | Iterable[bytes]) -> None
     if os.path.isdir(path):
         raise OutputError(f"cannot write {path}: a folder has that name; choose another output name")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".skinbridge-", suffix=".part", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=_staged_tag(), suffix=".part", dir=folder)
     except OSError as e:
         raise output_error(path, e) from None
     try:

@@ -16,6 +16,7 @@ from collections import deque
 from multiprocessing.connection import wait
 from typing import Any, Callable, Iterator
 
+from . import fileio
 from .fileio import current_session
 
 _SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
@@ -35,7 +36,12 @@ class Terminated(KeyboardInterrupt):
 
 
 class WorkerDied(RuntimeError):
-    """The worker process that ran an input ended without a result (killed, crashed, out of memory)."""
+    """The worker process that ran an input ended without a result (killed, crashed, out of memory); `pid` the
+    process (its staged files are left for the caller to remove: core/fileio.py remove_staged)."""
+
+    def __init__(self, message: str, pid: int | None = None):
+        super().__init__(message)
+        self.pid = pid
 
 
 _signalled: int | None = None  # the first signal of the running block
@@ -62,10 +68,45 @@ def check_stop() -> None:
         raise Terminated(_signalled)
 
 
+def block_signals() -> None:
+    """Hold SIGTERM, SIGINT and SIGHUP pending in this thread (and in the threads it starts) until
+    `signals_stop` takes them: the command line's first statement, so that a signal during start-up (imports,
+    Blender loading) is neither a traceback nor an exception turned into another by the code it interrupted."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+
+
+def release_signals() -> None:
+    """Take the signals `block_signals` held: one that arrived raises `Terminated` here."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+    check_stop()
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Signals held pending for the block (loading Blender and registering the add-on: an exception raised
+    inside them comes out as ImportError or leaves Blender half set up, which can crash at exit); one that
+    arrived is taken as the block ends, raising `Terminated` there."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    check_stop()
+
+
+fileio.commit_checks.append(check_stop)
+
+
 @contextlib.contextmanager
 def signals_stop() -> Iterator[None]:
     """Within the block, SIGTERM, SIGINT and SIGHUP raise `Terminated`; the previous handlers come back after
-    it. Does nothing outside the main thread (Python delivers signals there only)."""
+    it. Signals held since `block_signals` stay held until `release_signals` (called inside the block, where the
+    caller handles `Terminated`). Does nothing outside the main thread (Python delivers signals there only)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -100,6 +141,7 @@ def _worker_main(conn, fn: Callable[..., Any], parent_pid: int) -> None:
     _die_with_parent(parent_pid)
     with signals_stop():
         try:
+            release_signals()
             while True:
                 task = conn.recv()
                 if task is None:
@@ -176,7 +218,7 @@ def run_pool(fn: Callable[..., Any], tasks: list[tuple], jobs: int,
                     index, w.task = w.task, None
                     workers.remove(w)
                     w.conn.close()
-                    on_result(index, WorkerDied(f"worker process ended ({_how(w.proc.exitcode)})"))
+                    on_result(index, WorkerDied(f"worker process ended ({_how(w.proc.exitcode)})", w.proc.pid))
             for w in [w for w in workers if w.task is None and not pending]:
                 w.stop()
                 workers.remove(w)

@@ -159,3 +159,34 @@ def test_sigterm_while_a_part_file_is_written(clean, tmp_path, jobs):
     assert not list(tmp_path.rglob("*.part"))
     assert not DONE.findall(err) and _files(out) == {}
     assert not list(tmp.iterdir()), "temporary folders left"
+
+
+def test_killed_worker_leaves_no_part_file(clean, tmp_path):
+    """kill -9 of a `-j 2` worker while its staged `.part` is on disk (issue 45, fault 15): the worker cannot
+    clean up, the parent removes that worker's staged files and the folder it made; the other inputs convert."""
+    inputs, clean_files, clean_folders, _ = clean
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = tmp_path / "out"
+    proc = _start(inputs, out, tmp)
+    staged = re.compile(r"\.skinbridge-(\d+)-.*\.part$")
+    victim = None
+    deadline = time.monotonic() + 120
+    while victim is None and proc.poll() is None and time.monotonic() < deadline:
+        for part in out.rglob("*.part") if out.exists() else ():
+            m = staged.search(part.name)
+            if m and int(m.group(1)) != proc.pid:
+                victim = int(m.group(1))
+                os.kill(victim, signal.SIGKILL)
+                break
+        time.sleep(0.005)
+    assert victim is not None, "no worker's .part file was seen"
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, err
+    assert len(re.findall(r"^\[\d+/\d+\] (.+): FAILED$", err, re.M)) == 1, err
+    done = {os.path.splitext(os.path.basename(src))[0] for src in DONE.findall(err)}
+    assert len(done) == INPUTS - 1
+    assert not list(out.rglob("*.part")) and not list(out.rglob("*.old")), sorted(map(str, out.rglob("*")))
+    assert _files(out) == {rel: h for rel, h in clean_files.items() if rel.split(os.sep)[0] in done}
+    assert _folders(out) == {f for f in clean_folders if f.split(os.sep)[0] in done}
+    assert not list(tmp.iterdir()), "temporary folders left"
