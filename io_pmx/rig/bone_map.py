@@ -23,10 +23,10 @@ chain that is not found in full (足, ひざ, 足首) is reported and gets no IK
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
+from ...core.budget import load_json
 from ...core.errors import ExportError, FormatError
 from ...core.fileio import read_bytes
 from .names import (
@@ -73,11 +73,15 @@ MAX_BONE_MAP_BYTES = 1 << 24  # a bone map is a small JSON object
 def load_bone_map(path: str) -> dict[str, str | None]:
     """`--bone-map FILE.json`: one JSON object {"source bone name": "MMD bone name" or null (drop as helper)}."""
     try:
-        data = json.loads(read_bytes(path, MAX_BONE_MAP_BYTES).decode("utf-8-sig"))
+        raw = read_bytes(path, MAX_BONE_MAP_BYTES)
     except OSError as e:
         raise ExportError(f"--bone-map {path}: {e.strerror or e}") from e
     except FormatError as e:  # not a regular file, or above the cap
         raise ExportError(f"--bone-map {e}") from e
+    try:
+        data = load_json(raw.decode("utf-8-sig"), "bone map")
+    except FormatError as e:  # nested too deep
+        raise ExportError(f"--bone-map {path}: {e}") from e
     except (UnicodeDecodeError, ValueError) as e:
         raise ExportError(f"--bone-map {path}: not a UTF-8 JSON file ({e})") from e
     return check_bone_map(data, f"--bone-map {path}")

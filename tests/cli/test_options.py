@@ -209,10 +209,12 @@ def test_export_operator_properties_are_the_option_records(addon):
 
 
 @pytest.mark.parametrize("content,what", [(None, "no such file"), (b"{not json", "not a UTF-8 JSON file"),
-                                          (b'["a list"]', "--bone-map")])
+                                          (b'["a list"]', "--bone-map"),
+                                          (b'{"a":' * 100_000 + b"1" + b"}" * 100_000, "nested 100000 levels deep")])
 def test_a_bone_map_is_read_whenever_given(tmp_path, capsys, content, what):
     """Without --mmd-rig too: a missing or invalid --bone-map file is a usage error (exit 2, one line) before
-    any input is converted, not ignored."""
+    any input is converted, not ignored; nesting deep enough for a RecursionError is refused the same way (issue 45,
+    fault 12)."""
     bone_map = tmp_path / "map.json"
     if content is not None:
         bone_map.write_bytes(content)

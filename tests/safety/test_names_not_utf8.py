@@ -113,11 +113,17 @@ def test_check_lists_the_name_as_a_warning_finding(bad_file):
         assert data[found[0].offset:found[0].offset + 2] == b"\xff\xfe"  # the offset is the bad byte's
 
 
+INFO_NAMES = {"umd2"}  # formats whose info lists bone names
+
+
 @pytest.mark.blender
 def test_info_check_and_convert_succeed_with_one_line_warnings(bad_file, tmp_path):
     fmt, path = bad_file
     info = run_cli("info", path)
     assert info.returncode == 0 and "Traceback" not in info.stderr, info.stderr
+    # issue 45, fault 13: info lists the name as check and import show it (U+FFFD), with the same warning
+    assert "?bad" not in info.stdout and (SHOWN in info.stdout) == ("not valid UTF-8" in info.stderr), info.stderr
+    assert fmt not in INFO_NAMES or (SHOWN in info.stdout and len(info.stderr.splitlines()) == 1), info.stderr
     check = run_cli("check", path)
     assert check.returncode == 0 and "not valid UTF-8" in check.stdout and "1 warning" in check.stdout, check.stdout
     out = tmp_path / "out"
