@@ -318,7 +318,8 @@ def cmd_info(args) -> int:
     from .core import names  # imports numpy, which --help and the other commands' start-up do without
 
     def show(path: str, result: dict) -> int:
-        for warning in names.clean(result, path="info"):  # bytes that are not text: U+FFFD and a warning, as check and import
+        # bytes that are not text: U+FFFD and a warning, as check and import
+        for warning in names.clean(result, path="info"):
             print(f"warning: {path}: {warning}", file=sys.stderr)
         _out(json.dumps({"file": path, **result}, indent=2, ensure_ascii=False, default=_json_default))
         return 0
