@@ -177,7 +177,7 @@ def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings, wan
 
     m = np.asarray(matrix, dtype=np.float64)
     lin = m[:3, :3]
-    normal_m = np.linalg.inv(lin).T
+    normal_m = _normal_matrix(lin)
     out_pos = (pos[corner_vert[src_corner]].astype(np.float64) @ lin.T + m[:3, 3]).astype(np.float32)
     out_n = normals[src_corner].astype(np.float64) @ normal_m.T
     out_n /= np.maximum(np.linalg.norm(out_n, axis=1, keepdims=True), 1e-30)
@@ -206,6 +206,17 @@ def _read_triangulated(ob, me, matrix, bone_index, max_influences, warnings, wan
     cmesh.extras["source_vertex"] = source
     cmesh.extras["source_vertex_count"] = nv
     return cmesh
+
+
+def _normal_matrix(lin: np.ndarray) -> np.ndarray:
+    """What turns normals as `lin` turns positions: inv(lin)ᵀ, or for a singular `lin` (an object scaled to 0 on
+    some axis, as Wallpaper Engine layers may be) its cofactor matrix, the same up to a factor where the
+    inverse exists, so normals are still defined (zero where `lin` flattens everything to a line or a point)."""
+    try:
+        return np.linalg.inv(lin).T
+    except np.linalg.LinAlgError:
+        c0, c1, c2 = lin[:, 0], lin[:, 1], lin[:, 2]
+        return np.column_stack([np.cross(c1, c2), np.cross(c2, c0), np.cross(c0, c1)])
 
 
 def _append_cornerless(me, cmesh: cm.Mesh, source: np.ndarray, verts: np.ndarray, pos: np.ndarray, m: np.ndarray,
