@@ -87,7 +87,7 @@ class ImportWEProject(ImportFiles, Operator, ImportHelper):
         return project_io.import_project(context, path, **option_values(self, _PROJECT.import_options)).warnings
 
 
-@file_operator(_PROJECT.extensions)
+@file_operator(_PROJECT.extensions, collection=True)
 class ExportWEProject(ExportFile, Operator, ExportHelper):
     """Write the imported Wallpaper Engine project back (project.json, scene.json, its models, materials and
     textures): unchanged files as they were, places, animation layers and models changed in Blender written anew"""
@@ -100,7 +100,8 @@ class ExportWEProject(ExportFile, Operator, ExportHelper):
         return ExportHelper.invoke(self, context, event)
 
     def export(self, context) -> list[str]:
-        return project_io.export_project(context, self.filepath)[1]
+        # a Collection Exporter's collection: its project (or model) alone, never the active object's project
+        return project_io.export_project(context, self.filepath, collection=self.collection or None)[1]
 
 
 register, unregister = registrar(

@@ -32,13 +32,13 @@ from ...blender import action as baction
 from ...blender import scene as bscene
 from ...core.errors import ExportError, FormatError
 from ...core.fileio import makedirs, output_path, read_bytes, write_atomic
-from ...core.paths import texture_to_open
 from ..puppet import blender_io as puppet_io
 from ..puppet import convert
 from ..puppet.units import METRES_PER_UNIT
 from ..texture import blender_io as texture_io
 from ..texture import blender_sheet
-from ..texture.material import first_texture, loads
+from ..texture.material import first_texture
+from . import files as project_files
 from . import project
 
 LAYER_PROP = "skinbridge_we_layer"  # on a layer's object: its scene.json entry as JSON text
@@ -74,37 +74,88 @@ def layer_matrix(layer: project.Layer, metres_per_unit: float) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------------------
 # files of the project
 
-def _inside(root: str, raw: str) -> str | None:
-    """The project file `raw` names, when it lies inside the project folder and exists."""
-    path, _ = texture_to_open(raw, root)
-    return path if path is not None and os.path.isfile(path) else None
+class _Files:
+    """The project files one import or export uses, each read once however many layers name it (a scene of
+    thousands of layers names a few models, materials and textures), and what it made of them: the image of
+    each texture, the material of each image and the plane of each size and material, shared by the layers.
+    A missing or unreadable file is one warning naming it and its first layer, with the count of the others."""
+
+    def __init__(self, root: str, coll=None, docs: dict | None = None):
+        self.root, self.coll = root, coll
+        self.docs: dict[str, tuple] = {} if docs is None else docs  # raw name → project.project_json's answer
+        self.paths: dict[str, tuple] = {}  # raw name → project.file_in's answer
+        self.images: dict[str, object] = {}
+        self.materials: dict[object, object] = {}
+        self.meshes: dict[tuple, object] = {}
+        self.warnings: list[str] = []
+        self._warned: dict[object, list[int]] = {}  # key → [its warning's index, layers after the first]
+
+    def warn(self, key, who: str, text: str) -> None:
+        if key in self._warned:
+            self._warned[key][1] += 1
+            return
+        self._warned[key] = [len(self.warnings), 0]
+        self.warnings.append(f"{who}: {text}")
+
+    def finished(self) -> list[str]:
+        out = list(self.warnings)
+        for at, more in self._warned.values():
+            if more:
+                out[at] += f" (and {more} more layer{'s' if more > 1 else ''})"
+        return out
+
+    def path(self, raw: str, who: str) -> str | None:
+        """The project file `raw` names, when it is a regular file inside the project folder."""
+        if raw not in self.paths:
+            self.paths[raw] = project.file_in(self.root, raw) if self.root else (None, "no project folder")
+        path, why = self.paths[raw]
+        if path is None:
+            self.warn(("file", raw), who, f"{raw!r}: {why}")
+        return path
+
+    def json(self, raw, who: str) -> dict | None:
+        """The JSON object of the project file `raw` names."""
+        if not isinstance(raw, str) or not raw:
+            self.warn(("no file", who), who, "names no file")
+            return None
+        if raw not in self.docs:
+            self.docs[raw] = project.project_json(self.root, raw) if self.root else (None, "no project folder")
+        doc, why = self.docs[raw]
+        if doc is None:
+            self.warn(("file", raw), who, f"{raw!r}: {why}")
+        return doc
 
 
-def _json_at(root: str, raw: str, warnings: list[str], what: str) -> dict | None:
-    path = _inside(root, raw) if isinstance(raw, str) and raw else None
-    if path is None:
-        warnings.append(f"{what}: {raw!r} is not in the project folder (a Wallpaper Engine built-in file?)")
-        return None
-    try:
-        doc = loads(read_bytes(path, 1 << 24).decode("utf-8-sig"))
-    except (ValueError, OSError, FormatError) as e:
-        warnings.append(f"{what}: {raw!r} is not readable JSON: {e}")
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
-def _texture_path(root: str, model_doc: dict, warnings: list[str], what: str) -> str | None:
+def _texture_path(files: _Files, model_doc: dict, what: str) -> str | None:
     """The `.tex` of an image layer: its model JSON's material → that material's first texture."""
-    doc = _json_at(root, model_doc.get("material"), warnings, what)
+    material = model_doc.get("material")
+    doc = files.json(material, what)
     name = first_texture(doc)
     if name is None:
         if doc is not None:
-            warnings.append(f"{what}: its material names no texture (passes[0].textures[0])")
+            files.warn(("no texture", material), what, f"its material {material} names no texture "
+                                                         "(passes[0].textures[0])")
         return None
-    path = _inside(root, f"materials/{name}.tex")
-    if path is None:
-        warnings.append(f"{what}: texture materials/{name}.tex not found")
-    return path
+    return files.path(f"materials/{name}.tex", what)
+
+
+def _image(context, files: _Files, tex_path: str, what: str):
+    """The Blender image of the texture `tex_path`, imported once for every layer that shows it."""
+    if tex_path not in files.images:
+        img = None
+        try:
+            img, more = texture_io.import_texture(context, tex_path)
+            img[TEX_PATH_PROP] = os.path.relpath(tex_path, files.root).replace(os.sep, "/")
+            files.warnings += [f"{what}: {w}" for w in more]
+        except FormatError as e:
+            files.warn(("texture", tex_path), what, f"{os.path.basename(tex_path)}: {e}")
+        except OSError as e:
+            files.warn(("texture", tex_path), what, f"{os.path.basename(tex_path)} cannot be read "
+                                                    f"({project.os_reason(e)})")
+        files.images[tex_path] = img
+    elif files.images[tex_path] is None:
+        files.warn(("texture", tex_path), what, "")
+    return files.images[tex_path]
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -126,53 +177,47 @@ def image_material(name: str, img) -> bpy.types.Material:
     return mat
 
 
-def _image_layer(context, root: str, layer: project.Layer, metres_per_unit: float, warnings: list[str],
-                 props: dict):
+def _image_layer(context, files: _Files, layer: project.Layer, metres_per_unit: float, props: dict):
     what = f"image layer {layer.name!r}"
-    model_doc = _json_at(root, layer.asset, warnings, what) or {}
-    tex_path = _texture_path(root, model_doc, warnings, what) if model_doc else None
-    img = None
-    if tex_path is not None:
-        try:
-            img, more = texture_io.import_texture(context, tex_path)
-            img[TEX_PATH_PROP] = os.path.relpath(tex_path, root).replace(os.sep, "/")
-            warnings += [f"{what}: {w}" for w in more]
-        except (FormatError, OSError) as e:
-            warnings.append(f"{what}: {os.path.basename(tex_path)}: {e}")
+    model_doc = files.json(layer.asset, what) or {}
+    tex_path = _texture_path(files, model_doc, what) if model_doc else None
+    img = _image(context, files, tex_path, what) if tex_path is not None else None
     size = project.resolve(layer.doc.get("size"), props)
     w, h = project.vector(size, 2, (0, 0)) if size is not None else (0.0, 0.0)
     if not (w > 0 and h > 0):
         w, h = (img.size[0], img.size[1]) if img is not None else (0.0, 0.0)
     if not (w > 0 and h > 0):
-        warnings.append(f"{what}: no size and no texture: shown 100 × 100 pixels")
+        files.warn(("no size",), what, "no size and no texture: shown 100 × 100 pixels")
         w = h = 100.0
-    # the plane in the layer's own pixels, centred on its origin, mapped as puppet pixels are
-    corners = np.array([[-w / 2, -h / 2, 0], [w / 2, -h / 2, 0], [w / 2, h / 2, 0], [-w / 2, h / 2, 0]])
-    me = bpy.data.meshes.new(layer.name or "image")
-    me.from_pydata((corners @ (metres_per_unit * convert.AXES).T).tolist(), [], [(0, 1, 2, 3)])
-    uv = me.uv_layers.new(name="UVMap")
-    uv.uv.foreach_set("vector", [0, 0, 1, 0, 1, 1, 0, 1])
-    me.materials.append(image_material(layer.name or "image", img))
+    mat = files.materials.get(tex_path)
+    if mat is None:
+        stem = os.path.splitext(os.path.basename(tex_path))[0] if tex_path else "image"
+        mat = files.materials[tex_path] = image_material(stem, img)
+    me = files.meshes.get((w, h, tex_path))
+    if me is None:  # the plane in the layer's own pixels, centred on its origin, mapped as puppet pixels are
+        corners = np.array([[-w / 2, -h / 2, 0], [w / 2, -h / 2, 0], [w / 2, h / 2, 0], [-w / 2, h / 2, 0]])
+        me = files.meshes[(w, h, tex_path)] = bpy.data.meshes.new(layer.name or "image")
+        me.from_pydata((corners @ (metres_per_unit * convert.AXES).T).tolist(), [], [(0, 1, 2, 3)])
+        uv = me.uv_layers.new(name="UVMap")
+        uv.uv.foreach_set("vector", [0, 0, 1, 0, 1, 1, 0, 1])
+        me.materials.append(mat)
     ob = bpy.data.objects.new(layer.name or "image", me)
-    context.view_layer.active_layer_collection.collection.objects.link(ob)
+    files.coll.objects.link(ob)
     return ob
 
 
-def _model_path(root: str, layer: project.Layer, warnings: list[str]) -> str | None:
+def _model_path(files: _Files, layer: project.Layer) -> str | None:
     """The `.mdl` of a puppet or model layer: named directly, or by the `puppet` of the model JSON named."""
     what = f"{layer.kind} layer {layer.name!r}"
     raw = layer.asset
     if not raw.lower().endswith(".mdl"):
-        doc = _json_at(root, raw, warnings, what)
+        doc = files.json(raw, what)
         raw = doc.get("puppet") if doc is not None else None
         if not isinstance(raw, str):
             if doc is not None:
-                warnings.append(f"{what}: {layer.asset!r} names no .mdl")
+                files.warn(("no mdl", layer.asset), what, f"{layer.asset!r} names no .mdl")
             return None
-    path = _inside(root, raw)
-    if path is None:
-        warnings.append(f"{what}: {raw!r} not found in the project folder")
-    return path
+    return files.path(raw, what)
 
 
 def _clip_actions(arm_ob) -> dict[int, object]:
@@ -230,28 +275,31 @@ def _animation_tracks(context, arm_ob, layer: project.Layer, warnings: list[str]
     ad.action = None  # the tracks play the layers; an active action would replace them
 
 
-def _model_layer(context, root: str, layer: project.Layer, metres_per_unit: float, warnings: list[str]):
-    path = _model_path(root, layer, warnings)
+def _model_layer(context, files: _Files, layer: project.Layer, metres_per_unit: float, owned: list):
+    """A puppet or model layer's object (its armature, its one top object, else an empty holding its objects);
+    every object the import made goes into `owned`."""
+    path = _model_path(files, layer)
     if path is None:
         return None
     result = puppet_io.import_wepuppet(context, path, metres_per_unit)
-    warnings += [f"{layer.kind} layer {layer.name!r}: {w}" for w in result.warnings]
+    owned += result.objects
+    files.warnings += [f"{layer.kind} layer {layer.name!r}: {w}" for w in result.warnings]
     if result.armature is not None:
-        _animation_tracks(context, result.armature, layer, warnings)
+        _animation_tracks(context, result.armature, layer, files.warnings)
         return result.armature
     tops = [ob for ob in result.objects if ob.parent is None]
     if len(tops) == 1:
         return tops[0]
-    holder = _empty(context, layer.name or os.path.basename(path))
+    holder = _empty(files.coll, layer.name or os.path.basename(path))
     for ob in tops:
         ob.parent = holder
     return holder
 
 
-def _empty(context, name: str):
+def _empty(coll, name: str):
     ob = bpy.data.objects.new(name, None)
     ob.empty_display_type = "PLAIN_AXES"
-    context.view_layer.active_layer_collection.collection.objects.link(ob)
+    coll.objects.link(ob)  # linked to the project's collection itself: no walk of the view layer per object
     return ob
 
 
@@ -265,34 +313,48 @@ def _kept_note(layer: project.Layer) -> list[str]:
     return notes
 
 
-def _build_layer(context, root: str, layer: project.Layer, metres_per_unit: float, warnings: list[str],
-                 props: dict):
+def _build_layer(context, files: _Files, layer: project.Layer, metres_per_unit: float, props: dict, owned: list):
+    """The layer's object; it and every other object made for the layer go into `owned`."""
     if layer.kind == "image":
-        ob = _image_layer(context, root, layer, metres_per_unit, warnings, props)
+        ob = _image_layer(context, files, layer, metres_per_unit, props)
     elif layer.kind in ("puppet", "model"):
-        ob = _model_layer(context, root, layer, metres_per_unit, warnings)
+        ob = _model_layer(context, files, layer, metres_per_unit, owned)
     else:
         ob = None
     if ob is None:  # kept as data, or its file is missing: the place and the JSON still come in
-        ob = _empty(context, layer.name or layer.kind)
+        ob = _empty(files.coll, layer.name or layer.kind)
+    if ob not in owned:
+        owned.append(ob)
     ob[LAYER_PROP] = json.dumps(layer.doc, ensure_ascii=False)
     return ob
 
 
-def _place(objects: list, layers: list[project.Layer], metres_per_unit: float) -> None:
-    by_id = {la.id: ob for la, ob in zip(layers, objects) if la.id is not None}
-    for ob, layer in zip(objects, layers):
+def _place(objects: list, layers: list[project.Layer], owned: list[list], metres_per_unit: float) -> None:
+    """Each layer's object at its place, parented to its parent layer's object; a hidden layer hides what was
+    made for it and for the layers under it (walked once, from our own lists: Blender's `children_recursive`
+    scans every object of the file each time it is asked)."""
+    by_id = {la.id: k for k, la in enumerate(layers) if la.id is not None}
+    children: dict[int, list[int]] = {}
+    for k, (ob, layer) in enumerate(zip(objects, layers)):
         m = Matrix(layer_matrix(layer, metres_per_unit).tolist())
-        parent = by_id.get(layer.parent) if layer.parent is not None else None
-        if parent is not None and parent is not ob:
-            ob.parent = parent
+        p = by_id.get(layer.parent) if layer.parent is not None else None
+        if p is not None and objects[p] is not ob:
+            ob.parent = objects[p]
             ob.matrix_parent_inverse = Matrix.Identity(4)
             ob.matrix_basis = m
+            children.setdefault(p, []).append(k)
         else:
             ob.matrix_world = m
-        if not layer.visible:
-            for o in [ob, *ob.children_recursive]:
-                o.hide_render = o.hide_viewport = True
+    hidden = [k for k, layer in enumerate(layers) if not layer.visible]
+    done = set(hidden)
+    while hidden:
+        k = hidden.pop()
+        for o in owned[k]:
+            o.hide_render = o.hide_viewport = True
+        for c in children.get(k, ()):
+            if c not in done:
+                done.add(c)
+                hidden.append(c)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -355,13 +417,14 @@ def import_project(context, path: str, metres_per_unit: float = METRES_PER_UNIT)
     """Build the project of `path` (its project.json or scene.json) in Blender; atomic."""
     if not metres_per_unit > 0:
         raise FormatError(f"metres per unit {metres_per_unit} is not positive")
-    proj, scene, warnings = project.read_path(path)
+    docs: dict = {}  # the layers' model files, read once: a missing or unreadable one is warned of with its layers
+    proj, scene, warnings = project.read_path(path, docs)
     if scene is None:
         raise FormatError(f"{os.path.basename(path)}: {'; '.join(warnings)}", None, "file")
     root = os.path.dirname(os.path.abspath(path))
     title = (proj.title if proj is not None else "") or os.path.basename(root) or "project"
     props = proj.properties if proj is not None else {}
-    result = ProjectResult(warnings=list(warnings))
+    result = ProjectResult()
     before = bscene.snapshot_ids(_ID_COLLECTIONS)
     view_layer = context.view_layer
     active = view_layer.active_layer_collection.collection
@@ -373,10 +436,14 @@ def import_project(context, path: str, metres_per_unit: float = METRES_PER_UNIT)
         _activate(view_layer, coll)
         result.camera = _camera(context, scene, metres_per_unit, coll)
         coll[ROOT_PROP] = root
+        files = _Files(root, coll, docs)
+        owned: list[list] = []
         for k, layer in enumerate(scene.layers):
-            result.layers.append(_build_layer(context, root, layer, metres_per_unit, result.warnings, props))
+            owned.append([])
+            result.layers.append(_build_layer(context, files, layer, metres_per_unit, props, owned[-1]))
             result.layers[-1][LAYER_INDEX_PROP] = k
-        _place(result.layers, scene.layers, metres_per_unit)
+        _place(result.layers, scene.layers, owned, metres_per_unit)
+        result.warnings = files.finished()
         kept = [note for layer in scene.layers for note in _kept_note(layer)]
         if kept:
             result.warnings.append(f"kept as data, not shown ({len(kept)}): " + "; ".join(kept))
@@ -397,11 +464,22 @@ def blender_import(context, path: str, options=None) -> list[str]:
 # ------------------------------------------------------------------------------------------------------------
 # export: the imported project written back
 
-def project_collection(context):
-    """The imported project to export: the one holding the active object, else the only one in the file; None
-    when no project was imported."""
-    ob = context.view_layer.objects.active
+def project_collection(context, collection: str | None = None):
+    """The imported project to export: in a Collection Exporter (`collection`) the project that collection is
+    or holds, never one of another collection; else the one holding the active object, else the only one in
+    the file. None when no project is there (the scope's model then becomes a new project)."""
     colls = [c for c in bpy.data.collections if SCENE_PROP in c]
+    if collection:
+        scope = bpy.data.collections.get(collection)
+        if scope is None:
+            raise ExportError(f"the collection {collection!r} does not exist")
+        names = {scope.name, *(c.name for c in scope.children_recursive)}
+        mine = [c for c in colls if c.name in names]
+        if len(mine) > 1:
+            raise ExportError(f"the collection {collection} holds {len(mine)} projects "
+                              f"({', '.join(c.name for c in mine)}): give each its own exporter")
+        return mine[0] if mine else None
+    ob = context.view_layer.objects.active
     if ob is not None:
         mine = [c for c in colls if ob.name in c.all_objects]
         if mine:
@@ -423,22 +501,29 @@ def _decompose(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _update_place(layer: project.Layer, ob, metres_per_unit: float) -> None:
     """The layer's typed origin, angles, scale and visibility from its object, each only where it moved more
-    than float32 keeps (so an untouched layer keeps its file's spelling)."""
+    than float32 keeps (so an untouched layer keeps its file's spelling). A scale of 0 (legal in Wallpaper
+    Engine: public projects hide layers so) leaves no rotation in the matrix: the layer's angles are kept while
+    they still give the matrix."""
+    layer.visible = not ob.hide_render
     parented = ob.parent is not None and LAYER_PROP in ob.parent
     m = np.array(ob.matrix_basis if parented else ob.matrix_world, np.float64)
+    expected = layer_matrix(layer, metres_per_unit)
+    if np.abs(m - expected).max() <= 1e-7 * max(1.0, float(np.abs(expected).max())):
+        return  # where the import put it (the common case: one comparison per layer)
     a = axes(metres_per_unit)
     origin, angles, size = _decompose(np.linalg.inv(a) @ m @ a)
     # per component, rounded to what float32 keeps of a place in metres, so an untouched one reads as it was
     moved = np.abs(origin - layer.origin) > 1e-5 * max(1.0, float(np.abs(layer.origin).max()))
     if moved.any():
         layer.origin = np.where(moved, np.round(origin, 4), layer.origin)
-    now = project.transform(np.zeros(3), angles, np.ones(3))[:3, :3]
-    was = project.transform(np.zeros(3), layer.angles, np.ones(3))[:3, :3]
-    if np.abs(now - was).max() > 1e-5:
-        layer.angles = angles
     if np.abs(size - layer.scale).max() > 1e-5 * max(1.0, float(np.abs(layer.scale).max())):
         layer.scale = size
-    layer.visible = not ob.hide_render
+    now = project.transform(np.zeros(3), angles, np.ones(3))[:3, :3]
+    was = project.transform(np.zeros(3), layer.angles, np.ones(3))[:3, :3]
+    if (size == 0).any():  # the rotation is undetermined: compared as the matrices it gives with this scale
+        now, was = now @ np.diag(size), was @ np.diag(size)
+    if np.abs(now - was).max() > 1e-5:
+        layer.angles = angles
 
 
 def _set(doc: dict, key: str, value) -> None:
@@ -471,13 +556,32 @@ def _update_animation_layers(layer: project.Layer, ob) -> None:
                 _set(al.doc, key, round(value, 6))
 
 
-def _model_bytes(context, ob) -> tuple[bytes, list[str]]:
+def _children(coll) -> dict[str, list]:
+    """The objects of `coll` by their parent's name, gathered once (Blender's `children` and
+    `children_recursive` scan every object of the file each time they are asked)."""
+    out: dict[str, list] = {}
+    for ob in coll.all_objects:
+        if ob.parent is not None:
+            out.setdefault(ob.parent.name, []).append(ob)
+    return out
+
+
+def _descendants(ob, children: dict[str, list]) -> list:
+    out, todo = [], [ob]
+    while todo:
+        for c in children.get(todo.pop().name, ()):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def _model_bytes(context, ob, children: dict[str, list]) -> tuple[bytes, list[str]]:
     """A puppet or model layer's `.mdl` as Blender has it, written where the layer stands at the origin (its
     placement goes to scene.json, not into the model); the object's matrix is put back."""
     saved = ob.matrix_basis.copy()
     coll = bpy.data.collections.new("skinbridge_export")
     try:
-        for o in [ob, *ob.children_recursive]:
+        for o in [ob, *_descendants(ob, children)]:
             coll.objects.link(o)
         ob.matrix_world = Matrix.Identity(4)
         with bscene.export_scope(coll.name):
@@ -488,71 +592,69 @@ def _model_bytes(context, ob) -> tuple[bytes, list[str]]:
         ob.matrix_basis = saved
 
 
-def _source_files(root: str) -> dict[str, str]:
-    """Every file of the imported project's folder, by its path relative to it."""
-    out = {}
-    for folder, _, names in os.walk(root):
-        for name in names:
-            path = os.path.join(folder, name)
-            out[os.path.relpath(path, root).replace(os.sep, "/")] = path
-    return out
-
-
 def _layer_objects(coll) -> dict[int, object]:
     return {int(ob[LAYER_INDEX_PROP]): ob for ob in coll.all_objects
             if LAYER_PROP in ob and isinstance(ob.get(LAYER_INDEX_PROP), int)}
 
 
-def _models(context, root: str, scene: project.Scene, obs: dict, out: dict, warnings: list) -> None:
+def _models(context, files: _Files, scene: project.Scene, obs: dict, out: dict, warnings: list) -> None:
     """Each puppet and model layer's `.mdl` from Blender into `out` (relative path → bytes) when it differs
-    from the project's own file (an unchanged one is written from its own bytes)."""
+    from the project's own file (an unchanged one is written from its own bytes); each model once."""
     done: set[str] = set()
+    children = _children(files.coll)
     for k, layer in enumerate(scene.layers):
         ob = obs.get(k)
         if ob is None or ob.type not in ("ARMATURE", "EMPTY", "MESH") or layer.kind not in ("image", "puppet",
                                                                                             "model"):
             continue
-        path = _model_path(root, layer, []) if root else None
+        path = _model_path(files, layer) if files.root else None  # each model JSON read once (`files`)
         if path is None or not path.lower().endswith(".mdl") or path in done:
             continue
         done.add(path)
-        if ob.type == "EMPTY" and not ob.children:
+        if ob.type == "EMPTY" and not children.get(ob.name):
             continue
-        data, more = _model_bytes(context, ob)
+        data, more = _model_bytes(context, ob, children)
         warnings += [f"{layer.kind} layer {layer.name!r}: {w}" for w in more]
         if data != read_bytes(path):
-            out[os.path.relpath(path, root).replace(os.sep, "/")] = data
+            out[os.path.relpath(path, files.root).replace(os.sep, "/")] = data
 
 
-def _sheets(root: str, obs: dict, out: dict, warnings: list) -> None:
+def _sheets(files: _Files, obs: dict, out: dict, warnings: list) -> None:
     """The sprite sheets and GIFs of image layers whose frames were edited in Blender into `out` (relative path
-    → bytes); other textures stay as the project has them."""
+    → bytes); other textures stay as the project has them. Each material and image once, however many layers
+    show it."""
+    seen: set = set()
     for ob in obs.values():
         if ob.type != "MESH":
             continue
         for mat in ob.data.materials:
-            nodes = mat.node_tree.nodes if mat is not None and mat.node_tree is not None else []
-            for img in (n.image for n in nodes if n.type == "TEX_IMAGE" and n.image is not None):
+            if mat is None or mat.node_tree is None or mat.name in seen:
+                continue
+            seen.add(mat.name)
+            for img in (n.image for n in mat.node_tree.nodes if n.type == "TEX_IMAGE" and n.image is not None):
                 rel = img.get(TEX_PATH_PROP)
-                if not isinstance(rel, str) or rel in out or blender_sheet.sheet_info(img) is None:
+                if not isinstance(rel, str) or rel in out or ("image", img.name) in seen \
+                        or blender_sheet.sheet_info(img) is None:
                     continue
+                seen.add(("image", img.name))
                 data, more = texture_io.texture_bytes(img)
                 warnings += more
-                src = _inside(root, rel) if root else None
+                src = files.path(rel, f"image {img.name!r}") if files.root else None
                 if src is None or data != read_bytes(src):
                     out[rel] = data
 
 
-def export_project(context, path: str, name: str = "") -> tuple[list[str], list[str]]:
+def export_project(context, path: str, name: str = "", collection: str | None = None) -> tuple[list[str], list[str]]:
     """Write the imported project holding the active object into the folder of `path`: every file of the
     folder it came from as it was, scene.json with the places, visibility and animation layers changed in
     Blender, each puppet or model Blender changed as a new `.mdl` and each sprite sheet or GIF whose frames
     changed as a new `.tex` (blender_sheet.py). With no project imported, the visible
     model as a new project named `name` (else after the folder), as `convert --to wepuppet` writes one.
+    `collection`: a Collection Exporter's collection, whose project (or model) alone is written.
     Returns (written paths, warnings)."""
     folder = os.path.dirname(os.path.abspath(path))
     makedirs(folder)  # an unusable output folder is the first thing said, as every exporter says it
-    coll = project_collection(context)
+    coll = project_collection(context, collection)
     if coll is None:  # nothing imported as a project: the visible model becomes a new one
         stem = name or os.path.basename(folder) or "puppet"
         return puppet_io.export_target(context, folder, stem)
@@ -570,23 +672,27 @@ def export_project(context, path: str, name: str = "") -> tuple[list[str], list[
             _update_place(layer, obs[k], metres_per_unit)
             _update_animation_layers(layer, obs[k])
     project.apply(scene)
+    held = {ob.name for ob in coll.all_objects}
     added = [ob.name for ob in coll.objects if LAYER_PROP not in ob and ob.type != "CAMERA"
-             and (ob.parent is None or ob.parent.name not in coll.all_objects)]
+             and (ob.parent is None or ob.parent.name not in held)]
     if added:
         warnings.append(f"not written (objects added to the project are not yet exported as layers): "
                         f"{', '.join(sorted(added))}")
     out: dict[str, bytes] = {}
-    _models(context, root, scene, obs, out, warnings)
-    _sheets(root, obs, out, warnings)
+    files = _Files(root, coll)  # the files the layers name, each read once (its warnings: the import's)
+    _models(context, files, scene, obs, out, warnings)
+    _sheets(files, obs, out, warnings)
     out[os.path.basename((proj.file if proj else "") or project.SCENE_FILE)] = scene.source.dump()
     if proj is not None:
         out[project.PROJECT_FILE] = proj.source.dump()
     written = []
     same = bool(root) and os.path.isdir(folder) and os.path.samefile(root, folder)
-    for rel, src in (_source_files(root).items() if root and not same else []):
+    sources, more = project_files.project_files(root, skip=folder) if root and not same else ({}, [])
+    warnings += more
+    for rel, src in sources.items():
         if rel not in out:
             written.append(output_path(folder, rel))
-            write_atomic(written[-1], read_bytes(src, 1 << 34))
+            write_atomic(written[-1], project_files.pieces(src, rel))  # streamed: a file of any size, never read whole
     for rel, data in out.items():
         written.append(output_path(folder, rel))
         write_atomic(written[-1], data)

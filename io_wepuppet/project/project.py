@@ -23,6 +23,7 @@ import numpy as np
 
 from ...core.errors import FormatError
 from ...core.fileio import read_bytes
+from ...core.paths import relative_parts, why_unsafe
 from ..puppet.project_docs import PROJECT_FILE, SCENE_FILE, format_json, format_vector
 from ..texture.material import document
 
@@ -252,8 +253,7 @@ def apply(scene: Scene) -> None:
     for layer in scene.layers:
         now = _typed(layer)
         for key, value in now.items():
-            if np.allclose(value, layer.read_values[key], rtol=0, atol=0) if key in ("origin", "scale", "angles") \
-                    else value == layer.read_values[key]:
+            if value == layer.read_values[key]:  # tuples of floats compared exactly, as numbers
                 continue
             text = format_vector(value) if key in ("origin", "scale", "angles") else value
             target = layer.doc.get(key)
@@ -268,35 +268,80 @@ def apply(scene: Scene) -> None:
 # ------------------------------------------------------------------------------------------------------------
 # folders
 
+MODEL_JSON_LIMIT = 1 << 24  # a layer's model or material JSON: public ones are a few hundred bytes
+
+
 def read_folder(folder: str) -> tuple[Project, Scene, list[str]]:
     """A project folder: project.json, the scene file it names and the model files of its image layers (to
     tell puppets from flat images). Warnings name model files that are missing or unreadable."""
-    with open(os.path.join(folder, PROJECT_FILE), "rb") as f:
-        project = read_project(f.read())
-    scene_name = project.file or SCENE_FILE
-    with open(os.path.join(folder, os.path.basename(scene_name)), "rb") as f:
-        data = f.read()
-    scene, warnings = read_scene_in(folder, data, project)
+    project, scene, warnings = read_path(os.path.join(folder, PROJECT_FILE))
+    if scene is None:
+        raise FormatError("; ".join(warnings), None, "file")
     return project, scene, warnings
 
 
-def read_scene_in(folder: str, data: bytes, project: Project | None) -> tuple[Scene, list[str]]:
+def os_reason(e: OSError) -> str:
+    """What an OSError says, without its errno prefix and path (the warning names the file itself)."""
+    return (e.strerror or str(e) or type(e).__name__).lower()
+
+
+def file_in(folder: str, raw: str) -> tuple[str | None, str | None]:
+    """(the path of the file `raw` names, None) when it is a regular file inside `folder`, links resolved (a
+    link leading out of the project is not followed), else (None, why not, for a warning that names the file
+    and who refers to it)."""
+    why = why_unsafe(raw)
+    if why is not None:
+        return None, why.replace("model's folder", "project folder")
+    base = os.path.realpath(folder)
+    path = os.path.join(base, *relative_parts(raw))
+    real = os.path.realpath(path)
+    if not real.startswith(base.rstrip(os.sep) + os.sep):
+        return None, "a link leading out of the project folder: not followed"
+    if not os.path.lexists(path):
+        return None, "not in the project folder (a Wallpaper Engine built-in file?)"
+    if not os.path.exists(real):
+        return None, "a link to nothing"
+    if not os.path.isfile(real):  # a FIFO would block, a device never end
+        return None, "not a regular file"
+    return path, None
+
+
+def project_json(folder: str, raw: str, limit: int = MODEL_JSON_LIMIT) -> tuple[dict | None, str | None]:
+    """(the JSON object of the project file `raw` names, None) when it is a regular file inside `folder` (links
+    resolved) that reads as a JSON object, else (None, why not: the reason alone, for a warning that names the
+    file and who refers to it)."""
+    path, why = file_in(folder, raw)
+    if path is None:
+        return None, why
+    try:
+        return document(read_bytes(path, limit), raw), None
+    except OSError as e:
+        return None, f"cannot be read ({os_reason(e)})"
+    except FormatError as e:
+        return None, str(e)
+
+
+def read_scene_in(folder: str, data: bytes, project: Project | None,
+                  docs: dict | None = None) -> tuple[Scene, list[str]]:
     """A scene.json's bytes read with the model files of its image layers in `folder` (to tell puppets from
-    flat images)."""
-    warnings, puppets, seen = [], set(), set()
+    flat images). Each model file is read once, however many layers name it (into `docs`, raw name →
+    `project_json`'s answer, when given); a missing or unreadable one is one warning naming it and the layers
+    that name it."""
+    docs = {} if docs is None else docs
+    puppets, refs = set(), {}
     for obj in document(data, SCENE_FILE).get("objects") or []:
         image = obj.get("image") if isinstance(obj, dict) else None
-        if not isinstance(image, str) or image in seen:
-            continue
-        seen.add(image)  # built-in models (models/util/solidlayer.json) are named by many layers: warned once
-        path = os.path.join(folder, *[p for p in image.replace("\\", "/").split("/") if p not in ("", ".", "..")])
-        try:
-            with open(path, "rb") as f:
-                model = document(f.read(), image)
-        except (OSError, FormatError) as e:
-            warnings.append(f"layer model {image!r}: {e}")
-            continue
-        if isinstance(model.get("puppet"), str):
+        if isinstance(image, str):
+            refs.setdefault(image, []).append(str(obj.get("name", "")))
+    warnings = []
+    for image, names in refs.items():  # built-in models (models/util/solidlayer.json) are named by many layers
+        if image not in docs:
+            docs[image] = project_json(folder, image)
+        model, why = docs[image]
+        if model is None:
+            more = f" and {len(names) - 1} more" if len(names) > 1 else ""
+            warnings.append(f"model {image!r} of image layer {names[0]!r}{more}: {why}")
+        elif isinstance(model.get("puppet"), str):
             puppets.add(image)
     return read_scene(data, project, puppets), warnings
 
@@ -306,22 +351,22 @@ def is_scene(data: bytes) -> bool:
     return "objects" in doc or "camera" in doc
 
 
-def read_path(path: str) -> tuple[Project | None, Scene | None, list[str]]:
+def read_path(path: str, docs: dict | None = None) -> tuple[Project | None, Scene | None, list[str]]:
     """A project.json (with the scene it names, when that file is there) or a scene.json (with the project.json
-    beside it, when there is one), read with the model files of its folder."""
+    beside it, when there is one), read with the model files of its folder (into `docs`: `read_scene_in`)."""
     folder = os.path.dirname(os.path.abspath(path))
     data = read_bytes(path)
-    project_path = os.path.join(folder, PROJECT_FILE)
     if is_scene(data):
-        project = None
-        if os.path.isfile(project_path):
-            project = read_project(read_bytes(project_path))
-        scene, warnings = read_scene_in(folder, data, project)
+        project_path, _ = file_in(folder, PROJECT_FILE)  # none beside it, or a link leading out: no properties
+        project = read_project(read_bytes(project_path)) if project_path is not None else None
+        scene, warnings = read_scene_in(folder, data, project, docs)
         return project, scene, warnings
     project = read_project(data)
-    scene_path = os.path.join(folder, os.path.basename((project.file or SCENE_FILE).replace("\\", "/")))
+    scene_name = os.path.basename((project.file or SCENE_FILE).replace("\\", "/"))
+    scene_path, why = file_in(folder, scene_name)
     # "Scene" in BlacRyu's Mega Man X and audio-bars projects: the public readers compare the type lowercased
-    if project.type.lower() not in ("", "scene") or not os.path.isfile(scene_path):
-        return project, None, [f"{project.type or 'this'} project has no scene file ({os.path.basename(scene_path)})"]
-    scene, warnings = read_scene_in(folder, read_bytes(scene_path), project)
+    if project.type.lower() not in ("", "scene") or scene_path is None:
+        reason = f": {why}" if why is not None and project.type.lower() in ("", "scene") else ""
+        return project, None, [f"{project.type or 'this'} project has no scene file ({scene_name}){reason}"]
+    scene, warnings = read_scene_in(folder, read_bytes(scene_path), project, docs)
     return project, scene, warnings
