@@ -85,10 +85,7 @@ def import_frames(context, frames: list[tuple[float, np.ndarray]], name: str, ki
     if not frames:
         raise FormatError("sprite sheet without frames", None, "frame count")
     fps = scene_fps(context.scene)
-    plan = sheet.schedule([time for time, _ in frames], fps)
-    if plan[-1][-1] >= MAX_FILES:
-        raise FormatError(f"the sheet's cycle is {plan[-1][-1] + 1} scene frames at {fps:g} fps, above "
-                          f"{MAX_FILES} frame files", None, "frame time")
+    plan = sheet.schedule([time for time, _ in frames], fps, MAX_FILES)  # checked before the lists are made
     folder = cache_folder(name)
     stem = safe_file_name(name).replace("#", "_")  # Blender reads # in a path as a frame number
     crcs = []

@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any
 
+from ...core.budget import load_json
 from ...core.errors import FormatError
 
 # a whole string (kept as it is; one left open runs to the end, so no text is scanned twice); a comma after an
@@ -18,12 +19,14 @@ from ...core.errors import FormatError
 _STRING_OR_TRAILING_COMMA = re.compile(r'("(?:[^"\\]|\\.)*(?:"|\\?\Z)|[\[{,]\s*,)|,(?=\s*[\]}])', re.S)
 
 
-def loads(text: str) -> Any:
+def loads(text: str, what: str = "json") -> Any:
     """JSON as Wallpaper Engine reads it: a comma after the last item of an array or object is allowed (the
     public Shift_Hue and hueshift effect projects ship scene.json files with one). Strict JSON first; the
-    comma is dropped only when that fails, and the file's bytes are still what is written back."""
+    comma is dropped only when that fails, and the file's bytes are still what is written back. Nesting
+    deeper than `core.budget.MAX_NESTING` is a FormatError naming `what`, checked before parsing (never a
+    RecursionError); dropping commas changes no nesting."""
     try:
-        return json.loads(text)
+        return load_json(text, what)
     except json.JSONDecodeError:
         relaxed = _STRING_OR_TRAILING_COMMA.sub(lambda m: m.group(1) or "", text)
         if relaxed == text:
@@ -35,7 +38,7 @@ def document(data: bytes, what: str) -> dict:
     """A JSON object read as `loads` reads it (a UTF-8 byte order mark allowed); FormatError naming `what` for
     anything else."""
     try:
-        doc = loads(data.decode("utf-8-sig"))
+        doc = loads(data.decode("utf-8-sig"), what)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise FormatError(f"{what} is not JSON: {e}", getattr(e, "pos", 0), what) from None
     if not isinstance(doc, dict):

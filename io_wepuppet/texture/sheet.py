@@ -13,23 +13,30 @@ import math
 
 import numpy as np
 
-from ...core.errors import ExportError
+from ...core.errors import ExportError, FormatError
 from . import tex
 
 
-def schedule(times: list[float], fps: float) -> list[list[int]]:
+def schedule(times: list[float], fps: float, limit: int | None = None) -> list[list[int]]:
     """For each sheet frame, the scene frames (counted from 0 at the cycle's start) that show it at `fps`.
     A frame starts at the scene frame nearest to its start time; a frame shorter than one scene frame still
     gets one, pushing the later ones on, since a frame without a scene frame could be neither seen nor
-    edited."""
+    edited. A cycle longer than `limit` scene frames is a FormatError, raised before its lists are made (a
+    frame time of 1e9 s would be billions of numbers); so is a time that is not a finite number."""
     if not fps > 0:
         raise ValueError(f"frame rate {fps} is not positive")
     out: list[list[int]] = []
     start = 0.0
     at = 0
-    for time in times:
-        end = start + max(float(time), 0.0)
-        stop = max(at + 1, round(end * fps))
+    for k, time in enumerate(times):
+        time = float(time)
+        if not math.isfinite(time):
+            raise FormatError(f"sprite frame {k} is shown for {time} seconds", None, f"frame {k} time")
+        end = start + max(time, 0.0)
+        stop = max(at + 1, round(end * fps)) if math.isfinite(end * fps) else math.inf
+        if limit is not None and stop > limit:
+            raise FormatError(f"the sheet's cycle reaches {end:g} s at frame {k}: more than {limit} scene frames at "
+                              f"{fps:g} fps", None, f"frame {k} time")
         out.append(list(range(at, stop)))
         at, start = stop, end
     return out

@@ -525,20 +525,35 @@ def from_rgba(pixels: np.ndarray, levels: int | None = None, lz4: bool = False, 
     return t
 
 
+MAX_FRAME_PIXELS = 1 << 26  # a sheet's frames together, and the images they are cut from: 64 Mi pixels (256 MiB)
+
+
 def sprite_frames(t: Texture) -> list[tuple[float, np.ndarray]]:
     """A sprite sheet's frames in order: (seconds shown, (h, w, 4) uint8 RGBA cut from the frame's image).
     A frame's values are its top-left corner and its x and y axes in pixels of that image (TEXS0001 stores
-    them as ints, later versions as floats); a frame whose axes are not along x and y is refused."""
+    them as ints, later versions as floats); a frame whose axes are not along x and y is refused. The frames'
+    pixels together and the pixels of the images they are cut from are each at most `MAX_FRAME_PIXELS`,
+    checked from the sizes the file states before anything is decoded or copied (50 frames of a whole 4096²
+    image, a few hundred KB of LZ4, would be 3.2 GB)."""
+    boxes, used, total = [], {}, 0
+    for k, f in enumerate(t.frames):
+        if not 0 <= f.image < len(t.images) or not t.images[f.image]:
+            raise FormatError(f"sprite frame {k} names image {f.image} of {len(t.images)}", None, f"frame {k} image")
+        top = t.images[f.image][0]
+        used[f.image] = top.width * top.height
+        box = frame_box(t, k, (top.height, top.width))
+        boxes.append(box)
+        total += (box[1] - box[0]) * (box[3] - box[2])
+        if total > MAX_FRAME_PIXELS or sum(used.values()) > MAX_FRAME_PIXELS:
+            what = "frames" if total > MAX_FRAME_PIXELS else "images the frames are cut from"
+            raise FormatError(f"sprite sheet {what} hold more than {MAX_FRAME_PIXELS} pixels (at frame {k} of "
+                              f"{len(t.frames)})", None, f"frame {k} rectangle")
     out = []
     images: dict[int, np.ndarray] = {}
-    for k, f in enumerate(t.frames):
-        if not 0 <= f.image < len(t.images):
-            raise FormatError(f"sprite frame {k} names image {f.image} of {len(t.images)}", None, f"frame {k} image")
+    for f, (x0, x1, y0, y1) in zip(t.frames, boxes):
         if f.image not in images:
             images[f.image] = mip_pixels(t, f.image, 0)
-        px = images[f.image]
-        x0, x1, y0, y1 = frame_box(t, k, px.shape[:2])
-        out.append((float(f.time), px[y0:y1, x0:x1].copy()))
+        out.append((float(f.time), images[f.image][y0:y1, x0:x1].copy()))
     return out
 
 
