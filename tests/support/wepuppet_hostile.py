@@ -60,10 +60,10 @@ def image_project(folder, texture: bytes | None = None, layers: list[dict] | Non
 SECRET = b"outside the project: must never be copied 7f3a91\n"
 
 
-def linked_project(base) -> tuple[str, str]:
+def linked_project(base, pipe: bool = False) -> tuple[str, str]:
     """A project in `base`/project whose folder holds links leaving it (`hostname_link` -> /etc/hostname,
     `materials/secret.txt` -> ../../outside/secret.txt, `models/outside_dir` -> a folder outside), a link to
-    a file inside it (`materials/alias.json` -> picture.json) and a pipe (`materials/pipe.tex`).
+    a file inside it (`materials/alias.json` -> picture.json) and, with `pipe`, a pipe (`materials/pipe.tex`).
     Returns (its project.json, the outside secret file)."""
     project = os.path.join(base, "project")
     outside = os.path.join(base, "outside")
@@ -76,7 +76,8 @@ def linked_project(base) -> tuple[str, str]:
     os.symlink("../../outside/secret.txt", os.path.join(project, "materials", "secret.txt"))
     os.symlink(outside, os.path.join(project, "models", "outside_dir"))
     os.symlink("picture.json", os.path.join(project, "materials", "alias.json"))
-    os.mkfifo(os.path.join(project, "materials", "pipe.tex"))
+    if pipe:
+        os.mkfifo(os.path.join(project, "materials", "pipe.tex"))
     return path, secret
 
 
