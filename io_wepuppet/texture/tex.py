@@ -20,6 +20,7 @@ last level whose smaller side is at least 8 pixels (the goose texture: 150, 75, 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -561,6 +562,9 @@ def frame_box(t: Texture, k: int, shape: tuple[int, int]) -> tuple[int, int, int
     """Frame k's pixel box x0, x1, y0, y1 in its image of `shape` (h, w); FormatError for a rotated frame or
     one outside its image."""
     x, y, xx, xy, yx, yy = (float(v) for v in t.frames[k].values)
+    if not all(math.isfinite(v) for v in (x, y, xx, xy, yx, yy)):
+        raise FormatError(f"sprite frame {k} has a rectangle value that is not a finite number", None,
+                          f"frame {k} rectangle")
     if xy or yx:
         raise FormatError(f"sprite frame {k} is rotated (axes {xx, xy} and {yx, yy}): not read", None,
                           f"frame {k} rectangle")

@@ -96,6 +96,9 @@ def test_frame_pixels_and_frame_times_are_checked_before_they_multiply():
     t = tex.read(h.sheet(17, 2048))
     with pytest.raises(FormatError, match="frame 16 rectangle"):
         tex.sprite_frames(t)
+    t.frames[3] = tex.Frame(0, t.frames[3].time, (float("nan"), 0.0, 16.0, 0.0, 0.0, 16.0))  # found by bench/fuzz
+    with pytest.raises(FormatError, match="frame 3 rectangle"):
+        tex.sprite_frames(tex.read(tex.write(t)))
     # a frame time of 1e9 s would be 2.4e10 scene frames at 24 fps: refused before any list is made
     with pytest.raises(FormatError, match="frame 0 time"):
         sheet.schedule([1e9], 24.0, 10000)
