@@ -162,9 +162,9 @@ def test_layers_scaled_to_zero_import_gather_and_export_unchanged(clean_scene, t
 
 def test_the_texture_import_operator_refuses_a_sheet_claiming_too_many_pixels(clean_scene, tmp_path):
     path = tmp_path / "bomb.tex"
-    path.write_bytes(h.sheet(20, 2048))  # 20 frames of 4 Mi pixels, 80 Mi in all: over the cap
+    path.write_bytes(h.sheet(1100, 256))  # 1,100 frames of 64 Ki pixels, 72 Mi in all: over the cap at 1,024
     assert bpy.ops.import_scene.skinbridge_wetex(filepath=str(path)) == {"FINISHED"}
-    assert len(LAST_OUTCOME.warnings) == 1 and "frame 16 rectangle" in LAST_OUTCOME.warnings[0]
+    assert len(LAST_OUTCOME.warnings) == 1 and "frame 1024 rectangle" in LAST_OUTCOME.warnings[0]
     assert "sprite sheet shown as its whole image" in LAST_OUTCOME.warnings[0]
 
 
