@@ -3,7 +3,7 @@ export of docs/wallpaper_engine.md §7): regular files inside the folder only, e
 read whole. No bpy.
 
 * every path is resolved (`os.path.realpath`) and refused when it lands outside the project folder: a link to
-  `/etc/hostname` or to `../outside/secret.txt` is not copied, with one warning naming it;
+  `/etc/hostname` or to a file in a folder beside the project is not copied, with one warning naming it;
 * a link to a file inside the project is copied as a regular file holding that file's bytes;
 * a link to a folder is not followed (a link may loop, and the files it leads to inside the project are copied
   from where they are); pipes (FIFOs), devices and sockets are skipped; each with one warning naming it;

@@ -62,7 +62,7 @@ SECRET = b"outside the project: must never be copied 7f3a91\n"
 
 def linked_project(base, pipe: bool = False) -> tuple[str, str]:
     """A project in `base`/project whose folder holds links leaving it (`hostname_link` -> /etc/hostname,
-    `materials/secret.txt` -> ../../outside/secret.txt, `models/outside_dir` -> a folder outside), a link to
+    `materials/secret.txt` -> secret.txt of a folder beside it, `models/outside_dir` -> that folder), a link to
     a file inside it (`materials/alias.json` -> picture.json) and, with `pipe`, a pipe (`materials/pipe.tex`).
     Returns (its project.json, the outside secret file)."""
     project = os.path.join(base, "project")
