@@ -575,7 +575,7 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
         if kept_maps is not None:
             geoms = kept_maps
         elif skinned:
-            _kept_unweighted_indices(meshes, verts, ax)
+            _kept_unweighted_indices(meshes, verts)
     indices, centers = _geometries_to_file(model, geoms, geom_centers, verts, ax)
     size = 2 if len(verts) <= 65535 else 4
     vb = umd2.VertexBuffer(elements, verts)
@@ -799,19 +799,18 @@ def _kept_mappings(meshes: list[cm.Mesh], origins: list, geoms: list, verts: np.
     return out
 
 
-def _kept_unweighted_indices(meshes: list[cm.Mesh], verts: np.ndarray, ax: _Axes) -> None:
-    """The file's blend weights and indices of a mesh left unchanged, where they hold the same influences (bone
-    and weight) as what was computed: a file may order a vertex's slots its own way and hold any index in a slot
-    of weight 0 (the engine multiplies it by 0)."""
+def _kept_unweighted_indices(meshes: list[cm.Mesh], verts: np.ndarray) -> None:
+    """The file's blend weights and indices of a mesh holding its records (edited or not, either axes), where they
+    hold the same influences (bone and weight) as what was computed: a file may order a vertex's slots its own way
+    and hold any index in a slot of weight 0 (the engine multiplies it by 0)."""
     base = 0
     for m in meshes:
         sl = slice(base, base + m.vertex_count)
         base += m.vertex_count
         urho = m.extras.get("urho", {})
         records = urho.get("records")
-        if records is None or urho.get("axes") != ax.profile or records.dtype != verts.dtype \
-                or len(records) != sl.stop - sl.start:
-            continue
+        if records is None or records.dtype != verts.dtype or len(records) != sl.stop - sl.start:
+            continue  # (weights and bone indices are the same in either profile's axes)
         if all(np.array_equal(a, b) for a, b in zip(_influences(records), _influences(verts[sl]))):
             verts["BLENDWEIGHTS0"][sl] = records["BLENDWEIGHTS0"]
             verts["BLENDINDICES0"][sl] = records["BLENDINDICES0"]

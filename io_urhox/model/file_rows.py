@@ -5,7 +5,8 @@ Import keeps a mesh's vertex records (`extras["urho"]["records"]`, file vertex i
 computes every vertex from what Blender holds and then, per vertex and field, writes the file's record where
 what Blender holds is still the file's value:
 
-* position: equal as float32 (a moved vertex gets its new position);
+* position: within `POSITION_CLOSE` of the mesh's size (a skinned mesh is read through its bones' matrices,
+  a few float32 steps off; a moved vertex gets its new position);
 * normal: the same direction within `NORMAL_CLOSE` (Blender holds a unit normal; a file may store another length),
   or non-finite in the file and in Blender alike (a file's NaN normal is written again, never made up);
 * texture coordinates: within `UV_CLOSE` (v is flipped on the way in and out); colours: the same bytes;
@@ -25,6 +26,7 @@ import numpy as np
 
 from ...core.errors import ExportError
 
+POSITION_CLOSE = 1e-6  # relative to the larger of the coordinate and the mesh's largest coordinate
 NORMAL_CLOSE = 1e-5  # per component, after scaling the file's normal to unit length
 UV_CLOSE = 1e-6  # relative to the larger of 1 and the file's value
 BLEND = ("BLENDWEIGHTS0", "BLENDINDICES0")
@@ -44,8 +46,12 @@ def in_axes(records: np.ndarray, linear: np.ndarray) -> np.ndarray:
     return out
 
 
-def _equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return ((a == b) | (np.isnan(a) & np.isnan(b))).all(axis=1)
+def _same_place(computed: np.ndarray, file: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        finite = np.abs(file[np.isfinite(file)])
+        size = float(finite.max()) if finite.size else 1.0
+        near = np.abs(computed - file) <= POSITION_CLOSE * np.maximum(size, np.abs(file))
+    return (near | (computed == file) | (np.isnan(computed) & np.isnan(file))).all(axis=1)
 
 
 def _same_direction(computed: np.ndarray, file: np.ndarray) -> np.ndarray:
@@ -87,7 +93,7 @@ def kept_rows(rows: np.ndarray, records: np.ndarray, triangles: np.ndarray) -> d
         a = rows[name].astype(np.float64).reshape(n, -1)
         b = records[name].astype(np.float64).reshape(n, -1)
         if name == "POSITION0":
-            keep[name] = _equal(a, b)
+            keep[name] = _same_place(a, b)
             changed |= ~keep[name]
             continue
         if name == "NORMAL0":

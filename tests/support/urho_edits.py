@@ -92,10 +92,15 @@ def _bones(before: umd2.Model, after: umd2.Model, moved: np.ndarray) -> str | No
     if len(before.bones) != len(after.bones):
         return f"bone count {len(before.bones)} → {len(after.bones)}"
     vb = before.vertex_buffers[0].vertices
-    weighted = set()
+    weighted = set()  # the bones the moved vertices are weighted to, through the mappings of the geometries using them
     if "BLENDINDICES0" in vb.dtype.names and len(moved):
-        live = vb["BLENDWEIGHTS0"][moved] > 0
-        weighted = {int(b) for b in vb["BLENDINDICES0"][moved][live]}  # geometry-local when mapped: an upper bound
+        local = {int(b) for b in vb["BLENDINDICES0"][moved][vb["BLENDWEIGHTS0"][moved] > 0]}
+        for g in before.geometries:
+            uses = any(np.isin(moved, before.index_buffers[lod.index_buffer].indices[
+                lod.index_start:lod.index_start + lod.index_count]).any() for lod in g.lods if not lod.vertex_buffer)
+            if uses:
+                weighted |= {int(g.bone_mapping[k]) if len(g.bone_mapping) else k for k in local
+                             if not len(g.bone_mapping) or k < len(g.bone_mapping)}
     for i, (x, y) in enumerate(zip(before.bones, after.bones)):
         for field in ("name", "parent", "position", "rotation", "scale", "offset"):
             if not _same(getattr(x, field), getattr(y, field)):
