@@ -195,6 +195,18 @@ def _lod_primitives(model: umd2.Model, gi: int, level: int, ax: _Axes, warnings:
     return _Primitives(lod.vertex_buffer, ax.winding(tris), edges)
 
 
+_FIELD_OF = {"position": "POSITION0", "normal": "NORMAL0", "tangent": "TANGENT0"}
+
+
+def vertex_list(rows, shown: int = 8) -> str:
+    """"vertex 3", "vertices 3, 18, 33", or the first `shown` and how many in all."""
+    rows = [int(r) for r in rows]
+    if len(rows) == 1:
+        return f"vertex {rows[0]}"
+    more = f", … ({len(rows)} in all)" if len(rows) > shown else ""
+    return "vertices " + ", ".join(str(r) for r in rows[:shown]) + more
+
+
 def non_finite_fields(model: umd2.Model) -> list[str]:
     """Warnings naming the non-finite values the layout allows (kept as read; positions, normals, tangents,
     morph deltas and offset matrices are reported where they are mapped)."""
@@ -208,8 +220,7 @@ def non_finite_fields(model: umd2.Model) -> list[str]:
                     continue
                 bad = np.flatnonzero(~np.isfinite(col.reshape(len(col), -1)).all(axis=1))
                 if len(bad):
-                    out.append(f"vertex buffer {vi}: {len(bad)} vertices with a non-finite {name} "
-                               f"(first: vertex {int(bad[0])})")
+                    out.append(f"vertex buffer {vi}: non-finite {name} at {vertex_list(bad)}")
         for gi, g in enumerate(model.geometries):
             for k, lod in enumerate(g.lods):
                 if not np.isfinite(lod.distance):
@@ -519,8 +530,9 @@ def _vertex_buffer_to_mesh(vb: umd2.VertexBuffer, vb_index: int, ax: _Axes, name
             if arr is not None:
                 bad = np.flatnonzero(~np.isfinite(arr).all(axis=1))
                 if len(bad):
-                    warnings.append(f"vertex buffer {vb_index}: {len(bad)} vertices with a non-finite {label} "
-                                    f"(first: vertex {int(bad[0])})")
+                    warnings.append(f"vertex buffer {vb_index}: non-finite {label} ({_FIELD_OF[label]}) at "
+                                    f"{vertex_list(bad)} (kept: an export writes them again while those vertices "
+                                    "are left as they are)")
     mesh.extras["urho"] = {"elements": [e.descriptor for e in vb.elements], "vertex_buffer": vb_index}
     return mesh
 
@@ -800,9 +812,9 @@ def _kept_mappings(meshes: list[cm.Mesh], origins: list, geoms: list, verts: np.
 
 
 def _kept_unweighted_indices(meshes: list[cm.Mesh], verts: np.ndarray) -> None:
-    """The file's blend weights and indices of a mesh holding its records (edited or not, either axes), where they
-    hold the same influences (bone and weight) as what was computed: a file may order a vertex's slots its own way
-    and hold any index in a slot of weight 0 (the engine multiplies it by 0)."""
+    """The file's blend weights and indices of a mesh holding its records (edited or not, either axes), for each
+    vertex whose slots hold the same influences (bone and weight) as what was computed: a file may order a
+    vertex's slots its own way and hold any index in a slot of weight 0 (the engine multiplies it by 0)."""
     base = 0
     for m in meshes:
         sl = slice(base, base + m.vertex_count)
@@ -811,9 +823,10 @@ def _kept_unweighted_indices(meshes: list[cm.Mesh], verts: np.ndarray) -> None:
         records = urho.get("records")
         if records is None or records.dtype != verts.dtype or len(records) != sl.stop - sl.start:
             continue  # (weights and bone indices are the same in either profile's axes)
-        if all(np.array_equal(a, b) for a, b in zip(_influences(records), _influences(verts[sl]))):
-            verts["BLENDWEIGHTS0"][sl] = records["BLENDWEIGHTS0"]
-            verts["BLENDINDICES0"][sl] = records["BLENDINDICES0"]
+        (bone_a, weight_a), (bone_b, weight_b) = _influences(records), _influences(verts[sl])
+        same = (bone_a == bone_b).all(axis=1) & (weight_a == weight_b).all(axis=1)  # per vertex: an edit stays its own
+        for name in ("BLENDWEIGHTS0", "BLENDINDICES0"):
+            verts[name][sl][same] = records[name][same]
 
 
 def _influences(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

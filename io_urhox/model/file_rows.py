@@ -11,7 +11,8 @@ what Blender holds is still the file's value:
   or non-finite in the file and in Blender alike (a file's NaN normal is written again, never made up);
 * texture coordinates: within `UV_CLOSE` (v is flipped on the way in and out); colours: the same bytes;
 * tangent: the file's while neither the vertex nor any vertex sharing a triangle with it changed position, normal
-  or texture coordinates (tangents follow from those; Blender's MikkTSpace ones replace the file's only there);
+  or texture coordinates (tangents follow from those; Blender's MikkTSpace ones replace the file's only there),
+  and where Blender makes none (a non-finite one beside a file's non-finite normal);
 * a vertex no triangle uses (a line's, or an unreferenced one) has no corner in Blender to hold a normal, texture
   coordinates, colour or tangent: those are the file's, whatever its position.
 
@@ -106,6 +107,11 @@ def kept_rows(rows: np.ndarray, records: np.ndarray, triangles: np.ndarray) -> d
         keep[name] = same | cornerless
     if "TANGENT0" in rows.dtype.names:
         keep["TANGENT0"] = ~_spread(changed, triangles) | cornerless
+        if "NORMAL0" in records.dtype.names:  # Blender makes no tangent beside a file's non-finite normal
+            with np.errstate(all="ignore"):
+                no_normal = ~np.isfinite(records["NORMAL0"].astype(np.float64)).all(axis=1)
+                no_tangent = ~np.isfinite(rows["TANGENT0"].astype(np.float64)).all(axis=1)
+            keep["TANGENT0"] |= no_tangent & _spread(no_normal, triangles)
     return keep
 
 
