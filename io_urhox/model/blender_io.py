@@ -13,6 +13,8 @@ import numpy as np
 
 from ...blender import action as baction
 from ...blender import scene as bscene
+from ...blender.props import json_prop
+from ...blender.selection import NoTarget
 from ...core import model as cm
 from ...core.errors import ExportError
 from ...core.fileio import read_bytes, write_atomic
@@ -147,6 +149,19 @@ def _file_values_of_imported_meshes(context, core_scene) -> None:
             if kept.get(key) is not None:
                 urho[key] = kept[key]
         _restore_file_data(ob, cmesh, kept.get("elements"))
+
+def imported_profile(context, selected_only: bool = False) -> str | None:
+    """The profile whose axes the model an export would take was imported with: its armature's, else the one its
+    imported meshes agree on; None for a model import did not make (or several models to choose from)."""
+    try:
+        meshes, arm = bscene.exportable_objects(context, selected_only)
+    except NoTarget:
+        return None
+    if arm is not None and arm.get(AXES_PROP) in convert.PROFILES:
+        return arm[AXES_PROP]
+    found = {json_prop(ob.data, MESH_PROP).get("axes") for ob in meshes} - {None}
+    return found.pop() if len(found) == 1 and next(iter(found)) in convert.PROFILES else None
+
 
 def blender_import(context, path: str, options) -> list[str]:
     """`convert`, `render` and drag and drop: the file with its own axes (or the profile the options name)."""
