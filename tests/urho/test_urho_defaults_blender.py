@@ -21,7 +21,7 @@ from skinbridge.io_urhox.motion import uani  # noqa: E402
 
 from conftest import run_cli  # noqa: E402
 
-pytestmark = [pytest.mark.blender, pytest.mark.slow]
+pytestmark = pytest.mark.blender
 
 POSE_TOL = 1e-4  # of the diagonal: two conversions of one pose, through float32 files
 
@@ -32,6 +32,7 @@ def _posed(folder, to_blender, times) -> tuple[np.ndarray, list[np.ndarray]]:
     return to_blender(engine.positions), [to_blender(engine.skin(walk, t)) for t in times]
 
 
+@pytest.mark.slow
 def test_file_export_defaults_write_a_pair_the_engine_loads(clean_scene, testdata, tmp_path):
     src = testdata / "urho3d"
     assert bpy.ops.import_scene.skinbridge_urhox(filepath=str(src / "Ninja.mdl")) == {"FINISHED"}
