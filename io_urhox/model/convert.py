@@ -28,12 +28,14 @@ splits a geometry that uses more than `max_bones` bones into geometries whose ma
 use (when every deforming bone fits, each mapping lists all bones, or all deforming bones), and gives each
 bone with weighted vertices collision mask 3 with a radius and bone-local box.
 
-The file's exact values are kept in `extras["urho"]` and written again while what they describe is unchanged:
+The file's exact values are kept in `extras["urho"]` and written again while what they describe still holds:
 a bone's offset matrix and its initial position, rotation and scale (the initial pose is the file's own data,
 not derived from the bind) while the bone's bind still matches; a mesh's vertex elements, geometry centres
-(per material slot) and UMDL magic (under urho3d, while the elements have a legacy mask: in a model without
-bones the magic is what tells Urho3D's axes from UrhoX's) while the mesh is unchanged (the Blender side
-decides that and leaves them out otherwise). So import → export keeps the bytes of the bones.
+(per material slot) and UMDL magic (in Urho3D's axes, while the elements have a legacy mask: in a model without
+bones the magic is what tells Urho3D's axes from UrhoX's), edited or not; its vertex records (given by the
+Blender side while its vertices are the file's one to one) per vertex and field where Blender still holds
+their values (file_rows.py), and with them the bounds, LOD levels, bone mappings and collision data as far as
+the edit leaves them true. So import → export keeps the bytes, and an edit changes only what it touched.
 """
 from __future__ import annotations
 
@@ -295,14 +297,14 @@ def to_scene(model: umd2.Model, name: str = "Model", profile: str = "urhox",
                 lod0 = [model.geometries[gi].lods[k] for gi, _ in parts]
                 mesh.lod_level, mesh.lod_distance = k, float(max(level.distance for level in lod0))
             _add_morphs(model, mesh, vb_index, rows, ax, warnings)
-            if k == 0:  # the file's geometry centres, per material slot, written again while the mesh is unchanged
+            if k == 0:  # the file's geometry centres, per material slot, written again, edited or not
                 mesh.extras["urho"]["magic"] = model.magic
                 mesh.extras["urho"]["axes"] = profile
                 mesh.extras["urho"]["centers"] = [
                     [float(x) for x in model.centers[gi]] if gi < len(model.centers) else None
                     for gi in mesh.materials]
                 # an empty bone mapping (blend indices are the model's bone indices) and the file's bounds are
-                # written again while the mesh is unchanged
+                # written again while the vertices are the file's (the bounds following moved ones)
                 mesh.extras["urho"]["global_blend"] = all(len(model.geometries[gi].bone_mapping) == 0
                                                           for gi in mesh.materials)
                 mesh.extras["urho"]["mappings"] = [[int(b) for b in model.geometries[gi].bone_mapping]
@@ -312,13 +314,13 @@ def to_scene(model: umd2.Model, name: str = "Model", profile: str = "urhox",
                     mesh.extras["urho"].update(_file_lods(model, mesh.materials))
             scene.meshes.append(mesh)
     if any("lod_levels" in m.extras["urho"] for m in scene.meshes):
-        warnings = [w + " (the others are kept: an export writes them again while the mesh is unchanged)"
+        warnings = [w + " (the others are kept: an export writes them again while LOD 0's triangles are the file's)"
                     if w == f"LOD 0 of {max_levels} levels imported" else w for w in warnings]
     return scene, warnings
 
 
 def _file_lods(model: umd2.Model, geometries: list[int]) -> dict:
-    """The file's LOD levels above 0, written again while the mesh is unchanged (import reads LOD 0 only):
+    """The file's LOD levels above 0, written again while LOD 0's triangles are the file's (import reads LOD 0):
     `lod_levels` (the index size and, per geometry, every level as [distance, primitive type, index start,
     index count]) and `lod_indices` (the whole index buffer), when there is something to keep and the file is
     laid out as export writes LOD 0: one vertex buffer, one index buffer and every geometry in this mesh, in
@@ -335,9 +337,9 @@ def _file_lods(model: umd2.Model, geometries: list[int]) -> dict:
 
 
 def _kept_lods(model: umd2.Model, meshes: list[cm.Mesh], kept_records: bool) -> list[str]:
-    """Give `model` the file's LOD levels above 0 (`_file_lods`) while the one mesh that held them is unchanged
-    and the LOD 0 written is the file's own, index for index; a warning when levels were kept but cannot be
-    written."""
+    """Give `model` the file's LOD levels above 0 (`_file_lods`) while the one mesh that held them holds the
+    file's vertices (`kept_records`: moved or not) and the LOD 0 written is the file's own, index for index; a
+    warning when levels were kept but cannot be written."""
     kept = [m.extras.get("urho", {}) for m in meshes if m.extras.get("urho", {}).get("lod_levels")]
     if not kept:
         return []

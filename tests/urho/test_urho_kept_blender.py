@@ -1,6 +1,7 @@
 """Through Blender, what an unchanged model keeps (issue 29, Urho3D items 1–5): a model without bones keeps
 its axes under another profile, the file's vertex records (tangents, line vertices' normals and UVs) and
-degenerate triangles come back while the mesh is unchanged, and a changed mesh gets computed ones;
+degenerate triangles come back while the mesh is unchanged, and where an edit leaves them true (issue 46; the
+edits themselves: test_urho_edits_blender.py);
 `--profile urho3d` writes classic UANI;
 step keys (two at one time) survive; an inexact initial pose is warned with its figure."""
 from __future__ import annotations
