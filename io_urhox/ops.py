@@ -38,7 +38,18 @@ class EXPORT_SCENE_OT_skinbridge_urhox(ExportFile, bpy.types.Operator, ExportHel
     bl_options = {"PRESET"}
     selected_only: BoolProperty(name="Selected Only", default=False)
 
+    def invoke(self, context, event):
+        self._follow_import(context)  # before the preferred values, so that the file browser shows it
+        return super().invoke(context, event)
+
+    def _follow_import(self, context) -> None:
+        """Profile not chosen by the caller: the one the model was imported with (its axes and layout), so that
+        the model fits the animations exported with it (each in its own layout, below)."""
+        if not self.properties.is_property_set("profile", ghost=False):
+            self.profile = model_io.imported_profile(context, self.selected_only) or PROFILE.default
+
     def export(self, context) -> list[str]:
+        self._follow_import(context)
         return model_io.export_mdl(context, self.filepath, selected_only=self.selected_only,
                                    **option_values(self, _MODEL_OPTIONS))
 
@@ -90,12 +101,17 @@ class EXPORT_ANIM_OT_skinbridge_urhox_ani(bpy.types.Operator):
     def _profile(self, arm) -> str:
         """The axes the caller chose; not chosen: the ones the armature's model was imported with (the
         option's default for other armatures), so that the animations fit the model they came with."""
-        if self.properties.is_property_set("profile"):
+        if self.properties.is_property_set("profile", ghost=False):
             return self.profile
         return arm.get(AXES_PROP) or PROFILE.default
 
+    def _format(self) -> str | None:
+        """The layout the caller chose; not chosen: None, each action's own (the layout of the file it was
+        imported from, else the one its axes' profile writes: classic UANI for Urho3D's, UANI v2 for UrhoX's)."""
+        return self.ani_format if self.properties.is_property_set("ani_format", ghost=False) else None
+
     def _export(self, context, arm, act) -> tuple[str, list[str]]:
-        written, warnings = motion_io.export_actions(context, self.directory, arm, self.ani_format,
+        written, warnings = motion_io.export_actions(context, self.directory, arm, self._format(),
                                                      self._profile(arm), None if act is None else [act])
         return f"{sum(p.endswith('.ani') for p in written)} animation(s) written", warnings
 

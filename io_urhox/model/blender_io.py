@@ -6,7 +6,6 @@ datablock is created; export writes to a temporary file and renames it into plac
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 
@@ -14,6 +13,8 @@ import numpy as np
 
 from ...blender import action as baction
 from ...blender import scene as bscene
+from ...blender.props import json_prop
+from ...blender.selection import NoTarget
 from ...core import model as cm
 from ...core.errors import ExportError
 from ...core.fileio import read_bytes, write_atomic
@@ -24,46 +25,9 @@ AXES_PROP = "skinbridge_axes"
 MESH_PROP = "skinbridge_urho"  # on an imported mesh: the file's vertex elements, geometry centres, magic, axes
 
 _KEPT = ("elements", "centers", "magic", "axes", "global_blend", "bbox", "mappings", "lod_levels")
-RECORDS_PROP = "skinbridge_urho_vertices"  # the file's vertex records (int32 words), written again while unchanged
+RECORDS_PROP = "skinbridge_urho_vertices"  # the file's vertex records (int32 words), written again where they hold
 LOD_INDICES_PROP = "skinbridge_urho_lod_indices"  # the file's index buffer when it holds LOD levels import left out
 PRIMITIVES_PROP = "skinbridge_urho_triangles"  # the file's triangles and their slots, when Blender dropped some
-
-
-# attribute data type → (foreach property, values per element, buffer dtype); others (strings) are not hashed
-_ATTR_READ = {
-    "FLOAT": ("value", 1, np.float32), "INT": ("value", 1, np.int32), "INT8": ("value", 1, np.int32),
-    "BOOLEAN": ("value", 1, bool), "FLOAT_VECTOR": ("vector", 3, np.float32), "FLOAT2": ("vector", 2, np.float32),
-    "INT32_2D": ("value", 2, np.int32), "INT16_2D": ("value", 2, np.int32), "FLOAT_COLOR": ("color", 4, np.float32),
-    "BYTE_COLOR": ("color", 4, np.float32), "QUATERNION": ("value", 4, np.float32),
-}
-_HASHED_HIDDEN = (".corner_vert", ".edge_verts")  # other "."-attributes hold selection, which is no change
-
-
-def mesh_fingerprint(ob) -> str:
-    """What decides that an imported mesh is unchanged: every attribute but selection (positions, topology,
-    loose edges, custom normals, UVs, colours, material indices), material slots, shape keys, transform and
-    modifiers other than the armature's. Read with one `foreach_get` per attribute (the per-element
-    `vertices`/`loops` collections cost ten times more)."""
-    me = ob.data
-    h = hashlib.sha1()
-    attrs = sorted((a for a in me.attributes if not a.name.startswith(".") or a.name in _HASHED_HIDDEN),
-                   key=lambda a: a.name)
-    for attr in attrs:
-        read = _ATTR_READ.get(attr.data_type)
-        if read is None:
-            continue
-        prop, width, dtype = read
-        buf = np.empty(len(attr.data) * width, dtype)
-        attr.data.foreach_get(prop, buf)
-        h.update(f"{attr.name} {attr.data_type} {attr.domain}".encode() + buf.tobytes())
-    starts = np.empty(len(me.polygons), np.int32)
-    me.polygons.foreach_get("loop_start", starts)
-    h.update(starts.tobytes())
-    h.update(np.array(ob.matrix_world, np.float32).tobytes())
-    keys = me.shape_keys.key_blocks if me.shape_keys is not None else ()
-    h.update(json.dumps([len(me.uv_layers), len(me.color_attributes), len(ob.material_slots), len(keys),
-                         [m.type for m in ob.modifiers if m.type != "ARMATURE"]]).encode())
-    return h.hexdigest()
 
 
 def import_mdl(context, path: str, profile: str = "auto", all_lods: bool = False) -> bscene.ImportResult:
@@ -79,7 +43,7 @@ def import_mdl(context, path: str, profile: str = "auto", all_lods: bool = False
         kept = {k: cmesh.extras.get("urho", {}).get(k) for k in _KEPT}
         if kept["magic"] is not None:  # LOD 0: the mesh holds its vertex buffer whole, in file order
             _keep_file_data(ob, cmesh, model.vertex_buffers[cmesh.extras["urho"]["vertex_buffer"]])
-        ob.data[MESH_PROP] = json.dumps({**kept, "fingerprint": mesh_fingerprint(ob)})
+        ob.data[MESH_PROP] = json.dumps(kept)
     if result.armature is not None:  # motions loaded onto this armature later read with the same axes
         result.armature[AXES_PROP] = convert.resolve_profile(model, profile)
         if not _binds_are_similarities(core_scene.skeleton):
@@ -116,8 +80,8 @@ def _keep_file_data(ob, cmesh, vb: umd2.VertexBuffer) -> None:
 
 
 def _restore_file_data(ob, cmesh, elements) -> None:
-    """Give an unchanged gathered mesh the file data `_keep_file_data` kept, while its vertices are the file's
-    own, one to one and in order."""
+    """Give a gathered mesh the file data `_keep_file_data` kept, while its vertices are the file's own, one to
+    one and in order (moved or not: the export writes the file's values where they still hold)."""
     n = cmesh.vertex_count
     source = cmesh.extras.get("source_vertex")
     if source is None or len(source) != n or not np.array_equal(source, np.arange(n)):
@@ -140,7 +104,11 @@ def _restore_file_data(ob, cmesh, elements) -> None:
         t = len(flat) // 4
         tris, mats = flat[:3 * t].reshape(t, 3), flat[3 * t:]
         proper = (tris[:, 0] != tris[:, 1]) & (tris[:, 1] != tris[:, 2]) & (tris[:, 0] != tris[:, 2])
-        if len(flat) == 4 * t and int(proper.sum()) == len(cmesh.triangles) and (tris < n).all():
+        gathered = cmesh.material_indices if cmesh.material_indices is not None else \
+            np.zeros(len(cmesh.triangles), np.int32)
+        # the file's triangles while Blender's are the file's proper ones, corner for corner
+        if len(flat) == 4 * t and (tris < n).all() and np.array_equal(tris[proper], cmesh.triangles) \
+                and np.array_equal(mats[proper], gathered):
             cmesh.triangles, cmesh.material_indices = tris, mats
 
 
@@ -151,7 +119,7 @@ def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool =
                                                isolated=True)
     if not core_scene.meshes:
         raise ExportError("nothing to export: no visible mesh with faces")
-    warnings += _file_values_of_unchanged_meshes(context, core_scene)
+    _file_values_of_imported_meshes(context, core_scene)
     model, more = convert.from_scene(core_scene, profile, max_bones=max_bones)
     data = umd2.write(model)
     bscene.failure_point("write")
@@ -159,11 +127,11 @@ def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool =
     return warnings + more
 
 
-def _file_values_of_unchanged_meshes(context, core_scene) -> list[str]:
-    """Give each gathered mesh the file's vertex elements and geometry centres while its object still
-    matches what import made (`mesh_fingerprint`); a changed mesh gets computed ones. Returns warnings (a
-    changed mesh's LOD levels above 0 are lost)."""
-    warnings: list[str] = []
+def _file_values_of_imported_meshes(context, core_scene) -> None:
+    """Give each gathered mesh that import made the file's values (vertex elements, axes, magic, geometry
+    centres, bone mappings, bounds, LOD levels) and, while its vertices are the file's one to one, its vertex
+    records, edited or not: the export writes them again where they still hold (model/file_rows.py), so that
+    an edit changes only what it touched."""
     objects = {o.name: o for o in context.view_layer.objects if o.type == "MESH"}
     for cmesh in core_scene.meshes:
         ob = objects.get(cmesh.name)
@@ -176,17 +144,23 @@ def _file_values_of_unchanged_meshes(context, core_scene) -> list[str]:
             continue
         if not isinstance(kept, dict):
             continue
-        if kept.get("fingerprint") != mesh_fingerprint(ob):
-            if kept.get("lod_levels"):
-                warnings.append(f"{ob.name}: the file's LOD levels above 0 not written (only LOD 0: the mesh "
-                                "changed since import)")
-            continue
         urho = cmesh.extras.setdefault("urho", {})
         for key in _KEPT:
             if kept.get(key) is not None:
                 urho[key] = kept[key]
         _restore_file_data(ob, cmesh, kept.get("elements"))
-    return warnings
+
+def imported_profile(context, selected_only: bool = False) -> str | None:
+    """The profile whose axes the model an export would take was imported with: its armature's, else the one its
+    imported meshes agree on; None for a model import did not make (or several models to choose from)."""
+    try:
+        meshes, arm = bscene.exportable_objects(context, selected_only)
+    except NoTarget:
+        return None
+    if arm is not None and arm.get(AXES_PROP) in convert.PROFILES:
+        return arm[AXES_PROP]
+    found = {json_prop(ob.data, MESH_PROP).get("axes") for ob in meshes} - {None}
+    return found.pop() if len(found) == 1 and next(iter(found)) in convert.PROFILES else None
 
 
 def blender_import(context, path: str, options) -> list[str]:

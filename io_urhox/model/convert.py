@@ -28,12 +28,14 @@ splits a geometry that uses more than `max_bones` bones into geometries whose ma
 use (when every deforming bone fits, each mapping lists all bones, or all deforming bones), and gives each
 bone with weighted vertices collision mask 3 with a radius and bone-local box.
 
-The file's exact values are kept in `extras["urho"]` and written again while what they describe is unchanged:
+The file's exact values are kept in `extras["urho"]` and written again while what they describe still holds:
 a bone's offset matrix and its initial position, rotation and scale (the initial pose is the file's own data,
 not derived from the bind) while the bone's bind still matches; a mesh's vertex elements, geometry centres
-(per material slot) and UMDL magic (under urho3d, while the elements have a legacy mask: in a model without
-bones the magic is what tells Urho3D's axes from UrhoX's) while the mesh is unchanged (the Blender side
-decides that and leaves them out otherwise). So import → export keeps the bytes of the bones.
+(per material slot) and UMDL magic (in Urho3D's axes, while the elements have a legacy mask: in a model without
+bones the magic is what tells Urho3D's axes from UrhoX's), edited or not; its vertex records (given by the
+Blender side while its vertices are the file's one to one) per vertex and field where Blender still holds
+their values (file_rows.py), and with them the bounds, LOD levels, bone mappings and collision data as far as
+the edit leaves them true. So import → export keeps the bytes, and an edit changes only what it touched.
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ from ...core.errors import ExportError, FormatError, quiet_float_errors
 from ...core.transforms import (
     BLENDER_TO_GLTF, GLTF_TO_BLENDER, affine_inverse, matrix_to_trs, quat_angle, trs_to_matrix,
 )
-from . import umd2
+from . import file_rows, umd2
 from .umd2 import SEM, TYPE, VertexElement
 
 URHOX_MAX_BONES = 64
@@ -195,6 +197,18 @@ def _lod_primitives(model: umd2.Model, gi: int, level: int, ax: _Axes, warnings:
     return _Primitives(lod.vertex_buffer, ax.winding(tris), edges)
 
 
+_FIELD_OF = {"position": "POSITION0", "normal": "NORMAL0", "tangent": "TANGENT0"}
+
+
+def vertex_list(rows, shown: int = 8) -> str:
+    """"vertex 3", "vertices 3, 18, 33", or the first `shown` and how many in all."""
+    rows = [int(r) for r in rows]
+    if len(rows) == 1:
+        return f"vertex {rows[0]}"
+    more = f", … ({len(rows)} in all)" if len(rows) > shown else ""
+    return "vertices " + ", ".join(str(r) for r in rows[:shown]) + more
+
+
 def non_finite_fields(model: umd2.Model) -> list[str]:
     """Warnings naming the non-finite values the layout allows (kept as read; positions, normals, tangents,
     morph deltas and offset matrices are reported where they are mapped)."""
@@ -208,8 +222,7 @@ def non_finite_fields(model: umd2.Model) -> list[str]:
                     continue
                 bad = np.flatnonzero(~np.isfinite(col.reshape(len(col), -1)).all(axis=1))
                 if len(bad):
-                    out.append(f"vertex buffer {vi}: {len(bad)} vertices with a non-finite {name} "
-                               f"(first: vertex {int(bad[0])})")
+                    out.append(f"vertex buffer {vi}: non-finite {name} at {vertex_list(bad)}")
         for gi, g in enumerate(model.geometries):
             for k, lod in enumerate(g.lods):
                 if not np.isfinite(lod.distance):
@@ -284,14 +297,14 @@ def to_scene(model: umd2.Model, name: str = "Model", profile: str = "urhox",
                 lod0 = [model.geometries[gi].lods[k] for gi, _ in parts]
                 mesh.lod_level, mesh.lod_distance = k, float(max(level.distance for level in lod0))
             _add_morphs(model, mesh, vb_index, rows, ax, warnings)
-            if k == 0:  # the file's geometry centres, per material slot, written again while the mesh is unchanged
+            if k == 0:  # the file's geometry centres, per material slot, written again, edited or not
                 mesh.extras["urho"]["magic"] = model.magic
                 mesh.extras["urho"]["axes"] = profile
                 mesh.extras["urho"]["centers"] = [
                     [float(x) for x in model.centers[gi]] if gi < len(model.centers) else None
                     for gi in mesh.materials]
                 # an empty bone mapping (blend indices are the model's bone indices) and the file's bounds are
-                # written again while the mesh is unchanged
+                # written again while the vertices are the file's (the bounds following moved ones)
                 mesh.extras["urho"]["global_blend"] = all(len(model.geometries[gi].bone_mapping) == 0
                                                           for gi in mesh.materials)
                 mesh.extras["urho"]["mappings"] = [[int(b) for b in model.geometries[gi].bone_mapping]
@@ -301,13 +314,13 @@ def to_scene(model: umd2.Model, name: str = "Model", profile: str = "urhox",
                     mesh.extras["urho"].update(_file_lods(model, mesh.materials))
             scene.meshes.append(mesh)
     if any("lod_levels" in m.extras["urho"] for m in scene.meshes):
-        warnings = [w + " (the others are kept: an export writes them again while the mesh is unchanged)"
+        warnings = [w + " (the others are kept: an export writes them again while LOD 0's triangles are the file's)"
                     if w == f"LOD 0 of {max_levels} levels imported" else w for w in warnings]
     return scene, warnings
 
 
 def _file_lods(model: umd2.Model, geometries: list[int]) -> dict:
-    """The file's LOD levels above 0, written again while the mesh is unchanged (import reads LOD 0 only):
+    """The file's LOD levels above 0, written again while LOD 0's triangles are the file's (import reads LOD 0):
     `lod_levels` (the index size and, per geometry, every level as [distance, primitive type, index start,
     index count]) and `lod_indices` (the whole index buffer), when there is something to keep and the file is
     laid out as export writes LOD 0: one vertex buffer, one index buffer and every geometry in this mesh, in
@@ -324,9 +337,9 @@ def _file_lods(model: umd2.Model, geometries: list[int]) -> dict:
 
 
 def _kept_lods(model: umd2.Model, meshes: list[cm.Mesh], kept_records: bool) -> list[str]:
-    """Give `model` the file's LOD levels above 0 (`_file_lods`) while the one mesh that held them is unchanged
-    and the LOD 0 written is the file's own, index for index; a warning when levels were kept but cannot be
-    written."""
+    """Give `model` the file's LOD levels above 0 (`_file_lods`) while the one mesh that held them holds the
+    file's vertices (`kept_records`: moved or not) and the LOD 0 written is the file's own, index for index; a
+    warning when levels were kept but cannot be written."""
     kept = [m.extras.get("urho", {}) for m in meshes if m.extras.get("urho", {}).get("lod_levels")]
     if not kept:
         return []
@@ -519,8 +532,9 @@ def _vertex_buffer_to_mesh(vb: umd2.VertexBuffer, vb_index: int, ax: _Axes, name
             if arr is not None:
                 bad = np.flatnonzero(~np.isfinite(arr).all(axis=1))
                 if len(bad):
-                    warnings.append(f"vertex buffer {vb_index}: {len(bad)} vertices with a non-finite {label} "
-                                    f"(first: vertex {int(bad[0])})")
+                    warnings.append(f"vertex buffer {vb_index}: non-finite {label} ({_FIELD_OF[label]}) at "
+                                    f"{vertex_list(bad)} (kept: an export writes them again while those vertices "
+                                    "are left as they are)")
     mesh.extras["urho"] = {"elements": [e.descriptor for e in vb.elements], "vertex_buffer": vb_index}
     return mesh
 
@@ -539,10 +553,12 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
     if not meshes:
         raise ExportError("nothing to export: no mesh with triangles or edges")
     for m in meshes:
-        _check_mesh(m, n_bones, _keeps_records(m, ax))
+        _check_mesh(m, n_bones, _has_records(m))
     skinned = skel is not None and any(m.weights is not None for m in meshes)
     elements = _file_elements(meshes, skinned) or _elements_for(meshes, skinned)
-    full, joints, weights, parts, kept_records = _gather_vertices(meshes, elements, skinned, ax)
+    full, joints, weights, parts, file_position = _gather_vertices(meshes, elements, skinned, ax)
+    # every mesh holds the file's records row for row in the axes written: the file's model-wide values hold
+    kept_records = file_position is not None
     file_centers = [_file_center(meshes, origin) for *_, origin in parts]
     origins = [origin for *_, origin in parts]
     parts = [part[:3] for part in parts]
@@ -551,7 +567,7 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
         model.bones = _bones_to_file(skel, ax)
         if profile == "urho3d" and skinned:
             _collision_to_file(model.bones, full["POSITION0"], joints, weights,
-                               [b.extras.get("urho", {}) for b in skel.bones], kept_records)
+                               [b.extras.get("urho", {}) for b in skel.bones], file_position)
         elif profile == "urhox":
             for b in model.bones:
                 b.collision_mask, b.radius, b.bbox = 0, None, None
@@ -573,7 +589,7 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
         if kept_maps is not None:
             geoms = kept_maps
         elif skinned:
-            _kept_unweighted_indices(meshes, verts, ax)
+            _kept_unweighted_indices(meshes, verts)
     indices, centers = _geometries_to_file(model, geoms, geom_centers, verts, ax)
     size = 2 if len(verts) <= 65535 else 4
     vb = umd2.VertexBuffer(elements, verts)
@@ -585,9 +601,9 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
             warnings.append("shape keys not written (the urhox profile writes morph count 0; use --profile urho3d "
                             "to write morphs): " + "; ".join(dropped))
     model.vertex_buffers = [vb]
-    if profile == "urho3d" and all(m.extras.get("urho", {}).get("magic") == "UMDL" for m in meshes):
+    if ax.profile == "urho3d" and all(m.extras.get("urho", {}).get("magic") == "UMDL" for m in meshes):
         # a legacy file stays legacy while its elements allow it: its magic is what tells Urho3D's axes apart
-        # from UrhoX's in a model without bones
+        # from UrhoX's in a model without bones (whose axes are the file's under either profile, `_kept_axes`)
         try:
             vb.legacy_mask = umd2.legacy_mask_of(elements)
             model.magic = "UMDL"
@@ -601,19 +617,21 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
     warnings += _kept_lods(model, meshes, kept_records)
     kept_box = _kept_bounds(meshes, kept_records)
     if kept_box is not None:
-        model.bbox_min, model.bbox_max = kept_box
+        model.bbox_min, model.bbox_max = file_rows.edited_bounds(
+            kept_box, np.concatenate([m.extras["urho"]["records"]["POSITION0"] for m in meshes]), pos,
+            not file_position.all())
         if all(c is None for m in meshes for c in m.extras.get("urho", {}).get("centers") or [0]):
             model.centers = np.zeros((0, 3), np.float32)  # a file from before geometry centers: it stays so
     return model, warnings
 
 
 def _kept_axes(scene: cm.Scene, profile: str, warnings: list[str]) -> str:
-    """The axes the points are written in: a model without bones whose meshes all still carry the axes they
-    were read with (`extras["urho"]["axes"]`, kept while unchanged) keeps them, since nothing in a bone-less
-    UMD2 file tells Urho3D's axes from UrhoX's and a profile change would mirror it; else the profile's."""
+    """The axes the points are written in: a model without bones whose imported meshes were all read with one
+    profile's axes (`extras["urho"]["axes"]`, edited or not) keeps them, since nothing in a bone-less UMD2 file
+    tells Urho3D's axes from UrhoX's and a profile change would mirror it; else the profile's."""
     if scene.skeleton is not None and scene.skeleton.bones:
         return profile
-    kept = {m.extras.get("urho", {}).get("axes") for m in scene.meshes}
+    kept = {m.extras.get("urho", {}).get("axes") for m in scene.meshes} - {None}  # a mesh added in Blender: none
     if len(kept) != 1 or (axes := kept.pop()) not in PROFILES or axes == profile:
         return profile
     warnings.append(f"model without bones written with the axes it was read with ({axes}), not the {profile} "
@@ -714,10 +732,11 @@ def _geometries_to_file(model: umd2.Model, geoms: list, geom_centers: list, vert
 
 
 def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
-    """All meshes' vertices in one structured array (file axes), with global joints/weights (V, 4) and the
+    """All meshes' vertices in one structured array (file axes), with global joints/weights (V, 4), the
     primitives of every (mesh, material slot) as (material index, primitive type, (N, 3|2) global rows,
     (mesh, slot, primitive type)): triangle lists (core winding) per slot, then the mesh's loose edges as one
-    line list drawn with its first slot."""
+    line list drawn with its first slot; and which rows keep the file's position when every mesh holds the
+    file's records in the axes written (`_file_records`), else None."""
     dt = umd2.vertex_dtype(elements)
     total = sum(m.vertex_count for m in meshes)
     verts = np.zeros(total, dtype=dt)
@@ -725,7 +744,8 @@ def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
     weights = np.zeros((total, 4), np.float32)
     parts = []
     base = 0
-    kept_records = True
+    file_position = np.zeros(total, bool)
+    aligned = True
     for mi, m in enumerate(meshes):
         sl = slice(base, base + m.vertex_count)
         verts["POSITION0"][sl] = ax.vectors_to_file(m.positions)
@@ -748,7 +768,8 @@ def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
             joints[sl, :k] = np.where(m.weights[:, :k] > 0, m.joints[:, :k], 0)
             verts["BLENDWEIGHTS0"][sl] = weights[sl]
             verts["BLENDINDICES0"][sl] = joints[sl].astype(np.uint8)
-        kept_records &= _file_records(m, verts, sl, ax)
+        same_axes = _file_records(m, verts, sl, ax, file_position)
+        aligned &= same_axes
         mat_idx = m.material_indices if m.material_indices is not None else np.zeros(len(m.triangles), np.int32)
         one_slot = len(mat_idx) and mat_idx.min() == mat_idx.max()
         for slot in (mat_idx[:1] if one_slot else np.unique(mat_idx)):
@@ -758,7 +779,7 @@ def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
         if m.edges is not None and len(m.edges):
             parts.append((m.materials[0] if m.materials else None, 1, m.edges.astype(np.int64) + base, (mi, 0, 1)))
         base += m.vertex_count
-    return verts, joints, weights, parts, kept_records
+    return verts, joints, weights, parts, file_position if aligned else None
 
 
 def _kept_mappings(meshes: list[cm.Mesh], origins: list, geoms: list, verts: np.ndarray, joints: np.ndarray,
@@ -792,22 +813,22 @@ def _kept_mappings(meshes: list[cm.Mesh], origins: list, geoms: list, verts: np.
     return out
 
 
-def _kept_unweighted_indices(meshes: list[cm.Mesh], verts: np.ndarray, ax: _Axes) -> None:
-    """The file's blend weights and indices of a mesh left unchanged, where they hold the same influences (bone
-    and weight) as what was computed: a file may order a vertex's slots its own way and hold any index in a slot
-    of weight 0 (the engine multiplies it by 0)."""
+def _kept_unweighted_indices(meshes: list[cm.Mesh], verts: np.ndarray) -> None:
+    """The file's blend weights and indices of a mesh holding its records (edited or not, either axes), for each
+    vertex whose slots hold the same influences (bone and weight) as what was computed: a file may order a
+    vertex's slots its own way and hold any index in a slot of weight 0 (the engine multiplies it by 0)."""
     base = 0
     for m in meshes:
         sl = slice(base, base + m.vertex_count)
         base += m.vertex_count
         urho = m.extras.get("urho", {})
         records = urho.get("records")
-        if records is None or urho.get("axes") != ax.profile or records.dtype != verts.dtype \
-                or len(records) != sl.stop - sl.start:
-            continue
-        if all(np.array_equal(a, b) for a, b in zip(_influences(records), _influences(verts[sl]))):
-            verts["BLENDWEIGHTS0"][sl] = records["BLENDWEIGHTS0"]
-            verts["BLENDINDICES0"][sl] = records["BLENDINDICES0"]
+        if records is None or records.dtype != verts.dtype or len(records) != sl.stop - sl.start:
+            continue  # (weights and bone indices are the same in either profile's axes)
+        (bone_a, weight_a), (bone_b, weight_b) = _influences(records), _influences(verts[sl])
+        same = (bone_a == bone_b).all(axis=1) & (weight_a == weight_b).all(axis=1)  # per vertex: an edit stays its own
+        for name in ("BLENDWEIGHTS0", "BLENDINDICES0"):
+            verts[name][sl][same] = records[name][same]
 
 
 def _influences(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -832,20 +853,20 @@ def _kept_bounds(meshes: list[cm.Mesh], kept_records: bool) -> tuple[np.ndarray,
     return lo, hi
 
 
-def _file_records(m: cm.Mesh, verts: np.ndarray, sl: slice, ax: _Axes) -> bool:
-    """An unchanged mesh's own vertex records (`extras["urho"]["records"]`, kept by the Blender side) replace
-    what was computed, blend data aside (it follows the geometries' bone mappings): the file's tangents,
-    the normals and UVs of line vertices and its exact floats, in the axes they were read with."""
+def _file_records(m: cm.Mesh, verts: np.ndarray, sl: slice, ax: _Axes, file_position: np.ndarray) -> bool:
+    """The file's own vertex records (`extras["urho"]["records"]`, kept by the Blender side) written again row by
+    row where what the mesh holds is still the file's (io_urhox/model/file_rows.py), blend data aside (it follows
+    the geometries' bone mappings); records read with the other profile's axes are mapped into these. Marks the
+    rows that keep the file's position in `file_position`; True when the records were read in these axes."""
     urho = m.extras.get("urho", {})
     records = urho.get("records")
-    if records is None or urho.get("axes") != ax.profile or records.dtype != verts.dtype \
-            or len(records) != sl.stop - sl.start:
+    axes = urho.get("axes")
+    if records is None or axes not in PROFILES or records.dtype != verts.dtype or len(records) != sl.stop - sl.start:
         return False
-    for name in verts.dtype.names:
-        if name not in ("BLENDWEIGHTS0", "BLENDINDICES0"):
-            verts[name][sl] = records[name]
-    return True
-
+    if axes != ax.profile:
+        records = file_rows.in_axes(records, ax.to_file[:3, :3] @ basis(axes)[0][:3, :3])
+    file_position[sl] = file_rows.merge(m.name, verts[sl], records, m.triangles)
+    return axes == ax.profile
 
 def _split_by_bones(tris: np.ndarray, joints: np.ndarray, weights: np.ndarray, max_bones: int):
     """Triangles (or edges) grouped so that each group uses at most `max_bones` bones: [(triangle rows, sorted bones)].
@@ -927,15 +948,21 @@ KEEP_COLLISION = 1e-5  # relative: a recomputed radius or box this close to the 
 
 
 def _collision_to_file(bones: list[umd2.BoneRecord], positions, joints, weights, kept: list[dict],
-                       unchanged: bool = False) -> None:
+                       file_position: np.ndarray | None = None) -> None:
     """Mask 3 with radius and bone-local box (file space, through the offset matrix) on every bone that has
     weighted vertices; 0 on the others. The file's own mask, radius and box (`kept`, the bones' extras) are
-    written again while every mesh is `unchanged` and the bone keeps its offset matrix, and otherwise where the
-    recomputed ones agree with them within float rounding."""
+    written again while the bone keeps its offset matrix and the vertices are the file's (`file_position`, per
+    row, None when they are not): as they are while no vertex weighted to the bone moved, grown to take in the
+    moved ones otherwise (the file's tool may have left light influences out, so they are not recomputed). Without
+    them, the recomputed values, or the file's where those agree within float rounding."""
     n = len(bones)
     radius = np.zeros(n)
     lo = np.full((n, 3), np.inf)
     hi = np.full((n, 3), -np.inf)
+    moved = np.zeros(n, bool)  # per bone: a vertex weighted to it moved; their radius and bone-local box
+    moved_radius = np.zeros(n)
+    moved_lo = np.full((n, 3), np.inf)
+    moved_hi = np.full((n, 3), -np.inf)
     weighted = np.zeros(n, bool)
     live_v, live_k = np.nonzero(weights > 0)
     bone = joints[live_v, live_k]
@@ -948,19 +975,31 @@ def _collision_to_file(bones: list[umd2.BoneRecord], positions, joints, weights,
         rows = vertex_of[a:e]
         x, y, z = px[rows], py[rows], pz[rows]
         local = [x * m[k, 0] + y * m[k, 1] + z * m[k, 2] + m[k, 3] for k in range(3)]  # one row of m at a time
-        radius[i] = np.sqrt((local[0] * local[0] + local[1] * local[1] + local[2] * local[2]).max())
+        length = np.sqrt(local[0] * local[0] + local[1] * local[1] + local[2] * local[2])
+        radius[i] = length.max()
         lo[i] = [c.min() for c in local]
         hi[i] = [c.max() for c in local]
         weighted[i] = True
+        if file_position is not None and not file_position[rows].all():
+            new = ~file_position[rows]
+            moved[i] = True
+            moved_radius[i] = length[new].max()
+            moved_lo[i] = [c[new].min() for c in local]
+            moved_hi[i] = [c[new].max() for c in local]
     for i, b in enumerate(bones):
         own = kept[i] if i < len(kept) else {}
         # the file's box is in the bone's own space: only while the bone keeps the file's offset matrix
-        same = unchanged and own.get("offset") is not None and "collision_mask" in own and \
+        same = file_position is not None and own.get("offset") is not None and "collision_mask" in own and \
             np.asarray(own["offset"], np.float32).tobytes() == np.asarray(b.offset, np.float32).tobytes()
         if same:  # the file's own collision data, whatever rule made it (Urho3D's importer skips light weights)
             b.collision_mask = int(own["collision_mask"])
             b.radius = None if own.get("radius") is None else np.float32(own["radius"])
             b.bbox = None if own.get("bbox") is None else np.asarray(own["bbox"], np.float32)
+            if moved[i] and b.radius is not None:
+                b.radius = np.float32(max(float(b.radius), moved_radius[i]))
+            if moved[i] and b.bbox is not None:
+                b.bbox = np.concatenate([np.minimum(b.bbox[:3], moved_lo[i]),
+                                         np.maximum(b.bbox[3:], moved_hi[i])]).astype(np.float32)
         elif weighted[i]:
             b.collision_mask = umd2.BONECOLLISION_SPHERE | umd2.BONECOLLISION_BOX
             b.radius = np.float32(_kept_close(radius[i], own.get("radius")))
@@ -1100,16 +1139,17 @@ def _elements_for(meshes: list[cm.Mesh], skinned: bool) -> list[VertexElement]:
     return els
 
 
-def _keeps_records(m: cm.Mesh, ax: _Axes) -> bool:
-    """The mesh is unchanged since import and carries the file's vertex records, in the axes being written."""
+def _has_records(m: cm.Mesh) -> bool:
+    """The mesh carries the file's vertex records, row for row (the Blender side keeps them while its vertices are
+    the file's, edited or not)."""
     urho = m.extras.get("urho", {})
     records = urho.get("records")
-    return records is not None and urho.get("axes") == ax.profile and len(records) == m.vertex_count
-
+    return records is not None and urho.get("axes") in PROFILES and len(records) == m.vertex_count
 
 def _check_mesh(m: cm.Mesh, n_bones: int, kept: bool = False) -> None:
-    """Invariants checked before writing; violations name the mesh and vertex. A mesh that writes the file's
-    own vertex records (`kept`) writes its non-finite values too: the file had them."""
+    """Invariants checked before writing; violations name the mesh and vertex. A mesh that holds the file's own
+    vertex records (`kept`) has its positions, normals and tangents checked where it does not write the file's
+    (`file_rows.merge`): a non-finite value the file had is written again."""
     for label, arr in (("position", m.positions), ("normal", m.normals), ("tangent", m.tangents),
                        ("weight", m.weights)):
         if arr is not None and not (kept and label != "weight"):

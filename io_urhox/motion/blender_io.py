@@ -212,13 +212,22 @@ def _triggers_of(anim: cm.Animation, fps: float) -> list[tuple[float, object]]:
     return out
 
 
-def export_actions(context, outdir: str, arm_ob, fmt: str = "urhox", profile: str = "urhox", actions=None,
+def own_format(act, profile: str) -> str:
+    """The layout an action is written in when none is chosen: the one of the `.ani` file it was imported from
+    (classic UANI, UrhoX UANI v2 or rbfx UAN2), else the one `profile` writes (classic UANI for urho3d)."""
+    data = act.get(FILE_PROP)
+    if isinstance(data, bytes) and len(data) >= 8:
+        return {uani.VARIANT_URHOX: "urhox", uani.VARIANT_RBFX: "rbfx"}.get(uani.detect_variant(data), "urho3d")
+    return "urho3d" if profile == "urho3d" else "urhox"
+
+
+def export_actions(context, outdir: str, arm_ob, fmt: str | None = "urhox", profile: str = "urhox", actions=None,
                    allocator: NameAllocator | None = None) -> tuple[list[str], list[str]]:
     """Write ``actions`` (default: every action of the armature) to OUTDIR/Animations/<name>.ani (+ .xml
-    triggers). Every file is made in memory before the first is written, and every path is asked of the output
-    guard (core/fileio.py `output_path`: never an input) before the first. Returns (written paths, warnings).
-    Read-only for the scene."""
-    if fmt not in convert.FORMATS:
+    triggers) in layout ``fmt`` (None: each action's own, `own_format`). Every file is made in memory before the
+    first is written, and every path is asked of the output guard (core/fileio.py `output_path`: never an input)
+    before the first. Returns (written paths, warnings). Read-only for the scene."""
+    if fmt is not None and fmt not in convert.FORMATS:
         raise ExportError(f"unknown animation format {fmt!r}; expected one of {convert.FORMATS}")
     if arm_ob is None:
         return [], []
@@ -228,7 +237,9 @@ def export_actions(context, outdir: str, arm_ob, fmt: str = "urhox", profile: st
     roots = root_bones(arm_ob)
     allocator = allocator or NameAllocator()
     pending, warnings = [], []
+    chosen = fmt
     for act in actions:
+        fmt = chosen or own_format(act, profile)
         try:
             kept = _kept_file(context, arm_ob, act, profile, fmt)
             anim, more = bact.read_action(context, arm_ob, act, step_tracks=fmt == "urhox",

@@ -8,6 +8,8 @@ Everything stays in the file's axes; `urho3d_to_blender` is the left-handed Y-up
 tests/urho/test_urho3d_engine.py; used by the Urho3D export and Blender tests."""
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from support.quaternion import slerp
@@ -16,6 +18,22 @@ from support.quaternion import slerp
 def urho3d_to_blender(p: np.ndarray) -> np.ndarray:
     p = np.asarray(p, np.float64)
     return p[..., [0, 2, 1]]
+
+
+def urhox_to_blender(p: np.ndarray) -> np.ndarray:
+    """UrhoX's glTF axes (right-handed, Y up) → Blender: (x, y, z) → (x, −z, y)."""
+    p = np.asarray(p, np.float64)
+    return np.stack([p[..., 0], -p[..., 2], p[..., 1]], axis=-1)
+
+
+def animation_header(data: bytes) -> tuple[str, float, int]:
+    """What Urho3D's `Animation::BeginLoad` reads first of a `.ani`, whatever layout the file has: the id
+    "UANI", the animation's name (a C string), its length (f32) and its track count (u32). A UrhoX UANI v2 file
+    reads as the one-character name "\\x02" and a track count made of its length's and count's bytes."""
+    assert data[:4] == b"UANI", data[:4]
+    end = data.index(b"\0", 4)
+    length, count = struct.unpack_from("<fI", data, end + 1)
+    return data[4:end].decode("utf-8", "replace"), float(length), int(count)
 
 
 def _quat_matrix(q: np.ndarray) -> np.ndarray:

@@ -93,7 +93,9 @@ def test_real_models_keep_their_values(clean_scene, testdata, tmp_path, name):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_an_edited_mesh_gets_computed_centres(clean_scene, testdata, tmp_path):
+def test_an_edited_mesh_keeps_the_files_centres(clean_scene, testdata, tmp_path):
+    """A moved vertex is the edit; the geometry centres (a hint for sorting by distance) stay the file's, so
+    that nothing else changes (issue 46)."""
     import bpy
     from skinbridge.io_urhox.model import blender_io, umd2
 
@@ -105,7 +107,8 @@ def test_an_edited_mesh_gets_computed_centres(clean_scene, testdata, tmp_path):
     blender_io.export_mdl(bpy.context, str(out), "urho3d")
     a = umd2.read(path.read_bytes())
     b = umd2.read(out.read_bytes())
-    assert np.asarray(a.centers[:len(a.geometries)], np.float32).tobytes() != np.asarray(b.centers).tobytes()
+    assert np.asarray(a.centers[:len(a.geometries)], np.float32).tobytes() == np.asarray(b.centers).tobytes()
+    assert a.vertex_buffers[0].vertices["POSITION0"][0, 0] != b.vertex_buffers[0].vertices["POSITION0"][0, 0]
 
 
 def test_a_bind_with_residue_maps_its_animation_without_a_warning(clean_scene, testdata, tmp_path):

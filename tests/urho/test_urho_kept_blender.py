@@ -1,6 +1,7 @@
 """Through Blender, what an unchanged model keeps (issue 29, Urho3D items 1–5): a model without bones keeps
 its axes under another profile, the file's vertex records (tangents, line vertices' normals and UVs) and
-degenerate triangles come back while the mesh is unchanged, and a changed mesh gets computed ones;
+degenerate triangles come back while the mesh is unchanged, and where an edit leaves them true (issue 46; the
+edits themselves: test_urho_edits_blender.py);
 `--profile urho3d` writes classic UANI;
 step keys (two at one time) survive; an inexact initial pose is warned with its figure."""
 from __future__ import annotations
@@ -59,8 +60,9 @@ def test_boneless_umd2_keeps_its_axes_under_either_profile(clean_scene, testdata
     assert any("axes it was read with" in w for w in warnings) == (profile == "urho3d")
 
 
-def test_boneless_model_changed_follows_the_profile(clean_scene, testdata, tmp_path):
-    """Once the user moves the mesh, the profile's axes decide again (urho3d mirrors UrhoX's z)."""
+def test_boneless_model_moved_keeps_its_axes(clean_scene, testdata, tmp_path):
+    """Once the user moved the mesh, its file's axes still decide (issue 46: the profile's mirrored UrhoX's z);
+    the move is the only change: x by 1e-3."""
     blender_io.import_mdl(bpy.context, str(testdata / "urho3d" / "MaterialPreview.mdl"))
     ob = _mesh_object()
     ob.location.x = 1e-3
@@ -70,7 +72,9 @@ def test_boneless_model_changed_follows_the_profile(clean_scene, testdata, tmp_p
     got = umd2.read(out.read_bytes())
     z_src = src.vertex_buffers[0].vertices["POSITION0"][:, 2]
     z_got = got.vertex_buffers[0].vertices["POSITION0"][:, 2]
-    np.testing.assert_allclose(z_got, -z_src, atol=1e-5)
+    np.testing.assert_array_equal(z_got, z_src)
+    x_src = src.vertex_buffers[0].vertices["POSITION0"][:, 0]
+    np.testing.assert_allclose(got.vertex_buffers[0].vertices["POSITION0"][:, 0], x_src + 1e-3, atol=1e-6)
 
 
 # -- item 4 ---------------------------------------------------------------------------------------------
@@ -106,22 +110,36 @@ def test_unchanged_model_is_byte_identical_whole(clean_scene, testdata, tmp_path
     assert_same_bytes(out, src, umd2.read, f"{name} through Blender")
 
 
-def test_lod_levels_above_0_come_back_while_the_mesh_is_unchanged(clean_scene, testdata, tmp_path):
+def test_lod_levels_above_0_come_back_while_the_triangles_are_the_files(clean_scene, testdata, tmp_path):
     """Import reads LOD 0; the other levels (Mushroom: 4 more, their indices in the same index buffer after LOD
-    0's) are written again while the mesh is unchanged, so the file comes back whole; once a vertex moves, LOD 0
-    is written alone, with a warning."""
+    0's) are written again while LOD 0's triangles are the file's, so the file comes back whole, and a moved vertex
+    moves in every level (issue 46: LOD 0 was written alone); once a face is gone, LOD 0 is written alone, with a
+    warning."""
     src, out, warnings = _round_trip(testdata, tmp_path, "Mushroom.mdl")
     assert [len(g.lods) for g in umd2.read(src).geometries] == [5]
     assert_same_bytes(out, src, umd2.read, "Mushroom.mdl through Blender")
     assert not any("LOD" in w for w in warnings), warnings
     me = _mesh_object().data
     me.vertices[0].co.z += 0.01
+    moved = tmp_path / "moved.mdl"
+    warnings = blender_io.export_mdl(bpy.context, str(moved), "urho3d")
+    m = umd2.read(moved.read_bytes())
+    assert [len(g.lods) for g in m.geometries] == [5]
+    np.testing.assert_array_equal(m.index_buffers[0].indices, umd2.read(src).index_buffers[0].indices)
+    assert not any("LOD" in w for w in warnings), warnings
+    import bmesh  # here: after bpy, which bmesh needs loaded first
+    bm = bmesh.new()
+    bm.from_mesh(me)
+    bm.faces.ensure_lookup_table()
+    bmesh.ops.delete(bm, geom=[bm.faces[0]], context="FACES")
+    bm.to_mesh(me)
+    bm.free()
     changed = tmp_path / "changed.mdl"
     warnings = blender_io.export_mdl(bpy.context, str(changed), "urho3d")
     m = umd2.read(changed.read_bytes())
     assert [len(g.lods) for g in m.geometries] == [1]
-    assert len(m.index_buffers[0].indices) == umd2.read(src).geometries[0].lods[0].index_count == 4182
-    assert any("LOD levels above 0 not written" in w and "changed" in w for w in warnings), warnings
+    assert len(m.index_buffers[0].indices) == 4182 - 3
+    assert any("LOD levels above 0 not written" in w for w in warnings), warnings
 
 
 def test_geometries_keep_their_own_bone_mappings(clean_scene, testdata, tmp_path):
