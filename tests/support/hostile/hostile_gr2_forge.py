@@ -85,7 +85,10 @@ def _stored(p: Part) -> bytes:
         return p.stored
     if not p.compressed:
         return p.data
-    return oodle1.compress(p.data, p.stops) if p.data else b""
+    if not p.data:
+        return b""
+    stream = oodle1.compress(p.data, p.stops)  # padded to what the reader lets a section expand from
+    return stream + bytes(max(-(-len(p.data) // gr2.MAX_EXPANSION) - len(stream), 0))
 
 
 def repack(data: bytes, compressed: bool) -> bytes:
@@ -106,7 +109,7 @@ def bomb(claim: int = 64 << 20, sections: int = gr2.MAX_SECTIONS) -> bytes:
     stream padded to `claim` / 64 bytes (64 of them: a 1.1 MB file claiming 3.6 GiB)."""
     f, parts = sections_of(GLAIVE.read_bytes())
     stream = _expanding(claim)
-    stored = stream + bytes(claim // gr2.MAX_EXPANSION - len(stream))
+    stored = stream + bytes(-(-claim // gr2.MAX_EXPANSION) - len(stream))
     first = len(parts)
     parts.append(Part(b"", stored=stored, claims=claim))
     parts += [Part(b"", claims=claim, shares=first) for _ in range(sections - len(parts))]
