@@ -138,10 +138,10 @@ def _retyped(parts: list[Part], member: gr2.Member, kind: int, length: int, type
     parts[0] = replace(parts[0], data=bytes(data), relocations=np.sort(rel, order="offset"), stored=None)
 
 
-def empty_loop(count: int = LOOP_COUNT) -> bytes:
-    """The glaive with its root's last member an inline array of `count` items of an empty type (the type
-    pointer names the end record of the root type's own member list)."""
-    f, parts = sections_of(GLAIVE.read_bytes())
+def empty_loop(count: int = LOOP_COUNT, base: bytes | None = None) -> bytes:
+    """The glaive (or `base`) with its root's last member an inline array of `count` items of an empty type (the
+    type pointer names the end record of the root type's own member list)."""
+    f, parts = sections_of(GLAIVE.read_bytes() if base is None else base)
     member, _ = _last_root_member(f)
     _retyped(parts, member, gr2.INLINE, count, member.at[1] + gr2.MEMBER_SIZE)
     return pack(parts, f.root_type_ref, f.root_ref, f.tag)
