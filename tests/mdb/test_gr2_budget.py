@@ -34,8 +34,9 @@ PRELUDE = ("import atexit, json, pathlib, shutil, sys, tempfile\n"
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory) -> dict[str, pathlib.Path]:
     """The three forged files of items 1-3, written once for the module: smaller than the issue's (1.1 MB
-    claiming 3.6 GiB, 1 MB declaring 16.7 million structs; `bench/gr2_budget.py` times those) so that they build
-    in about a second, yet still far beyond the 1 GB address space and the 10 s without the budget."""
+    claiming 3.6 GiB, 1 MB declaring 16.7 million structs: the forge's defaults) so that they build in about a
+    second, yet without the budget still beyond the 1 GB address space or the 10 s (measured on the code before
+    it: the bomb and the loop ran out the 10 s, the structs ended in MemoryError)."""
     folder = tmp_path_factory.mktemp("gr2-hostile")
     out = {}
     for name, make in (("bomb", lambda: forge.bomb(24 << 20)), ("loop", forge.empty_loop),
