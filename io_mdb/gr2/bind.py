@@ -7,6 +7,11 @@ of the folders the user lists (`--skeleton-path DIR`; in Blender the import oper
 the folders of the add-on's preferences), and takes the first, in name order, whose skeleton has that name
 (compared without case, as the game's resource names are).
 
+Every candidate is read through the guarded reader of inputs (`core.fileio.read_bytes`: regular files only, at
+most `MAX_SEARCHED_BYTES`) and decoded under the GR2 reading budget; one that is refused (too large, a
+compression bomb, a bad header) is passed over with a warning naming it and why, and the search goes on, so a
+hostile `.gr2` beside an MDB never stops the MDB's import.
+
 Measured on the sample head, the skeleton's world positions scaled by 1 / UnitsPerMeter with no axis change put
 the lips' face bones within 1 cm of the vertices they weigh most (docs/nwn2.md §5.4 has the figures). This part
 knows no MDB record: the MDB part gives the names its SKIN packets hold.
@@ -20,12 +25,16 @@ import numpy as np
 
 from ...core import model as cm
 from ...core.errors import FormatError
+from ...core.fileio import read_bytes
 from . import MAGIC, convert, gr2, skeleton
 
 GR2_EXTENSION = ".gr2"
 # the Blender object property holding the name of the GR2 skeleton a skinned object is bound to: the MDB import
 # sets it; the MDB export writes it into the SKIN packets, the GR2 export names its skeleton after it
 SKELETON_PROP = "nwn2_skeleton"
+# the largest .gr2 the search reads (public skeletons are 41 KB, the largest public GR2 80 KB): the files beside
+# an MDB are not what the user opened, so a bigger one is passed over with a warning, never read
+MAX_SEARCHED_BYTES = 64 << 20
 
 
 def search_folders(mdb_path: str, skeleton_path: str | Sequence[str] | None) -> list[str]:
@@ -45,8 +54,7 @@ def _gr2_files(folder: str) -> list[str]:
 
 
 def _skeletons_of(path: str) -> list[skeleton.Gr2Skeleton]:
-    with open(path, "rb") as fh:
-        data = fh.read()
+    data = read_bytes(path, MAX_SEARCHED_BYTES)
     if not data.startswith(MAGIC):
         return []  # a file named .gr2 that is no Granny file holds no skeleton
     return skeleton.skeletons(gr2.read(data))

@@ -18,6 +18,7 @@ import numpy as np
 
 from ...core import model as cm
 from ...core.errors import FormatError
+from ...core.fileio import read_bytes
 from . import MAGIC, animation, gr2, skeleton
 
 SHEAR_TOLERANCE = 1e-4
@@ -137,8 +138,7 @@ def load(path: str, data: bytes, with_animations: bool = True, motions=()) -> tu
     scene.animations, more = core_animations(f, stem)
     warnings += more
     for motion in motions:
-        with open(motion, "rb") as fh:
-            raw = fh.read()
+        raw = read_bytes(motion)
         if not raw.startswith(MAGIC):
             warnings.append(f"{os.path.basename(motion)}: not a GR2 file; left out")
             continue

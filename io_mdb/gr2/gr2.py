@@ -19,6 +19,11 @@ a list ends at kind 0). `Gr2File.root` decodes it into `Struct` mappings, lists 
 
 All public NWN2 files are little-endian with 32-bit pointers (the magic says so); their byte order is ours, so
 the marshalling table is only bounds-checked. Pointer slots without a relocation are null.
+
+One reading budget (`core.budget.Budget`, docs/architecture.md §7.1 "Budgets") covers the whole file: every
+section's decompressed size is counted against it before the first section is decompressed, and every
+relocation and every object the decoder builds (array items, loop turns, empty items counted as one) before it
+is built. Sections' data may not overlap, so no stream is decoded twice (docs/nwn2.md §5.1).
 """
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...core.budget import Budget, fits
 from ...core.errors import FormatError
 from . import MAGIC as MAGIC_LE32, oodle1
 
@@ -116,6 +122,7 @@ class Gr2File:
     tag: int
     extra: tuple[int, ...]
     warnings: list[str] = field(default_factory=list)
+    budget: Budget = field(default_factory=lambda: Budget(0, "GR2 file"))  # what its decoding may still build
     _root: Struct | None = None
 
     @property
@@ -196,6 +203,24 @@ def _marshallings(sections: list[Section]) -> None:
                               s.marshallings_offset + 16 * k, f"section[{s.index}].marshallings")
 
 
+def _claims(sections: list[Section], table_at: int, budget: Budget) -> None:
+    """Every section's decompressed size and relocations counted against the file's budget, and no two sections
+    sharing data, before anything is decompressed or built."""
+    ends: list[tuple[int, int, int]] = []
+    for s in sections:
+        at = HEADER_SIZE + table_at + s.index * SECTION_SIZE
+        budget.unpack(s.decompressed_size, at + 12, f"section[{s.index}].decompressed_size")
+        budget.objects(len(s.relocations), s.relocations_offset, f"section[{s.index}].relocations")
+        if s.data_size:
+            ends.append((s.data_offset, s.data_offset + s.data_size, s.index))
+    ends.sort()
+    for (_, end, first), (start, _, second) in zip(ends, ends[1:]):
+        if start < end:
+            raise FormatError(f"data at {start} overlap section {first}'s, which end at {end} (sections share "
+                              "no bytes)", HEADER_SIZE + table_at + second * SECTION_SIZE + 4,
+                              f"section[{second}].data_offset")
+
+
 def decompress_section(data: bytes, s: Section) -> bytes:
     raw = data[s.data_offset:s.data_offset + s.data_size]
     if s.compression == 0:
@@ -226,6 +251,8 @@ def read(data: bytes) -> Gr2File:
     if computed != crc:
         warnings.append(f"CRC-32 {crc:#010x} in the header, {computed:#010x} computed")
     sections = [_section(data, i, HEADER_SIZE + table_at + i * SECTION_SIZE, n_sections) for i in range(n_sections)]
+    budget = Budget(len(data), "GR2 file")
+    _claims(sections, table_at, budget)
     for s in sections:
         s.data = decompress_section(data, s)
     _pointers(sections)
@@ -234,7 +261,7 @@ def read(data: bytes) -> Gr2File:
         if ref[0] >= n_sections or ref[1] >= max(sections[ref[0]].decompressed_size, 1):
             raise FormatError(f"{name} reference {ref} is outside the sections", at, name)
     return Gr2File(data[:16], header_size, fmt, version, file_size, crc, computed, sections, tuple(root_type_ref),
-                   tuple(root_ref), tag, tuple(extra), warnings)
+                   tuple(root_ref), tag, tuple(extra), warnings, budget)
 
 
 class Decoder:
@@ -248,13 +275,10 @@ class Decoder:
         self.sizes: dict[Ref | None, int] = {None: 0}
         self.dtypes: dict[Ref | None, np.dtype | None] = {}
         self.objects: dict[tuple, object] = {}
-        self.budget = 16 * sum(s.decompressed_size for s in f.sections) + 1024
 
     def _spend(self, n: int, at: Ref, what: str) -> None:
-        self.budget -= n
-        if self.budget < 0:
-            raise FormatError("the objects reachable from the root exceed what the file's bytes can hold",
-                              at[1], f"section[{at[0]}] {what}")
+        """Count `n` more objects (or loop turns) against the file's budget before making them."""
+        self.f.budget.objects(n, at[1], f"section[{at[0]}] {what}")
 
     def pointer(self, at: Ref) -> Ref | None:
         return self.f.sections[at[0]].pointers.get(at[1])
@@ -361,6 +385,9 @@ class Decoder:
             return values if m.length else values[0].item() if kind in SCALARS else values[0]
         if kind == INLINE:
             size = self.type_size(m.type_ref)
+            if m.length:  # an array: its items counted (an empty one as one byte) before the loop
+                fits(m.count, size, len(self.f.sections[at[0]].data) - at[1], at[1], f"section[{at[0]}] {m.name}")
+                self._spend(m.count, at, m.name)
             items = [self.struct(m.type_ref, (at[0], at[1] + i * size), depth + 1) for i in range(m.count)]
             return items if m.length else items[0]
         if kind == STRING:

@@ -16,6 +16,10 @@ values seen; a length symbol of 0 means one literal byte, else a copy from earli
 The coder is sequential (every symbol updates the tables the next one reads), so this is plain Python; only
 the copies are slice operations. Every step writes at least one byte and the output never grows past the
 declared size, so bad input ends in a `FormatError`, never a hang or a large allocation.
+
+`compress` is the same model run the other way (an exact range encoder and a greedy LZ77 parse): the game's
+files are never written compressed (the GR2 writer writes stored sections), but tests and the fuzzer's seeds
+make compressed sections with it (hostile sizes on real streams, mutants that still decompress).
 """
 from __future__ import annotations
 
@@ -161,6 +165,53 @@ class _Window:
             self.weights[0] = 0
         return value
 
+    def encode(self, coder: _Encoder, value: int, new_limit: int) -> None:
+        """Code `value` so that `decode` reads it back, changing the window exactly as `decode` does."""
+        if self.total >= self.rebuild_at:
+            if self.rebuild_at >= self.halve_at:
+                self._halve()
+            self._rebuild()
+        ranges, values, weights = self.ranges, self.values, self.weights
+        known = len(ranges)
+        slot = _ranged_slot(values, ranges, value)
+        if slot == 0 and ranges[1] == ranges[0]:
+            raise ValueError(f"value {value} is not in a full window")
+        coder.encode(RANGE, ranges[slot], ranges[slot + 1] - ranges[slot])
+        weights[slot] += 1
+        self.total += 1
+        if slot > 0:
+            return
+        if len(weights) >= known:
+            later = values.index(value, known - 1) if value in values[known - 1:] else None
+            coder.encode(2, int(later is not None), 1)
+            if later is not None:
+                coder.encode(len(weights) - known + 1, later - (known - 1), 1)
+                weights[later] += 2
+                self.total += 2
+                return
+        if not 0 <= value < new_limit:
+            raise ValueError(f"value {value} is outside the window's 0..{new_limit - 1}")
+        coder.encode(new_limit, value, 1)
+        values.append(value)
+        weights.append(2)
+        self.total += 2
+        if len(weights) == self.capacity:
+            self.total -= weights[0]
+            weights[0] = 0
+
+
+def _ranged_slot(values: list[int], ranges: list[int], value: int) -> int:
+    """The first slot holding `value` whose range is not empty (0, the escape, when none)."""
+    at = 1
+    while True:
+        try:
+            at = values.index(value, at, len(ranges) - 1)
+        except ValueError:
+            return 0
+        if ranges[at + 1] > ranges[at]:
+            return at
+        at += 1
+
 
 class _Run:
     """The tables of one of the three runs, from its parameter block."""
@@ -245,3 +296,122 @@ def decompress(data: bytes, stops: tuple[int, int], size: int) -> bytes:
     for i, stop in enumerate((first, second, size)):
         pos = _decode_run(coder, _Run(data[i * PARAMETERS_SIZE:(i + 1) * PARAMETERS_SIZE]), out, pos, stop, 0)
     return bytes(out)
+
+
+# -- the encoder (tests and fuzzing seeds; see the module's docstring) -----------------------------------------
+
+_LOW_BITS = 40  # the encoder keeps this many low bits of its interval's start as an int, the rest as bytes
+_LOW_MASK = (1 << _LOW_BITS) - 1
+_VALID_LENGTHS = tuple(range(61, 1, -1))  # copy lengths of the length symbols 1..60
+
+
+class _Encoder:
+    """The range encoder `_Coder` reads: the same interval arithmetic with the interval's start kept exactly
+    (a carry runs into the bytes already settled), so any sequence of `encode` calls decodes back."""
+
+    __slots__ = ("low", "range", "bits", "settled")
+
+    def __init__(self):
+        self.low = 0
+        self.range = 0x80
+        self.bits = 7
+        self.settled = bytearray()
+
+    def encode(self, limit: int, low: int, width: int) -> None:
+        """The sub-interval [low, low + width) of `limit` parts, as `_Coder.peek` and `take` consume it."""
+        while self.range <= 0x800000:
+            self.settled.append(self.low >> (_LOW_BITS - 8))
+            self.low = (self.low << 8) & _LOW_MASK
+            self.range <<= 8
+            self.bits += 8
+        step = self.range // limit
+        self.low += step * low
+        if low + width < limit:
+            self.range = step * width
+        else:
+            self.range -= step * low
+        if self.low >> _LOW_BITS:
+            self.low &= _LOW_MASK
+            i = len(self.settled) - 1
+            while self.settled[i] == 0xFF:
+                self.settled[i] = 0
+                i -= 1
+            self.settled[i] += 1
+
+    def finish(self) -> bytes:
+        """The stream: the interval's start in the bits read so far, zeros after."""
+        value = (int.from_bytes(self.settled, "big") << _LOW_BITS) | self.low
+        pad = -self.bits % 8
+        return (value << pad).to_bytes((self.bits + pad) // 8, "big")
+
+
+def _parameters(span: int) -> bytes:
+    """A parameter block whose windows never fill: every byte a literal, copies up to `span` bytes back."""
+    distance_max = min(max(span, 1), 1 << 22)  # high windows up to 4,097 values: within the 13 bits
+    return struct.pack("<II4B", 256 | distance_max << 9, 256 | (distance_max // 1024 + 1) << 19,
+                       *(LENGTH_SYMBOLS,) * 4)
+
+
+def _match(data: bytes, source: int, pos: int, most: int) -> int:
+    """The longest copy length the length symbols allow (0: none) of `data[pos:]` from `source`."""
+    for n in reversed(LONG_COPIES):
+        if n <= most and data[source:source + n] == data[pos:pos + n]:
+            return n
+    lo, hi = 0, min(_VALID_LENGTHS[0], most)  # the longest common prefix, by halves
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if data[source:source + mid] == data[pos:pos + mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo if lo >= 2 else 0
+
+
+def _encode_run(coder: _Encoder, run: _Run, data: bytes, pos: int, stop: int) -> int:
+    start, heads = pos, {}
+    while pos < stop:
+        length = distance = 0
+        key = data[pos:pos + 3]
+        for source in reversed(heads.get(key, ())):
+            if pos - source <= min(run.distance_max, run.decoded):
+                n = _match(data, source, pos, stop - pos)
+                if n > length:
+                    length, distance = n, pos - source
+        symbol = 0 if not length else length - 1 if length <= 61 else 61 + LONG_COPIES.index(length)
+        run.lengths[run.last_length].encode(coder, symbol, LENGTH_SYMBOLS)
+        run.last_length = symbol
+        if not symbol:
+            run.literals[pos % 4].encode(coder, data[pos], run.literal_max)
+            length = 1
+        else:
+            reach = min(run.distance_max, run.decoded)
+            high, rest = divmod(distance - 1, 1024)
+            mid, low = divmod(rest, 4)
+            run.low.encode(coder, low, run.low_max)
+            run.high.encode(coder, high, reach // 1024 + 1)
+            if high not in run.mid:
+                run.mid[high] = _Window(run.mid_max - 1, run.mid_max)
+            run.mid[high].encode(coder, mid, min(reach // 4 + 1, 256))
+        for at in range(pos, pos + length) if length < 64 else (pos, pos + length - 1):
+            if at >= start:
+                heads.setdefault(data[at:at + 3], []).append(at)
+                if len(heads[data[at:at + 3]]) > 8:
+                    del heads[data[at:at + 3]][0]
+        run.decoded += length
+        pos += length
+    return pos
+
+
+def compress(data: bytes, stops: tuple[int, int] | None = None) -> bytes:
+    """Oodle1 data that `decompress(result, stops, len(data))` turns back into `data` (stops: where the second
+    and third runs begin; default: one run)."""
+    size = len(data)
+    first, second = stops if stops is not None else (size, size)
+    if not 0 <= first <= second <= size:
+        raise ValueError(f"stops {first}, {second} are not in order within the {size} bytes")
+    coder, blocks, pos = _Encoder(), [], 0
+    for stop in (first, second, size):
+        block = _parameters(stop - pos)
+        blocks.append(block)
+        pos = _encode_run(coder, _Run(block), data, pos, stop)
+    return b"".join(blocks) + coder.finish()
