@@ -496,8 +496,8 @@ def render_compare(context, a: Model, b: Model, *, views=VIEWS, panel: tuple[int
         clear(context)
     grid = ro.composite_colors(mesh_pass, bone_pass, list(palette.values()), BACKGROUND)
     result = overlay.result
-    verdict = "same within the tolerances" if result.same else f"{len(result.differences)} difference(s)"
-    info = (f"rest position | {verdict}, {len(overlay.marked)} bone(s) marked | limit {overlay.limit:.3g} ({tol:g} of "
+    verdict = "same within the tolerances" if result.same else f"{len(result.differences)} differences"
+    info = (f"rest position | {verdict}, {len(overlay.marked)} bones marked | limit {overlay.limit:.3g} ({tol:g} of "
             f"diagonal {overlay.diagonal:.3g}), {overlay.mode}")
     pixels, panels = compose_sheet(grid, [None, None], views, panel, title, info)
     _relabel(pixels, labels, views, panel)
