@@ -42,7 +42,7 @@ if __package__ in (None, ""):  # run as a script (blender -P cli.py, python cli.
     __package__ = "skinbridge"
 
 from . import formats  # noqa: E402
-from .app.loading import compare_load, import_for_view  # noqa: E402
+from .app.loading import compare_load, compare_rest, import_for_view  # noqa: E402
 from .app.options import ConvertOptions  # noqa: E402
 from .blender import compat  # noqa: E402
 from .core.errors import ExportError, FormatError  # noqa: E402
@@ -494,6 +494,8 @@ def _render(args) -> int:
         print(f"warning: {args.file}: {w}", file=sys.stderr)
     h, w_ = sheet.pixels.shape[:2]
     print(f"{args.output}: {w_}x{h}, {len(sheet.panels)} panels, {sheet.seconds:.2f} s", file=sys.stderr)
+    if args.compare is not None:  # the line `compare --rest` prints for the same two files
+        print(sheet.counts["summary"], file=sys.stderr)
     _out(args.output)
     return 0
 
@@ -518,10 +520,16 @@ def cmd_compare(args) -> int:
         n_bones = len(s.skeleton) if s.skeleton is not None else 0
         _out(f"{label}: {path} ({n_bones} bones, {s.vertex_count} vertices, {s.triangle_count} triangles, "
               f"{len(s.animations)} animations)")
-    result = compare_scenes(scenes[0], scenes[1], tol=args.tol, rot_tol=args.rot_tol, rest=args.rest,
-                            pos_tol=args.pos_tol)
+    findings = None
+    if args.rest:  # the one Rest comparison, also render --compare's and the sidebar's
+        findings = compare_rest(scenes[0], scenes[1], tol=args.tol, rot_tol=args.rot_tol)
+        result = findings.result
+    else:
+        result = compare_scenes(scenes[0], scenes[1], tol=args.tol, rot_tol=args.rot_tol, pos_tol=args.pos_tol)
     for line in result.lines():
         _out(line)
+    if findings is not None:
+        _out(findings.summary())
     _out("result: same within the tolerances" if result.same else f"result: {len(result.differences)} difference(s)")
     return 0 if result.same else 1
 

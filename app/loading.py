@@ -1,16 +1,20 @@
 """Loading any file we read for viewing and comparing: into a fresh Blender scene (render), or as a core Scene
 (compare) through the format's own codec and mapping where it has one (`load`), else through Blender's
-importer and the export gather. Formats come from the registry, by content.
+importer and the export gather. Formats come from the registry, by content. And the one Rest Position
+comparison (`compare_rest`) that `compare --rest`, `render --compare` and the sidebar's Rest Compare all make
+(docs/rest_compare.md §1).
 
 The caller (the command line) has already imported bpy with a private user folder where Blender is needed.
 """
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from .. import formats
 from ..core.errors import FormatError
 from ..core.fileio import read_bytes
+from ..core.model import COMPARE_KEY
 from .options import ConvertOptions
 
 
@@ -95,3 +99,58 @@ def compare_load(path: str, with_animations: bool = True):
     if not os.path.exists(path):  # a special file goes on to the guarded reader, which says why it is refused
         raise FileNotFoundError(f"no such file or folder: {path}")
     return _file_scene(path, with_animations)
+
+
+# -- the Rest Position comparison ----------------------------------------------------------------------------
+
+def compare_view(scene) -> dict | None:
+    """How `compare` reads `scene`'s skeleton: the view its codec set (`load`), else the one the format whose
+    import made the bones of a scene gathered from Blender gives (capability `compare_view`: a PMX's bones
+    matched by their English name, their orientations not compared), else None (by name, every field)."""
+    view = scene.extras.get(COMPARE_KEY)
+    if view is not None or scene.skeleton is None:
+        return view
+    for spec in formats.with_capability("compare_view"):
+        view = spec.get("compare_view")(scene)
+        if view is not None:
+            return view
+    return None
+
+
+@dataclass
+class RestFindings:
+    """What `compare_rest` found: the comparison, the marked bones (the names the findings use) and, per model,
+    each marked bone's own name in that model (a PMX bone found by its English name is coloured by its own)."""
+    result: object  # core.compare.Comparison
+    marked: list[str]
+    own_names: tuple[dict[str, str], dict[str, str]]
+
+    def summary(self) -> str:
+        """The one line every entry point prints: verdict, counts and the marked bones."""
+        verdict = ("same within the tolerances" if self.result.same
+                   else f"{len(self.result.differences)} difference(s)")
+        names = f": {', '.join(self.marked)}" if self.marked else ""
+        return f"rest position: {verdict}, {len(self.marked)} bone(s) marked{names}"
+
+
+def compare_rest(a, b, tol: float, rot_tol: float) -> RestFindings:
+    """The Rest Position comparison of two core Scenes (skeletons and meshes, `compare_view` on each side) and
+    the bones it marks; the same whichever way each scene was read (a codec or Blender's gather)."""
+    from ..core.compare import compare_scenes, matched_names  # numpy: 60-90 ms import, not needed by --help
+    from ..core.rest_overlay import marked_bones  # numpy (see above)
+
+    views = (compare_view(a), compare_view(b))
+    for scene, view in zip((a, b), views):
+        if view is not None:
+            scene.extras[COMPARE_KEY] = view
+    result = compare_scenes(a, b, tol=tol, rot_tol=rot_tol, rest=True)
+    marked = sorted(marked_bones(result))
+    own = []
+    for scene, other, view in ((a, b, views[0]), (b, a, views[1])):
+        if scene.skeleton is None or other.skeleton is None:
+            own.append({})
+            continue
+        found = set(marked)
+        own.append({m: n for m, n in zip(matched_names(scene.skeleton, view, other.skeleton), scene.skeleton.names)
+                    if m in found})
+    return RestFindings(result, marked, (own[0], own[1]))

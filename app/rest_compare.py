@@ -2,12 +2,14 @@
 vertex coloured by its distance to the other model, the bones `compare --rest` finds moved or turned marked,
 and the findings kept for the sidebar panel; `clear` puts both models back exactly as they were.
 
-The numbers are `core.compare.compare_scenes(..., rest=True)` on the two models as an export gathers them
-(`blender.scene.gather_scene`: world space, Rest Position), and `core.rest_overlay` for the per-vertex
-distances and colours. What the overlay changes, and `clear` restores: each armature's pose position, the
-bones' colour palettes, a colour attribute and a float attribute on every mesh (the mesh's active and default
-colour attribute), B's root objects' transforms (side by side), the 3D views' shading, the selection, the
-active object and its mode; a model imported from a file for the comparison is removed again.
+The findings are `app.loading.compare_rest` (the one Rest comparison `compare --rest` makes too) on the two
+models as an export gathers them (`blender.scene.gather_scene`: world space, Rest Position), and
+`core.rest_overlay` for the per-vertex distances and colours. What the overlay changes, and `clear` restores:
+each armature's pose position, the bones' colour palettes, a colour attribute and a float attribute on every
+mesh (the mesh's active and default colour attribute), B's root objects' transforms (side by side), the 3D
+views' shading, the selection, the active object and its mode; a model imported from a file for the comparison
+is removed again. A marked bone is coloured by its own name in each model (a PMX bone whose export shortened
+its name is found by its English name, the source's full one).
 """
 from __future__ import annotations
 
@@ -25,12 +27,13 @@ from ..blender.selection import armature_of
 from ..core import model as cm
 from ..core import rest_overlay as ro
 from ..core.bitmap_font import draw_text, fit_text
-from ..core.compare import DEFAULT_ROT_TOL, Comparison, compare_scenes
+from ..core.compare import DEFAULT_ROT_TOL, Comparison
 from ..core.contact_sheet import (
     BACKGROUND, DEFAULT_PANEL, HEADER_COLOR, LABEL_HEIGHT, PALETTE, TEXT_COLOR, VIEWS, Sheet, compose_sheet,
     panel_origin, panel_size,
 )
 from . import pipeline
+from .loading import RestFindings, compare_rest
 from .options import ConvertOptions
 from . import render
 from .render import scene_objects
@@ -69,15 +72,27 @@ class _Saved:
 @dataclass
 class Overlay:
     """What one comparison found and showed; `clear` undoes it."""
-    result: Comparison
+    findings: RestFindings
     mode: str  # "same vertex order" or "nearest vertex"
     tol: float  # position tolerance, a fraction of the diagonal
-    marked: set[str]
     distances: dict[str, np.ndarray]  # mesh object name -> distance per vertex
     largest: list[tuple[str, float]]
     names: tuple[list[str], list[str]]  # the object names of A and B
     saved: _Saved
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def result(self) -> Comparison:
+        return self.findings.result
+
+    @property
+    def marked(self) -> set[str]:
+        """The marked bones by the names the findings use (a PMX bone by its English name)."""
+        return set(self.findings.marked)
+
+    def marked_in(self, label: str) -> set[str]:
+        """The marked bones of model `label` ("A" or "B") by that model's own bone names."""
+        return set(self.findings.own_names["AB".index(label)].values())
 
     @property
     def diagonal(self) -> float:
@@ -197,16 +212,17 @@ def _per_object(scene: cm.Scene, distances: np.ndarray, notes: list[str]) -> dic
 
 
 def measure(context, a: Model, b: Model, tol: float = DEFAULT_TOL, rot_tol: float = DEFAULT_ROT_TOL):
-    """(comparison, distance per vertex of every mesh object of A and B, mode, largest named, notes)."""
+    """(findings, distance per vertex of every mesh object of A and B, mode, largest named, notes)."""
     notes: list[str] = []
     sa, sb = _gathered(context, a, notes), _gathered(context, b, notes)
-    result = compare_scenes(sa, sb, tol=tol, rot_tol=rot_tol, rest=True)
+    findings = compare_rest(sa, sb, tol, rot_tol)
+    result = findings.result
     da, db, mode = ro.vertex_distances(_pooled(sa), _pooled(sb), result.position_limit, result.diagonal)
     distances = _per_object(sa, da, notes)
     distances.update(_per_object(sb, db, notes))
     names = _vertex_names("A", sa) + _vertex_names("B", sb)
     largest = ro.largest(np.concatenate([da, db]), names)
-    return result, distances, mode, largest, notes
+    return findings, distances, mode, largest, notes
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -298,19 +314,19 @@ def show(context, a: Model, b: Model, layout: str = "SUPERIMPOSED", tol: float =
     _save((a, b), saved)
     overlay = None
     try:
-        result, distances, mode, largest, notes = measure(context, a, b, tol, rot_tol)
-        overlay = Overlay(result, mode, tol, ro.marked_bones(result), distances, largest,
+        findings, distances, mode, largest, notes = measure(context, a, b, tol, rot_tol)
+        overlay = Overlay(findings, mode, tol, distances, largest,
                           ([o.name for o in a.objects], [o.name for o in b.objects]), saved, notes)
         for m in (a, b):
             if m.armature is not None:
                 m.armature.data.pose_position = "REST"
-                _mark(m.armature, overlay.marked)
+                _mark(m.armature, overlay.marked_in(m.label))
             for ob in m.meshes:
                 if ob.name in distances:
-                    _paint(ob, distances[ob.name], result.position_limit)
+                    _paint(ob, distances[ob.name], overlay.limit)
         if layout == "SIDE_BY_SIDE":
             bounds = tuple(_world_points(m) for m in (a, b))
-            _side_by_side(b, bounds, result.diagonal, saved)
+            _side_by_side(b, bounds, overlay.diagonal, saved)
         _viewport_shading(context, saved)
         context.view_layer.update()
     except BaseException:
@@ -470,7 +486,7 @@ def render_compare(context, a: Model, b: Model, *, views=VIEWS, panel: tuple[int
     palette = {**PALETTE, MARKED_CLASS: ro.MARKED_BONE_COLOR}
     try:
         with tempfile.TemporaryDirectory(prefix="skinbridge-render-") as tmpdir:
-            snapshots = [_snapshot(context, m, overlay.marked, created) for m in (a, b)]
+            snapshots = [_snapshot(context, m, overlay.marked_in(m.label), created) for m in (a, b)]
             mesh_pass, bone_pass = render.render_grid(snapshots, views, panel, np.zeros(3), created, tmpdir,
                                                        palette, "VERTEX")
     finally:
@@ -489,7 +505,7 @@ def render_compare(context, a: Model, b: Model, *, views=VIEWS, panel: tuple[int
     strip = ro.footer(pixels.shape[1], entries, _picture_lines(overlay), HEADER_COLOR, TEXT_COLOR)
     pixels = np.concatenate([pixels, strip], axis=0)
     counts = {"differences": len(result.differences), "marked_bones": len(overlay.marked),
-              "vertices": sum(len(ob.data.vertices) for ob in a.meshes)}
+              "vertices": sum(len(ob.data.vertices) for ob in a.meshes), "summary": overlay.findings.summary()}
     return Sheet(pixels, panels, counts, time.perf_counter() - start)
 
 

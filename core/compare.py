@@ -112,7 +112,7 @@ def _worst(values: np.ndarray) -> int:
 # ------------------------------------------------------------------------------------------------------------
 # skeleton
 
-def _matched_names(s: cm.Skeleton, view: dict | None, other: cm.Skeleton) -> list[str]:
+def matched_names(s: cm.Skeleton, view: dict | None, other: cm.Skeleton) -> list[str]:
     """The names `s`'s bones are matched by: a format's own view (`scene.extras[COMPARE_KEY]["match"]`, a list
     of names per bone, e.g. a PMX's English name then its name) picks the first the other skeleton has."""
     names = list(s.names)
@@ -134,8 +134,8 @@ def compare_skeletons(a: cm.Skeleton | None, b: cm.Skeleton | None, pos: float, 
         else:
             out.notes.append("skeleton: none in either")
         return
-    names_a = _matched_names(a, views[0], b)
-    names_b = _matched_names(b, views[1], a)
+    names_a = matched_names(a, views[0], b)
+    names_b = matched_names(b, views[1], a)
     ia = {n: i for i, n in enumerate(names_a)}
     ib = {n: i for i, n in enumerate(names_b)}
     _presence("skeleton", "bone", names_a, names_b, "", out)

@@ -28,6 +28,9 @@ resolved only when used (so listing formats imports no codec and no bpy). Their 
                                                  keeps with it: what was done, None when no bone kept `old`
   kind_of(data: bytes) -> str                    for a spec whose files are of several kinds (SMD: model, motion,
                                                  flex): the kind of this file, decided by the codec
+  compare_view(scene) -> dict | None             a Scene gathered from Blender whose bones this format's import
+                                                 made: how `compare` matches them and which skeleton fields the
+                                                 format does not hold (as its `load` sets them); None otherwise
 """
 from __future__ import annotations
 
@@ -40,7 +43,8 @@ _ROOT_PACKAGE = __package__.rsplit(".", 1)[0]  # "skinbridge", or Blender's "bl_
 KINDS = ("model", "motion", "texture")
 
 CAPABILITIES = ("read", "write", "info", "check", "load", "blender_import", "export_target", "motion_loader",
-                "semantic", "demo", "write_scene", "kind_of", "rename_kept_bone")
+                "semantic", "demo", "write_scene", "kind_of", "rename_kept_bone",
+                "compare_view")
 
 
 @dataclass(frozen=True)

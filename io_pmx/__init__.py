@@ -76,6 +76,7 @@ FORMATS = (
             "export_target": "io_pmx.blender_side.blender_io:export_target",
             "demo": "io_pmx.blender_side.blender_demo:demo_rows",
             "rename_kept_bone": "io_pmx.blender_side.blender_names:rename_kept_bone",
+            "compare_view": "io_pmx.model.convert:scene_compare_view",
         }),
     FormatSpec(
         name="vmd", label="MikuMikuDance motion (VMD)", kind="motion", extensions=(".vmd",),

@@ -403,6 +403,22 @@ def compare_view(model: pmx.PmxModel) -> dict:
             "skipped": list(PMX_SKIPS)}
 
 
+def scene_compare_view(scene: cm.Scene) -> dict | None:
+    """`compare_view` for a scene gathered from Blender (capability `compare_view`) whose bones a PMX import
+    made: each such bone keeps its file record in `extras["pmx"]`, and is matched by the record's English name,
+    then its PMX name, then Blender's name, as the same bones read from the file are. None when no bone came
+    from a PMX (bones by name, every field compared)."""
+    bones = scene.skeleton.bones if scene.skeleton is not None else []
+    records = [b.extras.get("pmx") if isinstance(b.extras.get("pmx"), dict) else None for b in bones]
+    if not any(r is not None for r in records):
+        return None
+    match = []
+    for b, r in zip(bones, records):
+        names = [(r or {}).get("name_e"), (r or {}).get("name"), b.name]
+        match.append(list(dict.fromkeys(n for n in names if isinstance(n, str) and n)))
+    return {"match": match, "skipped": list(PMX_SKIPS)}
+
+
 def load(path: str, data: bytes | None = None, with_animations: bool = True, motions=()) -> tuple[cm.Scene, list[str]]:
     """A `.pmx` file as a core Scene through `to_scene` (the registry's `load`, for `compare`). A PMX holds no
     animation; `motions` beside it (VMD files) are not posed onto the model here: each is named in a warning."""
