@@ -1,7 +1,7 @@
 """Actions owned by their rig (issue 46 item 3): two models of one kind, whose bones share names, in one scene each
 export their own actions and nothing else, byte-identical to the export of the model alone; an action no armature
 plays and no import tagged goes to an armature by bone names only when exactly one fits, else the export refuses it
-naming the candidates (`blender.action.armature_actions`, docs/architecture.md "Actions and their armature")."""
+naming the candidates (`blender.action.armature_actions`, docs/architecture.md §6.2)."""
 from __future__ import annotations
 
 import pathlib
