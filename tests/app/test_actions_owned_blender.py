@@ -121,6 +121,11 @@ def test_two_source_models_export_each_its_own_and_untagged_actions_by_bone_name
         with pytest.raises(ExportError, match=r"'loose' \(fits bst_Cube_Armature_ref_rig\.001, renamed\)"):
             smd_io.export_animations(bpy.context, str(tmp_path / "refused"), arm)
     assert not (tmp_path / "refused").exists() or not any((tmp_path / "refused").iterdir())
+    op = tmp_path / "op"  # File › Export: one error report, not even the reference written
+    op.mkdir()
+    with pytest.raises(RuntimeError, match="'loose'"):
+        bpy.ops.export_scene.skinbridge_smd(filepath=str(op / "cube.smd"), animations=True)
+    assert not any(op.iterdir())
     # ... whose bones only one armature has: exported with it
     bact.assign(second, bpy.data.actions["bst_ActionFilter_X_Axis_anim.001"])  # its curves follow the renames
     for bone in list(second.data.bones):
