@@ -44,7 +44,7 @@ def _blender_scene(path: str, with_animations: bool):
         warnings += more
         _, arm = bscene.exportable_objects(bpy.context)
         if with_animations and arm is not None:
-            for act in bact.armature_actions(arm):
+            for act in bact.armature_actions(arm, strict=False):
                 anim, more = bact.read_action(bpy.context, arm, act)
                 scene.animations.append(anim)
                 warnings += more

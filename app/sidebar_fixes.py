@@ -21,6 +21,7 @@ from bpy.props import IntProperty
 from mathutils import Matrix
 
 from .. import formats
+from ..blender import action as bact
 from ..blender import compat
 from ..blender import model_facts as mf
 from ..blender.mesh import deform_items
@@ -97,7 +98,7 @@ def scale_model(context, arm, meshes, factor: float) -> None:
 
 def _scale_bone_locations(arm, factor: float) -> None:
     names = {b.name for b in arm.data.bones}
-    for action in bpy.data.actions:
+    for action in bact.armature_actions(arm, strict=False):  # not another model's, with the same bone names
         for bag in compat.channelbags(action):
             for fc in bag.fcurves:
                 m = BONE_LOCATION.match(fc.data_path)

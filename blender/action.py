@@ -46,6 +46,7 @@ import bpy
 import numpy as np
 
 from ..core import model as cm
+from ..core.errors import ExportError
 from ..core.transforms import (
     affine_inverse, matrix3_to_quat, matrix_to_trs, quat_multiply, quat_normalize, slerp, trs_to_matrix,
 )
@@ -57,6 +58,7 @@ from .props import json_prop
 ANGLE_TOLERANCE = 1e-5  # radians: nlerp may part from slerp by this much before a GENERATED key is added
 HOLD_GAP = 1e-4  # seconds
 PROP = "skinbridge_ani"
+OWNER_PROP = "skinbridge_armature"  # on an action: the armature Object its import made it for
 KEYS_PROP = "skinbridge_keys"  # on an action: the file's keys Blender cannot hold exactly, and unmatched tracks
 DEFORM_TOLERANCE = 1e-5  # of the bounding-box diagonal: a larger vertex difference from the engine is reported
 MAX_MEASURED_TIMES = 2048  # samples of the animation at which that difference is measured
@@ -242,6 +244,7 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
         act.frame_start = 0.0
         act.frame_end = max(float(animation.length) * fps, 0.0)
         act.use_fake_user = True
+        tag_owner(act, arm_ob)
         if animation.extras.get(cm.CLIP_KEY):  # format-neutral clip facts: read back by `read_action`
             act[PROP] = json.dumps({cm.CLIP_KEY: animation.extras[cm.CLIP_KEY]})
         _keep_keys(act, cb, arm_ob, animation, frames, fitted)
@@ -667,16 +670,81 @@ def assign(arm_ob, action) -> None:
 
 # -- export: action → core Animation ---------------------------------------------------------------------
 
-def armature_actions(arm_ob) -> list:
-    """Actions that animate bones of ``arm_ob``: the assigned one, NLA strips, then every other action
-    with pose-bone curves naming one of its bones, in `bpy.data.actions` order."""
+def tag_owner(act, arm_ob) -> None:
+    """Mark ``act`` as made for ``arm_ob`` (what every import does): an ID pointer kept in the action's
+    ``OWNER_PROP``, which follows the object through renames and survives save and reload."""
+    act[OWNER_PROP] = arm_ob
+
+
+def _tagged_owner(act):
+    ob = act.get(OWNER_PROP)
+    return ob if isinstance(ob, bpy.types.Object) and ob.type == "ARMATURE" else None
+
+
+def _scene_armatures() -> list:
+    return [ob for ob in bpy.data.objects if ob.type == "ARMATURE" and ob.users_scene]
+
+
+def _uses(arm_ob, act) -> bool:
+    """``arm_ob`` plays ``act``: assigned, in an NLA strip, or a user of one of its slots."""
+    ad = arm_ob.animation_data
+    if ad is not None and (ad.action == act or any(
+            strip.action == act for track in ad.nla_tracks for strip in track.strips)):
+        return True
+    for s in act.slots:
+        try:
+            if arm_ob in s.users():
+                return True
+        except AttributeError:
+            return False
+    return False
+
+
+def _named_bones(act) -> set[str]:
+    return {unescape_bone_name(m.group(1)) for cb in _channelbags(act) for fc in cb.fcurves
+            for m in [POSE_BONE_PATH.match(fc.data_path)] if m}
+
+
+def action_owners(act, armatures=None) -> tuple[list, str]:
+    """The armatures ``act`` belongs to and why ("used", "tagged", "bones"): those that play it; else the one
+    its import tagged (`tag_owner`); else, for an action no armature plays, every armature whose bones its
+    pose-bone curves name (every armature when it names none). More than one "bones" owner is ambiguous."""
+    armatures = _scene_armatures() if armatures is None else armatures
+    users = [a for a in armatures if _uses(a, act)]
+    if users:
+        return users, "used"
+    tagged = _tagged_owner(act)
+    if tagged is not None and tagged.users_scene:
+        return [tagged], "tagged"
+    names = _named_bones(act)
+    return [a for a in armatures if not names or names & set(a.data.bones.keys())], "bones"
+
+
+def armature_actions(arm_ob, strict: bool = True, also=None) -> list:
+    """The actions that belong to ``arm_ob`` (`action_owners`), in `bpy.data.actions` order: those with
+    pose-bone curves naming one of its bones, or for which ``also(action)`` is true. An action no armature
+    plays, untagged, that fits several armatures by bone names is refused (``strict``: one `ExportError`
+    naming each such action and its candidates) or left out."""
     names = set(arm_ob.data.bones.keys())
-    out = []
+    armatures = _scene_armatures()
+    if arm_ob not in armatures:
+        armatures.append(arm_ob)
+    out, ambiguous = [], []
     for act in bpy.data.actions:
-        if slot_for(arm_ob, act) is not None and any(
-                m and unescape_bone_name(m.group(1)) in names for cb in _channelbags(act) for fc in cb.fcurves
-                for m in [POSE_BONE_PATH.match(fc.data_path)]):
-            out.append(act)
+        bones = _named_bones(act)
+        if not (bones & names and slot_for(arm_ob, act) is not None) and not (also is not None and also(act)):
+            continue
+        owners, why = action_owners(act, armatures)
+        if arm_ob not in owners:
+            continue
+        if why == "bones" and len(owners) > 1:
+            ambiguous.append(f"{act.name!r} (fits {', '.join(sorted(a.name for a in owners))})")
+            continue
+        out.append(act)
+    if ambiguous and strict:
+        raise ExportError(f"{len(ambiguous)} action(s) no armature plays fit more than one armature by bone names: "
+                          f"{'; '.join(ambiguous)}; assign each to its armature (or put it in an NLA track) and "
+                          "export again")
     return out
 
 

@@ -129,7 +129,7 @@ def _armature_facts(facts: ModelFacts, arm) -> list[tuple[str, object]]:
     facts.source_name = str(arm.get(SOURCE_NAME_PROP, ""))
     facts.bones = len(arm.data.bones)
     facts.deforming_bones = sum(b.use_deform for b in arm.data.bones)
-    actions = bact.armature_actions(arm)
+    actions = bact.armature_actions(arm, strict=False)
     facts.actions = len(actions)
     facts.rigid_bodies = _rigid_bodies(arm)
     facts.binds_kept, facts.binds_unchanged = _bind_counts(arm)

@@ -14,7 +14,6 @@ import math
 import os
 from dataclasses import dataclass, field
 
-import bpy
 import numpy as np
 
 from ...blender import action as bact
@@ -556,12 +555,9 @@ def export_vmd(context, path: str, arm_ob, act=None, bake: bool = False, rest: d
 
 
 def motion_actions(arm_ob) -> list:
-    """Actions to export for an armature: those animating its bones, then those made from a VMD for it."""
-    out = bact.armature_actions(arm_ob) if arm_ob is not None else []
-    for act in bpy.data.actions:
-        if act not in out and act.get(RAW) is not None:
-            out.append(act)
-    return out
+    """Actions to export for an armature: those that belong to it (`armature_actions`), with those made from a VMD
+    that animate no bone of it (morphs, IK switches)."""
+    return bact.armature_actions(arm_ob, also=lambda act: act.get(RAW) is not None) if arm_ob is not None else []
 
 
 def export_actions(context, outdir: str, arm_ob, actions=None, bake: bool = False, rest: dict | None = None,

@@ -166,6 +166,7 @@ def _create(context, parsed, arm_ob, camera: bool, assign: bool) -> tuple[list, 
                 created.append(act)
                 _fill_action(context, act, arm_ob, motion, plan, objects if camera else None, assign)
                 act[RAW] = _raw_of(motion, plan, data)
+                bact.tag_owner(act, arm_ob)
                 act.use_fake_user = True
                 if len(motion.camera_keys) and not camera:
                     warnings.append(f"{name}: {len(motion.camera_keys)} camera key(s) kept unchanged for export "

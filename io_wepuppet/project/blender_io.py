@@ -223,7 +223,7 @@ def _model_path(files: _Files, layer: project.Layer) -> str | None:
 def _clip_actions(arm_ob) -> dict[int, object]:
     """The armature's actions by the MDLA clip id each keeps."""
     out = {}
-    for act in baction.armature_actions(arm_ob):
+    for act in baction.armature_actions(arm_ob, strict=False):  # at import: never refuses
         clip = bscene.json_prop(act, puppet_io.PROP).get("id")
         if isinstance(clip, int):
             out.setdefault(clip, act)
