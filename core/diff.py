@@ -15,14 +15,21 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 # Fields that say where the reader found things or what it noticed, not what the file holds
 BOOKKEEPING = frozenset(("warnings", "at", "offsets", "bone_offsets", "vertex_offsets", "budget"))
-VECTOR_SIZE = 4  # a plain array of at most this many numbers is one value, not rows
-VALUE_CHARS = 48  # a value is shown up to this many characters
+VALUE_CHARS = 48
+BLOB_SIZE = 64  # bytes longer than this are shown from their first differing byte
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """Walked after a list's common items: how many items each file has."""
+    n_a: int
+    n_b: int  # a value is shown up to this many characters
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,9 @@ class _Walk:
 
     def step(self, path: list[str], a: Any, b: Any) -> list[tuple[list[str], Any, Any]]:
         """Compare one pair; the pairs below it to walk next."""
+        if isinstance(a, _Rows):  # after a list's common items: the records one of the files has more of
+            self.count_rows(path, a.n_a, a.n_b)
+            return []
         if isinstance(a, (np.ndarray, np.generic)) or isinstance(b, (np.ndarray, np.generic)):
             self.arrays(path, a, b)
             return []
@@ -148,14 +158,16 @@ class _Walk:
             return below
         if isinstance(a, (list, tuple)):
             n = min(len(a), len(b))
-            if len(a) != len(b):
-                self.count_rows(path, len(a), len(b))
-            return [(path + [f"[{i}]{_named(a[i])}"], a[i], b[i]) for i in range(n)]
+            below = [(path + [f"[{i}]{_named(a[i])}"], a[i], b[i]) for i in range(n)]
+            return below + ([(path, _Rows(len(a), len(b)), None)] if len(a) != len(b) else [])
         same = a == b or (a != a and b != b)  # NaN is NaN
         if not same:
-            if isinstance(a, (bytes, bytearray)) and len(a) == len(b):
+            if isinstance(a, (bytes, bytearray)) and len(a) == len(b) > BLOB_SIZE and path:  # where in a blob
                 i = int(np.flatnonzero(np.frombuffer(a, np.uint8) != np.frombuffer(b, np.uint8))[0])
-                self.note(path + [f"[{i}]"], "", a[i:i + 16], b[i:i + 16], bytes(a[i:i + 16]), bytes(b[i:i + 16]))
+                self.note(path[:-1] + [f"{path[-1]}[{i}]"], "", a[i:i + 16], b[i:i + 16], bytes(a[i:i + 16]),
+                          bytes(b[i:i + 16]))
+            elif isinstance(a, (bytes, bytearray)) and len(a) == len(b):
+                self.note(path, "", a, b, bytes(a), bytes(b))
             else:
                 self.note(path, "", a, b, *_raw(a, b))
         return []
@@ -171,13 +183,17 @@ class _Walk:
 
     def arrays(self, path: list[str], a: Any, b: Any) -> None:
         a, b = np.asarray(a), np.asarray(b)
-        if a.dtype != b.dtype or a.shape[1:] != b.shape[1:] or a.dtype.hasobject or _vector(a):
+        if a.dtype != b.dtype or a.shape[1:] != b.shape[1:] or a.dtype.hasobject or 0 in (a.ndim, b.ndim):
             if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
                 self.note(path, "", a, b, *_raw(a, b))
             return
         n = min(len(a), len(b))
-        if len(a) != len(b):
+        self.rows(path, a, b, n)
+        if len(a) != len(b):  # after the common rows, as a list's
             self.count_rows(path, len(a), len(b))
+
+    def rows(self, path: list[str], a: np.ndarray, b: np.ndarray, n: int) -> None:
+        """The differing items of the first `n` rows of two arrays of one dtype, a column at a time."""
         columns = a.dtype.names or (None,)
         bad = []
         for name in columns:
@@ -199,18 +215,15 @@ class _Walk:
                     return
                 va = a[r] if name is None else a[name][r]
                 vb = b[r] if name is None else b[name][r]
-                self.note(path + [f"[{r}]{label}"], name or "", va, vb, np.asarray(va).tobytes(),
-                          np.asarray(vb).tobytes())
+                # a row of columns is a record (a vertex, a key); a number of a plain array is a field's item
+                at = path + [f"[{r}]{label}"] if name is not None or not path else path[:-1] + [f"{path[-1]}[{r}]"]
+                self.note(at, name or "", va, vb, np.asarray(va).tobytes(), np.asarray(vb).tobytes())
                 noted += 1
 
 
-def _vector(a: np.ndarray) -> bool:
-    """A value rather than rows: a number, or a few numbers in a row (a bounding box corner, a quaternion)."""
-    return a.ndim == 0 or (a.ndim == 1 and a.dtype.names is None and a.size <= VECTOR_SIZE)
-
-
 def _named(item: Any) -> str:
-    name = getattr(item, "name", None)
+    """" (NAME)" after an item's index when it has a name (an attribute, or a key of a decoded object)."""
+    name = item.get("name", item.get("Name")) if isinstance(item, dict) else getattr(item, "name", None)
     return f" ({name})" if isinstance(name, str) and name else ""
 
 
@@ -235,8 +248,9 @@ def _raw(a: Any, b: Any) -> tuple[bytes | None, bytes | None]:
 def _record_and_field(path: list[str], fieldname: str) -> tuple[str, str]:
     """The record: the path down to its last index; the field: the rest (with `fieldname`, a column)."""
     last = max((i for i, p in enumerate(path) if p.startswith("[")), default=-1)
-    if last < 0:
-        return "file", ".".join(path + ([fieldname] if fieldname else []))
+    if last < 0:  # outside any list: the top-level field is the record (or the file, for a field of its own)
+        parts = path + ([fieldname] if fieldname else [])
+        return ("file", ".".join(parts)) if len(parts) < 2 else (parts[0], ".".join(parts[1:]))
     record = ""
     for p in path[:last + 1]:
         record += p if p.startswith("[") else ("." if record else "") + p
@@ -300,8 +314,15 @@ def diff_records(records_a: Any, records_b: Any, a: bytes, b: bytes, limit: int 
     return result
 
 
-def diff_bytes(a: bytes, b: bytes, read: Callable[[bytes], Any], limit: int | None = 50) -> DiffResult:
-    """`diff_records` of two files' bytes read with `read` (the codec; its FormatError passes on)."""
+def records_of(spec: Any, data: bytes) -> Any:
+    """What diff walks of a file of the format `spec` (core/formatspec.py): its codec's records, or their
+    `diff_view` when the format declares one. The codec's FormatError passes on."""
+    records = spec.get("read")(data)
+    return spec.get("diff_view")(records) if spec.has("diff_view") else records
+
+
+def diff_files(spec: Any, a: bytes, b: bytes, limit: int | None = 50) -> DiffResult:
+    """`diff_records` of two files of the format `spec` (what a tool such as an edit campaign calls)."""
     if a == b:
         return DiffResult(identical=True)
-    return diff_records(read(a), read(b), a, b, limit)
+    return diff_records(records_of(spec, a), records_of(spec, b), a, b, limit)
