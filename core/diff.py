@@ -35,7 +35,7 @@ class _Rows:
 @dataclass(frozen=True)
 class Difference:
     record: str                 # "bones[3] (Hips)", "vertex_buffers[0].vertices[12]", "file" (outside any list)
-    field: str                  # "name", "position"; "" for the record itself (added/removed, a plain value)
+    field: str                  # "name", "position", "bones.count" (records added or removed); "" for a plain value
     offset_a: int | None        # byte offset in file A (None when the bytes cannot say)
     offset_b: int | None
     value_a: Any                # the value in A (None: the record is not in A)
@@ -173,13 +173,12 @@ class _Walk:
         return []
 
     def count_rows(self, path: list[str], n_a: int, n_b: int) -> None:
-        n = min(n_a, n_b)
+        """A list or array whose files hold different numbers of records: one difference, its `count`."""
         if n_b > n_a:
             self.added += n_b - n_a
         else:
             self.removed += n_a - n_b
-        what = f"{abs(n_b - n_a)} record(s) {'added' if n_b > n_a else 'removed'}"
-        self.note(path + [f"[{n}:{max(n_a, n_b)}]"], "", what if n_a > n_b else None, what if n_b > n_a else None)
+        self.note(path, "count", n_a, n_b)
 
     def arrays(self, path: list[str], a: Any, b: Any) -> None:
         a, b = np.asarray(a), np.asarray(b)

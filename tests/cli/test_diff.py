@@ -1,4 +1,4 @@
-"""`skinbridge diff A B` (README "diff", docs/architecture.md §7.3): per record, what differs between two files of
+"""`skinbridge diff A B` (README "diff", docs/architecture.md §6.5): per record, what differs between two files of
 one format.
 
 For each format with a shared sample, the sample's bytes are copied and one field is changed at an offset worked
