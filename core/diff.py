@@ -256,17 +256,18 @@ def _record_and_field(path: list[str], fieldname: str) -> tuple[str, str]:
     return record, ".".join(path[last + 1:] + ([fieldname] if fieldname else []))
 
 
-def _runs(a: bytes, b: bytes) -> list[tuple[int, int]]:
-    """(offset in A, offset in B) of each run of differing bytes: all of them when the files have one length,
-    else the first (where their common beginning ends)."""
+def _runs(a: bytes, b: bytes) -> np.ndarray:
+    """The offset where each run of differing bytes starts (the same in both files): all of them when the files
+    have one length, else the first (where their common beginning ends)."""
     n = min(len(a), len(b))
     x, y = np.frombuffer(a, np.uint8, n), np.frombuffer(b, np.uint8, n)
     differ = x != y
-    starts = np.flatnonzero(differ & ~np.concatenate(([False], differ[:-1]))) if n else np.zeros(0, np.int64)
+    starts = np.flatnonzero(differ[1:] & ~differ[:-1]) + 1 if n > 1 else np.zeros(0, np.int64)
+    if n and differ[0]:
+        starts = np.concatenate(([0], starts))
     if len(a) == len(b):
-        return [(int(s), int(s)) for s in starts]
-    first = int(starts[0]) if len(starts) else n
-    return [(first, first)]
+        return starts
+    return np.array([starts[0] if len(starts) else n], np.int64)
 
 
 def _place(found: list, a: bytes, b: bytes) -> list[Difference]:
@@ -277,23 +278,18 @@ def _place(found: list, a: bytes, b: bytes) -> list[Difference]:
     out = []
     for path, fieldname, va, vb, raw_a, raw_b in found:
         record, name = _record_and_field(path, fieldname)
-        offset_a = offset_b = None
+        offset = None
         if k < len(runs):
-            start_a, start_b = runs[k]
-            offset_a, offset_b, size = start_a, start_b, 1
-            if raw_a and raw_b and len(raw_a) == len(raw_b) and start_a == start_b:
-                size = len(raw_a)
-                for q in range(max(0, start_a - size + 1), start_a + 1):
-                    if a[q:q + size] == raw_a and b[q:q + size] == raw_b:
-                        offset_a = offset_b = q
+            start = offset = int(runs[k])
+            size = 1
+            if raw_a and raw_b and len(raw_a) == len(raw_b):
+                for q in range(max(0, start - len(raw_a) + 1), start + 1):
+                    if a[q:q + len(raw_a)] == raw_a and b[q:q + len(raw_b)] == raw_b:
+                        offset, size = q, len(raw_a)
                         break
-                else:
-                    size = 1
-            end = offset_a + size
-            k += 1
-            while k < len(runs) and runs[k][0] < end:
-                k += 1
-        out.append(Difference(record, name, offset_a, offset_b, va, vb))
+            k = int(np.searchsorted(runs, offset + size, side="left"))  # runs inside the placed field are its own
+            k = max(k, int(np.searchsorted(runs, start, side="right")))
+        out.append(Difference(record, name, offset, offset, va, vb))
     return out
 
 
@@ -307,8 +303,8 @@ def diff_records(records_a: Any, records_b: Any, a: bytes, b: bytes, limit: int 
     walk.run(records_a, records_b)
     result = DiffResult(False, _place(walk.found, a, b), walk.total, walk.added, walk.removed)
     if not result.total:  # the same records in other bytes (spacing of a text file, a layout the codec ignores)
-        at = _runs(a, b)[0]
-        result.differences = [Difference("file", "bytes", at[0], at[1], f"{len(a)} bytes", f"{len(b)} bytes")]
+        at = int(_runs(a, b)[0])
+        result.differences = [Difference("file", "bytes", at, at, f"{len(a)} bytes", f"{len(b)} bytes")]
         result.total = 1
     return result
 
