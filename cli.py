@@ -380,7 +380,7 @@ def cmd_diff(args) -> int:
         print(f"error: {args.a} is a {specs[0].label} file and {args.b} a {specs[1].label} file: diff compares two "
               "files of one format (compare compares models of any formats)", file=sys.stderr)
         return 2
-    if not specs[0].has("read"):
+    if data[0] != data[1] and not specs[0].has("read"):  # equal bytes are identical in any format
         print(f"error: {args.a}: {specs[0].label} files have no record reader to diff", file=sys.stderr)
         return 2
     if data[0] != data[1]:

@@ -146,6 +146,14 @@ def test_identical_and_refusals(capfd, tmp_path, testdata):
     copy.write_bytes(sample.read_bytes())
     assert _diff(capfd, sample, copy)[:2] == (0, [f"A: {sample} (UrhoX / Urho3D model, 1436 bytes)",
                                                 f"B: {copy} (1436 bytes)", "identical"])
+    assert _diff(capfd, testdata / "gltf/Fox.glb", testdata / "gltf/Fox.glb")[1][-1] == "identical"
+    code, out, err = _diff(capfd, testdata / "gltf/Fox.glb", testdata / "urho3d/Box.mdl")
+    assert code == 2 and not out and len(err) == 1
+    fox = (testdata / "gltf/Fox.glb").read_bytes()
+    (tmp_path / "fox.glb").write_bytes(fox[:-1] + bytes([fox[-1] ^ 1]))
+    code, out, err = _diff(capfd, testdata / "gltf/Fox.glb", tmp_path / "fox.glb")
+    assert code == 2 and not out and err == [f"error: {testdata / 'gltf/Fox.glb'}: glTF 2.0 files have no record "
+                                             "reader to diff"]
     code, out, err = _diff(capfd, sample, testdata / "urho3d/Ninja_Walk.ani")
     assert code == 2 and not out and len(err) == 1 and "two files of one format" in err[0]
     cut = tmp_path / "cut.vmd"
