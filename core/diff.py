@@ -145,6 +145,12 @@ class _Walk:
         if dataclasses.is_dataclass(a):
             return [(path + [f.name], getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
                     if f.name not in BOOKKEEPING and not f.name.startswith("_")]
+        if hasattr(a, "__dict__") and type(a).__eq__ is object.__eq__:  # a plain object: its attributes
+            if (id(a), id(b)) in self.seen:
+                return []
+            self.seen.add((id(a), id(b)))
+            return [(path + [k], v, getattr(b, k, None)) for k, v in vars(a).items()
+                    if k not in BOOKKEEPING and not k.startswith("_")]
         if isinstance(a, dict):
             keys = list(a) + [k for k in b if k not in a]
             below = []

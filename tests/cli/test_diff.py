@@ -128,6 +128,16 @@ def test_smd_vertex_position(capfd, tmp_path, testdata):
     assert lines[0].endswith("→ [-7, -1, 1]")
 
 
+def test_same_records_in_other_bytes(capfd, tmp_path, testdata):
+    data = (testdata / "smd/bst_Cube_Armature_ref.smd").read_bytes()
+    at = data.index(b"\nnodes") + 1
+    a, b = tmp_path / "a.smd", tmp_path / "b.smd"
+    a.write_bytes(data)
+    b.write_bytes(data[:at] + b"nodes  " + data[at + len(b"nodes"):])  # the keyword line, with trailing spaces
+    code, out, _ = _diff(capfd, a, b)
+    assert code == 1 and out[2] == f"file: bytes @ {at + 5} / {at + 5}: '{len(data)} bytes' → '{len(data) + 2} bytes'"
+
+
 def test_dmx_element_name(capfd, tmp_path, testdata):
     data = (testdata / "dmx/bst_Cube_NoArmature.dmx").read_bytes()
     at = _find(data, b"\0Cube\0") + 1  # binary DMX: the name in the string table, which its elements share
