@@ -22,6 +22,7 @@ import numpy as np
 # Fields that say where the reader found things or what it noticed, not what the file holds
 BOOKKEEPING = frozenset(("warnings", "at", "offsets", "bone_offsets", "vertex_offsets", "budget"))
 VALUE_CHARS = 48
+SHOWN_ITEMS = 4  # a row's value of more items than this is shown from its first differing item
 BLOB_SIZE = 64  # bytes longer than this are shown from their first differing byte
 
 
@@ -220,9 +221,16 @@ class _Walk:
                     return
                 va = a[r] if name is None else a[name][r]
                 vb = b[r] if name is None else b[name][r]
+                column = name or ""
+                if np.ndim(va) and np.size(va) > SHOWN_ITEMS:  # a long value: its first differing item
+                    x, y = np.asarray(va), np.asarray(vb)
+                    j = int(np.flatnonzero((x.reshape(-1, 1).view(np.uint8) != y.reshape(-1, 1).view(np.uint8))
+                                           .any(axis=1))[0]) if x.dtype.itemsize else 0
+                    column += "".join(f"[{int(i)}]" for i in np.unravel_index(j, x.shape))
+                    va, vb = x.reshape(-1)[j], y.reshape(-1)[j]
                 # a row of columns is a record (a vertex, a key); a number of a plain array is a field's item
                 at = path + [f"[{r}]{label}"] if name is not None or not path else path[:-1] + [f"{path[-1]}[{r}]"]
-                self.note(at, name or "", va, vb, np.asarray(va).tobytes(), np.asarray(vb).tobytes())
+                self.note(at, column, va, vb, np.asarray(va).tobytes(), np.asarray(vb).tobytes())
                 noted += 1
 
 
