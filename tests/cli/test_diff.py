@@ -197,3 +197,7 @@ def test_structured_result_for_tools(testdata):
     assert (d.field, d.offset_a, d.offset_b, int(np.asarray(d.value_b))) == ("frame", at, at, 12345)
     assert d.record.startswith("bone_keys[0]")
     assert diff_files(spec, data, data).identical
+    curve = 30 + 20 + 4 + 111 + 15 + 4 + 12 + 16 + 20  # key 1's interpolation byte 20
+    result = diff_files(spec, data, data[:curve] + bytes([data[curve] ^ 1]) + data[curve + 1:])
+    d = result.differences[0]
+    assert (result.total, d.field, d.offset_a, int(d.value_b)) == (1, "interpolation[20]", curve, data[curve] ^ 1)
