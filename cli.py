@@ -695,7 +695,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "unreadable")
     f.add_argument("a", metavar="A")
     f.add_argument("b", metavar="B")
-    f.add_argument("--limit", type=_number(int, 1, 1000000, "differences"), default=50,
+    f.add_argument("--limit", type=_number(int, 1, 1000000, "differences"), default=50, metavar="N",
                    help="differences listed before a line counting the rest (1 to 1000000, default 50)")
     f.add_argument("--json", action="store_true", help="the differences as JSON (the first --limit of them)")
     f.set_defaults(func=cmd_diff)
