@@ -28,6 +28,9 @@ resolved only when used (so listing formats imports no codec and no bpy). Their 
                                                  keeps with it: what was done, None when no bone kept `old`
   kind_of(data: bytes) -> str                    for a spec whose files are of several kinds (SMD: model, motion,
                                                  flex): the kind of this file, decided by the codec
+  diff_view(records) -> object                  what `skinbridge diff` walks of the records `read` returns, when
+                                                 not the records themselves (GR2: its typed tree, not the sections'
+                                                 bytes)
   compare_view(scene) -> dict | None             a Scene gathered from Blender whose bones this format's import
                                                  made: how `compare` matches them and which skeleton fields the
                                                  format does not hold (as its `load` sets them); None otherwise
@@ -44,7 +47,7 @@ KINDS = ("model", "motion", "texture")
 
 CAPABILITIES = ("read", "write", "info", "check", "load", "blender_import", "export_target", "motion_loader",
                 "semantic", "demo", "write_scene", "kind_of", "rename_kept_bone",
-                "compare_view")
+                "compare_view", "diff_view")
 
 
 @dataclass(frozen=True)

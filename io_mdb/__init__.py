@@ -67,6 +67,7 @@ FORMATS = (
         export_operator="export_scene.skinbridge_gr2",
         capabilities={
             "read": "io_mdb.gr2.gr2:read",
+            "diff_view": "io_mdb.gr2.check:diff_view",
             "info": "io_mdb.gr2.info:info",
             "check": "io_mdb.gr2.check:check",
             "load": "io_mdb.gr2.convert:load",

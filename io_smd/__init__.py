@@ -74,6 +74,7 @@ FORMATS = (
         head=512,  # a gzip-compressed file's header comment lies inside its first few hundred bytes
         capabilities={
             "read": "io_smd.dmx.dmx:read", "write": "io_smd.dmx.dmx:write", "info": "io_smd.dmx.info:info",
+            "diff_view": "io_smd.dmx.check:diff_view",
             "check": "io_smd.dmx.check:check", "write_scene": "io_smd.dmx.scene_files:write_scene",
             "load": "io_smd.dmx.convert:load", "semantic": "io_smd.dmx.convert:semantic",
             "kind_of": "io_smd.dmx.convert:kind_of",

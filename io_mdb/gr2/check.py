@@ -109,4 +109,10 @@ def differs(data: bytes, written: bytes, d: Decoded) -> str:
             f"bytes; {compressed} section(s) of the file compressed)")
 
 
+def diff_view(f: gr2.Gr2File) -> dict:
+    """What `skinbridge diff` compares of two GR2 files: the header's numbers and the typed tree (the sections'
+    bytes are compressed in the game's files, so a field is named where the decoded data differ)."""
+    return {"format": f.format, "version": f.version, "tag": f.tag, "root": f.root}
+
+
 check = Checker(read=read, validate=validate, write=lambda d: rewrite(d.file), differs=differs)

@@ -45,4 +45,27 @@ def _differs(data: bytes, written: bytes, records: DmxFile) -> str:
     return f"roundtrip: differs at line {line}"
 
 
+def diff_view(d: DmxFile) -> dict:
+    """What `skinbridge diff` compares of two DMX files: the header, the string table, then each element with its
+    attributes, an element attribute naming the indices of the elements it refers to (each element is compared
+    once, at its place in the file, not again wherever it is referred to). The text layout is left out."""
+    index = {id(e): k for k, e in enumerate(d.elements)}
+
+    def ref(e):
+        if isinstance(e, Element):
+            return f"element {index[id(e)]}" if id(e) in index else f"element ({e.name})"
+        return e if e is None else str(e)
+
+    def attributes(attrs) -> list[dict]:
+        return [{"name": a.name, "type": a.type.name, "value": (
+            ([ref(e) for e in references(a.value, a.array)] if a.array else ref(a.value))
+            if a.type == AttrType.ELEMENT else a.value)} for a in attrs]
+
+    return {"encoding": d.encoding, "encoding_version": d.encoding_version, "format": d.format,
+            "format_version": d.format_version, "strings": d.strings,
+            "prefix": [attributes(attrs) for attrs in d.prefix],
+            "elements": [{"type": e.type, "name": e.name, "id": e.id, "attributes": attributes(e.attributes)}
+                         for e in d.elements], "tail": d.tail}
+
+
 check = Checker(read=dmx.read, validate=validate, write=dmx.write, differs=_differs)
