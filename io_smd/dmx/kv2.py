@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ...core.budget import Budget
 from ...core.errors import FormatError
 from .records import (FIXED, TIME_TICKS, AttrType, Attribute, DmxFile, Element, Stub, element_refs,
                           reachable)
@@ -31,9 +32,11 @@ TYPE_NAMES = {"element": AttrType.ELEMENT, "int": AttrType.INT, "float": AttrTyp
 ALIASES = {"angle": AttrType.QANGLE, "matrix": AttrType.VMATRIX, "void": AttrType.BINARY}  # older spellings
 NAME_OF = {t: n for n, t in TYPE_NAMES.items()}
 MAX_DEPTH = 200  # nested inline elements (a deeper file is refused rather than overflowing the stack)
+TOKEN_STEP = 4096  # tokens counted against the file's budget at a time
 
 # possessive quantifiers: no backtracking, so odd input (long runs of slashes, quotes) costs linear time
-_TOKEN = re.compile(r'((?:\s++|//[^\n]*+)*+)(?:("(?:[^"\\]++|\\.)*+")|([{}\[\],])|([^\s"{}\[\],]++))', re.S)
+# (trivia)(a quoted string | punctuation | a bare word | the end of the text): one scan over a run of trivia
+_TOKEN = re.compile(r'((?:\s++|//[^\n]*+)*+)(?:("(?:[^"\\]++|\\.)*+")|([{}\[\],])|([^\s"{}\[\],]++)|\Z)', re.S)
 _TRIVIA = re.compile(r'(?:\s++|//[^\n]*+)*+', re.S)
 _ESCAPE = re.compile(r"\\(.)", re.S)
 _UNESCAPE = {"n": "\n", "t": "\t", "v": "\v", "b": "\b", "r": "\r", "f": "\f", "a": "\a"}
@@ -55,27 +58,59 @@ def quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
 
 
-def _tokenize(text: str, start: int) -> tuple[list[str], list[str], list[int]]:
-    """Tokens, the text before each (and after the last, as one more entry) and each token's position."""
-    raws, trivia, where = [], [], []
-    pos = start
-    while (m := _TOKEN.match(text, pos)) is not None:
-        trivia.append(m.group(1))
-        raws.append(m.group(2) or m.group(3) or m.group(4))
-        where.append(m.end(1))
-        pos = m.end()
-    end = _TRIVIA.match(text, pos).end()
-    if end != len(text):
-        line = text.count("\n", 0, end) + 1
-        raise FormatError(f"line {line}: unterminated quoted string", None, "token")
-    trivia.append(text[pos:])
-    return raws, trivia, where
+class _Tokens:
+    """The text's tokens, scanned as the parser asks for them, so a fault ends the scan where it stands: text that
+    is not kv2 (a megabyte of braces) costs no more than the tokens before its first fault. Each token's text,
+    the text before it (and, once the scan is done, after the last as one more entry) and its position; every
+    `TOKEN_STEP` tokens are counted against the file's budget before they are scanned."""
+
+    def __init__(self, text: str, start: int, budget: Budget):
+        self.text, self.pos, self.budget = text, start, budget
+        self.raws: list[str] = []
+        self.trivia: list[str] = []
+        self.where: list[int] = []
+        self.kinds: list[str] = []
+        self.done = False
+
+    def has(self, i: int) -> bool:
+        """Whether token `i` exists, scanning up to it."""
+        while len(self.raws) <= i and not self.done:
+            self.scan()
+        return i < len(self.raws)
+
+    def scan(self) -> None:
+        """The next token, or the end of the text (FormatError on an unterminated quoted string)."""
+        text = self.text
+        m = _TOKEN.match(text, self.pos)
+        if m is None:  # neither a token nor the end after the trivia: a quote without its closing one
+            end = _TRIVIA.match(text, self.pos).end()
+            raise FormatError(f"line {text.count(chr(10), 0, end) + 1}: unterminated quoted string", None, "token")
+        raw = m.group(2) or m.group(3) or m.group(4)
+        if raw is None:
+            self.trivia.append(m.group(1))
+            self.done = True
+            return
+        if len(self.raws) % TOKEN_STEP == 0:
+            try:
+                self.budget.objects(TOKEN_STEP, None, None)
+            except FormatError as e:
+                raise FormatError(f"line {text.count(chr(10), 0, m.end(1)) + 1}: {e}", None,
+                                  "token count") from None
+        self.trivia.append(m.group(1))
+        self.raws.append(raw)
+        self.where.append(m.end(1))
+        self.kinds.append(kind(raw))
+        self.pos = m.end()
+
+    def finish(self) -> None:
+        while not self.done:
+            self.scan()
 
 
 class _Parser:
-    def __init__(self, text: str, raws: list[str], where: list[int]):
-        self.text, self.raws, self.where = text, raws, where
-        self.kinds = "".join(kind(r) for r in raws)
+    def __init__(self, text: str, tokens: _Tokens):
+        self.text, self.tokens = text, tokens
+        self.raws, self.where, self.kinds = tokens.raws, tokens.where, tokens.kinds
         self.i = 0
         self.elements: list[Element] = []
         self.fixups: list[tuple[Attribute, int | None, str]] = []
@@ -86,7 +121,7 @@ class _Parser:
         return FormatError(f"line {self.text.count(chr(10), 0, at) + 1}: {message}", None, field)
 
     def take(self, kinds: str, field: str) -> str:
-        if self.i >= len(self.raws):
+        if not self.tokens.has(self.i):
             raise self.fail(f"the text ends where {field} should be", field)
         if self.kinds[self.i] not in kinds:
             raise self.fail(f"expected {field}, found {self.raws[self.i][:40]}", field)
@@ -94,7 +129,7 @@ class _Parser:
         return self.raws[self.i - 1]
 
     def peek(self) -> str:
-        return self.kinds[self.i] if self.i < len(self.raws) else ""
+        return self.kinds[self.i] if self.tokens.has(self.i) else ""
 
     def element(self, type_raw: str, depth: int) -> Element:
         if depth > MAX_DEPTH:
@@ -273,16 +308,19 @@ def value_key(a: Attribute) -> Any:
     return (a.name, a.type, a.array, tuple(a.value) if a.array else a.value)
 
 
-def read(data: bytes, start: int, fields: dict) -> DmxFile:
+def read(data: bytes, start: int, fields: dict, budget: Budget | None = None) -> DmxFile:
+    """The elements of the text after the header (`start`); `budget`: the file's (dmx.read), else one of
+    `data`'s size."""
     text = data.decode("utf-8", "surrogateescape")
-    raws, trivia, where = _tokenize(text, start)
-    p = _Parser(text, raws, where)
+    tokens = _Tokens(text, start, budget or Budget(len(data), "DMX file"))
+    p = _Parser(text, tokens)
     top = []
-    while p.i < len(raws):
+    while p.peek():
         top.append(p.element(p.take("qw", "an element type"), 0))
+    tokens.finish()
     p.resolve()
     dmx = DmxFile(fields["encoding"], fields["encoding_version"], fields["format"], fields["format_version"],
-                  p.elements, unicode=fields["unicode"], top_level=top, layout=(p.kinds, trivia))
+                  p.elements, unicode=fields["unicode"], top_level=top, layout=("".join(tokens.kinds), tokens.trivia))
     if not top:
         dmx.warnings.append("the file holds no element")
     return dmx
