@@ -32,7 +32,7 @@ TYPE_NAMES = {"element": AttrType.ELEMENT, "int": AttrType.INT, "float": AttrTyp
 ALIASES = {"angle": AttrType.QANGLE, "matrix": AttrType.VMATRIX, "void": AttrType.BINARY}  # older spellings
 NAME_OF = {t: n for n, t in TYPE_NAMES.items()}
 MAX_DEPTH = 200  # nested inline elements (a deeper file is refused rather than overflowing the stack)
-TOKEN_STEP = 4096  # tokens counted against the file's budget at a time
+TOKEN_STEP = 4096  # tokens scanned, and counted against the file's budget, at a time
 
 # possessive quantifiers: no backtracking, so odd input (long runs of slashes, quotes) costs linear time
 # (trivia)(a quoted string | punctuation | a bare word | the end of the text): one scan over a run of trivia
@@ -59,10 +59,10 @@ def quote(text: str) -> str:
 
 
 class _Tokens:
-    """The text's tokens, scanned as the parser asks for them, so a fault ends the scan where it stands: text that
-    is not kv2 (a megabyte of braces) costs no more than the tokens before its first fault. Each token's text,
-    the text before it (and, once the scan is done, after the last as one more entry) and its position; every
-    `TOKEN_STEP` tokens are counted against the file's budget before they are scanned."""
+    """The text's tokens, scanned as the parser asks for them, `TOKEN_STEP` at a time, each step counted against
+    the file's budget before it is scanned: text that is not kv2 (a megabyte of braces) costs no more than a step
+    past its first fault. Each token's text, the text before it (and, once the scan is done, after the last as
+    one more entry), its position and its kind."""
 
     def __init__(self, text: str, start: int, budget: Budget):
         self.text, self.pos, self.budget = text, start, budget
@@ -79,28 +79,31 @@ class _Tokens:
         return i < len(self.raws)
 
     def scan(self) -> None:
-        """The next token, or the end of the text (FormatError on an unterminated quoted string)."""
-        text = self.text
-        m = _TOKEN.match(text, self.pos)
-        if m is None:  # neither a token nor the end after the trivia: a quote without its closing one
-            end = _TRIVIA.match(text, self.pos).end()
-            raise FormatError(f"line {text.count(chr(10), 0, end) + 1}: unterminated quoted string", None, "token")
-        raw = m.group(2) or m.group(3) or m.group(4)
-        if raw is None:
-            self.trivia.append(m.group(1))
-            self.done = True
-            return
-        if len(self.raws) % TOKEN_STEP == 0:
-            try:
-                self.budget.objects(TOKEN_STEP, None, None)
-            except FormatError as e:
-                raise FormatError(f"line {text.count(chr(10), 0, m.end(1)) + 1}: {e}", None,
-                                  "token count") from None
-        self.trivia.append(m.group(1))
-        self.raws.append(raw)
-        self.where.append(m.end(1))
-        self.kinds.append(kind(raw))
-        self.pos = m.end()
+        """The next `TOKEN_STEP` tokens, or those up to the end of the text (FormatError on an unterminated
+        quoted string, or when the step would take the file over its budget)."""
+        text, raws, trivia, where, kinds = self.text, self.raws, self.trivia, self.where, self.kinds
+        try:
+            self.budget.objects(TOKEN_STEP, None, None)
+        except FormatError as e:
+            raise FormatError(f"line {text.count(chr(10), 0, self.pos) + 1}: {e}", None, "token count") from None
+        match, pos, end = _TOKEN.match, self.pos, len(raws) + TOKEN_STEP
+        while len(raws) < end:
+            m = match(text, pos)
+            if m is None:  # neither a token nor the end after the trivia: a quote without its closing one
+                at = _TRIVIA.match(text, pos).end()
+                raise FormatError(f"line {text.count(chr(10), 0, at) + 1}: unterminated quoted string", None,
+                                  "token")
+            group = m.lastindex  # 2 quoted, 3 punctuation, 4 a bare word, 1 (trivia alone) the end
+            trivia.append(m.group(1))
+            if group == 1:
+                self.done = True
+                break
+            raw = m.group(group)
+            raws.append(raw)
+            where.append(m.start(group))
+            kinds.append("q" if group == 2 else raw if group == 3 else "w")
+            pos = m.end()
+        self.pos = pos
 
     def finish(self) -> None:
         while not self.done:
@@ -121,7 +124,7 @@ class _Parser:
         return FormatError(f"line {self.text.count(chr(10), 0, at) + 1}: {message}", None, field)
 
     def take(self, kinds: str, field: str) -> str:
-        if not self.tokens.has(self.i):
+        if self.i >= len(self.raws) and not self.tokens.has(self.i):
             raise self.fail(f"the text ends where {field} should be", field)
         if self.kinds[self.i] not in kinds:
             raise self.fail(f"expected {field}, found {self.raws[self.i][:40]}", field)
@@ -129,7 +132,7 @@ class _Parser:
         return self.raws[self.i - 1]
 
     def peek(self) -> str:
-        return self.kinds[self.i] if self.tokens.has(self.i) else ""
+        return self.kinds[self.i] if self.i < len(self.raws) or self.tokens.has(self.i) else ""
 
     def element(self, type_raw: str, depth: int) -> Element:
         if depth > MAX_DEPTH:
@@ -372,6 +375,7 @@ class _Writer:
         self.written: set[int] = set()
         self.depth = 0
         self.total = len({id(e) for e in self.elements})
+        self.unwritten = 0  # elements before this index are written (the scan for the next one never goes back)
 
     def tok(self, raw: str, before: str) -> None:
         self.raws.append(raw)
@@ -382,7 +386,9 @@ class _Writer:
         k = 0
         while k < len(queue) or len(self.written) < self.total:
             if k == len(queue):  # an element no written one holds inline: it goes to the top level
-                queue += [e for e in self.elements if id(e) not in self.written][:1]
+                while id(self.elements[self.unwritten]) in self.written:
+                    self.unwritten += 1
+                queue.append(self.elements[self.unwritten])
             e = queue[k]
             k += 1
             if id(e) in self.written:
