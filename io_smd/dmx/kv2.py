@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any
+from typing import Any, Callable, Generator
 
 import numpy as np
 
@@ -135,6 +135,11 @@ class _Parser:
         return self.kinds[self.i] if self.i < len(self.raws) or self.tokens.has(self.i) else ""
 
     def element(self, type_raw: str, depth: int) -> Element:
+        """The element whose type token was just taken, read with a stack of generators rather than recursion:
+        an element waits on the stack while one nested inline in it is read, so depth costs no Python frames."""
+        return _trampoline(self._element(type_raw, depth), self._element)
+
+    def _element(self, type_raw: str, depth: int) -> Generator[tuple, Element, Element]:
         if depth > MAX_DEPTH:
             raise self.fail(f"elements nested deeper than {MAX_DEPTH}", "element")
         self.take("{", "'{' opening an element")
@@ -152,7 +157,7 @@ class _Parser:
                 name_raw = self.take("qw", "an element name")
                 e.name, e.name_at = unquote(name_raw), len(e.attributes)
             else:
-                e.attributes.append(self.attribute(name_tok, type_tok, depth))
+                e.attributes.append((yield from self._attribute(name_tok, type_tok, depth)))
         self.i += 1
         e.raw = (type_raw, id_raw, name_raw)
         return e
@@ -163,7 +168,7 @@ class _Parser:
         except ValueError:
             raise self.fail(f"{text[:40]!r} is not an element id", field) from None
 
-    def attribute(self, name_tok: str, type_tok: str, depth: int) -> Attribute:
+    def _attribute(self, name_tok: str, type_tok: str, depth: int) -> Generator[tuple, Element, Attribute]:
         name, tname = unquote(name_tok), unquote(type_tok)
         array = tname.endswith("_array")
         base = tname[:-6] if array else tname
@@ -172,13 +177,13 @@ class _Parser:
             if array or self.peek() != "{":
                 raise self.fail(f"attribute {name!r} has unknown type {tname!r}", "attribute type")
             a = Attribute(name, AttrType.ELEMENT, False, None, inline=True, raw=(name_tok, type_tok, None))
-            a.value = self.element(type_tok, depth + 1)
+            a.value = yield (type_tok, depth + 1)
             self.linked.append(a)
             return a
         a = Attribute(name, t, array, None)
         if t == AttrType.ELEMENT:
             a.raw = (name_tok, type_tok)
-            self.elements_of(a, depth)
+            yield from self._elements_of(a, depth)
             self.linked.append(a)
             return a
         items = self.items() if array else [self.take("qw", f"the value of {name!r}")]
@@ -205,7 +210,7 @@ class _Parser:
         if self.peek() == "]":
             raise self.fail("a ',' after the last array item", "','")
 
-    def elements_of(self, a: Attribute, depth: int) -> None:
+    def _elements_of(self, a: Attribute, depth: int) -> Generator[tuple, Element, None]:
         if not a.array:
             if self.peek() == "}":  # Blender Source Tools writes a null element as a type with no value
                 a.value, a.inline = None, False
@@ -219,7 +224,7 @@ class _Parser:
         while self.peek() != "]":
             tok = self.take("qw", "an array item")
             if self.peek() == "{":
-                a.value.append(self.element(tok, depth + 1))
+                a.value.append((yield (tok, depth + 1)))
                 a.inline.append(True)
                 a.raw += (None,)
             else:
@@ -249,6 +254,23 @@ class _Parser:
                 a.value[index] = target
         for a in self.linked:
             a.seen = value_key(a)
+
+
+def _trampoline(first: Generator, make: Callable[..., Generator]) -> Any:
+    """Run `first` to its end, where each value a generator yields is the arguments of a nested one (`make`) run
+    first, its result sent back: recursion as a loop over a stack, so nesting costs no Python frames."""
+    stack, value = [first], None
+    while True:
+        try:
+            request = stack[-1].send(value)
+        except StopIteration as done:
+            stack.pop()
+            if not stack:
+                return done.value
+            value = done.value
+            continue
+        stack.append(make(*request))
+        value = None
 
 
 def _id_key(text: str) -> str:
@@ -398,7 +420,11 @@ class _Writer:
         self.trivia.append(self.nl + self.nl)
 
     def element(self, e: Element, indent: str) -> None:
-        """The braces and attributes of `e` (its type token already written), braces at `indent`."""
+        """The braces and attributes of `e` (its type token already written), braces at `indent`; elements
+        written inline in it go through a stack of generators, never recursion (as the reader's)."""
+        _trampoline(self._element(e, indent), self._element)
+
+    def _element(self, e: Element, indent: str) -> Generator[tuple, None, None]:
         self.written.add(id(e))
         self.depth += 1
         inner = indent + "\t"
@@ -412,7 +438,7 @@ class _Writer:
                 self.line(inner, '"name"', '"string"', raw[2] if raw[2] and unquote(raw[2]) == e.name
                           else quote(e.name))
             if a is not None:
-                self.attribute(a, inner)
+                yield from self._attribute(a, inner)
         self.tok("}", self.nl + indent)
         self.depth -= 1
 
@@ -421,7 +447,7 @@ class _Writer:
         for r in raws[1:]:
             self.tok(r, " ")
 
-    def attribute(self, a: Attribute, indent: str) -> None:
+    def _attribute(self, a: Attribute, indent: str) -> Generator[tuple, None, None]:
         same = a.raw is not None and a.seen == value_key(a)
         name_tok = a.raw[0] if same else quote(a.name)
         if a.type != AttrType.ELEMENT:
@@ -439,7 +465,7 @@ class _Writer:
                 self.tok(item, " " if k else "")
             self.tok("]", "" if items else " ")
             return
-        self.element_attribute(a, indent, name_tok, same)
+        yield from self._element_attribute(a, indent, name_tok, same)
 
     def inline(self, a: Attribute, k: int | None, child: Any) -> bool:
         if not isinstance(child, Element) or id(child) in self.written or id(child) in self.top_ids \
@@ -457,11 +483,11 @@ class _Writer:
             return quote(child.id or "")
         return child.raw[1] if child.raw and child.raw[1] else quote(str(child.id or ""))
 
-    def element_attribute(self, a: Attribute, indent: str, name_tok: str, same: bool) -> None:
+    def _element_attribute(self, a: Attribute, indent: str, name_tok: str, same: bool) -> Generator[tuple, None, None]:
         if not a.array:
             if self.inline(a, None, a.value):
                 self.line(indent, name_tok, a.value.raw[0] if a.value.raw else quote(a.value.type or ""))
-                self.element(a.value, indent)
+                yield (a.value, indent)
             else:
                 self.line(indent, name_tok, '"element"', self.reference(a.value, a, 0, same))
             return
@@ -477,7 +503,7 @@ class _Writer:
                 self.tok(",", "")
             if self.inline(a, k, child):
                 self.tok(child.raw[0] if child.raw else quote(child.type or ""), self.nl + inner)
-                self.element(child, inner)
+                yield (child, inner)
             else:
                 self.line(inner, '"element"', self.reference(child, a, k, same))
         self.tok("]", self.nl + indent)
