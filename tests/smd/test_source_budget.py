@@ -255,3 +255,119 @@ print("ok")
     out = limited.run_limited([sys.executable, "-c", code], limited.CODEC_LIMIT, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out
     assert (tmp_path / "binary.smd").read_bytes().count(b'" ') >= 5000
+
+
+# -- through Blender ------------------------------------------------------------------------------------------------
+
+REF_BONES = ('version 1\nnodes\n0 "root" -1\n1 "b1" 0\nend\nskeleton\ntime 0\n0 0 0 0 0 0 0\n1 0 0 1 0 0 0\nend\n'
+             "triangles\nmat\n0 0 0 0 0 0 1 0 0 1 0 1.0\n1 1 0 0 0 0 1 1 0 1 1 1.0\n0 0 1 0 0 0 1 0 1 1 1 1.0\nend\n")
+
+
+def _model_dmx() -> bytes:
+    """A DMX model of one triangle on one joint (binary 9, our writer's layout)."""
+    one = np.array([0, 0, 1], np.float32)
+    ids = itertools.count(100)
+
+    def element(etype: str, name: str, *attrs: Attribute) -> Element:
+        return Element(etype, name, uuid.UUID(int=next(ids)), list(attrs))
+
+    def array(name: str, t: AttrType, values) -> Attribute:
+        return Attribute(name, t, True, np.asarray(values, FIXED_DTYPE[t]))
+
+    joint = element("DmeJoint", "j", Attribute("transform", AttrType.ELEMENT, False, element(
+        "DmeTransform", "j", Attribute("position", AttrType.VECTOR3, False, one),
+        Attribute("orientation", AttrType.QUATERNION, False, np.array([0, 0, 0, 1], np.float32)))),
+        Attribute("children", AttrType.ELEMENT, True, []))
+    data = element("DmeVertexData", "bind", array("position$0", AttrType.VECTOR3, np.eye(3)),
+                   array("position$0Indices", AttrType.INT, [0, 1, 2]))
+    faces = element("DmeFaceSet", "faces", array("faces", AttrType.INT, [0, 1, 2, -1]))
+    mesh = element("DmeMesh", "tri", Attribute("bindState", AttrType.ELEMENT, False, data),
+                   Attribute("faceSets", AttrType.ELEMENT, True, [faces]))
+    dag = element("DmeDag", "tri", Attribute("shape", AttrType.ELEMENT, False, mesh))
+    model = element("DmeModel", "m", Attribute("children", AttrType.ELEMENT, True, [joint, dag]))
+    root = element("DmElement", "root", Attribute("model", AttrType.ELEMENT, False, model))
+    return dmx.write(DmxFile("binary", 9, "model", 22, [root], after_header=b"\n\0"))
+
+
+FIXED_DTYPE = {AttrType.VECTOR3: np.float32, AttrType.INT: np.int32}
+
+
+@pytest.mark.blender
+def test_each_file_a_qc_names_is_read_once_and_built_once(clean_scene, tmp_path, monkeypatch):
+    """A QC naming two SMDs and a DMX 21 times between them, by several spellings (with and without the
+    extension, through a linked folder), as bodies, bodygroup choices, LOD files, sequences and the collision
+    model: each file is read once and built once; every later placement is a copy sharing its data."""
+    bpy = pytest.importorskip("bpy")
+    from skinbridge.io_smd import blender_qc
+    from skinbridge.io_smd.dmx import convert as dmx_convert
+    from skinbridge.io_smd.smd import blender_io as smd_io
+    from skinbridge.io_smd.smd import smd
+
+    (tmp_path / "ref.smd").write_text(REF_BONES)
+    (tmp_path / "lod.smd").write_text(REF_BONES)
+    (tmp_path / "model.dmx").write_bytes(_model_dmx())
+    (tmp_path / "same").symlink_to(tmp_path, target_is_directory=True)
+    (tmp_path / "m.qc").write_text("\n".join([
+        '$modelname "m.mdl"', '$body a "ref"', '$body b "same/ref.smd"', '$body c "model"', '$body d "same/model.dmx"',
+        '$bodygroup g\n{\n studio "ref"\n studio "same/ref"\n blank\n studio "model.dmx"\n}',
+        '$lod 10\n{\n replacemodel "ref" "lod"\n replacemodel "same/ref" "same/lod.smd"\n}',
+        '$lod 20\n{\n replacemodel "ref" "lod.smd"\n}',
+        '$sequence idle "ref"', '$sequence idle2 "same/ref"', '$collisionmodel "same/lod"']) + "\n")
+    calls = {"smd.read": 0, "dmx.read": 0, "import_reference": 0, "to_scene": 0}
+    for owner, name, key in ((smd, "read", "smd.read"), (dmx, "read", "dmx.read"),
+                             (smd_io, "import_reference", "import_reference"), (dmx_convert, "to_scene", "to_scene")):
+        def counted(*args, _real=getattr(owner, name), _key=key, **kwargs):
+            calls[_key] += 1
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, counted)
+    blender_qc.blender_import(bpy.context, str(tmp_path / "m.qc"))
+    assert calls == {"smd.read": 2, "dmx.read": 1, "import_reference": 2, "to_scene": 1}
+    root = bpy.data.collections["m"]
+    placed = {c.name: [o for o in c.objects if o.type == "MESH"] for c in root.children}
+    assert {name: len(obs) for name, obs in placed.items()} == {
+        "a": 1, "b": 1, "c": 1, "d": 1, "g 0: ref": 1, "g 1: ref": 1, "g 2: blank": 0, "g 3: model": 1,
+        "LOD 1 (10)": 1, "LOD 2 (20)": 1, "collision": 1}
+    assert len(bpy.data.meshes) == 3  # ref, lod and the DMX's triangle: built once each
+    shared = {name: obs[0].data.name for name, obs in placed.items() if obs}
+    assert len({shared[n] for n in ("a", "b", "g 0: ref", "g 1: ref")}) == 1
+    assert len({shared[n] for n in ("c", "d", "g 3: model")}) == 1
+    assert shared["LOD 1 (10)"] == shared["LOD 2 (20)"] == shared["collision"]
+    assert placed["collision"][0].display_type == "WIRE" and placed["LOD 1 (10)"][0].display_type != "WIRE"
+    main = placed["a"][0].parent  # the first body's armature: every copy of the SMDs (same bones) is bound to it
+    assert main.type == "ARMATURE" and len(bpy.data.armatures) == 2  # the SMDs' one and the DMX's own
+    for name in ("b", "g 0: ref", "g 1: ref", "LOD 1 (10)", "collision"):
+        ob = placed[name][0]
+        assert ob.parent == main and [m.object for m in ob.modifiers if m.type == "ARMATURE"] == [main]
+    dmx_rig = placed["c"][0].parent  # the DMX keeps its own armature; each copy of it holds a copy of that
+    assert dmx_rig != main and placed["d"][0].parent not in (main, dmx_rig)
+    assert placed["d"][0].parent.data == dmx_rig.data
+    assert sorted(a.name for a in bpy.data.actions) == ["idle", "idle2"]
+
+
+@pytest.mark.blender
+@pytest.mark.slow
+def test_a_gzip_dmx_bomb_through_blender_is_one_line_and_costs_no_more_than_a_good_file(tmp_path, testdata):
+    """`convert` (Blender's import of the file) of the 640 KB bomb: refused in one line within 10 s under 3 GB,
+    its peak memory at most 1 GB above the same command on a good DMX, and no output folder."""
+    path = tmp_path / "bomb.dmx"
+    path.write_bytes(bomb(640))
+    good = limited.cli("convert", testdata / "dmx" / "bst_Cube_NoArmature.dmx", "--to", "smd", "-o",
+                       tmp_path / "good", address_space=limited.BLENDER_LIMIT, timeout=60)
+    assert good.returncode == 0, good
+    out = limited.cli("convert", path, "--to", "smd", "-o", tmp_path / "out", address_space=limited.BLENDER_LIMIT,
+                      timeout=10)
+    assert limited.one_line_refusal(out) and "field gzip size" in out.stderr, out
+    assert out.peak_rss <= good.peak_rss + (1 << 30), (out.peak_rss, good.peak_rss)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.blender
+def test_the_dmx_import_operator_refuses_a_bomb_and_leaves_the_scene(clean_scene, tmp_path):
+    bpy = pytest.importorskip("bpy")
+    path = tmp_path / "bomb.dmx"
+    path.write_bytes(bomb(70, declared=0xFFFFFFFF))
+    before = {o.name for o in bpy.data.objects}
+    with pytest.raises(RuntimeError, match="budget"):
+        bpy.ops.import_scene.skinbridge_dmx(filepath=str(path))
+    assert {o.name for o in bpy.data.objects} == before
