@@ -108,10 +108,11 @@ def test_a_gzip_stream_is_unpacked_in_steps_within_what_it_declares():
 
 
 def test_kv2_tokens_count_against_the_budget(tmp_path):
-    """8 MB of valid kv2 elements in a 10 KB gzip: 3.4 million tokens, refused once the budget's 65,536 are
+    """A megabyte of valid kv2 elements in a 2 KB gzip: 450,000 tokens, refused once the budget's 65,536 are
     scanned (a step past them at most), in one line naming the line reached."""
     path = tmp_path / "tokens.dmx"
-    path.write_bytes(gzip_repeat(KV2, b'"a" {} ' * (MIB // 7), 8))
+    path.write_bytes(gzip_repeat(KV2, b'"a" {} ' * (MIB // 7), 1))
+    assert path.stat().st_size < 4000
     out = limited.cli("info", path, address_space=limited.CODEC_LIMIT, timeout=10)
     assert limited.one_line_refusal(out), out
     assert "field token count" in out.stderr and f"above the {OBJECTS_FLOOR}" in out.stderr
@@ -145,13 +146,14 @@ def test_a_megabyte_of_degenerate_text_costs_a_bounded_scan(monkeypatch, filler,
 
 
 def test_binary_dmx_elements_count_against_the_budget(tmp_path):
-    """Two million element headers (48 MB unpacked, all in the bytes left) from a 50 KB gzip: refused at the
-    element count, before the first is built, in one line under a 1 GB address space."""
+    """131,070 element headers (3 MiB unpacked, all in the bytes left) from a 4 KB gzip: refused at the element
+    count, before the first is built, in one line under a 1 GB address space."""
     unit = struct.pack("<ii", 0, 0) + bytes(16)  # binary 5 element header: type, name (table indices), id
     per = MIB // len(unit)
-    count = per * 46
+    count = per * 3
     head = b"<!-- dmx encoding binary 5 format model 22 -->\n\0" + struct.pack("<i", 1) + b"DmElement\0"
-    data = gzip_repeat(head + struct.pack("<i", count), unit * per, 46)
+    data = gzip_repeat(head + struct.pack("<i", count), unit * per, 3)
+    assert len(data) < 5000
     with pytest.raises(FormatError, match=r"field element count: declares \d+ items, above the 65536"):
         dmx.read(data)
     path = tmp_path / "elements.dmx"
