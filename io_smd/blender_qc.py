@@ -8,6 +8,9 @@ sequence's clips keep their own times in seconds, the first named as the sequenc
 A model file whose bones all exist in that armature with the same rest pose is bound to it (its own armature
 is dropped), as Blender Source Tools appends bones to the armature already there.
 Atomic: every file is read and checked first; a fault while building removes everything made.
+Each file is read once and built once, however many times (and spellings) the QC names it: a later placement
+of a model already built is a copy of its objects sharing their data (a body with a flex file is built anew,
+since its shape keys belong to its mesh data).
 
 It sits in the family package, above its parts, because it uses all three: the QC reader (`qc/`), below the
 SMD and DMX parts that write QCs, and the SMD and DMX imports.
@@ -33,15 +36,20 @@ REST_TOLERANCE = 1e-4  # Blender units: bone heads and axes of two files' rest p
 
 
 def _read_all(project: qc.QcProject) -> dict[str, object]:
-    """Every file of the project parsed before anything is built; FormatError naming the file on a fault."""
+    """Every file of the project parsed before anything is built, each real file once whatever names it;
+    FormatError naming the file on a fault."""
     out: dict[str, object] = {}
+    by_real: dict[str, object] = {}
     for path in project.files():
-        try:
-            data = read_bytes(path)
-            out[path] = dmx.read(data) if path.lower().endswith(".dmx") else smd.read(data)
-        except FormatError as e:
-            raise FormatError(f"{os.path.basename(path)} (named by {os.path.basename(project.path)}): {e}",
-                              e.offset, e.field) from None
+        real = os.path.realpath(path)
+        if real not in by_real:
+            try:
+                data = read_bytes(path)
+                by_real[real] = dmx.read(data) if path.lower().endswith(".dmx") else smd.read(data)
+            except FormatError as e:
+                raise FormatError(f"{os.path.basename(path)} (named by {os.path.basename(project.path)}): {e}",
+                                  e.offset, e.field) from None
+        out[path] = by_real[real]
     return out
 
 
@@ -53,17 +61,24 @@ def _new_collection(name: str, parent, hidden: bool = False):
     return coll
 
 
-def _activate(context, coll) -> None:
-    def find(lc):
-        if lc.collection == coll:
-            return lc
-        for child in lc.children:
-            found = find(child)
-            if found is not None:
-                return found
-        return None
+def _layer_path(context) -> list[str]:
+    """The names of the collections from the view layer's root down to its active layer collection."""
+    target = context.view_layer.active_layer_collection
+    stack = [(context.view_layer.layer_collection, [])]
+    while stack:
+        lc, names = stack.pop()
+        if lc == target:
+            return names
+        stack += [(child, names + [child.name]) for child in lc.children]
+    return []
 
-    context.view_layer.active_layer_collection = find(context.view_layer.layer_collection)
+
+def _activate(context, path: list[str]) -> None:
+    """Make the layer collection at `path` (collection names below the view layer's root) the active one."""
+    lc = context.view_layer.layer_collection
+    for name in path:
+        lc = lc.children[name]
+    context.view_layer.active_layer_collection = lc
 
 
 def _same_rest(main, other) -> bool:
@@ -96,9 +111,27 @@ def _bind_to(main, objects: list) -> list:
     return [o for o in objects if o != own]
 
 
-def _import_model(context, path: str, record, coll, main) -> tuple[list, list[str]]:
-    """One model file into `coll`; (the objects made, warnings)."""
-    _activate(context, coll)
+def _copies(objects: list, coll, main) -> list:
+    """Copies of one model file's objects as first placed, linked into `coll` and sharing their data; what
+    they held on to (parent, armature modifier) is their copy, `main` stays (a model bound to it once is
+    again)."""
+    copies = {}
+    for ob in objects:
+        if ob != main:
+            copies[ob] = ob.copy()
+            coll.objects.link(copies[ob])
+    for ob in copies.values():
+        if ob.parent in copies:
+            ob.parent = copies[ob.parent]
+        for mod in ob.modifiers:
+            if mod.type == "ARMATURE" and mod.object in copies:
+                mod.object = copies[mod.object]
+    return list(copies.values())
+
+
+def _import_model(context, path: str, record, coll, main, layers: list[str]) -> tuple[list, list[str]]:
+    """One model file into `coll` (at `layers`); (the objects made, warnings)."""
+    _activate(context, layers + [coll.name])
     before = set(bpy.data.objects)
     name = smd_io.stem_of(path)
     if isinstance(record, dmx.DmxFile):
@@ -121,14 +154,22 @@ def _import_flex(context, path: str, record, mesh_ob) -> list[str]:
     return smd_io.import_flex(context, record, smd_io.stem_of(path))
 
 
-def _models(context, project: qc.QcProject, records: dict, root) -> tuple[object, list[str]]:
-    """Bodies, bodygroups, LODs and the collision model; returns (the first armature, warnings)."""
+def _models(context, project: qc.QcProject, records: dict, root, layers: list[str]) -> tuple[object, list[str]]:
+    """Bodies, bodygroups, LODs and the collision model; returns (the first armature, warnings). Each file is
+    built once: a placement of a file already built copies its objects."""
     main, warnings = None, []
+    built: dict[str, list] = {}  # real path: the objects of the file's first placement
 
-    def place(path: str, coll, hidden_wire: bool = False) -> list:
+    def place(path: str, coll, hidden_wire: bool = False, shared: bool = True) -> list:
         nonlocal main
-        made, more = _import_model(context, path, records[path], coll, main)
-        warnings.extend(more)
+        real = os.path.realpath(path)
+        if shared and real in built:
+            made = _copies(built[real], coll, main)
+        else:
+            made, more = _import_model(context, path, records[path], coll, main, layers)
+            warnings.extend(more)
+            if shared:
+                built[real] = made
         if main is None:
             main = next((o for o in made if o.type == "ARMATURE"), None)
         for ob in made:
@@ -137,7 +178,7 @@ def _models(context, project: qc.QcProject, records: dict, root) -> tuple[object
         return made
 
     for body in project.bodies:
-        made = place(body.file, _new_collection(body.name, root))
+        made = place(body.file, _new_collection(body.name, root), shared=not body.flex_file)
         if body.flex_file:
             mesh_ob = next((o for o in made if o.type == "MESH"), None)
             warnings += _import_flex(context, body.flex_file, records[body.flex_file], mesh_ob)
@@ -149,7 +190,10 @@ def _models(context, project: qc.QcProject, records: dict, root) -> tuple[object
                 place(choice, coll)
     for k, lod in enumerate(project.lods):
         coll = _new_collection(f"LOD {k + 1} ({lod.threshold:g})", root, hidden=True)
+        files: dict[str, str] = {}  # each file once in a LOD, however many lines name it
         for _, new in lod.replacements:
+            files.setdefault(os.path.realpath(new), new)
+        for new in files.values():
             place(new, coll)
     if project.collision is not None:
         place(project.collision.file, _new_collection("collision", root, hidden=True), hidden_wire=True)
@@ -185,9 +229,10 @@ def blender_import(context, path: str, options=None) -> list[str]:
     before = bscene.snapshot_ids()
     active = context.view_layer.active_layer_collection
     try:
+        layers = _layer_path(context)
         root = _new_collection(os.path.splitext(os.path.basename(path))[0],
                                context.view_layer.active_layer_collection.collection)
-        main, warnings = _models(context, project, records, root)
+        main, warnings = _models(context, project, records, root, layers + [root.name])
         warnings += _sequences(context, project, records, main)
     except BaseException:
         bscene.remove_new(before)

@@ -81,14 +81,15 @@ def up_matrix(model: Element | None) -> np.ndarray:
     return m
 
 
-def _transform(e: Element, base: dict[str, Element]) -> np.ndarray:
-    """The element's local matrix: its base-state transform of the same name (the bind pose), else its own."""
+def _pose_of(e: Element, base: dict[str, Element]) -> tuple[np.ndarray, np.ndarray]:
+    """The element's local position and (x, y, z, w) orientation: its base-state transform of the same name (the
+    bind pose), else its own; identity without either."""
     t = base.get(e.name or "") or _elem(e, "transform")
     if t is None:
-        return np.eye(4)
+        return np.zeros(3), np.array([0.0, 0, 0, 1])
     pos = np.asarray(_scalar(t, "position", AttrType.VECTOR3, np.zeros(3)), np.float64)
     q = np.asarray(_scalar(t, "orientation", AttrType.QUATERNION, np.array([0, 0, 0, 1])), np.float64)
-    return trs_to_matrix(pos, np.array([q[3], q[0], q[1], q[2]]), np.ones(3))
+    return pos, q
 
 
 def _shape_mesh(e: Element) -> Element | None:
@@ -98,12 +99,16 @@ def _shape_mesh(e: Element) -> Element | None:
 
 def skeleton_of(model: Element, up: np.ndarray, warnings: list[str]
                 ) -> tuple[cm.Skeleton | None, list[Element], list[tuple[Element, int]]]:
-    """The bones (parents first), their elements, and the meshes with their parent bone."""
+    """The bones (parents first), their elements, and the meshes with their parent bone.
+
+    The joint tree is walked with a stack, never recursion, so a chain of any depth reads; the local matrices
+    are made in one numpy call and the binds in one pass, parents before children (every bone follows its
+    parent in the walk's order)."""
     base_list = _elems(model, "baseStates")
     base = {t.name or "": t for t in _elems(base_list[0], "transforms")} if base_list else {}
-    skel = cm.Skeleton(name=model.name or "Armature")
-    index: dict[int, int] = {}
     elems: list[Element] = []
+    parents: list[int] = []
+    poses: list[tuple[np.ndarray, np.ndarray]] = []
     meshes: list[tuple[Element, int]] = []
     stack = [(c, -1) for c in reversed(_elems(model, "children"))]
     seen = {id(model)}
@@ -118,17 +123,27 @@ def skeleton_of(model: Element, up: np.ndarray, warnings: list[str]
         if mesh is not None:
             meshes.append((mesh, parent))
         elif e.type in ("DmeJoint", "DmeDag") and e.name != IMPLICIT_BONE:
-            local = _transform(e, base)
-            bind = (up @ local) if parent < 0 else skel.bones[parent].bind @ local
-            t, r, s = matrix_to_trs(up @ local if parent < 0 else local)
-            index[id(e)] = len(skel.bones)
             elems.append(e)
-            skel.bones.append(cm.Bone(e.name or f"bone{len(skel.bones)}", parent, bind, t, r, s))
-            parent = index[id(e)]
+            parents.append(parent)
+            poses.append(_pose_of(e, base))
+            parent = len(elems) - 1
         elif e.type != "DmeModel":
             continue
         stack += [(c, parent) for c in reversed(_elems(e, "children"))]
-    return (skel if skel.bones else None), elems, meshes
+    if not elems:
+        return None, elems, meshes
+    pos = np.array([p for p, _ in poses], np.float64).reshape(-1, 3)
+    q = np.array([q for _, q in poses], np.float64).reshape(-1, 4)
+    local = trs_to_matrix(pos, q[:, [3, 0, 1, 2]], np.ones_like(pos))
+    roots = np.array(parents) < 0
+    local[roots] = up @ local[roots]  # a root's rest and bind are in Blender's axes
+    binds = np.empty_like(local)
+    for i, parent in enumerate(parents):
+        binds[i] = local[i] if parent < 0 else binds[parent] @ local[i]
+    t, r, s = matrix_to_trs(local)
+    skel = cm.Skeleton(name=model.name or "Armature")
+    skel.bones = [cm.Bone(e.name or f"bone{i}", parents[i], binds[i], t[i], r[i], s[i]) for i, e in enumerate(elems)]
+    return skel, elems, meshes
 
 
 def _faces(mesh: Element, corners: int, scene: cm.Scene, where: str) -> tuple[np.ndarray, np.ndarray, list[int]]:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ...core.binary import Reader, Writer
+from ...core.budget import Budget
 from ...core.errors import FormatError
 from . import kv2
 from .records import (FIXED, AttrType, Attribute, DmxFile, Element, GzipWrap, Stub, item_size,  # noqa: F401
@@ -34,6 +35,7 @@ from .records import (FIXED, AttrType, Attribute, DmxFile, Element, GzipWrap, St
 VERSIONS = {"binary": (0, 1, 2, 3, 4, 5, 9), "keyvalues2": (0, 1), "keyvalues2_noids": (1,)}  # 0: legacy header
 GZIP_MAGIC = b"\x1f\x8b"
 MAX_HEADER = 1024  # bytes searched for the end of the header comment
+GZIP_STEP = 1 << 20  # bytes a gzip stream is unpacked (and read) by, each step counted against the budget
 _HEADER = re.compile(r"<!--\s*dmx\s+encoding\s+(unicode_)?(\S+)\s+(\d+)\s+format\s+(\S+)\s+(\d+)\s*-->")
 _LEGACY = re.compile(r"<!--\s*DMXVersion\s+(\w+?)_v(\w+)\s*-->")
 
@@ -87,24 +89,42 @@ def header_text(dmx: DmxFile) -> str:
             f"format {dmx.format} {dmx.format_version} -->")
 
 
-def _gunzip(data: bytes) -> tuple[bytes, GzipWrap]:
-    """One gzip member, refused when it unpacks to more than its trailer declares (a bomb) or is cut short."""
+def _gunzip(data: bytes, budget: Budget) -> tuple[bytes, GzipWrap]:
+    """One gzip member, unpacked `GZIP_STEP` bytes at a time, each step counted against the file's budget
+    (docs/architecture.md §7.1 "Budgets"); refused when it would unpack past the budget or past the size its
+    trailer declares (a bomb), or is cut short."""
     if len(data) < 18:
         raise FormatError(f"gzip stream of {len(data)} bytes is shorter than its header and trailer", 0, "gzip")
     declared = int.from_bytes(data[-4:], "little")
+    if declared > budget.bytes_limit - budget.bytes_used:  # refused before a byte is unpacked
+        budget.unpack(declared, len(data) - 4, "gzip size")
     d = zlib.decompressobj(31)
+    pieces, total, pos, tail = [], 0, 0, b""
     try:
-        out = d.decompress(data, declared + 1)
+        while not d.eof:
+            if not tail and pos < len(data):  # the input in steps too: what zlib leaves over is copied each call
+                tail = data[pos:pos + GZIP_STEP]
+                pos += len(tail)
+            before = len(tail)
+            piece = d.decompress(tail, min(GZIP_STEP, declared + 1 - total))  # one byte past it: a lie shows
+            tail = d.unconsumed_tail
+            if not piece and len(tail) == before and (tail or pos >= len(data)):
+                break  # nothing more comes out: the input ends before the stream does
+            total += len(piece)
+            if total > declared:
+                raise FormatError(f"gzip stream unpacks to more than the {declared} bytes it declares",
+                                  len(data) - 4, "gzip size")
+            budget.unpack(len(piece), pos - len(tail), "gzip")
+            pieces.append(piece)
     except zlib.error as e:
-        raise FormatError(f"gzip stream is corrupt ({e})", 0, "gzip") from None
-    if len(out) > declared:
-        raise FormatError(f"gzip stream unpacks to more than the {declared} bytes it declares", len(data) - 4,
-                          "gzip size")
+        raise FormatError(f"gzip stream is corrupt ({e})", pos - len(tail), "gzip") from None
     if not d.eof:
         raise FormatError("gzip stream ends before its end marker", len(data), "gzip")
-    if d.unused_data:
-        raise FormatError(f"{len(d.unused_data)} bytes follow the gzip stream", len(data) - len(d.unused_data),
-                          "gzip")
+    if d.unused_data or pos < len(data):
+        extra = len(d.unused_data) + len(data) - pos
+        raise FormatError(f"{extra} bytes follow the gzip stream", len(data) - extra, "gzip")
+    out = b"".join(pieces)
+    del pieces
     mtime = int.from_bytes(data[4:8], "little")
     return out, GzipWrap(original=data, digest=hashlib.blake2b(out).digest(), mtime=mtime)
 
@@ -121,15 +141,17 @@ def _gzip(payload: bytes, wrap: GzipWrap) -> bytes:
 # -- read -------------------------------------------------------------------------------------------------------
 
 def read(data: bytes) -> DmxFile:
-    """Any DMX: binary or keyvalues2, gzip-compressed or not."""
+    """Any DMX: binary or keyvalues2, gzip-compressed or not. What it may unpack and build is bounded by the
+    file's size (one `Budget` for the whole read): a bomb is refused in one FormatError naming the field."""
+    budget = Budget(len(data), "DMX file")
     wrap = None
     if data.startswith(GZIP_MAGIC):
-        data, wrap = _gunzip(data)
+        data, wrap = _gunzip(data, budget)
     header, end, fields = _parse_header(data)
     if fields["encoding"] == "binary":
-        dmx = _read_binary(data, end, fields)
+        dmx = _read_binary(data, end, fields, budget)
     else:
-        dmx = kv2.read(data, end, fields)
+        dmx = kv2.read(data, end, fields, budget)
     dmx.header = header
     dmx.gzip = wrap
     return dmx
@@ -152,9 +174,10 @@ class _Layout:
 
 
 class _BinaryReader:
-    def __init__(self, data: bytes, start: int, layout: _Layout):
+    def __init__(self, data: bytes, start: int, layout: _Layout, budget: Budget):
         self.r = Reader(data, start)
         self.lay = layout
+        self.budget = budget
         self.strings: list[str] | None = None
         self.fixups: list[tuple[Attribute, list[int | Stub]]] = []  # element values resolved at the end
 
@@ -175,6 +198,7 @@ class _BinaryReader:
         n = self.r.i32("string count") if self.lay.count_size == 4 else self.r.i16("string count")
         if n < 0 or n > self.r.remaining():
             raise FormatError(f"string count {n} exceeds the {self.r.remaining()} bytes left", at, "string count")
+        self.budget.objects(n, at, "string count")
         strings, seen = [], {}
         for k in range(n):
             where = self.r.pos
@@ -186,8 +210,14 @@ class _BinaryReader:
             strings.append(text)
         return strings
 
-    def count(self, field: str, item: int) -> int:
-        return self.r.count(field, item, signed=True)
+    def count(self, field: str, item: int, objects: bool = True) -> int:
+        """A count checked against the bytes left and (`objects`: each item becomes a Python object) against
+        the file's budget, before anything is built."""
+        at = self.r.pos
+        n = self.r.count(field, item, signed=True)
+        if objects:
+            self.budget.objects(n, at, field)
+        return n
 
     def attributes(self, where: str, in_table: bool) -> list[Attribute]:
         name_size = self.lay.index_size if in_table and self.lay.table else 1
@@ -211,7 +241,7 @@ class _BinaryReader:
         t, r = attr.type, self.r
         if t in FIXED:
             dtype, shape = FIXED[t]
-            n = self.count(f"{field} count", item_size(t)) if attr.array else 1
+            n = self.count(f"{field} count", item_size(t), objects=False) if attr.array else 1
             out = r.array(dtype, n * int(np.prod(shape, dtype=np.int64)), field)
             return out.reshape((n,) + shape) if attr.array else out.reshape(shape)
         if t == AttrType.STRING:
@@ -219,7 +249,7 @@ class _BinaryReader:
                 return [r.cstring(field) for _ in range(self.count(f"{field} count", 1))]
             return self.table_string(field) if in_table and self.lay.names_in_table else r.cstring(field)
         if t == AttrType.BINARY:
-            blobs = [r.bytes(self.count(f"{field} size", 1), field)
+            blobs = [r.bytes(self.count(f"{field} size", 1, objects=False), field)
                      for _ in range(self.count(f"{field} count", 4) if attr.array else 1)]
             return blobs if attr.array else blobs[0]
         refs = [self.reference(field) for _ in range(self.count(f"{field} count", 4) if attr.array else 1)]
@@ -240,12 +270,12 @@ class _BinaryReader:
             attr.value = [one(x) for x in refs] if attr.array else one(refs[0])
 
 
-def _read_binary(data: bytes, start: int, fields: dict) -> DmxFile:
+def _read_binary(data: bytes, start: int, fields: dict, budget: Budget) -> DmxFile:
     nul = data.find(b"\0", start, start + 16)
     if nul < 0 or data[start:nul].strip(b" \t\r\n"):
         raise FormatError("the header comment is not followed by a newline and a NUL", start, "header end")
     lay = _Layout(fields["encoding_version"])
-    b = _BinaryReader(data, nul + 1, lay)
+    b = _BinaryReader(data, nul + 1, lay, budget)
     prefix = []
     if lay.version >= 9:
         prefix = [b.attributes(f"prefix {k}", False) for k in range(b.count("prefix element count", 4))]

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any
+from typing import Any, Callable, Generator
 
 import numpy as np
 
+from ...core.budget import Budget
 from ...core.errors import FormatError
 from .records import (FIXED, TIME_TICKS, AttrType, Attribute, DmxFile, Element, Stub, element_refs,
                           reachable)
@@ -31,9 +32,11 @@ TYPE_NAMES = {"element": AttrType.ELEMENT, "int": AttrType.INT, "float": AttrTyp
 ALIASES = {"angle": AttrType.QANGLE, "matrix": AttrType.VMATRIX, "void": AttrType.BINARY}  # older spellings
 NAME_OF = {t: n for n, t in TYPE_NAMES.items()}
 MAX_DEPTH = 200  # nested inline elements (a deeper file is refused rather than overflowing the stack)
+TOKEN_STEP = 4096  # tokens scanned, and counted against the file's budget, at a time
 
 # possessive quantifiers: no backtracking, so odd input (long runs of slashes, quotes) costs linear time
-_TOKEN = re.compile(r'((?:\s++|//[^\n]*+)*+)(?:("(?:[^"\\]++|\\.)*+")|([{}\[\],])|([^\s"{}\[\],]++))', re.S)
+# (trivia)(a quoted string | punctuation | a bare word | the end of the text): one scan over a run of trivia
+_TOKEN = re.compile(r'((?:\s++|//[^\n]*+)*+)(?:("(?:[^"\\]++|\\.)*+")|([{}\[\],])|([^\s"{}\[\],]++)|\Z)', re.S)
 _TRIVIA = re.compile(r'(?:\s++|//[^\n]*+)*+', re.S)
 _ESCAPE = re.compile(r"\\(.)", re.S)
 _UNESCAPE = {"n": "\n", "t": "\t", "v": "\v", "b": "\b", "r": "\r", "f": "\f", "a": "\a"}
@@ -55,27 +58,62 @@ def quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
 
 
-def _tokenize(text: str, start: int) -> tuple[list[str], list[str], list[int]]:
-    """Tokens, the text before each (and after the last, as one more entry) and each token's position."""
-    raws, trivia, where = [], [], []
-    pos = start
-    while (m := _TOKEN.match(text, pos)) is not None:
-        trivia.append(m.group(1))
-        raws.append(m.group(2) or m.group(3) or m.group(4))
-        where.append(m.end(1))
-        pos = m.end()
-    end = _TRIVIA.match(text, pos).end()
-    if end != len(text):
-        line = text.count("\n", 0, end) + 1
-        raise FormatError(f"line {line}: unterminated quoted string", None, "token")
-    trivia.append(text[pos:])
-    return raws, trivia, where
+class _Tokens:
+    """The text's tokens, scanned as the parser asks for them, `TOKEN_STEP` at a time, each step counted against
+    the file's budget before it is scanned: text that is not kv2 (a megabyte of braces) costs no more than a step
+    past its first fault. Each token's text, the text before it (and, once the scan is done, after the last as
+    one more entry), its position and its kind."""
+
+    def __init__(self, text: str, start: int, budget: Budget):
+        self.text, self.pos, self.budget = text, start, budget
+        self.raws: list[str] = []
+        self.trivia: list[str] = []
+        self.where: list[int] = []
+        self.kinds: list[str] = []
+        self.done = False
+
+    def has(self, i: int) -> bool:
+        """Whether token `i` exists, scanning up to it."""
+        while len(self.raws) <= i and not self.done:
+            self.scan()
+        return i < len(self.raws)
+
+    def scan(self) -> None:
+        """The next `TOKEN_STEP` tokens, or those up to the end of the text (FormatError on an unterminated
+        quoted string, or when the step would take the file over its budget)."""
+        text, raws, trivia, where, kinds = self.text, self.raws, self.trivia, self.where, self.kinds
+        try:
+            self.budget.objects(TOKEN_STEP, None, None)
+        except FormatError as e:
+            raise FormatError(f"line {text.count(chr(10), 0, self.pos) + 1}: {e}", None, "token count") from None
+        match, pos, end = _TOKEN.match, self.pos, len(raws) + TOKEN_STEP
+        while len(raws) < end:
+            m = match(text, pos)
+            if m is None:  # neither a token nor the end after the trivia: a quote without its closing one
+                at = _TRIVIA.match(text, pos).end()
+                raise FormatError(f"line {text.count(chr(10), 0, at) + 1}: unterminated quoted string", None,
+                                  "token")
+            group = m.lastindex  # 2 quoted, 3 punctuation, 4 a bare word, 1 (trivia alone) the end
+            trivia.append(m.group(1))
+            if group == 1:
+                self.done = True
+                break
+            raw = m.group(group)
+            raws.append(raw)
+            where.append(m.start(group))
+            kinds.append("q" if group == 2 else raw if group == 3 else "w")
+            pos = m.end()
+        self.pos = pos
+
+    def finish(self) -> None:
+        while not self.done:
+            self.scan()
 
 
 class _Parser:
-    def __init__(self, text: str, raws: list[str], where: list[int]):
-        self.text, self.raws, self.where = text, raws, where
-        self.kinds = "".join(kind(r) for r in raws)
+    def __init__(self, text: str, tokens: _Tokens):
+        self.text, self.tokens = text, tokens
+        self.raws, self.where, self.kinds = tokens.raws, tokens.where, tokens.kinds
         self.i = 0
         self.elements: list[Element] = []
         self.fixups: list[tuple[Attribute, int | None, str]] = []
@@ -86,7 +124,7 @@ class _Parser:
         return FormatError(f"line {self.text.count(chr(10), 0, at) + 1}: {message}", None, field)
 
     def take(self, kinds: str, field: str) -> str:
-        if self.i >= len(self.raws):
+        if self.i >= len(self.raws) and not self.tokens.has(self.i):
             raise self.fail(f"the text ends where {field} should be", field)
         if self.kinds[self.i] not in kinds:
             raise self.fail(f"expected {field}, found {self.raws[self.i][:40]}", field)
@@ -94,9 +132,14 @@ class _Parser:
         return self.raws[self.i - 1]
 
     def peek(self) -> str:
-        return self.kinds[self.i] if self.i < len(self.raws) else ""
+        return self.kinds[self.i] if self.i < len(self.raws) or self.tokens.has(self.i) else ""
 
     def element(self, type_raw: str, depth: int) -> Element:
+        """The element whose type token was just taken, read with a stack of generators rather than recursion:
+        an element waits on the stack while one nested inline in it is read, so depth costs no Python frames."""
+        return _trampoline(self._element(type_raw, depth), self._element)
+
+    def _element(self, type_raw: str, depth: int) -> Generator[tuple, Element, Element]:
         if depth > MAX_DEPTH:
             raise self.fail(f"elements nested deeper than {MAX_DEPTH}", "element")
         self.take("{", "'{' opening an element")
@@ -114,7 +157,7 @@ class _Parser:
                 name_raw = self.take("qw", "an element name")
                 e.name, e.name_at = unquote(name_raw), len(e.attributes)
             else:
-                e.attributes.append(self.attribute(name_tok, type_tok, depth))
+                e.attributes.append((yield from self._attribute(name_tok, type_tok, depth)))
         self.i += 1
         e.raw = (type_raw, id_raw, name_raw)
         return e
@@ -125,7 +168,7 @@ class _Parser:
         except ValueError:
             raise self.fail(f"{text[:40]!r} is not an element id", field) from None
 
-    def attribute(self, name_tok: str, type_tok: str, depth: int) -> Attribute:
+    def _attribute(self, name_tok: str, type_tok: str, depth: int) -> Generator[tuple, Element, Attribute]:
         name, tname = unquote(name_tok), unquote(type_tok)
         array = tname.endswith("_array")
         base = tname[:-6] if array else tname
@@ -134,13 +177,13 @@ class _Parser:
             if array or self.peek() != "{":
                 raise self.fail(f"attribute {name!r} has unknown type {tname!r}", "attribute type")
             a = Attribute(name, AttrType.ELEMENT, False, None, inline=True, raw=(name_tok, type_tok, None))
-            a.value = self.element(type_tok, depth + 1)
+            a.value = yield (type_tok, depth + 1)
             self.linked.append(a)
             return a
         a = Attribute(name, t, array, None)
         if t == AttrType.ELEMENT:
             a.raw = (name_tok, type_tok)
-            self.elements_of(a, depth)
+            yield from self._elements_of(a, depth)
             self.linked.append(a)
             return a
         items = self.items() if array else [self.take("qw", f"the value of {name!r}")]
@@ -167,7 +210,7 @@ class _Parser:
         if self.peek() == "]":
             raise self.fail("a ',' after the last array item", "','")
 
-    def elements_of(self, a: Attribute, depth: int) -> None:
+    def _elements_of(self, a: Attribute, depth: int) -> Generator[tuple, Element, None]:
         if not a.array:
             if self.peek() == "}":  # Blender Source Tools writes a null element as a type with no value
                 a.value, a.inline = None, False
@@ -181,7 +224,7 @@ class _Parser:
         while self.peek() != "]":
             tok = self.take("qw", "an array item")
             if self.peek() == "{":
-                a.value.append(self.element(tok, depth + 1))
+                a.value.append((yield (tok, depth + 1)))
                 a.inline.append(True)
                 a.raw += (None,)
             else:
@@ -211,6 +254,23 @@ class _Parser:
                 a.value[index] = target
         for a in self.linked:
             a.seen = value_key(a)
+
+
+def _trampoline(first: Generator, make: Callable[..., Generator]) -> Any:
+    """Run `first` to its end, where each value a generator yields is the arguments of a nested one (`make`) run
+    first, its result sent back: recursion as a loop over a stack, so nesting costs no Python frames."""
+    stack, value = [first], None
+    while True:
+        try:
+            request = stack[-1].send(value)
+        except StopIteration as done:
+            stack.pop()
+            if not stack:
+                return done.value
+            value = done.value
+            continue
+        stack.append(make(*request))
+        value = None
 
 
 def _id_key(text: str) -> str:
@@ -273,16 +333,19 @@ def value_key(a: Attribute) -> Any:
     return (a.name, a.type, a.array, tuple(a.value) if a.array else a.value)
 
 
-def read(data: bytes, start: int, fields: dict) -> DmxFile:
+def read(data: bytes, start: int, fields: dict, budget: Budget | None = None) -> DmxFile:
+    """The elements of the text after the header (`start`); `budget`: the file's (dmx.read), else one of
+    `data`'s size."""
     text = data.decode("utf-8", "surrogateescape")
-    raws, trivia, where = _tokenize(text, start)
-    p = _Parser(text, raws, where)
+    tokens = _Tokens(text, start, budget or Budget(len(data), "DMX file"))
+    p = _Parser(text, tokens)
     top = []
-    while p.i < len(raws):
+    while p.peek():
         top.append(p.element(p.take("qw", "an element type"), 0))
+    tokens.finish()
     p.resolve()
     dmx = DmxFile(fields["encoding"], fields["encoding_version"], fields["format"], fields["format_version"],
-                  p.elements, unicode=fields["unicode"], top_level=top, layout=(p.kinds, trivia))
+                  p.elements, unicode=fields["unicode"], top_level=top, layout=("".join(tokens.kinds), tokens.trivia))
     if not top:
         dmx.warnings.append("the file holds no element")
     return dmx
@@ -334,6 +397,7 @@ class _Writer:
         self.written: set[int] = set()
         self.depth = 0
         self.total = len({id(e) for e in self.elements})
+        self.unwritten = 0  # elements before this index are written (the scan for the next one never goes back)
 
     def tok(self, raw: str, before: str) -> None:
         self.raws.append(raw)
@@ -344,7 +408,9 @@ class _Writer:
         k = 0
         while k < len(queue) or len(self.written) < self.total:
             if k == len(queue):  # an element no written one holds inline: it goes to the top level
-                queue += [e for e in self.elements if id(e) not in self.written][:1]
+                while id(self.elements[self.unwritten]) in self.written:
+                    self.unwritten += 1
+                queue.append(self.elements[self.unwritten])
             e = queue[k]
             k += 1
             if id(e) in self.written:
@@ -354,7 +420,11 @@ class _Writer:
         self.trivia.append(self.nl + self.nl)
 
     def element(self, e: Element, indent: str) -> None:
-        """The braces and attributes of `e` (its type token already written), braces at `indent`."""
+        """The braces and attributes of `e` (its type token already written), braces at `indent`; elements
+        written inline in it go through a stack of generators, never recursion (as the reader's)."""
+        _trampoline(self._element(e, indent), self._element)
+
+    def _element(self, e: Element, indent: str) -> Generator[tuple, None, None]:
         self.written.add(id(e))
         self.depth += 1
         inner = indent + "\t"
@@ -368,7 +438,7 @@ class _Writer:
                 self.line(inner, '"name"', '"string"', raw[2] if raw[2] and unquote(raw[2]) == e.name
                           else quote(e.name))
             if a is not None:
-                self.attribute(a, inner)
+                yield from self._attribute(a, inner)
         self.tok("}", self.nl + indent)
         self.depth -= 1
 
@@ -377,7 +447,7 @@ class _Writer:
         for r in raws[1:]:
             self.tok(r, " ")
 
-    def attribute(self, a: Attribute, indent: str) -> None:
+    def _attribute(self, a: Attribute, indent: str) -> Generator[tuple, None, None]:
         same = a.raw is not None and a.seen == value_key(a)
         name_tok = a.raw[0] if same else quote(a.name)
         if a.type != AttrType.ELEMENT:
@@ -395,7 +465,7 @@ class _Writer:
                 self.tok(item, " " if k else "")
             self.tok("]", "" if items else " ")
             return
-        self.element_attribute(a, indent, name_tok, same)
+        yield from self._element_attribute(a, indent, name_tok, same)
 
     def inline(self, a: Attribute, k: int | None, child: Any) -> bool:
         if not isinstance(child, Element) or id(child) in self.written or id(child) in self.top_ids \
@@ -413,11 +483,11 @@ class _Writer:
             return quote(child.id or "")
         return child.raw[1] if child.raw and child.raw[1] else quote(str(child.id or ""))
 
-    def element_attribute(self, a: Attribute, indent: str, name_tok: str, same: bool) -> None:
+    def _element_attribute(self, a: Attribute, indent: str, name_tok: str, same: bool) -> Generator[tuple, None, None]:
         if not a.array:
             if self.inline(a, None, a.value):
                 self.line(indent, name_tok, a.value.raw[0] if a.value.raw else quote(a.value.type or ""))
-                self.element(a.value, indent)
+                yield (a.value, indent)
             else:
                 self.line(indent, name_tok, '"element"', self.reference(a.value, a, 0, same))
             return
@@ -433,7 +503,7 @@ class _Writer:
                 self.tok(",", "")
             if self.inline(a, k, child):
                 self.tok(child.raw[0] if child.raw else quote(child.type or ""), self.nl + inner)
-                self.element(child, inner)
+                yield (child, inner)
             else:
                 self.line(inner, '"element"', self.reference(child, a, k, same))
         self.tok("]", self.nl + indent)

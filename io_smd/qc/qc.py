@@ -22,6 +22,14 @@ from ...core.fileio import read_bytes
 MAX_INCLUDE_DEPTH = 16
 MAX_INCLUDES = 256  # files read per project: one .qci included twice per level would otherwise double per level
 MAX_BLOCK_DEPTH = 64
+# Source's own limits (studiomdl.h and studio.h of the Source SDK; docs/source.md §7.3): a project above them
+# would not compile, and each placement costs a model in Blender, so it is refused in one line
+MAX_BODY_PARTS = 32  # MAXSTUDIOBODYPARTS: $body, $model and $bodygroup each make one
+MAX_BODY_CHOICES = 32  # MAXSTUDIOMODELS: the studio and blank lines of one $bodygroup
+MAX_LODS = 8  # MAX_NUM_LODS
+MAX_REPLACEMENTS = MAX_BODY_PARTS * MAX_BODY_CHOICES  # replacemodel lines of one $lod: one per model it can name
+MAX_SEQUENCES = 1524  # MAXSTUDIOSEQUENCES
+MAX_ANIMATIONS = 2000  # MAXSTUDIOANIMS
 DEFAULT_FPS = 30.0  # studiomdl's rate of a sequence that gives none
 SOURCE_EXTENSIONS = (".smd", ".dmx", ".vta")
 _TOKEN = re.compile(r'"[^"\n]*"?|\{|\}|//[^\n]*|/\*.*?(?:\*/|\Z)|[#;][^\n]*|[^\s{}"]+', re.S)
@@ -206,6 +214,7 @@ class _Reader:
         self.root = os.path.dirname(os.path.realpath(path))
         self.project = QcProject(path=path)
         self.animations: dict[str, Sequence] = {}
+        self.counts: dict[str, int] = {}  # $sequence and $animation commands read
         self.stack: list[str] = []
 
     def fail(self, cmd: Command, message: str) -> FormatError:
@@ -263,6 +272,11 @@ class _Reader:
         if len(cmd.args) < count:
             raise self.fail(cmd, f"needs {count} value(s) on its line, has {len(cmd.args)}")
 
+    def room(self, cmd: Command, count: int, limit: int, what: str) -> None:
+        """Refuse one more of `what` when `count` already reach Source's `limit`."""
+        if count >= limit:
+            raise self.fail(cmd, f"more {what} than Source's studiomdl takes ({limit})")
+
     def number(self, cmd: Command, text: str) -> float:
         try:
             return float(text)
@@ -284,6 +298,8 @@ def _model_name(r: _Reader, cmd: Command) -> None:
 
 def _body(r: _Reader, cmd: Command) -> None:
     r.need(cmd, 2)
+    r.room(cmd, len(r.project.bodies) + len(r.project.body_groups), MAX_BODY_PARTS,
+           "body parts ($body, $model and $bodygroup)")
     body = Body(cmd.args[0], r.resolve(cmd, cmd.args[1]))
     for line in cmd.block or []:
         if line.name == "flexfile":
@@ -295,8 +311,12 @@ def _body(r: _Reader, cmd: Command) -> None:
 
 def _body_group(r: _Reader, cmd: Command) -> None:
     r.need(cmd, 1)
+    r.room(cmd, len(r.project.bodies) + len(r.project.body_groups), MAX_BODY_PARTS,
+           "body parts ($body, $model and $bodygroup)")
     choices: list[str | None] = []
     for line in cmd.block or []:
+        if line.name in ("blank", "studio"):
+            r.room(cmd, len(choices), MAX_BODY_CHOICES, "choices in one $bodygroup")
         if line.name == "blank":
             choices.append(None)
         elif line.name == "studio" and line.args:
@@ -308,9 +328,11 @@ def _body_group(r: _Reader, cmd: Command) -> None:
 
 def _lod(r: _Reader, cmd: Command) -> None:
     r.need(cmd, 1)
+    r.room(cmd, len(r.project.lods), MAX_LODS, "$lod commands")
     lod = Lod(r.number(cmd, cmd.args[0]), [])
     for line in cmd.block or []:
         if line.name == "replacemodel":
+            r.room(cmd, len(lod.replacements), MAX_REPLACEMENTS, "replacemodel lines in one $lod")
             if len(line.args) < 2:
                 raise r.fail(cmd, f"line {line.line}: replacemodel needs two files")
             lod.replacements.append((r.resolve(cmd, line.args[0]), r.resolve(cmd, line.args[1])))
@@ -352,6 +374,9 @@ def _sequence_values(r: _Reader, cmd: Command, seq: Sequence, values: list[str])
 
 def _sequence(r: _Reader, cmd: Command) -> None:
     r.need(cmd, 1)
+    r.room(cmd, r.counts.get(cmd.name, 0), MAX_ANIMATIONS if cmd.name == "$animation" else MAX_SEQUENCES,
+           f"{cmd.name} commands")
+    r.counts[cmd.name] = r.counts.get(cmd.name, 0) + 1
     seq = Sequence(cmd.args[0], [], animation=cmd.name == "$animation")
     _sequence_values(r, cmd, seq, cmd.args[1:])
     for line in cmd.block or []:
