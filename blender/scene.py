@@ -164,23 +164,23 @@ def _add_shape_keys(ob, cmesh: cm.Mesh) -> None:
 # ---------------------------------------------------------------------------------------------
 # export
 
-def _collections_visible(ob, view_layer) -> bool:
-    """False if any collection holding the object is excluded, hidden in the view layer or disabled."""
-    hidden = set()
-
-    def walk(lc):
-        if lc.exclude or lc.hide_viewport or lc.collection.hide_viewport:
+def _hidden_collections(view_layer) -> set[str]:
+    """Names of the collections excluded, hidden in the view layer or disabled, with everything under them:
+    one walk of the layer collections (per export, not per object: a scene of thousands of objects and
+    collections stays linear)."""
+    hidden: set[str] = set()
+    stack = [(view_layer.layer_collection, False)]
+    while stack:
+        lc, under_hidden = stack.pop()
+        if under_hidden or lc.exclude or lc.hide_viewport or lc.collection.hide_viewport:
             hidden.add(lc.collection.name)
-            stack = [lc]
-            while stack:
-                x = stack.pop()
-                hidden.add(x.collection.name)
-                stack.extend(x.children)
-            return
-        for c in lc.children:
-            walk(c)
+            under_hidden = True
+        stack.extend((c, under_hidden) for c in lc.children)
+    return hidden
 
-    walk(view_layer.layer_collection)
+
+def _collections_visible(ob, hidden: set[str]) -> bool:
+    """False if any collection holding the object is in `hidden` (`_hidden_collections`)."""
     return not any(c.name in hidden for c in ob.users_collection)
 
 
@@ -244,8 +244,9 @@ def exportable_objects(context, selected_only: bool = False) -> tuple[list, obje
                            "put one model in a collection")
         return meshes, (arms[0] if arms else None)
     meshes, armatures = [], []
+    hidden = _hidden_collections(view_layer)
     for ob in view_layer.objects:
-        if ob.type != "MESH" or _physics_shape(ob) or not _collections_visible(ob, view_layer):
+        if ob.type != "MESH" or _physics_shape(ob) or not _collections_visible(ob, hidden):
             continue
         if selected_only and not ob.select_get():
             continue
@@ -268,7 +269,7 @@ def exportable_objects(context, selected_only: bool = False) -> tuple[list, obje
         armatures = chosen
         meshes = [ob for ob in meshes if armature_of(ob) == chosen[0]]
     if not armatures:
-        armatures = [ob for ob in view_layer.objects if ob.type == "ARMATURE" and _collections_visible(ob, view_layer)
+        armatures = [ob for ob in view_layer.objects if ob.type == "ARMATURE" and _collections_visible(ob, hidden)
                      and (not selected_only or ob.select_get())][:1]
     return meshes, (armatures[0] if armatures else None)
 
