@@ -16,6 +16,7 @@ from ..core import model as cm
 from ..blender import compat
 from ..blender import scene as bscene
 from ..core.formatspec import DemoRow
+from . import pipeline
 from .options import ConvertOptions
 
 # name, parent, head (Blender axes: Z up, the character faces −Y, metres)
@@ -179,7 +180,7 @@ def run_demo(output: str | None) -> int:
     table; 0 when every row is ok. The caller (cli.py's `_bpy`) has registered the add-on."""
     outdir = os.path.abspath(output or "skinbridge-demo")
     os.makedirs(outdir, exist_ok=True)
-    bpy.ops.wm.read_factory_settings(use_empty=True)
+    pipeline.reset_scene()
     t0 = time.perf_counter()
     result = bscene.build_scene(bpy.context, humanoid_scene(), "Humanoid")
     arm_ob = result.armature

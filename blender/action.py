@@ -742,9 +742,9 @@ def armature_actions(arm_ob, strict: bool = True, also=None) -> list:
             continue
         out.append(act)
     if ambiguous and strict:
-        raise ExportError(f"{len(ambiguous)} action(s) no armature plays fit more than one armature by bone names: "
-                          f"{'; '.join(ambiguous)}; assign each to its armature (or put it in an NLA track) and "
-                          "export again")
+        count, actions = len(ambiguous), "; ".join(ambiguous)
+        raise ExportError(f"{count} action(s) no armature plays fit more than one armature by bone names: "
+                          f"{actions}; assign each to its armature (or put it in an NLA track) and export again")
     return out
 
 

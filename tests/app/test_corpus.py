@@ -54,7 +54,8 @@ def test_corpus_table_counts_and_causes(corpus, tmp_path):
 
     files = {pathlib.Path(r["file"]).name: r for r in report["files"]}
     assert files["Ninja_Walk.ani"]["model"] == str(corpus / "urho" / "Ninja.mdl")
-    assert files["Ninja.mdl"]["export_settings"] == {"profile": "urho3d"}  # the exporter's setting nearest the file
+    # the defaults: File › Export of an imported Urho3D model starts with the profile it was imported with
+    assert files["Ninja.mdl"]["export_settings"] == {}
     assert files["Ninja_Idle1.ani"]["causes"]["blender"]["cause"] == "needs a model"
     assert files["noise.mdb"]["causes"]["info"]["cause"].startswith("FormatError: ")
     for r in report["files"]:  # every stage that failed names its cause
