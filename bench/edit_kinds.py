@@ -8,7 +8,7 @@ the `skinbridge diff` of the file before and after (core/diff.py) and says wheth
 What counts as the edit: the edited element and the data derived from it (the bounding box, normals and
 tangents of a few vertices around a moved one, the counts, sizes and offsets that follow a size change, the
 keys of the edited channel's bone around an edited key). The rules read the record and field names the codecs
-give (docs/testing.md, "Edit campaign"); they are generic, so a family whose records are named otherwise shows
+give (docs/testing.md §6); they are generic, so a family whose records are named otherwise shows
 as "something else changed" with the field named — the table is where such rules are refined.
 """
 from __future__ import annotations
@@ -23,6 +23,8 @@ CLASSES = (ONLY, REFUSED, OTHER, LOST, NA)
 EDITS = ("unchanged", "move-vertex", "move-bone-rest", "key-add", "key-move", "key-delete", "key-after-end",
          "rename-bone", "add-shape-key", "material-image", "delete-faces", "add-mesh", "duplicate-model",
          "delete-object")
+MODEL_EDITS = frozenset(("move-vertex", "add-shape-key", "material-image", "delete-faces", "add-mesh",
+                         "delete-object"))  # what a motion file does not hold: n/a for a motion
 NEAR_VERTICES = 64  # normals/tangents that may follow one moved vertex (the vertices of the faces around it)
 
 
@@ -152,12 +154,24 @@ def _key_add() -> Touched:
     obj, fc = _channel(2)
     frames = [k.co.x for k in fc.keyframe_points]
     gaps = [(b - a, a) for a, b in zip(frames, frames[1:]) if b - a >= 2]
-    if not gaps:
-        raise NotApplicable("every frame keyed")
+    if not gaps:  # every frame keyed: a key on a bone's channel that has none (Insert Keyframe in the UI)
+        return _key_new_channel(obj, (frames[0] + frames[-1]) // 2)
     width, start = max(gaps)
     frame = float(int(start + width // 2))
     _key_value(fc, frame, 0.1)
     return Touched(f"key at {frame:g} of {fc.data_path}[{fc.array_index}]", _bone_of(fc.data_path))
+
+
+def _key_new_channel(obj, frame: float) -> Touched:
+    keyed = {fc.data_path for fc in _fcurves(obj)}
+    for pb in getattr(obj.pose, "bones", []):
+        for prop in ("location", "scale"):
+            path = f'pose.bones["{pb.name}"].{prop}'
+            if path not in keyed:
+                getattr(pb, prop)[0] += 0.1
+                pb.keyframe_insert(prop, index=0, frame=frame)
+                return Touched(f"key at {frame:g} of {path}[0] (a channel without keys)", [pb.name])
+    raise NotApplicable("every frame of every channel keyed")
 
 
 def _key_move() -> Touched:
