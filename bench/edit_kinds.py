@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 ONLY, REFUSED, OTHER, LOST, NA = "only the edit", "refused", "something else changed", "lost", "n/a"
 CLASSES = (ONLY, REFUSED, OTHER, LOST, NA)
 
@@ -343,8 +345,9 @@ def _rules(kind: str, t: Touched):
     if kind == "rename-bone":
         return (lambda d: _mentions(d, t.names[1:]), lambda d: named(d) or _sizes(d) or "hash" in d.field.lower())
     if kind.startswith("key-"):
-        return (lambda d: named(d) and bool(ANIMATION.search(_where(d))) or (not t.names and
-                                                                              bool(ANIMATION.search(_where(d)))),
+        # a key on a bone without keys adds its track: the count of the tracks is the edit then
+        return (lambda d: (named(d) or not t.names or "without keys" in t.what and d.field.endswith("count"))
+                and bool(ANIMATION.search(_where(d))),
                 lambda d: _sizes(d) or bool(_words(r"duration", r"length", r"frame_?count", r"end", r"last",
                                                    r"time", r"range").search(d.field)))
     if kind == "add-shape-key":
@@ -372,6 +375,8 @@ def classify(kind: str, t: Touched, result) -> tuple[str, str]:
     found_core = False
     near = set()
     for d in result.differences:
+        if kind in SIZE_EDITS and _rounded(d):  # a row that only moved in the file differs by more than this
+            return OTHER, f"{_field(d)} (rounded: {d.value_a} → {d.value_b})"[:160]
         if core(d):
             found_core = True
             continue
@@ -388,6 +393,22 @@ def classify(kind: str, t: Touched, result) -> tuple[str, str]:
     if not found_core:
         return LOST, "no difference is the edit; first: " + _field(result.differences[0])
     return ONLY, ""
+
+
+SIZE_EDITS = frozenset(("delete-faces", "add-mesh", "delete-object"))
+
+
+def _rounded(d) -> bool:
+    """Two numbers (or rows of numbers) that differ only in their last digits: a value written again with less
+    precision, not a record shifted by a deletion."""
+    try:
+        a = np.asarray(d.value_a, np.float64)
+        b = np.asarray(d.value_b, np.float64)
+    except (TypeError, ValueError):
+        return False
+    if a.shape != b.shape or not a.size or not np.isfinite(a).all() or not np.isfinite(b).all():
+        return False
+    return bool(not np.array_equal(a, b) and np.allclose(a, b, rtol=1e-5, atol=1e-7))
 
 
 def _field(d) -> str:
