@@ -374,8 +374,9 @@ def classify(kind: str, t: Touched, result) -> tuple[str, str]:
     core, derived = _rules(kind, t)
     found_core = False
     near = set()
+    moved = {d.record for d in result.differences if not _rounded(d)}  # a record holding another one now
     for d in result.differences:
-        if kind in SIZE_EDITS and _rounded(d):  # a row that only moved in the file differs by more than this
+        if kind in SIZE_EDITS and d.record not in moved and _rounded(d):  # written again, less precisely
             return OTHER, f"{_field(d)} (rounded: {d.value_a} → {d.value_b})"[:160]
         if core(d):
             found_core = True
