@@ -376,7 +376,8 @@ def classify(kind: str, t: Touched, result) -> tuple[str, str]:
     near = set()
     moved = {d.record for d in result.differences if not _rounded(d)}  # a record holding another one now
     for d in result.differences:
-        if kind in SIZE_EDITS and d.record not in moved and _rounded(d):  # written again, less precisely
+        if (kind in SIZE_EDITS and d.record not in moved and _rounded(d)
+                and not DERIVED_VERTEX.search(d.field)):  # written again, less precisely
             return OTHER, f"{_field(d)} (rounded: {d.value_a} → {d.value_b})"[:160]
         if core(d):
             found_core = True
@@ -401,7 +402,8 @@ SIZE_EDITS = frozenset(("delete-faces", "add-mesh", "delete-object"))
 
 def _rounded(d) -> bool:
     """Two numbers (or rows of numbers) that differ only in their last digits: a value written again with less
-    precision, not a record shifted by a deletion."""
+    precision, not a record shifted by a deletion (normals and tangents are left out: those of the vertices
+    around a deleted face follow it)."""
     try:
         a = np.asarray(d.value_a, np.float64)
         b = np.asarray(d.value_b, np.float64)

@@ -85,7 +85,7 @@ def test_urho3d_edits_are_what_we_expect_today(campaign):
             continue
         if case["class"] != want or not str(case.get("why", "")).startswith(why):
             wrong.append((key, case["class"], case.get("why"), want, why))
-    assert not wrong
+    assert not wrong, wrong
     for case in got.values():
         if case["class"] == REFUSED:
             assert len(case["why"]) > 10
