@@ -364,7 +364,7 @@ def cmd_check(args) -> int:
 def cmd_diff(args) -> int:
     """Per record, what differs between two files of one format. Exit 0: the bytes are equal; 1: they differ;
     2: the files are of different formats, or one cannot be read (one line)."""
-    from .core.diff import diff_records, records_of  # numpy: 60-90 ms import, not needed by --help
+    from .core.diff import diff_members, diff_records, member_records, records_of  # numpy: 60-90 ms import
 
     specs, data, records = [], [], []
     for path in (args.a, args.b):
@@ -380,6 +380,14 @@ def cmd_diff(args) -> int:
         print(f"error: {args.a} is a {specs[0].label} file and {args.b} a {specs[1].label} file: diff compares two "
               "files of one format (compare compares models of any formats)", file=sys.stderr)
         return 2
+    if specs[0].has("members"):  # a file that stands for its folder (a project): its files one by one
+        try:
+            held = [specs[0].get("members")(path) for path in (args.a, args.b)]
+            result = diff_members(*held, member_records(formats.identify), limit=args.limit)
+        except (FormatError, OSError) as e:
+            print(f"error: {_message(e)}", file=sys.stderr)
+            return 2
+        return _print_diff(args, specs[0], data, result)
     if data[0] != data[1] and not specs[0].has("read"):  # equal bytes are identical in any format
         print(f"error: {args.a}: {specs[0].label} files have no record reader to diff", file=sys.stderr)
         return 2
@@ -391,11 +399,15 @@ def cmd_diff(args) -> int:
                 print(f"error: {path}: {_message(e)}", file=sys.stderr)
                 return 2
     result = diff_records(*(records or (None, None)), data[0], data[1], limit=args.limit)
+    return _print_diff(args, specs[0], data, result)
+
+
+def _print_diff(args, spec, data: list[bytes], result) -> int:
     if args.json:
-        _out(json.dumps({"a": args.a, "b": args.b, "format": specs[0].name, **result.as_dict()}, indent=2,
+        _out(json.dumps({"a": args.a, "b": args.b, "format": spec.name, **result.as_dict()}, indent=2,
                         ensure_ascii=False))
     else:
-        _out(f"A: {args.a} ({specs[0].label}, {len(data[0])} bytes)")
+        _out(f"A: {args.a} ({spec.label}, {len(data[0])} bytes)")
         _out(f"B: {args.b} ({len(data[1])} bytes)")
         for line in result.lines():
             _out(line)

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
+
+from .budget import load_json
+from .errors import FormatError
 
 # Fields that say where the reader found things or what it noticed, not what the file holds
 BOOKKEEPING = frozenset(("warnings", "at", "offsets", "bone_offsets", "vertex_offsets", "budget"))
@@ -41,11 +44,13 @@ class Difference:
     offset_b: int | None
     value_a: Any                # the value in A (None: the record is not in A)
     value_b: Any
+    member: str = ""            # the file of a folder-wide format (a project) it is in, relative to the folder
 
     def __str__(self) -> str:
         where = f" @ {_at(self.offset_a)} / {_at(self.offset_b)}"
         name = f"{self.record}: {self.field}" if self.field else self.record
-        return f"{name}{where}: {show(self.value_a)} → {show(self.value_b)}"
+        inside = f"{self.member} » " if self.member else ""
+        return f"{inside}{name}{where}: {show(self.value_a)} → {show(self.value_b)}"
 
 
 @dataclass
@@ -335,3 +340,60 @@ def diff_files(spec: Any, a: bytes, b: bytes, limit: int | None = 50) -> DiffRes
     if a == b:
         return DiffResult(identical=True)
     return diff_records(records_of(spec, a), records_of(spec, b), a, b, limit)
+
+
+def diff_members(members_a: dict[str, str], members_b: dict[str, str], records: Callable[[str, bytes], Any],
+                 limit: int | None = 50) -> DiffResult:
+    """What differs between two folders a format's file stands for (a project: its `members` capability gives
+    {relative path: file}): each file of one path in both compared with `records(path, data)` (its format's
+    records, None for bytes only: one difference `file: bytes`); a file in one folder only is one record added
+    or removed (`record` its path, `field` "file"). Each difference names its `member`, paths sorted."""
+    out = DiffResult(identical=True)
+    for rel in sorted(set(members_a) | set(members_b)):
+        a = _read_member(members_a.get(rel))
+        b = _read_member(members_b.get(rel))
+        if a == b:
+            continue
+        out.identical = False
+        if a is None or b is None:
+            one = DiffResult(False, [Difference(rel, "file", None, None, a and f"{len(a)} bytes",
+                                                b and f"{len(b)} bytes")], 1, int(a is None), int(b is None))
+        else:
+            ra, rb = records(rel, a), records(rel, b)
+            one = (diff_records(ra, rb, a, b, None if limit is None else max(limit - len(out.differences), 1))
+                   if ra is not None and rb is not None else
+                   DiffResult(False, [Difference("file", "bytes", *[int(_runs(a, b)[0])] * 2, f"{len(a)} bytes",
+                                                 f"{len(b)} bytes")], 1))
+        room = len(one.differences) if limit is None else max(limit - len(out.differences), 0)
+        out.differences += [dataclasses.replace(d, member=rel) for d in one.differences[:room]]
+        out.total += one.total
+        out.added += one.added
+        out.removed += one.removed
+    return out
+
+
+def _read_member(path: str | None) -> bytes | None:
+    if path is None:
+        return None
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def member_records(identify: Callable[[bytes, str], Any]) -> Callable[[str, bytes], Any]:
+    """`records` for `diff_members`: a file is walked as its format's records (`identify(data, path)` gives the
+    spec, core/formatspec.py), a `.json` no format reads as its JSON, anything else (or a file its codec refuses)
+    as bytes (None)."""
+    def records(rel: str, data: bytes) -> Any:
+        try:
+            spec = identify(data, rel)
+        except FormatError:
+            spec = None
+        try:
+            if spec is not None and spec.has("read"):
+                return records_of(spec, data)
+            if rel.lower().endswith(".json"):
+                return load_json(data, rel)
+        except (FormatError, ValueError):  # not what its name says: its bytes are compared
+            return None
+        return None
+    return records

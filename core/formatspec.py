@@ -31,6 +31,8 @@ resolved only when used (so listing formats imports no codec and no bpy). Their 
   diff_view(records) -> object                  what `skinbridge diff` walks of the records `read` returns, when
                                                  not the records themselves (GR2: its typed tree, not the sections'
                                                  bytes)
+  members(path) -> {relative path: file}         a file that stands for its folder (a project): the files it holds,
+                                                 what `skinbridge diff` compares one by one
   compare_view(scene) -> dict | None             a Scene gathered from Blender whose bones this format's import
                                                  made: how `compare` matches them and which skeleton fields the
                                                  format does not hold (as its `load` sets them); None otherwise
@@ -47,7 +49,7 @@ KINDS = ("model", "motion", "texture")
 
 CAPABILITIES = ("read", "write", "info", "check", "load", "blender_import", "export_target", "motion_loader",
                 "semantic", "demo", "write_scene", "kind_of", "rename_kept_bone",
-                "compare_view", "diff_view")
+                "compare_view", "diff_view", "members")
 
 
 @dataclass(frozen=True)

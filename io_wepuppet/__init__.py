@@ -99,7 +99,7 @@ FORMATS = (
         sniff=_sniff_project, head=4096, weak=True, target="weproject", folder_suffix="_WEproject",
         import_options=PROJECT_IMPORT_OPTIONS, operators="io_wepuppet.ops",
         import_operator="import_scene.skinbridge_weproject", export_operator="export_scene.skinbridge_weproject",
-        capabilities={"info": "io_wepuppet.project.info:info",
+        capabilities={"info": "io_wepuppet.project.info:info", "members": "io_wepuppet.project.files:members",
                       "blender_import": "io_wepuppet.project.blender_io:blender_import",
                       "export_target": "io_wepuppet.project.blender_io:export_target"}),
 )

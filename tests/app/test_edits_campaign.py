@@ -3,6 +3,9 @@ kind and family, classifies every case, and the Urho3D cases are what we expect 
 with a reason, or n/a; a case may only get better). The other families' classes are their issues' baseline
 (docs/testing.md §6): here they must only be classified, never a failure of the bench itself.
 
+Wallpaper Engine's cases are a project our writer builds around the shared goose puppet (`convert --to
+weproject`): its `project.json` (the whole project, compared file by file), its puppet and its texture.
+
 The whole matrix runs on Blender 5.2 (the default leg); the 4.5 and 5.0 legs run one case (Box.mdl, one vertex
 moved)."""
 from __future__ import annotations
@@ -23,10 +26,12 @@ FULL = bpy.app.version >= (5, 2)  # the default leg runs the matrix; the other l
 
 # one model per family (and a motion where the family has them: the key edits apply to it)
 SAMPLES = ["urho3d/Box.mdl", "urho3d/Ninja.mdl", "urho3d/Ninja_Idle1.ani", "pmx/babylonmmd_constraint_test.pmx",
-           "pmx/mlibgo_shagamu.vmd", "wepuppet/blacryu_goose_t_puppet.mdl", "mdb/ovr_P_EEF_DMCB_Helm05.MDB",
+           "pmx/mlibgo_shagamu.vmd", "mdb/ovr_P_EEF_DMCB_Helm05.MDB",
            "gr2/ovr_P_HEF_skel83.GR2", "smd/bst_Cube_Armature_ref.smd", "smd/bst_ActionFilter_X_Axis_anim.smd",
            "dmx/bst_Cube_NoArmature.dmx", "dmx/bst_ActionFilter_X_Axis.dmx"] if FULL else ["urho3d/Box.mdl"]
 EDITS = None if FULL else "move-vertex"
+PUPPET = "wepuppet/blacryu_goose_t_puppet.mdl"  # the project's subject (default leg)
+PROJECT_FILES = ("project.json", "models/blacryu_goose_t_puppet.mdl", "materials/blacryu_goose_t.tex")
 
 ONLY, REFUSED, OTHER, NA = "only the edit", "refused", "something else changed", "n/a"
 NO_BONES = ["move-bone-rest", "rename-bone"]
@@ -56,6 +61,12 @@ def campaign(testdata, tmp_path_factory) -> dict:
         target = folder / name
         target.parent.mkdir(exist_ok=True)
         target.symlink_to(testdata / name)
+    if FULL:  # a Wallpaper Engine project made by our writer around the goose puppet
+        made = subprocess.run([sys.executable, str(ROOT / "cli.py"), "convert", str(testdata / PUPPET), "--to",
+                               "weproject", "-o", str(folder / "weproject")], capture_output=True, text=True,
+                              timeout=300)
+        assert made.returncode == 0, made.stderr[-2000:]
+        assert all((folder / "weproject" / f).is_file() for f in PROJECT_FILES)
     out = folder / "edits.json"
     cmd = [sys.executable, str(ROOT / "bench" / "edits"), str(folder), "--json", str(out)]
     cmd += ["--only", EDITS] if EDITS else []
@@ -67,7 +78,7 @@ def campaign(testdata, tmp_path_factory) -> dict:
 
 def test_every_case_is_classified(campaign):
     cases = campaign["cases"]
-    assert len({c["file"] for c in cases}) == len(SAMPLES)
+    assert len({c["file"] for c in cases}) == len(SAMPLES) + (len(PROJECT_FILES) if FULL else 0)
     faults = [c for c in cases if str(c.get("why", "")).startswith(BENCH_FAULTS)]
     assert not faults, [(c["file"], c["edit"], c["why"]) for c in faults]
     refused = [c for c in cases if c["class"] == REFUSED and not c.get("why")]
@@ -89,3 +100,18 @@ def test_urho3d_edits_are_what_we_expect_today(campaign):
     for case in got.values():
         if case["class"] == REFUSED:
             assert len(case["why"]) > 10
+
+
+def test_project_is_one_case_compared_file_by_file(campaign):
+    """The project is one file of the campaign (project.json; scene.json imports the same project and is left
+    out), compared file by file: untouched it comes back identical, and a vertex moved reaches its puppet (the
+    default leg; the other legs run Box.mdl's one case only)."""
+    if not FULL:
+        assert [(pathlib.Path(c["file"]).name, c["edit"]) for c in campaign["cases"]] == [("Box.mdl", "move-vertex")]
+        return
+    got = {c["edit"]: c for c in campaign["cases"] if c["format"] == "weproject"}
+    assert {pathlib.Path(c["file"]).name for c in campaign["cases"] if c["format"] == "weproject"} == {"project.json"}
+    assert len(got) == 14
+    assert got["unchanged"]["class"] == ONLY, got["unchanged"]
+    assert got["move-vertex"]["class"] == ONLY, got["move-vertex"]
+    assert got["move-vertex"]["first"].startswith("models/blacryu_goose_t_puppet.mdl » meshes[0].vertices[")

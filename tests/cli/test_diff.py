@@ -201,3 +201,39 @@ def test_structured_result_for_tools(testdata):
     result = diff_files(spec, data, data[:curve] + bytes([data[curve] ^ 1]) + data[curve + 1:])
     d = result.differences[0]
     assert (result.total, d.field, d.offset_a, int(d.value_b)) == (1, "interpolation[20]", curve, data[curve] ^ 1)
+
+
+def _project(folder, puppet: bytes, zoom: str) -> None:
+    """A Wallpaper Engine project made here: project.json, scene.json (one model layer) and the puppet."""
+    (folder / "models").mkdir(parents=True)
+    (folder / "models/goose.mdl").write_bytes(puppet)
+    (folder / "project.json").write_text(json.dumps({"file": "scene.json", "title": "goose", "type": "scene"}))
+    scene = {"camera": {"center": "0 0 0", "eye": "0 0 1", "up": "0 1 0", "zoom": zoom},
+             "general": {"orthogonalprojection": {"width": 1920, "height": 1080}},
+             "objects": [{"id": 1, "name": "goose", "image": "models/goose.json", "origin": "960 540 0"}]}
+    (folder / "scene.json").write_text(json.dumps(scene, indent=1))
+
+
+def test_project_names_each_file(capfd, tmp_path, testdata):
+    """A project stands for its folder: diff compares its files one by one, each with its own format (the puppet's
+    records, scene.json's JSON), and names the file, the record and the field; a file in one folder only is one
+    record added."""
+    data = (testdata / "wepuppet/blacryu_goose_t_puppet.mdl").read_bytes()
+    first = mdl.read(data).meshes[0].vertices["position"][0]
+    at = _find(data, first.tobytes())
+    edited = data[:at] + struct.pack("<f", 9.5) + data[at + 4:]
+    _project(tmp_path / "a", data, "1")
+    _project(tmp_path / "b", edited, "2")
+    (tmp_path / "b/notes.txt").write_text("new")
+    _project(tmp_path / "c", data, "1")
+    assert formats.identify_file(str(tmp_path / "a/project.json")).has("members")
+    code, out, err = _diff(capfd, tmp_path / "a/project.json", tmp_path / "c/project.json")
+    assert (code, out[2:]) == (0, ["identical"]), (out, err)
+    code, out, err = _diff(capfd, tmp_path / "a/project.json", tmp_path / "b/project.json")
+    assert code == 1, (out, err)
+    lines = out[2:]
+    assert lines[0].startswith(f"models/goose.mdl » meshes[0].vertices[0]: position @ {at} / {at}: "), lines
+    assert "→ [9.5, " in lines[0]
+    assert lines[1].startswith("notes.txt » notes.txt: file @ ? / ?: (none) → '3 bytes'"), lines
+    assert lines[2].startswith("scene.json » camera: ") and "'1' → '2'" in lines[2], lines
+    assert lines[-1].startswith("3 difference(s) in 3 record(s); 1 record(s) added, 0 removed"), lines
