@@ -47,6 +47,7 @@ MASK_PROP = "mmd_no_collision_mask"
 GROUP_PROP = "mmd_group"
 BONE_PROP = "mmd_bone"  # the Blender bone a dynamic body turns (a kinematic one is parented to its bone)
 KIND_PROP = "mmd_physics"  # "rigid", "joint", "ncc" or "track"
+OWNER_PROP = "skinbridge_pmx_armature"  # on a Physics collection: the armature object of its model
 FOLLOW = "MMD physics"
 MARGIN = 0.04  # Bullet's default collision margin, in MMD units (Blender's own 0.04 is in metres)
 # Blender's ranges of the rigid body values (a value outside shows clamped; export keeps the file's)
@@ -139,14 +140,26 @@ def _box_mesh(name: str, dims) -> bpy.types.Mesh:
     return me
 
 
+def _model_collection(parents, arm_ob):
+    """The Physics collection of `arm_ob`'s model among the children of `parents`: the one naming that
+    armature, else one made before collections named their armature (naming none); None."""
+    children = [c for p in parents for c in p.children if c.get(KIND_PROP) == "collection"]
+    return next((c for c in children if arm_ob is not None and c.get(OWNER_PROP) == arm_ob), None) or \
+        next((c for c in children if c.get(OWNER_PROP) is None), None)
+
+
 def _physics_collection(context, arm_ob) -> bpy.types.Collection:
+    """The model's own Physics collection, made beside its armature when it has none: a model imported twice
+    into one collection gets a second one (its bodies look up its own bones)."""
     parent = arm_ob.users_collection[0] if arm_ob is not None and arm_ob.users_collection else \
         context.scene.collection
-    for child in parent.children:
-        if child.get(KIND_PROP) == "collection":
-            return child
+    found = _model_collection([parent], arm_ob)
+    if found is not None:
+        return found
     coll = bpy.data.collections.new(COLLECTION)
     coll[KIND_PROP] = "collection"
+    if arm_ob is not None:
+        coll[OWNER_PROP] = arm_ob
     parent.children.link(coll)
     _hide_in_view_layer(context.view_layer.layer_collection, coll)
     return coll
@@ -313,11 +326,7 @@ def build_physics(context, arm_ob, extras: dict, scale: float, bone_names: list[
 
 def find_collection(arm_ob):
     """The model's Physics collection, or None."""
-    for parent in arm_ob.users_collection if arm_ob is not None else ():
-        coll = next((c for c in parent.children if c.get(KIND_PROP) == "collection"), None)
-        if coll is not None:
-            return coll
-    return None
+    return _model_collection(arm_ob.users_collection, arm_ob) if arm_ob is not None else None
 
 
 def physics_objects(arm_ob) -> tuple[list, list]:
