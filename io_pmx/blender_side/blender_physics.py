@@ -511,15 +511,35 @@ def read_joint(ob, arm_ob, scale: float, body_index: dict) -> pmx.PmxJoint:
     return rec
 
 
-def read_physics(arm_ob, scale: float, bone_index: dict[str, int]) -> tuple[list, list] | None:
-    """(rigid bodies, joints) as PMX records from the model's Physics collection, or None when it has none
-    (the records stored with the model are then written as they are)."""
+def read_physics(arm_ob, scale: float, bone_index: dict[str, int], warnings: list[str] | None = None
+                 ) -> tuple[list, list, list] | None:
+    """(rigid bodies, joints, the file index of each body or None for a body made in Blender) as PMX records
+    from the model's Physics collection, or None when it has none (the records stored with the model are then
+    written as they are). A joint one of whose bodies was deleted joins nothing: it is left out, said in
+    `warnings`."""
     bodies, joints = physics_objects(arm_ob)
     if not bodies and not joints:
         return None
     recs = [read_rigid_body(ob, arm_ob, scale, bone_index) for ob in bodies]
     index = {ob.name: k for k, ob in enumerate(bodies)}
-    return recs, [read_joint(ob, arm_ob, scale, index) for ob in joints]
+    kept = []
+    for ob in joints:
+        c = ob.rigid_body_constraint
+        gone = [w for w, body in (("A", c.object1), ("B", c.object2)) if body is None or body.name not in index]
+        if gone:
+            if warnings is not None:
+                warnings.append(f"joint {ob.name}: its rigid body {' and '.join(gone)} was deleted; the joint "
+                                "joins nothing and is left out")
+            continue
+        kept.append(read_joint(ob, arm_ob, scale, index))
+    return recs, kept, [_file_index(ob) for ob in bodies]
+
+
+def _file_index(ob) -> int | None:
+    try:
+        return int(json.loads(ob[RAW_PROP])["index"]) if ob.get(RAW_PROP) else None
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 # -- Add MMD physics to chain ----------------------------------------------------------------------------------
