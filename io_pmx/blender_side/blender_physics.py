@@ -48,6 +48,7 @@ GROUP_PROP = "mmd_group"
 BONE_PROP = "mmd_bone"  # the Blender bone a dynamic body turns (a kinematic one is parented to its bone)
 KIND_PROP = "mmd_physics"  # "rigid", "joint", "ncc" or "track"
 OWNER_PROP = "skinbridge_pmx_armature"  # on a Physics collection: the armature object of its model
+PARENT_REST_PROP = "skinbridge_pmx_bone_rest"  # on a body parented to its bone: that bone's rest at import
 FOLLOW = "MMD physics"
 MARGIN = 0.04  # Bullet's default collision margin, in MMD units (Blender's own 0.04 is in metres)
 # Blender's ranges of the rigid body values (a value outside shows clamped; export keeps the file's)
@@ -226,6 +227,9 @@ def add_rigid_body(context, coll, arm_ob, rec: pmx.PmxRigidBody, bone_name: str 
         ob.parent_type = "BONE"
         ob.parent_bone = bone_name
         ob.matrix_parent_inverse = _rest_bone_world(arm_ob, bone_name).inverted()
+        bone_rest = Matrix(arm_ob.matrix_world).inverted() @ _rest_bone_world(arm_ob, bone_name)
+        ob[PARENT_REST_PROP] = json.dumps({"bone": bone_name, "rest": [x for row in bone_rest for x in row]},
+                                          ensure_ascii=False)
     ob.matrix_basis = rest
     rb = _rigid_body_of(context, ob)
     rb.collision_shape = SHAPES[int(rec.shape)] if 0 <= rec.shape < 3 else "BOX"
@@ -395,8 +399,25 @@ def _body_settings(rec: pmx.PmxRigidBody) -> dict:
 
 
 def _local_rest(ob, arm_ob) -> Matrix:
+    """The object's rest placement in its model's space. A body parented to its bone at import is placed by the
+    bone's rest of that time: moving the bone's rest in Blender carries the body on screen, but the file keeps
+    it where it was in the model (as a PMX editor and MMD keep it) until the body itself is moved
+    (docs/mmd.md "Moving a bone's rest")."""
     arm_world = Matrix(arm_ob.matrix_world) if arm_ob is not None else Matrix()
+    placed = _placed_rest(ob)
+    if placed is not None and ob.parent == arm_ob and ob.parent_type == "BONE" and ob.parent_bone == placed[0]:
+        return placed[1] @ ob.matrix_parent_inverse @ ob.matrix_basis
     return arm_world.inverted() @ rest_matrix(ob)
+
+
+def _placed_rest(ob) -> tuple[str, Matrix] | None:
+    """(bone, its rest in the model's space) a body was parented by at import, or None."""
+    try:
+        raw = json.loads(ob[PARENT_REST_PROP]) if ob.get(PARENT_REST_PROP) else None
+        m = [float(x) for x in raw["rest"]] if raw else None
+        return (str(raw["bone"]), Matrix([m[0:4], m[4:8], m[8:12], m[12:16]])) if m and len(m) == 16 else None
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _placement(rec, scale: float) -> Matrix:
