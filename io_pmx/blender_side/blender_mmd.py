@@ -75,12 +75,15 @@ def named_for(bone) -> str | None:
 
 def pmx_names(bone) -> tuple[str, str] | None:
     """(Japanese, English) name the export writes for a bone imported from PMX (docs/mmd.md "Renaming a
-    bone"): the file's while Blender's name is the one they were set for; a bone renamed in Blender takes
-    its new name as its Japanese name (the name MMD shows and a VMD key calls it by), and as its English name
-    too where that was the Japanese one."""
+    bone"): the file's while Blender's name is the one they were set for. A bone renamed in Blender takes its
+    new name as its Japanese name (the name MMD shows and a VMD key calls it by; as its English name too where
+    that was the Japanese one), except a name in ASCII given to a bone whose Japanese name is not: a
+    translation (左ひざ → knee.L, for Blender's tools), which becomes its English name, the Japanese one kept."""
     names = file_names(bone)
     if names is None or bone.name == named_for(bone):
         return names
+    if bone.name.isascii() and not names[0].isascii():
+        return names[0], bone.name
     return bone.name, (bone.name if names[1] == names[0] else names[1])
 
 

@@ -63,7 +63,8 @@ def _select_only(ob) -> None:
 
 def test_renamed_bone_gets_its_new_name_only(clean_scene, testdata, tmp_path):
     """Renaming a bone in Blender writes the new name as its Japanese (MMD) name; its English name stays (it
-    follows where it was the Japanese one); nothing else of the file changes."""
+    follows where it was the Japanese one); nothing else of the file changes. (A name in ASCII given to a
+    Japanese one is its English name: test_pmx_blender.py's translated knee.)"""
     path = testdata / "pmx" / "babylonmmd_constraint_test.pmx"
     original = pmx.read(path.read_bytes())
     _import(path)
