@@ -454,12 +454,15 @@ def _export_ik(act, arm_ob, ik_curves, raw, fps):
             if t in ik_curves and ik_curves[t].fc.data_path:
                 by_target.setdefault(name, ik_curves[t])
     raw_props = raw["property"] if raw is not None else []
+    renamed = _renamed_bones(arm_ob)  # an IK bone renamed in Blender: its states under the new name
     expected: dict[str, list] = {}
+    changed = False
     for key in raw_props:
         for st in key.ik:
             n = vmd.decode_name(bytes(st["name"]))
-            expected.setdefault(n, []).append((float(key.frame) * fps / vmd.FPS, 1.0 if st["enabled"] else 0.0))
-    changed = False
+            changed = changed or n in renamed
+            expected.setdefault(renamed.get(n, n), []).append((float(key.frame) * fps / vmd.FPS,
+                                                               1.0 if st["enabled"] else 0.0))
     for name, c in by_target.items():
         exp = sorted(dict(expected.get(name, [])).items())
         if len(exp) != len(c.x) or not close(c.x, [e[0] for e in exp]) or not close(c.y, [e[1] for e in exp]):
@@ -472,14 +475,27 @@ def _export_ik(act, arm_ob, ik_curves, raw, fps):
     for f in frames:
         before = [k for k in raw_props if k.frame <= f]
         base = before[-1] if before else None
-        states = {vmd.decode_name(bytes(s["name"])): (bytes(s["name"]), int(s["enabled"]))
-                  for s in (base.ik if base is not None else [])}
+        states = {}
+        for st in base.ik if base is not None else []:
+            n = vmd.decode_name(bytes(st["name"]))
+            states[renamed.get(n, n)] = (vmd.encode_name(renamed[n], vmd.IK_NAME_SIZE) if n in renamed
+                                         else bytes(st["name"]), int(st["enabled"]))
         for name, c in by_target.items():
             states[name] = (vmd.encode_name(name, vmd.IK_NAME_SIZE), 1 if c.value(f * fps / vmd.FPS) >= 0.5 else 0)
         ik = np.zeros(len(states), vmd.IK_STATE)
         for i, (raw_name, on) in enumerate(states.values()):
             ik[i] = (raw_name, on)
         out.append(vmd.PropertyKey(f, int(base.visible) if base is not None else 1, ik))
+    return out
+
+
+def _renamed_bones(arm_ob) -> dict[str, str]:
+    """File name → the name written, of the bones renamed in Blender since their PMX import."""
+    out = {}
+    for bone in arm_ob.data.bones:
+        old, new = blender_mmd.file_names(bone), blender_mmd.pmx_names(bone)
+        if old is not None and old[0] and old[0] != new[0]:
+            out.setdefault(old[0], new[0])
     return out
 
 
