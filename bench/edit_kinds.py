@@ -330,7 +330,7 @@ def _where(d) -> str:
     return f"{d.record}.{d.field}"
 
 
-def _rules(kind: str, t: Touched):
+def _rules(kind: str, t: Touched, fmt: str = ""):
     """(counts as the edit itself, counts as derived from it) for one kind: predicates on a Difference."""
     def named(d) -> bool:
         return _mentions(d, t.names)
@@ -349,7 +349,7 @@ def _rules(kind: str, t: Touched):
         # a key on a bone without keys adds its track: the count of the tracks is the edit then; a key added to
         # one table of every bone's keys (VMD) is one row more, which the diff counts without naming it
         return (lambda d: (named(d) or not t.names or "without keys" in t.what and d.field.endswith("count")
-                           or kind in ("key-add", "key-after-end") and _one_row_added(d))
+                           or kind in ("key-add", "key-after-end") and fmt in ONE_KEY_TABLE and _one_row_added(d))
                 and bool(ANIMATION.search(_where(d))),
                 lambda d: _sizes(d) or bool(_words(r"duration", r"length", r"frame_?count", r"end", r"last",
                                                    r"time", r"range").search(d.field)))
@@ -378,6 +378,8 @@ def _one_row_added(d) -> bool:
         return False
 
 
+# Motion formats that keep every bone's keys in one table (a key added is a row the diff counts, unnamed)
+ONE_KEY_TABLE = frozenset(("vmd",))
 # Motion formats whose keys are offsets from the bone's rest, which lives in the model file: a rest moved leaves
 # the motion as it was (the model's export writes the edit)
 REST_IN_MODEL = frozenset(("vmd",))
@@ -395,7 +397,7 @@ def classify(kind: str, t: Touched, result, fmt: str = "") -> tuple[str, str]:
         return ONLY, ""
     if result.identical:
         return LOST, "the file came back unchanged"
-    core, derived = _rules(kind, t)
+    core, derived = _rules(kind, t, fmt)
     found_core = False
     near = set()
     moved = {d.record for d in result.differences if not _rounded(d)}  # a record holding another one now
