@@ -190,3 +190,29 @@ def test_motion_key_after_the_end_and_rest_moved(clean_scene, testdata, tmp_path
     out = tmp_path / "rest.vmd"
     assert bpy.ops.export_anim.skinbridge_vmd(filepath=str(out)) == {"FINISHED"}
     assert out.read_bytes() == motion.read_bytes()
+
+
+@default_leg
+def test_renamed_ik_bone_keys_and_states_take_its_new_name(clean_scene, testdata, tmp_path):
+    """VMD: an IK bone renamed in Blender has its keys and its on/off states written under its new name; the
+    frames, values and the other bones' names are the file's."""
+    motion = testdata / "pmx" / "babylonmmd_physics_toggle_test_yyb10th.vmd"
+    _import(testdata / "pmx" / "mmdtools_megurine_luka.pmx")
+    _import(motion)
+    arm = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
+    arm.data.bones["左足ＩＫ"].name = "左足ＩＫ改"
+    out = tmp_path / "out.vmd"
+    assert bpy.ops.export_anim.skinbridge_vmd(filepath=str(out)) == {"FINISHED"}
+    a, b = vmd.read(motion.read_bytes()), vmd.read(out.read_bytes())
+
+    def renamed(raw: bytes) -> str:
+        name = vmd.decode_name(raw)
+        return "左足ＩＫ改" if name == "左足ＩＫ" else name
+
+    assert [vmd.decode_name(bytes(n)) for n in b.bone_keys["name"]] == [renamed(bytes(n)) for n in a.bone_keys["name"]]
+    for column in ("frame", "position", "rotation", "interpolation"):
+        assert np.array_equal(a.bone_keys[column], b.bone_keys[column])
+    assert [(k.frame, k.visible) for k in b.property_keys] == [(k.frame, k.visible) for k in a.property_keys]
+    states = [[(vmd.decode_name(bytes(s["name"])), int(s["enabled"])) for s in k.ik] for k in b.property_keys]
+    assert states == [[(renamed(bytes(s["name"])), int(s["enabled"])) for s in k.ik] for k in a.property_keys]
+    assert any(name == "左足ＩＫ改" for key in states for name, _ in key)
