@@ -330,7 +330,7 @@ def _where(d) -> str:
     return f"{d.record}.{d.field}"
 
 
-def _rules(kind: str, t: Touched):
+def _rules(kind: str, t: Touched, fmt: str = ""):
     """(counts as the edit itself, counts as derived from it) for one kind: predicates on a Difference."""
     def named(d) -> bool:
         return _mentions(d, t.names)
@@ -343,10 +343,13 @@ def _rules(kind: str, t: Touched):
                 lambda d: bool(BONES.search(_where(d))) or (named(d) and bool(ANIMATION.search(_where(d))))
                 or bool(BOUNDS.search(_where(d))))
     if kind == "rename-bone":
-        return (lambda d: _mentions(d, t.names[1:]), lambda d: named(d) or _sizes(d) or "hash" in d.field.lower())
+        return (lambda d: _mentions(d, t.names[1:]) or _cut_name(d, t.names),
+                lambda d: named(d) or _sizes(d) or "hash" in d.field.lower())
     if kind.startswith("key-"):
-        # a key on a bone without keys adds its track: the count of the tracks is the edit then
-        return (lambda d: (named(d) or not t.names or "without keys" in t.what and d.field.endswith("count"))
+        # a key on a bone without keys adds its track: the count of the tracks is the edit then; a key added to
+        # one table of every bone's keys (VMD) is one row more, which the diff counts without naming it
+        return (lambda d: (named(d) or not t.names or "without keys" in t.what and d.field.endswith("count")
+                           or kind in ("key-add", "key-after-end") and fmt in ONE_KEY_TABLE and _one_row_added(d))
                 and bool(ANIMATION.search(_where(d))),
                 lambda d: _sizes(d) or bool(_words(r"duration", r"length", r"frame_?count", r"end", r"last",
                                                    r"time", r"range").search(d.field)))
@@ -361,17 +364,40 @@ def _rules(kind: str, t: Touched):
     return (lambda d: False, lambda d: False)
 
 
-def classify(kind: str, t: Touched, result) -> tuple[str, str]:
+def _cut_name(d, names: list[str]) -> bool:
+    """The new name cut to a fixed-size name field (VMD's 15 bytes): longer than the old name, a start of the
+    new one."""
+    text = _text(d.value_b).split("\0", 1)[0]
+    return len(names) > 1 and len(text) > len(names[0]) and names[1].startswith(text)
+
+
+def _one_row_added(d) -> bool:
+    try:
+        return d.field.endswith("count") and int(d.value_b) == int(d.value_a) + 1
+    except (TypeError, ValueError):
+        return False
+
+
+# Motion formats that keep every bone's keys in one table (a key added is a row the diff counts, unnamed)
+ONE_KEY_TABLE = frozenset(("vmd",))
+# Motion formats whose keys are offsets from the bone's rest, which lives in the model file: a rest moved leaves
+# the motion as it was (the model's export writes the edit)
+REST_IN_MODEL = frozenset(("vmd",))
+
+
+def classify(kind: str, t: Touched, result, fmt: str = "") -> tuple[str, str]:
     """(class, the first field that is not the edit, or what was lost) from `result`, the core/diff.py
-    DiffResult of the input and the exported file."""
+    DiffResult of the input and the exported file (`fmt`: the format's name)."""
     if kind in ("unchanged", "duplicate-model"):  # the model written back as it was read
         if result.identical:
             return ONLY, ""
         d = result.differences[0]
         return OTHER, _field(d)
+    if result.identical and kind == "move-bone-rest" and fmt in REST_IN_MODEL:
+        return ONLY, ""
     if result.identical:
         return LOST, "the file came back unchanged"
-    core, derived = _rules(kind, t)
+    core, derived = _rules(kind, t, fmt)
     found_core = False
     near = set()
     moved = {d.record for d in result.differences if not _rounded(d)}  # a record holding another one now

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import re
 
+import numpy as np
+
 
 from ...blender import scene as bscene
 from ...core.errors import ExportError, FormatError
@@ -105,12 +107,13 @@ def gather_model(context, metres_per_unit: float | None = None, selected_only: b
         blender_mmd.read_extras(core_scene, arm_ob, meshes)
     model, more = convert.from_scene(core_scene, metres_per_unit)
     if arm_ob is not None:
-        _physics_from_blender(model, arm_ob, metres_per_unit, core_scene.extras.get("pmx") or {})
+        more += _physics_from_blender(model, arm_ob, metres_per_unit, core_scene.extras.get("pmx") or {})
     return model, warnings + more
 
 
-def _physics_from_blender(model: pmx.PmxModel, arm_ob, metres_per_unit: float | None, extras: dict) -> None:
-    """Rigid bodies and joints from the model's Physics collection (`physics`), when it has one."""
+def _physics_from_blender(model: pmx.PmxModel, arm_ob, metres_per_unit: float | None, extras: dict) -> list[str]:
+    """Rigid bodies and joints from the model's Physics collection (`physics`), when it has one; impulse
+    morphs follow the bodies' new indices (offsets on a deleted body dropped). Returns warnings."""
     if metres_per_unit is None:
         metres_per_unit = float(extras.get("scale", METRES_PER_UNIT))
     pmx_index: dict[str, int] = {}
@@ -122,9 +125,21 @@ def _physics_from_blender(model: pmx.PmxModel, arm_ob, metres_per_unit: float | 
         k = pmx_index.get(names[0] if names and names[0] else bone.name)
         if k is not None:
             bone_index[bone.name] = k
-    read = blender_physics.read_physics(arm_ob, metres_per_unit, bone_index)
-    if read is not None:
-        model.rigid_bodies, model.joints = read
+    warnings: list[str] = []
+    read = blender_physics.read_physics(arm_ob, metres_per_unit, bone_index, warnings)
+    if read is None:
+        return warnings
+    model.rigid_bodies, model.joints, file_index = read
+    new_of = {old: k for k, old in enumerate(file_index) if old is not None}
+    for morph in model.morphs:
+        if morph.kind != pmx.MORPH_IMPULSE or not len(morph.offsets):
+            continue
+        new = np.array([new_of.get(int(x), -1) for x in morph.offsets["rigid_body"]], np.int64)
+        if (new < 0).any():
+            warnings.append(f"morph {morph.name}: {int((new < 0).sum())} offsets on deleted rigid bodies; dropped")
+        morph.offsets["rigid_body"] = np.maximum(new, 0)
+        morph.offsets = morph.offsets[new >= 0]
+    return warnings
 
 
 GENERIC_NAMES = {"armature", "root", "skeleton", "rig", "scene", ""}  # say nothing of the model: the file's name

@@ -15,8 +15,8 @@ Import (`build_extras`, inside the import transaction of `blender_io.import_pmx`
   property, textures as image nodes (a missing file gives a placeholder image, with a warning);
 * everything else (morphs of every type, display frames, rigid bodies, joints, soft bodies, header texts,
   scale) as JSON in the armature's custom property `skinbridge_pmx`.
-The Japanese and English names of a bone stay in its `skinbridge` property (`pmx_names(bone)`) whatever the
-Blender name becomes.
+The Japanese and English names of a bone stay in its `skinbridge` property (`file_names(bone)`); a bone renamed
+in Blender is written with its new name (`pmx_names(bone)`).
 
 Export (`read_extras`): read-only; fills the gathered core scene with the stored data and with what the user
 can change in Blender: IK limits (per axis: the override constraint, else the IK limit, else free), bone
@@ -49,10 +49,42 @@ _IK_LOOP_FACTOR = 5
 _AXES = "xyz"
 
 
-def pmx_names(bone) -> tuple[str, str] | None:
-    """(Japanese, English) name of a bone imported from PMX, whatever it is called in Blender now."""
+NAMED_FOR = "blender_name"  # in a bone's "pmx" extras: the Blender name its PMX names were last set for
+
+
+def file_names(bone) -> tuple[str, str] | None:
+    """(Japanese, English) name of a bone imported from PMX as its file (or the Names panel) gave them: the
+    names a motion imported onto it calls it by."""
     raw = barm.bone_extras(bone).get("pmx")
     return (raw["name"], raw["name_e"]) if isinstance(raw, dict) else None
+
+
+def named_for(bone) -> str | None:
+    """The Blender name the bone's PMX names were set for: the name import gave it (the names list of its
+    armature), or the one it had when the Names panel last set them; None for a bone not from PMX."""
+    raw = barm.bone_extras(bone).get("pmx")
+    if not isinstance(raw, dict):
+        return None
+    if isinstance(raw.get(NAMED_FOR), str):
+        return raw[NAMED_FOR]
+    names = barm.bone_extras(bone.id_data).get("names")  # the armature's JSON, as bscene.barm_names reads it
+    names = names if isinstance(names, list) else []
+    index = raw.get("index")
+    return names[index] if isinstance(index, int) and 0 <= index < len(names) else bone.name
+
+
+def pmx_names(bone) -> tuple[str, str] | None:
+    """(Japanese, English) name the export writes for a bone imported from PMX (docs/mmd.md "Renaming a
+    bone"): the file's while Blender's name is the one they were set for. A bone renamed in Blender takes its
+    new name as its Japanese name (the name MMD shows and a VMD key calls it by; as its English name too where
+    that was the Japanese one), except a name in ASCII given to a bone whose Japanese name is not: a
+    translation (左ひざ → knee.L, for Blender's tools), which becomes its English name, the Japanese one kept."""
+    names = file_names(bone)
+    if names is None or bone.name == named_for(bone):
+        return names
+    if bone.name.isascii() and not names[0].isascii():
+        return names[0], bone.name
+    return bone.name, (bone.name if names[1] == names[0] else names[1])
 
 
 def _np_attr(me, name: str, kind: str, prop: str, values: np.ndarray) -> None:
@@ -325,6 +357,9 @@ def read_extras(scene: cm.Scene, arm_ob, meshes: list) -> None:
             pb = arm_ob.pose.bones.get(bone.name)
             if pb is not None:
                 bone.extras["pmx_ik_limit"] = read_limits(pb)
+            raw = bone.extras.get("pmx")
+            if pb is not None and isinstance(raw, dict):  # a bone renamed in Blender: its PMX names follow
+                raw["name"], raw["name_e"] = pmx_names(pb.bone)
         if extras is not None:
             frames = {}
             for coll in arm_ob.data.collections_all:

@@ -29,7 +29,7 @@ from .blender_motion_curves import (
     WHOLE, Curve, channelbags, close, segments_of, unchanged, unchanged_channel, vmd_frames, whole_frames,
 )
 from .blender_motion_model import (
-    BONE_PATH, IK_PATH, MORPH_PATH, RAW, SLIDER_PATH, bone_key_map, bone_names, ik_constraints, model_metres_per_unit,
+    BONE_PATH, IK_PATH, MORPH_PATH, RAW, SLIDER_PATH, bone_key_map, ik_constraints, mmd_names_of, model_metres_per_unit,
     morph_names, non_finite, slider_names, split_keys, unescape,
 )
 
@@ -140,21 +140,31 @@ class _BoneFrames:
 
 def _export_bones(act, slot, arm_ob, raw, fps, metres_per_unit, bake, rest, names):
     warnings: list[str] = []
-    mmd_names = {b: m for m, b in bone_names(arm_ob).items()}
+    mmd_names = mmd_names_of(arm_ob)
     if names:
         mmd_names.update(names)
     curves, ik_curves = _bone_curves(act, slot, arm_ob)
     out = _BoneExport()
-    raw_tracks = _raw_bone_tracks(raw, {mmd_names.get(b, b) for b in curves}, out.parts)
+    # the file's keys of a bone renamed in Blender carry its file name: found by it, written under the new one
+    file_name = {b: _file_name(arm_ob, b, mmd_names.get(b, b)) for b in curves}
+    raw_tracks = _raw_bone_tracks(raw, set(file_name.values()), out.parts)
     encoded, name_warnings = vmd.encode_names([mmd_names.get(b, b) for b in curves])
     warnings += name_warnings
     for (bone, chans), encoded_name in zip(curves.items(), encoded):
         name = mmd_names.get(bone, bone)
-        _export_bone(out, arm_ob, bone, name, encoded_name, chans, raw_tracks.get(name), raw, fps, metres_per_unit,
-                     bake, rest)
+        _export_bone(out, arm_ob, bone, name, encoded_name, chans, raw_tracks.get(file_name[bone]), raw, fps,
+                     metres_per_unit, bake, rest)
     warnings += _bone_warnings(act.name, out)
     props = _export_ik(act, arm_ob, ik_curves, raw, fps)
     return out.parts, warnings, props
+
+
+def _file_name(arm_ob, bone: str, name: str) -> str:
+    """The name the file's keys of Blender bone `bone` carry: its PMX file name when it was renamed in Blender
+    since (`name` is the one written), else `name`."""
+    names = blender_mmd.file_names(arm_ob.data.bones[bone])
+    renamed = names is not None and names[0] and blender_mmd.pmx_names(arm_ob.data.bones[bone])[0] == name
+    return names[0] if renamed else name
 
 
 def _bone_curves(act, slot, arm_ob) -> tuple[dict[str, dict], dict[tuple[str, str], Curve]]:
@@ -229,7 +239,10 @@ def _export_bone(out: _BoneExport, arm_ob, bone: str, name: str, encoded_name: b
         reuse[on_key] = same[k] & (np.abs(x[on_key] - xk[k]) <= 1e-6 * np.maximum(1, np.abs(x[on_key])))
     if reuse.any():
         kept = tr.index[k_at[reuse]].astype(np.int64)
-        out.parts.append((kept, raw["bone_keys"][kept]))
+        records = raw["bone_keys"][kept]  # a copy: the keys of a bone renamed in Blender take its new name
+        if vmd.decode_name(bytes(records["name"][0])) != name:
+            records["name"] = encoded_name
+        out.parts.append((kept, records))
     segments = _segment_curves_many(chans, x[:-1], x[1:], perm, euler) if not bake and len(frames) > 1 else None
     bf = _BoneFrames(name, encoded_name, frames, x, pos_mmd, rot_mmd, k_at, reuse, bake, segments)
     new_keys = vmd.new_bone_keys(len(frames))
@@ -441,12 +454,15 @@ def _export_ik(act, arm_ob, ik_curves, raw, fps):
             if t in ik_curves and ik_curves[t].fc.data_path:
                 by_target.setdefault(name, ik_curves[t])
     raw_props = raw["property"] if raw is not None else []
+    renamed = _renamed_bones(arm_ob)  # an IK bone renamed in Blender: its states under the new name
     expected: dict[str, list] = {}
+    changed = False
     for key in raw_props:
         for st in key.ik:
             n = vmd.decode_name(bytes(st["name"]))
-            expected.setdefault(n, []).append((float(key.frame) * fps / vmd.FPS, 1.0 if st["enabled"] else 0.0))
-    changed = False
+            changed = changed or n in renamed
+            expected.setdefault(renamed.get(n, n), []).append((float(key.frame) * fps / vmd.FPS,
+                                                               1.0 if st["enabled"] else 0.0))
     for name, c in by_target.items():
         exp = sorted(dict(expected.get(name, [])).items())
         if len(exp) != len(c.x) or not close(c.x, [e[0] for e in exp]) or not close(c.y, [e[1] for e in exp]):
@@ -459,14 +475,27 @@ def _export_ik(act, arm_ob, ik_curves, raw, fps):
     for f in frames:
         before = [k for k in raw_props if k.frame <= f]
         base = before[-1] if before else None
-        states = {vmd.decode_name(bytes(s["name"])): (bytes(s["name"]), int(s["enabled"]))
-                  for s in (base.ik if base is not None else [])}
+        states = {}
+        for st in base.ik if base is not None else []:
+            n = vmd.decode_name(bytes(st["name"]))
+            states[renamed.get(n, n)] = (vmd.encode_name(renamed[n], vmd.IK_NAME_SIZE) if n in renamed
+                                         else bytes(st["name"]), int(st["enabled"]))
         for name, c in by_target.items():
             states[name] = (vmd.encode_name(name, vmd.IK_NAME_SIZE), 1 if c.value(f * fps / vmd.FPS) >= 0.5 else 0)
         ik = np.zeros(len(states), vmd.IK_STATE)
         for i, (raw_name, on) in enumerate(states.values()):
             ik[i] = (raw_name, on)
         out.append(vmd.PropertyKey(f, int(base.visible) if base is not None else 1, ik))
+    return out
+
+
+def _renamed_bones(arm_ob) -> dict[str, str]:
+    """File name → the name written, of the bones renamed in Blender since their PMX import."""
+    out = {}
+    for bone in arm_ob.data.bones:
+        old, new = blender_mmd.file_names(bone), blender_mmd.pmx_names(bone)
+        if old is not None and old[0] and old[0] != new[0]:
+            out.setdefault(old[0], new[0])
     return out
 
 

@@ -48,11 +48,26 @@ def model_metres_per_unit(arm_ob) -> float:
 
 
 def bone_names(arm_ob) -> dict[str, str]:
-    """MMD (Japanese) name → Blender bone name; a bone not from PMX goes by its Blender name."""
+    """MMD (Japanese) name → Blender bone name; a bone not from PMX goes by its Blender name. A bone renamed in
+    Blender goes by its new name (the one the export writes), and by its file's name where no other bone has
+    it (a motion made for the original model still reaches it)."""
     out: dict[str, str] = {}
     for bone in arm_ob.data.bones:
         names = blender_mmd.pmx_names(bone)
         out.setdefault(names[0] if names and names[0] else bone.name, bone.name)
+    for bone in arm_ob.data.bones:
+        names = blender_mmd.file_names(bone)
+        if names and names[0]:
+            out.setdefault(names[0], bone.name)
+    return out
+
+
+def mmd_names_of(arm_ob) -> dict[str, str]:
+    """Blender bone name → the MMD (Japanese) name the export writes for it (`bone_names` the other way, each
+    bone once, by its new name when renamed in Blender)."""
+    out: dict[str, str] = {}
+    for mmd, bone in bone_names(arm_ob).items():
+        out.setdefault(bone, mmd)
     return out
 
 
@@ -102,7 +117,7 @@ def slider_names(arm_ob) -> dict[str, str]:
 def ik_constraints(arm_ob) -> dict[str, list[tuple[str, str]]]:
     """MMD name of an IK bone → [(pose bone, constraint name)] its on/off key drives: the IK constraint aimed
     at it and the IK-limit override on that constraint's bone."""
-    mmd_of = {b: m for m, b in bone_names(arm_ob).items()}
+    mmd_of = mmd_names_of(arm_ob)
     out: dict[str, list] = {}
     for pb in arm_ob.pose.bones:
         for c in pb.constraints:

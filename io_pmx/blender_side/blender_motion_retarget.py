@@ -55,7 +55,7 @@ from ..motion import channels
 from . import blender_morphs
 from .blender_motion_curves import INTERP, WHOLE, Curve, channelbags, vmd_frames, whole_frames
 from .blender_motion_export import assemble, export_morphs, export_motion, motion_actions
-from .blender_motion_model import BONE_PATH, bone_names, model_metres_per_unit, unescape
+from .blender_motion_model import BONE_PATH, mmd_names_of, model_metres_per_unit, unescape
 from ..rig.arm_angle import arm_angle_rest_transforms
 from ..rig.bone_map import depths, load_bone_map, map_bones
 from ..rig.knees import fit_knees
@@ -117,7 +117,7 @@ def _rig_sources(model, arm_ob, bone_map, mmd_rig: bool = True) -> tuple:
     if isinstance(bone_map, (str, os.PathLike)):
         bone_map = load_bone_map(os.fspath(bone_map))
     skel = barm.read_skeleton(arm_ob)
-    mmd_of = {b: m for m, b in bone_names(arm_ob).items()}
+    mmd_of = mmd_names_of(arm_ob)
     names = [mmd_of.get(n, n) for n in skel.names]  # the names the PMX export starts from
     parents = [int(p) for p in skel.parents]
     exported = {b.name for b in model.bones}  # the rig kept these (its own IK chains), helper-like names or not

@@ -2,11 +2,12 @@
 morphs and materials side by side, editable.
 
 The names are the ones the PMX export writes, kept where the import stored them: in each bone's `skinbridge`
-JSON property ("pmx": name, name_e), in the model's `skinbridge_pmx` JSON on its armature ("morphs"), and in
-each material's `skinbridge_pmx` JSON. The panel lists copies of them in a scene collection (a panel cannot
-write ID data while it draws, so Load Names fills it); an edit of a copy writes the name back at once. A
-vertex morph is its shape key through the model's "shape_keys" map (file morph index → shape key name), which a
-renamed morph keeps, so its shape key stays its own.
+JSON property ("pmx": name, name_e; a bone renamed in Blender since shows its new name, blender_mmd.pmx_names),
+in the model's `skinbridge_pmx` JSON on its armature ("morphs"), and in each material's `skinbridge_pmx` JSON.
+The panel lists copies of them in a scene collection (a panel cannot write ID data while it draws, so Load
+Names fills it); an edit of a copy writes the name back at once (for a bone: set for its Blender name of the
+moment, so they win over it). A vertex morph is its shape key through the model's "shape_keys" map (file morph
+index → shape key name), which a renamed morph keeps, so its shape key stays its own.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from ...blender import armature as barm
 from ...blender.props import json_prop
 from ...blender.selection import find_armature
 from ...blender.sidebar_ui import ModelOperator, SidebarPanel
-from .blender_mmd import PROP
+from .blender_mmd import NAMED_FOR, PROP, pmx_names
 from ...blender.translations import translate
 
 LIST_PROP = "skinbridge_pmx_names"
@@ -43,8 +44,8 @@ def name_rows(arm_ob) -> list[tuple[str, str, str, str]]:
     rows = []
     for bone in arm_ob.data.bones:
         raw = barm.bone_extras(bone).get("pmx")
-        if isinstance(raw, dict):
-            rows.append((raw.get("index", 0), ("BONE", bone.name, raw["name"], raw["name_e"])))
+        if isinstance(raw, dict):  # the names the export writes (a bone renamed in Blender: its new name)
+            rows.append((raw.get("index", 0), ("BONE", bone.name, *pmx_names(bone))))
     out = [row for _, row in sorted(rows, key=lambda r: r[0])]
     for k, m in enumerate(json_prop(arm_ob, PROP).get("morphs", [])):
         out.append(("MORPH", str(k), m["name"], m["name_e"]))
@@ -61,6 +62,7 @@ def set_names(arm_ob, kind: str, key: str, japanese: str, english: str) -> None:
         bone = arm_ob.data.bones[key]
         data = json_prop(bone, barm.PROP)
         data["pmx"].update(name=japanese, name_e=english)
+        data["pmx"][NAMED_FOR] = bone.name  # set for this Blender name: they win over it
         bone[barm.PROP] = json.dumps(data, ensure_ascii=False)
     elif kind == "MORPH":
         data = json_prop(arm_ob, PROP)
@@ -159,8 +161,9 @@ def rename_kept_bone(arm, old: str, new: str) -> str | None:
     for bone in arm.data.bones:
         data = barm.bone_extras(bone)
         raw = data.get("pmx")
-        if isinstance(raw, dict) and raw.get("name") == old:
+        if isinstance(raw, dict) and pmx_names(bone)[0] == old:
             raw.update(name=new, name_e=old)
+            raw[NAMED_FOR] = bone.name
             bone[barm.PROP] = json.dumps(data, ensure_ascii=False)
             return f"bone {bone.name!r}: its PMX name {old!r} is now {new!r}, {old!r} its English name"
     return None

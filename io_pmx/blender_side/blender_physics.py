@@ -47,6 +47,8 @@ MASK_PROP = "mmd_no_collision_mask"
 GROUP_PROP = "mmd_group"
 BONE_PROP = "mmd_bone"  # the Blender bone a dynamic body turns (a kinematic one is parented to its bone)
 KIND_PROP = "mmd_physics"  # "rigid", "joint", "ncc" or "track"
+OWNER_PROP = "skinbridge_pmx_armature"  # on a Physics collection: the armature object of its model
+PARENT_REST_PROP = "skinbridge_pmx_bone_rest"  # on a body parented to its bone: that bone's rest at import
 FOLLOW = "MMD physics"
 MARGIN = 0.04  # Bullet's default collision margin, in MMD units (Blender's own 0.04 is in metres)
 # Blender's ranges of the rigid body values (a value outside shows clamped; export keeps the file's)
@@ -139,14 +141,26 @@ def _box_mesh(name: str, dims) -> bpy.types.Mesh:
     return me
 
 
+def _model_collection(parents, arm_ob):
+    """The Physics collection of `arm_ob`'s model among the children of `parents`: the one naming that
+    armature, else one made before collections named their armature (naming none); None."""
+    children = [c for p in parents for c in p.children if c.get(KIND_PROP) == "collection"]
+    return next((c for c in children if arm_ob is not None and c.get(OWNER_PROP) == arm_ob), None) or \
+        next((c for c in children if c.get(OWNER_PROP) is None), None)
+
+
 def _physics_collection(context, arm_ob) -> bpy.types.Collection:
+    """The model's own Physics collection, made beside its armature when it has none: a model imported twice
+    into one collection gets a second one (its bodies look up its own bones)."""
     parent = arm_ob.users_collection[0] if arm_ob is not None and arm_ob.users_collection else \
         context.scene.collection
-    for child in parent.children:
-        if child.get(KIND_PROP) == "collection":
-            return child
+    found = _model_collection([parent], arm_ob)
+    if found is not None:
+        return found
     coll = bpy.data.collections.new(COLLECTION)
     coll[KIND_PROP] = "collection"
+    if arm_ob is not None:
+        coll[OWNER_PROP] = arm_ob
     parent.children.link(coll)
     _hide_in_view_layer(context.view_layer.layer_collection, coll)
     return coll
@@ -213,6 +227,9 @@ def add_rigid_body(context, coll, arm_ob, rec: pmx.PmxRigidBody, bone_name: str 
         ob.parent_type = "BONE"
         ob.parent_bone = bone_name
         ob.matrix_parent_inverse = _rest_bone_world(arm_ob, bone_name).inverted()
+        bone_rest = Matrix(arm_ob.matrix_world).inverted() @ _rest_bone_world(arm_ob, bone_name)
+        ob[PARENT_REST_PROP] = json.dumps({"bone": bone_name, "rest": [x for row in bone_rest for x in row]},
+                                          ensure_ascii=False)
     ob.matrix_basis = rest
     rb = _rigid_body_of(context, ob)
     rb.collision_shape = SHAPES[int(rec.shape)] if 0 <= rec.shape < 3 else "BOX"
@@ -313,11 +330,7 @@ def build_physics(context, arm_ob, extras: dict, scale: float, bone_names: list[
 
 def find_collection(arm_ob):
     """The model's Physics collection, or None."""
-    for parent in arm_ob.users_collection if arm_ob is not None else ():
-        coll = next((c for c in parent.children if c.get(KIND_PROP) == "collection"), None)
-        if coll is not None:
-            return coll
-    return None
+    return _model_collection(arm_ob.users_collection, arm_ob) if arm_ob is not None else None
 
 
 def physics_objects(arm_ob) -> tuple[list, list]:
@@ -386,8 +399,25 @@ def _body_settings(rec: pmx.PmxRigidBody) -> dict:
 
 
 def _local_rest(ob, arm_ob) -> Matrix:
+    """The object's rest placement in its model's space. A body parented to its bone at import is placed by the
+    bone's rest of that time: moving the bone's rest in Blender carries the body on screen, but the file keeps
+    it where it was in the model (as a PMX editor and MMD keep it) until the body itself is moved
+    (docs/mmd.md "Moving a bone's rest")."""
     arm_world = Matrix(arm_ob.matrix_world) if arm_ob is not None else Matrix()
+    placed = _placed_rest(ob)
+    if placed is not None and ob.parent == arm_ob and ob.parent_type == "BONE" and ob.parent_bone == placed[0]:
+        return placed[1] @ ob.matrix_parent_inverse @ ob.matrix_basis
     return arm_world.inverted() @ rest_matrix(ob)
+
+
+def _placed_rest(ob) -> tuple[str, Matrix] | None:
+    """(bone, its rest in the model's space) a body was parented by at import, or None."""
+    try:
+        raw = json.loads(ob[PARENT_REST_PROP]) if ob.get(PARENT_REST_PROP) else None
+        m = [float(x) for x in raw["rest"]] if raw else None
+        return (str(raw["bone"]), Matrix([m[0:4], m[4:8], m[8:12], m[12:16]])) if m and len(m) == 16 else None
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _placement(rec, scale: float) -> Matrix:
@@ -502,15 +532,35 @@ def read_joint(ob, arm_ob, scale: float, body_index: dict) -> pmx.PmxJoint:
     return rec
 
 
-def read_physics(arm_ob, scale: float, bone_index: dict[str, int]) -> tuple[list, list] | None:
-    """(rigid bodies, joints) as PMX records from the model's Physics collection, or None when it has none
-    (the records stored with the model are then written as they are)."""
+def read_physics(arm_ob, scale: float, bone_index: dict[str, int], warnings: list[str] | None = None
+                 ) -> tuple[list, list, list] | None:
+    """(rigid bodies, joints, the file index of each body or None for a body made in Blender) as PMX records
+    from the model's Physics collection, or None when it has none (the records stored with the model are then
+    written as they are). A joint one of whose bodies was deleted joins nothing: it is left out, said in
+    `warnings`."""
     bodies, joints = physics_objects(arm_ob)
     if not bodies and not joints:
         return None
     recs = [read_rigid_body(ob, arm_ob, scale, bone_index) for ob in bodies]
     index = {ob.name: k for k, ob in enumerate(bodies)}
-    return recs, [read_joint(ob, arm_ob, scale, index) for ob in joints]
+    kept = []
+    for ob in joints:
+        c = ob.rigid_body_constraint
+        gone = [w for w, body in (("A", c.object1), ("B", c.object2)) if body is None or body.name not in index]
+        if gone:
+            if warnings is not None:
+                warnings.append(f"joint {ob.name}: its rigid body {' and '.join(gone)} was deleted; the joint "
+                                "joins nothing and is left out")
+            continue
+        kept.append(read_joint(ob, arm_ob, scale, index))
+    return recs, kept, [_file_index(ob) for ob in bodies]
+
+
+def _file_index(ob) -> int | None:
+    try:
+        return int(json.loads(ob[RAW_PROP])["index"]) if ob.get(RAW_PROP) else None
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 # -- Add MMD physics to chain ----------------------------------------------------------------------------------

@@ -688,6 +688,8 @@ def _materials_from_scene(model: pmx.PmxModel, scene: cm.Scene, extras: dict,
                 setattr(out, name, -1)
         materials.append(out)
 
+    textures = _reuse_texture_slots(textures, len(extras.get("textures", [])), materials,
+                                    [m.extras.get("pmx") for m in scene.materials])
     model.textures = []
     for path in textures:
         safe, warning = texture_to_write(path, "\\")
@@ -695,6 +697,40 @@ def _materials_from_scene(model: pmx.PmxModel, scene: cm.Scene, extras: dict,
             warnings.append(warning)
         model.textures.append(safe)
     return materials
+
+
+def _texture_refs(mat: pmx.PmxMaterial) -> list[str]:
+    """The fields of a material that index the texture table."""
+    return ["texture", "sphere_texture"] + (["toon"] if mat.shared_toon == 0 else [])
+
+
+def _reuse_texture_slots(textures: list[str], n_file: int, materials: list[pmx.PmxMaterial],
+                         raw: list[dict | None]) -> list[str]:
+    """A material given a new image takes its old image's place in the texture table when no material uses
+    that one any more (the table keeps its size and every other index; docs/mmd.md "A new image"); new images
+    with no such place follow the file's. Updates the materials' indices; returns the table."""
+    used = {getattr(m, f) for m in materials for f in _texture_refs(m)}
+    new_index = {j: j for j in range(len(textures))}
+    for mat, r in zip(materials, raw):
+        old = r.get("texture", -1) if isinstance(r, dict) else -1
+        if mat.texture >= n_file and 0 <= old < n_file and old not in used and new_index[mat.texture] >= n_file:
+            new_index[mat.texture] = old
+            used.add(old)
+    if all(new_index[j] == j for j in new_index):
+        return textures
+    out = list(textures[:n_file])
+    for j in range(n_file, len(textures)):
+        if new_index[j] < n_file:
+            out[new_index[j]] = textures[j]
+        else:
+            new_index[j] = len(out)
+            out.append(textures[j])
+    for mat in materials:
+        for f in _texture_refs(mat):
+            v = getattr(mat, f)
+            if v in new_index:
+                setattr(mat, f, new_index[v])
+    return out
 
 
 def _geometry_from_scene(model: pmx.PmxModel, scene: cm.Scene, materials: list[pmx.PmxMaterial], metres_per_unit: float,

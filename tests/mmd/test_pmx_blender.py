@@ -174,11 +174,15 @@ def test_leg_ik_moves_the_ankle_to_the_ik_bone(luka):
     assert bend.x > 0.05  # bends backwards: positive local X, as the limit allows
 
 
-def test_renamed_bone_keeps_its_japanese_name(luka, tmp_path):
+def test_bone_translated_in_blender_keeps_its_japanese_name(luka, tmp_path):
+    """A Japanese bone name turned into ASCII in Blender (knee.L, for Blender's tools) is a translation: the
+    Japanese name MMD and the VMDs call it by stays, the new name is its English name (docs/mmd.md §4.8)."""
     arm = _armature()
     arm.data.bones["左ひざ"].name = "knee.L"
     again = pmx.read_file(_export(tmp_path))
-    assert [b.name for b in again.bones] == [b.name for b in pmx.read_file(luka).bones]
+    original = pmx.read_file(luka)
+    assert [b.name for b in again.bones] == [b.name for b in original.bones]
+    assert [b.name_e for b in again.bones] == [("knee.L" if b.name == "左ひざ" else b.name_e) for b in original.bones]
 
 
 def test_bone_collection_edits_become_display_frames(luka, tmp_path):
