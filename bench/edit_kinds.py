@@ -346,10 +346,9 @@ def _rules(kind: str, t: Touched, fmt: str = ""):
         return (lambda d: _mentions(d, t.names[1:]) or _cut_name(d, t.names),
                 lambda d: named(d) or _sizes(d) or "hash" in d.field.lower())
     if kind.startswith("key-"):
-        # a key on a bone without keys adds its track: the count of the tracks is the edit then; a key added to
-        # one table of every bone's keys (VMD) is one row more, which the diff counts without naming it
-        return (lambda d: (named(d) or not t.names or "without keys" in t.what and d.field.endswith("count")
-                           or kind in ("key-add", "key-after-end") and fmt in ONE_KEY_TABLE and _one_row_added(d))
+        # a key on a bone without keys adds its track: the count of the tracks is the edit then (a key added to a
+        # table of every bone's keys, VMD's, is named on the count's line: `bone_keys (added: センター)`)
+        return (lambda d: (named(d) or not t.names or "without keys" in t.what and d.field.endswith("count"))
                 and bool(ANIMATION.search(_where(d))),
                 lambda d: _sizes(d) or bool(_words(r"duration", r"length", r"frame_?count", r"end", r"last",
                                                    r"time", r"range").search(d.field)))
@@ -371,15 +370,6 @@ def _cut_name(d, names: list[str]) -> bool:
     return len(names) > 1 and len(text) > len(names[0]) and names[1].startswith(text)
 
 
-def _one_row_added(d) -> bool:
-    try:
-        return d.field.endswith("count") and int(d.value_b) == int(d.value_a) + 1
-    except (TypeError, ValueError):
-        return False
-
-
-# Motion formats that keep every bone's keys in one table (a key added is a row the diff counts, unnamed)
-ONE_KEY_TABLE = frozenset(("vmd",))
 # Motion formats whose keys are offsets from the bone's rest, which lives in the model file: a rest moved leaves
 # the motion as it was (the model's export writes the edit)
 REST_IN_MODEL = frozenset(("vmd",))

@@ -27,13 +27,16 @@ BOOKKEEPING = frozenset(("warnings", "at", "offsets", "bone_offsets", "vertex_of
 VALUE_CHARS = 48
 SHOWN_ITEMS = 4  # a row's value of more items than this is shown from its first differing item
 BLOB_SIZE = 64  # bytes longer than this are shown from their first differing byte
+NAMED_ROWS = 3  # records added or removed named on their count's line
 
 
 @dataclass(frozen=True)
 class _Rows:
-    """Walked after a list's common items: how many items each file has."""
+    """Walked after a list's common items: how many items each file has, and the names of the first items only
+    one of them has."""
     n_a: int
-    n_b: int  # a value is shown up to this many characters
+    n_b: int
+    names: list[str]
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,7 @@ class _Walk:
     def step(self, path: list[str], a: Any, b: Any) -> list[tuple[list[str], Any, Any]]:
         """Compare one pair; the pairs below it to walk next."""
         if isinstance(a, _Rows):  # after a list's common items: the records one of the files has more of
-            self.count_rows(path, a.n_a, a.n_b)
+            self.count_rows(path, a.n_a, a.n_b, a.names)
             return []
         if isinstance(a, (np.ndarray, np.generic)) or isinstance(b, (np.ndarray, np.generic)):
             self.arrays(path, a, b)
@@ -171,7 +174,9 @@ class _Walk:
         if isinstance(a, (list, tuple)):
             n = min(len(a), len(b))
             below = [(path + [f"[{i}]{_named(a[i])}"], a[i], b[i]) for i in range(n)]
-            return below + ([(path, _Rows(len(a), len(b)), None)] if len(a) != len(b) else [])
+            more = a if len(a) > len(b) else b
+            names = [_named(more[i])[2:-1] for i in range(n, min(len(more), n + NAMED_ROWS + 1))]
+            return below + ([(path, _Rows(len(a), len(b), names), None)] if len(a) != len(b) else [])
         same = a == b or (a != a and b != b)  # NaN is NaN
         if not same:
             if isinstance(a, (bytes, bytearray)) and len(a) == len(b) > BLOB_SIZE and path:  # where in a blob
@@ -184,12 +189,18 @@ class _Walk:
                 self.note(path, "", a, b, *_raw(a, b))
         return []
 
-    def count_rows(self, path: list[str], n_a: int, n_b: int) -> None:
-        """A list or array whose files hold different numbers of records: one difference, its `count`."""
+    def count_rows(self, path: list[str], n_a: int, n_b: int, names: list[str]) -> None:
+        """A list or array whose files hold different numbers of records: one difference, its `count`; the
+        record says the names of the records added or removed, when they have names (`keys (added: Hips)`)."""
         if n_b > n_a:
             self.added += n_b - n_a
         else:
             self.removed += n_a - n_b
+        shown = [n for n in names[:NAMED_ROWS] if n]
+        if shown and path:
+            more = ", …" if len(names) > NAMED_ROWS else ""
+            what = "added" if n_b > n_a else "removed"
+            path = path[:-1] + [f"{path[-1]} ({what}: {', '.join(shown)}{more})"]
         self.note(path, "count", n_a, n_b)
 
     def arrays(self, path: list[str], a: Any, b: Any) -> None:
@@ -201,7 +212,9 @@ class _Walk:
         n = min(len(a), len(b))
         self.rows(path, a, b, n)
         if len(a) != len(b):  # after the common rows, as a list's
-            self.count_rows(path, len(a), len(b))
+            more = a if len(a) > len(b) else b
+            self.count_rows(path, len(a), len(b),
+                            [_row_name(more, r)[2:-1] for r in range(n, min(len(more), n + NAMED_ROWS + 1))])
 
     def rows(self, path: list[str], a: np.ndarray, b: np.ndarray, n: int) -> None:
         """The differing items of the first `n` rows of two arrays of one dtype, a column at a time."""

@@ -15,7 +15,7 @@ import struct
 import numpy as np
 
 from skinbridge import cli, formats
-from skinbridge.core.diff import diff_files
+from skinbridge.core.diff import diff_files, diff_records
 from skinbridge.io_mdb.gr2 import gr2, write as gr2_write
 from skinbridge.io_mdb.mdb import mdb
 from skinbridge.io_wepuppet.puppet import mdl
@@ -237,3 +237,20 @@ def test_project_names_each_file(capfd, tmp_path, testdata):
     assert lines[1].startswith("notes.txt » notes.txt: file @ ? / ?: (none) → '3 bytes'"), lines
     assert lines[2].startswith("scene.json » camera: ") and "'1' → '2'" in lines[2], lines
     assert lines[-1].startswith("3 difference(s) in 3 record(s); 1 record(s) added, 0 removed"), lines
+
+
+def test_records_added_or_removed_are_named():
+    """A list or array with more records in one file: its count's line names the first records added (or
+    removed) when they have names, so a key added at the end of a table of every bone's keys says whose it is."""
+    keys = np.zeros(2, [("name", "S15"), ("frame", "<u4")])
+    keys["name"] = [b"center", b"\x83Z\x83\x93\x83^\x81["]  # センター in Shift-JIS
+    more = np.concatenate([keys, keys[1:]])
+    more["frame"][2] = 99
+    got = diff_records({"keys": keys}, {"keys": more}, b"a", b"b")
+    assert [(d.record, d.field, d.value_a, d.value_b) for d in got.differences] == [
+        ("keys (added: センター)", "count", 2, 3)]
+    assert got.added == 1
+    bones = [{"name": "hips"}, {"name": "spine"}, {"name": "neck"}, {"name": "head"}, {"name": "jaw"}, {"name": ""}]
+    got = diff_records({"bones": bones}, {"bones": bones[:1]}, b"a", b"b")
+    assert [(d.record, d.field) for d in got.differences] == [("bones (removed: spine, neck, head, …)", "count")]
+    assert got.removed == 5
