@@ -413,6 +413,15 @@ def classify(kind: str, t: Touched, result, fmt: str = "") -> tuple[str, str]:
     return ONLY, ""
 
 
+def said(cls: str, t: Touched, warnings: list[str]) -> str:
+    """The export's warning that names what the edit touched, when the file does not hold the edit as made
+    ("lost", or "something else changed": a shape key baked into the mesh): the user was told, so the case is
+    refused with that reason, not silently wrong. "" otherwise."""
+    if cls not in (LOST, OTHER):
+        return ""
+    return next((w for w in warnings if any(n and n in w for n in t.names)), "")[:200]
+
+
 SIZE_EDITS = frozenset(("delete-faces", "add-mesh", "delete-object"))
 
 
