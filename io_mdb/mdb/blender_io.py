@@ -52,6 +52,7 @@ A_TANGENT, A_BINORMAL, A_UVW_Z = "nwn2_tangent", "nwn2_binormal", "nwn2_uvw_z"
 A_BONES, A_BONE_COUNT = "nwn2_bones", "nwn2_bone_count"
 A_WEIGHTS = tuple(f"nwn2_weight_{k}" for k in range(4))  # one FLOAT each: a FLOAT_COLOR would pass for colours
 A_WALK_FLAGS, A_WALK_Z = "nwn2_walk_flags", "nwn2_walk_z"
+A_POSITION = "nwn2_position"  # the file's position of each vertex: the vertices an edit moved are those that differ
 MATERIAL_PROPS = ("nwn2_diffuse_color", "nwn2_specular_color", "nwn2_specular_level", "nwn2_specular_power",
                   "nwn2_flags")
 MAP_EXTENSIONS = (".dds", ".tga", ".png")
@@ -257,6 +258,12 @@ def _mesh_object(packet, cmesh: cm.Mesh, arm_ob, base_dir: str, created: list, w
         me = bpy.data.meshes.new(packet.name_text or packet.type)
         created.append(me)
     nv = len(cmesh.positions)
+    if "non_finite" in extras:
+        rows = extras["non_finite"]["rows"]
+        listed = ", ".join(str(r) for r in rows[:5]) + (f" and {len(rows) - 5} more" if len(rows) > 5 else "")
+        warnings.append(f"{packet.name_text}: the file has values that are not finite numbers (a NaN or infinite "
+                        f"normal or other value) at vertex {listed}: written as the file has them while the vertex "
+                        "is not edited; once it or a vertex of its faces moves, its normal is made from its faces")
     if not faces_kept.all():
         warnings.append(f"{packet.name_text}: its {int((~faces_kept).sum())} faces with a repeated vertex are kept "
                         "for export while the mesh is unchanged")
@@ -273,6 +280,9 @@ def _mesh_object(packet, cmesh: cm.Mesh, arm_ob, base_dir: str, created: list, w
             _put(me, A_TANGENT, "FLOAT_VECTOR", "POINT", "vector", v["tangent"])
             _put(me, A_BINORMAL, "FLOAT_VECTOR", "POINT", "vector", v["binormal"])
         _put(me, A_UVW_Z, "FLOAT", "POINT", "value", np.ascontiguousarray(v["uvw"][:, 2]))
+        if nv:  # the positions as Blender holds them after the build
+            _put(me, A_POSITION, "FLOAT_VECTOR", "POINT", "vector",
+                 _get(me.attributes["position"], "vector", nv, 3, np.float32))
         if packet.type == "SKIN":
             _put(me, A_BONES, "INT", "POINT", "value", np.ascontiguousarray(v["bones"]).view(np.int32).reshape(-1))
             for k, name in enumerate(A_WEIGHTS):
@@ -734,23 +744,54 @@ def _corner_data(me, faces: np.ndarray, ptype: str, kept: dict) -> tuple | None:
     return first, normals, uv, loose
 
 
-def _kept_frame(me, ptype: str, normals: np.ndarray, uv, first: np.ndarray, changed: bool) -> tuple:
-    """(tangents, binormals, uvw.z): the kept ones; where the positions changed, MikkTSpace's for every vertex
-    with a corner (a vertex without one keeps the file's)."""
+def _edited_vertices(me, pos: np.ndarray, faces: np.ndarray, kept: dict) -> np.ndarray:
+    """Per vertex: was it moved, or does it share a face with a moved vertex (its normal and tangent follow the
+    faces around it)? Moved: its position differs, bit for bit, from the file's (`A_POSITION`); a mesh imported
+    before that attribute existed counts every vertex once its positions' digest changed."""
+    nv = len(pos)
+    attr = me.attributes.get(A_POSITION)
+    if attr is None or attr.domain != "POINT" or attr.data_type != "FLOAT_VECTOR":
+        return np.full(nv, _positions_digest(pos) != kept.get("digest"))
+    before = _get(attr, "vector", nv, 3, np.float32)
+    moved = (np.ascontiguousarray(before).view(np.uint32) != np.ascontiguousarray(pos).view(np.uint32)).any(axis=1)
+    if not moved.any() or not len(faces):
+        return moved
+    around = faces[moved[faces].any(axis=1)].reshape(-1)
+    moved[around] = True
+    return moved
+
+
+def _face_normals(pos: np.ndarray, faces: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Unit normals of vertices `rows` from the faces around them (area-weighted), for a vertex whose stored normal
+    is not a finite number once it is edited; (0, 0, 1) for a vertex on no face of area."""
+    p = pos.astype(np.float64)
+    n = np.cross(p[faces[:, 1]] - p[faces[:, 0]], p[faces[:, 2]] - p[faces[:, 0]])
+    acc = np.zeros((len(pos), 3))
+    for k in range(3):
+        np.add.at(acc, faces[:, k], n)
+    out = acc[rows]
+    length = np.linalg.norm(out, axis=1, keepdims=True)
+    out = np.where(length > 0, out / np.where(length > 0, length, 1), [0.0, 0.0, 1.0])
+    return out.astype(np.float32)
+
+
+def _kept_frame(me, ptype: str, normals: np.ndarray, uv, first: np.ndarray, redo: np.ndarray) -> tuple:
+    """(tangents, binormals, uvw.z): the kept ones; MikkTSpace's for the vertices `redo` (moved, or sharing a face
+    with a moved one) that have a corner (a vertex without one keeps the file's)."""
     nv, nl = len(me.vertices), len(me.loops)
     uvw_z = _get(me.attributes[A_UVW_Z], "value", nv, 1, np.float32)
     if ptype not in ("RIGD", "SKIN"):
         return None, None, uvw_z
     tangents = _get(me.attributes[A_TANGENT], "vector", nv, 3, np.float32)
     binormals = _get(me.attributes[A_BINORMAL], "vector", nv, 3, np.float32)
-    if changed and uv is not None and nl:
+    if redo.any() and uv is not None and nl:
         me.calc_tangents(uvmap=me.uv_layers[0].name)
         t = np.empty(nl * 3, np.float32)
         me.loops.foreach_get("tangent", t)
         s = np.empty(nl, np.float32)
         me.loops.foreach_get("bitangent_sign", s)
         me.free_tangents()
-        has = first >= 0
+        has = (first >= 0) & redo
         t4 = np.concatenate([t.reshape(nl, 3)[first[has]], s[first[has], None]], axis=1)
         tangents[has], binormals[has], uvw_z[has] = convert.tangent_frame(normals[has], t4)
     return tangents, binormals, uvw_z
@@ -795,8 +836,12 @@ def _kept_mesh_packet(ob, kept: dict, ptype: str, opts: _Options, warnings: list
     if corners is None:
         return None
     first, normals, uv, _ = corners
-    changed = _positions_digest(pos) != kept.get("digest")
-    tangents, binormals, uvw_z = _kept_frame(me, ptype, normals, uv, first, changed)
+    redo = _edited_vertices(me, pos, faces, kept)
+    lost = np.flatnonzero(redo & ~np.isfinite(normals).all(axis=1))
+    if len(lost):  # the file's own NaN normal, at a vertex an edit touched: made again from its faces
+        normals = normals.copy()
+        normals[lost] = _face_normals(pos, faces, lost)
+    tangents, binormals, uvw_z = _kept_frame(me, ptype, normals, uv, first, redo)
     material = _mesh_material(ob, kept, warnings)
     skeleton = bytes(mdb.NAME_SIZE)
     weights = bones = count = None
@@ -1053,7 +1098,30 @@ def _export_objects(context, collection) -> tuple[list, list]:
     for c in bpy.data.collections:
         if PROP in c and any(o in obs for o in c.objects):
             models.append(c)
+    if len(models) > 1:  # the same file imported twice, or two models: the one the user chose, as it was
+        chosen = _chosen_model(context, models)
+        others = {o.as_pointer() for c in models if c != chosen for o in _collection_objects(c)}
+        obs = [ob for ob in obs if ob.as_pointer() not in others]
+        models = [chosen]
     return obs, models
+
+
+def _chosen_model(context, models: list):
+    """Of several MDB model collections, the one holding the active object, else the only one holding selected
+    objects; ExportError naming them when that does not decide."""
+    members = [{o.as_pointer() for o in _collection_objects(c)} for c in models]
+    active = context.view_layer.objects.active
+    if active is not None:
+        hit = [c for c, m in zip(models, members) if active.as_pointer() in m]
+        if len(hit) == 1:
+            return hit[0]
+    selected = {o.as_pointer() for o in context.view_layer.objects if o.select_get()}
+    hit = [c for c, m in zip(models, members) if m & selected]
+    if len(hit) == 1:
+        return hit[0]
+    names = ", ".join(c.name for c in (hit or models))
+    raise ExportError(f"{len(hit or models)} MDB models could be exported ({names}): select one (an object of it), "
+                      "or export a collection")
 
 
 def gather(context, collection=None, skeleton: str | None = None, limit_weights: bool = False,
