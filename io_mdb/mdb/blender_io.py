@@ -82,6 +82,10 @@ def _put(me, name: str, data_type: str, domain: str, prop: str, values) -> None:
     attr.data.foreach_set(prop, np.ascontiguousarray(values).reshape(-1))
 
 
+# on an armature an MDB import built from a GR2 skeleton: its bones' names and rest matrices as built (JSON), so
+# that the export can say what of an edited skeleton the MDB cannot hold
+SKELETON_REST_PROP = "nwn2_skeleton_rest"
+REST_TOLERANCE = 1e-5
 BUILT_PROP = "skinbridge_mdb_built"  # on a point empty: its matrix as import built it (row-major)
 
 def _same_floats(a, b, tolerance: float = 0.0) -> bool:
@@ -408,6 +412,8 @@ def import_mdb(context, path: str, armature=None, skeleton_path=None) -> bscene.
         coll[PROP] = json.dumps({k: v for k, v in scene.extras["mdb"].items() if k != "points"} | {"raw": raw})
         if skeleton is not None:
             arm_ob = barmature.build_armature(context, skeleton, skeleton.name, coll, created)
+            arm_ob[SKELETON_REST_PROP] = json.dumps([[b.name, [x for row in b.matrix_local for x in row]]
+                                                     for b in arm_ob.data.bones])
             result.objects.append(arm_ob)
         lods = None
         meshes = iter(scene.meshes)
@@ -701,6 +707,59 @@ def _kept_faces(ob, faces: np.ndarray, records: np.ndarray, kept: dict, warnings
     return records
 
 
+def _shown_keys(ob) -> list[tuple]:
+    """(shape key, the value Blender mixes it with) of a mesh, the basis left out: 0 for a muted key, an
+    absolute key (Blender's to evaluate) or one hidden by "shape key lock"."""
+    keys = ob.data.shape_keys if ob.type == "MESH" else None
+    if keys is None:
+        return []
+    out = []
+    for kb in keys.key_blocks:
+        if kb == keys.reference_key:
+            continue
+        value = 0.0 if kb.mute or not keys.use_relative else float(kb.value)
+        if ob.show_only_shape_key:
+            value = 1.0 if kb == ob.active_shape_key else 0.0
+        out.append((kb, value))
+    return out
+
+
+def _shape_key_warnings(ob) -> list[str]:
+    """An MDB holds no shape keys: each one is named; one that changes the shape Blender shows is baked."""
+    out = []
+    for kb, value in _shown_keys(ob):
+        if value == 0.0:
+            out.append(f"{ob.name}: shape key {kb.name!r} is not written: an MDB has no shape keys (apply it to "
+                       "the mesh to keep its shape)")
+        else:
+            out.append(f"{ob.name}: shape key {kb.name!r} is not written as a shape key (an MDB has none): the "
+                       f"mesh is written as shown, with its value {value:g} baked in")
+    return out
+
+
+def _shape_key_mix(ob, pos: np.ndarray) -> np.ndarray:
+    """The positions Blender shows: the basis plus each relative key's offset times its value (and vertex group
+    weight), as the evaluated mesh of a new object has them."""
+    nv = len(pos)
+    out = pos
+    for kb, value in _shown_keys(ob):
+        if value == 0.0:
+            continue
+        co = np.empty(nv * 3, np.float32)
+        kb.data.foreach_get("co", co)
+        base = np.empty(nv * 3, np.float32)
+        (kb.relative_key or ob.data.shape_keys.reference_key).data.foreach_get("co", base)
+        weight = np.ones(nv, np.float64)
+        group = ob.vertex_groups.get(kb.vertex_group) if kb.vertex_group else None
+        if group is not None:
+            weight = np.array([next((g.weight for g in v.groups if g.group == group.index), 0.0)
+                               for v in ob.data.vertices])
+        delta = (co - base).reshape(nv, 3).astype(np.float64) * (value * weight)[:, None]
+        if np.any(delta):
+            out = (out.astype(np.float64) + delta).astype(np.float32)
+    return out
+
+
 def _corner_data(me, faces: np.ndarray, ptype: str, kept: dict) -> tuple | None:
     """(first corner of each vertex, normals, uv, vertices without a face) of an imported mesh, one value per
     vertex; None when a vertex's corners now differ (a new seam) or the vertices no face uses are not the
@@ -826,7 +885,7 @@ def _kept_mesh_packet(ob, kept: dict, ptype: str, opts: _Options, warnings: list
     if matrix is None:
         return None
     moved = None if np.array_equal(matrix, np.eye(4)) else matrix
-    pos = _get(me.attributes.get("position"), "vector", nv, 3, np.float32)
+    pos = _shape_key_mix(ob, _get(me.attributes.get("position"), "vector", nv, 3, np.float32))
     faces = _get(me.attributes.get(".corner_vert"), "value", nl, 1, np.int32).reshape(-1, 3)
     if nv > MAX_VERTICES:
         raise ExportError(f"{ob.name}: {nv} vertices in one packet; u16 faces reach 65,536")
@@ -1130,6 +1189,34 @@ def gather(context, collection=None, skeleton: str | None = None, limit_weights:
     return m, warnings
 
 
+def _skeleton_edits(arm_ob, skeleton: str) -> list[str]:
+    """What of the skeleton an MDB import built (`SKELETON_REST_PROP`) the user changed, which the MDB cannot hold:
+    its SKIN packets name the GR2 skeleton and index its bones; the names and rest poses live in the GR2 file."""
+    try:
+        built = json.loads(arm_ob.get(SKELETON_REST_PROP, ""))
+    except ValueError:
+        return []
+    bones = list(arm_ob.data.bones)
+    where = f"the skeleton {skeleton or arm_ob.name} (a GR2 file): export the armature as GR2 to write it"
+    if len(built) != len(bones):
+        return [f"{arm_ob.name}: {len(bones)} bones where the GR2 skeleton had {len(built)}; an MDB holds no bones, "
+                f"they live in {where}"]
+    out = []
+    renamed = [(old, b.name) for (old, _), b in zip(built, bones) if old != b.name]
+    moved = [b.name for (_, m), b in zip(built, bones)
+             if not np.allclose(np.asarray(m, np.float64).reshape(4, 4), np.array(b.matrix_local, np.float64),
+                                rtol=0, atol=REST_TOLERANCE)]
+    if renamed:
+        listed = ", ".join(f"{old!r} → {new!r}" for old, new in renamed[:5]) + (" …" if len(renamed) > 5 else "")
+        out.append(f"{arm_ob.name}: bone renamed ({listed}); the MDB's SKIN packets hold bone indices, not names "
+                   f"(written as before), the names live in {where}")
+    if moved:
+        listed = ", ".join(repr(n) for n in moved[:5]) + (" …" if len(moved) > 5 else "")
+        out.append(f"{arm_ob.name}: rest pose of bone {listed} changed; not written: an MDB holds no rest pose, it "
+                   f"lives in {where}")
+    return out
+
+
 def _gather(context, collection, skeleton: str | None, limit_weights: bool, armature) -> tuple:
     """(records, warnings, [(packet, vertices holding the file's own non-finite values)])."""
     warnings: list[str] = []
@@ -1147,6 +1234,7 @@ def _gather(context, collection, skeleton: str | None, limit_weights: bool, arma
     entries = []  # (sort key, packet)
     cols_groups: dict = {}
     arm_poses = []
+    skin_armatures: dict = {}  # armature name → (armature, the skeleton its SKIN packets name)
     for ob in objects:
         arm = _armature_of(ob) if ob.type == "MESH" else None
         if arm is not None and arm.data.pose_position != "REST":
@@ -1172,6 +1260,7 @@ def _gather(context, collection, skeleton: str | None, limit_weights: bool, arma
             if ob.type != "MESH":
                 continue
             same_type = kept if kept and kept.get("type") == ptype else None
+            warnings += _shape_key_warnings(ob)
             packet = _kept_mesh_packet(ob, kept, ptype, opts, warnings) if same_type else None
             if packet is not None and kept.get("non_finite"):
                 file_values.append((packet, _file_values(packet, kept)))
@@ -1179,9 +1268,14 @@ def _gather(context, collection, skeleton: str | None, limit_weights: bool, arma
                 _new_mesh_packets(context, ob, ptype, opts, warnings, same_type)
             for k, packet in enumerate(packets):
                 entries.append(((*order, k), packet))
+            arm = _armature_of(ob)
+            if ptype == "SKIN" and packets and arm is not None:
+                skin_armatures.setdefault(arm.name, (arm, mdb.text_of(packets[0].skeleton)))
     finally:
         for arm in arm_poses:
             arm.data.pose_position = "POSE"
+    for arm, skeleton_name in skin_armatures.values():
+        warnings += _skeleton_edits(arm, skeleton_name)
     for key, items in cols_groups.items():
         items.sort(key=lambda x: (x[0], x[1].name))
         spheres = np.zeros(len(items), mdb.COLS_SPHERE)
