@@ -9,6 +9,7 @@ fails.
 """
 from __future__ import annotations
 
+import json
 import os
 
 from ...blender import action as bact
@@ -18,6 +19,16 @@ from ...core.errors import ExportError, FormatError
 from ...core.fileio import makedirs, output_path, read_bytes, write_atomic
 from ...core.naming import NameAllocator
 from . import animation, bind, convert, export, gr2, skeleton
+
+HEADER_PROP = "nwn2_gr2_header"  # on an armature or action made from a GR2 file: its ArtToolInfo, ExporterInfo and
+# FromFileName (JSON), written again by the export
+
+
+def _header(idblock) -> dict | None:
+    try:
+        return json.loads(idblock.get(HEADER_PROP, "")) or None
+    except (ValueError, TypeError):
+        return None
 
 
 def import_gr2_animations(context, path: str, arm_ob, assign: bool = True) -> tuple[list, list[str]]:
@@ -41,6 +52,9 @@ def import_gr2_animations(context, path: str, arm_ob, assign: bool = True) -> tu
             act, more = bact.build_action(arm_ob, anim, fps)
             created.append(act)
             warnings += more
+        header = json.dumps(export.file_header(f))
+        for act in created:
+            act[HEADER_PROP] = header
         if assign and created:
             bact.assign(arm_ob, created[-1])
     return created, warnings
@@ -65,14 +79,14 @@ def export_gr2(context, outdir: str, name: str, arm_ob=None, skeleton_name: str 
         raise ExportError("no armature to export as a GR2 skeleton")
     skel = export.parents_first(barm.read_skeleton(arm_ob))
     named = [ob.get(bind.SKELETON_PROP) for ob in meshes if ob.get(bind.SKELETON_PROP)]
-    skel.name = skeleton_name or (named[0] if named else arm_ob.name)
-    write_atomic(paths[0], export.skeleton_file(skel))
+    skel.name = skeleton_name or (named[0] if named else str(arm_ob.get(bind.SKELETON_PROP, "")) or arm_ob.name)
+    write_atomic(paths[0], export.skeleton_file(skel, _header(arm_ob)))
     warnings: list[str] = []
     for act in bact.armature_actions(arm_ob):
         anim, more = bact.read_action(context, arm_ob, act)
         warnings += more
         paths.append(output_path(outdir, names.take(act.name, ".gr2") + ".gr2"))
-        write_atomic(paths[-1], export.animation_file(anim, skel.name, skel))
+        write_atomic(paths[-1], export.animation_file(anim, skel.name, skel, _header(act)))
     return paths, warnings
 
 
@@ -93,7 +107,10 @@ def blender_import(context, path: str, options) -> list[str]:
     before = bscene.snapshot_ids()
     try:
         result = bscene.build_scene(context, scene, scene.skeleton.name)
-        if animation.animations(gr2.read(read_bytes(path))):
+        f = gr2.read(read_bytes(path))
+        result.armature[HEADER_PROP] = json.dumps(export.file_header(f))
+        result.armature[bind.SKELETON_PROP] = scene.skeleton.name  # the armature may be named otherwise
+        if animation.animations(f):
             _, more = import_gr2_animations(context, path, result.armature)
             warnings += more
     except BaseException:  # nothing of a failed import stays in the scene

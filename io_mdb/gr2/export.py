@@ -113,13 +113,43 @@ def _track(types: dict, track: cm.Track, rest: cm.Bone | None) -> dict:
             "OrientationCurve": _channel(types, r_times, r, "D4Constant32f"), "ScaleShearCurve": scale_curve}
 
 
-def _root(types: dict, name: str) -> dict:
+def file_header(f: gr2.Gr2File) -> dict:
+    """What a file says of where it came from (its root's ArtToolInfo, ExporterInfo and FromFileName) as plain
+    JSON values: kept by the import and written again by `skeleton_file` and `animation_file`, so a GR2 that came
+    from a file keeps them and only one made from scratch names SkinBridge."""
+    def plain(value):
+        if isinstance(value, np.ndarray):
+            return [float(x) for x in value.ravel()]
+        if isinstance(value, (np.integer, int)):
+            return int(value)
+        if isinstance(value, (np.floating, float)):
+            return float(value)
+        return value if isinstance(value, str) or value is None else str(value)
+
+    out = {}
+    for key in ("ArtToolInfo", "ExporterInfo"):
+        if isinstance(f.root.get(key), dict):
+            out[key] = {k: plain(v) for k, v in f.root[key].items() if not k.startswith("__")}
+    if isinstance(f.root.get("FromFileName"), str):
+        out["FromFileName"] = f.root["FromFileName"]
+    return out
+
+
+def _root(types: dict, name: str, header: dict | None = None) -> dict:
+    """The file's root: ArtToolInfo, ExporterInfo and FromFileName from `header` (a file's, `file_header`) where
+    it has them, else ours; UnitsPerMeter and the axes are always ours (the units and axes written)."""
+    header = header or {}
     art = {"FromArtToolName": EXPORTER[0], "ArtToolMajorRevision": 0, "ArtToolMinorRevision": 0,
            "UnitsPerMeter": UNITS_PER_METRE, "Origin": [0, 0, 0], "RightVector": [1, 0, 0], "UpVector": [0, 0, 1],
            "BackVector": [0, -1, 0]}
     exporter = dict(zip(["ExporterName", "ExporterMajorRevision", "ExporterMinorRevision", "ExporterCustomization",
                          "ExporterBuildNumber"], EXPORTER))
-    return {"ArtToolInfo": art, "ExporterInfo": exporter, "FromFileName": name}
+    kept_art = header.get("ArtToolInfo") or {}
+    for key in ("FromArtToolName", "ArtToolMajorRevision", "ArtToolMinorRevision"):
+        if key in kept_art:
+            art[key] = kept_art[key]
+    exporter.update({k: v for k, v in (header.get("ExporterInfo") or {}).items() if k in exporter})
+    return {"ArtToolInfo": art, "ExporterInfo": exporter, "FromFileName": header.get("FromFileName", name)}
 
 
 def parents_first(skel: cm.Skeleton) -> cm.Skeleton:
@@ -133,10 +163,11 @@ def parents_first(skel: cm.Skeleton) -> cm.Skeleton:
     return cm.Skeleton(skel.name, bones)
 
 
-def skeleton_file(skel: cm.Skeleton) -> bytes:
-    """A skeleton file as the game's: the skeleton and a model of it."""
+def skeleton_file(skel: cm.Skeleton, header: dict | None = None) -> bytes:
+    """A skeleton file as the game's: the skeleton and a model of it (`header`: the source file's, see
+    `file_header`)."""
     types = build_types()
-    root = _root(types, skel.name)
+    root = _root(types, skel.name, header)
     skeleton = skeleton_object(skel, types)
     root["Skeletons"] = [skeleton]
     root["Models"] = [{"Name": skel.name, "Skeleton": skeleton, "InitialPlacement": _transform(
@@ -144,7 +175,8 @@ def skeleton_file(skel: cm.Skeleton) -> bytes:
     return write.write(types["FileInfo"], root)
 
 
-def animation_file(anim: cm.Animation, group: str, skeleton: cm.Skeleton | None = None) -> bytes:
+def animation_file(anim: cm.Animation, group: str, skeleton: cm.Skeleton | None = None,
+                   header: dict | None = None) -> bytes:
     """An animation file as the game's: one animation of one track group named `group` (the skeleton's name),
     tracks sorted by name; bones of `skeleton` without keys of a channel hold their rest value."""
     types = build_types()
@@ -160,6 +192,6 @@ def animation_file(anim: cm.Animation, group: str, skeleton: cm.Skeleton | None 
         raise ExportError(f"{anim.name}: length {anim.length} is not a time span")
     animation = {"Name": anim.name, "Duration": float(anim.length), "TimeStep": 1.0 / (FPS * OVERSAMPLING),
                  "Oversampling": OVERSAMPLING, "TrackGroups": [track_group]}
-    root = _root(types, anim.name)
+    root = _root(types, anim.name, header)
     root["TrackGroups"], root["Animations"] = [track_group], [animation]
     return write.write(types["FileInfo"], root)
