@@ -834,7 +834,31 @@ def _face_normals(pos: np.ndarray, faces: np.ndarray, rows: np.ndarray) -> np.nd
     return out.astype(np.float32)
 
 
-def _kept_frame(me, ptype: str, normals: np.ndarray, uv, first: np.ndarray, redo: np.ndarray) -> tuple:
+def _uv_tangents(pos: np.ndarray, faces: np.ndarray, uv: np.ndarray, normals: np.ndarray, rows: np.ndarray):
+    """(tangent, sign) of vertices `rows` from the UV gradients of the faces around them, orthogonal to their
+    normals: where MikkTSpace gave no finite tangent (Blender's normal there was the file's NaN)."""
+    p = pos.astype(np.float64)
+    w = np.asarray(uv, np.float64)
+    e1, e2 = p[faces[:, 1]] - p[faces[:, 0]], p[faces[:, 2]] - p[faces[:, 0]]
+    d1, d2 = w[faces[:, 1]] - w[faces[:, 0]], w[faces[:, 2]] - w[faces[:, 0]]
+    r = d1[:, 0] * d2[:, 1] - d2[:, 0] * d1[:, 1]
+    r = np.where(np.abs(r) > 1e-20, 1.0 / np.where(r == 0, 1, r), 0.0)[:, None]
+    ft = (e1 * d2[:, 1:2] - e2 * d1[:, 1:2]) * r
+    fb = (e2 * d1[:, 0:1] - e1 * d2[:, 0:1]) * r
+    t_acc, b_acc = np.zeros((len(p), 3)), np.zeros((len(p), 3))
+    for k in range(3):
+        np.add.at(t_acc, faces[:, k], ft)
+        np.add.at(b_acc, faces[:, k], fb)
+    n = normals[rows].astype(np.float64)
+    t = t_acc[rows] - n * (n * t_acc[rows]).sum(axis=1, keepdims=True)
+    length = np.linalg.norm(t, axis=1, keepdims=True)
+    t = np.where(length > 0, t / np.where(length > 0, length, 1), [1.0, 0.0, 0.0])
+    sign = np.where((np.cross(n, t) * b_acc[rows]).sum(axis=1) < 0, -1.0, 1.0)
+    return np.concatenate([t, sign[:, None]], axis=1).astype(np.float32)
+
+
+def _kept_frame(me, ptype: str, normals: np.ndarray, uv, first: np.ndarray, redo: np.ndarray,
+                pos: np.ndarray, faces: np.ndarray) -> tuple:
     """(tangents, binormals, uvw.z): the kept ones; MikkTSpace's for the vertices `redo` (moved, or sharing a face
     with a moved one) that have a corner (a vertex without one keeps the file's)."""
     nv, nl = len(me.vertices), len(me.loops)
@@ -852,6 +876,9 @@ def _kept_frame(me, ptype: str, normals: np.ndarray, uv, first: np.ndarray, redo
         me.free_tangents()
         has = (first >= 0) & redo
         t4 = np.concatenate([t.reshape(nl, 3)[first[has]], s[first[has], None]], axis=1)
+        bad = ~np.isfinite(t4).all(axis=1)
+        if bad.any():
+            t4[bad] = _uv_tangents(pos, faces, uv, normals, np.flatnonzero(has)[bad])
         tangents[has], binormals[has], uvw_z[has] = convert.tangent_frame(normals[has], t4)
     return tangents, binormals, uvw_z
 
@@ -900,7 +927,7 @@ def _kept_mesh_packet(ob, kept: dict, ptype: str, opts: _Options, warnings: list
     if len(lost):  # the file's own NaN normal, at a vertex an edit touched: made again from its faces
         normals = normals.copy()
         normals[lost] = _face_normals(pos, faces, lost)
-    tangents, binormals, uvw_z = _kept_frame(me, ptype, normals, uv, first, redo)
+    tangents, binormals, uvw_z = _kept_frame(me, ptype, normals, uv, first, redo, pos, faces)
     material = _mesh_material(ob, kept, warnings)
     skeleton = bytes(mdb.NAME_SIZE)
     weights = bones = count = None
