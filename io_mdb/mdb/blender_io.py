@@ -1143,7 +1143,7 @@ def _point_packet(ob, ptype: str, kept: dict | None, warnings: list[str]):
         if held or _same_floats(built, m, MATRIX_TOLERANCE):
             d = dict(kept)
             if mdb.text_of(bytes.fromhex(d["name"])) != ob.name:
-                d["name"] = _packet_name(ob, None, warnings).hex()
+                d["name"] = _packet_name(ob, d, warnings).hex()  # "name.001" of a second import: the raw name
             return convert.record_from_extras(d)
     rot = m[:3, :3] / np.maximum(np.linalg.norm(m[:3, :3], axis=0, keepdims=True), 1e-30)
     orientation = np.empty((3, 3))
