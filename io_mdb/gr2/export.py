@@ -195,3 +195,88 @@ def animation_file(anim: cm.Animation, group: str, skeleton: cm.Skeleton | None 
     root = _root(types, anim.name, header)
     root["TrackGroups"], root["Animations"] = [track_group], [animation]
     return write.write(types["FileInfo"], root)
+
+
+# -- a file written again with only the edit (docs/nwn2.md §5.6) ----------------------------------------------
+
+def _variants(types: write.FileTypes):
+    """The type of a variant's object: ours where we made it (`__type__`), else where the file had it."""
+    def of(value):
+        if isinstance(value, dict) and "__type__" in value:
+            return value["__type__"]
+        return types.of(value)
+    return of
+
+
+def kept_skeleton_file(data: bytes, skel: cm.Skeleton, renamed: set[int], moved: set[int]) -> bytes | None:
+    """The source file `data` written again with its own typed tree (every record and value it had), only the
+    bones edited taken from `skel` (the file's bone order): a renamed bone's Name; a moved bone's Transform and
+    InverseWorldTransform, and its children's Transform (relative to it). None when the file's first skeleton
+    has other bones than `skel` (count or parents): the caller writes a new file."""
+    f = gr2.read(data)
+    skeletons = f.root.get("Skeletons") or []
+    if not skeletons or not isinstance(skeletons[0], dict):
+        return None
+    bones = skeletons[0].get("Bones") or []
+    if len(bones) != len(skel.bones) or any(int(b.get("ParentIndex", -2)) != s.parent
+                                            for b, s in zip(bones, skel.bones)):
+        return None
+    if not renamed and not moved:
+        return data  # untouched: the file as it was, bytes and all
+    ours = skeleton_object(skel, build_types())["Bones"]
+    for i in renamed:
+        bones[i]["Name"] = ours[i]["Name"]
+    for i, b in enumerate(skel.bones):
+        if i in moved:
+            bones[i]["InverseWorldTransform"] = ours[i]["InverseWorldTransform"]
+        if i in moved or b.parent in moved:
+            bones[i]["Transform"] = ours[i]["Transform"]
+    types = write.FileTypes(f)
+    return write.write(types.root, f.root, _variants(types), f.tag)
+
+
+def kept_animation_file(data: bytes, group: str, anim: cm.Animation, edited: set[str], names: dict[str, str],
+                        duration: float | None, skeleton: cm.Skeleton | None = None) -> bytes | None:
+    """The source file `data` written again with its own typed tree, only the tracks of bones `edited` (by their
+    names now) of its track group `group` made from `anim` (as `animation_file` makes them), a renamed bone's
+    track renamed (`names`: file name → name now) and the animation's Duration set to `duration` when given.
+    None when the file holds no such group."""
+    f = gr2.read(data)
+    found = None
+    for a in f.root.get("Animations") or []:
+        for g in (a or {}).get("TrackGroups") or []:
+            if isinstance(g, dict) and g.get("Name") == group:
+                found = (a, g)
+                break
+        if found:
+            break
+    if found is None:
+        return None
+    animation, track_group = found
+    if not edited and duration is None and not any(t.get("Name") in names for t in
+                                                   track_group.get("TransformTracks") or []):
+        return data  # untouched: the file as it was, bytes and all
+    types = build_types()
+    rest = {b.name: b for b in skeleton.bones} if skeleton is not None else {}
+    core = {t.bone: t for t in anim.tracks}
+    tracks = list(track_group.get("TransformTracks") or [])
+    for t in tracks:
+        t["Name"] = names.get(t.get("Name"), t.get("Name"))
+    by_name = {t.get("Name"): t for t in tracks}
+    for bone in sorted(edited):
+        if bone not in core:
+            continue
+        new = _track(types, core[bone], rest.get(bone))
+        if bone in by_name:
+            for key in ("PositionCurve", "OrientationCurve", "ScaleShearCurve"):
+                by_name[bone][key] = new[key]
+        else:
+            tracks.append(new)
+    tracks.sort(key=lambda t: str(t.get("Name", "")).encode("utf-8", "surrogateescape"))
+    track_group["TransformTracks"] = tracks
+    if duration is not None:
+        if not np.isfinite(duration) or duration < 0:
+            raise ExportError(f"{anim.name}: length {duration} is not a time span")
+        animation["Duration"] = float(duration)
+    file_types = write.FileTypes(f)
+    return write.write(file_types.root, f.root, _variants(file_types), f.tag)

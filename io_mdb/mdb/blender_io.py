@@ -36,6 +36,7 @@ from ...core.errors import ExportError
 from ...core.skinning import merge_repeated_bones
 from ...core.fileio import output_path, read_bytes, write_atomic
 from ..gr2 import bind
+from ..gr2 import blender_io as gr2_blender
 from ..gr2.bind import SKELETON_PROP
 from . import bones as mdb_bones
 from . import check as mdb_check
@@ -83,8 +84,8 @@ def _put(me, name: str, data_type: str, domain: str, prop: str, values) -> None:
 
 
 # on an armature an MDB import built from a GR2 skeleton: its bones' names and rest matrices as built (JSON), so
-# that the export can say what of an edited skeleton the MDB cannot hold
-SKELETON_REST_PROP = "nwn2_skeleton_rest"
+# that the export can say what of an edited skeleton the MDB cannot hold (the GR2 import keeps the same)
+SKELETON_REST_PROP = gr2_blender.REST_PROP
 REST_TOLERANCE = 1e-5
 BUILT_PROP = "skinbridge_mdb_built"  # on a point empty: its matrix as import built it (row-major)
 
