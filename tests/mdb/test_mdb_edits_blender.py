@@ -155,3 +155,41 @@ def test_a_gr2_from_a_file_keeps_where_it_came_from(clean_scene, testdata, tmp_p
     fresh = tmp_path / "fresh.gr2"
     assert bpy.ops.export_scene.skinbridge_gr2(filepath=str(fresh)) == {"FINISHED"}
     assert gr2.read(fresh.read_bytes()).root["ArtToolInfo"]["FromArtToolName"] == "SkinBridge"
+
+
+def _gr2_export(tmp_path, name: str) -> pathlib.Path:
+    out = tmp_path / "out" / name
+    out.parent.mkdir(exist_ok=True)
+    assert bpy.ops.export_scene.skinbridge_gr2(filepath=str(out)) == {"FINISHED"}
+    return out
+
+
+def _differences(path, written) -> list:
+    from skinbridge import formats  # the registry: only to name the format to the diff
+    from skinbridge.core.diff import diff_files
+
+    return diff_files(formats.identify_file(str(path)), path.read_bytes(), written.read_bytes(), 10_000).differences
+
+
+@default_leg
+def test_a_gr2_skeleton_is_written_again_with_only_the_edit(clean_scene, testdata, tmp_path):
+    path = testdata / "gr2" / "ovr_P_HEF_skel83.GR2"
+    assert bpy.ops.import_scene.skinbridge_gr2(filepath=str(path)) == {"FINISHED"}
+    assert _gr2_export(tmp_path, "same.gr2").read_bytes() == path.read_bytes()  # Granny's own bytes
+    edit_kinds.apply("rename-bone")
+    diffs = _differences(path, _gr2_export(tmp_path, "renamed.gr2"))
+    assert [(d.field, d.value_a, d.value_b) for d in diffs] == [("Name", "LLeg1", "LLeg1_renamed")]
+
+
+@default_leg
+def test_a_gr2_animation_is_written_again_with_only_the_edited_track(clean_scene, testdata, tmp_path):
+    for name in ("ovr_P_HEF_skel83.GR2", "ovr_p_hhf_glaive01.GR2"):
+        shutil.copy(testdata / "gr2" / name, tmp_path / name)
+    motion = tmp_path / "ovr_p_hhf_glaive01.GR2"
+    assert bpy.ops.import_scene.skinbridge_gr2(filepath=str(tmp_path / "ovr_P_HEF_skel83.GR2")) == {"FINISHED"}
+    assert bpy.ops.import_scene.skinbridge_gr2(filepath=str(motion)) == {"FINISHED"}
+    assert _gr2_export(tmp_path, "same.gr2").with_name("ovr_p_hhf_glaive01.gr2").read_bytes() == motion.read_bytes()
+    touched = edit_kinds.apply("key-move")  # a key of FHip1's rotation
+    assert "FHip1" in touched.names
+    diffs = _differences(motion, _gr2_export(tmp_path, "moved.gr2").with_name("ovr_p_hhf_glaive01.gr2"))
+    assert diffs and all("TransformTracks" in d.record and "(FHip1)" in d.record for d in diffs), diffs[:3]
