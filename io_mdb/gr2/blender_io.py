@@ -166,10 +166,11 @@ def load_motion(context, path: str, arm_ob, options) -> list[str]:
     return import_gr2_animations(context, path, arm_ob)[1]
 
 
-def export_gr2(context, outdir: str, name: str, arm_ob=None, skeleton_name: str | None = None
+def export_gr2(context, outdir: str, name: str, arm_ob=None, skeleton_name: str | None = None, keep: bool = True
                ) -> tuple[list[str], list[str]]:
     """The armature's skeleton as OUTDIR/NAME.gr2 and each of its actions as OUTDIR/<action>.gr2 (one track
-    group named after the skeleton). Only reads the scene."""
+    group named after the skeleton). With `keep` (File › Export), an armature or action imported from a GR2 file
+    is that file written again with only the edit (untouched: its bytes). Only reads the scene."""
     makedirs(outdir)  # an output folder that cannot be is named before the model is looked at
     names = NameAllocator()
     paths = [output_path(outdir, names.take(name, ".gr2") + ".gr2")]
@@ -181,21 +182,22 @@ def export_gr2(context, outdir: str, name: str, arm_ob=None, skeleton_name: str 
     skel = export.parents_first(barm.read_skeleton(arm_ob))
     named = [ob.get(bind.SKELETON_PROP) for ob in meshes if ob.get(bind.SKELETON_PROP)]
     skel.name = skeleton_name or (named[0] if named else str(arm_ob.get(bind.SKELETON_PROP, "")) or arm_ob.name)
-    write_atomic(paths[0], _kept_skeleton(arm_ob, skel) or export.skeleton_file(skel, _header(arm_ob)))
+    write_atomic(paths[0], (keep and _kept_skeleton(arm_ob, skel)) or export.skeleton_file(skel, _header(arm_ob)))
     warnings: list[str] = []
     for act in bact.armature_actions(arm_ob):
         anim, more = bact.read_action(context, arm_ob, act)
         warnings += more
         paths.append(output_path(outdir, names.take(act.name, ".gr2") + ".gr2"))
-        write_atomic(paths[-1], _kept_animation(arm_ob, act, anim, skel)
+        write_atomic(paths[-1], (keep and _kept_animation(arm_ob, act, anim, skel))
                      or export.animation_file(anim, skel.name, skel, _header(act)))
     return paths, warnings
 
 
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to gr2`: the model's armature as OUTDIR/NAME.gr2 (its skeleton named as the SKIN meshes name it,
-    else after the armature) and each action of it as OUTDIR/<action>.gr2."""
-    return export_gr2(context, outdir, name)
+    else after the armature) and each action of it as OUTDIR/<action>.gr2, written for that skeleton (a motion
+    loaded from another skeleton's GR2 gets one track group named after it: not its file again)."""
+    return export_gr2(context, outdir, name, keep=False)
 
 
 def blender_import(context, path: str, options) -> list[str]:
