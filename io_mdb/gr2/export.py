@@ -214,10 +214,11 @@ def kept_skeleton_file(data: bytes, skel: cm.Skeleton, renamed: set[int], moved:
     InverseWorldTransform, and its children's Transform (relative to it). None when the file's first skeleton
     has other bones than `skel` (count or parents): the caller writes a new file."""
     f = gr2.read(data)
-    skeletons = f.root.get("Skeletons") or []
-    if not skeletons or not isinstance(skeletons[0], dict):
+    skeletons = [s for s in f.root.get("Skeletons") or [] if isinstance(s, dict)]
+    named = [s for s in skeletons if str(s.get("Name", "")).lower() == skel.name.lower()]
+    if not named and len(skeletons) != 1:
         return None
-    bones = skeletons[0].get("Bones") or []
+    bones = (named or skeletons)[0].get("Bones") or []
     if len(bones) != len(skel.bones) or any(int(b.get("ParentIndex", -2)) != s.parent
                                             for b, s in zip(bones, skel.bones)):
         return None

@@ -391,9 +391,9 @@ def import_mdb(context, path: str, armature=None, skeleton_path=None) -> bscene.
     data = read_bytes(path)
     m = mdb.read(data)
     stem = os.path.splitext(os.path.basename(path))[0]
-    skeleton, found = None, []
+    skeleton, skeleton_file, found = None, None, []
     if arm_ob is None:
-        skeleton, _, found = bind.bind(convert.skin_skeleton_names(m), path, skeleton_path)
+        skeleton, skeleton_file, found = bind.bind(convert.skin_skeleton_names(m), path, skeleton_path)
     names = [b.name for b in arm_ob.data.bones] if arm_ob is not None else None
     scene, warnings = convert.to_scene(m, stem, names, skeleton)  # every check before the first datablock
     result = bscene.ImportResult(warnings=list(m.warnings) + found + list(warnings))
@@ -413,8 +413,7 @@ def import_mdb(context, path: str, armature=None, skeleton_path=None) -> bscene.
         coll[PROP] = json.dumps({k: v for k, v in scene.extras["mdb"].items() if k != "points"} | {"raw": raw})
         if skeleton is not None:
             arm_ob = barmature.build_armature(context, skeleton, skeleton.name, coll, created)
-            arm_ob[SKELETON_REST_PROP] = json.dumps([[b.name, [x for row in b.matrix_local for x in row]]
-                                                     for b in arm_ob.data.bones])
+            gr2_blender.keep_source(arm_ob, read_bytes(skeleton_file), skeleton.name)
             result.objects.append(arm_ob)
         lods = None
         meshes = iter(scene.meshes)

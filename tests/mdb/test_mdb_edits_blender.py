@@ -193,3 +193,10 @@ def test_a_gr2_animation_is_written_again_with_only_the_edited_track(clean_scene
     assert "FHip1" in touched.names
     diffs = _differences(motion, _gr2_export(tmp_path, "moved.gr2").with_name("ovr_p_hhf_glaive01.gr2"))
     assert diffs and all("TransformTracks" in d.record and "(FHip1)" in d.record for d in diffs), diffs[:3]
+
+
+@default_leg
+def test_the_skeleton_an_mdb_import_built_exports_as_its_gr2_file(clean_scene, head, tmp_path):
+    _import(head)
+    out = _gr2_export(tmp_path, "P_HHF_skel.gr2")
+    assert out.read_bytes() == (head.parent / "ovr_P_HEF_skel83.GR2").read_bytes()
