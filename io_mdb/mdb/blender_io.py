@@ -593,13 +593,26 @@ def _bone_index(ob, arm_ob, head: bool) -> dict[str, int]:
     """Vertex group name → MDB bone index: `bone_<n>` → n; armature bones → their filtered index."""
     out = {}
     if arm_ob is not None:
-        order = mdb_bones.skin_bone_names([b.name for b in arm_ob.data.bones], head)
-        out.update({n: i for i, n in enumerate(order)})
+        now = [b.name for b in arm_ob.data.bones]
+        # the order is the GR2's (its names on disk): a bone renamed since the import keeps its index
+        built = _built_names(arm_ob)
+        names = built if built is not None and len(built) == len(now) else now
+        index = {n: i for i, n in enumerate(names)}
+        out.update({now[index[n]]: i for i, n in enumerate(mdb_bones.skin_bone_names(names, head))})
     for g in ob.vertex_groups:
         stem, _, n = g.name.partition("_")
         if stem == "bone" and n.isdigit():
             out.setdefault(g.name, int(n))
     return out
+
+
+def _built_names(arm_ob) -> list[str] | None:
+    """The bone names of the GR2 skeleton an import built the armature from (`SKELETON_REST_PROP`), or None."""
+    try:
+        built = json.loads(arm_ob.get(SKELETON_REST_PROP, ""))
+        return [str(name) for name, _ in built]
+    except (ValueError, TypeError):
+        return None
 
 
 def _armature_of(ob):

@@ -200,3 +200,15 @@ def test_the_skeleton_an_mdb_import_built_exports_as_its_gr2_file(clean_scene, h
     _import(head)
     out = _gr2_export(tmp_path, "P_HHF_skel.gr2")
     assert out.read_bytes() == (head.parent / "ovr_P_HEF_skel83.GR2").read_bytes()
+
+
+@default_leg
+def test_a_renamed_ribcage_keeps_its_skin_index(clean_scene, head, tmp_path):
+    """SKIN indices follow the GR2 skeleton's names on disk (Ribcage last): renaming Ribcage in Blender must not
+    move it, nor the bones after it, in the MDB written."""
+    _import(head)
+    arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    arm.data.bones["Ribcage"].name = "Chest"  # its vertex group follows, as in the UI
+    data, warnings = _export(tmp_path)
+    assert data == head.read_bytes()
+    assert any("'Ribcage' → 'Chest'" in w for w in warnings)
