@@ -120,11 +120,11 @@ def _kept_animation(arm_ob, act, anim, skel) -> bytes | None:
                                       None if same_range else anim.length, skel)
 
 
-def keep_source(arm_ob, data: bytes, skeleton_name: str) -> None:
+def keep_source(arm_ob, data: bytes, skeleton_name: str, header: dict | None = None) -> None:
     """What File › Export needs to write the armature's GR2 file again with only the edit: the file, its header,
     the skeleton's name and the bones as built (a GR2 import, and an MDB import that built the armature from the
     GR2 its SKIN packets name)."""
-    arm_ob[HEADER_PROP] = json.dumps(export.file_header(gr2.read(data)))
+    arm_ob[HEADER_PROP] = json.dumps(header if header is not None else export.file_header(gr2.read(data)))
     arm_ob[bind.SKELETON_PROP] = skeleton_name  # the armature may be named otherwise
     arm_ob[FILE_PROP] = base64.b64encode(data).decode("ascii")
     arm_ob[REST_PROP] = json.dumps([[b.name, [x for row in b.matrix_local for x in row]] for b in arm_ob.data.bones])
@@ -221,8 +221,9 @@ def blender_import(context, path: str, options) -> list[str]:
     before = bscene.snapshot_ids()
     try:
         result = bscene.build_scene(context, scene, scene.skeleton.name)
-        f = gr2.read(read_bytes(path))
-        keep_source(result.armature, read_bytes(path), scene.skeleton.name)
+        data = read_bytes(path)
+        f = gr2.read(data)
+        keep_source(result.armature, data, scene.skeleton.name, export.file_header(f))
         if animation.animations(f):
             _, more = import_gr2_animations(context, path, result.armature)
             warnings += more
