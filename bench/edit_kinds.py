@@ -391,8 +391,9 @@ def classify(kind: str, t: Touched, result, fmt: str = "") -> tuple[str, str]:
     found_core = False
     near = set()
     moved = {d.record for d in result.differences if not _rounded(d)}  # a record holding another one now
+    before = _values_before(result.differences) if kind in SIZE_EDITS else {}
     for d in result.differences:
-        if (kind in SIZE_EDITS and d.record not in moved and _rounded(d)
+        if (kind in SIZE_EDITS and d.record not in moved and _rounded(d) and not _shifted(d, before)
                 and not DERIVED_VERTEX.search(d.field)):  # written again, less precisely
             return OTHER, f"{_field(d)} (rounded: {d.value_a} → {d.value_b})"[:160]
         if core(d):
@@ -436,7 +437,38 @@ def _rounded(d) -> bool:
         return False
     if a.shape != b.shape or not a.size or not np.isfinite(a).all() or not np.isfinite(b).all():
         return False
+    if np.any((a == 0) & (b != 0)):  # no loss of precision makes a number out of 0: another record's value
+        return False
     return bool(not np.array_equal(a, b) and np.allclose(a, b, rtol=1e-5, atol=1e-7))
+
+
+INDEXED = re.compile(r"^(.*)\[(\d+)\]$")
+SHIFT = 8  # records a deletion may shift a record by, looked at for the value it now holds
+
+
+def _values_before(differences) -> dict:
+    """(list, index, field) → the value in A, of every difference in an indexed record."""
+    out = {}
+    for d in differences:
+        m = INDEXED.match(d.record)
+        if m:
+            out[(m.group(1), int(m.group(2)), d.field)] = d.value_a
+    return out
+
+
+def _shifted(d, before: dict) -> bool:
+    """A record that now holds, exactly, what a record a few places after it held: the list shifted by a deletion
+    (the records compared by index), not a value written again with less precision."""
+    m = INDEXED.match(d.record)
+    if not m:
+        return False
+    b = np.asarray(d.value_b, np.float64)
+    for k in range(1, SHIFT + 1):
+        a = before.get((m.group(1), int(m.group(2)) + k, d.field))
+        if a is not None and np.asarray(a, np.float64).shape == b.shape and np.array_equal(np.asarray(
+                a, np.float64), b, equal_nan=True):
+            return True
+    return False
 
 
 def _field(d) -> str:

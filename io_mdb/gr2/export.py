@@ -113,13 +113,43 @@ def _track(types: dict, track: cm.Track, rest: cm.Bone | None) -> dict:
             "OrientationCurve": _channel(types, r_times, r, "D4Constant32f"), "ScaleShearCurve": scale_curve}
 
 
-def _root(types: dict, name: str) -> dict:
+def file_header(f: gr2.Gr2File) -> dict:
+    """What a file says of where it came from (its root's ArtToolInfo, ExporterInfo and FromFileName) as plain
+    JSON values: kept by the import and written again by `skeleton_file` and `animation_file`, so a GR2 that came
+    from a file keeps them and only one made from scratch names SkinBridge."""
+    def plain(value):
+        if isinstance(value, np.ndarray):
+            return [float(x) for x in value.ravel()]
+        if isinstance(value, (np.integer, int)):
+            return int(value)
+        if isinstance(value, (np.floating, float)):
+            return float(value)
+        return value if isinstance(value, str) or value is None else str(value)
+
+    out = {}
+    for key in ("ArtToolInfo", "ExporterInfo"):
+        if isinstance(f.root.get(key), dict):
+            out[key] = {k: plain(v) for k, v in f.root[key].items() if not k.startswith("__")}
+    if isinstance(f.root.get("FromFileName"), str):
+        out["FromFileName"] = f.root["FromFileName"]
+    return out
+
+
+def _root(types: dict, name: str, header: dict | None = None) -> dict:
+    """The file's root: ArtToolInfo, ExporterInfo and FromFileName from `header` (a file's, `file_header`) where
+    it has them, else ours; UnitsPerMeter and the axes are always ours (the units and axes written)."""
+    header = header or {}
     art = {"FromArtToolName": EXPORTER[0], "ArtToolMajorRevision": 0, "ArtToolMinorRevision": 0,
            "UnitsPerMeter": UNITS_PER_METRE, "Origin": [0, 0, 0], "RightVector": [1, 0, 0], "UpVector": [0, 0, 1],
            "BackVector": [0, -1, 0]}
     exporter = dict(zip(["ExporterName", "ExporterMajorRevision", "ExporterMinorRevision", "ExporterCustomization",
                          "ExporterBuildNumber"], EXPORTER))
-    return {"ArtToolInfo": art, "ExporterInfo": exporter, "FromFileName": name}
+    kept_art = header.get("ArtToolInfo") or {}
+    for key in ("FromArtToolName", "ArtToolMajorRevision", "ArtToolMinorRevision"):
+        if key in kept_art:
+            art[key] = kept_art[key]
+    exporter.update({k: v for k, v in (header.get("ExporterInfo") or {}).items() if k in exporter})
+    return {"ArtToolInfo": art, "ExporterInfo": exporter, "FromFileName": header.get("FromFileName", name)}
 
 
 def parents_first(skel: cm.Skeleton) -> cm.Skeleton:
@@ -133,10 +163,11 @@ def parents_first(skel: cm.Skeleton) -> cm.Skeleton:
     return cm.Skeleton(skel.name, bones)
 
 
-def skeleton_file(skel: cm.Skeleton) -> bytes:
-    """A skeleton file as the game's: the skeleton and a model of it."""
+def skeleton_file(skel: cm.Skeleton, header: dict | None = None) -> bytes:
+    """A skeleton file as the game's: the skeleton and a model of it (`header`: the source file's, see
+    `file_header`)."""
     types = build_types()
-    root = _root(types, skel.name)
+    root = _root(types, skel.name, header)
     skeleton = skeleton_object(skel, types)
     root["Skeletons"] = [skeleton]
     root["Models"] = [{"Name": skel.name, "Skeleton": skeleton, "InitialPlacement": _transform(
@@ -144,7 +175,8 @@ def skeleton_file(skel: cm.Skeleton) -> bytes:
     return write.write(types["FileInfo"], root)
 
 
-def animation_file(anim: cm.Animation, group: str, skeleton: cm.Skeleton | None = None) -> bytes:
+def animation_file(anim: cm.Animation, group: str, skeleton: cm.Skeleton | None = None,
+                   header: dict | None = None) -> bytes:
     """An animation file as the game's: one animation of one track group named `group` (the skeleton's name),
     tracks sorted by name; bones of `skeleton` without keys of a channel hold their rest value."""
     types = build_types()
@@ -160,6 +192,92 @@ def animation_file(anim: cm.Animation, group: str, skeleton: cm.Skeleton | None 
         raise ExportError(f"{anim.name}: length {anim.length} is not a time span")
     animation = {"Name": anim.name, "Duration": float(anim.length), "TimeStep": 1.0 / (FPS * OVERSAMPLING),
                  "Oversampling": OVERSAMPLING, "TrackGroups": [track_group]}
-    root = _root(types, anim.name)
+    root = _root(types, anim.name, header)
     root["TrackGroups"], root["Animations"] = [track_group], [animation]
     return write.write(types["FileInfo"], root)
+
+
+# -- a file written again with only the edit (docs/nwn2.md §5.6) ----------------------------------------------
+
+def _variants(types: write.FileTypes):
+    """The type of a variant's object: ours where we made it (`__type__`), else where the file had it."""
+    def of(value):
+        if isinstance(value, dict) and "__type__" in value:
+            return value["__type__"]
+        return types.of(value)
+    return of
+
+
+def kept_skeleton_file(data: bytes, skel: cm.Skeleton, renamed: set[int], moved: set[int]) -> bytes | None:
+    """The source file `data` written again with its own typed tree (every record and value it had), only the
+    bones edited taken from `skel` (the file's bone order): a renamed bone's Name; a moved bone's Transform and
+    InverseWorldTransform, and its children's Transform (relative to it). None when the file's first skeleton
+    has other bones than `skel` (count or parents): the caller writes a new file."""
+    f = gr2.read(data)
+    skeletons = [s for s in f.root.get("Skeletons") or [] if isinstance(s, dict)]
+    named = [s for s in skeletons if str(s.get("Name", "")).lower() == skel.name.lower()]
+    if not named and len(skeletons) != 1:
+        return None
+    bones = (named or skeletons)[0].get("Bones") or []
+    if len(bones) != len(skel.bones) or any(int(b.get("ParentIndex", -2)) != s.parent
+                                            for b, s in zip(bones, skel.bones)):
+        return None
+    if not renamed and not moved:
+        return data  # untouched: the file as it was, bytes and all
+    ours = skeleton_object(skel, build_types())["Bones"]
+    for i in renamed:
+        bones[i]["Name"] = ours[i]["Name"]
+    for i, b in enumerate(skel.bones):
+        if i in moved:
+            bones[i]["InverseWorldTransform"] = ours[i]["InverseWorldTransform"]
+        if i in moved or b.parent in moved:
+            bones[i]["Transform"] = ours[i]["Transform"]
+    types = write.FileTypes(f)
+    return write.write(types.root, f.root, _variants(types), f.tag)
+
+
+def kept_animation_file(data: bytes, group: str, anim: cm.Animation, edited: set[str], names: dict[str, str],
+                        duration: float | None, skeleton: cm.Skeleton | None = None) -> bytes | None:
+    """The source file `data` written again with its own typed tree, only the tracks of bones `edited` (by their
+    names now) of its track group `group` made from `anim` (as `animation_file` makes them), a renamed bone's
+    track renamed (`names`: file name → name now) and the animation's Duration set to `duration` when given.
+    None when the file holds no such group."""
+    f = gr2.read(data)
+    found = None
+    for a in f.root.get("Animations") or []:
+        for g in (a or {}).get("TrackGroups") or []:
+            if isinstance(g, dict) and g.get("Name") == group:
+                found = (a, g)
+                break
+        if found:
+            break
+    if found is None:
+        return None
+    animation, track_group = found
+    if not edited and duration is None and not any(t.get("Name") in names for t in
+                                                   track_group.get("TransformTracks") or []):
+        return data  # untouched: the file as it was, bytes and all
+    types = build_types()
+    rest = {b.name: b for b in skeleton.bones} if skeleton is not None else {}
+    core = {t.bone: t for t in anim.tracks}
+    tracks = list(track_group.get("TransformTracks") or [])
+    for t in tracks:
+        t["Name"] = names.get(t.get("Name"), t.get("Name"))
+    by_name = {t.get("Name"): t for t in tracks}
+    for bone in sorted(edited):
+        if bone not in core:
+            continue
+        new = _track(types, core[bone], rest.get(bone))
+        if bone in by_name:
+            for key in ("PositionCurve", "OrientationCurve", "ScaleShearCurve"):
+                by_name[bone][key] = new[key]
+        else:
+            tracks.append(new)
+    tracks.sort(key=lambda t: str(t.get("Name", "")).encode("utf-8", "surrogateescape"))
+    track_group["TransformTracks"] = tracks
+    if duration is not None:
+        if not np.isfinite(duration) or duration < 0:
+            raise ExportError(f"{anim.name}: length {duration} is not a time span")
+        animation["Duration"] = float(duration)
+    file_types = write.FileTypes(f)
+    return write.write(file_types.root, f.root, _variants(file_types), f.tag)

@@ -36,6 +36,7 @@ from ...core.errors import ExportError
 from ...core.skinning import merge_repeated_bones
 from ...core.fileio import output_path, read_bytes, write_atomic
 from ..gr2 import bind
+from ..gr2 import blender_io as gr2_blender
 from ..gr2.bind import SKELETON_PROP
 from . import bones as mdb_bones
 from . import check as mdb_check
@@ -52,6 +53,7 @@ A_TANGENT, A_BINORMAL, A_UVW_Z = "nwn2_tangent", "nwn2_binormal", "nwn2_uvw_z"
 A_BONES, A_BONE_COUNT = "nwn2_bones", "nwn2_bone_count"
 A_WEIGHTS = tuple(f"nwn2_weight_{k}" for k in range(4))  # one FLOAT each: a FLOAT_COLOR would pass for colours
 A_WALK_FLAGS, A_WALK_Z = "nwn2_walk_flags", "nwn2_walk_z"
+A_POSITION = "nwn2_position"  # the file's position of each vertex: the vertices an edit moved are those that differ
 MATERIAL_PROPS = ("nwn2_diffuse_color", "nwn2_specular_color", "nwn2_specular_level", "nwn2_specular_power",
                   "nwn2_flags")
 MAP_EXTENSIONS = (".dds", ".tga", ".png")
@@ -81,6 +83,10 @@ def _put(me, name: str, data_type: str, domain: str, prop: str, values) -> None:
     attr.data.foreach_set(prop, np.ascontiguousarray(values).reshape(-1))
 
 
+# on an armature an MDB import built from a GR2 skeleton: its bones' names and rest matrices as built (JSON), so
+# that the export can say what of an edited skeleton the MDB cannot hold (the GR2 import keeps the same)
+SKELETON_REST_PROP = gr2_blender.REST_PROP
+REST_TOLERANCE = 1e-5
 BUILT_PROP = "skinbridge_mdb_built"  # on a point empty: its matrix as import built it (row-major)
 
 def _same_floats(a, b, tolerance: float = 0.0) -> bool:
@@ -257,6 +263,12 @@ def _mesh_object(packet, cmesh: cm.Mesh, arm_ob, base_dir: str, created: list, w
         me = bpy.data.meshes.new(packet.name_text or packet.type)
         created.append(me)
     nv = len(cmesh.positions)
+    if "non_finite" in extras:
+        rows = extras["non_finite"]["rows"]
+        listed = ", ".join(str(r) for r in rows[:5]) + (f" and {len(rows) - 5} more" if len(rows) > 5 else "")
+        warnings.append(f"{packet.name_text}: the file has values that are not finite numbers (a NaN or infinite "
+                        f"normal or other value) at vertex {listed}: written as the file has them while the vertex "
+                        "is not edited; once it or a vertex of its faces moves, its normal is made from its faces")
     if not faces_kept.all():
         warnings.append(f"{packet.name_text}: its {int((~faces_kept).sum())} faces with a repeated vertex are kept "
                         "for export while the mesh is unchanged")
@@ -273,6 +285,9 @@ def _mesh_object(packet, cmesh: cm.Mesh, arm_ob, base_dir: str, created: list, w
             _put(me, A_TANGENT, "FLOAT_VECTOR", "POINT", "vector", v["tangent"])
             _put(me, A_BINORMAL, "FLOAT_VECTOR", "POINT", "vector", v["binormal"])
         _put(me, A_UVW_Z, "FLOAT", "POINT", "value", np.ascontiguousarray(v["uvw"][:, 2]))
+        if nv:  # the positions as Blender holds them after the build
+            _put(me, A_POSITION, "FLOAT_VECTOR", "POINT", "vector",
+                 _get(me.attributes["position"], "vector", nv, 3, np.float32))
         if packet.type == "SKIN":
             _put(me, A_BONES, "INT", "POINT", "value", np.ascontiguousarray(v["bones"]).view(np.int32).reshape(-1))
             for k, name in enumerate(A_WEIGHTS):
@@ -376,9 +391,9 @@ def import_mdb(context, path: str, armature=None, skeleton_path=None) -> bscene.
     data = read_bytes(path)
     m = mdb.read(data)
     stem = os.path.splitext(os.path.basename(path))[0]
-    skeleton, found = None, []
+    skeleton, skeleton_file, found = None, None, []
     if arm_ob is None:
-        skeleton, _, found = bind.bind(convert.skin_skeleton_names(m), path, skeleton_path)
+        skeleton, skeleton_file, found = bind.bind(convert.skin_skeleton_names(m), path, skeleton_path)
     names = [b.name for b in arm_ob.data.bones] if arm_ob is not None else None
     scene, warnings = convert.to_scene(m, stem, names, skeleton)  # every check before the first datablock
     result = bscene.ImportResult(warnings=list(m.warnings) + found + list(warnings))
@@ -398,6 +413,7 @@ def import_mdb(context, path: str, armature=None, skeleton_path=None) -> bscene.
         coll[PROP] = json.dumps({k: v for k, v in scene.extras["mdb"].items() if k != "points"} | {"raw": raw})
         if skeleton is not None:
             arm_ob = barmature.build_armature(context, skeleton, skeleton.name, coll, created)
+            gr2_blender.keep_source(arm_ob, read_bytes(skeleton_file), skeleton.name)
             result.objects.append(arm_ob)
         lods = None
         meshes = iter(scene.meshes)
@@ -577,13 +593,26 @@ def _bone_index(ob, arm_ob, head: bool) -> dict[str, int]:
     """Vertex group name → MDB bone index: `bone_<n>` → n; armature bones → their filtered index."""
     out = {}
     if arm_ob is not None:
-        order = mdb_bones.skin_bone_names([b.name for b in arm_ob.data.bones], head)
-        out.update({n: i for i, n in enumerate(order)})
+        now = [b.name for b in arm_ob.data.bones]
+        # the order is the GR2's (its names on disk): a bone renamed since the import keeps its index
+        built = _built_names(arm_ob)
+        names = built if built is not None and len(built) == len(now) else now
+        index = {n: i for i, n in enumerate(names)}
+        out.update({now[index[n]]: i for i, n in enumerate(mdb_bones.skin_bone_names(names, head))})
     for g in ob.vertex_groups:
         stem, _, n = g.name.partition("_")
         if stem == "bone" and n.isdigit():
             out.setdefault(g.name, int(n))
     return out
+
+
+def _built_names(arm_ob) -> list[str] | None:
+    """The bone names of the GR2 skeleton an import built the armature from (`SKELETON_REST_PROP`), or None."""
+    try:
+        built = json.loads(arm_ob.get(SKELETON_REST_PROP, ""))
+        return [str(name) for name, _ in built]
+    except (ValueError, TypeError):
+        return None
 
 
 def _armature_of(ob):
@@ -691,6 +720,59 @@ def _kept_faces(ob, faces: np.ndarray, records: np.ndarray, kept: dict, warnings
     return records
 
 
+def _shown_keys(ob) -> list[tuple]:
+    """(shape key, the value Blender mixes it with) of a mesh, the basis left out: 0 for a muted key, an
+    absolute key (Blender's to evaluate) or one hidden by "shape key lock"."""
+    keys = ob.data.shape_keys if ob.type == "MESH" else None
+    if keys is None:
+        return []
+    out = []
+    for kb in keys.key_blocks:
+        if kb == keys.reference_key:
+            continue
+        value = 0.0 if kb.mute or not keys.use_relative else float(kb.value)
+        if ob.show_only_shape_key:
+            value = 1.0 if kb == ob.active_shape_key else 0.0
+        out.append((kb, value))
+    return out
+
+
+def _shape_key_warnings(ob) -> list[str]:
+    """An MDB holds no shape keys: each one is named; one that changes the shape Blender shows is baked."""
+    out = []
+    for kb, value in _shown_keys(ob):
+        if value == 0.0:
+            out.append(f"{ob.name}: shape key {kb.name!r} is not written: an MDB has no shape keys (apply it to "
+                       "the mesh to keep its shape)")
+        else:
+            out.append(f"{ob.name}: shape key {kb.name!r} is not written as a shape key (an MDB has none): the "
+                       f"mesh is written as shown, with its value {value:g} baked in")
+    return out
+
+
+def _shape_key_mix(ob, pos: np.ndarray) -> np.ndarray:
+    """The positions Blender shows: the basis plus each relative key's offset times its value (and vertex group
+    weight), as the evaluated mesh of a new object has them."""
+    nv = len(pos)
+    out = pos
+    for kb, value in _shown_keys(ob):
+        if value == 0.0:
+            continue
+        co = np.empty(nv * 3, np.float32)
+        kb.data.foreach_get("co", co)
+        base = np.empty(nv * 3, np.float32)
+        (kb.relative_key or ob.data.shape_keys.reference_key).data.foreach_get("co", base)
+        weight = np.ones(nv, np.float64)
+        group = ob.vertex_groups.get(kb.vertex_group) if kb.vertex_group else None
+        if group is not None:
+            weight = np.array([next((g.weight for g in v.groups if g.group == group.index), 0.0)
+                               for v in ob.data.vertices])
+        delta = (co - base).reshape(nv, 3).astype(np.float64) * (value * weight)[:, None]
+        if np.any(delta):
+            out = (out.astype(np.float64) + delta).astype(np.float32)
+    return out
+
+
 def _corner_data(me, faces: np.ndarray, ptype: str, kept: dict) -> tuple | None:
     """(first corner of each vertex, normals, uv, vertices without a face) of an imported mesh, one value per
     vertex; None when a vertex's corners now differ (a new seam) or the vertices no face uses are not the
@@ -734,24 +816,82 @@ def _corner_data(me, faces: np.ndarray, ptype: str, kept: dict) -> tuple | None:
     return first, normals, uv, loose
 
 
-def _kept_frame(me, ptype: str, normals: np.ndarray, uv, first: np.ndarray, changed: bool) -> tuple:
-    """(tangents, binormals, uvw.z): the kept ones; where the positions changed, MikkTSpace's for every vertex
-    with a corner (a vertex without one keeps the file's)."""
+def _edited_vertices(me, pos: np.ndarray, faces: np.ndarray, kept: dict) -> np.ndarray:
+    """Per vertex: was it moved, or does it share a face with a moved vertex (its normal and tangent follow the
+    faces around it)? Moved: its position differs, bit for bit, from the file's (`A_POSITION`); a mesh imported
+    before that attribute existed counts every vertex once its positions' digest changed."""
+    nv = len(pos)
+    attr = me.attributes.get(A_POSITION)
+    if attr is None or attr.domain != "POINT" or attr.data_type != "FLOAT_VECTOR":
+        return np.full(nv, _positions_digest(pos) != kept.get("digest"))
+    before = _get(attr, "vector", nv, 3, np.float32)
+    moved = (np.ascontiguousarray(before).view(np.uint32) != np.ascontiguousarray(pos).view(np.uint32)).any(axis=1)
+    if not moved.any() or not len(faces):
+        return moved
+    around = faces[moved[faces].any(axis=1)].reshape(-1)
+    moved[around] = True
+    return moved
+
+
+def _face_normals(pos: np.ndarray, faces: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Unit normals of vertices `rows` from the faces around them (area-weighted), for a vertex whose stored normal
+    is not a finite number once it is edited; (0, 0, 1) for a vertex on no face of area."""
+    p = pos.astype(np.float64)
+    n = np.cross(p[faces[:, 1]] - p[faces[:, 0]], p[faces[:, 2]] - p[faces[:, 0]])
+    acc = np.zeros((len(pos), 3))
+    for k in range(3):
+        np.add.at(acc, faces[:, k], n)
+    out = acc[rows]
+    length = np.linalg.norm(out, axis=1, keepdims=True)
+    out = np.where(length > 0, out / np.where(length > 0, length, 1), [0.0, 0.0, 1.0])
+    return out.astype(np.float32)
+
+
+def _uv_tangents(pos: np.ndarray, faces: np.ndarray, uv: np.ndarray, normals: np.ndarray, rows: np.ndarray):
+    """(tangent, sign) of vertices `rows` from the UV gradients of the faces around them, orthogonal to their
+    normals: where MikkTSpace gave no finite tangent (Blender's normal there was the file's NaN)."""
+    p = pos.astype(np.float64)
+    w = np.asarray(uv, np.float64)
+    e1, e2 = p[faces[:, 1]] - p[faces[:, 0]], p[faces[:, 2]] - p[faces[:, 0]]
+    d1, d2 = w[faces[:, 1]] - w[faces[:, 0]], w[faces[:, 2]] - w[faces[:, 0]]
+    r = d1[:, 0] * d2[:, 1] - d2[:, 0] * d1[:, 1]
+    r = np.where(np.abs(r) > 1e-20, 1.0 / np.where(r == 0, 1, r), 0.0)[:, None]
+    ft = (e1 * d2[:, 1:2] - e2 * d1[:, 1:2]) * r
+    fb = (e2 * d1[:, 0:1] - e1 * d2[:, 0:1]) * r
+    t_acc, b_acc = np.zeros((len(p), 3)), np.zeros((len(p), 3))
+    for k in range(3):
+        np.add.at(t_acc, faces[:, k], ft)
+        np.add.at(b_acc, faces[:, k], fb)
+    n = normals[rows].astype(np.float64)
+    t = t_acc[rows] - n * (n * t_acc[rows]).sum(axis=1, keepdims=True)
+    length = np.linalg.norm(t, axis=1, keepdims=True)
+    t = np.where(length > 0, t / np.where(length > 0, length, 1), [1.0, 0.0, 0.0])
+    sign = np.where((np.cross(n, t) * b_acc[rows]).sum(axis=1) < 0, -1.0, 1.0)
+    return np.concatenate([t, sign[:, None]], axis=1).astype(np.float32)
+
+
+def _kept_frame(me, ptype: str, normals: np.ndarray, uv, first: np.ndarray, redo: np.ndarray,
+                pos: np.ndarray, faces: np.ndarray) -> tuple:
+    """(tangents, binormals, uvw.z): the kept ones; MikkTSpace's for the vertices `redo` (moved, or sharing a face
+    with a moved one) that have a corner (a vertex without one keeps the file's)."""
     nv, nl = len(me.vertices), len(me.loops)
     uvw_z = _get(me.attributes[A_UVW_Z], "value", nv, 1, np.float32)
     if ptype not in ("RIGD", "SKIN"):
         return None, None, uvw_z
     tangents = _get(me.attributes[A_TANGENT], "vector", nv, 3, np.float32)
     binormals = _get(me.attributes[A_BINORMAL], "vector", nv, 3, np.float32)
-    if changed and uv is not None and nl:
+    if redo.any() and uv is not None and nl:
         me.calc_tangents(uvmap=me.uv_layers[0].name)
         t = np.empty(nl * 3, np.float32)
         me.loops.foreach_get("tangent", t)
         s = np.empty(nl, np.float32)
         me.loops.foreach_get("bitangent_sign", s)
         me.free_tangents()
-        has = first >= 0
+        has = (first >= 0) & redo
         t4 = np.concatenate([t.reshape(nl, 3)[first[has]], s[first[has], None]], axis=1)
+        bad = ~np.isfinite(t4).all(axis=1)
+        if bad.any():
+            t4[bad] = _uv_tangents(pos, faces, uv, normals, np.flatnonzero(has)[bad])
         tangents[has], binormals[has], uvw_z[has] = convert.tangent_frame(normals[has], t4)
     return tangents, binormals, uvw_z
 
@@ -785,7 +925,7 @@ def _kept_mesh_packet(ob, kept: dict, ptype: str, opts: _Options, warnings: list
     if matrix is None:
         return None
     moved = None if np.array_equal(matrix, np.eye(4)) else matrix
-    pos = _get(me.attributes.get("position"), "vector", nv, 3, np.float32)
+    pos = _shape_key_mix(ob, _get(me.attributes.get("position"), "vector", nv, 3, np.float32))
     faces = _get(me.attributes.get(".corner_vert"), "value", nl, 1, np.int32).reshape(-1, 3)
     if nv > MAX_VERTICES:
         raise ExportError(f"{ob.name}: {nv} vertices in one packet; u16 faces reach 65,536")
@@ -795,8 +935,12 @@ def _kept_mesh_packet(ob, kept: dict, ptype: str, opts: _Options, warnings: list
     if corners is None:
         return None
     first, normals, uv, _ = corners
-    changed = _positions_digest(pos) != kept.get("digest")
-    tangents, binormals, uvw_z = _kept_frame(me, ptype, normals, uv, first, changed)
+    redo = _edited_vertices(me, pos, faces, kept)
+    lost = np.flatnonzero(redo & ~np.isfinite(normals).all(axis=1))
+    if len(lost):  # the file's own NaN normal, at a vertex an edit touched: made again from its faces
+        normals = normals.copy()
+        normals[lost] = _face_normals(pos, faces, lost)
+    tangents, binormals, uvw_z = _kept_frame(me, ptype, normals, uv, first, redo, pos, faces)
     material = _mesh_material(ob, kept, warnings)
     skeleton = bytes(mdb.NAME_SIZE)
     weights = bones = count = None
@@ -1012,7 +1156,7 @@ def _point_packet(ob, ptype: str, kept: dict | None, warnings: list[str]):
         if held or _same_floats(built, m, MATRIX_TOLERANCE):
             d = dict(kept)
             if mdb.text_of(bytes.fromhex(d["name"])) != ob.name:
-                d["name"] = _packet_name(ob, None, warnings).hex()
+                d["name"] = _packet_name(ob, d, warnings).hex()  # "name.001" of a second import: the raw name
             return convert.record_from_extras(d)
     rot = m[:3, :3] / np.maximum(np.linalg.norm(m[:3, :3], axis=0, keepdims=True), 1e-30)
     orientation = np.empty((3, 3))
@@ -1053,13 +1197,64 @@ def _export_objects(context, collection) -> tuple[list, list]:
     for c in bpy.data.collections:
         if PROP in c and any(o in obs for o in c.objects):
             models.append(c)
+    if len(models) > 1:  # the same file imported twice, or two models: the one the user chose, as it was
+        chosen = _chosen_model(context, models)
+        others = {o.as_pointer() for c in models if c != chosen for o in _collection_objects(c)}
+        obs = [ob for ob in obs if ob.as_pointer() not in others]
+        models = [chosen]
     return obs, models
+
+
+def _chosen_model(context, models: list):
+    """Of several MDB model collections, the one holding the active object, else the only one holding selected
+    objects; ExportError naming them when that does not decide."""
+    members = [{o.as_pointer() for o in _collection_objects(c)} for c in models]
+    active = context.view_layer.objects.active
+    if active is not None:
+        hit = [c for c, m in zip(models, members) if active.as_pointer() in m]
+        if len(hit) == 1:
+            return hit[0]
+    selected = {o.as_pointer() for o in context.view_layer.objects if o.select_get()}
+    hit = [c for c, m in zip(models, members) if m & selected]
+    if len(hit) == 1:
+        return hit[0]
+    names = ", ".join(c.name for c in (hit or models))
+    raise ExportError(f"{len(hit or models)} MDB models could be exported ({names}): select one (an object of it), "
+                      "or export a collection")
 
 
 def gather(context, collection=None, skeleton: str | None = None, limit_weights: bool = False,
            armature=None) -> tuple[mdb.MdbFile, list[str]]:
     m, warnings, _ = _gather(context, collection, skeleton, limit_weights, armature)
     return m, warnings
+
+
+def _skeleton_edits(arm_ob, skeleton: str) -> list[str]:
+    """What of the skeleton an MDB import built (`SKELETON_REST_PROP`) the user changed, which the MDB cannot hold:
+    its SKIN packets name the GR2 skeleton and index its bones; the names and rest poses live in the GR2 file."""
+    try:
+        built = json.loads(arm_ob.get(SKELETON_REST_PROP, ""))
+    except ValueError:
+        return []
+    bones = list(arm_ob.data.bones)
+    where = f"the skeleton {skeleton or arm_ob.name} (a GR2 file): export the armature as GR2 to write it"
+    if len(built) != len(bones):
+        return [f"{arm_ob.name}: {len(bones)} bones where the GR2 skeleton had {len(built)}; an MDB holds no bones, "
+                f"they live in {where}"]
+    out = []
+    renamed = [(old, b.name) for (old, _), b in zip(built, bones) if old != b.name]
+    moved = [b.name for (_, m), b in zip(built, bones)
+             if not np.allclose(np.asarray(m, np.float64).reshape(4, 4), np.array(b.matrix_local, np.float64),
+                                rtol=0, atol=REST_TOLERANCE)]
+    if renamed:
+        listed = ", ".join(f"{old!r} → {new!r}" for old, new in renamed[:5]) + (" …" if len(renamed) > 5 else "")
+        out.append(f"{arm_ob.name}: bone renamed ({listed}); the MDB's SKIN packets hold bone indices, not names "
+                   f"(written as before), the names live in {where}")
+    if moved:
+        listed = ", ".join(repr(n) for n in moved[:5]) + (" …" if len(moved) > 5 else "")
+        out.append(f"{arm_ob.name}: rest pose of bone {listed} changed; not written: an MDB holds no rest pose, it "
+                   f"lives in {where}")
+    return out
 
 
 def _gather(context, collection, skeleton: str | None, limit_weights: bool, armature) -> tuple:
@@ -1079,6 +1274,7 @@ def _gather(context, collection, skeleton: str | None, limit_weights: bool, arma
     entries = []  # (sort key, packet)
     cols_groups: dict = {}
     arm_poses = []
+    skin_armatures: dict = {}  # armature name → (armature, the skeleton its SKIN packets name)
     for ob in objects:
         arm = _armature_of(ob) if ob.type == "MESH" else None
         if arm is not None and arm.data.pose_position != "REST":
@@ -1104,6 +1300,7 @@ def _gather(context, collection, skeleton: str | None, limit_weights: bool, arma
             if ob.type != "MESH":
                 continue
             same_type = kept if kept and kept.get("type") == ptype else None
+            warnings += _shape_key_warnings(ob)
             packet = _kept_mesh_packet(ob, kept, ptype, opts, warnings) if same_type else None
             if packet is not None and kept.get("non_finite"):
                 file_values.append((packet, _file_values(packet, kept)))
@@ -1111,9 +1308,14 @@ def _gather(context, collection, skeleton: str | None, limit_weights: bool, arma
                 _new_mesh_packets(context, ob, ptype, opts, warnings, same_type)
             for k, packet in enumerate(packets):
                 entries.append(((*order, k), packet))
+            arm = _armature_of(ob)
+            if ptype == "SKIN" and packets and arm is not None:
+                skin_armatures.setdefault(arm.name, (arm, mdb.text_of(packets[0].skeleton)))
     finally:
         for arm in arm_poses:
             arm.data.pose_position = "POSE"
+    for arm, skeleton_name in skin_armatures.values():
+        warnings += _skeleton_edits(arm, skeleton_name)
     for key, items in cols_groups.items():
         items.sort(key=lambda x: (x[0], x[1].name))
         spheres = np.zeros(len(items), mdb.COLS_SPHERE)
