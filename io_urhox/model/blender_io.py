@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 
 import numpy as np
 
@@ -28,6 +29,8 @@ _KEPT = ("elements", "centers", "magic", "axes", "global_blend", "bbox", "mappin
 RECORDS_PROP = "skinbridge_urho_vertices"  # the file's vertex records (int32 words), written again where they hold
 LOD_INDICES_PROP = "skinbridge_urho_lod_indices"  # the file's index buffer when it holds LOD levels import left out
 PRIMITIVES_PROP = "skinbridge_urho_triangles"  # the file's triangles and their slots, when Blender dropped some
+MODEL_PROP = "skinbridge_urho_model"  # on an imported mesh object: which import made it (one token per import)
+ROW_ATTR = "skinbridge_urho_row"  # per vertex of an imported mesh: its row in the file's vertex buffer
 
 
 def import_mdl(context, path: str, profile: str = "auto", all_lods: bool = False) -> bscene.ImportResult:
@@ -39,7 +42,9 @@ def import_mdl(context, path: str, profile: str = "auto", all_lods: bool = False
     core_scene, warnings = convert.to_scene(model, name, profile, all_lods=all_lods)
     result = bscene.build_scene(context, core_scene, name, os.path.dirname(path))
     objects = [o for o in result.objects if o.type == "MESH"]
+    token = f"{name}:{uuid.uuid4().hex}"
     for ob, cmesh in zip(objects, core_scene.meshes):  # build_scene makes one object per core mesh, in order
+        ob[MODEL_PROP] = token
         kept = {k: cmesh.extras.get("urho", {}).get(k) for k in _KEPT}
         if kept["magic"] is not None:  # LOD 0: the mesh holds its vertex buffer whole, in file order
             _keep_file_data(ob, cmesh, model.vertex_buffers[cmesh.extras["urho"]["vertex_buffer"]])
@@ -70,6 +75,9 @@ def _keep_file_data(ob, cmesh, vb: umd2.VertexBuffer) -> None:
     records = np.ascontiguousarray(vb.vertices)
     if records.dtype.itemsize % 4 == 0 and len(records) == len(ob.data.vertices):
         ob.data[RECORDS_PROP] = records.view(np.int32).reshape(-1)
+        # which record each vertex is: Blender carries the attribute through deleted faces and vertices
+        rows = ob.data.attributes.new(ROW_ATTR, "INT", "POINT")
+        rows.data.foreach_set("value", np.arange(len(records), dtype=np.int32))
     lod_indices = cmesh.extras["urho"].get("lod_indices")
     if lod_indices is not None:  # int32 words: ID properties hold no unsigned arrays
         ob.data[LOD_INDICES_PROP] = np.asarray(lod_indices, np.uint32).view(np.int32)
@@ -81,20 +89,23 @@ def _keep_file_data(ob, cmesh, vb: umd2.VertexBuffer) -> None:
 
 def _restore_file_data(ob, cmesh, elements) -> None:
     """Give a gathered mesh the file data `_keep_file_data` kept, while its vertices are the file's own, one to
-    one and in order (moved or not: the export writes the file's values where they still hold)."""
+    one and in order (moved or not: the export writes the file's values where they still hold); after vertices
+    were deleted, the records of the rows the vertices left still are (`ROW_ATTR`), the rest not."""
     n = cmesh.vertex_count
     source = cmesh.extras.get("source_vertex")
-    if source is None or len(source) != n or not np.array_equal(source, np.arange(n)):
+    if source is None or len(source) != n:
         return
-    words = ob.data.get(RECORDS_PROP)
-    if words is not None and elements is not None:
-        try:
-            dtype = umd2.vertex_dtype(convert.elements_of(elements))
-        except (TypeError, ValueError):
-            dtype = None
-        kept = np.asarray(words, np.int32)
-        if dtype is not None and kept.nbytes == n * dtype.itemsize:
-            cmesh.extras["urho"]["records"] = kept.view(dtype)
+    kept = _file_records(ob, elements)
+    rows = _file_rows_of(ob, source)
+    if kept is not None and rows is not None and not (len(kept) == n and np.array_equal(rows, np.arange(n))):
+        # vertices deleted (faces deleted in Edit Mode): the ones left are still their file rows
+        if (rows < len(kept)).all():
+            cmesh.extras["urho"]["records"] = kept[rows]
+        return
+    if not np.array_equal(source, np.arange(n)):
+        return
+    if kept is not None and len(kept) == n:
+        cmesh.extras["urho"]["records"] = kept
     lod_indices = ob.data.get(LOD_INDICES_PROP)
     if lod_indices is not None:
         cmesh.extras["urho"]["lod_indices"] = np.asarray(lod_indices, np.int32).view(np.uint32)
@@ -112,11 +123,61 @@ def _restore_file_data(ob, cmesh, elements) -> None:
             cmesh.triangles, cmesh.material_indices = tris, mats
 
 
+def _file_rows_of(ob, source: np.ndarray) -> np.ndarray | None:
+    """The file row of each gathered vertex (`ROW_ATTR` through `source`, the gathered vertex's Blender vertex),
+    when every Blender vertex still names a row of its own and every gathered vertex is a Blender vertex once
+    (vertices deleted, none added or merged); else None."""
+    attr = ob.data.attributes.get(ROW_ATTR)
+    nv = len(ob.data.vertices)
+    if attr is None or attr.domain != "POINT" or attr.data_type != "INT" or len(source) != nv:
+        return None
+    rows = np.empty(nv, np.int32)
+    attr.data.foreach_get("value", rows)
+    if len(np.unique(rows)) != nv or (rows < 0).any() or len(np.unique(source)) != nv:
+        return None
+    return rows[np.asarray(source, np.int64)].astype(np.int64)
+
+
+def _file_records(ob, elements) -> np.ndarray | None:
+    """The file's vertex records `_keep_file_data` kept on the mesh, as structured rows."""
+    words = ob.data.get(RECORDS_PROP)
+    if words is None or elements is None:
+        return None
+    try:
+        dtype = umd2.vertex_dtype(convert.elements_of(elements))
+    except (TypeError, ValueError):
+        return None
+    kept = np.asarray(words, np.int32)
+    return None if kept.nbytes % dtype.itemsize else kept.view(dtype)
+
+
+def export_objects(context, selected_only: bool = False) -> tuple[list, object]:
+    """(meshes, armature) an export takes (`bscene.exportable_objects`), one model without bones among several:
+    meshes that different imports made (`MODEL_PROP`) are different models, as two armatures are, so with
+    several of them those of the models the selection touches are taken (with the meshes added in Blender,
+    which belong to none), and NoTarget names them when the selection touches none. A model imported twice is
+    so written as it was, not merged with its copy."""
+    meshes, arm = bscene.exportable_objects(context, selected_only)
+    if arm is not None:
+        return meshes, arm
+    models = {}
+    for ob in meshes:
+        if isinstance(ob.get(MODEL_PROP), str):
+            models.setdefault(ob[MODEL_PROP], []).append(ob)
+    if len(models) < 2:
+        return meshes, arm
+    chosen = {token for token, obs in models.items() if any(ob.select_get() for ob in obs)}
+    if not chosen:
+        names = ", ".join(obs[0].name for obs in models.values())
+        raise NoTarget(f"{len(models)} models could be exported ({names}): select one (a mesh of it)")
+    return [ob for ob in meshes if ob.get(MODEL_PROP) in chosen or not isinstance(ob.get(MODEL_PROP), str)], arm
+
+
 def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool = False,
                deform_only: bool = False, max_bones: int = 64) -> list[str]:
     # a file's unreferenced vertices come back in their place: its kept vertex records cover them
-    core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only, deform_only=deform_only,
-                                               isolated=True)
+    core_scene, warnings = bscene.gather_scene(context, deform_only=deform_only, isolated=True,
+                                               objects=export_objects(context, selected_only))
     if not core_scene.meshes:
         raise ExportError("nothing to export: no visible mesh with faces")
     _file_values_of_imported_meshes(context, core_scene)
@@ -154,7 +215,7 @@ def imported_profile(context, selected_only: bool = False) -> str | None:
     """The profile whose axes the model an export would take was imported with: its armature's, else the one its
     imported meshes agree on; None for a model import did not make (or several models to choose from)."""
     try:
-        meshes, arm = bscene.exportable_objects(context, selected_only)
+        meshes, arm = export_objects(context, selected_only)
     except NoTarget:
         return None
     if arm is not None and arm.get(AXES_PROP) in convert.PROFILES:

@@ -582,7 +582,7 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
         geoms = _shared_geometries(parts, verts, joints, weights, shared, n_bones, skinned)
         geom_centers = file_centers
         if skinned and kept_records and len(shared) == n_bones and \
-                all(m.extras.get("urho", {}).get("global_blend") for m in meshes):
+                all(m.extras.get("urho", {}).get("global_blend") for m in meshes if not _added(m)):
             geoms = [(material, kind, tris, np.zeros(0, np.uint32)) for material, kind, tris, _ in geoms]
         kept_maps = _kept_mappings(meshes, origins, geoms, verts, joints, weights) if skinned and kept_records \
             else None
@@ -601,9 +601,10 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
             warnings.append("shape keys not written (the urhox profile writes morph count 0; use --profile urho3d "
                             "to write morphs): " + "; ".join(dropped))
     model.vertex_buffers = [vb]
-    if ax.profile == "urho3d" and all(m.extras.get("urho", {}).get("magic") == "UMDL" for m in meshes):
-        # a legacy file stays legacy while its elements allow it: its magic is what tells Urho3D's axes apart
-        # from UrhoX's in a model without bones (whose axes are the file's under either profile, `_kept_axes`)
+    if ax.profile == "urho3d" and {m.extras.get("urho", {}).get("magic") for m in meshes} - {None} == {"UMDL"}:
+        # a legacy file stays legacy while its elements allow it, meshes added in Blender (no magic) or not: its
+        # magic is what tells Urho3D's axes apart from UrhoX's in a model without bones (whose axes are the
+        # file's under either profile, `_kept_axes`)
         try:
             vb.legacy_mask = umd2.legacy_mask_of(elements)
             model.magic = "UMDL"
@@ -618,7 +619,8 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
     kept_box = _kept_bounds(meshes, kept_records)
     if kept_box is not None:
         model.bbox_min, model.bbox_max = file_rows.edited_bounds(
-            kept_box, np.concatenate([m.extras["urho"]["records"]["POSITION0"] for m in meshes]), pos,
+            kept_box, np.concatenate([m.extras["urho"]["records"]["POSITION0"] for m in meshes
+                                      if not _added(m)]), pos,
             not file_position.all())
         if all(c is None for m in meshes for c in m.extras.get("urho", {}).get("centers") or [0]):
             model.centers = np.zeros((0, 3), np.float32)  # a file from before geometry centers: it stays so
@@ -769,7 +771,7 @@ def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
             verts["BLENDWEIGHTS0"][sl] = weights[sl]
             verts["BLENDINDICES0"][sl] = joints[sl].astype(np.uint8)
         same_axes = _file_records(m, verts, sl, ax, file_position)
-        aligned &= same_axes
+        aligned &= same_axes or _added(m)  # an added mesh's rows are new ones (file_position False)
         mat_idx = m.material_indices if m.material_indices is not None else np.zeros(len(m.triangles), np.int32)
         one_slot = len(mat_idx) and mat_idx.min() == mat_idx.max()
         for slot in (mat_idx[:1] if one_slot else np.unique(mat_idx)):
@@ -779,7 +781,13 @@ def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
         if m.edges is not None and len(m.edges):
             parts.append((m.materials[0] if m.materials else None, 1, m.edges.astype(np.int64) + base, (mi, 0, 1)))
         base += m.vertex_count
+    aligned &= not all(_added(m) for m in meshes)
     return verts, joints, weights, parts, file_position if aligned else None
+
+
+def _added(m: cm.Mesh) -> bool:
+    """A mesh added in Blender: import gave it none of the file's values."""
+    return not m.extras.get("urho")
 
 
 def _kept_mappings(meshes: list[cm.Mesh], origins: list, geoms: list, verts: np.ndarray, joints: np.ndarray,
@@ -789,7 +797,10 @@ def _kept_mappings(meshes: list[cm.Mesh], origins: list, geoms: list, verts: np.
     lists of their own (Jack.mdl: 52 and 5 bones) is written with them again. None when any does not hold."""
     bases = np.cumsum([0] + [m.vertex_count for m in meshes])
     out = []
-    for (material, kind, tris, _), (mi, slot, _) in zip(geoms, origins):
+    for (material, kind, tris, computed), (mi, slot, _) in zip(geoms, origins):
+        if _added(meshes[mi]):  # a mesh added in Blender: the mapping computed for it
+            out.append((material, kind, tris, computed))
+            continue
         urho = meshes[mi].extras.get("urho", {})
         maps, records = urho.get("mappings"), urho.get("records")
         if records is None or not isinstance(maps, list) or slot >= len(maps):
@@ -807,6 +818,8 @@ def _kept_mappings(meshes: list[cm.Mesh], origins: list, geoms: list, verts: np.
             return None
         out.append((material, kind, tris, mapping.astype(np.uint32)))
     for mi, m in enumerate(meshes):
+        if _added(m):
+            continue
         sl = slice(bases[mi], bases[mi + 1])
         verts["BLENDINDICES0"][sl] = m.extras["urho"]["records"]["BLENDINDICES0"]
         verts["BLENDWEIGHTS0"][sl] = m.extras["urho"]["records"]["BLENDWEIGHTS0"]
@@ -843,7 +856,7 @@ def _influences(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _kept_bounds(meshes: list[cm.Mesh], kept_records: bool) -> tuple[np.ndarray, np.ndarray] | None:
     """The file's bounding box (which may be larger than its vertices) while every mesh wrote the file's own
     vertex records and all name the same box; else None."""
-    boxes = [m.extras.get("urho", {}).get("bbox") for m in meshes]
+    boxes = [m.extras.get("urho", {}).get("bbox") for m in meshes if not _added(m)]
     if not kept_records or not boxes or any(b != boxes[0] for b in boxes):
         return None
     try:
@@ -1078,8 +1091,9 @@ def elements_of(descriptors) -> list[VertexElement]:
 def _file_elements(meshes: list[cm.Mesh], skinned: bool) -> list[VertexElement] | None:
     """The file's own vertex elements (`extras["urho"]["elements"]`), when every mesh came from one element
     list and the export can fill every element of it from the meshes' data; else None (computed ones)."""
-    stored = [m.extras.get("urho", {}).get("elements") for m in meshes]
-    if not stored or stored[0] is None or any(x != stored[0] for x in stored):
+    # a mesh added in Blender (no elements kept) takes the imported meshes' list when it can fill it
+    stored = [x for m in meshes if (x := m.extras.get("urho", {}).get("elements")) is not None]
+    if not stored or any(x != stored[0] for x in stored):
         return None
     try:
         els = elements_of(stored[0])
@@ -1102,8 +1116,9 @@ def _file_elements(meshes: list[cm.Mesh], skinned: bool) -> list[VertexElement] 
         elif e.semantic == SEM["TEXCOORD"]:
             if e.type != TYPE["VECTOR2"] or any(e.index >= len(m.uvs) for m in meshes):
                 return None
-        elif e.semantic == SEM["COLOR"]:
-            if e.type != TYPE["UBYTE4_NORM"] or any(e.index >= len(m.colors) for m in meshes):
+        elif e.semantic == SEM["COLOR"]:  # an added mesh without colours is written white, as a new model is
+            if e.type != TYPE["UBYTE4_NORM"] or any(e.index >= len(m.colors) for m in meshes
+                                                    if m.extras.get("urho", {}).get("elements") is not None):
                 return None
         else:
             return None
