@@ -29,6 +29,7 @@ _KEPT = ("elements", "centers", "magic", "axes", "global_blend", "bbox", "mappin
 RECORDS_PROP = "skinbridge_urho_vertices"  # the file's vertex records (int32 words), written again where they hold
 LOD_INDICES_PROP = "skinbridge_urho_lod_indices"  # the file's index buffer when it holds LOD levels import left out
 PRIMITIVES_PROP = "skinbridge_urho_triangles"  # the file's triangles and their slots, when Blender dropped some
+REST_PROP = "skinbridge_urho_rest"  # on an imported armature's data: each bone's rest matrix as import made it
 MODEL_PROP = "skinbridge_urho_model"  # on an imported mesh object: which import made it (one token per import)
 ROW_ATTR = "skinbridge_urho_row"  # per vertex of an imported mesh: its row in the file's vertex buffer
 
@@ -51,6 +52,7 @@ def import_mdl(context, path: str, profile: str = "auto", all_lods: bool = False
         ob.data[MESH_PROP] = json.dumps(kept)
     if result.armature is not None:  # motions loaded onto this armature later read with the same axes
         result.armature[AXES_PROP] = convert.resolve_profile(model, profile)
+        result.armature.data[REST_PROP] = _rest_matrices(result.armature)
         if not _binds_are_similarities(core_scene.skeleton):
             # the initial pose through binds Blender cannot hold exactly is measured as the animations' keys are
             warnings += baction.deformation_warning(result.armature, cm.Animation(f"{name} initial pose", 0.0),
@@ -58,6 +60,45 @@ def import_mdl(context, path: str, profile: str = "auto", all_lods: bool = False
                                                     context.scene.render.fps)
     result.warnings[:0] = warnings
     return result
+
+
+def _rest_matrices(arm_ob) -> np.ndarray:
+    """Every bone's rest matrix (armature space, float32, bones in order), one array."""
+    bones = arm_ob.data.bones
+    out = np.empty(16 * len(bones), np.float32)
+    for i, b in enumerate(bones):
+        out[16 * i:16 * i + 16] = np.asarray(b.matrix_local, np.float32).reshape(-1)
+    return out
+
+
+def _moved_rests(context, core_scene, arm_ob) -> None:
+    """Mark the bones whose rest moved since import (`REST_PROP`, compared bit for bit, bones in order: a rename
+    is no move) and those whose parent's did: the file's offset matrix and initial pose are not kept for them
+    however close the new ones are (docs/urho.md §7), so that a small move is not lost."""
+    skel = core_scene.skeleton
+    kept = arm_ob.data.get(REST_PROP) if arm_ob is not None else None
+    if skel is None or kept is None:
+        return
+    kept = np.asarray(kept, np.float32)
+    now = _rest_matrices(arm_ob)
+    if kept.shape != now.shape:
+        return
+    moved_at = {b.name for b, was, is_ in zip(arm_ob.data.bones, kept.reshape(-1, 16), now.reshape(-1, 16))
+                if was.tobytes() != is_.tobytes()}
+    if not moved_at:
+        return
+    index = {bone.name: i for i, bone in enumerate(arm_ob.data.bones)}
+    for b in skel.bones:
+        parent = skel.bones[b.parent].name if b.parent >= 0 else None
+        urho = b.extras.setdefault("urho", {})
+        urho["rest_moved"] = b.name in moved_at
+        urho["parent_moved"] = parent in moved_at
+        if urho["rest_moved"]:  # the bind read (the file's where it held) moved as Blender's rest moved
+            i = index[b.name]
+            was = kept[16 * i:16 * i + 16].reshape(4, 4).astype(np.float64)
+            is_ = now[16 * i:16 * i + 16].reshape(4, 4).astype(np.float64)
+            b.bind = b.bind @ np.linalg.inv(was) @ is_
+    skel.set_rest_from_binds()
 
 
 def _binds_are_similarities(skel: cm.Skeleton) -> bool:
@@ -176,8 +217,9 @@ def export_objects(context, selected_only: bool = False) -> tuple[list, object]:
 def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool = False,
                deform_only: bool = False, max_bones: int = 64) -> list[str]:
     # a file's unreferenced vertices come back in their place: its kept vertex records cover them
-    core_scene, warnings = bscene.gather_scene(context, deform_only=deform_only, isolated=True,
-                                               objects=export_objects(context, selected_only))
+    objects = export_objects(context, selected_only)
+    core_scene, warnings = bscene.gather_scene(context, deform_only=deform_only, isolated=True, objects=objects)
+    _moved_rests(context, core_scene, objects[1])
     if not core_scene.meshes:
         raise ExportError("nothing to export: no visible mesh with faces")
     _file_values_of_imported_meshes(context, core_scene)

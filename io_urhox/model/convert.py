@@ -593,7 +593,7 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
     indices, centers = _geometries_to_file(model, geoms, geom_centers, verts, ax)
     size = 2 if len(verts) <= 65535 else 4
     vb = umd2.VertexBuffer(elements, verts)
-    if profile == "urho3d":
+    if profile == "urho3d" or _morphs_kept(meshes, n_bones):
         model.morphs = _morphs_to_file(meshes, src, ax, vb, warnings)
     else:
         dropped = [f"{m.name}: " + ", ".join(k.name for k in m.shape_keys) for m in meshes if m.shape_keys]
@@ -783,6 +783,14 @@ def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
         base += m.vertex_count
     aligned &= not all(_added(m) for m in meshes)
     return verts, joints, weights, parts, file_position if aligned else None
+
+
+def _morphs_kept(meshes: list[cm.Mesh], n_bones: int) -> bool:
+    """Shape keys of a model without bones read from a file are written as morphs under either profile: the
+    file's body is Urho3D's (docs/urho.md §5.5), written in the axes it was read with (`_kept_axes`), and a
+    profile that dropped them would lose the edit."""
+    return not n_bones and any(m.shape_keys for m in meshes) and all(not _added(m) for m in meshes) \
+        and {m.extras["urho"].get("magic") for m in meshes} <= {"UMDL", "UMD2"}
 
 
 def _added(m: cm.Mesh) -> bool:
@@ -1013,7 +1021,8 @@ def _collision_to_file(bones: list[umd2.BoneRecord], positions, joints, weights,
             if moved[i] and b.bbox is not None:
                 b.bbox = np.concatenate([np.minimum(b.bbox[:3], moved_lo[i]),
                                          np.maximum(b.bbox[3:], moved_hi[i])]).astype(np.float32)
-        elif weighted[i]:
+        elif weighted[i] and not (file_position is not None and own.get("collision_mask") == 0):
+            # (a bone the file gave no collision data keeps none while the vertices are the file's)
             b.collision_mask = umd2.BONECOLLISION_SPHERE | umd2.BONECOLLISION_BOX
             b.radius = np.float32(_kept_close(radius[i], own.get("radius")))
             b.bbox = _kept_close(np.concatenate([lo[i], hi[i]]), own.get("bbox")).astype(np.float32)
@@ -1198,15 +1207,44 @@ def _bones_to_file(skel: cm.Skeleton, ax: _Axes) -> list[umd2.BoneRecord]:
         rec = umd2.BoneRecord(name=names.file_name(b.name, b.extras), parent=i if b.parent < 0 else b.parent,
                               position=t.astype(np.float32), rotation=r.astype(np.float32),
                               scale=s.astype(np.float32), offset=offset.astype(np.float32))
-        unchanged = "offset" in raw and _bind_matches(bind_file, raw["offset"])
+        # a rest moved in Blender (`rest_moved`, set by the Blender side) is the user's: never the file's again
+        unchanged = "offset" in raw and not raw.get("rest_moved") and _bind_matches(bind_file, raw["offset"])
         if unchanged:
             rec.offset = np.array(raw["offset"], dtype=np.float32)
         # the initial pose is the file's own data, not derived from the bind: it stays while the bone does
-        if "initial" in raw and (unchanged or _initial_matches(t, r, s, raw["initial"])):
+        if "initial" in raw and not raw.get("parent_moved") and \
+                (unchanged or not raw.get("rest_moved") and _initial_matches(t, r, s, raw["initial"])):
             ini = np.array(raw["initial"], dtype=np.float32)
             rec.position, rec.rotation, rec.scale = ini[:3], ini[3:7], ini[7:10]
+        elif raw.get("rest_moved") or raw.get("parent_moved"):
+            moved = _moved_initial(skel, i, ax)
+            if moved is not None:
+                rec.position, rec.rotation, rec.scale = moved
         out.append(rec)
     return out
+
+
+def _moved_initial(skel: cm.Skeleton, i: int, ax: _Axes):
+    """The file's initial pose of bone `i` with the move of its rest (or its parent's) applied: the file's pose
+    times the change of the bone's parent-relative bind (the initial pose need not be the bind's, docs/urho.md
+    §3.6, so it is not recomputed); None without the file's values."""
+    b = skel.bones[i]
+    raw = b.extras.get("urho", {})
+    parent = skel.bones[b.parent].extras.get("urho", {}) if b.parent >= 0 else None
+    if "initial" not in raw or "offset" not in raw or (parent is not None and "offset" not in parent):
+        return None
+
+    def local(bind, parent_bind):
+        return bind if parent_bind is None else affine_inverse(parent_bind) @ bind
+
+    old = local(np.linalg.inv(offset_to_matrix(raw["offset"])),
+                None if parent is None else np.linalg.inv(offset_to_matrix(parent["offset"])))
+    new = local(ax.world_to_file(b.bind), None if parent is None else ax.world_to_file(skel.bones[b.parent].bind))
+    ini = np.asarray(raw["initial"], np.float64)
+    t, r, s = matrix_to_trs(trs_to_matrix(ini[:3], ini[3:7], ini[7:10]) @ affine_inverse(old) @ new)
+    if np.dot(r, ini[3:7]) < 0:  # the file's hemisphere
+        r = -r
+    return t.astype(np.float32), r.astype(np.float32), s.astype(np.float32)
 
 
 def _bind_matches(bind_file: np.ndarray, raw_offset) -> bool:
