@@ -13,6 +13,7 @@ import uuid
 import numpy as np
 
 from ...blender import action as baction
+from ...blender import armature as barm
 from ...blender import scene as bscene
 from ...blender.props import json_prop
 from ...blender.selection import NoTarget
@@ -88,16 +89,20 @@ def _moved_rests(context, core_scene, arm_ob) -> None:
     if not moved_at:
         return
     index = {bone.name: i for i, bone in enumerate(arm_ob.data.bones)}
+    world = np.array(arm_ob.matrix_world, dtype=np.float64)
     for b in skel.bones:
         parent = skel.bones[b.parent].name if b.parent >= 0 else None
         urho = b.extras.setdefault("urho", {})
         urho["rest_moved"] = b.name in moved_at
         urho["parent_moved"] = parent in moved_at
-        if urho["rest_moved"]:  # the bind read (the file's where it held) moved as Blender's rest moved
+        if urho["rest_moved"]:  # the file's bind (else Blender's rest at import) moved as Blender's rest moved
             i = index[b.name]
             was = kept[16 * i:16 * i + 16].reshape(4, 4).astype(np.float64)
             is_ = now[16 * i:16 * i + 16].reshape(4, 4).astype(np.float64)
-            b.bind = b.bind @ np.linalg.inv(was) @ is_
+            exact = barm.bone_extras(arm_ob.data.bones[b.name]).get("bind")
+            base = np.array(exact, np.float64).reshape(4, 4) if isinstance(exact, list) and len(exact) == 16 \
+                and np.allclose(world, np.eye(4)) else world @ was  # (read_skeleton's rule for the file's bind)
+            b.bind = base @ np.linalg.inv(was) @ is_
     skel.set_rest_from_binds()
 
 
