@@ -8,10 +8,12 @@ markers to `Animations/<action>.xml`; file names come from `core.naming`. Export
 
 While a track is unchanged in Blender, its file bytes are written again: import keeps the file on the action
 (``FILE_PROP``, its bytes) with a fingerprint of each track's F-curves and of what maps them to the file
-(``FILE_KEPT_PROP``: profile, frame rate, frame range, rig). Export writes the file's record of every track
-whose bone's F-curves still match (bit for bit: float32 rounding of a rotation, a −0.0, a key time), computed
-keys for the others, in the file's track order; the file's length while the frame range is unchanged, and its
-header fields (version, trigger bytes, trailing bytes) while the format is the file's.
+(``FILE_KEPT_PROP``: profile, frame rate, frame range, and per bone in armature order its parent, rest and bind
+and its F-curves without its name). Export writes the file's record of every track whose bone's F-curves, rest
+and parent's rest still match (bit for bit: float32 rounding of a rotation, a −0.0, a key time), under the
+bone's new name if it was renamed; computed keys for the others, with the file's key times and values where
+they are the file's within float rounding, in the file's track order; the file's length while the frame range
+is unchanged, and its header fields (version, trigger bytes, trailing bytes) while the format is the file's.
 """
 from __future__ import annotations
 
