@@ -296,6 +296,8 @@ def _file_keys_where_close(track: uani.Track, file_track: uani.Track) -> uani.Tr
         got = np.array(got, np.float32)
         x, y = got[mine].astype(np.float64), was[theirs].astype(np.float64)
         close = (np.abs(x - y) <= KEY_CLOSE * np.maximum(1.0, np.abs(y))).all(axis=1)
+        if channel == "rotations":  # q and -q are one rotation: the file's hemisphere
+            close |= (np.abs(x + y) <= KEY_CLOSE * np.maximum(1.0, np.abs(y))).all(axis=1)
         got[mine[close]] = was[theirs[close]]
         setattr(track, channel, got)
     return track
