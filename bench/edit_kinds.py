@@ -330,8 +330,9 @@ def _where(d) -> str:
     return f"{d.record}.{d.field}"
 
 
-def _rules(kind: str, t: Touched):
-    """(counts as the edit itself, counts as derived from it) for one kind: predicates on a Difference."""
+def _rules(kind: str, t: Touched, motion: bool = False):
+    """(counts as the edit itself, counts as derived from it) for one kind: predicates on a Difference.
+    `motion`: the file is a motion (it holds keys, no rest)."""
     def named(d) -> bool:
         return _mentions(d, t.names)
 
@@ -339,7 +340,8 @@ def _rules(kind: str, t: Touched):
         return (lambda d: bool(POSITION.search(_where(d))),
                 lambda d: bool(DERIVED_VERTEX.search(_where(d)) or BOUNDS.search(_where(d))))
     if kind == "move-bone-rest":
-        return (lambda d: named(d) and bool(BONES.search(_where(d))),
+        # a motion file holds no rest: the moved bone's keys (which hold its transform) are the edit there
+        return (lambda d: named(d) and bool(BONES.search(_where(d)) or motion and ANIMATION.search(_where(d))),
                 lambda d: bool(BONES.search(_where(d))) or (named(d) and bool(ANIMATION.search(_where(d))))
                 or bool(BOUNDS.search(_where(d))))
     if kind == "rename-bone":
@@ -361,9 +363,9 @@ def _rules(kind: str, t: Touched):
     return (lambda d: False, lambda d: False)
 
 
-def classify(kind: str, t: Touched, result) -> tuple[str, str]:
+def classify(kind: str, t: Touched, result, motion: bool = False) -> tuple[str, str]:
     """(class, the first field that is not the edit, or what was lost) from `result`, the core/diff.py
-    DiffResult of the input and the exported file."""
+    DiffResult of the input and the exported file; `motion`: the file is a motion (`_rules`)."""
     if kind in ("unchanged", "duplicate-model"):  # the model written back as it was read
         if result.identical:
             return ONLY, ""
@@ -371,7 +373,7 @@ def classify(kind: str, t: Touched, result) -> tuple[str, str]:
         return OTHER, _field(d)
     if result.identical:
         return LOST, "the file came back unchanged"
-    core, derived = _rules(kind, t)
+    core, derived = _rules(kind, t, motion)
     found_core = False
     near = set()
     moved = {d.record for d in result.differences if not _rounded(d)}  # a record holding another one now
