@@ -555,7 +555,14 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
     for m in meshes:
         _check_mesh(m, n_bones, _has_records(m))
     skinned = skel is not None and any(m.weights is not None for m in meshes)
-    elements = _file_elements(meshes, skinned) or _elements_for(meshes, skinned)
+    elements = _file_elements(meshes, skinned)
+    if elements is None:
+        elements = _elements_for(meshes, skinned)
+        added = [m.name for m in meshes if _added(m)]
+        if added and _file_elements([m for m in meshes if not _added(m)], skinned) is not None:
+            warnings.append(f"{', '.join(added)}: added in Blender without what the file's vertex elements need "
+                            "(a UV map, normals, tangents or weights): the vertex layout is computed again, not the "
+                            "file's")
     full, joints, weights, parts, file_position = _gather_vertices(meshes, elements, skinned, ax)
     # every mesh holds the file's records row for row in the axes written: the file's model-wide values hold
     kept_records = file_position is not None

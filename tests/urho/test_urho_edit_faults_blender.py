@@ -202,3 +202,4 @@ def test_a_moved_rest_changes_only_that_bones_positions(clean_scene, testdata, t
         elif a.name not in children:
             assert a.positions.tobytes() == b.positions.tobytes(), a.name
     assert moved
+
