@@ -72,7 +72,7 @@ def _rest_matrices(arm_ob) -> np.ndarray:
     return out
 
 
-def _moved_rests(context, core_scene, arm_ob) -> None:
+def _moved_rests(core_scene, arm_ob) -> None:
     """Mark the bones whose rest moved since import (`REST_PROP`, compared bit for bit, bones in order: a rename
     is no move) and those whose parent's did: the file's offset matrix and initial pose are not kept for them
     however close the new ones are (docs/urho.md §7), so that a small move is not lost."""
@@ -224,7 +224,7 @@ def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool =
     # a file's unreferenced vertices come back in their place: its kept vertex records cover them
     objects = export_objects(context, selected_only)
     core_scene, warnings = bscene.gather_scene(context, deform_only=deform_only, isolated=True, objects=objects)
-    _moved_rests(context, core_scene, objects[1])
+    _moved_rests(core_scene, objects[1])
     if not core_scene.meshes:
         raise ExportError("nothing to export: no visible mesh with faces")
     _file_values_of_imported_meshes(context, core_scene)
