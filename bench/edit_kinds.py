@@ -95,10 +95,14 @@ def _move_vertex() -> Touched:
 
 
 def _bone():
+    """The armature and the bone to edit: the first child bone whose location the action keys (a motion file
+    holds keyed bones only, and a rest moved shows in location keys), else the first child bone."""
     arm = next(iter(_armatures()), None)
     if arm is None:
         raise NotApplicable("no bones")
-    bone = next((b for b in arm.data.bones if b.parent is not None), arm.data.bones[0])
+    keyed = {b for fc in _fcurves(arm) if fc.data_path.endswith(".location") for b in _bone_of(fc.data_path)}
+    bone = next((b for b in arm.data.bones if b.parent is not None and b.name in keyed),
+                next((b for b in arm.data.bones if b.parent is not None), arm.data.bones[0]))
     return arm, bone.name
 
 
@@ -187,12 +191,26 @@ def _key_move() -> Touched:
 
 
 def _key_delete() -> Touched:
+    """A key whose removal changes its curve (its value is not its neighbours' straight line: deleting a key of a
+    constant channel changes nothing a file could show), the middle one of the first channel otherwise."""
     obj, fc = _channel(3)
     k = fc.keyframe_points[len(fc.keyframe_points) // 2]
+    for ob in [obj] + [o for o in list(_armatures()) + list(_meshes()) if o is not obj]:
+        found = next(((c, c.keyframe_points[i]) for c in _fcurves(ob) if len(c.keyframe_points) >= 3
+                      for i in range(1, len(c.keyframe_points) - 1) if _bends(c.keyframe_points, i)), None)
+        if found:
+            fc, k = found
+            break
     frame = k.co.x
     fc.keyframe_points.remove(k)
     fc.update()
     return Touched(f"key at {frame:g} of {fc.data_path}[{fc.array_index}]", _bone_of(fc.data_path))
+
+
+def _bends(keys, i: int, by: float = 1e-3) -> bool:
+    """Key `i` lies off the straight line between its neighbours by more than `by`."""
+    (x0, y0), (x, y), (x1, y1) = keys[i - 1].co, keys[i].co, keys[i + 1].co
+    return x1 > x0 and abs(y - (y0 + (y1 - y0) * (x - x0) / (x1 - x0))) > by
 
 
 def _key_after_end() -> Touched:
@@ -330,8 +348,9 @@ def _where(d) -> str:
     return f"{d.record}.{d.field}"
 
 
-def _rules(kind: str, t: Touched, fmt: str = ""):
-    """(counts as the edit itself, counts as derived from it) for one kind: predicates on a Difference."""
+def _rules(kind: str, t: Touched, motion: bool = False):
+    """(counts as the edit itself, counts as derived from it) for one kind: predicates on a Difference.
+    `motion`: the file is a motion (it holds keys, no rest)."""
     def named(d) -> bool:
         return _mentions(d, t.names)
 
@@ -339,7 +358,8 @@ def _rules(kind: str, t: Touched, fmt: str = ""):
         return (lambda d: bool(POSITION.search(_where(d))),
                 lambda d: bool(DERIVED_VERTEX.search(_where(d)) or BOUNDS.search(_where(d))))
     if kind == "move-bone-rest":
-        return (lambda d: named(d) and bool(BONES.search(_where(d))),
+        # a motion file holds no rest: the moved bone's keys (which hold its transform) are the edit there
+        return (lambda d: named(d) and bool(BONES.search(_where(d)) or motion and ANIMATION.search(_where(d))),
                 lambda d: bool(BONES.search(_where(d))) or (named(d) and bool(ANIMATION.search(_where(d))))
                 or bool(BOUNDS.search(_where(d))))
     if kind == "rename-bone":
@@ -375,9 +395,10 @@ def _cut_name(d, names: list[str]) -> bool:
 REST_IN_MODEL = frozenset(("vmd",))
 
 
-def classify(kind: str, t: Touched, result, fmt: str = "") -> tuple[str, str]:
+def classify(kind: str, t: Touched, result, fmt: str = "", motion: bool = False) -> tuple[str, str]:
     """(class, the first field that is not the edit, or what was lost) from `result`, the core/diff.py
-    DiffResult of the input and the exported file (`fmt`: the format's name)."""
+    DiffResult of the input and the exported file (`fmt`: the format's name; `motion`: the file is a motion,
+    `_rules`)."""
     if kind in ("unchanged", "duplicate-model"):  # the model written back as it was read
         if result.identical:
             return ONLY, ""
@@ -387,7 +408,7 @@ def classify(kind: str, t: Touched, result, fmt: str = "") -> tuple[str, str]:
         return ONLY, ""
     if result.identical:
         return LOST, "the file came back unchanged"
-    core, derived = _rules(kind, t, fmt)
+    core, derived = _rules(kind, t, motion)
     found_core = False
     near = set()
     moved = {d.record for d in result.differences if not _rounded(d)}  # a record holding another one now

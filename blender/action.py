@@ -358,9 +358,19 @@ def _keep_keys(act, cb, arm_ob, animation: cm.Animation, frames: dict[str, BoneF
 
     data = {"order": [t.bone for t in animation.tracks],
             "tracks": {t.bone: {"fingerprint": _curves_fingerprint(by_bone.get(t.bone, [])), "fill": fill(t),
-                                **_track_to_json(t)} for t in inexact},
+                                "rest": _rest_of(arm_ob, t.bone), **_track_to_json(t)} for t in inexact},
             "unmatched": [_track_to_json(t) for t in unmatched]}
     act[KEYS_PROP] = json.dumps(data)
+
+
+def _rest_of(arm_ob, bone: str) -> list[float]:
+    """The bone's rest and its parent's (armature space), as Blender holds them: a kept track is the file's only
+    while both are as import made them (a track's values are relative to them)."""
+    b = arm_ob.data.bones.get(bone)
+    if b is None:
+        return []
+    mats = [b.matrix_local] + ([b.parent.matrix_local] if b.parent is not None else [])
+    return [float(v) for m in mats for row in m for v in row]
 
 
 def _has_step(track: cm.Track) -> bool:
@@ -993,7 +1003,7 @@ def read_action(context, arm_ob, act, slot=None, step_tracks: bool = True, fill_
                     "rotation": bf.from_basis("r", pose["q"][None])[0],
                     "scale": bf.from_basis("s", pose["s"][None])[0]}
 
-        order = _use_kept_keys(act, slot, kept, tracks, baked, order, start / fps, fill_of)
+        order = _use_kept_keys(act, slot, kept, tracks, baked, order, start / fps, fill_of, arm_ob)
     anim.tracks = [tracks[b] for b in order]
     if held:
         warnings.append(f"{act.name}: CONSTANT segments written as hold keys {HOLD_GAP:g} s before the next key "
@@ -1005,7 +1015,7 @@ def read_action(context, arm_ob, act, slot=None, step_tracks: bool = True, fill_
 
 
 def _use_kept_keys(act, slot, kept: dict, tracks: dict[str, cm.Track], baked: set[str], order: list[str],
-                   shift: float, fill_of) -> list[str]:
+                   shift: float, fill_of, arm_ob=None) -> list[str]:
     """Put the file's keys back for the bones whose F-curves still hold what import made of them, add the
     tracks that name no bone, and give the file's track order; returns the new order."""
     by_bone: dict[str, list] = {}
@@ -1018,6 +1028,8 @@ def _use_kept_keys(act, slot, kept: dict, tracks: dict[str, cm.Track], baked: se
             continue
         if _curves_fingerprint(by_bone.get(bone, [])) != data.get("fingerprint"):
             continue
+        if "rest" in data and arm_ob is not None and _rest_of(arm_ob, bone) != data["rest"]:
+            continue  # the rest moved: the track is made again from the F-curves on the new rest
         try:
             stored = _shifted(_track_from_json(data), shift)
         except (KeyError, TypeError, ValueError):

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 
 import numpy as np
 
 from ...blender import action as baction
+from ...blender import armature as barm
 from ...blender import scene as bscene
 from ...blender.props import json_prop
 from ...blender.selection import NoTarget
@@ -28,6 +30,9 @@ _KEPT = ("elements", "centers", "magic", "axes", "global_blend", "bbox", "mappin
 RECORDS_PROP = "skinbridge_urho_vertices"  # the file's vertex records (int32 words), written again where they hold
 LOD_INDICES_PROP = "skinbridge_urho_lod_indices"  # the file's index buffer when it holds LOD levels import left out
 PRIMITIVES_PROP = "skinbridge_urho_triangles"  # the file's triangles and their slots, when Blender dropped some
+REST_PROP = "skinbridge_urho_rest"  # on an imported armature's data: each bone's rest matrix as import made it
+MODEL_PROP = "skinbridge_urho_model"  # on an imported mesh object: which import made it (one token per import)
+ROW_ATTR = "skinbridge_urho_row"  # per vertex of an imported mesh: its row in the file's vertex buffer
 
 
 def import_mdl(context, path: str, profile: str = "auto", all_lods: bool = False) -> bscene.ImportResult:
@@ -39,13 +44,16 @@ def import_mdl(context, path: str, profile: str = "auto", all_lods: bool = False
     core_scene, warnings = convert.to_scene(model, name, profile, all_lods=all_lods)
     result = bscene.build_scene(context, core_scene, name, os.path.dirname(path))
     objects = [o for o in result.objects if o.type == "MESH"]
+    token = f"{name}:{uuid.uuid4().hex}"
     for ob, cmesh in zip(objects, core_scene.meshes):  # build_scene makes one object per core mesh, in order
+        ob[MODEL_PROP] = token
         kept = {k: cmesh.extras.get("urho", {}).get(k) for k in _KEPT}
         if kept["magic"] is not None:  # LOD 0: the mesh holds its vertex buffer whole, in file order
             _keep_file_data(ob, cmesh, model.vertex_buffers[cmesh.extras["urho"]["vertex_buffer"]])
         ob.data[MESH_PROP] = json.dumps(kept)
     if result.armature is not None:  # motions loaded onto this armature later read with the same axes
         result.armature[AXES_PROP] = convert.resolve_profile(model, profile)
+        result.armature.data[REST_PROP] = _rest_matrices(result.armature)
         if not _binds_are_similarities(core_scene.skeleton):
             # the initial pose through binds Blender cannot hold exactly is measured as the animations' keys are
             warnings += baction.deformation_warning(result.armature, cm.Animation(f"{name} initial pose", 0.0),
@@ -53,6 +61,49 @@ def import_mdl(context, path: str, profile: str = "auto", all_lods: bool = False
                                                     context.scene.render.fps)
     result.warnings[:0] = warnings
     return result
+
+
+def _rest_matrices(arm_ob) -> np.ndarray:
+    """Every bone's rest matrix (armature space, float32, bones in order), one array."""
+    bones = arm_ob.data.bones
+    out = np.empty(16 * len(bones), np.float32)
+    for i, b in enumerate(bones):
+        out[16 * i:16 * i + 16] = np.asarray(b.matrix_local, np.float32).reshape(-1)
+    return out
+
+
+def _moved_rests(core_scene, arm_ob) -> None:
+    """Mark the bones whose rest moved since import (`REST_PROP`, compared bit for bit, bones in order: a rename
+    is no move) and those whose parent's did: the file's offset matrix and initial pose are not kept for them
+    however close the new ones are (docs/urho.md §7), so that a small move is not lost."""
+    skel = core_scene.skeleton
+    kept = arm_ob.data.get(REST_PROP) if arm_ob is not None else None
+    if skel is None or kept is None:
+        return
+    kept = np.asarray(kept, np.float32)
+    now = _rest_matrices(arm_ob)
+    if kept.shape != now.shape:
+        return
+    moved_at = {b.name for b, was, is_ in zip(arm_ob.data.bones, kept.reshape(-1, 16), now.reshape(-1, 16))
+                if was.tobytes() != is_.tobytes()}
+    if not moved_at:
+        return
+    index = {bone.name: i for i, bone in enumerate(arm_ob.data.bones)}
+    world = np.array(arm_ob.matrix_world, dtype=np.float64)
+    for b in skel.bones:
+        parent = skel.bones[b.parent].name if b.parent >= 0 else None
+        urho = b.extras.setdefault("urho", {})
+        urho["rest_moved"] = b.name in moved_at
+        urho["parent_moved"] = parent in moved_at
+        if urho["rest_moved"]:  # the file's bind (else Blender's rest at import) moved as Blender's rest moved
+            i = index[b.name]
+            was = kept[16 * i:16 * i + 16].reshape(4, 4).astype(np.float64)
+            is_ = now[16 * i:16 * i + 16].reshape(4, 4).astype(np.float64)
+            exact = barm.bone_extras(arm_ob.data.bones[b.name]).get("bind")
+            base = np.array(exact, np.float64).reshape(4, 4) if isinstance(exact, list) and len(exact) == 16 \
+                and np.allclose(world, np.eye(4)) else world @ was  # (read_skeleton's rule for the file's bind)
+            b.bind = base @ np.linalg.inv(was) @ is_
+    skel.set_rest_from_binds()
 
 
 def _binds_are_similarities(skel: cm.Skeleton) -> bool:
@@ -70,6 +121,9 @@ def _keep_file_data(ob, cmesh, vb: umd2.VertexBuffer) -> None:
     records = np.ascontiguousarray(vb.vertices)
     if records.dtype.itemsize % 4 == 0 and len(records) == len(ob.data.vertices):
         ob.data[RECORDS_PROP] = records.view(np.int32).reshape(-1)
+        # which record each vertex is: Blender carries the attribute through deleted faces and vertices
+        rows = ob.data.attributes.new(ROW_ATTR, "INT", "POINT")
+        rows.data.foreach_set("value", np.arange(len(records), dtype=np.int32))
     lod_indices = cmesh.extras["urho"].get("lod_indices")
     if lod_indices is not None:  # int32 words: ID properties hold no unsigned arrays
         ob.data[LOD_INDICES_PROP] = np.asarray(lod_indices, np.uint32).view(np.int32)
@@ -81,20 +135,23 @@ def _keep_file_data(ob, cmesh, vb: umd2.VertexBuffer) -> None:
 
 def _restore_file_data(ob, cmesh, elements) -> None:
     """Give a gathered mesh the file data `_keep_file_data` kept, while its vertices are the file's own, one to
-    one and in order (moved or not: the export writes the file's values where they still hold)."""
+    one and in order (moved or not: the export writes the file's values where they still hold); after vertices
+    were deleted, the records of the rows the vertices left still are (`ROW_ATTR`), the rest not."""
     n = cmesh.vertex_count
     source = cmesh.extras.get("source_vertex")
-    if source is None or len(source) != n or not np.array_equal(source, np.arange(n)):
+    if source is None or len(source) != n:
         return
-    words = ob.data.get(RECORDS_PROP)
-    if words is not None and elements is not None:
-        try:
-            dtype = umd2.vertex_dtype(convert.elements_of(elements))
-        except (TypeError, ValueError):
-            dtype = None
-        kept = np.asarray(words, np.int32)
-        if dtype is not None and kept.nbytes == n * dtype.itemsize:
-            cmesh.extras["urho"]["records"] = kept.view(dtype)
+    kept = _file_records(ob, elements)
+    rows = _file_rows_of(ob, source)
+    if kept is not None and rows is not None and not (len(kept) == n and np.array_equal(rows, np.arange(n))):
+        # vertices deleted (faces deleted in Edit Mode): the ones left are still their file rows
+        if (rows < len(kept)).all():
+            cmesh.extras["urho"]["records"] = kept[rows]
+        return
+    if not np.array_equal(source, np.arange(n)):
+        return
+    if kept is not None and len(kept) == n:
+        cmesh.extras["urho"]["records"] = kept
     lod_indices = ob.data.get(LOD_INDICES_PROP)
     if lod_indices is not None:
         cmesh.extras["urho"]["lod_indices"] = np.asarray(lod_indices, np.int32).view(np.uint32)
@@ -112,11 +169,62 @@ def _restore_file_data(ob, cmesh, elements) -> None:
             cmesh.triangles, cmesh.material_indices = tris, mats
 
 
+def _file_rows_of(ob, source: np.ndarray) -> np.ndarray | None:
+    """The file row of each gathered vertex (`ROW_ATTR` through `source`, the gathered vertex's Blender vertex),
+    when every Blender vertex still names a row of its own and every gathered vertex is a Blender vertex once
+    (vertices deleted, none added or merged); else None."""
+    attr = ob.data.attributes.get(ROW_ATTR)
+    nv = len(ob.data.vertices)
+    if attr is None or attr.domain != "POINT" or attr.data_type != "INT" or len(source) != nv:
+        return None
+    rows = np.empty(nv, np.int32)
+    attr.data.foreach_get("value", rows)
+    if len(np.unique(rows)) != nv or (rows < 0).any() or len(np.unique(source)) != nv:
+        return None
+    return rows[np.asarray(source, np.int64)].astype(np.int64)
+
+
+def _file_records(ob, elements) -> np.ndarray | None:
+    """The file's vertex records `_keep_file_data` kept on the mesh, as structured rows."""
+    words = ob.data.get(RECORDS_PROP)
+    if words is None or elements is None:
+        return None
+    try:
+        dtype = umd2.vertex_dtype(convert.elements_of(elements))
+    except (TypeError, ValueError):
+        return None
+    kept = np.asarray(words, np.int32)
+    return None if kept.nbytes % dtype.itemsize else kept.view(dtype)
+
+
+def export_objects(context, selected_only: bool = False) -> tuple[list, object]:
+    """(meshes, armature) an export takes (`bscene.exportable_objects`), one model without bones among several:
+    meshes that different imports made (`MODEL_PROP`) are different models, as two armatures are, so with
+    several of them those of the models the selection touches are taken (with the meshes added in Blender,
+    which belong to none), and NoTarget names them when the selection touches none. A model imported twice is
+    so written as it was, not merged with its copy."""
+    meshes, arm = bscene.exportable_objects(context, selected_only)
+    if arm is not None:
+        return meshes, arm
+    models = {}
+    for ob in meshes:
+        if isinstance(ob.get(MODEL_PROP), str):
+            models.setdefault(ob[MODEL_PROP], []).append(ob)
+    if len(models) < 2:
+        return meshes, arm
+    chosen = {token for token, obs in models.items() if any(ob.select_get() for ob in obs)}
+    if not chosen:
+        names = ", ".join(obs[0].name for obs in models.values())
+        raise NoTarget(f"{len(models)} models could be exported ({names}): select one (a mesh of it)")
+    return [ob for ob in meshes if ob.get(MODEL_PROP) in chosen or not isinstance(ob.get(MODEL_PROP), str)], arm
+
+
 def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool = False,
                deform_only: bool = False, max_bones: int = 64) -> list[str]:
     # a file's unreferenced vertices come back in their place: its kept vertex records cover them
-    core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only, deform_only=deform_only,
-                                               isolated=True)
+    objects = export_objects(context, selected_only)
+    core_scene, warnings = bscene.gather_scene(context, deform_only=deform_only, isolated=True, objects=objects)
+    _moved_rests(core_scene, objects[1])
     if not core_scene.meshes:
         raise ExportError("nothing to export: no visible mesh with faces")
     _file_values_of_imported_meshes(context, core_scene)
@@ -154,7 +262,7 @@ def imported_profile(context, selected_only: bool = False) -> str | None:
     """The profile whose axes the model an export would take was imported with: its armature's, else the one its
     imported meshes agree on; None for a model import did not make (or several models to choose from)."""
     try:
-        meshes, arm = bscene.exportable_objects(context, selected_only)
+        meshes, arm = export_objects(context, selected_only)
     except NoTarget:
         return None
     if arm is not None and arm.get(AXES_PROP) in convert.PROFILES:

@@ -9,10 +9,10 @@ import os
 
 
 from ...blender import material as bmat
-from ...blender import scene as bscene
 from ...core.errors import ExportError
 from ...core.fileio import output_path, write_atomic
 from ...core.naming import NameAllocator
+from .blender_io import export_objects
 from .material_xml import material_xml
 
 UNITS = (("diffuse", "Base Color"), ("normal", "Normal"), ("specular", "Roughness"), ("emissive", "Emission Color"))
@@ -20,7 +20,7 @@ UNITS = (("diffuse", "Base Color"), ("normal", "Normal"), ("specular", "Roughnes
 
 def exported_materials(context, selected_only: bool = False) -> list:
     """Blender materials of the exported meshes in slot order, each once (None for an empty slot)."""
-    meshes, _ = bscene.exportable_objects(context, selected_only)
+    meshes, _ = export_objects(context, selected_only)
     out = []
     for ob in meshes:
         for slot in ob.material_slots or [None]:

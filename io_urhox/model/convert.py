@@ -555,7 +555,14 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
     for m in meshes:
         _check_mesh(m, n_bones, _has_records(m))
     skinned = skel is not None and any(m.weights is not None for m in meshes)
-    elements = _file_elements(meshes, skinned) or _elements_for(meshes, skinned)
+    elements = _file_elements(meshes, skinned)
+    if elements is None:
+        elements = _elements_for(meshes, skinned)
+        added = [m.name for m in meshes if _added(m)]
+        if added and _file_elements([m for m in meshes if not _added(m)], skinned) is not None:
+            warnings.append(f"{', '.join(added)}: added in Blender without what the file's vertex elements need "
+                            "(a UV map, normals, tangents or weights): the vertex layout is computed again, not the "
+                            "file's")
     full, joints, weights, parts, file_position = _gather_vertices(meshes, elements, skinned, ax)
     # every mesh holds the file's records row for row in the axes written: the file's model-wide values hold
     kept_records = file_position is not None
@@ -582,7 +589,7 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
         geoms = _shared_geometries(parts, verts, joints, weights, shared, n_bones, skinned)
         geom_centers = file_centers
         if skinned and kept_records and len(shared) == n_bones and \
-                all(m.extras.get("urho", {}).get("global_blend") for m in meshes):
+                all(m.extras.get("urho", {}).get("global_blend") for m in meshes if not _added(m)):
             geoms = [(material, kind, tris, np.zeros(0, np.uint32)) for material, kind, tris, _ in geoms]
         kept_maps = _kept_mappings(meshes, origins, geoms, verts, joints, weights) if skinned and kept_records \
             else None
@@ -593,7 +600,7 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
     indices, centers = _geometries_to_file(model, geoms, geom_centers, verts, ax)
     size = 2 if len(verts) <= 65535 else 4
     vb = umd2.VertexBuffer(elements, verts)
-    if profile == "urho3d":
+    if profile == "urho3d" or _morphs_kept(meshes, n_bones):
         model.morphs = _morphs_to_file(meshes, src, ax, vb, warnings)
     else:
         dropped = [f"{m.name}: " + ", ".join(k.name for k in m.shape_keys) for m in meshes if m.shape_keys]
@@ -601,9 +608,10 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
             warnings.append("shape keys not written (the urhox profile writes morph count 0; use --profile urho3d "
                             "to write morphs): " + "; ".join(dropped))
     model.vertex_buffers = [vb]
-    if ax.profile == "urho3d" and all(m.extras.get("urho", {}).get("magic") == "UMDL" for m in meshes):
-        # a legacy file stays legacy while its elements allow it: its magic is what tells Urho3D's axes apart
-        # from UrhoX's in a model without bones (whose axes are the file's under either profile, `_kept_axes`)
+    if ax.profile == "urho3d" and {m.extras.get("urho", {}).get("magic") for m in meshes} - {None} == {"UMDL"}:
+        # a legacy file stays legacy while its elements allow it, meshes added in Blender (no magic) or not: its
+        # magic is what tells Urho3D's axes apart from UrhoX's in a model without bones (whose axes are the
+        # file's under either profile, `_kept_axes`)
         try:
             vb.legacy_mask = umd2.legacy_mask_of(elements)
             model.magic = "UMDL"
@@ -618,7 +626,8 @@ def from_scene(scene: cm.Scene, profile: str = "urhox", max_bones: int = 64) -> 
     kept_box = _kept_bounds(meshes, kept_records)
     if kept_box is not None:
         model.bbox_min, model.bbox_max = file_rows.edited_bounds(
-            kept_box, np.concatenate([m.extras["urho"]["records"]["POSITION0"] for m in meshes]), pos,
+            kept_box, np.concatenate([m.extras["urho"]["records"]["POSITION0"] for m in meshes
+                                      if not _added(m)]), pos,
             not file_position.all())
         if all(c is None for m in meshes for c in m.extras.get("urho", {}).get("centers") or [0]):
             model.centers = np.zeros((0, 3), np.float32)  # a file from before geometry centers: it stays so
@@ -769,7 +778,7 @@ def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
             verts["BLENDWEIGHTS0"][sl] = weights[sl]
             verts["BLENDINDICES0"][sl] = joints[sl].astype(np.uint8)
         same_axes = _file_records(m, verts, sl, ax, file_position)
-        aligned &= same_axes
+        aligned &= same_axes or _added(m)  # an added mesh's rows are new ones (file_position False)
         mat_idx = m.material_indices if m.material_indices is not None else np.zeros(len(m.triangles), np.int32)
         one_slot = len(mat_idx) and mat_idx.min() == mat_idx.max()
         for slot in (mat_idx[:1] if one_slot else np.unique(mat_idx)):
@@ -779,7 +788,21 @@ def _gather_vertices(meshes: list[cm.Mesh], elements, skinned: bool, ax: _Axes):
         if m.edges is not None and len(m.edges):
             parts.append((m.materials[0] if m.materials else None, 1, m.edges.astype(np.int64) + base, (mi, 0, 1)))
         base += m.vertex_count
+    aligned &= not all(_added(m) for m in meshes)
     return verts, joints, weights, parts, file_position if aligned else None
+
+
+def _morphs_kept(meshes: list[cm.Mesh], n_bones: int) -> bool:
+    """Shape keys of a model without bones read from a file are written as morphs under either profile: the
+    file's body is Urho3D's (docs/urho.md §5.5), written in the axes it was read with (`_kept_axes`), and a
+    profile that dropped them would lose the edit."""
+    return not n_bones and any(m.shape_keys for m in meshes) and all(not _added(m) for m in meshes) \
+        and {m.extras["urho"].get("magic") for m in meshes} <= {"UMDL", "UMD2"}
+
+
+def _added(m: cm.Mesh) -> bool:
+    """A mesh added in Blender: import gave it none of the file's values."""
+    return not m.extras.get("urho")
 
 
 def _kept_mappings(meshes: list[cm.Mesh], origins: list, geoms: list, verts: np.ndarray, joints: np.ndarray,
@@ -789,7 +812,10 @@ def _kept_mappings(meshes: list[cm.Mesh], origins: list, geoms: list, verts: np.
     lists of their own (Jack.mdl: 52 and 5 bones) is written with them again. None when any does not hold."""
     bases = np.cumsum([0] + [m.vertex_count for m in meshes])
     out = []
-    for (material, kind, tris, _), (mi, slot, _) in zip(geoms, origins):
+    for (material, kind, tris, computed), (mi, slot, _) in zip(geoms, origins):
+        if _added(meshes[mi]):  # a mesh added in Blender: the mapping computed for it
+            out.append((material, kind, tris, computed))
+            continue
         urho = meshes[mi].extras.get("urho", {})
         maps, records = urho.get("mappings"), urho.get("records")
         if records is None or not isinstance(maps, list) or slot >= len(maps):
@@ -807,6 +833,8 @@ def _kept_mappings(meshes: list[cm.Mesh], origins: list, geoms: list, verts: np.
             return None
         out.append((material, kind, tris, mapping.astype(np.uint32)))
     for mi, m in enumerate(meshes):
+        if _added(m):
+            continue
         sl = slice(bases[mi], bases[mi + 1])
         verts["BLENDINDICES0"][sl] = m.extras["urho"]["records"]["BLENDINDICES0"]
         verts["BLENDWEIGHTS0"][sl] = m.extras["urho"]["records"]["BLENDWEIGHTS0"]
@@ -843,7 +871,7 @@ def _influences(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _kept_bounds(meshes: list[cm.Mesh], kept_records: bool) -> tuple[np.ndarray, np.ndarray] | None:
     """The file's bounding box (which may be larger than its vertices) while every mesh wrote the file's own
     vertex records and all name the same box; else None."""
-    boxes = [m.extras.get("urho", {}).get("bbox") for m in meshes]
+    boxes = [m.extras.get("urho", {}).get("bbox") for m in meshes if not _added(m)]
     if not kept_records or not boxes or any(b != boxes[0] for b in boxes):
         return None
     try:
@@ -1000,7 +1028,8 @@ def _collision_to_file(bones: list[umd2.BoneRecord], positions, joints, weights,
             if moved[i] and b.bbox is not None:
                 b.bbox = np.concatenate([np.minimum(b.bbox[:3], moved_lo[i]),
                                          np.maximum(b.bbox[3:], moved_hi[i])]).astype(np.float32)
-        elif weighted[i]:
+        elif weighted[i] and not (file_position is not None and own.get("collision_mask") == 0):
+            # (a bone the file gave no collision data keeps none while the vertices are the file's)
             b.collision_mask = umd2.BONECOLLISION_SPHERE | umd2.BONECOLLISION_BOX
             b.radius = np.float32(_kept_close(radius[i], own.get("radius")))
             b.bbox = _kept_close(np.concatenate([lo[i], hi[i]]), own.get("bbox")).astype(np.float32)
@@ -1078,8 +1107,9 @@ def elements_of(descriptors) -> list[VertexElement]:
 def _file_elements(meshes: list[cm.Mesh], skinned: bool) -> list[VertexElement] | None:
     """The file's own vertex elements (`extras["urho"]["elements"]`), when every mesh came from one element
     list and the export can fill every element of it from the meshes' data; else None (computed ones)."""
-    stored = [m.extras.get("urho", {}).get("elements") for m in meshes]
-    if not stored or stored[0] is None or any(x != stored[0] for x in stored):
+    # a mesh added in Blender (no elements kept) takes the imported meshes' list when it can fill it
+    stored = [x for m in meshes if (x := m.extras.get("urho", {}).get("elements")) is not None]
+    if not stored or any(x != stored[0] for x in stored):
         return None
     try:
         els = elements_of(stored[0])
@@ -1102,8 +1132,9 @@ def _file_elements(meshes: list[cm.Mesh], skinned: bool) -> list[VertexElement] 
         elif e.semantic == SEM["TEXCOORD"]:
             if e.type != TYPE["VECTOR2"] or any(e.index >= len(m.uvs) for m in meshes):
                 return None
-        elif e.semantic == SEM["COLOR"]:
-            if e.type != TYPE["UBYTE4_NORM"] or any(e.index >= len(m.colors) for m in meshes):
+        elif e.semantic == SEM["COLOR"]:  # an added mesh without colours is written white, as a new model is
+            if e.type != TYPE["UBYTE4_NORM"] or any(e.index >= len(m.colors) for m in meshes
+                                                    if m.extras.get("urho", {}).get("elements") is not None):
                 return None
         else:
             return None
@@ -1183,15 +1214,44 @@ def _bones_to_file(skel: cm.Skeleton, ax: _Axes) -> list[umd2.BoneRecord]:
         rec = umd2.BoneRecord(name=names.file_name(b.name, b.extras), parent=i if b.parent < 0 else b.parent,
                               position=t.astype(np.float32), rotation=r.astype(np.float32),
                               scale=s.astype(np.float32), offset=offset.astype(np.float32))
-        unchanged = "offset" in raw and _bind_matches(bind_file, raw["offset"])
+        # a rest moved in Blender (`rest_moved`, set by the Blender side) is the user's: never the file's again
+        unchanged = "offset" in raw and not raw.get("rest_moved") and _bind_matches(bind_file, raw["offset"])
         if unchanged:
             rec.offset = np.array(raw["offset"], dtype=np.float32)
         # the initial pose is the file's own data, not derived from the bind: it stays while the bone does
-        if "initial" in raw and (unchanged or _initial_matches(t, r, s, raw["initial"])):
+        if "initial" in raw and not raw.get("parent_moved") and \
+                (unchanged or not raw.get("rest_moved") and _initial_matches(t, r, s, raw["initial"])):
             ini = np.array(raw["initial"], dtype=np.float32)
             rec.position, rec.rotation, rec.scale = ini[:3], ini[3:7], ini[7:10]
+        elif raw.get("rest_moved") or raw.get("parent_moved"):
+            moved = _moved_initial(skel, i, ax)
+            if moved is not None:
+                rec.position, rec.rotation, rec.scale = moved
         out.append(rec)
     return out
+
+
+def _moved_initial(skel: cm.Skeleton, i: int, ax: _Axes):
+    """The file's initial pose of bone `i` with the move of its rest (or its parent's) applied: the file's pose
+    times the change of the bone's parent-relative bind (the initial pose need not be the bind's, docs/urho.md
+    §3.6, so it is not recomputed); None without the file's values."""
+    b = skel.bones[i]
+    raw = b.extras.get("urho", {})
+    parent = skel.bones[b.parent].extras.get("urho", {}) if b.parent >= 0 else None
+    if "initial" not in raw or "offset" not in raw or (parent is not None and "offset" not in parent):
+        return None
+
+    def local(bind, parent_bind):
+        return bind if parent_bind is None else affine_inverse(parent_bind) @ bind
+
+    old = local(np.linalg.inv(offset_to_matrix(raw["offset"])),
+                None if parent is None else np.linalg.inv(offset_to_matrix(parent["offset"])))
+    new = local(ax.world_to_file(b.bind), None if parent is None else ax.world_to_file(skel.bones[b.parent].bind))
+    ini = np.asarray(raw["initial"], np.float64)
+    t, r, s = matrix_to_trs(trs_to_matrix(ini[:3], ini[3:7], ini[7:10]) @ affine_inverse(old) @ new)
+    if np.dot(r, ini[3:7]) < 0:  # the file's hemisphere
+        r = -r
+    return t.astype(np.float32), r.astype(np.float32), s.astype(np.float32)
 
 
 def _bind_matches(bind_file: np.ndarray, raw_offset) -> bool:

@@ -8,18 +8,23 @@ markers to `Animations/<action>.xml`; file names come from `core.naming`. Export
 
 While a track is unchanged in Blender, its file bytes are written again: import keeps the file on the action
 (``FILE_PROP``, its bytes) with a fingerprint of each track's F-curves and of what maps them to the file
-(``FILE_KEPT_PROP``: profile, frame rate, frame range, rig). Export writes the file's record of every track
-whose bone's F-curves still match (bit for bit: float32 rounding of a rotation, a −0.0, a key time), computed
-keys for the others, in the file's track order; the file's length while the frame range is unchanged, and its
-header fields (version, trigger bytes, trailing bytes) while the format is the file's.
+(``FILE_KEPT_PROP``: profile, frame rate, frame range, and per bone in armature order its parent, rest and bind
+and its F-curves without its name). Export writes the file's record of every track whose bone's F-curves, rest
+and parent's rest still match (bit for bit: float32 rounding of a rotation, a −0.0, a key time), under the
+bone's new name if it was renamed; computed keys for the others, with the file's key times and values where
+they are the file's within float rounding, in the file's track order; the file's length while the frame range
+is unchanged, and its header fields (version, trigger bytes, trailing bytes) while the format is the file's.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pathlib
+import re
 from dataclasses import dataclass
 
+import numpy as np
 
 from ...blender import action as bact
 from ...blender.props import json_prop
@@ -116,9 +121,53 @@ def _keep_file(act, arm_ob, data: bytes, names: list[str], prints: dict[str, str
     """The file's bytes on the action, with the fingerprint of the F-curves each of its tracks became (in the
     file's track order, ``names``; ``prints`` from `build_action`) and of what maps tracks to curves."""
     act[FILE_PROP] = data
+    curves = _curve_digests(arm_ob, act)
     act[FILE_KEPT_PROP] = json.dumps({"profile": profile, "fps": fps, "range": _frame_range(act),
-                                      "rig": bact.rig_fingerprint(arm_ob),
-                                      "tracks": [prints.get(n, bact.NO_CURVES) for n in names]})
+                                      "rig": _rig(arm_ob), "names": [b.name for b in arm_ob.data.bones],
+                                      "tracks": [prints.get(n, bact.NO_CURVES) for n in names],
+                                      "curves": [curves.get(n, "") for n in names]})
+
+
+def _rig(arm_ob) -> dict:
+    """What maps a track to its F-curves, per bone and without its name (a rename is no change): the parent's
+    index, rest and bind matrices; and the armature's world matrix."""
+    bones = arm_ob.data.bones
+    index = {b.name: i for i, b in enumerate(bones)}
+    binds = bact.bind_matrices(arm_ob)
+    out = []
+    for b in bones:
+        h = hashlib.sha1(str(index[b.parent.name] if b.parent else -1).encode())
+        h.update(np.asarray(b.matrix_local, np.float32).tobytes())
+        h.update(np.asarray(binds[b.name], np.float64).tobytes())
+        out.append(h.hexdigest())
+    return {"world": hashlib.sha1(np.asarray(arm_ob.matrix_world, np.float64).tobytes()).hexdigest(), "bones": out}
+
+
+def _curve_digests(arm_ob, act) -> dict[str, str]:
+    """Per bone: a digest of its F-curves (property, index, mute, keys, interpolation and type) without the
+    bone's name, so that a renamed bone's unchanged curves are still known."""
+    from bpy_extras import anim_utils  # Blender's own helper for an action's channels (slots, layers)
+
+    slot = bact.slot_for(arm_ob, act)
+    bag = anim_utils.action_get_channelbag_for_slot(act, slot) if slot is not None else None
+    fcurves = list(bag.fcurves) if bag is not None else list(getattr(act, "fcurves", []))
+    by_bone: dict[str, list[bytes]] = {}
+    for fc in fcurves:
+        found = _BONE_PATH.fullmatch(fc.data_path)
+        if not found:
+            continue
+        kp = fc.keyframe_points
+        co = np.empty(2 * len(kp), np.float32)
+        kp.foreach_get("co", co)
+        kinds = np.empty(2 * len(kp), np.int32)
+        kp.foreach_get("interpolation", kinds[:len(kp)])
+        kp.foreach_get("type", kinds[len(kp):])
+        by_bone.setdefault(re.sub(r"\\(.)", r"\1", found.group(1)), []).append(
+            f"{found.group(2)}\0{fc.array_index}\0{int(fc.mute)}\0".encode() + co.tobytes() + kinds.tobytes())
+    return {bone: hashlib.sha1(b"".join(sorted(parts))).hexdigest() for bone, parts in by_bone.items()}
+
+
+_BONE_PATH = re.compile(r'pose\.bones\["((?:[^"\\]|\\.)*)"\]\.(\w+)')
 
 
 @dataclass
@@ -130,9 +179,11 @@ class _Kept:
     unchanged: list[bool]
     length: bool
     header: bool
+    renamed: dict[int, str]
 
     def bones(self) -> set[str]:
-        return {t.name for t, same in zip(self.original.tracks, self.unchanged) if same}
+        return {self.renamed.get(k, t.name) for k, (t, same) in enumerate(zip(self.original.tracks, self.unchanged))
+                if same}
 
 
 def _kept_file(context, arm_ob, act, profile: str, fmt: str) -> _Kept | None:
@@ -141,25 +192,46 @@ def _kept_file(context, arm_ob, act, profile: str, fmt: str) -> _Kept | None:
     kept = json_prop(act, FILE_KEPT_PROP)
     data = act.get(FILE_PROP)
     if (not kept or not isinstance(data, bytes) or kept.get("profile") != profile
-            or kept.get("fps") != bact.fps_of(context.scene) or kept.get("rig") != bact.rig_fingerprint(arm_ob)):
+            or kept.get("fps") != bact.fps_of(context.scene)):
+        return None
+    rig, now = kept.get("rig"), _rig(arm_ob)
+    names = kept.get("names")
+    if not isinstance(rig, dict) or rig.get("world") != now["world"] or not isinstance(names, list) \
+            or len(names) != len(now["bones"]) or rig.get("bones") is None or len(rig["bones"]) != len(names):
         return None
     try:
         original = uani.read(data)
     except (FormatError, ValueError):
         return None
-    prints = kept.get("tracks")
-    if not isinstance(prints, list) or len(prints) != len(original.tracks):
+    prints, curves = kept.get("tracks"), kept.get("curves")
+    if not isinstance(prints, list) or len(prints) != len(original.tracks) or not isinstance(curves, list) \
+            or len(curves) != len(prints):
         return None
     frame_range, kept_range = _frame_range(act), kept.get("range") or []
     variant = {"urhox": uani.VARIANT_URHOX, "rbfx": uani.VARIANT_RBFX}.get(fmt, uani.VARIANT_URHO3D)
     # a classic track record is an rbfx one without its weights: what Blender holds of either is the same
     same_tracks = (original.variant == uani.VARIANT_URHOX) == (variant == uani.VARIANT_URHOX)
     unchanged = [False] * len(prints)
+    renamed = {}  # a track's bone renamed in Blender: its record is kept under the new name
     if same_tracks and frame_range[:2] == kept_range[:2]:  # the first frame is time 0 of every key
         current = bact.curve_fingerprints(arm_ob, act)
-        unchanged = [fp is not None and current.get(t.name, bact.NO_CURVES) == fp
-                     for t, fp in zip(original.tracks, prints)]
-    return _Kept(original, unchanged, frame_range == kept_range, original.variant == variant)
+        digests = _curve_digests(arm_ob, act)
+        index = {n: i for i, n in enumerate(names)}
+        bones = arm_ob.data.bones
+        for k, (t, fp, digest) in enumerate(zip(original.tracks, prints, curves)):
+            i = index.get(t.name)
+            if i is None:  # a track naming no bone: its curves, as before
+                unchanged[k] = fp is not None and current.get(t.name, bact.NO_CURVES) == fp
+                continue
+            bone = bones[i]
+            parent = index.get(bone.parent.name) if bone.parent else None
+            same_rig = rig["bones"][i] == now["bones"][i] and (parent is None
+                                                                or rig["bones"][parent] == now["bones"][parent])
+            unchanged[k] = same_rig and current.get(bone.name, bact.NO_CURVES) is not None \
+                and digests.get(bone.name, "") == digest
+            if bone.name != t.name:
+                renamed[k] = bone.name
+    return _Kept(original, unchanged, frame_range == kept_range, original.variant == variant, renamed)
 
 
 def _with_kept_file(kept: _Kept | None, records: uani.Animation) -> uani.Animation:
@@ -172,13 +244,14 @@ def _with_kept_file(kept: _Kept | None, records: uani.Animation) -> uani.Animati
     for track in records.tracks:
         computed.setdefault(track.name, track)
     tracks, used = [], set()
-    for track, same in zip(original.tracks, kept.unchanged):
+    for k, (track, same) in enumerate(zip(original.tracks, kept.unchanged)):
+        track.name = kept.renamed.get(k, track.name)
         if same:
             if original.variant != records.variant:
                 track.weights = None
             tracks.append(track)
         elif track.name in computed and track.name not in used:
-            tracks.append(computed[track.name])
+            tracks.append(_file_keys_where_close(computed[track.name], track))
         else:
             continue
         used.add(track.name)
@@ -191,6 +264,43 @@ def _with_kept_file(kept: _Kept | None, records: uani.Animation) -> uani.Animati
         records.trigger_data, records.trailing = original.trigger_data, original.trailing
         records.variant_tracks = original.variant_tracks
     return records
+
+
+KEY_CLOSE = 1e-6  # a key time or value this close to the file's (relative to the larger of 1 and it) is the file's
+
+
+def _file_keys_where_close(track: uani.Track, file_track: uani.Track) -> uani.Track:
+    """A computed ``track`` with the file's key times and values where they are the file's within float
+    rounding (keys matched in time order): a track edited in one key, or whose bone's rest moved, keeps the
+    bytes of what the edit left alone (a rotation [1, 0, 0, 0] is not written [1, -0, -0, -0], nor a time in its
+    last bits)."""
+    a, b = np.asarray(track.times, np.float64), np.asarray(file_track.times, np.float64)
+    pairs, i, k = [], 0, 0
+    while i < len(a) and k < len(b):
+        if abs(a[i] - b[k]) <= KEY_CLOSE * max(1.0, abs(b[k])):
+            pairs.append((i, k))
+            i, k = i + 1, k + 1
+        elif a[i] < b[k]:
+            i += 1
+        else:
+            k += 1
+    if not pairs:
+        return track
+    mine, theirs = (np.array(x, np.int64) for x in zip(*pairs))
+    track.times = np.array(track.times, np.float32)
+    track.times[mine] = file_track.times[theirs]
+    for channel in ("positions", "rotations", "scales"):
+        got, was = getattr(track, channel), getattr(file_track, channel)
+        if got is None or was is None:
+            continue
+        got = np.array(got, np.float32)
+        x, y = got[mine].astype(np.float64), was[theirs].astype(np.float64)
+        close = (np.abs(x - y) <= KEY_CLOSE * np.maximum(1.0, np.abs(y))).all(axis=1)
+        if channel == "rotations":  # q and -q are one rotation: the file's hemisphere
+            close |= (np.abs(x + y) <= KEY_CLOSE * np.maximum(1.0, np.abs(y))).all(axis=1)
+        got[mine[close]] = was[theirs[close]]
+        setattr(track, channel, got)
+    return track
 
 
 def _triggers_of(anim: cm.Animation, fps: float) -> list[tuple[float, object]]:

@@ -1,6 +1,7 @@
 """UMD2/UMDL codec without Blender: byte-identical round trips and bad input."""
 from __future__ import annotations
 
+import copy
 import time
 
 import numpy as np
@@ -125,3 +126,19 @@ def test_truncations_and_byte_flips_read_or_raise_format_error(testdata, fox_mdl
     slowest, grown = run_forked(run)  # the child's own peak: earlier tests' memory does not hide it
     assert grown < 256 << 20
     assert slowest < 2.0
+
+
+def test_an_added_mesh_that_cannot_fill_the_files_elements_is_said(testdata):
+    """A mesh added beside an imported one (no file values) without the UVs the file's TEXCOORD element needs:
+    the vertex layout is computed again and a warning says so (the imported mesh alone keeps the file's)."""
+    model = umd2.read((testdata / "urho3d" / "Box.mdl").read_bytes())
+    scene, _ = convert.to_scene(model, "Box", "urho3d")
+    alone, warnings = convert.from_scene(scene, "urho3d")
+    assert [e.descriptor for e in alone.vertex_buffers[0].elements] == \
+        [e.descriptor for e in model.vertex_buffers[0].elements] and not warnings
+    added = copy.deepcopy(scene.meshes[0])
+    added.name, added.extras, added.uvs = "Added", {}, []
+    scene.meshes.append(added)
+    _, warnings = convert.from_scene(scene, "urho3d")
+    said = "Added: added in Blender without what the file's vertex elements need"
+    assert any(w.startswith(said) for w in warnings), warnings

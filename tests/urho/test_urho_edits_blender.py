@@ -155,3 +155,43 @@ def test_a_file_with_nan_normals_warns_and_exports_after_an_edit(clean_scene, te
     after = umd2.read(out.read_bytes())
     assert urho_edits.classify(before, after, [0, 20]) == (urho_edits.ONLY_THE_EDIT, "")
     assert np.isnan(after.vertex_buffers[0].vertices["NORMAL0"][bad]).all()
+
+
+def test_a_small_move_of_a_line_bones_rest_is_written(clean_scene, bezier, tmp_path):
+    """Control bone A's rest moved in Edit Mode by 0.05 mm (the edit campaign moves a bone by a tenth of its
+    length: 0.05 mm on Urho3D's Bezier primitives, whose bones all sit at the origin), inside the tolerance that
+    tells Blender's float rounding from the file's values: the move is written (it was lost, the file came back
+    unchanged): A's initial position and offset follow it, its initial rotation and every other bone and vertex
+    stay the file's; and a larger move (a tenth of its length) is written once, not twice."""
+    before = umd2.read(bezier.read_bytes())
+    _import(bezier)
+    arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    bpy.context.view_layer.objects.active = arm
+    for d in (5e-5, 0.1 * arm.data.bones["A"].length):
+        _moved_rest_of_a(arm, d, before, tmp_path)
+
+
+def _moved_rest_of_a(arm, d: float, before: umd2.Model, tmp_path) -> None:
+    bpy.ops.object.mode_set(mode="EDIT")
+    head = arm.data.edit_bones["A"].head.x
+    arm.data.edit_bones["A"].head.x += d
+    arm.data.edit_bones["A"].tail.x += d
+    d = arm.data.edit_bones["A"].head.x - head  # as float32 holds it
+    bpy.ops.object.mode_set(mode="OBJECT")
+    out = tmp_path / "moved.mdl"
+    _export(out)
+    after = umd2.read(out.read_bytes())
+    for b, a in zip(before.bones, after.bones):
+        if b.name != "A":
+            assert umd2.write(umd2.Model(bones=[b])) == umd2.write(umd2.Model(bones=[a])), b.name
+    a, b = after.bones[1], before.bones[1]
+    assert a.rotation.tobytes() == b.rotation.tobytes() and a.scale.tobytes() == b.scale.tobytes()
+    # Blender x is the file's x in Urho3D's axes; the offset is the inverse bind: its translation goes the other way
+    np.testing.assert_allclose(a.position - b.position, [d, 0, 0], atol=1e-7, rtol=1e-4)
+    np.testing.assert_allclose(a.offset.reshape(3, 4)[:, 3] - b.offset.reshape(3, 4)[:, 3], [-d, 0, 0], atol=1e-7,
+                               rtol=1e-4)
+    assert np.ascontiguousarray(after.vertex_buffers[0].vertices).tobytes() == \
+        np.ascontiguousarray(before.vertex_buffers[0].vertices).tobytes()
+    bpy.ops.object.mode_set(mode="EDIT")  # back where the file has it
+    arm.data.edit_bones["A"].head.x -= d
+    arm.data.edit_bones["A"].tail.x -= d
