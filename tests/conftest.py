@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import atexit
 import importlib
+import importlib.metadata
 import importlib.util
 import os
 import pathlib
@@ -153,7 +154,21 @@ def _body_has_bpy(item) -> bool:
     return code is not None and function.__name__ in _functions_importing_bpy(code.co_filename)
 
 
+def _default_leg() -> bool:
+    """The bpy wheel installed is the default Blender (5.2), read from its package data: bpy is not imported."""
+    try:
+        version = importlib.metadata.version("bpy")
+    except importlib.metadata.PackageNotFoundError:
+        return True
+    return tuple(int(p) for p in version.split(".")[:2] if p.isdigit()) >= (5, 2)
+
+
 def pytest_collection_modifyitems(config, items):
+    if not _default_leg():  # the matrices run in the default leg only (docs/testing.md §2): deselected here
+        kept = [item for item in items if item.get_closest_marker("default_leg") is None]
+        if len(kept) < len(items):
+            config.hook.pytest_deselected(items=[i for i in items if i.get_closest_marker("default_leg")])
+            items[:] = kept
     unmarked = [item.nodeid for item in items if item.get_closest_marker("blender") is None and (
         _BLENDER_FIXTURES & set(getattr(item, "fixturenames", ()))
         or getattr(item, "module", None) is not None and _module_has_bpy(item.module) or _body_has_bpy(item))]

@@ -16,9 +16,7 @@ from skinbridge.core.errors import ExportError  # noqa: E402
 from skinbridge.io_mdb.gr2 import gr2  # noqa: E402
 from skinbridge.io_mdb.mdb import blender_io, mdb  # noqa: E402
 
-FULL = bpy.app.version >= (5, 2)  # the default leg runs every case; the 4.5 and 5.0 legs the deleted face only
 pytestmark = [pytest.mark.blender]
-default_leg = pytest.mark.skipif(not FULL, reason="the default Blender leg only")
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -43,7 +41,7 @@ def head(testdata, tmp_path):
     return tmp_path / "ovr_P_HEF_head83.MDB"
 
 
-@default_leg
+@pytest.mark.default_leg
 @pytest.mark.parametrize("sample", ["mdb/kaedrin_fx_skydome_black.mdb", "mdb/nwnlibd_PLC_MC_BALCONY3.MDB"])
 def test_the_model_imported_twice_is_written_as_the_file_was(clean_scene, testdata, tmp_path, sample):
     path = testdata / sample
@@ -57,14 +55,14 @@ def test_the_model_imported_twice_is_written_as_the_file_was(clean_scene, testda
         _export(tmp_path, "none.mdb")
 
 
-@default_leg
+@pytest.mark.default_leg
 def test_a_rigged_model_imported_twice_is_written_as_the_file_was(clean_scene, head, tmp_path):
     _import(head)
     _import(head)
     assert _export(tmp_path)[0] == head.read_bytes()
 
 
-@default_leg
+@pytest.mark.default_leg
 def test_a_file_with_a_nan_normal_warns_and_exports_a_moved_vertex(clean_scene, testdata, tmp_path):
     path = testdata / "mdb" / "ovr_P_EEF_DMCB_Helm05.MDB"
     result = blender_io.import_mdb(bpy.context, str(path))
@@ -99,7 +97,7 @@ def test_a_deleted_face_keeps_the_other_vertices_bytes(clean_scene, testdata, tm
         assert a.vertices.tobytes() == b.vertices.tobytes() and a.faces.tobytes() == b.faces.tobytes()
 
 
-@default_leg
+@pytest.mark.default_leg
 def test_a_shape_key_is_named_and_baked_as_shown(clean_scene, testdata, tmp_path):
     path = testdata / "mdb" / "kaedrin_fx_skydome_black.mdb"
     _import(path)
@@ -117,7 +115,7 @@ def test_a_shape_key_is_named_and_baked_as_shown(clean_scene, testdata, tmp_path
     assert any("shape key 'Edited' is not written" in w for w in warnings)
 
 
-@default_leg
+@pytest.mark.default_leg
 @pytest.mark.parametrize("edit, said", [("rename-bone", "bone renamed ('LLeg1' → 'LLeg1_renamed')"),
                                         ("move-bone-rest", "rest pose of bone 'LLeg1' changed")])
 def test_a_skeleton_edit_the_mdb_cannot_hold_is_said(clean_scene, head, tmp_path, edit, said):
@@ -128,7 +126,7 @@ def test_a_skeleton_edit_the_mdb_cannot_hold_is_said(clean_scene, head, tmp_path
     assert any(said in w and "P_HHF_skel (a GR2 file)" in w for w in warnings), warnings
 
 
-@default_leg
+@pytest.mark.default_leg
 def test_a_gr2_from_a_file_keeps_where_it_came_from(clean_scene, testdata, tmp_path):
     path = testdata / "gr2" / "ovr_P_HEF_skel83.GR2"
     assert bpy.ops.import_scene.skinbridge_gr2(filepath=str(path)) == {"FINISHED"}
@@ -171,7 +169,7 @@ def _differences(path, written) -> list:
     return diff_files(formats.identify_file(str(path)), path.read_bytes(), written.read_bytes(), 10_000).differences
 
 
-@default_leg
+@pytest.mark.default_leg
 def test_a_gr2_skeleton_is_written_again_with_only_the_edit(clean_scene, testdata, tmp_path):
     path = testdata / "gr2" / "ovr_P_HEF_skel83.GR2"
     assert bpy.ops.import_scene.skinbridge_gr2(filepath=str(path)) == {"FINISHED"}
@@ -181,7 +179,7 @@ def test_a_gr2_skeleton_is_written_again_with_only_the_edit(clean_scene, testdat
     assert [(d.field, d.value_a, d.value_b) for d in diffs] == [("Name", "LLeg1", "LLeg1_renamed")]
 
 
-@default_leg
+@pytest.mark.default_leg
 def test_a_gr2_animation_is_written_again_with_only_the_edited_track(clean_scene, testdata, tmp_path):
     for name in ("ovr_P_HEF_skel83.GR2", "ovr_p_hhf_glaive01.GR2"):
         shutil.copy(testdata / "gr2" / name, tmp_path / name)
@@ -195,14 +193,14 @@ def test_a_gr2_animation_is_written_again_with_only_the_edited_track(clean_scene
     assert diffs and all("TransformTracks" in d.record and "(FHip1)" in d.record for d in diffs), diffs[:3]
 
 
-@default_leg
+@pytest.mark.default_leg
 def test_the_skeleton_an_mdb_import_built_exports_as_its_gr2_file(clean_scene, head, tmp_path):
     _import(head)
     out = _gr2_export(tmp_path, "P_HHF_skel.gr2")
     assert out.read_bytes() == (head.parent / "ovr_P_HEF_skel83.GR2").read_bytes()
 
 
-@default_leg
+@pytest.mark.default_leg
 def test_a_renamed_ribcage_keeps_its_skin_index(clean_scene, head, tmp_path):
     """SKIN indices follow the GR2 skeleton's names on disk (Ribcage last): renaming Ribcage in Blender must not
     move it, nor the bones after it, in the MDB written."""

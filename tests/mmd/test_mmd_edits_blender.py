@@ -22,7 +22,6 @@ pytestmark = [pytest.mark.blender, pytest.mark.slow]
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # the default leg runs every case; the 4.5 and 5.0 legs the rename only
-default_leg = pytest.mark.skipif(bpy.app.version < (5, 2), reason="the default Blender leg runs the other edits")
 
 
 def _edit_kinds():
@@ -78,7 +77,7 @@ def test_renamed_bone_gets_its_new_name_only(clean_scene, testdata, tmp_path):
     assert {r for r, _ in _differences(path, tmp_path / "out.pmx")} == {f"bones[{k}] ({original.bones[k].name})"}
 
 
-@default_leg
+@pytest.mark.default_leg
 def test_renamed_bone_keys_are_written_under_its_new_name(clean_scene, testdata, tmp_path):
     """VMD: the renamed bone's keys carry its new name; every other byte is the file's."""
     motion = testdata / "pmx" / "mlibgo_shagamu.vmd"
@@ -98,7 +97,7 @@ def test_renamed_bone_keys_are_written_under_its_new_name(clean_scene, testdata,
         f"bone_keys[{i}] (センター)" for i, n in enumerate(names_a) if n == "センター"}
 
 
-@default_leg
+@pytest.mark.default_leg
 def test_model_imported_twice_exports_its_own_rigid_bodies(clean_scene, testdata, tmp_path):
     """Two copies of one model in one scene: each has its own Physics collection, and each copy's export is
     the file as it was (its rigid bodies on its own bones)."""
@@ -114,7 +113,7 @@ def test_model_imported_twice_exports_its_own_rigid_bodies(clean_scene, testdata
         assert out.read_bytes() == path.read_bytes(), arm.name
 
 
-@default_leg
+@pytest.mark.default_leg
 def test_deleted_rigid_body_is_left_out_with_its_joint(clean_scene, testdata, tmp_path):
     """Deleting an object (here a rigid body, as the campaign's last mesh object) writes the model without it;
     the joint that joined it joins nothing and is left out, said in a warning; nothing else changes."""
@@ -133,7 +132,7 @@ def test_deleted_rigid_body_is_left_out_with_its_joint(clean_scene, testdata, tm
     assert _differences(path, out) == [("rigid_bodies", "count"), ("joints", "count")]
 
 
-@default_leg
+@pytest.mark.default_leg
 def test_new_image_takes_the_old_ones_place(clean_scene, testdata, tmp_path):
     """A material's Image Texture node given a new image: the material writes that image, in the place of the
     one it replaced (no other material used it), and nothing else changes."""
@@ -150,7 +149,7 @@ def test_new_image_takes_the_old_ones_place(clean_scene, testdata, tmp_path):
     assert _differences(path, tmp_path / "out.pmx") == [(f"textures[{slot}]", "")]
 
 
-@default_leg
+@pytest.mark.default_leg
 def test_moved_rest_leaves_the_rigid_bodies_in_place(clean_scene, testdata, tmp_path):
     """A bone's rest moved in Edit Mode: its position changes in the file, the rigid body on it stays where it
     is in the model (as PMX editors keep it)."""
@@ -164,7 +163,7 @@ def test_moved_rest_leaves_the_rigid_bodies_in_place(clean_scene, testdata, tmp_
     assert _differences(path, tmp_path / "out.pmx") == [(f"bones[{k}] ({name})", "position[0]")]
 
 
-@default_leg
+@pytest.mark.default_leg
 def test_motion_key_after_the_end_and_rest_moved(clean_scene, testdata, tmp_path):
     """VMD: a key after the last frame is written (the motion gets longer), the others as they were; a bone's
     rest moved leaves the motion as it was (its keys are offsets from the rest, which the PMX holds)."""
@@ -192,7 +191,7 @@ def test_motion_key_after_the_end_and_rest_moved(clean_scene, testdata, tmp_path
     assert out.read_bytes() == motion.read_bytes()
 
 
-@default_leg
+@pytest.mark.default_leg
 def test_renamed_ik_bone_keys_and_states_take_its_new_name(clean_scene, testdata, tmp_path):
     """VMD: an IK bone renamed in Blender has its keys and its on/off states written under its new name; the
     frames, values and the other bones' names are the file's."""

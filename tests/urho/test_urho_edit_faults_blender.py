@@ -18,7 +18,6 @@ from skinbridge.io_urhox.motion import uani  # noqa: E402
 pytestmark = pytest.mark.blender
 
 DEFAULT_LEG = bpy.app.version >= (5, 2)  # the default leg runs every case; the 4.5 and 5.0 legs the first one
-other_legs_skip = pytest.mark.skipif(not DEFAULT_LEG, reason="the default leg (Blender 5.2) runs this case")
 
 
 def _import(path) -> None:
@@ -80,7 +79,7 @@ def test_an_added_mesh_keeps_the_files_layout(clean_scene, testdata, tmp_path, n
     assert _without_vertices(after) == _without_vertices(before)
 
 
-@other_legs_skip
+@pytest.mark.default_leg
 def test_a_model_imported_twice_exports_as_it_was(clean_scene, testdata, tmp_path):
     """Box imported twice: the export writes the selected copy (the second import's, as after File › Import),
     the file's bytes, not one model of 48 vertices; with no copy selected it names both and writes nothing."""
@@ -97,7 +96,7 @@ def test_a_model_imported_twice_exports_as_it_was(clean_scene, testdata, tmp_pat
     assert not (tmp_path / "none.mdl").exists()
 
 
-@other_legs_skip
+@pytest.mark.default_leg
 @pytest.mark.parametrize("name", ["Ninja.mdl", "Mushroom.mdl"])
 def test_deleted_faces_leave_the_other_vertices_exact(clean_scene, testdata, tmp_path, name):
     """Face 0 deleted in Edit Mode (its vertices used by no other face go with it): every vertex left is its file
@@ -129,7 +128,7 @@ def test_deleted_faces_leave_the_other_vertices_exact(clean_scene, testdata, tmp
     assert _without_vertices(after) == _without_vertices(before)
 
 
-@other_legs_skip
+@pytest.mark.default_leg
 def test_a_shape_key_added_to_a_model_without_bones_is_written(clean_scene, testdata, tmp_path):
     """MaterialPreview (UMD2 without bones, read in UrhoX's axes): a shape key moving one vertex is written as a
     morph of that vertex; the vertices stay the file's (it was dropped with a warning)."""
@@ -173,7 +172,7 @@ def _bone(arm) -> str:
     return next(b for b in arm.data.bones if b.parent is not None).name
 
 
-@other_legs_skip
+@pytest.mark.default_leg
 def test_a_renamed_bone_changes_only_its_tracks_name(clean_scene, testdata, tmp_path):
     src = testdata / "urho3d" / "Ninja_Idle1.ani"
     arm = _with_animation(testdata)
@@ -186,7 +185,7 @@ def test_a_renamed_bone_changes_only_its_tracks_name(clean_scene, testdata, tmp_
     assert uani.write(got) == src.read_bytes()
 
 
-@other_legs_skip
+@pytest.mark.default_leg
 def test_a_moved_rest_changes_only_that_bones_positions(clean_scene, testdata, tmp_path):
     """The rest of a bone moved along x (head and tail): its track's positions follow; its key times, rotations
     and every other track keep their bytes."""
