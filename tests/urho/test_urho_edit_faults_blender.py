@@ -210,3 +210,33 @@ def test_a_moved_rest_changes_only_that_bones_positions(clean_scene, testdata, t
             assert a.positions.tobytes() == b.positions.tobytes(), a.name
     assert moved
 
+
+
+@pytest.mark.default_leg
+def test_a_moved_rest_reaches_a_track_with_step_keys(clean_scene, testdata, tmp_path):
+    """Ninja_HighJump holds step keys (two keys at one time), so import keeps its tracks' keys to write them back;
+    once a bone's rest moved, that bone's kept keys no longer say what Blender plays: its track is made again
+    (the move was lost: the file came back unchanged). Other tracks keep their bytes."""
+    src = testdata / "urho3d" / "Ninja_HighJump.ani"
+    before = uani.read(src.read_bytes())
+    _import(testdata / "urho3d" / "Ninja.mdl")
+    arm = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
+    _activate(arm, "OBJECT")
+    assert bpy.ops.import_anim.skinbridge_urhox_ani(filepath=str(src)) == {"FINISHED"}
+    name = next(t.name for t in before.tracks if t.positions is not None and len(t.positions) > 1
+                and arm.data.bones[t.name].parent is not None)
+    children = {b.name for b in arm.data.bones[name].children_recursive}
+    d = 0.1 * arm.data.bones[name].length
+    _activate(arm, "EDIT")
+    arm.data.edit_bones[name].head.x += d
+    arm.data.edit_bones[name].tail.x += d
+    bpy.ops.object.mode_set(mode="OBJECT")
+    out = tmp_path / "out"
+    assert bpy.ops.export_anim.skinbridge_urhox_ani(directory=str(out) + "/") == {"FINISHED"}
+    after = uani.read((out / "Animations" / "Ninja_HighJump.ani").read_bytes())
+    assert [t.name for t in after.tracks] == [t.name for t in before.tracks]
+    for a, b in zip(before.tracks, after.tracks):
+        if a.name == name:
+            assert not np.array_equal(a.positions, b.positions), "the moved rest is not in the file"
+        elif a.name not in children:
+            assert a.positions is None or a.positions.tobytes() == b.positions.tobytes(), a.name
