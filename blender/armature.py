@@ -215,6 +215,15 @@ def bone_extras(bone) -> dict:
     return json_prop(bone, PROP)
 
 
+def file_bind(bone) -> np.ndarray | None:
+    """The bind matrix (4x4, float64) the bone's file gave it at import, as kept with the bone; None when none
+    was kept. Whether the bone still matches it is the caller's test."""
+    raw = bone_extras(bone).get("bind")
+    if not isinstance(raw, list) or len(raw) != 16:
+        return None
+    return np.array(raw, dtype=np.float64).reshape(4, 4)
+
+
 def read_skeleton(arm_ob, order: list[str] | None = None) -> cm.Skeleton:
     """Rest (edit-bone) data of an armature as a core Skeleton in world space; never reads the pose.
 
@@ -240,9 +249,8 @@ def read_skeleton(arm_ob, order: list[str] | None = None) -> cm.Skeleton:
                                   deform=bone.use_deform, extras=extras))
     # The file's exact bind matrices, where the bone still matches them (Blender keeps float32 head/tail/roll).
     for i, n in enumerate(names):
-        raw = bone_extras(arm.bones[n]).get("bind")
-        if raw is not None and len(raw) == 16:
-            exact = np.array(raw, dtype=np.float64).reshape(4, 4)
+        exact = file_bind(arm.bones[n])
+        if exact is not None:
             t_e, r_e, _ = matrix_to_trs(exact)
             t_b, r_b, _ = matrix_to_trs(skel.bones[i].bind)
             tol = 1e-4 * max(1.0, float(np.abs(t_e).max()))

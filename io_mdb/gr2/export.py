@@ -277,7 +277,8 @@ def kept_animation_file(data: bytes, group: str, anim: cm.Animation, edited: set
     track_group["TransformTracks"] = tracks
     if duration is not None:
         if not np.isfinite(duration) or duration < 0:
-            raise ExportError(f"{anim.name}: length {duration} is not a time span")
+            length = duration
+            raise ExportError(f"{anim.name}: length {length} is not a time span")
         animation["Duration"] = float(duration)
     file_types = write.FileTypes(f)
     return write.write(file_types.root, f.root, _variants(file_types), f.tag)

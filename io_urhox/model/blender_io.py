@@ -99,9 +99,9 @@ def _moved_rests(core_scene, arm_ob) -> None:
             i = index[b.name]
             was = kept[16 * i:16 * i + 16].reshape(4, 4).astype(np.float64)
             is_ = now[16 * i:16 * i + 16].reshape(4, 4).astype(np.float64)
-            exact = barm.bone_extras(arm_ob.data.bones[b.name]).get("bind")
-            base = np.array(exact, np.float64).reshape(4, 4) if isinstance(exact, list) and len(exact) == 16 \
-                and np.allclose(world, np.eye(4)) else world @ was  # (read_skeleton's rule for the file's bind)
+            exact = barm.file_bind(arm_ob.data.bones[b.name])
+            base = exact if exact is not None and np.allclose(world, np.eye(4)) \
+                else world @ was  # (read_skeleton's rule for the file's bind)
             b.bind = base @ np.linalg.inv(was) @ is_
     skel.set_rest_from_binds()
 

@@ -129,7 +129,8 @@ def test_deleted_rigid_body_is_left_out_with_its_joint(clean_scene, testdata, tm
     written = pmx.read(out.read_bytes())
     assert [r.name for r in written.rigid_bodies] == [r.name for r in original.rigid_bodies[:-1]]
     assert written.joints == []
-    assert _differences(path, out) == [("rigid_bodies", "count"), ("joints", "count")]
+    assert _differences(path, out) == [(f"rigid_bodies (removed: {original.rigid_bodies[-1].name})", "count"),
+                                       (f"joints (removed: {joint})", "count")]
 
 
 @pytest.mark.default_leg
