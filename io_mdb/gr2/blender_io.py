@@ -194,6 +194,10 @@ def export_gr2(context, outdir: str, name: str, arm_ob=None, skeleton_name: str 
     skel.name = skeleton_name or (named[0] if named else str(arm_ob.get(bind.SKELETON_PROP, "")) or arm_ob.name)
     write_atomic(paths[0], (keep and _kept_skeleton(arm_ob, skel)) or export.skeleton_file(skel, _header(arm_ob)))
     warnings: list[str] = []
+    loose = sorted(ob.name for ob in meshes if not ob.get(bind.SKELETON_PROP))
+    if keep and loose:  # File › Export: a mesh made in Blender is not in a GR2 (the game's meshes are MDB files)
+        warnings.append(f"a GR2 holds the skeleton and its animations: {len(loose)} mesh object(s) not written "
+                        f"({', '.join(loose[:5])}{', ...' if len(loose) > 5 else ''}); export them as MDB")
     for act in bact.armature_actions(arm_ob):
         anim, more = bact.read_action(context, arm_ob, act)
         warnings += more

@@ -12,6 +12,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
+from skinbridge.blender import ops_common  # noqa: E402
 from skinbridge.core.errors import ExportError  # noqa: E402
 from skinbridge.io_mdb.gr2 import gr2  # noqa: E402
 from skinbridge.io_mdb.mdb import blender_io, mdb  # noqa: E402
@@ -210,3 +211,15 @@ def test_a_renamed_ribcage_keeps_its_skin_index(clean_scene, head, tmp_path):
     data, warnings = _export(tmp_path)
     assert data == head.read_bytes()
     assert any("'Ribcage' → 'Chest'" in w for w in warnings)
+
+
+@pytest.mark.default_leg
+def test_a_mesh_added_to_a_gr2_skeleton_is_said_not_written(clean_scene, testdata, tmp_path):
+    """A GR2 holds the skeleton and its animations: a mesh added in Blender is not written, and File › Export's
+    report names it (the campaign's add-mesh on a skeleton was lost without a word); the skeleton keeps its bytes."""
+    path = testdata / "gr2" / "ovr_P_HEF_skel83.GR2"
+    assert bpy.ops.import_scene.skinbridge_gr2(filepath=str(path)) == {"FINISHED"}
+    edit_kinds.apply("add-mesh")
+    assert _gr2_export(tmp_path, "added.gr2").read_bytes() == path.read_bytes()
+    warned = ops_common.LAST_OUTCOME.warnings
+    assert any("1 mesh object(s) not written (AddedCube); export them as MDB" in w for w in warned), warned
