@@ -172,6 +172,11 @@ class _Walk:
                     below.append((path + [str(k)], a[k], b[k]))
             return below
         if isinstance(a, (list, tuple)):
+            by_name = _by_name(a, b) if len(a) != len(b) else None
+            if by_name is not None:  # named records inserted or removed: the others compared with their own
+                common, extra, n_a, n_b = by_name
+                return ([(path + [f"[{i}]{_named(a[i])}"], a[i], b[j]) for i, j in common]
+                        + [(path, _Rows(n_a, n_b, extra), None)])
             n = min(len(a), len(b))
             below = [(path + [f"[{i}]{_named(a[i])}"], a[i], b[i]) for i in range(n)]
             more = a if len(a) > len(b) else b
@@ -250,6 +255,24 @@ class _Walk:
                 at = path + [f"[{r}]{label}"] if name is not None or not path else path[:-1] + [f"{path[-1]}[{r}]"]
                 self.note(at, column, va, vb, np.asarray(va).tobytes(), np.asarray(vb).tobytes())
                 noted += 1
+
+
+def _by_name(a: list | tuple, b: list | tuple):
+    """Two lists of named records (every name distinct in each, the names of the shorter all in the longer) whose
+    lengths differ: (the (index in a, index in b) pairs of one name, in a's order; the names only the longer
+    has, in its order; len(a); len(b)), so that a record inserted in the middle is one record added, not every
+    later one changed. None when the records are not so named."""
+    names_a, names_b = [_named(x) for x in a], [_named(x) for x in b]
+    if "" in names_a or "" in names_b or len(set(names_a)) < len(a) or len(set(names_b)) < len(b):
+        return None
+    short, long_ = (names_a, names_b) if len(a) < len(b) else (names_b, names_a)
+    if not set(short) <= set(long_):
+        return None
+    where_b = {name: j for j, name in enumerate(names_b)}
+    common = [(i, where_b[name]) for i, name in enumerate(names_a) if name in where_b]
+    shared = set(short)
+    extra = [name[2:-1] for name in long_ if name not in shared]
+    return common, extra, len(a), len(b)
 
 
 def _named(item: Any) -> str:

@@ -254,3 +254,15 @@ def test_records_added_or_removed_are_named():
     got = diff_records({"bones": bones}, {"bones": bones[:1]}, b"a", b"b")
     assert [(d.record, d.field) for d in got.differences] == [("bones (removed: spine, neck, head, …)", "count")]
     assert got.removed == 5
+
+
+def test_a_named_record_inserted_is_one_record_added():
+    """Named records (GR2's tracks sorted by name, a bone list) with one inserted in the middle: one record added,
+    named, and the records after it compared with their own (a change in one of them still found there)."""
+    tracks = [{"name": n, "keys": [0.0, 1.0]} for n in ("Hips", "Neck", "Spine")]
+    more = tracks[:1] + [{"name": "Jaw", "keys": [2.0]}] + [dict(t) for t in tracks[1:]]
+    more[3] = {"name": "Spine", "keys": [0.0, 5.0]}
+    got = diff_records({"tracks": tracks}, {"tracks": more}, b"a", b"b")
+    assert [(d.record, d.field, d.value_a, d.value_b) for d in got.differences] == [
+        ("tracks[2] (Spine).keys[1]", "", 1.0, 5.0), ("tracks (added: Jaw)", "count", 3, 4)]
+    assert (got.total, got.added) == (2, 1)
