@@ -95,15 +95,24 @@ def _move_vertex() -> Touched:
 
 
 def _bone():
-    """The armature and the bone to edit: the first child bone whose location the action keys (a motion file
-    holds keyed bones only, and a rest moved shows in location keys), else the first child bone."""
+    """The armature and the bone to edit: the first child bone whose location the action animates (a motion file
+    holds the bones it keys, and a rest moved shows where it keys a position; a channel held at one value may be
+    one the file does not hold), else the first child bone it keys, else the first child bone."""
     arm = next(iter(_armatures()), None)
     if arm is None:
         raise NotApplicable("no bones")
-    keyed = {b for fc in _fcurves(arm) if fc.data_path.endswith(".location") for b in _bone_of(fc.data_path)}
-    bone = next((b for b in arm.data.bones if b.parent is not None and b.name in keyed),
-                next((b for b in arm.data.bones if b.parent is not None), arm.data.bones[0]))
+    curves = _fcurves(arm)
+    moving = {b for fc in curves if fc.data_path.endswith(".location") and _varies(fc) for b in _bone_of(fc.data_path)}
+    keyed = {b for fc in curves for b in _bone_of(fc.data_path)}
+    children = [b for b in arm.data.bones if b.parent is not None]
+    bone = next((b for b in children if b.name in moving),
+                next((b for b in children if b.name in keyed), children[0] if children else arm.data.bones[0]))
     return arm, bone.name
+
+
+def _varies(fc) -> bool:
+    values = [k.co.y for k in fc.keyframe_points]
+    return bool(values) and max(values) - min(values) > 1e-6
 
 
 def _move_bone_rest() -> Touched:
@@ -114,7 +123,9 @@ def _move_bone_rest() -> Touched:
     eb.head.x += d
     eb.tail.x += d
     _bpy().ops.object.mode_set(mode="OBJECT")
-    return Touched(f"rest of bone {name}", [name])
+    # the bones below it follow: a connected child's head moves with its tail, and a local rest is its parent's
+    below = [b.name for b in arm.data.bones[name].children_recursive]
+    return Touched(f"rest of bone {name}", [name] + below)
 
 
 def _rename_bone() -> Touched:

@@ -364,13 +364,23 @@ def _keep_keys(act, cb, arm_ob, animation: cm.Animation, frames: dict[str, BoneF
 
 
 def _rest_of(arm_ob, bone: str) -> list[float]:
-    """The bone's rest and its parent's (armature space), as Blender holds them: a kept track is the file's only
-    while both are as import made them (a track's values are relative to them)."""
+    """The bone's rest relative to its parent's, as Blender holds them: a kept track is the file's only while it
+    is as import made it (a track's values are relative to it; `_same_rest`)."""
     b = arm_ob.data.bones.get(bone)
     if b is None:
         return []
-    mats = [b.matrix_local] + ([b.parent.matrix_local] if b.parent is not None else [])
-    return [float(v) for m in mats for row in m for v in row]
+    rest = np.asarray(b.matrix_local, np.float64)
+    if b.parent is not None:
+        rest = np.linalg.solve(np.asarray(b.parent.matrix_local, np.float64), rest)
+    return rest.reshape(-1).tolist()
+
+
+def _same_rest(was, now: list[float]) -> bool:
+    """Within float rounding: leaving Edit Mode recomputes every rest below an edited bone in its last bits."""
+    try:
+        return len(was) == len(now) and bool(np.allclose(np.asarray(was, np.float64), now, rtol=1e-6, atol=1e-6))
+    except (TypeError, ValueError):
+        return False
 
 
 def _has_step(track: cm.Track) -> bool:
@@ -1028,7 +1038,7 @@ def _use_kept_keys(act, slot, kept: dict, tracks: dict[str, cm.Track], baked: se
             continue
         if _curves_fingerprint(by_bone.get(bone, [])) != data.get("fingerprint"):
             continue
-        if "rest" in data and arm_ob is not None and _rest_of(arm_ob, bone) != data["rest"]:
+        if "rest" in data and arm_ob is not None and not _same_rest(data["rest"], _rest_of(arm_ob, bone)):
             continue  # the rest moved: the track is made again from the F-curves on the new rest
         try:
             stored = _shifted(_track_from_json(data), shift)

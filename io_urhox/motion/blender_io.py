@@ -22,7 +22,7 @@ import json
 import os
 import pathlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -130,17 +130,28 @@ def _keep_file(act, arm_ob, data: bytes, names: list[str], prints: dict[str, str
 
 def _rig(arm_ob) -> dict:
     """What maps a track to its F-curves, per bone and without its name (a rename is no change): the parent's
-    index, rest and bind matrices; and the armature's world matrix."""
+    index, the rest relative to the parent and the bind matrix; and the armature's world matrix. Compared with
+    `_same_bone`: leaving Edit Mode recomputes every rest below an edited bone in its last bits."""
     bones = arm_ob.data.bones
     index = {b.name: i for i, b in enumerate(bones)}
     binds = bact.bind_matrices(arm_ob)
     out = []
     for b in bones:
-        h = hashlib.sha1(str(index[b.parent.name] if b.parent else -1).encode())
-        h.update(np.asarray(b.matrix_local, np.float32).tobytes())
-        h.update(np.asarray(binds[b.name], np.float64).tobytes())
-        out.append(h.hexdigest())
+        rest = np.asarray(b.matrix_local, np.float64)
+        if b.parent is not None:
+            rest = np.linalg.solve(np.asarray(b.parent.matrix_local, np.float64), rest)
+        out.append([index[b.parent.name] if b.parent else -1, rest.reshape(-1).tolist(),
+                    np.asarray(binds[b.name], np.float64).reshape(-1).tolist()])
     return {"world": hashlib.sha1(np.asarray(arm_ob.matrix_world, np.float64).tobytes()).hexdigest(), "bones": out}
+
+
+def _same_bone(was, now) -> bool:
+    """One bone of `_rig` as import saw it and as it is: the same parent, rest and bind within float rounding."""
+    try:
+        return was[0] == now[0] and all(np.allclose(np.asarray(x, np.float64), np.asarray(y, np.float64),
+                                                    rtol=1e-6, atol=1e-6) for x, y in zip(was[1:], now[1:]))
+    except (TypeError, ValueError, IndexError):  # a rig kept by an earlier version (digests): not the same
+        return False
 
 
 def _curve_digests(arm_ob, act) -> dict[str, str]:
@@ -180,6 +191,7 @@ class _Kept:
     length: bool
     header: bool
     renamed: dict[int, str]
+    rest_elsewhere: list[str] = field(default_factory=list)  # bones whose rest moved, their tracks no position
 
     def bones(self) -> set[str]:
         return {self.renamed.get(k, t.name) for k, (t, same) in enumerate(zip(self.original.tracks, self.unchanged))
@@ -212,6 +224,7 @@ def _kept_file(context, arm_ob, act, profile: str, fmt: str) -> _Kept | None:
     # a classic track record is an rbfx one without its weights: what Blender holds of either is the same
     same_tracks = (original.variant == uani.VARIANT_URHOX) == (variant == uani.VARIANT_URHOX)
     unchanged = [False] * len(prints)
+    rest_elsewhere: list[str] = []
     renamed = {}  # a track's bone renamed in Blender: its record is kept under the new name
     if same_tracks and frame_range[:2] == kept_range[:2]:  # the first frame is time 0 of every key
         current = bact.curve_fingerprints(arm_ob, act)
@@ -224,14 +237,15 @@ def _kept_file(context, arm_ob, act, profile: str, fmt: str) -> _Kept | None:
                 unchanged[k] = fp is not None and current.get(t.name, bact.NO_CURVES) == fp
                 continue
             bone = bones[i]
-            parent = index.get(bone.parent.name) if bone.parent else None
-            same_rig = rig["bones"][i] == now["bones"][i] and (parent is None
-                                                                or rig["bones"][parent] == now["bones"][parent])
+            same_rig = _same_bone(rig["bones"][i], now["bones"][i])  # its rest relative to its parent's
+            if not same_rig and t.positions is None:
+                rest_elsewhere.append(bone.name)
             unchanged[k] = same_rig and current.get(bone.name, bact.NO_CURVES) is not None \
                 and digests.get(bone.name, "") == digest
             if bone.name != t.name:
                 renamed[k] = bone.name
-    return _Kept(original, unchanged, frame_range == kept_range, original.variant == variant, renamed)
+    return _Kept(original, unchanged, frame_range == kept_range, original.variant == variant, renamed,
+                 rest_elsewhere)
 
 
 def _with_kept_file(kept: _Kept | None, records: uani.Animation) -> uani.Animation:
@@ -360,6 +374,10 @@ def export_actions(context, outdir: str, arm_ob, fmt: str | None = "urhox", prof
         except ValueError as e:
             raise ExportError(f"action {act.name}: {e}") from None
         warnings += more + [f"{act.name}: {w}" for w in more2]
+        if kept is not None and kept.rest_elsewhere:  # the engine takes those positions from the model's bones
+            names = ", ".join(kept.rest_elsewhere[:5]) + (", ..." if len(kept.rest_elsewhere) > 5 else "")
+            warnings.append(f"{act.name}: the rest of {names} moved and the animation holds no position for it: "
+                            "the model's bone holds it, export the model too")
         stem = allocator.take(act.name, ".ani")
         side = triggers.write_triggers(_triggers_of(anim, bact.fps_of(context.scene))) if anim.markers else None
         pending.append((stem, data, side))

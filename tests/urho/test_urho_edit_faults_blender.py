@@ -12,6 +12,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
+from skinbridge.blender import ops_common  # noqa: E402
 from skinbridge.io_urhox.model import umd2  # noqa: E402
 from skinbridge.io_urhox.motion import uani  # noqa: E402
 
@@ -240,3 +241,40 @@ def test_a_moved_rest_reaches_a_track_with_step_keys(clean_scene, testdata, tmp_
             assert not np.array_equal(a.positions, b.positions), "the moved rest is not in the file"
         elif a.name not in children:
             assert a.positions is None or a.positions.tobytes() == b.positions.tobytes(), a.name
+
+
+@pytest.mark.default_leg
+def test_a_moved_rest_the_animation_holds_no_position_for_is_said(clean_scene, testdata, tmp_path):
+    """A track with rotations only (Mutant's, here made from Ninja_Idle1 by our writer): the engine takes that
+    bone's position from the model, so a rest moved leaves the animation as it was, and the export says to export
+    the model too (it was silent: the campaign counted the edit lost)."""
+    records = uani.read((testdata / "urho3d" / "Ninja_Idle1.ani").read_bytes())
+    _import(testdata / "urho3d" / "Ninja.mdl")
+    arm = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
+    # a bone whose head is its own (not its parent's tail): moving it along x turns no other bone
+    track = next(t for t in records.tracks if arm.data.bones[t.name].parent is not None
+                 and not arm.data.bones[t.name].use_connect)
+    track.positions, track.channel_mask = None, track.channel_mask & ~1
+    src = tmp_path / "Ninja_Idle1.ani"
+    src.write_bytes(uani.write(records))
+    _activate(arm, "OBJECT")
+    assert bpy.ops.import_anim.skinbridge_urhox_ani(filepath=str(src)) == {"FINISHED"}
+    name = track.name
+    _activate(arm, "EDIT")
+    bone = arm.data.edit_bones[name]
+    bone.head.x += 0.1 * bone.length
+    bone.tail.x += 0.1 * bone.length
+    bpy.ops.object.mode_set(mode="OBJECT")
+    out = tmp_path / "out"
+    assert bpy.ops.export_anim.skinbridge_urhox_ani(directory=str(out) + "/") == {"FINISHED"}
+    after = uani.read((out / "Animations" / "Ninja_Idle1.ani").read_bytes())
+    below = {b.name for b in arm.data.bones[name].children_recursive}  # their local rests follow (derived)
+    for a, b in zip(records.tracks, after.tracks):
+        assert a.name == b.name and (a.positions is None) == (b.positions is None)
+        if a.name == name:  # made again from Blender's curves on the new rest: no position, the same turns
+            assert np.abs(np.abs((a.rotations * b.rotations).sum(axis=1)) - 1).max() < 1e-6
+        elif a.name not in below:
+            assert a.rotations.tobytes() == b.rotations.tobytes(), a.name
+            assert a.positions is None or a.positions.tobytes() == b.positions.tobytes(), a.name
+    warned = ops_common.LAST_OUTCOME.warnings
+    assert any(f"the rest of {name}" in w and "holds no position for it" in w for w in warned), warned
