@@ -24,6 +24,7 @@ import pytest  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TESTDATA = ROOT.parent / "shared" / "testdata"
+INTEROP = ROOT.parent / "shared" / "interop"  # files other tools wrote, read in place as the samples are
 
 # tests/ is on the path (pytest's prepend import mode puts this file's folder there), which serves `support.*` and
 # `conftest`: a helper two test modules share lives in tests/support/, never in a test module
@@ -58,6 +59,15 @@ def pytest_configure(config):
 @pytest.fixture(scope="session")
 def testdata() -> pathlib.Path:
     return TESTDATA
+
+
+@pytest.fixture(scope="session")
+def interop() -> pathlib.Path:
+    """The folder of files other tools wrote (Blender Source Tools' exports in `bst_written`), beside the
+    samples; the tests that read it skip without it."""
+    if not INTEROP.is_dir():
+        pytest.skip(f"{INTEROP} not found")
+    return INTEROP
 
 
 @pytest.fixture(scope="session")
