@@ -1,0 +1,49 @@
+"""Files Blender Source Tools writes (issue 47), imported into Blender: each model DMX lands where BST's own SMD
+of the same scene puts it, vertex for vertex in world space."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial import cKDTree
+
+bpy = pytest.importorskip("bpy")
+
+from skinbridge import formats  # noqa: E402
+
+pytestmark = [pytest.mark.blender]
+
+TOL = 1e-5
+# the model DMX written by BST beside its SMD of the same scene (issue 47, must-show 1)
+SAME_SCENE = [("AllTypes_binary9.dmx", "AllTypes.smd"), ("Cube_Armature_binary5.dmx", "Cube_Armature.smd"),
+              ("Cube_Armature_kv2.dmx", "Cube_Armature.smd"), ("BezierCurve_kv2.dmx", "BezierCurve.smd"),
+              ("Dice_binary5.dmx", "Dice.smd")]
+
+
+def _import(path) -> list:
+    """The mesh objects one import made."""
+    before = set(bpy.data.objects)
+    formats.identify_file(path).get("blender_import")(bpy.context, str(path), None)
+    return [o for o in bpy.data.objects if o not in before and o.type == "MESH"]
+
+
+def _world(objects: list) -> np.ndarray:
+    """The objects' vertex positions in world space (the meshes as built: no modifier applied)."""
+    out = []
+    for ob in objects:
+        co = np.empty(len(ob.data.vertices) * 3, np.float32)
+        ob.data.vertices.foreach_get("co", co)
+        m = np.array(ob.matrix_world, np.float64)
+        out.append(co.reshape(-1, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3])
+    return np.concatenate(out)
+
+
+def _farthest(a: np.ndarray, b: np.ndarray) -> float:
+    """How far the point of `a` farthest from every point of `b` lies from its nearest one."""
+    return float(cKDTree(b).query(a)[0].max())
+
+
+@pytest.mark.parametrize("model, smd", SAME_SCENE)
+def test_bst_dmx_lands_where_bst_smd_of_the_same_scene_does(clean_scene, interop, model, smd):
+    dmx_points = _world(_import(interop / "bst_written" / model))
+    smd_points = _world(_import(interop / "bst_written" / smd))
+    assert _farthest(dmx_points, smd_points) <= TOL and _farthest(smd_points, dmx_points) <= TOL
