@@ -7,7 +7,7 @@
 * `dmx/`: DMX (the element graph of the Source tools, binary or keyvalues2 text): codec (`dmx`, with the text
   encoding in `kv2` and the records in `records`), summary (`info`), findings (`check`), the model and its
   animations as a core Scene (`convert`), a core Scene as DMX files with a QC (`write`, `scene_files`) and,
-  inside Blender only, import/export (`blender_io`).
+  inside Blender only, import/export (`blender_io`, with shared vertices and polygons in `blender_mesh`).
 
 In the family package above the parts: the import of every file a QC names (`blender_qc`, Blender only) and the
 File menu entries of SMD and DMX (`ops`).

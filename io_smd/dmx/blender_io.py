@@ -30,7 +30,7 @@ from ...core.errors import ExportError
 from ...core.fileio import read_bytes
 from ...core.names import clean
 from ...core.naming import safe_file_name
-from . import convert, dmx, write
+from . import blender_mesh, convert, dmx, write
 
 
 # bytes: a larger file is not kept. Keeping costs the import one read of what it built (as an export reads it):
@@ -134,6 +134,8 @@ def blender_import(context, path: str, options=None) -> list[str]:
     result = bscene.build_scene(context, scene, name, os.path.dirname(path))
     try:
         meshes = [ob for ob in result.objects if ob.type == "MESH"]
+        for ob, cmesh in zip(meshes, scene.meshes):
+            blender_mesh.share(ob.data, cmesh.extras.get("dmx", {}).get("topology", {}))
         add_flex(meshes, scene)
         if result.armature is not None and scene.animations:
             made: list = []
@@ -184,6 +186,13 @@ def _export_scene(context, objects: tuple | None = None) -> tuple[cm.Scene, list
     if not scene.meshes:
         raise ExportError("nothing to export: no visible mesh")
     meshes, _ = objects if objects is not None else bscene.exportable_objects(context)
+    by_name = {ob.name: ob for ob in meshes}
+    depsgraph = context.evaluated_depsgraph_get()
+    for cmesh in scene.meshes:  # the polygons, which the core mesh holds as triangles
+        ob = by_name.get(cmesh.name)
+        found = blender_mesh.polygons(ob, cmesh, depsgraph) if ob is not None else None
+        if found is not None:
+            cmesh.extras["dmx_polygons"] = found
     controls = [c for ob in meshes for c in _kept_controls(ob, warnings)]
     if controls:
         scene.extras["dmx_controls"] = controls

@@ -156,9 +156,11 @@ def skeleton_of(model: Element, up: np.ndarray, warnings: list[str]
     return skel, elems, [(m, p, (binds[p] if p >= 0 else up) @ a) for m, p, a in placed]
 
 
-def _faces(mesh: Element, corners: int, scene: cm.Scene, where: str) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """Triangles (fans of each polygon), their material slot, and the slots' scene materials."""
-    tris, slots, materials = [], [], []
+def _faces(mesh: Element, corners: int, scene: cm.Scene, where: str
+           ) -> tuple[np.ndarray, np.ndarray, list[int], np.ndarray]:
+    """Triangles (fans of each polygon), their material slot, the slots' scene materials, and the corner count
+    of each polygon the triangles come from (in their order)."""
+    tris, slots, materials, sizes = [], [], [], []
     for k, face_set in enumerate(_elems(mesh, "faceSets")):
         faces = _values(face_set, "faces", AttrType.INT, f"{where} face set {k}")
         if faces is None or not len(faces):
@@ -171,6 +173,7 @@ def _faces(mesh: Element, corners: int, scene: cm.Scene, where: str) -> tuple[np
         counts = np.maximum(ends - starts - 2, 0)  # triangles of each polygon's fan
         if not counts.sum():
             continue
+        sizes.append(counts[counts > 0] + 2)
         first = np.repeat(starts, counts)
         k = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts) + 1
         fan = [np.stack([faces[first], faces[first + k], faces[first + k + 1]], 1)]
@@ -181,8 +184,8 @@ def _faces(mesh: Element, corners: int, scene: cm.Scene, where: str) -> tuple[np
         tris.append(np.concatenate(fan))
         slots.append(np.full(len(tris[-1]), len(materials) - 1, np.int32))
     if not tris:
-        return np.zeros((0, 3), np.int32), np.zeros(0, np.int32), materials
-    return np.concatenate(tris).astype(np.int32), np.concatenate(slots), materials
+        return np.zeros((0, 3), np.int32), np.zeros(0, np.int32), materials, np.zeros(0, np.int64)
+    return np.concatenate(tris).astype(np.int32), np.concatenate(slots), materials, np.concatenate(sizes)
 
 
 def _joint_bones(model: Element, bones: list[Element], fmt_version: int) -> np.ndarray:
@@ -275,7 +278,9 @@ def mesh_of(mesh: Element, parent: int, joint_bones: np.ndarray, place: np.ndarr
         m.joints, m.weights = skin[0][pos_index], skin[1][pos_index]
     elif parent >= 0:  # a mesh under a joint without weights moves with that joint
         m.joints, m.weights = np.full((corners, 1), parent, np.int32), np.ones((corners, 1), np.float32)
-    m.triangles, m.material_indices, m.materials = _faces(mesh, corners, scene, where)
+    m.triangles, m.material_indices, m.materials, sizes = _faces(mesh, corners, scene, where)
+    # what the Blender import joins back: the DMX vertices of one position value, the fans of one polygon
+    m.extras.setdefault("dmx", {})["topology"] = {"position": pos_index.astype(np.int64), "polygons": sizes}
     m.shape_keys = _shape_keys(mesh, data, kw, pos_index, place, where)
     return m
 

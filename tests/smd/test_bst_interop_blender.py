@@ -1,6 +1,9 @@
 """Files Blender Source Tools writes (issue 47), imported into Blender: each model DMX lands where BST's own SMD
-of the same scene puts it, vertex for vertex in world space."""
+of the same scene puts it, vertex for vertex in world space; its shared vertices and polygons stay shared and
+polygons through an edit."""
 from __future__ import annotations
+
+import pathlib
 
 import numpy as np
 import pytest
@@ -9,6 +12,8 @@ from scipy.spatial import cKDTree
 bpy = pytest.importorskip("bpy")
 
 from skinbridge import formats  # noqa: E402
+from skinbridge.io_smd.dmx import blender_io as blender_dmx  # noqa: E402
+from skinbridge.io_smd.dmx import dmx  # noqa: E402
 
 pytestmark = [pytest.mark.blender]
 
@@ -47,3 +52,33 @@ def test_bst_dmx_lands_where_bst_smd_of_the_same_scene_does(clean_scene, interop
     dmx_points = _world(_import(interop / "bst_written" / model))
     smd_points = _world(_import(interop / "bst_written" / smd))
     assert _farthest(dmx_points, smd_points) <= TOL and _farthest(smd_points, dmx_points) <= TOL
+
+
+def _export(tmp_path, name: str) -> bytes:
+    out = tmp_path / name
+    out.mkdir()
+    paths, _ = blender_dmx.export_target(bpy.context, str(out), "model", None)
+    return pathlib.Path(paths[0]).read_bytes()
+
+
+def _faces(data: bytes) -> tuple[int, list[int]]:
+    """Position values of the file's one mesh and the corner count of each face."""
+    f = dmx.read(data)
+    (vertex_data,) = {id(e): e for e in f.elements if e.type == "DmeVertexData"}.values()
+    sizes = []
+    for e in f.elements:
+        if e.type == "DmeFaceSet":
+            faces = np.asarray(e.value("faces"))
+            sizes += (np.diff(np.concatenate([[-1], np.flatnonzero(faces == -1)])) - 1).tolist()
+    return len(vertex_data.value("position$0", vertex_data.value("positions"))), sizes
+
+
+@pytest.mark.parametrize("name", ["Cube_Armature_binary5.dmx", "Cube_Armature_kv2.dmx"])
+def test_bst_cube_is_8_vertices_and_6_quads_and_writes_them_back_edited(clean_scene, interop, tmp_path, name):
+    path = interop / "bst_written" / name
+    (ob,) = _import(path)
+    assert len(ob.data.vertices) == 8 and [len(p.vertices) for p in ob.data.polygons] == [4] * 6
+    assert _faces(path.read_bytes()) == (8, [4] * 6)
+    assert _export(tmp_path, "same") == path.read_bytes()  # unchanged: the file's own bytes
+    ob.data.vertices[0].co.z += 0.25  # one vertex moves every face at it, the surface stays closed
+    assert _faces(_export(tmp_path, "moved")) == (8, [4] * 6)
