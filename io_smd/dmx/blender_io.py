@@ -30,6 +30,7 @@ from ...core.errors import ExportError
 from ...core.fileio import read_bytes
 from ...core.names import clean
 from ...core.naming import safe_file_name
+from ..smd import blender_io as smd_blender
 from . import blender_mesh, convert, dmx, write
 
 
@@ -56,6 +57,7 @@ def _add_actions(context, arm_ob, animations: list[cm.Animation], created: list,
         created.append(act)
         actions.append(act)
         act.frame_start, act.frame_end = 0.0, float(anim.length) * fps
+        smd_blender.free_frame_range(act)
         warnings += more
     if not own_rig and unmatched_motion(arm_ob, actions):  # the rule of every motion import
         raise ExportError(f"none of the tracks of {', '.join(a.name for a in animations)} matches a bone of "
@@ -182,9 +184,9 @@ def _export_scene(context, objects: tuple | None = None) -> tuple[cm.Scene, list
     """The core Scene `export_target` writes as the model (`objects`: the (meshes, armature) to read, else the
     visible ones), its flex controllers included."""
     scene, warnings = bscene.gather_scene(context, max_influences=write.MAX_WEIGHTS, tangents=False,
-                                          objects=objects)
-    if not scene.meshes:
-        raise ExportError("nothing to export: no visible mesh")
+                                          objects=objects, bones_alone=True)
+    if not scene.meshes and scene.skeleton is None:  # an armature alone writes its skeleton and its motions
+        raise ExportError("nothing to export: no visible mesh or armature")
     meshes, _ = objects if objects is not None else bscene.exportable_objects(context)
     by_name = {ob.name: ob for ob in meshes}
     depsgraph = context.evaluated_depsgraph_get()

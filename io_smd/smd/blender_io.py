@@ -187,6 +187,7 @@ def import_motion(context, f: smd.SmdFile, name: str, armature=None, rate: float
                               "nothing imported (select the armature this motion was made for)")
         act.frame_start = float(min(fr.time for fr in f.skeleton)) * to_frame if f.skeleton else 0.0
         act.frame_end = float(max(fr.time for fr in f.skeleton)) * to_frame if f.skeleton else 0.0
+        free_frame_range(act)
         if source is not None:
             act[SOURCE_PROP] = source
         bact.assign(arm_ob, act)
@@ -194,6 +195,26 @@ def import_motion(context, f: smd.SmdFile, name: str, armature=None, rate: float
         bscene.remove_created(created)
         raise
     return warnings + more
+
+
+def _key_frames(act) -> list[float]:
+    """The first and last key frame of each F-curve of the action (every layer, strip and slot)."""
+    out = []
+    for layer in act.layers:
+        for strip in layer.strips:
+            for bag in strip.channelbags:
+                out += [k.co[0] for fc in bag.fcurves if len(fc.keyframe_points)
+                        for k in (fc.keyframe_points[0], fc.keyframe_points[-1])]
+    return out
+
+
+def free_frame_range(act) -> None:
+    """No manual frame range on an imported action whose keys span it (the import makes one): a key the user
+    adds after the last frame is then exported. A range the keys do not span (a clip held past its last key)
+    stays."""
+    frames = _key_frames(act)
+    if frames and abs(min(frames) - act.frame_start) <= 1e-3 and abs(max(frames) - act.frame_end) <= 1e-3:
+        act.use_frame_range = False
 
 
 def _mesh_target(context, stem: str):
@@ -457,6 +478,9 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     rate when `options.write_qc`."""
     names = NameAllocator()
     stem = safe_file_name(name)
+    meshes, arm_ob = bscene.exportable_objects(context)
+    if not meshes and arm_ob is not None and options.animations and bact.armature_actions(arm_ob):
+        return _export_motions_alone(context, outdir, stem, arm_ob, names, options)
     ref_path = os.path.join(outdir, names.take(stem, ".smd") + ".smd")
     vta_path = os.path.join(outdir, names.take(stem, ".vta") + ".vta") if options.flex else None
     written = [ref_path]
@@ -473,16 +497,29 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     return written, warnings
 
 
-def write_qc(folder: str, file_name: str, ref_path: str, vta_path: str | None,
+def _export_motions_alone(context, outdir: str, stem: str, arm_ob, names: NameAllocator, options
+                          ) -> tuple[list[str], list[str]]:
+    """An armature with actions and no mesh (Blender Source Tools exports one): its animation SMDs, and a QC
+    naming them as sequences (no body)."""
+    sequences: list[tuple[str, str, float]] = []
+    written, warnings = export_animations(context, outdir, arm_ob, names, sequences=sequences)
+    if options.write_qc:
+        written.append(write_qc(outdir, names.take(stem, ".qc") + ".qc", None, None, sequences,
+                                bact.fps_of(context.scene)))
+    return written, warnings
+
+
+def write_qc(folder: str, file_name: str, ref_path: str | None, vta_path: str | None,
              sequences: list[tuple[str, str, float]], scene_fps: float) -> str:
-    """The QC beside the written files: the reference (with its VTA) as the body, every sequence with its rate,
-    and the export's settings as comments."""
+    """The QC beside the written files: the reference (with its VTA) as the body (none without `ref_path`),
+    every sequence with its rate, and the export's settings as comments."""
     stem = os.path.splitext(file_name)[0]
     flex = os.path.basename(vta_path) if vta_path else None
     notes = [f"written by SkinBridge beside the files it names: Z up, 1 unit = 1 Blender unit, scene rate "
              f"{scene_fps:g} fps; a sequence whose keys fall between the scene's frames is sampled at the rate "
              "given"]
-    text = qc.write_text(stem + ".mdl", [(stem, os.path.basename(ref_path), flex)],
+    bodies = [(stem, os.path.basename(ref_path), flex)] if ref_path else []  # None: motions alone
+    text = qc.write_text(stem + ".mdl", bodies,
                          [(name, os.path.basename(path), rate, False) for name, path, rate in sequences], notes)
     path = os.path.join(folder, file_name)
     write_atomic(path, text.encode("utf-8"))

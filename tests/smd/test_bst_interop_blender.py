@@ -1,6 +1,6 @@
 """Files Blender Source Tools writes (issue 47), imported into Blender: each model DMX lands where BST's own SMD
 of the same scene puts it, vertex for vertex in world space; its shared vertices and polygons stay shared and
-polygons through an edit."""
+polygons through an edit; motions on an armature alone export, keys after the last frame too."""
 from __future__ import annotations
 
 import pathlib
@@ -13,7 +13,10 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge import formats  # noqa: E402
 from skinbridge.io_smd.dmx import blender_io as blender_dmx  # noqa: E402
+from skinbridge.blender import compat  # noqa: E402
+from skinbridge.io_smd.dmx import convert as dmx_convert  # noqa: E402
 from skinbridge.io_smd.dmx import dmx  # noqa: E402
+from skinbridge.io_smd.smd import smd  # noqa: E402
 
 pytestmark = [pytest.mark.blender]
 
@@ -82,3 +85,37 @@ def test_bst_cube_is_8_vertices_and_6_quads_and_writes_them_back_edited(clean_sc
     assert _export(tmp_path, "same") == path.read_bytes()  # unchanged: the file's own bytes
     ob.data.vertices[0].co.z += 0.25  # one vertex moves every face at it, the surface stays closed
     assert _faces(_export(tmp_path, "moved")) == (8, [4] * 6)
+
+
+MOTIONS = [("smd", "smd/bst_ActionFilter_X_Axis_anim.smd"), ("dmx", "dmx/bst_ActionFilter_X_Axis.dmx")]
+
+
+def _last_frame(fmt: str, data: bytes) -> float:
+    """The last frame of the one motion a written file holds (the scene's 24 fps)."""
+    if fmt == "smd":
+        return float(max(fr.time for fr in smd.read(data).skeleton))
+    (anim,) = dmx_convert.to_scene(dmx.read(data), "x")[0].animations
+    return anim.length * 24
+
+
+@pytest.mark.parametrize("fmt, name", MOTIONS)
+def test_an_armature_alone_exports_its_motion_and_a_key_after_its_last_frame(clean_scene, testdata, tmp_path, fmt,
+                                                                              name):
+    """BST's walkn (an armature with actions, no mesh) exports as BST does; the import leaves no manual frame
+    range, so a key added after the last frame is written."""
+    path = testdata / name
+    formats.identify_file(path).get("motion_loader")(bpy.context, str(path), None, None)
+    (arm,) = [o for o in bpy.data.objects if o.type == "ARMATURE"]
+    assert not [o for o in bpy.data.objects if o.type == "MESH"]
+    act = arm.animation_data.action
+    assert not act.use_frame_range
+    export = getattr(bpy.ops.export_scene, f"skinbridge_{fmt}")
+    (tmp_path / "same").mkdir()
+    assert export(filepath=str(tmp_path / "same" / f"model.{fmt}")) == {"FINISHED"}
+    assert (tmp_path / "same" / f"{act.name}.{fmt}").read_bytes() == path.read_bytes()
+    fc = next(iter(compat.channelbag_for_slot(act, arm.animation_data.action_slot).fcurves))
+    last = max(k.co.x for k in fc.keyframe_points)
+    fc.keyframe_points.insert(last + 10, fc.evaluate(last) + 0.1)
+    (tmp_path / "after").mkdir()
+    assert export(filepath=str(tmp_path / "after" / f"model.{fmt}")) == {"FINISHED"}
+    assert _last_frame(fmt, (tmp_path / "after" / f"{act.name}.{fmt}").read_bytes()) == pytest.approx(last + 10)
