@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import bpy
 
@@ -138,6 +139,9 @@ def blender_import(context, path: str, options=None) -> list[str]:
         meshes = [ob for ob in result.objects if ob.type == "MESH"]
         for ob, cmesh in zip(meshes, scene.meshes):
             blender_mesh.share(ob.data, cmesh.extras.get("dmx", {}).get("topology", {}))
+            for mat, k in zip(ob.data.materials, cmesh.materials):
+                if mat is not None and scene.materials[k].extras.get(convert.MTL_NAME):
+                    mat[convert.MTL_NAME] = scene.materials[k].extras[convert.MTL_NAME]
         add_flex(meshes, scene)
         if result.armature is not None and scene.animations:
             made: list = []
@@ -195,10 +199,25 @@ def _export_scene(context, objects: tuple | None = None) -> tuple[cm.Scene, list
         found = blender_mesh.polygons(ob, cmesh, depsgraph) if ob is not None else None
         if found is not None:
             cmesh.extras["dmx_polygons"] = found
+    for mat in scene.materials:
+        _material_name(mat)
     controls = [c for ob in meshes for c in _kept_controls(ob, warnings)]
     if controls:
         scene.extras["dmx_controls"] = controls
     return scene, warnings
+
+
+def _material_name(mat: cm.Material) -> None:
+    """The mtlName the export writes for a Blender material: the imported file's (its folder kept) while the
+    material keeps that name but for Blender's .001 suffix; a renamed one in the same folder."""
+    held = bpy.data.materials.get(mat.name)
+    mtl = held.get(convert.MTL_NAME) if held is not None else None
+    if not isinstance(mtl, str):
+        return
+    name = re.sub(r"\.\d{3}$", "", mat.name)
+    folder, _, base = mtl.replace("\\", "/").rpartition("/")
+    mat.name = base if name == base else name
+    mat.extras[convert.MTL_NAME] = mtl if name == base else (folder + "/" + name if folder else name)
 
 
 def import_clips(context, record: dmx.DmxFile, name: str, armature) -> list[str]:

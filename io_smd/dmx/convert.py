@@ -156,6 +156,19 @@ def skeleton_of(model: Element, up: np.ndarray, warnings: list[str]
     return skel, elems, [(m, p, (binds[p] if p >= 0 else up) @ a) for m, p, a in placed]
 
 
+MTL_NAME = "dmx_mtlName"  # a material's extras: its mtlName as the file has it (folder included)
+
+
+def _material(scene: cm.Scene, mtl: str) -> int:
+    """The scene material of a face set's `mtlName`: one per name however many face sets and meshes use it
+    (else Blender would name the others .001, .002), named without the material folder."""
+    for k, m in enumerate(scene.materials):
+        if m.extras.get(MTL_NAME) == mtl:
+            return k
+    scene.materials.append(cm.Material(name=mtl.replace("\\", "/").rsplit("/", 1)[-1] or mtl, extras={MTL_NAME: mtl}))
+    return len(scene.materials) - 1
+
+
 def _faces(mesh: Element, corners: int, scene: cm.Scene, where: str
            ) -> tuple[np.ndarray, np.ndarray, list[int], np.ndarray]:
     """Triangles (fans of each polygon), their material slot, the slots' scene materials, and the corner count
@@ -177,10 +190,8 @@ def _faces(mesh: Element, corners: int, scene: cm.Scene, where: str
         first = np.repeat(starts, counts)
         k = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts) + 1
         fan = [np.stack([faces[first], faces[first + k], faces[first + k + 1]], 1)]
-        mat = _elem(face_set, "material")
-        name = os.path.basename(_scalar(mat, "mtlName", AttrType.STRING, None) or face_set.name or "material")
-        scene.materials.append(cm.Material(name=name))
-        materials.append(len(scene.materials) - 1)
+        materials.append(_material(scene, _scalar(_elem(face_set, "material"), "mtlName", AttrType.STRING, None)
+                                   or face_set.name or "material"))
         tris.append(np.concatenate(fan))
         slots.append(np.full(len(tris[-1]), len(materials) - 1, np.int32))
     if not tris:

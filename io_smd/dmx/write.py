@@ -194,10 +194,11 @@ def _face_sets(mesh: cm.Mesh, scene: cm.Scene) -> list[Element]:
     face_of = np.repeat(np.arange(len(sizes)), sizes + 1)
     out = []
     for slot in np.unique(slots):
-        name = (scene.materials[mesh.materials[slot]].name if 0 <= slot < len(mesh.materials)
-                else "no_material")
+        mat = scene.materials[mesh.materials[slot]] if 0 <= slot < len(mesh.materials) else None
+        name = mat.name if mat is not None else "no_material"
+        mtl = mat.extras.get(convert.MTL_NAME, name) if mat is not None else name  # the folder as read
         faces = closed[np.isin(face_of, np.flatnonzero(slots == slot))]
-        material = _new("DmeMaterial", name, mtlName=(AttrType.STRING, name))
+        material = _new("DmeMaterial", name, mtlName=(AttrType.STRING, mtl))
         out.append(_new("DmeFaceSet", name, faces=(AttrType.INT, faces)))
         out[-1].attributes.insert(0, _attr("material", AttrType.ELEMENT, material))
     return out

@@ -119,3 +119,21 @@ def test_an_armature_alone_exports_its_motion_and_a_key_after_its_last_frame(cle
     (tmp_path / "after").mkdir()
     assert export(filepath=str(tmp_path / "after" / f"model.{fmt}")) == {"FINISHED"}
     assert _last_frame(fmt, (tmp_path / "after" / f"{act.name}.{fmt}").read_bytes()) == pytest.approx(last + 10)
+
+
+def _materials(data: bytes) -> set[tuple[str, str]]:
+    return {(e.name, e.value("mtlName")) for e in dmx.read(data).elements if e.type == "DmeMaterial"}
+
+
+def test_edited_export_writes_the_material_names_and_folder_the_file_has(clean_scene, interop, tmp_path):
+    """AllTypes' 6 meshes share 4 materials in `models/`: one Blender material each, and an edited export
+    writes `models/uv` again even where Blender named the material `uv.001` (a material `uv` was there)."""
+    bpy.data.materials.new("uv")
+    path = interop / "bst_written" / "AllTypes_binary9.dmx"
+    meshes = _import(path)
+    used = {m.name for ob in meshes for m in ob.data.materials}
+    assert used == {"uv.001", "Wrinkle", "no_material", "White"}
+    meshes[0].data.vertices[0].co.z += 0.25
+    assert _materials(_export(tmp_path, "moved")) == _materials(path.read_bytes())
+    bpy.data.materials["White"].name = "Black"  # a renamed material: its new name, in the file's folder
+    assert ("Black", "models/Black") in _materials(_export(tmp_path, "renamed"))
