@@ -137,3 +137,14 @@ def test_edited_export_writes_the_material_names_and_folder_the_file_has(clean_s
     assert _materials(_export(tmp_path, "moved")) == _materials(path.read_bytes())
     bpy.data.materials["White"].name = "Black"  # a renamed material: its new name, in the file's folder
     assert ("Black", "models/Black") in _materials(_export(tmp_path, "renamed"))
+
+
+@pytest.mark.parametrize("name", ["AllTypes.smd", "BezierCurve.smd", "Cube_Armature.smd", "Dice.smd"])
+def test_bst_smd_comes_back_byte_for_byte_unchanged(clean_scene, interop, tmp_path, name):
+    """BST lists a corner's weight links in its own order: the export, whose order differs, keeps the file."""
+    path = interop / "bst_written" / name
+    _import(path)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert bpy.ops.export_scene.skinbridge_smd(filepath=str(out / name)) == {"FINISHED"}
+    assert (out / name).read_bytes() == path.read_bytes()
