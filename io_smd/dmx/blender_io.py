@@ -199,12 +199,22 @@ def _export_scene(context, objects: tuple | None = None) -> tuple[cm.Scene, list
         found = blender_mesh.polygons(ob, cmesh, depsgraph) if ob is not None else None
         if found is not None:
             cmesh.extras["dmx_polygons"] = found
+        if ob is not None and _unweighted(ob):  # under the model without weights, as BST writes it (Dice)
+            cmesh.joints = cmesh.weights = None
+            warnings = [w for w in warnings if not w.startswith(f"{ob.name}: not deformed by the armature")]
     for mat in scene.materials:
         _material_name(mat)
     controls = [c for ob in meshes for c in _kept_controls(ob, warnings)]
     if controls:
         scene.extras["dmx_controls"] = controls
     return scene, warnings
+
+
+def _unweighted(ob) -> bool:
+    """A mesh no armature deforms and no bone carries: a DMX mesh without weights (the shared reading weights
+    it to the root bone, which in BST's vertex-animation models is the animated bone)."""
+    return ob.parent_type != "BONE" and not any(m.type == "ARMATURE" and m.object is not None
+                                                for m in ob.modifiers)
 
 
 def _material_name(mat: cm.Material) -> None:

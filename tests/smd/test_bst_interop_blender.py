@@ -84,7 +84,8 @@ def test_bst_cube_is_8_vertices_and_6_quads_and_writes_them_back_edited(clean_sc
     assert _faces(path.read_bytes()) == (8, [4] * 6)
     assert _export(tmp_path, "same") == path.read_bytes()  # unchanged: the file's own bytes
     ob.data.vertices[0].co.z += 0.25  # one vertex moves every face at it, the surface stays closed
-    assert _faces(_export(tmp_path, "moved")) == (8, [4] * 6)
+    moved = _export(tmp_path, "moved")
+    assert moved != path.read_bytes() and _faces(moved) == (8, [4] * 6)
 
 
 MOTIONS = [("smd", "smd/bst_ActionFilter_X_Axis_anim.smd"), ("dmx", "dmx/bst_ActionFilter_X_Axis.dmx")]
@@ -148,3 +149,17 @@ def test_bst_smd_comes_back_byte_for_byte_unchanged(clean_scene, interop, tmp_pa
     out.mkdir()
     assert bpy.ops.export_scene.skinbridge_smd(filepath=str(out / name)) == {"FINISHED"}
     assert (out / name).read_bytes() == path.read_bytes()
+
+
+def test_a_dmx_mesh_without_weights_is_written_without_them(clean_scene, interop, tmp_path):
+    """BST's Dice: its mesh has no weights and its one bone is the vertex animation's; an edited export writes
+    the mesh without weights again rather than on that bone."""
+    path = interop / "bst_written" / "Dice_binary5.dmx"
+    (ob,) = _import(path)
+    assert not ob.vertex_groups
+    assert _export(tmp_path, "same") == path.read_bytes()
+    ob.data.shape_keys.key_blocks[0].data[0].co.z += 0.25  # the basis key: what the export reads
+    f = dmx.read(_export(tmp_path, "moved"))
+    assert f.format_version == 22  # written from Blender
+    (data,) = [e for e in f.elements if e.type == "DmeVertexData"]
+    assert int(data.value("jointCount")) == 0 and data.get("blendweights$0") is None
