@@ -138,6 +138,7 @@ def blender_import(context, path: str, options=None) -> list[str]:
     try:
         meshes = [ob for ob in result.objects if ob.type == "MESH"]
         for ob, cmesh in zip(meshes, scene.meshes):
+            blender_mesh.keep_fields(ob.data, cmesh.extras.get("dmx", {}).get("fields", []))
             blender_mesh.share(ob.data, cmesh.extras.get("dmx", {}).get("topology", {}))
             for mat, k in zip(ob.data.materials, cmesh.materials):
                 if mat is not None and scene.materials[k].extras.get(convert.MTL_NAME):
@@ -197,8 +198,10 @@ def _export_scene(context, objects: tuple | None = None) -> tuple[cm.Scene, list
     for cmesh in scene.meshes:  # the polygons, which the core mesh holds as triangles
         ob = by_name.get(cmesh.name)
         found = blender_mesh.polygons(ob, cmesh, depsgraph) if ob is not None else None
-        if found is not None:
+        if found is not None and "sizes" in found:
             cmesh.extras["dmx_polygons"] = found
+        if found is not None and ob.data.get(blender_mesh.FIELDS_PROP):
+            cmesh.extras["dmx_fields"] = blender_mesh.read_fields(ob, found["loop_vertex"], len(cmesh.positions))
         if ob is not None and _unweighted(ob):  # under the model without weights, as BST writes it (Dice)
             cmesh.joints = cmesh.weights = None
             warnings = [w for w in warnings if not w.startswith(f"{ob.name}: not deformed by the armature")]

@@ -7,7 +7,61 @@ from __future__ import annotations
 
 import bpy  # noqa: F401  (loaded before bmesh, which needs it)
 import bmesh  # after bpy: the bmesh module needs bpy loaded first
+import json
+
 import numpy as np
+
+
+FIELDS_PROP = "dmx_fields"  # on the mesh: JSON [[field name, DMX type name]] of the corner attributes kept
+ATTRIBUTE_TYPES = {"FLOAT": "FLOAT", "VECTOR2": "FLOAT2", "VECTOR3": "FLOAT_VECTOR", "VECTOR4": "FLOAT_COLOR"}
+WIDTH = {"FLOAT": 1, "VECTOR2": 2, "VECTOR3": 3, "VECTOR4": 4}
+
+
+def _prop(kind: str) -> str:
+    return "color" if kind == "VECTOR4" else "value" if kind == "FLOAT" else "vector"
+
+
+def keep_fields(me, fields: list[tuple]) -> None:
+    """The DMX vertex fields the mapping does not read (cloth, vertex paint and balance maps) as corner
+    attributes of the mesh as built (one Blender vertex per DMX vertex, before `share`), named as the file
+    names them, and their names on the mesh for the export."""
+    if not fields or not len(me.loops):
+        return
+    corner_vert = np.empty(len(me.loops), np.int32)
+    me.attributes[".corner_vert"].data.foreach_get("value", corner_vert)
+    kept = []
+    for name, t, values in fields:
+        kind = t.name
+        if name in me.attributes:
+            continue
+        attr = me.attributes.new(name, ATTRIBUTE_TYPES[kind], "CORNER")
+        attr.data.foreach_set(_prop(kind), np.ascontiguousarray(values[corner_vert], np.float32).reshape(-1))
+        kept.append([name, kind])
+    if kept:
+        me[FIELDS_PROP] = json.dumps(kept)
+
+
+def read_fields(ob, loop_vertex: np.ndarray, count: int) -> list[tuple[str, str, np.ndarray]]:
+    """The kept fields of `ob` (`keep_fields`) as a value per core vertex: `loop_vertex` is the core vertex of
+    each corner of the mesh (`count` core vertices)."""
+    try:
+        kept = json.loads(ob.data.get(FIELDS_PROP, "[]"))
+    except (TypeError, ValueError):
+        return []
+    out = []
+    for item in kept if isinstance(kept, list) else []:
+        if not (isinstance(item, list) and len(item) == 2 and item[1] in ATTRIBUTE_TYPES):
+            continue
+        name, kind = item
+        attr = ob.data.attributes.get(name)
+        if attr is None or attr.domain != "CORNER" or len(attr.data) != len(loop_vertex):
+            continue
+        raw = np.empty(len(attr.data) * WIDTH[kind], np.float32)
+        attr.data.foreach_get(_prop(kind), raw)
+        values = np.zeros((count, WIDTH[kind]), np.float32)
+        values[loop_vertex] = raw.reshape(-1, WIDTH[kind])
+        out.append((name, kind, values[:, 0] if kind == "FLOAT" else values))
+    return out
 
 
 def share(me, topology: dict) -> bool:
@@ -64,10 +118,12 @@ def polygons(ob, cmesh, depsgraph) -> dict | None:
         n = len(me.polygons)
         sizes = np.empty(n, np.int32)
         me.polygons.foreach_get("loop_total", sizes)
-        if not n or (sizes == 3).all():
+        if not n:
             return None
         corner_vert = np.empty(len(me.loops), np.int32)
         me.attributes[".corner_vert"].data.foreach_get("value", corner_vert)
+        if (sizes == 3).all():
+            return _triangles(ob, cmesh, corner_vert)
         bm = bmesh.new()
         try:  # the triangulation the bridge's reading makes (mesh.read_mesh), each triangle tagged by its polygon
             bm.from_mesh(me)
@@ -92,10 +148,24 @@ def polygons(ob, cmesh, depsgraph) -> dict | None:
         corners = np.array([split[(p, v)] for p, v in zip(poly_of, corner_vert.tolist())], np.int32)
     except KeyError:  # a polygon corner no triangle of it holds
         return None
+    loop_vertex = corners
     if ob.matrix_world.determinant() < 0:  # the bridge turned the triangles: the polygons turn with them
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         corners = np.concatenate([corners[s:s + k][::-1] for s, k in zip(starts, sizes)])
     slots = np.zeros(n, np.int64)
     if cmesh.material_indices is not None and len(cmesh.material_indices) == len(tri_poly):
         slots[tri_poly] = np.asarray(cmesh.material_indices)
-    return {"sizes": sizes, "corners": corners, "slots": slots}
+    return {"sizes": sizes, "corners": corners, "slots": slots, "loop_vertex": loop_vertex}
+
+
+def _triangles(ob, cmesh, corner_vert: np.ndarray) -> dict | None:
+    """`polygons` of a mesh of triangles: no polygons to write (None) unless its corners are wanted for the
+    kept fields (`loop_vertex` alone)."""
+    if not ob.data.get(FIELDS_PROP):
+        return None
+    tris = np.asarray(cmesh.triangles, np.int32)
+    if tris.size != len(corner_vert):
+        return None
+    if ob.matrix_world.determinant() < 0:
+        tris = tris[:, ::-1]
+    return {"loop_vertex": tris.reshape(-1)}

@@ -236,6 +236,28 @@ def _weights(data: Element, kw: dict, positions: int, joint_bones: np.ndarray, w
     return np.where(bones < 0, 0, bones).astype(np.int32), np.where(bones < 0, 0, w).astype(np.float32)
 
 
+# the value types of the vertex fields kept as Blender corner attributes (cloth, vertex paint, balance maps)
+KEPT_FIELD_TYPES = (AttrType.FLOAT, AttrType.VECTOR2, AttrType.VECTOR3, AttrType.VECTOR4)
+
+
+def _other_fields(data: Element, kw: dict, read: list[str], corners: int, where: str) -> list[tuple]:
+    """The vertexFormat fields the mapping does not read otherwise (`cloth_enable$0`, `VertexPaintTintColor$0`,
+    `balance$0`, ...): (name, type, value of each DMX vertex), for the Blender import to keep and the export to
+    write back."""
+    fields = data.get("vertexFormat")
+    names = fields.value if fields is not None and fields.type == AttrType.STRING and fields.array else []
+    skip = set(read) | {kw["position"], kw["normal"], kw["weight"], kw["joint"]}
+    out = []
+    for name in names:
+        a = data.get(name)
+        if name in skip or a is None or not a.array or a.type not in KEPT_FIELD_TYPES:
+            continue
+        values = _field(data, name, a.type, corners, where)
+        if values is not None:
+            out.append((name, a.type, np.asarray(values, np.float32)))
+    return out
+
+
 def _shape_keys(mesh: Element, data: Element, kw: dict, pos_index: np.ndarray, place: np.ndarray, where: str
                 ) -> list[cm.ShapeKey]:
     base = _values(data, kw["position"], AttrType.VECTOR3, where).astype(np.float64)
@@ -284,6 +306,7 @@ def mesh_of(mesh: Element, parent: int, joint_bones: np.ndarray, place: np.ndarr
             if not flip:  # unflipped files keep V from the top, as the engine samples it
                 uv[:, 1] = 1 - uv[:, 1]
             m.uvs.append(("UVMap" if name == kw["uv"] else name, uv))
+    m.extras.setdefault("dmx", {})["fields"] = _other_fields(data, kw, uv_names, corners, where)
     skin = _weights(data, kw, len(values), joint_bones, where)
     if skin is not None:
         m.joints, m.weights = skin[0][pos_index], skin[1][pos_index]

@@ -147,6 +147,9 @@ def _vertex_data(mesh: cm.Mesh, name: str) -> Element:
     for k, (_, uv) in enumerate(mesh.uvs):
         fields.append(f"texcoord${k}")
         attrs.append((f"texcoord${k}", AttrType.VECTOR2, uv))
+    for key, kind, values in mesh.extras.get("dmx_fields", []):  # cloth, paint, balance maps kept by import
+        fields.append(key)
+        attrs.append((key, AttrType[kind], values))
     weighted = mesh.joints is not None and mesh.weights is not None and mesh.weights.shape[1] > 0
     if weighted:
         fields += ["blendweights$0", "blendindices$0"]

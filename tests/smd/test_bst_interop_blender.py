@@ -163,3 +163,34 @@ def test_a_dmx_mesh_without_weights_is_written_without_them(clean_scene, interop
     assert f.format_version == 22  # written from Blender
     (data,) = [e for e in f.elements if e.type == "DmeVertexData"]
     assert int(data.value("jointCount")) == 0 and data.get("blendweights$0") is None
+
+
+def _corner_fields(data: bytes) -> dict[str, np.ndarray]:
+    """Each cloth / paint / balance field's value at every face corner of the file, sorted (the corners'
+    order is the writer's)."""
+    f = dmx.read(data)
+    (vd,) = {id(e): e for e in f.elements if e.type == "DmeVertexData"}.values()
+    corners = np.concatenate([np.asarray(e.value("faces")) for e in f.elements if e.type == "DmeFaceSet"])
+    corners = corners[corners >= 0]
+    out = {}
+    for name in vd.value("vertexFormat"):
+        if name.startswith(("cloth_enable", "VertexPaint", "balance")):
+            values = np.asarray(vd.value(name), np.float64).reshape(len(vd.value(name)), -1)
+            rows = values[np.asarray(vd.value(name + "Indices"))[corners]]
+            out[name] = rows[np.lexsort(rows.T[::-1])]
+    return out
+
+
+def test_cloth_paint_and_balance_maps_are_kept_and_written_back(clean_scene, testdata, interop, tmp_path):
+    assert any("balance$0" in ob.data.attributes for ob in _import(interop / "bst_written" / "AllTypes_binary9.dmx"))
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    path = testdata / "dmx" / "bst_cloth_test_simple.dmx"
+    (ob,) = _import(path)
+    want = _corner_fields(path.read_bytes())
+    assert want and set(want) <= set(ob.data.attributes.keys())
+    keys = ob.data.shape_keys
+    (keys.key_blocks[0].data if keys else ob.data.vertices)[0].co.z += 0.25
+    written = _export(tmp_path, "moved")
+    assert dmx.read(written).format_version == 22  # written from Blender
+    got = _corner_fields(written)
+    assert got.keys() == want.keys() and all(np.allclose(got[k], want[k], atol=1e-6) for k in want)
