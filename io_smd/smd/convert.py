@@ -61,7 +61,7 @@ def matrix3_to_euler(m: np.ndarray) -> np.ndarray:
     x = np.where(lock, np.arctan2(-m[..., 1, 2], m[..., 1, 1]), np.arctan2(m[..., 2, 1], m[..., 2, 2]))
     y = np.arctan2(-m[..., 2, 0], cy)
     z = np.where(lock, 0.0, np.arctan2(m[..., 1, 0], m[..., 0, 0]))
-    return np.stack([x, y, z], axis=-1)
+    return np.stack([x, y, z], axis=-1) + 0.0  # an exact -0 (arctan2 of -0: the identity's y) written as 0
 
 
 def local_matrices(positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:

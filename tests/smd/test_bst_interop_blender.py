@@ -194,3 +194,20 @@ def test_cloth_paint_and_balance_maps_are_kept_and_written_back(clean_scene, tes
     assert dmx.read(written).format_version == 22  # written from Blender
     got = _corner_fields(written)
     assert got.keys() == want.keys() and all(np.allclose(got[k], want[k], atol=1e-6) for k in want)
+
+
+def test_an_edited_motion_writes_the_rest_rotation_without_negative_zeros(clean_scene, testdata, tmp_path):
+    """BST's ActionFilter motion with a key moved: its `blender_implicit` rows (0 0 0 in the file) come back
+    as zeros, not -0 (which `skinbridge diff` rightly names a change)."""
+    path = testdata / "smd" / "bst_ActionFilter_X_Axis_anim.smd"
+    formats.identify_file(path).get("motion_loader")(bpy.context, str(path), None, None)
+    (arm,) = [o for o in bpy.data.objects if o.type == "ARMATURE"]
+    act = arm.animation_data.action
+    bag = compat.channelbag_for_slot(act, arm.animation_data.action_slot)
+    fc = next(f for f in bag.fcurves if f.data_path == 'pose.bones["Bone"].location' and f.array_index == 1)
+    fc.keyframe_points[1].co.y += 0.1
+    fc.update()
+    assert bpy.ops.export_scene.skinbridge_smd(filepath=str(tmp_path / "model.smd")) == {"FINISHED"}
+    written = smd.read((tmp_path / f"{act.name}.smd").read_bytes())
+    rows = np.concatenate([fr.rotations[fr.bones == 0] for fr in written.skeleton])
+    assert len(rows) == 3 and not np.signbit(rows).any()
