@@ -13,9 +13,11 @@ bpy = pytest.importorskip("bpy")
 
 from skinbridge import formats  # noqa: E402
 from skinbridge.io_smd.dmx import blender_io as blender_dmx  # noqa: E402
+from skinbridge.blender import action as bact  # noqa: E402
 from skinbridge.blender import compat  # noqa: E402
 from skinbridge.io_smd.dmx import convert as dmx_convert  # noqa: E402
 from skinbridge.io_smd.dmx import dmx  # noqa: E402
+from skinbridge.io_smd.smd import convert as smd_convert  # noqa: E402
 from skinbridge.io_smd.smd import smd  # noqa: E402
 
 pytestmark = [pytest.mark.blender]
@@ -211,3 +213,20 @@ def test_an_edited_motion_writes_the_rest_rotation_without_negative_zeros(clean_
     written = smd.read((tmp_path / f"{act.name}.smd").read_bytes())
     rows = np.concatenate([fr.rotations[fr.bones == 0] for fr in written.skeleton])
     assert len(rows) == 3 and not np.signbit(rows).any()
+
+
+@pytest.mark.parametrize("name", ["Throw_kv2.dmx", "AllTypes_ArmatureAction_kv2.dmx"])
+def test_bst_keyvalues2_motion_poses_as_the_file_says(clean_scene, interop, name):
+    """BST's keyvalues2 motions (refused before issue 47) import as one action whose keys pose every bone as
+    the file's own channels do."""
+    path = interop / "bst_written" / name
+    scene, _ = dmx_convert.load(str(path), path.read_bytes())
+    formats.identify_file(path).get("blender_import")(bpy.context, str(path), None)
+    (arm,) = [o for o in bpy.data.objects if o.type == "ARMATURE"]
+    (anim,) = scene.animations
+    got, _ = bact.read_action(bpy.context, arm, arm.animation_data.action)
+    rate = anim.extras["fps"]
+    seconds = np.arange(int(round(anim.length * rate)) + 1) / rate
+    want = smd_convert.animation_locals(scene.skeleton, anim, seconds)
+    have = smd_convert.animation_locals(scene.skeleton, got, seconds)
+    assert len(seconds) > 1 and np.abs(have - want).max() <= TOL * max(1.0, float(np.abs(want[..., :3, 3]).max()))
