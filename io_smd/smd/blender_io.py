@@ -20,6 +20,7 @@ spec's options say. Export only reads the scene.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -318,10 +319,16 @@ def _file_normals(ob, cmesh: cm.Mesh) -> np.ndarray | None:
 
 def _pieces(made: smd.SmdFile, source, dropped=None) -> bytes | Iterator[bytes]:
     """What a file whose records are `made` holds: `source` (an imported file's bytes, kept.py) when it says
-    the same (its triangles `dropped` by the import aside), else the records formatted."""
+    the same (its triangles `dropped` by the import aside), else the records formatted after the source's
+    opening comment lines."""
     skip = np.asarray(dropped, np.int64) if dropped is not None else None
-    same = kept.source_if_same(bytes(source) if isinstance(source, (bytes, bytearray)) else None, made, skip)
-    return same if same is not None else smd.write_pieces(made)
+    source = bytes(source) if isinstance(source, (bytes, bytearray)) else None
+    same = kept.source_if_same(source, made, skip)
+    if same is not None:
+        return same
+    kept.source_values(made, source)  # untouched rows as the file wrote them
+    head = kept.leading_comments(source)  # the file's opening comments, kept through an edit
+    return itertools.chain([head], smd.write_pieces(made)) if head else smd.write_pieces(made)
 
 
 def _reference_pieces(ref: smd.SmdFile, scene: cm.Scene) -> bytes | Iterator[bytes]:

@@ -12,6 +12,8 @@ flex frames (times, shape names, vertex ids, positions, normals), flavour and li
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ...core.errors import FormatError
@@ -169,3 +171,39 @@ def source_if_same(source: bytes | None, made: smd.SmdFile, skip: np.ndarray | N
         return source if same_content(smd.read(source), made, skip) else None
     except (FormatError, ValueError):
         return None
+
+
+_HEAD = re.compile(rb"(?:[ \t]*(?://[^\r\n]*)?\r?\n)*")  # blank and // comment lines
+
+
+def leading_comments(source: bytes | None) -> bytes:
+    """The blank and `//` comment lines before a file's `version` line (Crowbar's `// Created by Crowbar`), for
+    an edited write to keep: the records hold no comment, and without them every later line would move."""
+    if not source:
+        return b""
+    head = _HEAD.match(source).group(0)
+    return head if source[len(head):].lstrip(b" \t").startswith(b"version") else b""
+
+
+def source_values(made: smd.SmdFile, source: bytes | None) -> None:
+    """`made`'s skeleton rows that say what the source's row of the same frame and bone name says (within
+    `TOLERANCE`; rotations as the same matrix) take the source's numbers, so that an edited write repeats an
+    untouched row as the file had it (its 0 where Blender's float noise gives -0.000000, and the reverse)."""
+    try:
+        old = smd.read(source) if source else None
+    except (FormatError, ValueError):
+        return
+    if old is None or not old.skeleton:
+        return
+    names = {n.id: n.name for n in old.nodes}
+    ids = {n.name: n.id for n in made.nodes}
+    frames = {fr.time: fr for fr in old.skeleton}
+    for fr in made.skeleton:
+        was = frames.get(fr.time)
+        if was is None:
+            continue
+        at = {ids.get(names.get(int(b))): k for k, b in enumerate(was.bones)}
+        for k, b in enumerate(fr.bones):
+            j = at.get(int(b))
+            if j is not None and _same_rows(was.positions[j], was.rotations[j], fr.positions[k], fr.rotations[k]):
+                fr.positions[k], fr.rotations[k] = was.positions[j], was.rotations[j]

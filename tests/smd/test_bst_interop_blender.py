@@ -230,3 +230,26 @@ def test_bst_keyvalues2_motion_poses_as_the_file_says(clean_scene, interop, name
     want = smd_convert.animation_locals(scene.skeleton, anim, seconds)
     have = smd_convert.animation_locals(scene.skeleton, got, seconds)
     assert len(seconds) > 1 and np.abs(have - want).max() <= TOL * max(1.0, float(np.abs(want[..., :3, 3]).max()))
+
+
+def test_an_edited_motion_keeps_the_files_comments_and_untouched_rows(clean_scene, testdata, tmp_path):
+    """A key added after the last frame of a motion whose file opens with a comment (as Crowbar's do) and
+    spells its rows its own way (BST's `0 0 0`, `-0.000000`): the comment and every untouched row come back as
+    the file has them, the new frames after them."""
+    source = b"// Created by Crowbar 0.74\n" + (testdata / "smd" / "bst_ActionFilter_X_Axis_anim.smd").read_bytes()
+    path = tmp_path / "walk.smd"
+    path.write_bytes(source)
+    formats.identify_file(path).get("motion_loader")(bpy.context, str(path), None, None)
+    (arm,) = [o for o in bpy.data.objects if o.type == "ARMATURE"]
+    bag = compat.channelbag_for_slot(arm.animation_data.action, arm.animation_data.action_slot)
+    fc = next(f for f in bag.fcurves if f.data_path == 'pose.bones["Bone"].location' and f.array_index == 1)
+    fc.keyframe_points.insert(12, 0.5)
+    (tmp_path / "out").mkdir()
+    assert bpy.ops.export_scene.skinbridge_smd(filepath=str(tmp_path / "out" / "model.smd")) == {"FINISHED"}
+    written = (tmp_path / "out" / "walk.smd").read_bytes()
+    assert written.startswith(b"// Created by Crowbar 0.74\nversion 1\n")
+    old, new = smd.read(source), smd.read(written)
+    assert len(new.skeleton) == 13
+    for a, b in zip(old.skeleton, new.skeleton):
+        for x, y in ((a.positions, b.positions), (a.rotations, b.rotations)):
+            assert np.array_equal(x, y) and np.array_equal(np.signbit(x), np.signbit(y))
