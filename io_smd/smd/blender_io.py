@@ -48,6 +48,7 @@ NEWLINE_PROP = "smd_newline"  # "CRLF" when read with CRLF
 SOURCE_PROP = "smd_source"  # the file's bytes (kept.py): on the reference's mesh, on an animation's action
 VTA_SOURCE_PROP = "smd_vta_source"  # a VTA's bytes, on the mesh its shapes went onto
 DROPPED_PROP = "smd_dropped_triangles"  # the reference's triangles Blender could not hold (a repeated vertex)
+MATERIAL_PROP = "smd_material"  # on a material an import made: the name the file gives it
 ROOT_PROP = "smd_root"  # a plain reference's one node (JSON: id, name, rest position and rotation)
 
 
@@ -115,6 +116,9 @@ def import_reference(context, f: smd.SmdFile, name: str, source: bytes | None = 
                 warnings.append(f"node names that Blender cannot keep as bone names (empty, repeated or too long) "
                                 f"were changed: {', '.join(repr(n) for n in changed[:10])}")
         ob[STEM_PROP] = name
+        for mat, k in zip(me.materials, mesh.materials):  # the file's name, for an export after Blender made X.001
+            if mat is not None:
+                mat[MATERIAL_PROP] = scene.materials[k].name
         if f.goldsrc:
             ob[FLAVOUR_PROP] = "GoldSrc"
         if f.newline == "\r\n":
@@ -356,6 +360,11 @@ def gather_reference(context, flavour: str = "AUTO") -> tuple[cm.Scene, list[str
     scene, warnings = bscene.gather_scene(context, max_influences=smd.MAX_LINKS, tangents=False)
     if not scene.meshes:
         raise ExportError("nothing to export: no visible mesh")
+    for mat in scene.materials:  # an imported material Blender renamed X.001 (a second import): the file's name
+        held = bpy.data.materials.get(mat.name)
+        was = held.get(MATERIAL_PROP) if held is not None else None
+        if isinstance(was, str) and re.sub(r"\.\d{3}$", "", mat.name) == was:
+            mat.name = was
     newline, goldsrc = "\n", False
     for cmesh in scene.meshes:
         ob = bpy.data.objects.get(cmesh.name)

@@ -253,3 +253,17 @@ def test_an_edited_motion_keeps_the_files_comments_and_untouched_rows(clean_scen
     for a, b in zip(old.skeleton, new.skeleton):
         for x, y in ((a.positions, b.positions), (a.rotations, b.rotations)):
             assert np.array_equal(x, y) and np.array_equal(np.signbit(x), np.signbit(y))
+
+
+def test_an_smd_imported_twice_writes_its_material_names_without_blenders_suffix(clean_scene, interop, tmp_path):
+    """The second import of BST's Cube gets Blender's `no_material.001`; its export writes the file's name."""
+    path = interop / "bst_written" / "Cube_Armature.smd"
+    _import(path)
+    _import(path)
+    assert sorted(m.name for m in bpy.data.materials) == ["no_material", "no_material.001"]
+    second = [o for o in bpy.data.objects if o.type == "ARMATURE"][1]
+    for ob in bpy.context.view_layer.objects:
+        ob.select_set(ob == second)
+    bpy.context.view_layer.objects.active = second
+    assert bpy.ops.export_scene.skinbridge_smd(filepath=str(tmp_path / "model.smd")) == {"FINISHED"}
+    assert set(smd.read((tmp_path / "model.smd").read_bytes()).triangles.materials) == {"no_material"}
