@@ -250,17 +250,26 @@ def import_flex(context, f: smd.SmdFile, name: str, source: bytes | None = None)
         corner_vertex = np.empty(len(me.loops), np.int32)
         me.loops.foreach_get("vertex_index", corner_vertex)
     shapes = convert.flex_shapes(f, base, corner_vertex)
-    created = []
+    created, replaced = [], []
     try:
         if me.shape_keys is None or not len(me.shape_keys.key_blocks):
             created.append(ob.shape_key_add(name="Basis", from_mix=False))
+        basis = me.shape_keys.key_blocks[0]
         for s in shapes:
-            kb = ob.shape_key_add(name=s.name, from_mix=False)
-            created.append(kb)
+            kb = me.shape_keys.key_blocks.get(s.name)
+            if kb is not None and kb != basis:  # the mesh has this shape (its DMX, an earlier VTA): updated
+                old = np.empty(len(kb.points) * 3, np.float32)
+                kb.points.foreach_get("co", old)
+                replaced.append((kb, old))
+            else:
+                kb = ob.shape_key_add(name=s.name, from_mix=False)
+                created.append(kb)
+                kb.value = 0.0  # Blender 5 gives a new key 1.0: the mesh would show the basis plus every shape
             kb.points.foreach_set("co", s.positions.astype(np.float32).reshape(-1))
-            kb.value = 0.0  # Blender 5 gives a new key 1.0: the mesh would show the basis plus every shape
         me.update()
     except BaseException:
+        for kb, old in replaced:
+            kb.points.foreach_set("co", old)
         for kb in reversed(created):
             ob.shape_key_remove(kb)
         raise

@@ -267,3 +267,15 @@ def test_an_smd_imported_twice_writes_its_material_names_without_blenders_suffix
     bpy.context.view_layer.objects.active = second
     assert bpy.ops.export_scene.skinbridge_smd(filepath=str(tmp_path / "model.smd")) == {"FINISHED"}
     assert set(smd.read((tmp_path / "model.smd").read_bytes()).triangles.materials) == {"no_material"}
+
+
+def test_a_vta_onto_a_mesh_that_has_its_shapes_updates_them(clean_scene, testdata, tmp_path):
+    """BST's Cube as DMX (its shape `Key 1` a delta state), then BST's VTA of the same Cube: the one key is
+    updated, not copied as `Key 1.001`, and the VTA written back holds the basis and that one shape."""
+    (ob,) = _import(testdata / "dmx" / "bst_Cube_NoArmature.dmx")
+    names = [k.name for k in ob.data.shape_keys.key_blocks]
+    vta = testdata / "smd" / "bst_Cube_NoArmature_flex.vta"
+    formats.identify_file(vta).get("motion_loader")(bpy.context, str(vta), None, None)
+    assert [k.name for k in ob.data.shape_keys.key_blocks] == names == ["Basis", "Key 1"]
+    assert bpy.ops.export_scene.skinbridge_smd(filepath=str(tmp_path / "model.smd")) == {"FINISHED"}
+    assert len(smd.read((tmp_path / "model.vta").read_bytes()).vertex_animation) == 2
