@@ -545,8 +545,9 @@ def reference_of(scene: cm.Scene, warnings: list[str], newline: str = "\n",
 
 def _plain_root(scene: cm.Scene) -> dict | None:
     """The one node of a plain reference as read (`extras["smd"]["root"]`: id, name, rest position and
-    rotation), when every mesh of the scene came from that file's import; else None (a `root` node is made)."""
-    roots = [m.extras.get("smd", {}).get("root") for m in scene.meshes]
+    rotation), when the meshes of the scene that came from an import came from that file (a mesh added beside
+    them goes under that node too); else None (a `root` node is made)."""
+    roots = [r for r in (m.extras.get("smd", {}).get("root") for m in scene.meshes) if r is not None]
     root = roots[0] if roots else None
     ok = isinstance(root, dict) and all(r == root for r in roots) and isinstance(root.get("id"), int) \
         and isinstance(root.get("name"), str) and '"' not in root["name"] \

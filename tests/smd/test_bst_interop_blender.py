@@ -279,3 +279,16 @@ def test_a_vta_onto_a_mesh_that_has_its_shapes_updates_them(clean_scene, testdat
     assert [k.name for k in ob.data.shape_keys.key_blocks] == names == ["Basis", "Key 1"]
     assert bpy.ops.export_scene.skinbridge_smd(filepath=str(tmp_path / "model.smd")) == {"FINISHED"}
     assert len(smd.read((tmp_path / "model.vta").read_bytes()).vertex_animation) == 2
+
+
+def test_a_mesh_added_to_a_plain_reference_goes_under_the_files_node(clean_scene, testdata, tmp_path):
+    """A plain reference whose one node is BST's `blender_implicit` (the shared Cube with its node so named)
+    and a mesh added beside it: the export keeps the file's node rather than making `root`."""
+    path = tmp_path / "cube.smd"
+    path.write_bytes((testdata / "smd" / "bst_Cube_NoArmature_ref.smd").read_bytes().replace(
+        b'0 "root" -1', b'0 "blender_implicit" -1'))
+    _import(path)
+    bpy.ops.mesh.primitive_cube_add(location=(5, 0, 0))
+    assert bpy.ops.export_scene.skinbridge_smd(filepath=str(tmp_path / "model.smd")) == {"FINISHED"}
+    written = smd.read((tmp_path / "model.smd").read_bytes())
+    assert [n.name for n in written.nodes] == ["blender_implicit"] and len(written.triangles) == 24
