@@ -59,6 +59,7 @@ FORMATS = (
         capabilities={
             "read": "io_smd.smd.smd:read", "write": "io_smd.smd.smd:write", "kind_of": "io_smd.smd.smd:kind_of",
             "info": "io_smd.smd.info:info", "check": "io_smd.smd.check:check",
+            "diff_view": "io_smd.smd.check:diff_view",
             "load": "io_smd.smd.convert:load", "semantic": "io_smd.smd.convert:semantic",
             "write_scene": "io_smd.smd.scene_files:write_scene",
             # inside Blender only

@@ -1,9 +1,12 @@
 """Files Blender Source Tools writes (issue 47), read without Blender: its keyvalues2 DMX read and write back
-byte-identical, including the attributes it writes without a value (`"name" string`, a null element)."""
+byte-identical, including the attributes it writes without a value (`"name" string`, a null element); `skinbridge
+diff` of SMDs names skeleton rows by their bone."""
 from __future__ import annotations
 
 import pytest
 
+from skinbridge import formats
+from skinbridge.core.diff import diff_files
 from skinbridge.core.errors import FormatError
 from skinbridge.io_smd.dmx import dmx
 from skinbridge.io_smd.dmx.records import AttrType
@@ -37,3 +40,12 @@ def test_a_number_without_value_names_its_own_line():
         b'\t"position" "vector3" "0 0 0"\n}\n'
     with pytest.raises(FormatError, match=r"line 5: attribute 'x' \(int\) has no value"):
         dmx.read(text)
+
+
+def test_skinbridge_diff_names_a_skeleton_row_by_its_bone(testdata):
+    """A row of a skeleton frame is a bone's pose: `skinbridge diff` names it by the bone (the edit campaign
+    then sees a moved bone or key as that bone's edit), not only by its place in the frame."""
+    data = (testdata / "smd" / "bst_ActionFilter_X_Axis_anim.smd").read_bytes()
+    moved = data.replace(b"1  1.000000 0.000000 0.000000", b"1  1.500000 0.000000 0.000000")
+    (d,) = diff_files(formats.get("smd"), data, moved).differences
+    assert (d.record, d.field, float(d.value_b)) == ("skeleton[1].rows[1] (Bone)", "position[0]", 1.5)
