@@ -140,9 +140,9 @@ check = Checker(read=smd.read, validate=_validate, write=smd.write, differs=_dif
 
 
 def diff_view(f: smd.SmdFile) -> dict:
-    """What `skinbridge diff` compares of two SMD / VTA files: the records as read, each skeleton frame's rows
-    named by their node (`skeleton[2].rows[1] (Bone): position`: a row is that bone's pose, not the row's
-    place in the frame)."""
+    """What `skinbridge diff` compares of two SMD / VTA files: the records as read, the skeleton block as its
+    frames (`time k`: the rest pose of a reference, the keys of an animation), each frame's rows named by their
+    node (`frames[2].rows[1] (Bone): position`: a row is that bone's pose, not the row's place in the frame)."""
     names_of = {n.id: n.name for n in f.nodes}
 
     def rows(fr: smd.Frame) -> list[dict]:
@@ -151,6 +151,6 @@ def diff_view(f: smd.SmdFile) -> dict:
                  "rotation": fr.rotations[k], "line": lines[k]} for k, b in enumerate(fr.bones)]
 
     return {"version": f.version, "nodes": f.nodes,
-            "skeleton": [{"time": fr.time, "comment": fr.comment, "line": fr.line, "rows": rows(fr)}
-                         for fr in f.skeleton],
+            "frames": [{"time": fr.time, "comment": fr.comment, "line": fr.line, "rows": rows(fr)}
+                       for fr in f.skeleton],
             "triangles": f.triangles, "vertex_animation": f.vertex_animation, "newline": f.newline}

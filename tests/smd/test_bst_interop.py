@@ -48,4 +48,4 @@ def test_skinbridge_diff_names_a_skeleton_row_by_its_bone(testdata):
     data = (testdata / "smd" / "bst_ActionFilter_X_Axis_anim.smd").read_bytes()
     moved = data.replace(b"1  1.000000 0.000000 0.000000", b"1  1.500000 0.000000 0.000000")
     (d,) = diff_files(formats.get("smd"), data, moved).differences
-    assert (d.record, d.field, float(d.value_b)) == ("skeleton[1].rows[1] (Bone)", "position[0]", 1.5)
+    assert (d.record, d.field, float(d.value_b)) == ("frames[1].rows[1] (Bone)", "position[0]", 1.5)
