@@ -355,6 +355,13 @@ def _sizes(d) -> bool:
     return d.field == "count" or bool(SIZES.search(d.field.rsplit(".", 1)[-1]))
 
 
+def _grew(d) -> bool:
+    try:
+        return int(d.value_b) > int(d.value_a)
+    except (TypeError, ValueError):
+        return False
+
+
 def _where(d) -> str:
     return f"{d.record}.{d.field}"
 
@@ -378,8 +385,10 @@ def _rules(kind: str, t: Touched, motion: bool = False):
                 lambda d: named(d) or _sizes(d) or "hash" in d.field.lower())
     if kind.startswith("key-"):
         # a key on a bone without keys adds its track: the count of the tracks is the edit then (a key added to a
-        # table of every bone's keys, VMD's, is named on the count's line: `bone_keys (added: センター)`)
-        return (lambda d: (named(d) or not t.names or "without keys" in t.what and d.field.endswith("count"))
+        # table of every bone's keys, VMD's, is named on the count's line: `bone_keys (added: センター)`); a key after
+        # the last frame adds frames to a format that writes every frame (SMD): their count growing is the edit
+        return (lambda d: (named(d) or not t.names or "without keys" in t.what and d.field.endswith("count")
+                           or kind == "key-after-end" and d.field.endswith("count") and _grew(d))
                 and bool(ANIMATION.search(_where(d))),
                 lambda d: _sizes(d) or bool(_words(r"duration", r"length", r"frame_?count", r"end", r"last",
                                                    r"time", r"range").search(d.field)))

@@ -7,7 +7,7 @@
 * `dmx/`: DMX (the element graph of the Source tools, binary or keyvalues2 text): codec (`dmx`, with the text
   encoding in `kv2` and the records in `records`), summary (`info`), findings (`check`), the model and its
   animations as a core Scene (`convert`), a core Scene as DMX files with a QC (`write`, `scene_files`) and,
-  inside Blender only, import/export (`blender_io`).
+  inside Blender only, import/export (`blender_io`, with shared vertices and polygons in `blender_mesh`).
 
 In the family package above the parts: the import of every file a QC names (`blender_qc`, Blender only) and the
 File menu entries of SMD and DMX (`ops`).
@@ -59,6 +59,7 @@ FORMATS = (
         capabilities={
             "read": "io_smd.smd.smd:read", "write": "io_smd.smd.smd:write", "kind_of": "io_smd.smd.smd:kind_of",
             "info": "io_smd.smd.info:info", "check": "io_smd.smd.check:check",
+            "diff_view": "io_smd.smd.check:diff_view",
             "load": "io_smd.smd.convert:load", "semantic": "io_smd.smd.convert:semantic",
             "write_scene": "io_smd.smd.scene_files:write_scene",
             # inside Blender only

@@ -25,6 +25,7 @@ import pytest  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TESTDATA = ROOT.parent / "shared" / "testdata"
+INTEROP = ROOT.parent / "shared" / "interop"  # files other tools wrote, read in place as the samples are
 
 # tests/ is on the path (pytest's prepend import mode puts this file's folder there), which serves `support.*` and
 # `conftest`: a helper two test modules share lives in tests/support/, never in a test module
@@ -59,6 +60,15 @@ def pytest_configure(config):
 @pytest.fixture(scope="session")
 def testdata() -> pathlib.Path:
     return TESTDATA
+
+
+@pytest.fixture(scope="session")
+def interop() -> pathlib.Path:
+    """The folder of files other tools wrote (Blender Source Tools' exports in `bst_written`), beside the
+    samples; a test that reads it fails without it (never skips)."""
+    if not INTEROP.is_dir():
+        pytest.fail(f"{INTEROP} not found: the interop files are read there, beside ../shared/testdata")
+    return INTEROP
 
 
 @pytest.fixture(scope="session")

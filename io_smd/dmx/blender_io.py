@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import bpy
 
@@ -30,7 +31,8 @@ from ...core.errors import ExportError
 from ...core.fileio import read_bytes
 from ...core.names import clean
 from ...core.naming import safe_file_name
-from . import convert, dmx, write
+from ..smd import blender_io as smd_blender
+from . import blender_mesh, convert, dmx, write
 
 
 # bytes: a larger file is not kept. Keeping costs the import one read of what it built (as an export reads it):
@@ -56,6 +58,7 @@ def _add_actions(context, arm_ob, animations: list[cm.Animation], created: list,
         created.append(act)
         actions.append(act)
         act.frame_start, act.frame_end = 0.0, float(anim.length) * fps
+        smd_blender.free_frame_range(act)
         warnings += more
     if not own_rig and unmatched_motion(arm_ob, actions):  # the rule of every motion import
         raise ExportError(f"none of the tracks of {', '.join(a.name for a in animations)} matches a bone of "
@@ -134,6 +137,12 @@ def blender_import(context, path: str, options=None) -> list[str]:
     result = bscene.build_scene(context, scene, name, os.path.dirname(path))
     try:
         meshes = [ob for ob in result.objects if ob.type == "MESH"]
+        for ob, cmesh in zip(meshes, scene.meshes):
+            blender_mesh.keep_fields(ob.data, cmesh.extras.get("dmx", {}).get("fields", []))
+            blender_mesh.share(ob.data, cmesh.extras.get("dmx", {}).get("topology", {}))
+            for mat, k in zip(ob.data.materials, cmesh.materials):
+                if mat is not None and scene.materials[k].extras.get(convert.MTL_NAME):
+                    mat[convert.MTL_NAME] = scene.materials[k].extras[convert.MTL_NAME]
         add_flex(meshes, scene)
         if result.armature is not None and scene.animations:
             made: list = []
@@ -180,14 +189,48 @@ def _export_scene(context, objects: tuple | None = None) -> tuple[cm.Scene, list
     """The core Scene `export_target` writes as the model (`objects`: the (meshes, armature) to read, else the
     visible ones), its flex controllers included."""
     scene, warnings = bscene.gather_scene(context, max_influences=write.MAX_WEIGHTS, tangents=False,
-                                          objects=objects)
-    if not scene.meshes:
-        raise ExportError("nothing to export: no visible mesh")
+                                          objects=objects, bones_alone=True)
+    if not scene.meshes and scene.skeleton is None:  # an armature alone writes its skeleton and its motions
+        raise ExportError("nothing to export: no visible mesh or armature")
     meshes, _ = objects if objects is not None else bscene.exportable_objects(context)
+    by_name = {ob.name: ob for ob in meshes}
+    depsgraph = context.evaluated_depsgraph_get()
+    for cmesh in scene.meshes:  # the polygons, which the core mesh holds as triangles
+        ob = by_name.get(cmesh.name)
+        found = blender_mesh.polygons(ob, cmesh, depsgraph) if ob is not None else None
+        if found is not None and "sizes" in found:
+            cmesh.extras["dmx_polygons"] = found
+        if found is not None and ob.data.get(blender_mesh.FIELDS_PROP):
+            cmesh.extras["dmx_fields"] = blender_mesh.read_fields(ob, found["loop_vertex"], len(cmesh.positions))
+        if ob is not None and _unweighted(ob):  # under the model without weights, as BST writes it (Dice)
+            cmesh.joints = cmesh.weights = None
+            warnings = [w for w in warnings if not w.startswith(f"{ob.name}: not deformed by the armature")]
+    for mat in scene.materials:
+        _material_name(mat)
     controls = [c for ob in meshes for c in _kept_controls(ob, warnings)]
     if controls:
         scene.extras["dmx_controls"] = controls
     return scene, warnings
+
+
+def _unweighted(ob) -> bool:
+    """A mesh no armature deforms and no bone carries: a DMX mesh without weights (the shared reading weights
+    it to the root bone, which in BST's vertex-animation models is the animated bone)."""
+    return ob.parent_type != "BONE" and not any(m.type == "ARMATURE" and m.object is not None
+                                                for m in ob.modifiers)
+
+
+def _material_name(mat: cm.Material) -> None:
+    """The mtlName the export writes for a Blender material: the imported file's (its folder kept) while the
+    material keeps that name but for Blender's .001 suffix; a renamed one in the same folder."""
+    held = bpy.data.materials.get(mat.name)
+    mtl = held.get(convert.MTL_NAME) if held is not None else None
+    if not isinstance(mtl, str):
+        return
+    name = re.sub(r"\.\d{3}$", "", mat.name)
+    folder, _, base = mtl.replace("\\", "/").rpartition("/")
+    mat.name = base if name == base else name
+    mat.extras[convert.MTL_NAME] = mtl if name == base else (folder + "/" + name if folder else name)
 
 
 def import_clips(context, record: dmx.DmxFile, name: str, armature) -> list[str]:

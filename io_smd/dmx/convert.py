@@ -81,6 +81,12 @@ def up_matrix(model: Element | None) -> np.ndarray:
     return m
 
 
+def _local_of(e: Element, base: dict[str, Element]) -> np.ndarray:
+    """The element's bind pose relative to its parent as a matrix (`_pose_of`)."""
+    pos, q = _pose_of(e, base)
+    return trs_to_matrix(pos[None], q[None, [3, 0, 1, 2]], np.ones((1, 3)))[0]
+
+
 def _pose_of(e: Element, base: dict[str, Element]) -> tuple[np.ndarray, np.ndarray]:
     """The element's local position and (x, y, z, w) orientation: its base-state transform of the same name (the
     bind pose), else its own; identity without either."""
@@ -98,8 +104,11 @@ def _shape_mesh(e: Element) -> Element | None:
 
 
 def skeleton_of(model: Element, up: np.ndarray, warnings: list[str]
-                ) -> tuple[cm.Skeleton | None, list[Element], list[tuple[Element, int]]]:
-    """The bones (parents first), their elements, and the meshes with their parent bone.
+                ) -> tuple[cm.Skeleton | None, list[Element], list[tuple[Element, int, np.ndarray]]]:
+    """The bones (parents first), their elements, and the meshes with their parent bone and where their node
+    puts them in the model (Blender's axes): the parent bone's bind (the up axis for a mesh under the model)
+    times the node's own transform and those of the mesh nodes above it, which Blender Source Tools writes for
+    every object.
 
     The joint tree is walked with a stack, never recursion, so a chain of any depth reads; the local matrices
     are made in one numpy call and the binds in one pass, parents before children (every bone follows its
@@ -109,11 +118,11 @@ def skeleton_of(model: Element, up: np.ndarray, warnings: list[str]
     elems: list[Element] = []
     parents: list[int] = []
     poses: list[tuple[np.ndarray, np.ndarray]] = []
-    meshes: list[tuple[Element, int]] = []
-    stack = [(c, -1) for c in reversed(_elems(model, "children"))]
+    placed: list[tuple[Element, int, np.ndarray]] = []  # mesh, parent bone, node matrix relative to that bone
+    stack = [(c, -1, np.eye(4)) for c in reversed(_elems(model, "children"))]
     seen = {id(model)}
     while stack:
-        e, parent = stack.pop()
+        e, parent, above = stack.pop()
         if id(e) in seen:
             warnings.append(f"element {e.type} {e.name!r} is a child twice (or of itself): its second place is "
                             "left out")
@@ -121,17 +130,18 @@ def skeleton_of(model: Element, up: np.ndarray, warnings: list[str]
         seen.add(id(e))
         mesh = _shape_mesh(e) if e.type == "DmeDag" else None
         if mesh is not None:
-            meshes.append((mesh, parent))
+            above = above @ _local_of(e, base)
+            placed.append((mesh, parent, above))
         elif e.type in ("DmeJoint", "DmeDag") and e.name != IMPLICIT_BONE:
             elems.append(e)
             parents.append(parent)
             poses.append(_pose_of(e, base))
-            parent = len(elems) - 1
+            parent, above = len(elems) - 1, np.eye(4)
         elif e.type != "DmeModel":
             continue
-        stack += [(c, parent) for c in reversed(_elems(e, "children"))]
+        stack += [(c, parent, above) for c in reversed(_elems(e, "children"))]
     if not elems:
-        return None, elems, meshes
+        return None, elems, [(m, p, up @ a) for m, p, a in placed]
     pos = np.array([p for p, _ in poses], np.float64).reshape(-1, 3)
     q = np.array([q for _, q in poses], np.float64).reshape(-1, 4)
     local = trs_to_matrix(pos, q[:, [3, 0, 1, 2]], np.ones_like(pos))
@@ -143,12 +153,27 @@ def skeleton_of(model: Element, up: np.ndarray, warnings: list[str]
     t, r, s = matrix_to_trs(local)
     skel = cm.Skeleton(name=model.name or "Armature")
     skel.bones = [cm.Bone(e.name or f"bone{i}", parents[i], binds[i], t[i], r[i], s[i]) for i, e in enumerate(elems)]
-    return skel, elems, meshes
+    return skel, elems, [(m, p, (binds[p] if p >= 0 else up) @ a) for m, p, a in placed]
 
 
-def _faces(mesh: Element, corners: int, scene: cm.Scene, where: str) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """Triangles (fans of each polygon), their material slot, and the slots' scene materials."""
-    tris, slots, materials = [], [], []
+MTL_NAME = "dmx_mtlName"  # a material's extras: its mtlName as the file has it (folder included)
+
+
+def _material(scene: cm.Scene, mtl: str) -> int:
+    """The scene material of a face set's `mtlName`: one per name however many face sets and meshes use it
+    (else Blender would name the others .001, .002), named without the material folder."""
+    for k, m in enumerate(scene.materials):
+        if m.extras.get(MTL_NAME) == mtl:
+            return k
+    scene.materials.append(cm.Material(name=mtl.replace("\\", "/").rsplit("/", 1)[-1] or mtl, extras={MTL_NAME: mtl}))
+    return len(scene.materials) - 1
+
+
+def _faces(mesh: Element, corners: int, scene: cm.Scene, where: str
+           ) -> tuple[np.ndarray, np.ndarray, list[int], np.ndarray]:
+    """Triangles (fans of each polygon), their material slot, the slots' scene materials, and the corner count
+    of each polygon the triangles come from (in their order)."""
+    tris, slots, materials, sizes = [], [], [], []
     for k, face_set in enumerate(_elems(mesh, "faceSets")):
         faces = _values(face_set, "faces", AttrType.INT, f"{where} face set {k}")
         if faces is None or not len(faces):
@@ -161,18 +186,17 @@ def _faces(mesh: Element, corners: int, scene: cm.Scene, where: str) -> tuple[np
         counts = np.maximum(ends - starts - 2, 0)  # triangles of each polygon's fan
         if not counts.sum():
             continue
+        sizes.append(counts[counts > 0] + 2)
         first = np.repeat(starts, counts)
         k = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts) + 1
         fan = [np.stack([faces[first], faces[first + k], faces[first + k + 1]], 1)]
-        mat = _elem(face_set, "material")
-        name = os.path.basename(_scalar(mat, "mtlName", AttrType.STRING, None) or face_set.name or "material")
-        scene.materials.append(cm.Material(name=name))
-        materials.append(len(scene.materials) - 1)
+        materials.append(_material(scene, _scalar(_elem(face_set, "material"), "mtlName", AttrType.STRING, None)
+                                   or face_set.name or "material"))
         tris.append(np.concatenate(fan))
         slots.append(np.full(len(tris[-1]), len(materials) - 1, np.int32))
     if not tris:
-        return np.zeros((0, 3), np.int32), np.zeros(0, np.int32), materials
-    return np.concatenate(tris).astype(np.int32), np.concatenate(slots), materials
+        return np.zeros((0, 3), np.int32), np.zeros(0, np.int32), materials, np.zeros(0, np.int64)
+    return np.concatenate(tris).astype(np.int32), np.concatenate(slots), materials, np.concatenate(sizes)
 
 
 def _joint_bones(model: Element, bones: list[Element], fmt_version: int) -> np.ndarray:
@@ -212,7 +236,29 @@ def _weights(data: Element, kw: dict, positions: int, joint_bones: np.ndarray, w
     return np.where(bones < 0, 0, bones).astype(np.int32), np.where(bones < 0, 0, w).astype(np.float32)
 
 
-def _shape_keys(mesh: Element, data: Element, kw: dict, pos_index: np.ndarray, rot: np.ndarray, where: str
+# the value types of the vertex fields kept as Blender corner attributes (cloth, vertex paint, balance maps)
+KEPT_FIELD_TYPES = (AttrType.FLOAT, AttrType.VECTOR2, AttrType.VECTOR3, AttrType.VECTOR4)
+
+
+def _other_fields(data: Element, kw: dict, read: list[str], corners: int, where: str) -> list[tuple]:
+    """The vertexFormat fields the mapping does not read otherwise (`cloth_enable$0`, `VertexPaintTintColor$0`,
+    `balance$0`, ...): (name, type, value of each DMX vertex), for the Blender import to keep and the export to
+    write back."""
+    fields = data.get("vertexFormat")
+    names = fields.value if fields is not None and fields.type == AttrType.STRING and fields.array else []
+    skip = set(read) | {kw["position"], kw["normal"], kw["weight"], kw["joint"]}
+    out = []
+    for name in names:
+        a = data.get(name)
+        if name in skip or a is None or not a.array or a.type not in KEPT_FIELD_TYPES:
+            continue
+        values = _field(data, name, a.type, corners, where)
+        if values is not None:
+            out.append((name, a.type, np.asarray(values, np.float32)))
+    return out
+
+
+def _shape_keys(mesh: Element, data: Element, kw: dict, pos_index: np.ndarray, place: np.ndarray, where: str
                 ) -> list[cm.ShapeKey]:
     base = _values(data, kw["position"], AttrType.VECTOR3, where).astype(np.float64)
     out = []
@@ -226,13 +272,14 @@ def _shape_keys(mesh: Element, data: Element, kw: dict, pos_index: np.ndarray, r
                 raise FormatError(f"{here}: {len(d)} deltas for {len(di)} indices", None, kw["position"])
             _indexed(base, di, here, kw["position"] + "Indices")
             np.add.at(moved, di, d.astype(np.float64))
-        positions = ((base + moved)[pos_index] @ rot.T).astype(np.float32)
+        positions = ((base + moved)[pos_index] @ place[:3, :3].T + place[:3, 3]).astype(np.float32)
         out.append(cm.ShapeKey(delta.name or f"shape{len(out)}", positions))
     return out
 
 
-def mesh_of(mesh: Element, parent: int, joint_bones: np.ndarray, up: np.ndarray, kw: dict, scene: cm.Scene,
+def mesh_of(mesh: Element, parent: int, joint_bones: np.ndarray, place: np.ndarray, kw: dict, scene: cm.Scene,
             warnings: list[str]) -> cm.Mesh:
+    """The mesh with its vertices in the model's space: `place` is its node's matrix (`skeleton_of`)."""
     where = f"mesh {mesh.name!r}"
     data = _elem(mesh, "currentState") or _elem(mesh, "bindState")
     if data is None:
@@ -243,8 +290,8 @@ def mesh_of(mesh: Element, parent: int, joint_bones: np.ndarray, up: np.ndarray,
         raise FormatError(f"{where}: no {kw['position']} with its indices", None, kw["position"])
     corners = len(pos_index)
     _indexed(values, pos_index, where, kw["position"] + "Indices")
-    rot = up[:3, :3]
-    m = cm.Mesh(mesh.name or "mesh", (values[pos_index].astype(np.float64) @ rot.T).astype(np.float32),
+    rot, move = place[:3, :3], place[:3, 3]
+    m = cm.Mesh(mesh.name or "mesh", (values[pos_index].astype(np.float64) @ rot.T + move).astype(np.float32),
                 np.zeros((0, 3), np.int32))
     normals = _field(data, kw["normal"], AttrType.VECTOR3, corners, where)
     m.normals = None if normals is None else (normals.astype(np.float64) @ rot.T).astype(np.float32)
@@ -259,13 +306,16 @@ def mesh_of(mesh: Element, parent: int, joint_bones: np.ndarray, up: np.ndarray,
             if not flip:  # unflipped files keep V from the top, as the engine samples it
                 uv[:, 1] = 1 - uv[:, 1]
             m.uvs.append(("UVMap" if name == kw["uv"] else name, uv))
+    m.extras.setdefault("dmx", {})["fields"] = _other_fields(data, kw, uv_names, corners, where)
     skin = _weights(data, kw, len(values), joint_bones, where)
     if skin is not None:
         m.joints, m.weights = skin[0][pos_index], skin[1][pos_index]
     elif parent >= 0:  # a mesh under a joint without weights moves with that joint
         m.joints, m.weights = np.full((corners, 1), parent, np.int32), np.ones((corners, 1), np.float32)
-    m.triangles, m.material_indices, m.materials = _faces(mesh, corners, scene, where)
-    m.shape_keys = _shape_keys(mesh, data, kw, pos_index, rot, where)
+    m.triangles, m.material_indices, m.materials, sizes = _faces(mesh, corners, scene, where)
+    # what the Blender import joins back: the DMX vertices of one position value, the fans of one polygon
+    m.extras.setdefault("dmx", {})["topology"] = {"position": pos_index.astype(np.int64), "polygons": sizes}
+    m.shape_keys = _shape_keys(mesh, data, kw, pos_index, place, where)
     return m
 
 
@@ -407,8 +457,9 @@ def to_scene(d: DmxFile, name: str, with_animations: bool = True) -> tuple[cm.Sc
     scene.skeleton = skel
     kw = KEYWORDS_22 if d.format_version >= 22 else KEYWORDS_OLD
     joint_bones = _joint_bones(model, bones, d.format_version)
-    for mesh, parent in meshes:
-        scene.meshes.append(mesh_of(mesh, parent if skel is not None else -1, joint_bones, up, kw, scene, warnings))
+    for mesh, parent, place in meshes:
+        scene.meshes.append(mesh_of(mesh, parent if skel is not None else -1, joint_bones, place, kw, scene,
+                                    warnings))
     deltas = [e.name or "" for e in d.elements if e.type == "DmeVertexDeltaData"]
     separator = corrective_separator(deltas, d.format_version)
     for m in scene.meshes:

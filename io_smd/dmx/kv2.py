@@ -119,8 +119,10 @@ class _Parser:
         self.fixups: list[tuple[Attribute, int | None, str]] = []
         self.linked: list[Attribute] = []  # element attributes: their value key is known once resolved
 
-    def fail(self, message: str, field: str) -> FormatError:
-        at = self.where[min(self.i, len(self.where) - 1)] if self.where else 0
+    def fail(self, message: str, field: str, token: int | None = None) -> FormatError:
+        """An error on the line of token `token` (default: the next one)."""
+        token = self.i if token is None else token
+        at = self.where[min(token, len(self.where) - 1)] if self.where else 0
         return FormatError(f"line {self.text.count(chr(10), 0, at) + 1}: {message}", None, field)
 
     def take(self, kinds: str, field: str) -> str:
@@ -154,13 +156,19 @@ class _Parser:
                 id_raw = self.take("qw", "an element id")
                 e.id = self.uuid(unquote(id_raw), "element id")
             elif name == "name" and tname == "string" and name_raw is None:
-                name_raw = self.take("qw", "an element name")
-                e.name, e.name_at = unquote(name_raw), len(e.attributes)
+                name_raw = "" if self.absent(type_tok) else self.take("qw", "an element name")
+                e.name, e.name_at = unquote(name_raw) if name_raw else "", len(e.attributes)
             else:
                 e.attributes.append((yield from self._attribute(name_tok, type_tok, depth)))
         self.i += 1
         e.raw = (type_raw, id_raw, name_raw)
         return e
+
+    def absent(self, type_tok: str) -> bool:
+        """Whether the attribute whose type token was just taken has no value: Blender Source Tools writes an
+        empty name or a null element as its type unquoted with nothing after it (`"name" string`), the next
+        attribute on the next line."""
+        return kind(type_tok) == "w" and (self.peek() in ("}", "") or "\n" in self.tokens.trivia[self.i])
 
     def uuid(self, text: str, field: str) -> uuid.UUID:
         try:
@@ -181,8 +189,18 @@ class _Parser:
             self.linked.append(a)
             return a
         a = Attribute(name, t, array, None)
+        if not array and t != AttrType.ELEMENT and self.absent(type_tok):
+            if t != AttrType.STRING:  # on the line that lacks the value, not where the misreading would end
+                raise self.fail(f"attribute {name!r} ({tname}) has no value", "value", self.i - 1)
+            a.value, a.raw = "", (name_tok, type_tok)  # an empty string, as the name above
+            a.seen = value_key(a)
+            return a
         if t == AttrType.ELEMENT:
             a.raw = (name_tok, type_tok)
+            if not array and (self.absent(type_tok) or self.peek() == "}"):  # a null element, as BST writes it
+                a.inline = False
+                self.linked.append(a)
+                return a
             yield from self._elements_of(a, depth)
             self.linked.append(a)
             return a
@@ -212,9 +230,6 @@ class _Parser:
 
     def _elements_of(self, a: Attribute, depth: int) -> Generator[tuple, Element, None]:
         if not a.array:
-            if self.peek() == "}":  # Blender Source Tools writes a null element as a type with no value
-                a.value, a.inline = None, False
-                return
             tok = self.take("qw", f"the element id of {a.name!r}")
             self.fixups.append((a, None, unquote(tok)))
             a.inline, a.raw = False, (a.raw[0], a.raw[1], tok)
@@ -435,8 +450,11 @@ class _Writer:
         name_at = e.name_at if e.name_at is not None else 0
         for k, a in enumerate(e.attributes + [None]):
             if k == name_at and e.name is not None:
-                self.line(inner, '"name"', '"string"', raw[2] if raw[2] and unquote(raw[2]) == e.name
-                          else quote(e.name))
+                if raw[2] == "" and e.name == "":  # no value, as read (`"name" string`)
+                    self.line(inner, '"name"', "string")
+                else:
+                    self.line(inner, '"name"', '"string"', raw[2] if raw[2] and unquote(raw[2]) == e.name
+                              else quote(e.name))
             if a is not None:
                 yield from self._attribute(a, inner)
         self.tok("}", self.nl + indent)
@@ -455,7 +473,7 @@ class _Writer:
             items = list(a.raw[2:]) if same else [
                 quote(format_item(a.type, v)) for v in (a.value if a.array else [a.value])]
             if not a.array:
-                self.line(indent, name_tok, type_tok, items[0])
+                self.line(indent, name_tok, type_tok, *items[:1])  # no item: an empty value written as read
                 return
             self.line(indent, name_tok, type_tok)
             self.tok("[", " ")
@@ -488,6 +506,8 @@ class _Writer:
             if self.inline(a, None, a.value):
                 self.line(indent, name_tok, a.value.raw[0] if a.value.raw else quote(a.value.type or ""))
                 yield (a.value, indent)
+            elif same and len(a.raw) == 2:  # a null element written as read (no value)
+                self.line(indent, *a.raw)
             else:
                 self.line(indent, name_tok, '"element"', self.reference(a.value, a, 0, same))
             return

@@ -122,18 +122,34 @@ class _Skeleton:
         return m
 
 
+def shared_positions(mesh: cm.Mesh) -> tuple[np.ndarray, np.ndarray]:
+    """(the core vertex of each position value, the position value of each core vertex): one position per
+    Blender vertex (`source_vertex`, which the core mesh splits where corner data differ), as Blender Source
+    Tools writes them; without it, one per core vertex."""
+    source = np.asarray(mesh.extras.get("source_vertex", ()), np.int64)
+    if len(source) != len(mesh.positions):
+        every = np.arange(len(mesh.positions))
+        return every, every
+    _, first, index = np.unique(source, return_index=True, return_inverse=True)
+    return first, index.reshape(-1)
+
+
 def _vertex_data(mesh: cm.Mesh, name: str) -> Element:
     n = len(mesh.positions)
     every = np.arange(n, dtype=np.int32)
+    first, pos_index = shared_positions(mesh)
     fields = ["position$0"]
     data = _new("DmeVertexData", name)
-    attrs = [("position$0", AttrType.VECTOR3, mesh.positions)]
+    attrs = [("position$0", AttrType.VECTOR3, np.asarray(mesh.positions)[first])]
     if mesh.normals is not None:
         fields.append("normal$0")
         attrs.append(("normal$0", AttrType.VECTOR3, mesh.normals))
     for k, (_, uv) in enumerate(mesh.uvs):
         fields.append(f"texcoord${k}")
         attrs.append((f"texcoord${k}", AttrType.VECTOR2, uv))
+    for key, kind, values in mesh.extras.get("dmx_fields", []):  # cloth, paint, balance maps kept by import
+        fields.append(key)
+        attrs.append((key, AttrType[kind], values))
     weighted = mesh.joints is not None and mesh.weights is not None and mesh.weights.shape[1] > 0
     if weighted:
         fields += ["blendweights$0", "blendindices$0"]
@@ -141,35 +157,52 @@ def _vertex_data(mesh: cm.Mesh, name: str) -> Element:
                         _attr("flipVCoordinates", AttrType.BOOL, 1),
                         _attr("jointCount", AttrType.INT, mesh.weights.shape[1] if weighted else 0)]
     for key, t, values in attrs:
-        data.attributes += [_attr(key, t, values), _attr(key + "Indices", AttrType.INT, every)]
-    if weighted:
-        w = np.asarray(mesh.weights, np.float32)
-        j = np.where(w > 0, np.asarray(mesh.joints) + 1, 0)  # jointList[0] is the model itself: no bone
+        indices = pos_index.astype(np.int32) if key == "position$0" else every
+        data.attributes += [_attr(key, t, values), _attr(key + "Indices", AttrType.INT, indices)]
+    if weighted:  # weights belong to position values
+        w = np.asarray(mesh.weights, np.float32)[first]
+        j = np.where(w > 0, np.asarray(mesh.joints)[first] + 1, 0)  # jointList[0] is the model itself: no bone
         data.attributes += [_attr("blendweights$0", AttrType.FLOAT, w.reshape(-1)),
                             _attr("blendindices$0", AttrType.INT, j.reshape(-1))]
     return data
 
 
 def _delta(mesh: cm.Mesh, key: cm.ShapeKey) -> Element:
-    moved = np.asarray(key.positions, np.float32) - np.asarray(mesh.positions, np.float32)
+    first, _ = shared_positions(mesh)  # deltas move position values
+    moved = (np.asarray(key.positions, np.float32) - np.asarray(mesh.positions, np.float32))[first]
     which = np.flatnonzero(np.abs(moved).max(axis=1) > 0).astype(np.int32)
     return _new("DmeVertexDeltaData", key.name, vertexFormat=(AttrType.STRING, ["position$0"]),
                 flipVCoordinates=(AttrType.BOOL, 1), jointCount=(AttrType.INT, 0),
                 **{"position$0": (AttrType.VECTOR3, moved[which]), "position$0Indices": (AttrType.INT, which)})
 
 
-def _face_sets(mesh: cm.Mesh, scene: cm.Scene) -> list[Element]:
-    """One face set per material slot used, its triangles in mesh order, each closed by -1."""
+def _polygons(mesh: cm.Mesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(corner count, corners, material slot) of each face: the Blender polygons the export read
+    (`dmx_polygons`, blender_mesh.py), else the triangles."""
+    found = mesh.extras.get("dmx_polygons")
+    if isinstance(found, dict):
+        return np.asarray(found["sizes"]), np.asarray(found["corners"], np.int32), np.asarray(found["slots"])
     tris = np.asarray(mesh.triangles, np.int32)
     slots = (np.asarray(mesh.material_indices) if mesh.material_indices is not None
              else np.zeros(len(tris), np.int64))
+    return np.full(len(tris), 3), tris.reshape(-1), slots
+
+
+def _face_sets(mesh: cm.Mesh, scene: cm.Scene) -> list[Element]:
+    """One face set per material slot used, its polygons in mesh order, each closed by -1."""
+    sizes, corners, slots = _polygons(mesh)
+    # each face's corners then -1: corner k of the faces goes to k + (faces before it), -1 after each face
+    closed = np.full(len(corners) + len(sizes), -1, np.int32)
+    closed[np.arange(len(corners)) + np.repeat(np.arange(len(sizes)), sizes)] = corners
+    face_of = np.repeat(np.arange(len(sizes)), sizes + 1)
     out = []
     for slot in np.unique(slots):
-        name = (scene.materials[mesh.materials[slot]].name if 0 <= slot < len(mesh.materials)
-                else "no_material")
-        faces = np.concatenate([tris[slots == slot], np.full((int((slots == slot).sum()), 1), -1, np.int32)], 1)
-        material = _new("DmeMaterial", name, mtlName=(AttrType.STRING, name))
-        out.append(_new("DmeFaceSet", name, faces=(AttrType.INT, faces.reshape(-1))))
+        mat = scene.materials[mesh.materials[slot]] if 0 <= slot < len(mesh.materials) else None
+        name = mat.name if mat is not None else "no_material"
+        mtl = mat.extras.get(convert.MTL_NAME, name) if mat is not None else name  # the folder as read
+        faces = closed[np.isin(face_of, np.flatnonzero(slots == slot))]
+        material = _new("DmeMaterial", name, mtlName=(AttrType.STRING, mtl))
+        out.append(_new("DmeFaceSet", name, faces=(AttrType.INT, faces)))
         out[-1].attributes.insert(0, _attr("material", AttrType.ELEMENT, material))
     return out
 

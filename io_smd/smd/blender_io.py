@@ -20,6 +20,7 @@ spec's options say. Export only reads the scene.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -47,6 +48,7 @@ NEWLINE_PROP = "smd_newline"  # "CRLF" when read with CRLF
 SOURCE_PROP = "smd_source"  # the file's bytes (kept.py): on the reference's mesh, on an animation's action
 VTA_SOURCE_PROP = "smd_vta_source"  # a VTA's bytes, on the mesh its shapes went onto
 DROPPED_PROP = "smd_dropped_triangles"  # the reference's triangles Blender could not hold (a repeated vertex)
+MATERIAL_PROP = "smd_material"  # on a material an import made: the name the file gives it
 ROOT_PROP = "smd_root"  # a plain reference's one node (JSON: id, name, rest position and rotation)
 
 
@@ -114,6 +116,9 @@ def import_reference(context, f: smd.SmdFile, name: str, source: bytes | None = 
                 warnings.append(f"node names that Blender cannot keep as bone names (empty, repeated or too long) "
                                 f"were changed: {', '.join(repr(n) for n in changed[:10])}")
         ob[STEM_PROP] = name
+        for mat, k in zip(me.materials, mesh.materials):  # the file's name, for an export after Blender made X.001
+            if mat is not None:
+                mat[MATERIAL_PROP] = scene.materials[k].name
         if f.goldsrc:
             ob[FLAVOUR_PROP] = "GoldSrc"
         if f.newline == "\r\n":
@@ -187,6 +192,7 @@ def import_motion(context, f: smd.SmdFile, name: str, armature=None, rate: float
                               "nothing imported (select the armature this motion was made for)")
         act.frame_start = float(min(fr.time for fr in f.skeleton)) * to_frame if f.skeleton else 0.0
         act.frame_end = float(max(fr.time for fr in f.skeleton)) * to_frame if f.skeleton else 0.0
+        free_frame_range(act)
         if source is not None:
             act[SOURCE_PROP] = source
         bact.assign(arm_ob, act)
@@ -194,6 +200,26 @@ def import_motion(context, f: smd.SmdFile, name: str, armature=None, rate: float
         bscene.remove_created(created)
         raise
     return warnings + more
+
+
+def _key_frames(act) -> list[float]:
+    """The first and last key frame of each F-curve of the action (every layer, strip and slot)."""
+    out = []
+    for layer in act.layers:
+        for strip in layer.strips:
+            for bag in strip.channelbags:
+                out += [k.co[0] for fc in bag.fcurves if len(fc.keyframe_points)
+                        for k in (fc.keyframe_points[0], fc.keyframe_points[-1])]
+    return out
+
+
+def free_frame_range(act) -> None:
+    """No manual frame range on an imported action whose keys span it (the import makes one): a key the user
+    adds after the last frame is then exported. A range the keys do not span (a clip held past its last key)
+    stays."""
+    frames = _key_frames(act)
+    if frames and abs(min(frames) - act.frame_start) <= 1e-3 and abs(max(frames) - act.frame_end) <= 1e-3:
+        act.use_frame_range = False
 
 
 def _mesh_target(context, stem: str):
@@ -224,17 +250,26 @@ def import_flex(context, f: smd.SmdFile, name: str, source: bytes | None = None)
         corner_vertex = np.empty(len(me.loops), np.int32)
         me.loops.foreach_get("vertex_index", corner_vertex)
     shapes = convert.flex_shapes(f, base, corner_vertex)
-    created = []
+    created, replaced = [], []
     try:
         if me.shape_keys is None or not len(me.shape_keys.key_blocks):
             created.append(ob.shape_key_add(name="Basis", from_mix=False))
+        basis = me.shape_keys.key_blocks[0]
         for s in shapes:
-            kb = ob.shape_key_add(name=s.name, from_mix=False)
-            created.append(kb)
+            kb = me.shape_keys.key_blocks.get(s.name)
+            if kb is not None and kb != basis:  # the mesh has this shape (its DMX, an earlier VTA): updated
+                old = np.empty(len(kb.points) * 3, np.float32)
+                kb.points.foreach_get("co", old)
+                replaced.append((kb, old))
+            else:
+                kb = ob.shape_key_add(name=s.name, from_mix=False)
+                created.append(kb)
+                kb.value = 0.0  # Blender 5 gives a new key 1.0: the mesh would show the basis plus every shape
             kb.points.foreach_set("co", s.positions.astype(np.float32).reshape(-1))
-            kb.value = 0.0  # Blender 5 gives a new key 1.0: the mesh would show the basis plus every shape
         me.update()
     except BaseException:
+        for kb, old in replaced:
+            kb.points.foreach_set("co", old)
         for kb in reversed(created):
             ob.shape_key_remove(kb)
         raise
@@ -297,10 +332,16 @@ def _file_normals(ob, cmesh: cm.Mesh) -> np.ndarray | None:
 
 def _pieces(made: smd.SmdFile, source, dropped=None) -> bytes | Iterator[bytes]:
     """What a file whose records are `made` holds: `source` (an imported file's bytes, kept.py) when it says
-    the same (its triangles `dropped` by the import aside), else the records formatted."""
+    the same (its triangles `dropped` by the import aside), else the records formatted after the source's
+    opening comment lines."""
     skip = np.asarray(dropped, np.int64) if dropped is not None else None
-    same = kept.source_if_same(bytes(source) if isinstance(source, (bytes, bytearray)) else None, made, skip)
-    return same if same is not None else smd.write_pieces(made)
+    source = bytes(source) if isinstance(source, (bytes, bytearray)) else None
+    same = kept.source_if_same(source, made, skip)
+    if same is not None:
+        return same
+    kept.source_values(made, source)  # untouched rows as the file wrote them
+    head = kept.leading_comments(source)  # the file's opening comments, kept through an edit
+    return itertools.chain([head], smd.write_pieces(made)) if head else smd.write_pieces(made)
 
 
 def _reference_pieces(ref: smd.SmdFile, scene: cm.Scene) -> bytes | Iterator[bytes]:
@@ -328,6 +369,11 @@ def gather_reference(context, flavour: str = "AUTO") -> tuple[cm.Scene, list[str
     scene, warnings = bscene.gather_scene(context, max_influences=smd.MAX_LINKS, tangents=False)
     if not scene.meshes:
         raise ExportError("nothing to export: no visible mesh")
+    for mat in scene.materials:  # an imported material Blender renamed X.001 (a second import): the file's name
+        held = bpy.data.materials.get(mat.name)
+        was = held.get(MATERIAL_PROP) if held is not None else None
+        if isinstance(was, str) and re.sub(r"\.\d{3}$", "", mat.name) == was:
+            mat.name = was
     newline, goldsrc = "\n", False
     for cmesh in scene.meshes:
         ob = bpy.data.objects.get(cmesh.name)
@@ -457,6 +503,9 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     rate when `options.write_qc`."""
     names = NameAllocator()
     stem = safe_file_name(name)
+    meshes, arm_ob = bscene.exportable_objects(context)
+    if not meshes and arm_ob is not None and options.animations and bact.armature_actions(arm_ob):
+        return _export_motions_alone(context, outdir, stem, arm_ob, names, options)
     ref_path = os.path.join(outdir, names.take(stem, ".smd") + ".smd")
     vta_path = os.path.join(outdir, names.take(stem, ".vta") + ".vta") if options.flex else None
     written = [ref_path]
@@ -473,16 +522,29 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     return written, warnings
 
 
-def write_qc(folder: str, file_name: str, ref_path: str, vta_path: str | None,
+def _export_motions_alone(context, outdir: str, stem: str, arm_ob, names: NameAllocator, options
+                          ) -> tuple[list[str], list[str]]:
+    """An armature with actions and no mesh (Blender Source Tools exports one): its animation SMDs, and a QC
+    naming them as sequences (no body)."""
+    sequences: list[tuple[str, str, float]] = []
+    written, warnings = export_animations(context, outdir, arm_ob, names, sequences=sequences)
+    if options.write_qc:
+        written.append(write_qc(outdir, names.take(stem, ".qc") + ".qc", None, None, sequences,
+                                bact.fps_of(context.scene)))
+    return written, warnings
+
+
+def write_qc(folder: str, file_name: str, ref_path: str | None, vta_path: str | None,
              sequences: list[tuple[str, str, float]], scene_fps: float) -> str:
-    """The QC beside the written files: the reference (with its VTA) as the body, every sequence with its rate,
-    and the export's settings as comments."""
+    """The QC beside the written files: the reference (with its VTA) as the body (none without `ref_path`),
+    every sequence with its rate, and the export's settings as comments."""
     stem = os.path.splitext(file_name)[0]
     flex = os.path.basename(vta_path) if vta_path else None
     notes = [f"written by SkinBridge beside the files it names: Z up, 1 unit = 1 Blender unit, scene rate "
              f"{scene_fps:g} fps; a sequence whose keys fall between the scene's frames is sampled at the rate "
              "given"]
-    text = qc.write_text(stem + ".mdl", [(stem, os.path.basename(ref_path), flex)],
+    bodies = [(stem, os.path.basename(ref_path), flex)] if ref_path else []  # None: motions alone
+    text = qc.write_text(stem + ".mdl", bodies,
                          [(name, os.path.basename(path), rate, False) for name, path, rate in sequences], notes)
     path = os.path.join(folder, file_name)
     write_atomic(path, text.encode("utf-8"))

@@ -137,3 +137,20 @@ def _validate(f: smd.SmdFile) -> list[Finding]:
 
 
 check = Checker(read=smd.read, validate=_validate, write=smd.write, differs=_differs)
+
+
+def diff_view(f: smd.SmdFile) -> dict:
+    """What `skinbridge diff` compares of two SMD / VTA files: the records as read, the skeleton block as its
+    frames (`time k`: the rest pose of a reference, the keys of an animation), each frame's rows named by their
+    node (`frames[2].rows[1] (Bone): position`: a row is that bone's pose, not the row's place in the frame)."""
+    names_of = {n.id: n.name for n in f.nodes}
+
+    def rows(fr: smd.Frame) -> list[dict]:
+        lines = fr.row_lines if fr.row_lines is not None else [None] * len(fr.bones)
+        return [{"name": names_of.get(int(b), f"node {int(b)}"), "id": int(b), "position": fr.positions[k],
+                 "rotation": fr.rotations[k], "line": lines[k]} for k, b in enumerate(fr.bones)]
+
+    return {"version": f.version, "nodes": f.nodes,
+            "frames": [{"time": fr.time, "comment": fr.comment, "line": fr.line, "rows": rows(fr)}
+                       for fr in f.skeleton],
+            "triangles": f.triangles, "vertex_animation": f.vertex_animation, "newline": f.newline}

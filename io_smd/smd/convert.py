@@ -61,7 +61,7 @@ def matrix3_to_euler(m: np.ndarray) -> np.ndarray:
     x = np.where(lock, np.arctan2(-m[..., 1, 2], m[..., 1, 1]), np.arctan2(m[..., 2, 1], m[..., 2, 2]))
     y = np.arctan2(-m[..., 2, 0], cy)
     z = np.where(lock, 0.0, np.arctan2(m[..., 1, 0], m[..., 0, 0]))
-    return np.stack([x, y, z], axis=-1)
+    return np.stack([x, y, z], axis=-1) + 0.0  # an exact -0 (arctan2 of -0: the identity's y) written as 0
 
 
 def local_matrices(positions: np.ndarray, rotations: np.ndarray) -> np.ndarray:
@@ -545,8 +545,9 @@ def reference_of(scene: cm.Scene, warnings: list[str], newline: str = "\n",
 
 def _plain_root(scene: cm.Scene) -> dict | None:
     """The one node of a plain reference as read (`extras["smd"]["root"]`: id, name, rest position and
-    rotation), when every mesh of the scene came from that file's import; else None (a `root` node is made)."""
-    roots = [m.extras.get("smd", {}).get("root") for m in scene.meshes]
+    rotation), when the meshes of the scene that came from an import came from that file (a mesh added beside
+    them goes under that node too); else None (a `root` node is made)."""
+    roots = [r for r in (m.extras.get("smd", {}).get("root") for m in scene.meshes) if r is not None]
     root = roots[0] if roots else None
     ok = isinstance(root, dict) and all(r == root for r in roots) and isinstance(root.get("id"), int) \
         and isinstance(root.get("name"), str) and '"' not in root["name"] \

@@ -6,10 +6,13 @@ byte. Import keeps the file's bytes (up to `KEEP_LIMIT`) with what it made; an e
 records, within what the file and Blender can hold, writes those bytes instead of formatting its own. "The
 same": the same nodes (id, name, parent), skeleton frames (times, bone ids; positions within `TOLERANCE`,
 rotations as the same rotation matrix within `TOLERANCE`, so ±π and other Euler twins agree), triangles
-(materials, parent bones, positions, normals and UVs within `TOLERANCE`, link counts, bones and weights),
+(materials, parent bones, positions, normals and UVs within `TOLERANCE`, link counts, bones and weights in
+any order),
 flex frames (times, shape names, vertex ids, positions, normals), flavour and line ends. No bpy here.
 """
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -26,16 +29,44 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and bool(np.all(np.abs(a - b) <= TOLERANCE + 1e-6 * np.abs(a)))
 
 
+def _same_rows(pa, ra, pb, rb) -> bool:
+    return _close(pa, pb) and _close(euler_to_matrix3(np.asarray(ra, np.float64).reshape(-1, 3)),
+                                     euler_to_matrix3(np.asarray(rb, np.float64).reshape(-1, 3)))
+
+
 def _same_frames(a: list[smd.Frame], b: list[smd.Frame]) -> bool:
-    return len(a) == len(b) and all(
-        fa.time == fb.time and np.array_equal(fa.bones, fb.bones) and _close(fa.positions, fb.positions)
-        and _close(euler_to_matrix3(np.asarray(fa.rotations, np.float64).reshape(-1, 3)),
-                   euler_to_matrix3(np.asarray(fb.rotations, np.float64).reshape(-1, 3)))
-        for fa, fb in zip(a, b))
+    """Frame for frame the same times and rows; a row `a` leaves out (Blender Source Tools writes no row for a
+    bone at rest) is the same as `b`'s that holds what a reader gives it: the rest (zeros) in the first frame,
+    the frame before's value in a later one."""
+    if len(a) != len(b):
+        return False
+    before: dict[int, tuple] = {}
+    for fa, fb in zip(a, b):
+        if fa.time != fb.time:
+            return False
+        if np.array_equal(fa.bones, fb.bones):
+            if not _same_rows(fa.positions, fa.rotations, fb.positions, fb.rotations):
+                return False
+        else:
+            rows_b = {int(x): k for k, x in enumerate(fb.bones)}
+            in_a = {int(x) for x in fa.bones}
+            if len(rows_b) != len(fb.bones) or not in_a <= set(rows_b):
+                return False
+            take = np.array([rows_b[int(x)] for x in fa.bones], np.int64)
+            if not _same_rows(fa.positions, fa.rotations, fb.positions[take], fb.rotations[take]):
+                return False
+            for bone, k in rows_b.items():
+                if bone not in in_a:
+                    want = before.get(bone, (np.zeros(3), np.zeros(3)))
+                    if not _same_rows(want[0], want[1], fb.positions[k], fb.rotations[k]):
+                        return False
+        before.update({int(x): (fb.positions[k], fb.rotations[k]) for k, x in enumerate(fb.bones)})
+    return True
 
 
 def _links(t: smd.Triangles, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Link bones and weights padded to `k` columns (-1 and 0 past each line's count)."""
+    """Link bones and weights padded to `k` columns (-1 and 0 past each line's count), each line's links in
+    bone order: the order a tool lists them in says nothing (Blender Source Tools' differs from ours)."""
     n = len(t.parents)
     have = t.link_bones.shape[1] if t.link_bones.ndim == 2 else 0
     bones = np.full((n, k), -1, np.int64)
@@ -43,7 +74,8 @@ def _links(t: smd.Triangles, k: int) -> tuple[np.ndarray, np.ndarray]:
     if have:
         bones[:, :have] = t.link_bones
         weights[:, :have] = t.link_weights
-    return bones, weights
+    order = np.argsort(np.where(bones < 0, np.iinfo(np.int64).max, bones), axis=1, kind="stable")
+    return np.take_along_axis(bones, order, 1), np.take_along_axis(weights, order, 1)
 
 
 def _same_triangles(a: smd.Triangles | None, b: smd.Triangles | None) -> bool:
@@ -139,3 +171,39 @@ def source_if_same(source: bytes | None, made: smd.SmdFile, skip: np.ndarray | N
         return source if same_content(smd.read(source), made, skip) else None
     except (FormatError, ValueError):
         return None
+
+
+_HEAD = re.compile(rb"(?:[ \t]*(?://[^\r\n]*)?\r?\n)*")  # blank and // comment lines
+
+
+def leading_comments(source: bytes | None) -> bytes:
+    """The blank and `//` comment lines before a file's `version` line (Crowbar's `// Created by Crowbar`), for
+    an edited write to keep: the records hold no comment, and without them every later line would move."""
+    if not source:
+        return b""
+    head = _HEAD.match(source).group(0)
+    return head if source[len(head):].lstrip(b" \t").startswith(b"version") else b""
+
+
+def source_values(made: smd.SmdFile, source: bytes | None) -> None:
+    """`made`'s skeleton rows that say what the source's row of the same frame and bone name says (within
+    `TOLERANCE`; rotations as the same matrix) take the source's numbers, so that an edited write repeats an
+    untouched row as the file had it (its 0 where Blender's float noise gives -0.000000, and the reverse)."""
+    try:
+        old = smd.read(source) if source else None
+    except (FormatError, ValueError):
+        return
+    if old is None or not old.skeleton:
+        return
+    names = {n.id: n.name for n in old.nodes}
+    ids = {n.name: n.id for n in made.nodes}
+    frames = {fr.time: fr for fr in old.skeleton}
+    for fr in made.skeleton:
+        was = frames.get(fr.time)
+        if was is None:
+            continue
+        at = {ids.get(names.get(int(b))): k for k, b in enumerate(was.bones)}
+        for k, b in enumerate(fr.bones):
+            j = at.get(int(b))
+            if j is not None and _same_rows(was.positions[j], was.rotations[j], fr.positions[k], fr.rotations[k]):
+                fr.positions[k], fr.rotations[k] = was.positions[j], was.rotations[j]
