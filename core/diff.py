@@ -262,7 +262,7 @@ def _by_name(a: list | tuple, b: list | tuple):
     lengths differ: (the (index in a, index in b) pairs of one name, in a's order; the names only the longer
     has, in its order; len(a); len(b)), so that a record inserted in the middle is one record added, not every
     later one changed. None when the records are not so named."""
-    names_a, names_b = [_named(x) for x in a], [_named(x) for x in b]
+    names_a, names_b = [_key(x) for x in a], [_key(x) for x in b]
     if "" in names_a or "" in names_b or len(set(names_a)) < len(a) or len(set(names_b)) < len(b):
         return None
     short, long_ = (names_a, names_b) if len(a) < len(b) else (names_b, names_a)
@@ -271,8 +271,21 @@ def _by_name(a: list | tuple, b: list | tuple):
     where_b = {name: j for j, name in enumerate(names_b)}
     common = [(i, where_b[name]) for i, name in enumerate(names_a) if name in where_b]
     shared = set(short)
-    extra = [name[2:-1] for name in long_ if name not in shared]
+    extra = [name for name in long_ if name not in shared]
     return common, extra, len(a), len(b)
+
+
+def _key(item: Any) -> str:
+    """What matches a record across two lists: its name (text or bytes), else its kind (a record of a kind that
+    has one record in the list, such as a file's collision packet), else ""."""
+    name = item.get("name", item.get("Name")) if isinstance(item, dict) else getattr(item, "name", None)
+    if isinstance(name, (bytes, bytearray)):
+        name = bytes(name).split(b"\0", 1)[0].decode("utf-8", "replace")
+    if isinstance(name, str) and name:
+        return name
+    if isinstance(item, (dict, list, tuple, str, bytes, int, float)) or item is None:
+        return ""
+    return f"<{type(item).__name__}>"
 
 
 def _named(item: Any) -> str:

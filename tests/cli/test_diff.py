@@ -8,6 +8,7 @@ unreadable file exit 2 in one line. Bpy-free: the command reads with the codecs 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import struct
@@ -266,3 +267,23 @@ def test_a_named_record_inserted_is_one_record_added():
     assert [(d.record, d.field, d.value_a, d.value_b) for d in got.differences] == [
         ("tracks[2] (Spine).keys[1]", "", 1.0, 5.0), ("tracks (added: Jaw)", "count", 3, 4)]
     assert (got.total, got.added) == (2, 1)
+
+
+def test_a_record_removed_among_named_and_one_of_a_kind_records():
+    """MDB's packets: named mesh packets (names as bytes) and one collision packet without a name; a mesh
+    deleted in the middle is one record removed, and the collision packet is compared with its own (it was
+    compared with the packet that took its index: every later packet changed)."""
+    @dataclasses.dataclass
+    class Mesh:
+        name: bytes
+        offset: int
+
+    @dataclasses.dataclass
+    class Cols:
+        spheres: int
+
+    a = [Mesh(b"Hair\0\0", 52), Mesh(b"Hair_L02\0", 900), Cols(3)]
+    b = [Mesh(b"Hair\0\0", 44), Cols(3)]
+    got = diff_records({"packets": a}, {"packets": b}, b"a", b"b")
+    assert [(d.record, d.field, d.value_a, d.value_b) for d in got.differences] == [
+        ("packets[0]", "offset", 52, 44), ("packets (removed: Hair_L02)", "count", 3, 2)]
