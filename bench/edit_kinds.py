@@ -457,11 +457,14 @@ def classify(kind: str, t: Touched, result, fmt: str = "", motion: bool = False)
 
 def said(cls: str, t: Touched, warnings: list[str]) -> str:
     """The export's warning that names what the edit touched, when the file does not hold the edit as made
-    ("lost", or "something else changed": a shape key baked into the mesh): the user was told, so the case is
-    refused with that reason, not silently wrong. "" otherwise."""
+    ("lost"; or "something else changed" with a warning saying how it was written: a shape key baked into the
+    mesh): the user was told, so the case is refused with that reason, not silently wrong. "" otherwise."""
     if cls not in (LOST, OTHER):
         return ""
-    return next((w for w in warnings if any(n and n in w for n in t.names)), "")[:200]
+    # the file holds something else: only a warning that says how the edit was written explains it (a note on
+    # the edited object, such as a mesh weighted to a bone, does not)
+    said = [w for w in warnings if any(n and n in w for n in t.names) and (cls == LOST or "written" in w)]
+    return said[0][:200] if said else ""
 
 
 SIZE_EDITS = frozenset(("delete-faces", "add-mesh", "delete-object"))
