@@ -376,8 +376,9 @@ def export_actions(context, outdir: str, arm_ob, fmt: str | None = "urhox", prof
         warnings += more + [f"{act.name}: {w}" for w in more2]
         if kept is not None and kept.rest_elsewhere:  # the engine takes those positions from the model's bones
             names = ", ".join(kept.rest_elsewhere[:5]) + (", ..." if len(kept.rest_elsewhere) > 5 else "")
-            warnings.append(f"{act.name}: the rest of {names} moved and the animation holds no position for it: "
-                            "the model's bone holds it, export the model too")
+            them = "them" if len(kept.rest_elsewhere) > 1 else "it"
+            warnings.append(f"{act.name}: the rest of {names} moved and the animation holds no position for {them}: "
+                            "the model's bones hold it, export the model too")
         stem = allocator.take(act.name, ".ani")
         side = triggers.write_triggers(_triggers_of(anim, bact.fps_of(context.scene))) if anim.markers else None
         pending.append((stem, data, side))
