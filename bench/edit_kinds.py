@@ -97,16 +97,22 @@ def _move_vertex() -> Touched:
 def _bone():
     """The armature and the bone to edit: the first child bone whose location the action animates (a motion file
     holds the bones it keys, and a rest moved shows where it keys a position; a channel held at one value may be
-    one the file does not hold), else the first child bone it keys, else the first child bone."""
+    one the file does not hold), else the first child bone it keys, else the first bone it keys, else the first
+    child bone."""
     arm = next(iter(_armatures()), None)
     if arm is None:
         raise NotApplicable("no bones")
     curves = _fcurves(arm)
+    if arm.animation_data is not None and arm.animation_data.action is not None and not any(
+            _bone_of(fc.data_path) for fc in curves):  # a motion made for another rig: nothing of it to edit
+        raise NotApplicable("the motion keys none of the armature's bones")
     moving = {b for fc in curves if fc.data_path.endswith(".location") and _varies(fc) for b in _bone_of(fc.data_path)}
     keyed = {b for fc in curves for b in _bone_of(fc.data_path)}
     children = [b for b in arm.data.bones if b.parent is not None]
     bone = next((b for b in children if b.name in moving),
-                next((b for b in children if b.name in keyed), children[0] if children else arm.data.bones[0]))
+                next((b for b in children if b.name in keyed),
+                     next((b for b in arm.data.bones if b.name in keyed),
+                          children[0] if children else arm.data.bones[0])))
     return arm, bone.name
 
 

@@ -108,3 +108,14 @@ def test_project_is_one_case_compared_file_by_file(campaign):
     assert got["unchanged"]["class"] == ONLY, got["unchanged"]
     assert got["move-vertex"]["class"] == ONLY, got["move-vertex"]
     assert got["move-vertex"]["first"].startswith("models/blacryu_goose_t_puppet.mdl » meshes[0].vertices[")
+
+
+def test_mmd_and_nwn2_edits_change_only_the_edit(campaign):
+    """Issue 46: no "lost" and no "something else changed" for MMD (PMX, VMD) and NWN2 (MDB, GR2): every case is
+    only the edit, a refusal (or a warning naming what the file cannot hold) or n/a."""
+    families = {"io_pmx", "io_mdb"}
+    got = [c for c in campaign["cases"] if c["family"] in families]
+    assert len(got) == (4 * 14 if FULL else 0)
+    wrong = [(pathlib.Path(c["file"]).name, c["edit"], c["class"], c.get("why")) for c in got
+             if c["class"] in ("lost", OTHER)]
+    assert not wrong, wrong
