@@ -15,6 +15,8 @@ import time
 
 import pytest
 
+from support.limited import default_signals
+
 from conftest import ROOT, TESTDATA
 
 pytestmark = pytest.mark.slow
@@ -32,7 +34,8 @@ def _env(tmp: pathlib.Path) -> dict[str, str]:
 def _start(inputs: list[pathlib.Path], out: pathlib.Path, tmp: pathlib.Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, str(ROOT / "cli.py"), "convert", *map(str, inputs), "--to", "smd",
                              "-o", str(out), "-j", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_env(tmp), start_new_session=True)
+                            env=_env(tmp), start_new_session=True,
+                            preexec_fn=default_signals)
 
 
 def _group(pgid: int) -> list[int]:
@@ -144,7 +147,8 @@ def test_sigterm_while_a_part_file_is_written(clean, tmp_path, jobs):
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, str(ROOT / "cli.py"), "convert", *map(str, inputs), "--to", "smd",
                              "-o", str(out), "-j", jobs], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=_env(tmp), start_new_session=True)
+                            text=True, env=_env(tmp), start_new_session=True,
+                            preexec_fn=default_signals)
     deadline = time.monotonic() + 120
     while not list(tmp_path.rglob("*.part")) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)

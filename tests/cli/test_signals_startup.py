@@ -19,6 +19,8 @@ import time
 
 import pytest
 
+from support.limited import default_signals
+
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow
@@ -55,7 +57,8 @@ def _run(big_model, tmp_path: pathlib.Path, sig: int | None, at: float) -> tuple
     start = time.monotonic()
     proc = subprocess.Popen([sys.executable, str(ROOT / "cli.py"), "convert", str(model), "--motion", str(motion),
                              "--to", "smd", "-o", str(tmp_path / "out")], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+                            preexec_fn=default_signals)
     if sig is not None:
         while not _holds_signals(proc.pid) and proc.poll() is None:
             time.sleep(0.002)

@@ -22,6 +22,13 @@ CODEC_LIMIT = 1 << 30
 BLENDER_LIMIT = 3 << 30
 
 
+def default_signals() -> None:
+    """`preexec_fn` of a child a test signals: SIGINT, SIGTERM and SIGHUP back to their defaults (a shell starting
+    the suite as a background job hands its children SIGINT ignored, and Python then installs no handler)."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 @dataclass
 class Outcome:
     returncode: int  # negative: killed by that signal (the time limit kills with SIGKILL)
