@@ -77,17 +77,24 @@ def test_renamed_bone_gets_its_new_name_only(clean_scene, testdata, tmp_path):
     assert {r for r, _ in _differences(path, tmp_path / "out.pmx")} == {f"bones[{k}] ({original.bones[k].name})"}
 
 
+def _renamed_in_motion(model, motion, old: str, new: str, tmp_path):
+    """The model and its motion imported, bone `old` renamed `new` in Blender, the motion exported: (the file's
+    records, the written records, the written path)."""
+    _import(model)
+    _import(motion)
+    arm = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
+    arm.data.bones[old].name = new
+    out = tmp_path / "out.vmd"
+    assert bpy.ops.export_anim.skinbridge_vmd(filepath=str(out)) == {"FINISHED"}
+    return vmd.read(motion.read_bytes()), vmd.read(out.read_bytes()), out
+
+
 @pytest.mark.default_leg
 def test_renamed_bone_keys_are_written_under_its_new_name(clean_scene, testdata, tmp_path):
     """VMD: the renamed bone's keys carry its new name; every other byte is the file's."""
     motion = testdata / "pmx" / "mlibgo_shagamu.vmd"
-    _import(testdata / "pmx" / "mlibgo_sample_pmx21_utf8.pmx")
-    _import(motion)
-    arm = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
-    arm.data.bones["センター"].name = "中心"
-    out = tmp_path / "out.vmd"
-    assert bpy.ops.export_anim.skinbridge_vmd(filepath=str(out)) == {"FINISHED"}
-    a, b = vmd.read(motion.read_bytes()), vmd.read(out.read_bytes())
+    a, b, out = _renamed_in_motion(testdata / "pmx" / "mlibgo_sample_pmx21_utf8.pmx", motion, "センター", "中心",
+                                   tmp_path)
     names_a = [vmd.decode_name(bytes(n)) for n in a.bone_keys["name"]]
     names_b = [vmd.decode_name(bytes(n)) for n in b.bone_keys["name"]]
     assert names_b == ["中心" if n == "センター" else n for n in names_a] and "センター" in names_a
@@ -197,13 +204,8 @@ def test_renamed_ik_bone_keys_and_states_take_its_new_name(clean_scene, testdata
     """VMD: an IK bone renamed in Blender has its keys and its on/off states written under its new name; the
     frames, values and the other bones' names are the file's."""
     motion = testdata / "pmx" / "babylonmmd_physics_toggle_test_yyb10th.vmd"
-    _import(testdata / "pmx" / "mmdtools_megurine_luka.pmx")
-    _import(motion)
-    arm = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
-    arm.data.bones["左足ＩＫ"].name = "左足ＩＫ改"
-    out = tmp_path / "out.vmd"
-    assert bpy.ops.export_anim.skinbridge_vmd(filepath=str(out)) == {"FINISHED"}
-    a, b = vmd.read(motion.read_bytes()), vmd.read(out.read_bytes())
+    a, b, _ = _renamed_in_motion(testdata / "pmx" / "mmdtools_megurine_luka.pmx", motion, "左足ＩＫ", "左足ＩＫ改",
+                                 tmp_path)
 
     def renamed(raw: bytes) -> str:
         name = vmd.decode_name(raw)

@@ -7,6 +7,9 @@ clip again (rotations [1, 0, 0, 0] as [1, -0, -0, -0], key times in their last b
 bone-less UMD2 model was lost."""
 from __future__ import annotations
 
+import pathlib
+import sys
+
 import numpy as np
 import pytest
 
@@ -15,6 +18,9 @@ bpy = pytest.importorskip("bpy")
 from skinbridge.blender import ops_common  # noqa: E402
 from skinbridge.io_urhox.model import umd2  # noqa: E402
 from skinbridge.io_urhox.motion import uani  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench"))
+import edit_kinds  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -107,16 +113,7 @@ def test_deleted_faces_leave_the_other_vertices_exact(clean_scene, testdata, tmp
     _import(src)
     obj = _mesh()
     faces = len(obj.data.polygons)
-    for p in obj.data.polygons:
-        p.select = p.index == 0
-    for e in obj.data.edges:
-        e.select = False
-    for v in obj.data.vertices:
-        v.select = v.index in obj.data.polygons[0].vertices
-    _activate(obj, "EDIT")
-    bpy.ops.mesh.select_mode(type="FACE")
-    bpy.ops.mesh.delete(type="FACE")
-    bpy.ops.object.mode_set(mode="OBJECT")
+    edit_kinds.apply("delete-faces")  # as the campaign deletes it
     assert len(obj.data.polygons) == faces - 1
     out = tmp_path / name
     _export(out)
@@ -168,6 +165,15 @@ def _export_animation(tmp_path) -> uani.Animation:
     return (out / "Animations" / "Ninja_Idle1.ani").read_bytes()
 
 
+def _move_rest(arm, name: str) -> None:
+    """The bone's rest moved along x by a tenth of its length, head and tail (Edit Mode, as the campaign does)."""
+    d = 0.1 * arm.data.bones[name].length
+    _activate(arm, "EDIT")
+    arm.data.edit_bones[name].head.x += d
+    arm.data.edit_bones[name].tail.x += d
+    bpy.ops.object.mode_set(mode="OBJECT")
+
+
 def _bone(arm) -> str:
     """The bone the campaign edits: the first with a parent."""
     return next(b for b in arm.data.bones if b.parent is not None).name
@@ -194,11 +200,7 @@ def test_a_moved_rest_changes_only_that_bones_positions(clean_scene, testdata, t
     arm = _with_animation(testdata)
     name = _bone(arm)
     children = {b.name for b in arm.data.bones[name].children}
-    d = 0.1 * arm.data.bones[name].length
-    _activate(arm, "EDIT")
-    arm.data.edit_bones[name].head.x += d
-    arm.data.edit_bones[name].tail.x += d
-    bpy.ops.object.mode_set(mode="OBJECT")
+    _move_rest(arm, name)
     after = uani.read(_export_animation(tmp_path))
     assert after.length == before.length and len(after.tracks) == len(before.tracks)
     moved = False
@@ -227,11 +229,7 @@ def test_a_moved_rest_reaches_a_track_with_step_keys(clean_scene, testdata, tmp_
     name = next(t.name for t in before.tracks if t.positions is not None and len(t.positions) > 1
                 and arm.data.bones[t.name].parent is not None)
     children = {b.name for b in arm.data.bones[name].children_recursive}
-    d = 0.1 * arm.data.bones[name].length
-    _activate(arm, "EDIT")
-    arm.data.edit_bones[name].head.x += d
-    arm.data.edit_bones[name].tail.x += d
-    bpy.ops.object.mode_set(mode="OBJECT")
+    _move_rest(arm, name)
     out = tmp_path / "out"
     assert bpy.ops.export_anim.skinbridge_urhox_ani(directory=str(out) + "/") == {"FINISHED"}
     after = uani.read((out / "Animations" / "Ninja_HighJump.ani").read_bytes())
@@ -260,11 +258,7 @@ def test_a_moved_rest_the_animation_holds_no_position_for_is_said(clean_scene, t
     _activate(arm, "OBJECT")
     assert bpy.ops.import_anim.skinbridge_urhox_ani(filepath=str(src)) == {"FINISHED"}
     name = track.name
-    _activate(arm, "EDIT")
-    bone = arm.data.edit_bones[name]
-    bone.head.x += 0.1 * bone.length
-    bone.tail.x += 0.1 * bone.length
-    bpy.ops.object.mode_set(mode="OBJECT")
+    _move_rest(arm, name)
     out = tmp_path / "out"
     assert bpy.ops.export_anim.skinbridge_urhox_ani(directory=str(out) + "/") == {"FINISHED"}
     after = uani.read((out / "Animations" / "Ninja_Idle1.ani").read_bytes())
