@@ -25,6 +25,7 @@ from ..blender.ops_common import LAST_OUTCOME, option_property, option_values, r
 from ..blender.sidebar_ui import MODEL_PANEL, TAB, SidebarPanel
 from ..blender.translations import translate
 from ..core.errors import FormatError
+from ..core.workers import quiet_stop
 from .sidebar_fixes import CLASSES as FIX_CLASSES, fix_of
 from ..core.i18n import N_
 from .target_check import check_target
@@ -41,6 +42,7 @@ _generation = [0]  # bumped on every depsgraph update: the facts of a model are 
 
 
 @persistent
+@quiet_stop  # a signal arriving here ends the run at its next check, without a traceback
 def _changed(scene, depsgraph) -> None:
     _generation[0] += 1
 

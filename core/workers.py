@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import multiprocessing
 import os
 import signal
@@ -59,6 +60,18 @@ def _stop(signum: int, frame) -> None:
         # call running now returns (an exception raised inside an import can also come out as an ImportError).
         os._exit(128 + signum)
     raise Terminated(signum)
+
+
+def quiet_stop(fn):
+    """For a function Blender calls itself (an app handler): a signal's `Terminated` raised inside it is left for
+    the next `check_stop` (its flag stays set) instead of coming out as a traceback Blender prints and drops."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Terminated:
+            return None
+    return run
 
 
 def check_stop() -> None:

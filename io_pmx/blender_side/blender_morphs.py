@@ -27,6 +27,7 @@ from mathutils import Matrix
 from ...blender import armature as barm
 from ...blender.sidebar_ui import SidebarPanel
 from ...core.transforms import matrix3_to_quat, trs_to_matrix
+from ...core.workers import quiet_stop
 from ..model import convert, morphs as mmd_morphs
 from ..model import pmx
 from . import blender_mmd
@@ -501,12 +502,14 @@ def _armatures() -> list:
 
 
 @bpy.app.handlers.persistent
+@quiet_stop
 def _on_update(scene, depsgraph=None) -> None:
     for ob in _armatures():
         apply(ob)
 
 
 @bpy.app.handlers.persistent
+@quiet_stop
 def _before_frame(scene, depsgraph=None) -> None:
     for ob in _armatures():  # so that keyed channels are not offset twice: the keys set them afresh
         undo(ob)
