@@ -271,15 +271,16 @@ def _delete_faces() -> Touched:
     obj = next((o for o in _meshes() if len(o.data.polygons) >= 2), None)
     if obj is None:
         raise NotApplicable("no mesh of two faces")
-    for p in obj.data.polygons:
-        p.select = p.index == 0
-    for e in obj.data.edges:
-        e.select = False
-    for v in obj.data.vertices:
-        v.select = v.index in obj.data.polygons[0].vertices
-    _activate(obj, "EDIT")
+    import bmesh  # Blender's own module: the worker's Blender is running by now
+
     bpy = _bpy()
+    _activate(obj, "EDIT")  # face 0 selected in Edit Mode (writing the mesh's selection crashed Blender 5.0)
     bpy.ops.mesh.select_mode(type="FACE")
+    bpy.ops.mesh.select_all(action="DESELECT")
+    bm = bmesh.from_edit_mesh(obj.data)
+    bm.faces.ensure_lookup_table()
+    bm.faces[0].select_set(True)
+    bmesh.update_edit_mesh(obj.data)
     bpy.ops.mesh.delete(type="FACE")
     bpy.ops.object.mode_set(mode="OBJECT")
     return Touched(f"face 0 of {obj.name}", [obj.name])
