@@ -764,9 +764,12 @@ def _shape_key_mix(ob, pos: np.ndarray) -> np.ndarray:
         (kb.relative_key or ob.data.shape_keys.reference_key).data.foreach_get("co", base)
         weight = np.ones(nv, np.float64)
         group = ob.vertex_groups.get(kb.vertex_group) if kb.vertex_group else None
-        if group is not None:
-            weight = np.array([next((g.weight for g in v.groups if g.group == group.index), 0.0)
-                               for v in ob.data.vertices])
+        if group is not None:  # the key's vertex group, read in bulk (0 where a vertex is not in it)
+            counts, groups, weights = bmesh_.deform_items(ob.data)
+            rows = np.repeat(np.arange(nv), counts)
+            mine = groups == group.index
+            weight = np.zeros(nv, np.float64)
+            weight[rows[mine]] = weights[mine]
         delta = (co - base).reshape(nv, 3).astype(np.float64) * (value * weight)[:, None]
         if np.any(delta):
             out = (out.astype(np.float64) + delta).astype(np.float32)
