@@ -358,14 +358,14 @@ def _keep_keys(act, cb, arm_ob, animation: cm.Animation, frames: dict[str, BoneF
 
     data = {"order": [t.bone for t in animation.tracks],
             "tracks": {t.bone: {"fingerprint": _curves_fingerprint(by_bone.get(t.bone, [])), "fill": fill(t),
-                                "rest": _rest_of(arm_ob, t.bone), **_track_to_json(t)} for t in inexact},
+                                "rest": local_rest(arm_ob, t.bone), **_track_to_json(t)} for t in inexact},
             "unmatched": [_track_to_json(t) for t in unmatched]}
     act[KEYS_PROP] = json.dumps(data)
 
 
-def _rest_of(arm_ob, bone: str) -> list[float]:
+def local_rest(arm_ob, bone: str) -> list[float]:
     """The bone's rest relative to its parent's, as Blender holds them: a kept track is the file's only while it
-    is as import made it (a track's values are relative to it; `_same_rest`)."""
+    is as import made it (a track's values are relative to it; `same_rest`)."""
     b = arm_ob.data.bones.get(bone)
     if b is None:
         return []
@@ -375,7 +375,7 @@ def _rest_of(arm_ob, bone: str) -> list[float]:
     return rest.reshape(-1).tolist()
 
 
-def _same_rest(was, now: list[float]) -> bool:
+def same_rest(was, now) -> bool:
     """Within float rounding: leaving Edit Mode recomputes every rest below an edited bone in its last bits."""
     try:
         return len(was) == len(now) and bool(np.allclose(np.asarray(was, np.float64), now, rtol=1e-6, atol=1e-6))
@@ -1038,7 +1038,7 @@ def _use_kept_keys(act, slot, kept: dict, tracks: dict[str, cm.Track], baked: se
             continue
         if _curves_fingerprint(by_bone.get(bone, [])) != data.get("fingerprint"):
             continue
-        if "rest" in data and arm_ob is not None and not _same_rest(data["rest"], _rest_of(arm_ob, bone)):
+        if "rest" in data and arm_ob is not None and not same_rest(data["rest"], local_rest(arm_ob, bone)):
             continue  # the rest moved: the track is made again from the F-curves on the new rest
         try:
             stored = _shifted(_track_from_json(data), shift)

@@ -137,10 +137,7 @@ def _rig(arm_ob) -> dict:
     binds = bact.bind_matrices(arm_ob)
     out = []
     for b in bones:
-        rest = np.asarray(b.matrix_local, np.float64)
-        if b.parent is not None:
-            rest = np.linalg.solve(np.asarray(b.parent.matrix_local, np.float64), rest)
-        out.append([index[b.parent.name] if b.parent else -1, rest.reshape(-1).tolist(),
+        out.append([index[b.parent.name] if b.parent else -1, bact.local_rest(arm_ob, b.name),
                     np.asarray(binds[b.name], np.float64).reshape(-1).tolist()])
     return {"world": hashlib.sha1(np.asarray(arm_ob.matrix_world, np.float64).tobytes()).hexdigest(), "bones": out}
 
@@ -148,9 +145,8 @@ def _rig(arm_ob) -> dict:
 def _same_bone(was, now) -> bool:
     """One bone of `_rig` as import saw it and as it is: the same parent, rest and bind within float rounding."""
     try:
-        return was[0] == now[0] and all(np.allclose(np.asarray(x, np.float64), np.asarray(y, np.float64),
-                                                    rtol=1e-6, atol=1e-6) for x, y in zip(was[1:], now[1:]))
-    except (TypeError, ValueError, IndexError):  # a rig kept by an earlier version (digests): not the same
+        return was[0] == now[0] and all(bact.same_rest(x, y) for x, y in zip(was[1:], now[1:]))
+    except (TypeError, IndexError):  # a rig kept by an earlier version (digests): not the same
         return False
 
 
