@@ -59,19 +59,34 @@ def _stop(signum: int, frame) -> None:
         # Nothing of this worker's to undo (its Blender folder is the parent's): end now, not after the Blender
         # call running now returns (an exception raised inside an import can also come out as an ImportError).
         os._exit(128 + signum)
+    if _inside_handler(frame):
+        return  # left for the next `check_stop`: Blender would print the exception as a traceback and drop it
     raise Terminated(signum)
 
 
+def _inside_handler(frame) -> bool:
+    """Whether the interrupted Python code runs inside a `quiet_stop` function (the signal can land on the
+    wrapper's first instruction, before its `try`)."""
+    while frame is not None:
+        if frame.f_code is _HANDLER_CODE:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def quiet_stop(fn):
-    """For a function Blender calls itself (an app handler): a signal's `Terminated` raised inside it is left for
-    the next `check_stop` (its flag stays set) instead of coming out as a traceback Blender prints and drops."""
+    """For a function Blender calls itself (an app handler): a signal arriving inside it is left for the next
+    `check_stop` (its flag stays set) instead of coming out as a traceback Blender prints and drops."""
     @functools.wraps(fn)
     def run(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except Terminated:
+        except Terminated:  # raised by code that calls `check_stop` inside the handler
             return None
     return run
+
+
+_HANDLER_CODE = quiet_stop(lambda: None).__code__
 
 
 def check_stop() -> None:

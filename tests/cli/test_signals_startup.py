@@ -95,12 +95,15 @@ def test_a_signal_inside_a_blender_handler_is_left_for_the_next_check():
 
     @workers.quiet_stop
     def handler():
-        workers._stop(signal.SIGINT, None)  # what the signal handler does when the signal lands here
-        return "not reached"
+        workers._stop(signal.SIGINT, sys._getframe())  # what the signal handler does when the signal lands here
+        return "reached: the signal does not raise inside the handler"
 
     try:
-        assert handler() is None
+        assert handler().startswith("reached")
         with pytest.raises(workers.Terminated):
             workers.check_stop()
+        workers._signalled = None
+        with pytest.raises(workers.Terminated):  # outside a handler the signal raises where it lands
+            workers._stop(signal.SIGINT, sys._getframe())
     finally:
         workers._signalled = None
