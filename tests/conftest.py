@@ -26,6 +26,12 @@ import pytest  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TESTDATA = ROOT.parent / "shared" / "testdata"
 INTEROP = ROOT.parent / "shared" / "interop"  # files other tools wrote, read in place as the samples are
+SAMPLE_ROOTS = (TESTDATA, INTEROP)  # what the suites that walk every sample walk (../shared/interop/README.md)
+
+
+def sample_files() -> list[pathlib.Path]:
+    """Every file of the sample folders (the test data, then the interop files), sorted within each."""
+    return [p for root in SAMPLE_ROOTS if root.is_dir() for p in sorted(root.rglob("*")) if p.is_file()]
 
 # tests/ is on the path (pytest's prepend import mode puts this file's folder there), which serves `support.*` and
 # `conftest`: a helper two test modules share lives in tests/support/, never in a test module

@@ -16,6 +16,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TESTDATA = ROOT.parent / "shared" / "testdata"
+INTEROP = ROOT.parent / "shared" / "interop"  # files other tools wrote, kept out of the zip as the samples are
 MODULE = "bl_ext.user_default.skinbridge"
 OPERATORS = ("import_scene.skinbridge_urhox", "export_scene.skinbridge_urhox")  # registered only while enabled
 TEST_DATA_SUFFIXES = {".glb", ".gltf", ".pmx", ".pmd", ".vmd", ".mdb", ".tex", ".mdl", ".ani", ".smd", ".vta"}
@@ -110,17 +111,18 @@ def test_zip_holds_no_test_data(built_zip, zip_names):
     assert not by_suffix, f"model/animation files in the zip: {by_suffix}"
     if not TESTDATA.is_dir():
         pytest.fail(f"../shared/testdata not found at {TESTDATA}")
+    samples = [p for root in (TESTDATA, INTEROP) for p in root.rglob("*") if p.is_file()]
     testdata_digests = {
-        hashlib.sha256(p.read_bytes()).hexdigest(): p.relative_to(TESTDATA)
-        for p in TESTDATA.rglob("*") if p.is_file() and p.stat().st_size > 0
+        hashlib.sha256(p.read_bytes()).hexdigest(): p.relative_to(TESTDATA.parent)
+        for p in samples if p.stat().st_size > 0
     }
-    testdata_names = {p.name.lower() for p in TESTDATA.rglob("*") if p.is_file() and p.suffix.lower() != ".md"}
+    testdata_names = {p.name.lower() for p in samples if p.suffix.lower() != ".md"}
     with zipfile.ZipFile(built_zip) as zf:
         copied = [(n, str(testdata_digests[d])) for n in zip_names if not n.endswith("/")
                   if (d := hashlib.sha256(zf.read(n)).hexdigest()) in testdata_digests]
-    assert not copied, f"files of ../shared/testdata in the zip: {copied}"
+    assert not copied, f"sample files of ../shared in the zip: {copied}"
     same_name = [n for n in zip_names if pathlib.PurePosixPath(n).name.lower() in testdata_names]
-    assert not same_name, f"files named like ../shared/testdata files in the zip: {same_name}"
+    assert not same_name, f"files named like sample files of ../shared in the zip: {same_name}"
 
 
 # Runs in a fresh Python with its own Blender user folder; prints one JSON line with what it saw.

@@ -1,5 +1,6 @@
 """Every panel of the SkinBridge tab drawn for a model of each format we import (README "The SkinBridge sidebar",
-docs/blender.md §10): one sample per family of the test data (conftest.py `TESTDATA`), with its motion, morph or
+docs/blender.md §10): one sample per family of the test data (conftest.py `TESTDATA`) and files Blender Source
+Tools wrote (`INTEROP`), with its motion, morph or
 texture file where the family has one, the armature and then each mesh of the model active, after a check for a
 target and with the Names list loaded, against the stand-in layout of support/sidebar.py (every prop() names a
 real RNA property, every operator and icon exists) extended by the UI list the Names panel draws. The Model panel
@@ -31,6 +32,11 @@ FAMILIES = [
     ("dmx/bst_Curve_Armature_BezierCurve.dmx", None),
     ("qc/health_charger001/health_charger001.qc", None),
     ("gltf/Fox.glb", None),
+    # files Blender Source Tools wrote (../shared/interop): keyvalues2 and binary 9 DMX, an SMD of the same scene
+    pytest.param("../interop/bst_written/AllTypes_binary9.dmx",
+                 "../interop/bst_written/AllTypes_ArmatureAction_kv2.dmx", marks=pytest.mark.default_leg),
+    pytest.param("../interop/bst_written/Cube_Armature_kv2.dmx", None, marks=pytest.mark.default_leg),
+    pytest.param("../interop/bst_written/Dice.smd", None, marks=pytest.mark.default_leg),
 ]
 
 
@@ -101,7 +107,8 @@ def test_every_panel_draws_for_an_imported_sample(clean_scene, testdata, sample,
     arm, meshes = mf.active_model(bpy.context)
     assert arm is not None or meshes, sample
     props = bpy.context.scene.skinbridge_sidebar
-    props.target = list(formats.targets())[[s for s, _ in FAMILIES].index(sample) % len(formats.targets())]
+    order = [(row.values if hasattr(row, "values") else row)[0] for row in FAMILIES]
+    props.target = list(formats.targets())[order.index(sample) % len(formats.targets())]
     assert bpy.ops.skinbridge.check_target() == {"FINISHED"}
     findings = [f.text for f in props.findings]
     assert findings, sample  # at least the file it writes, or why it refuses

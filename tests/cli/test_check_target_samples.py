@@ -1,4 +1,5 @@
-"""`skinbridge check-target` on every file of the test data (conftest.py `TESTDATA`) that a format claims, for
+"""`skinbridge check-target` on every sample file (conftest.py `SAMPLE_ROOTS`: the test data and the files other
+tools wrote) that a format claims, for
 every target (README "check-target", docs/blender.md §10): it exits as `convert --to TARGET` does and prints
 the warnings and files the export prints.
 
@@ -27,7 +28,7 @@ from skinbridge.blender.selection import NoTarget  # noqa: E402
 from skinbridge.core.errors import ExportError, FormatError  # noqa: E402
 from skinbridge.core.fileio import output_session  # noqa: E402
 from skinbridge.core.naming import safe_file_name  # noqa: E402
-from conftest import TESTDATA  # noqa: E402
+from conftest import SAMPLE_ROOTS, TESTDATA  # noqa: E402
 
 pytestmark = [pytest.mark.blender, pytest.mark.slow]
 
@@ -36,18 +37,21 @@ TARGETS = list(formats.targets())
 CONVERT_FAULTS = (FormatError, ExportError, NoTarget, OSError, RuntimeError)
 
 
-def _claimed() -> list[str]:
-    """Every file under the test data whose content a format claims, relative to the test data folder."""
+def _claimed() -> list:
+    """Every sample file whose content a format claims, relative to the test data folder (the interop files as
+    `../interop/...`, in the default leg only: the other legs take one case per family)."""
     out = []
-    for root, _, names in os.walk(TESTDATA):
-        for name in names:
-            path = os.path.join(root, name)
-            try:
-                formats.identify_file(path)
-            except (FormatError, OSError):
-                continue
-            out.append(os.path.relpath(path, TESTDATA).replace(os.sep, "/"))
-    return sorted(out)
+    for top in SAMPLE_ROOTS:
+        for root, _, names in os.walk(top):
+            for name in sorted(names):
+                path = os.path.join(root, name)
+                try:
+                    formats.identify_file(path)
+                except (FormatError, OSError):
+                    continue
+                rel = os.path.relpath(path, TESTDATA).replace(os.sep, "/")
+                out.append(rel if top == TESTDATA else pytest.param(rel, marks=pytest.mark.default_leg))
+    return sorted(out, key=lambda p: p if isinstance(p, str) else p.values[0])
 
 
 SAMPLES = _claimed()

@@ -26,6 +26,7 @@ from support.fingerprint import diff_fingerprints, scene_fingerprint  # noqa: E4
 pytestmark = pytest.mark.blender
 
 TESTDATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata"
+INTEROP = TESTDATA.parent / "interop"  # files other tools wrote (Blender Source Tools): an import row each family
 NINJA = TESTDATA / "urho3d" / "Ninja.mdl"
 CLIPS = [TESTDATA / "urho3d" / f"{c}.ani" for c in ("Ninja_Walk", "Ninja_Idle1")]
 PMX = TESTDATA / "pmx" / "babylonmmd_constraint_test.pmx"  # 48 vertices, 2 bones, 2 materials, 2 rigid bodies
@@ -196,9 +197,10 @@ def _kind(path: pathlib.Path) -> str | None:
     return formats.file_kind(path, spec) if spec is not None else None
 
 
-def _samples(spec, kind: str | None = None) -> list[pathlib.Path]:
-    """Real files of ../shared/testdata whose content is this format (and of this kind), smallest first."""
-    files = [p for p in TESTDATA.rglob("*") if p.is_file() and _identified(p) is spec
+def _samples(spec, kind: str | None = None, root: pathlib.Path = TESTDATA) -> list[pathlib.Path]:
+    """Real files of ../shared/testdata (or `root`) whose content is this format (and of this kind), smallest
+    first."""
+    files = [p for p in root.rglob("*") if p.is_file() and _identified(p) is spec
              and (kind is None or _kind(p) == kind)]
     return sorted(files, key=lambda p: (p.stat().st_size, p.name))
 
@@ -258,8 +260,8 @@ def _registry_bridges() -> list[Bridge]:
         if spec.foreign_operators:
             continue  # another add-on's importer: its failures are not ours to inject
         samples = _samples(spec)
-        if spec.has("blender_import") and samples:
-            sample = samples[0]
+        others = _samples(spec, "model", INTEROP)[:1] if spec.has("blender_import") else []
+        for sample in (samples[:1] if spec.has("blender_import") else []) + others:
             rows.append(Bridge(f"{spec.label} import ({sample.name})", (), lambda: None,
                                lambda _, out, spec=spec, sample=sample: spec.get("blender_import")(
                                    bpy.context, str(sample), ConvertOptions()), ("done",)))
@@ -404,6 +406,8 @@ def test_every_registered_bridge_has_a_row():
             continue
         if spec.has("blender_import") and _samples(spec):
             assert f"{spec.label} import" in names
+        for sample in _samples(spec, "model", INTEROP)[:1] if spec.has("blender_import") else []:
+            assert f"{spec.label} import ({sample.name})" in names  # a file another tool wrote
         if spec.has("export_target"):
             assert f"{spec.label} convert target" in names
         if spec.has("motion_loader"):

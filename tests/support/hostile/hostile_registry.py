@@ -1,8 +1,8 @@
 """The codecs attacked by the hostile suite and the fuzzer, read from the format registry (`formats.py`).
 
-Every registered format with a codec (`read`) is attacked: its `write` for the byte-exact write back, its
-`semantic` step (what an import runs after the read), seeds made of the real files of ../shared/testdata whose
-content the registry identifies as that format (read in place, never copied into the repository), and, where
+Every registered format with a codec (`read`) is attacked: its `write` for the byte-exact write back, its `semantic`
+step (what an import runs after the read), seeds made of the real files of ../shared/testdata and ../shared/interop
+whose content the registry identifies as that format (read in place, never copied into the repository), and, where
 `hostile_<format>.py` exists beside this file (a module of this package), that module's targeted `cases()`, extra
 `seeds()`, `shrink(data)` (seeds above the fuzzing size cap made smaller with the codec itself, so the fuzzer
 mutates every section of them) and the settings `BINARY`, `BYTE_EXACT` (False for a text format whose writer
@@ -22,15 +22,23 @@ from skinbridge.core.errors import FormatError
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 TESTDATA = ROOT.parent / "shared" / "testdata"
+INTEROP = ROOT.parent / "shared" / "interop"  # files other tools wrote (Blender Source Tools): seeds too
 SHRINK_ABOVE = 8192
 
 
 def _testdata_of(spec) -> list[tuple[str, bytes]]:
     out = []
-    for path in sorted(p for p in TESTDATA.rglob("*") if p.is_file()):
+    for root in (TESTDATA, INTEROP):
+        out += _files_of(spec, root)
+    return out
+
+
+def _files_of(spec, root: pathlib.Path) -> list[tuple[str, bytes]]:
+    out = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
         try:
             if formats.identify_file(path).name == spec.name:
-                out.append((f"testdata/{path.relative_to(TESTDATA)}", path.read_bytes()))
+                out.append((f"{root.name}/{path.relative_to(root)}", path.read_bytes()))
         except (FormatError, OSError):
             continue
     return out
