@@ -417,21 +417,17 @@ def _cut_name(d, names: list[str]) -> bool:
     return len(names) > 1 and len(text) > len(names[0]) and names[1].startswith(text)
 
 
-# Motion formats whose keys are offsets from the bone's rest, which lives in the model file: a rest moved leaves
-# the motion as it was (the model's export writes the edit)
-REST_IN_MODEL = frozenset(("vmd",))
-
-
-def classify(kind: str, t: Touched, result, fmt: str = "", motion: bool = False) -> tuple[str, str]:
+def classify(kind: str, t: Touched, result, rest_in_model: bool = False, motion: bool = False) -> tuple[str, str]:
     """(class, the first field that is not the edit, or what was lost) from `result`, the core/diff.py
-    DiffResult of the input and the exported file (`fmt`: the format's name; `motion`: the file is a motion,
-    `_rules`)."""
+    DiffResult of the input and the exported file (`rest_in_model`: the format's keys are offsets from a rest
+    the model file holds, FormatSpec.rest_in_model, so a rest moved leaves the motion as it was; `motion`: the
+    file is a motion, `_rules`)."""
     if kind in ("unchanged", "duplicate-model"):  # the model written back as it was read
         if result.identical:
             return ONLY, ""
         d = result.differences[0]
         return OTHER, _field(d)
-    if result.identical and kind == "move-bone-rest" and fmt in REST_IN_MODEL:
+    if result.identical and kind == "move-bone-rest" and rest_in_model:
         return ONLY, ""
     if result.identical:
         return LOST, "the file came back unchanged"

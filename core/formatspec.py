@@ -161,6 +161,8 @@ class FormatSpec:
     clip_modes: bool = False          # a target that stores a clip's play mode (core.model CLIP_KEY "mode"):
     #                                   convert warns once when a clip whose mode is not a loop goes to one that
     #                                   does not
+    rest_in_model: bool = False       # a motion whose keys are offsets from each bone's rest, which the model
+    #                                   file holds: a rest moved in Blender leaves the motion's file as it was
 
     def __post_init__(self):
         if self.kind not in KINDS:

@@ -83,6 +83,7 @@ FORMATS = (
         sniff=lambda head: head[:len(VMD_SIGNATURE)] == VMD_SIGNATURE, head=len(VMD_SIGNATURE),
         options=VMD_OPTIONS, import_options=VMD_IMPORT_OPTIONS,
         import_operator="import_anim.skinbridge_vmd", export_operator="export_anim.skinbridge_vmd",
+        rest_in_model=True,
         capabilities={
             "read": "io_pmx.motion.vmd:read", "write": "io_pmx.motion.vmd:write",
             "info": "io_pmx.motion.info:info", "check": "io_pmx.motion.check:check",
