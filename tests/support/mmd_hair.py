@@ -123,3 +123,21 @@ def sway_motion(last: int = 600, still_from: int | None = None) -> vmd.Motion:
     m = vmd.Motion(bone_keys=keys)
     m.model_name = "髪テスト"
     return m
+
+
+# a bone morph whose values a float32 round trip through Blender's pose would not give back bit for bit
+BONE_MORPH = "頭骨"
+BONE_MORPH_ROWS = (("頭", (0.0, 0.5, -0.625), (0.1736482, 0.0, 0.0, 0.9848078)),
+                   ("首", (0.0, 0.0, 0.0), (0.0, 0.258819, 0.0, 0.9659258)))
+
+
+def hair_model_with_bone_morph() -> pmx.PmxModel:
+    """The model with `BONE_MORPH` (頭 moved and turned, 首 turned), shown in the 表情 display frame."""
+    m = hair_model()
+    index = {b.name: i for i, b in enumerate(m.bones)}
+    rows = pmx.empty_records(pmx.MORPH_OFFSETS[pmx.MORPH_BONE], len(BONE_MORPH_ROWS))
+    for r, (name, t, q) in enumerate(BONE_MORPH_ROWS):
+        rows[r] = (index[name], t, q)
+    m.morphs.append(pmx.PmxMorph(BONE_MORPH, "head bone", 4, pmx.MORPH_BONE, rows))
+    m.display_frames[1].elements.append((1, len(m.morphs) - 1))
+    return m
