@@ -1,7 +1,8 @@
 """A small MMD model our PMX writer makes for the physics tests of issue 48: a trunk (センター, 下半身, 上半身,
-首, 頭, the head's body following it) and two 6-bone hair-like chains that hang from the head, each with its
-own IK bone under センター (左髪ＩＫ, 右髪ＩＫ, as many public models have), every chain bone on a mode-1
-dynamic capsule jointed to the one above; and a VMD our writer makes that sways センター and turns 頭."""
+首, 頭, the head's body following it), straight legs with MMD's leg and toe IK, and two 6-bone hair-like
+chains that hang from the head, each with its own IK bone under センター (左髪ＩＫ, 右髪ＩＫ, as many public
+models have), every chain bone on a mode-1 dynamic capsule jointed to the one above; and a VMD our writer
+makes that sways センター and turns 頭."""
 from __future__ import annotations
 
 import math
@@ -76,7 +77,19 @@ def hair_model() -> pmx.PmxModel:
     upper = _bone(m, "上半身", center, (0, 10, 0))
     neck = _bone(m, "首", upper, (0, 13.5, 0))
     head = _bone(m, "頭", neck, (0, HEAD_Y, 0))
-    del lower
+    for side, x in SIDES:  # straight legs (hip, knee and ankle in a line) with MMD's leg and toe IK
+        leg = _bone(m, f"{side}足", lower, (x, 10, 0))
+        knee = _bone(m, f"{side}ひざ", leg, (x, 5.5, 0))
+        ankle = _bone(m, f"{side}足首", knee, (x, 1.0, 0))
+        toe = _bone(m, f"{side}つま先", ankle, (x, 0.0, -1.5))
+        for a, b in ((leg, knee), (knee, ankle), (ankle, toe)):
+            m.bones[a].flags |= BoneFlag.TAIL_IS_BONE
+            m.bones[a].tail_bone, m.bones[a].tail_offset = b, None
+        leg_ik = _bone(m, f"{side}足ＩＫ", root, (x, 1.0, 0), IK_FLAGS, layer=1)
+        m.bones[leg_ik].ik = pmx.PmxIK(target=ankle, loop=40, limit_angle=np.float32(2.0), links=[
+            pmx.PmxIKLink(knee, f4(-math.pi, 0, 0), f4(-0.0087266, 0, 0)), pmx.PmxIKLink(leg)])
+        toe_ik = _bone(m, f"{side}つま先ＩＫ", leg_ik, (x, 0.0, -1.5), IK_FLAGS, layer=1)
+        m.bones[toe_ik].ik = pmx.PmxIK(target=toe, loop=3, limit_angle=np.float32(4.0), links=[pmx.PmxIKLink(ankle)])
     m.rigid_bodies.append(_body("頭", head, 0, 0xFFFF, 0, (1.0, 0, 0), (0, HEAD_Y + 1.0, 0), 0))
     mask = 0xFFFF & ~(1 << HAIR_GROUP)
     for side, x in SIDES:
@@ -122,6 +135,19 @@ def sway_motion(last: int = 600, still_from: int | None = None) -> vmd.Motion:
             rec["rotation"] = _quat_x(0.4 if moving else 0.0) if name == "頭" else (0, 0, 0, 1)
     m = vmd.Motion(bone_keys=keys)
     m.model_name = "髪テスト"
+    return m
+
+
+def ik_switches(m: vmd.Motion, frame: int) -> vmd.Motion:
+    """`m` with IK on/off keys: every IK on at frame 0; at `frame` 左足ＩＫ off and 左髪ＩＫ on again."""
+    names = [f"{side}{part}" for side, _ in SIDES for part in ("足ＩＫ", "つま先ＩＫ", "髪ＩＫ")]
+    on = np.zeros(len(names), vmd.IK_STATE)
+    for k, name in enumerate(names):
+        on[k] = (vmd.encode_name(name, vmd.IK_NAME_SIZE), 1)
+    later = np.zeros(2, vmd.IK_STATE)
+    later[0] = (vmd.encode_name("左足ＩＫ", vmd.IK_NAME_SIZE), 0)
+    later[1] = (vmd.encode_name("左髪ＩＫ", vmd.IK_NAME_SIZE), 1)
+    m.property_keys = [vmd.PropertyKey(0, 1, on), vmd.PropertyKey(frame, 1, later)]
     return m
 
 
