@@ -4,7 +4,10 @@ user set. The model is tests/support/mmd_hair.py's: two 6-bone hair chains with 
 bone on a mode-1 dynamic body."""
 from __future__ import annotations
 
+import json
 import math
+import pathlib
+import subprocess
 
 import numpy as np
 import pytest
@@ -14,8 +17,10 @@ bpy = pytest.importorskip("bpy")
 from skinbridge.io_pmx.blender_side import blender_io  # noqa: E402
 from skinbridge.io_pmx.blender_side import blender_motion_import  # noqa: E402
 from skinbridge.io_pmx.blender_side import blender_physics as bp  # noqa: E402
+from skinbridge.io_pmx.model import pmx  # noqa: E402
 from skinbridge.io_pmx.motion import vmd  # noqa: E402
 from support import mmd_extras, mmd_hair  # noqa: E402
+from support.tools import NODE_MODULES, node_with_babylon  # noqa: E402
 
 pytestmark = [pytest.mark.blender]
 
@@ -154,3 +159,65 @@ def test_luka_with_hair_ik_keeps_her_hair_on_its_bodies(clean_scene, testdata, t
             worst = (max(angle, worst[0]), max(distance, worst[1]), f"{bone} at frame {f}")
     print(f"\nLuka, 600 frames: worst bone-to-body {worst[0]:.4f}° {worst[1] * 1000:.4f} mm ({worst[2]})")
     assert worst[0] <= 1.0 and worst[1] <= 1e-3
+
+
+MOTION_SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "js" / "mmd_physics_motion.mjs"
+
+
+def babylon_played(model_path, motion_path, steps: list[int], bones: list[str]) -> list[dict]:
+    """Per step count, bone name → 4×4 world matrix (row vectors, MMD units) in babylon-mmd's MmdAmmoPhysics
+    playing the motion (tests/js/mmd_physics_motion.mjs)."""
+    node = node_with_babylon()
+    done = subprocess.run([node, str(MOTION_SCRIPT), str(NODE_MODULES), str(model_path), str(motion_path),
+                           json.dumps(steps), json.dumps(bones, ensure_ascii=False)], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout[done.stdout.index("{"):])  # after the engine's banner
+    assert out["missing"] == [] and out["steps"] == steps
+    return [{n: np.array(m, np.float64).reshape(4, 4) for n, m in zip(bones, frame)} for frame in out["frames"]]
+
+
+@pytest.mark.default_leg
+@pytest.mark.slow
+def test_chain_tips_against_babylon_mmd_under_a_motion(clean_scene, tmp_path):
+    """The hair test model under the motion that ends at 400, played to 600 at 30 fps, two 1/60 s steps a frame,
+    in Blender and in babylon-mmd 1.3.0's MmdAmmoPhysics (run once): every chain body, where its bone carries it,
+    within 3 % of the model's height of babylon-mmd's at frame 600 (frame 300, mid-motion, printed; the tips
+    are the chains' last bodies)."""
+    m = mmd_hair.hair_model()
+    path, vpath = tmp_path / "hair.pmx", tmp_path / "sway.vmd"
+    path.write_bytes(pmx.write(m))
+    vpath.write_bytes(vmd.write(mmd_hair.sway_motion(600, still_from=400)))
+    tips = [k for k, r in enumerate(m.rigid_bodies) if r.mode != 0]  # every chain body, read through its bone
+    names = [m.bones[m.rigid_bodies[k].bone].name for k in tips]
+    checkpoints = (300, 600)
+    theirs = babylon_played(path, vpath, [2 * f for f in checkpoints], names)
+    arm = _import(tmp_path, mmd_hair.sway_motion(600, still_from=400))
+    scene = bpy.context.scene
+    height = float(m.vertices["position"][:, 1].max() - m.vertices["position"][:, 1].min())
+    swap = np.array([[1, 0, 0], [0, 0, 1], [0, 1, 0]], np.float64)  # MMD (x, y, z) ⇄ Blender (x, z, y)
+    scale = 0.08
+    worst = {}
+    for f in range(0, checkpoints[-1] + 1):
+        scene.frame_set(f)
+        if f not in checkpoints:
+            continue
+        ours = {}
+        for k in tips:
+            bone = m.bones[m.rigid_bodies[k].bone].name
+            carry = np.array(arm.matrix_world) @ np.array(arm.pose.bones[bone].matrix) @ np.linalg.inv(
+                np.array(arm.data.bones[bone].matrix_local))
+            rest = swap @ np.asarray(m.rigid_bodies[k].position, np.float64) * scale
+            ours[k] = swap @ (carry @ np.append(rest, 1.0))[:3] / scale
+        bab = theirs[checkpoints.index(f)]
+        head = {k: np.asarray(m.bones[m.rigid_bodies[k].bone].position, np.float64) for k in tips}
+        babylon = {k: (np.append(np.asarray(m.rigid_bodies[k].position, np.float64) - head[k], 1.0)
+                       @ bab[m.bones[m.rigid_bodies[k].bone].name])[:3] for k in tips}
+        err = {k: float(np.linalg.norm(ours[k] - babylon[k])) / height for k in tips}
+        worst[f] = max(err.values())
+        for k in tips[mmd_hair.CHAIN - 1::mmd_hair.CHAIN]:
+            rest = np.asarray(m.rigid_bodies[k].position, np.float64)
+            print(f"frame {f} {m.rigid_bodies[k].name}: moved {np.linalg.norm(babylon[k] - rest) * scale:.3f} m in "
+                  f"babylon-mmd, {np.linalg.norm(ours[k] - rest) * scale:.3f} m in Blender, {err[k]:.2%} apart")
+    print(f"worst, share of the height {height * scale:.2f} m: {worst}")
+    assert worst[600] <= 0.03
