@@ -68,6 +68,7 @@ def test_rig_on_a_rigged_model_moves_no_bone(testdata):
 
 
 @pytest.mark.blender
+@pytest.mark.slow
 def test_export_with_the_rig_moves_no_bone_of_luka(clean_scene, testdata, tmp_path):
     bpy = pytest.importorskip("bpy")
     from skinbridge.io_pmx.blender_side import blender_io  # imports bpy: this test only
