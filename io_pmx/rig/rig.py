@@ -179,14 +179,14 @@ def _complete_rig(model: pmx.PmxModel) -> list[str]:
     warnings: list[str] = []
     for i, b in enumerate(bones):
         _remap_bone_references(b, lookup, n, warnings)
-        b.parent = int(lookup[b.parent]) if b.parent >= 0 else -1
+        b.parent = int(lookup[b.parent]) if 0 <= b.parent < n else -1
     top = 0 if add_root else int(lookup[root])
-    for k, b in enumerate(new):
+    for k, b in enumerate(new):  # a bone without a parent hangs on 全ての親 when that comes first
         if b.name[1:] == IK_PARENT and k not in lookup[:n]:
-            b.parent = top if k != top else -1
+            b.parent = top if top < k else -1
             b.tail_bone = k + 1
             new[k + 1].parent = k
-        elif b.parent < 0 and k != top:
+        elif b.parent < 0 and top < k:
             b.parent = top
     if add_root:
         new[0].tail_bone = int(lookup[names[CENTER]])
