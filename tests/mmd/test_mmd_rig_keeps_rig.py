@@ -1,7 +1,9 @@
 """`--mmd-rig` on a model that already has its MMD rig (issue 48): it adds what is missing (全ての親, 足IK親) and
 moves nothing the model has. Every bone of Luka and of the hair test model (tests/support/mmd_hair.py) keeps
 its layer, its transform order (the after-physics flag), its flags and its parent (a bone without a parent may
-hang on a control bone the rig added); with Blender, through the export with MMD Rig on."""
+hang on a control bone the rig added); with Blender, through the export with MMD Rig on. The rigged export
+played in babylon-mmd (IK on, physics off) under an FK-only motion our writer makes puts every bone where
+Blender does, within 1e-4 of the height: Luka 7.5e-6; the test model not yet (its xfail says why)."""
 from __future__ import annotations
 
 import copy
@@ -80,3 +82,59 @@ def test_export_with_the_rig_moves_no_bone_of_luka(clean_scene, testdata, tmp_pa
     got = pmx.read(out.read_bytes())
     assert moved_bones(src, got) == []
     assert len(got.bones) == len(src.bones) + 3
+
+
+def _rigged_against_babylon(tmp_path, src_bytes: bytes, label: str) -> tuple[float, float, str]:
+    """`src_bytes` imported (physics off), exported with MMD Rig; an FK-only motion our writer makes on the
+    import and in babylon-mmd on the export (IK on, no physics): the worst distance between a bone's head in
+    the two over the rest pose and the motion, as a share of the height; (at rest, in motion, bone)."""
+    bpy = pytest.importorskip("bpy")
+    from skinbridge.io_pmx.blender_side import blender_io, blender_motion_import  # imports bpy: here only
+    from skinbridge.io_pmx.motion import channels, vmd
+    from support.babylon import runtime_positions
+
+    src = tmp_path / "model.pmx"
+    src.write_bytes(src_bytes)
+    arm = blender_io.import_pmx(bpy.context, str(src), physics=False).armature
+    out = tmp_path / "rigged.pmx"
+    blender_io.export_pmx(bpy.context, str(out), mmd_rig=True)
+    motion = tmp_path / "fk.vmd"
+    motion.write_bytes(vmd.write(mmd_hair.fk_motion()))
+    model = pmx.read(src_bytes)
+    names = [b.name for b in model.bones]
+    frames = np.array([0.0, 15.0, 30.0, 45.0])
+    theirs = runtime_positions(out, motion, frames, names)
+    blender_motion_import.import_vmd(bpy.context, [str(motion)], arm)
+    scene = bpy.context.scene
+    world = np.array(arm.matrix_world)
+    ours = np.zeros_like(theirs)
+    for i, f in enumerate(frames):
+        scene.frame_set(int(f))
+        for j, n in enumerate(names):
+            ours[i, j] = (world @ np.append(np.array(arm.pose.bones[n].head), 1.0))[:3]
+    ours = channels.positions_to_mmd(ours, 0.08)
+    y = model.vertices["position"][:, 1]
+    err = np.linalg.norm(ours - theirs, axis=2) / float(y.max() - y.min())
+    f, b = np.unravel_index(np.argmax(err), err.shape)
+    print(f"\n{label}: worst {err.max():.2e} of the height ({names[b]} at frame {frames[f]}); at rest "
+          f"{err[0].max():.2e} ({names[int(np.argmax(err[0]))]})")
+    return float(err[0].max()), float(err.max()), names[b]
+
+
+@pytest.mark.blender
+@pytest.mark.slow
+@pytest.mark.default_leg
+def test_rigged_luka_plays_in_babylon_as_in_blender(clean_scene, testdata, tmp_path):
+    rest, moving, bone = _rigged_against_babylon(tmp_path, (testdata / "pmx" / LUKA).read_bytes(), "Luka")
+    assert moving <= 1e-4, bone
+
+
+@pytest.mark.blender
+@pytest.mark.slow
+@pytest.mark.default_leg
+@pytest.mark.xfail(strict=True, reason="not fixed (docs/mmd.md §4.5): its straight knees bend 0.04° in Blender at rest "
+                   "(2.1e-4 of the height at 左ひざ), and with physics off Blender's IK solves the 5-link hair chains "
+                   "unlike MMD's (0.12 of the height at 左髪6, frame 15)")
+def test_rigged_test_model_plays_in_babylon_as_in_blender(clean_scene, tmp_path):
+    rest, moving, bone = _rigged_against_babylon(tmp_path, mmd_hair.hair_model_bytes(), "hair test model")
+    assert moving <= 1e-4, bone

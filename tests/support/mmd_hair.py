@@ -167,3 +167,16 @@ def hair_model_with_bone_morph() -> pmx.PmxModel:
     m.morphs.append(pmx.PmxMorph(BONE_MORPH, "head bone", 4, pmx.MORPH_BONE, rows))
     m.display_frames[1].elements.append((1, len(m.morphs) - 1))
     return m
+
+
+def fk_motion(bones=("上半身", "首", "頭"), last: int = 60) -> vmd.Motion:
+    """Keys of FK bones only (no IK bone, no センター): each of `bones` turns about MMD's X and back, 0.3 rad
+    at `last` / 2."""
+    keys = vmd.new_bone_keys(3 * len(bones))
+    for j, name in enumerate(bones):
+        for k, (f, a) in enumerate(((0, 0.0), (last // 2, 0.3), (last, 0.0))):
+            rec = keys[3 * j + k]
+            rec["name"] = vmd.encode_name(name)
+            rec["frame"] = f
+            rec["rotation"] = _quat_x(a)
+    return vmd.Motion(bone_keys=keys)
