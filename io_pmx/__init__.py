@@ -70,6 +70,7 @@ FORMATS = (
         capabilities={
             "read": "io_pmx.model.pmx:read", "write": "io_pmx.model.pmx:write",
             "info": "io_pmx.model.info:info", "check": "io_pmx.model.check:check",
+            "diff_view": "io_pmx.model.check:diff_view",
             "semantic": "io_pmx.model.validate:semantic",
             "load": "io_pmx.model.convert:load", "write_scene": "io_pmx.scene_files:write_scene",
             "blender_import": "io_pmx.blender_side.blender_io:blender_import",

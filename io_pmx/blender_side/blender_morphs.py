@@ -370,12 +370,15 @@ def store_pose(arm_ob, morph_name: str) -> int:
         if b in shown:
             basis = basis @ trs_to_matrix(*bmap.from_mmd(*shown[b]), np.ones(3))
         t, q = bmap.to_mmd(basis[:3, 3], _rotation_of(basis))
-        if q[3] < 0:  # the same turn, written with w ≥ 0 as MMD's tools write it
-            q = -q
-        same = r < len(old) and np.allclose(old["translation"][r], t, atol=1e-6) and (
-            np.allclose(old["rotation"][r], q, atol=1e-6) or np.allclose(old["rotation"][r], -q, atol=1e-6))
-        if not same:
-            rows["translation"][r], rows["rotation"][r] = t, q
+        if r < len(old):  # each value the user left keeps the file's bits (docs/mmd.md §4.8)
+            if float(np.dot(old["rotation"][r], q)) < 0:  # the same turn, with the sign the file has
+                q = -q
+            t, q = keep_bits(old["translation"][r], t), keep_bits(old["rotation"][r], q)
+        else:
+            if q[3] < 0:  # the same turn, written with w ≥ 0 as MMD's tools write it
+                q = -q
+            t, q = _clean(t), _clean(q)
+        rows["translation"][r], rows["rotation"][r] = t, q
         pb.matrix_basis = Matrix()
     model.morphs[k].offsets = rows
     extras = dict(model.extras)
@@ -386,6 +389,24 @@ def store_pose(arm_ob, morph_name: str) -> int:
         arm_ob[model.sliders[k]] = 1.0
     apply(arm_ob, force=True)
     return len(rows)
+
+
+KEPT = 1e-6  # a value within this (plus 1e-6 of its size) of the stored one was not edited: its bits are kept
+
+
+def keep_bits(stored: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """`new` as float32 with every value within `KEPT` of `stored` taken from `stored`, bit for bit (the
+    round trip through Blender's float32 pose gives −0.62499982 for −0.625 and 2e-16 or −0.0 for 0)."""
+    stored = np.asarray(stored, np.float32)
+    out = np.asarray(new, np.float64)
+    near = np.abs(out - stored) <= KEPT * (1 + np.abs(stored.astype(np.float64)))
+    return np.where(near, stored, _clean(out))
+
+
+def _clean(values) -> np.ndarray:
+    """float32 values with the noise of a matrix round trip (below 1e-9) written as +0.0."""
+    v = np.asarray(values, np.float64)
+    return np.where(np.abs(v) < 1e-9, 0.0, v).astype(np.float32)
 
 
 def _rotation_of(m: np.ndarray) -> np.ndarray:

@@ -27,6 +27,7 @@ from ...core.fileio import read_bytes
 from ..motion import vmd
 from ..motion import channels as vc
 from .blender_motion_curves import new_fcurve, simple_keys
+from .blender_physics_sim import follow_scene_range
 from .blender_motion_model import (
     CAMERA_PROP, RAW, bone_key_map, bone_names, escape, ik_constraints, model_metres_per_unit, morph_names, non_finite,
     skinned_meshes, slider_names, split_keys,
@@ -126,7 +127,8 @@ def import_vmd(context, paths, arm_ob, camera: bool = True, assign: bool = True,
     """Import `.vmd` files as actions onto ``arm_ob`` (an armature imported from PMX); returns
     (actions, warnings). `mmd_time`: set the scene to MMD's 30 fps first (every key then lands on a whole
     frame) and its frame range to cover the motions. Atomic: on failure every action, object and curve made
-    is removed and the scene's frame rate and range are put back."""
+    is removed and the scene's frame rate and range are put back. The rigid-body cache then follows the scene's
+    range."""
     if arm_ob is None or arm_ob.type != "ARMATURE":
         raise ExportError("select an armature (imported from PMX) to import motions onto")
     motions = []
@@ -151,6 +153,7 @@ def import_vmd(context, paths, arm_ob, camera: bool = True, assign: bool = True,
         first, last = (int(frames.min()), int(frames.max())) if len(frames) else (0, 0)
         scene.frame_start = first
         scene.frame_end = last
+    follow_scene_range(scene)  # the physics simulates the whole motion, from its first frame
     return created, warnings
 
 

@@ -72,6 +72,21 @@ SKINBRIDGE_OT_mmd_physics_bake = plain_operator(
     can=lambda context: context.scene.rigidbody_world is not None, act=sim.bake)
 
 
+class SKINBRIDGE_OT_mmd_physics_range(bpy.types.Operator):
+    """Simulate over the scene's frame range: the rigid body cache set to it, from its first frame"""
+    bl_idname = "skinbridge.mmd_physics_range"
+    bl_label = "Physics over Scene Range"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return context.scene is not None and context.scene.rigidbody_world is not None
+
+    def execute(self, context):
+        sim.follow_scene_range(context.scene)
+        return {"FINISHED"}
+
+
 class VIEW3D_PT_skinbridge_mmd(SidebarPanel, bpy.types.Panel):
     bl_label = "MMD"
     bl_options = set()  # open: what an MMD model's user comes to the tab for
@@ -87,9 +102,11 @@ class VIEW3D_PT_skinbridge_mmd(SidebarPanel, bpy.types.Panel):
         on = arm is not None and sim.is_on(arm)
         col.operator(SKINBRIDGE_OT_mmd_physics_toggle.bl_idname, depress=on,
                      text="Physics On" if on else "Physics Off (Posing)")
+        col.operator(SKINBRIDGE_OT_mmd_physics_range.bl_idname, icon="PREVIEW_RANGE")
         col.operator(SKINBRIDGE_OT_mmd_physics_bake.bl_idname, icon="REC")
         layout.operator(POSE_OT_skinbridge_mmd_physics_chain.bl_idname)
 
 
 CLASSES = (SKINBRIDGE_OT_mmd_physics_build, SKINBRIDGE_OT_mmd_physics_clear, SKINBRIDGE_OT_mmd_physics_rebuild,
-           SKINBRIDGE_OT_mmd_physics_toggle, SKINBRIDGE_OT_mmd_physics_bake, VIEW3D_PT_skinbridge_mmd)
+           SKINBRIDGE_OT_mmd_physics_toggle, SKINBRIDGE_OT_mmd_physics_range, SKINBRIDGE_OT_mmd_physics_bake,
+           VIEW3D_PT_skinbridge_mmd)

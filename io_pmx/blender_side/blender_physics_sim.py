@@ -33,6 +33,7 @@ STEP = 1.0 / 60.0  # MMD's fixed physics step, seconds
 GRAVITY = 98.0  # MMD's gravity, units/s² (9.8 m/s² at MMD's nominal 10 units a metre)
 TRACK = "track"
 NCC = "ncc"
+IK_MUTED = "mmd_ik_under_physics"  # pose bone property: names of its IK constraints the physics turned off
 
 
 def _mode(ob) -> int:
@@ -47,8 +48,26 @@ def set_world_step(scene) -> None:
     world = scene.rigidbody_world
     fps = scene.render.fps / (scene.render.fps_base or 1.0)
     world.substeps_per_frame = max(1, round(1.0 / (fps * STEP)))
-    world.point_cache.frame_start = scene.frame_start
-    world.point_cache.frame_end = max(world.point_cache.frame_end, scene.frame_end)
+    follow_scene_range(scene)
+
+
+def follow_scene_range(scene) -> bool:
+    """The rigid-body world's cache (its simulation range) made the scene's frame range, from the scene's
+    first frame (which may be 0, as a VMD's is): Blender stops simulating at the cache's last frame, and the
+    bodies then stay where they were while the motion goes on (docs/mmd.md §6.3). Returns whether the scene
+    has a rigid-body world."""
+    world = scene.rigidbody_world
+    if world is None:
+        return False
+    cache = world.point_cache
+    start, end = scene.frame_start, max(scene.frame_end, scene.frame_start + 1)
+    if (cache.frame_start, cache.frame_end) != (start, end):
+        # set in the order that keeps start < end at every step (Blender clamps one against the other)
+        if start >= cache.frame_end:
+            cache.frame_end, cache.frame_start = end, start
+        else:
+            cache.frame_start, cache.frame_end = start, end
+    return True
 
 
 def _falls_by_gravity(ob) -> bool:
@@ -181,15 +200,54 @@ def link_bones(context, arm_ob, enabled: bool = True) -> int:
     return linked
 
 
+def _ik_chain(pb, c) -> list[str]:
+    """The pose bones an IK constraint on `pb` turns: `pb` and its parents, `chain_count` in all (0: to the
+    root)."""
+    chain: list[str] = []
+    while pb is not None and (c.chain_count == 0 or len(chain) < c.chain_count):
+        chain.append(pb.name)
+        pb = pb.parent
+    return chain
+
+
+def ik_under_physics(arm_ob) -> list:
+    """(pose bone, IK constraint) whose every bone follows a dynamic body: MMD solves IK before the physics and
+    the bodies then place those bones, so the IK shows nothing there; Blender solves IK after a bone's other
+    constraints and would leave the bones off their bodies (docs/mmd.md §6.2)."""
+    driven = {pb.name for pb, _ in _follow_constraints(arm_ob)}
+    return [(pb, c) for pb in arm_ob.pose.bones for c in pb.constraints
+            if c.type == "IK" and driven.issuperset(_ik_chain(pb, c))]
+
+
+def _mute_ik(arm_ob, on: bool) -> None:
+    """Physics on: the IK constraints of `ik_under_physics` turned off (their keyed influence, a VMD's IK on/off,
+    is kept); off: the ones it turned off on again."""
+    for pb in arm_ob.pose.bones:
+        for name in pb.get(IK_MUTED, ()):
+            c = pb.constraints.get(name)
+            if c is not None:
+                c.enabled = True
+        if IK_MUTED in pb:
+            del pb[IK_MUTED]
+    if not on:
+        return
+    for pb, c in ik_under_physics(arm_ob):
+        if c.enabled:
+            c.enabled = False
+            pb[IK_MUTED] = [*pb.get(IK_MUTED, ()), c.name]
+
+
 def set_simulation(context, arm_ob, on: bool) -> None:
-    """Physics on (dynamic bodies simulate, their bones follow) or off for posing (bodies at rest, bones
-    free); the cache is dropped so that Play simulates again from the first frame."""
+    """Physics on (dynamic bodies simulate, their bones follow, the IK that only reaches such bones off) or off
+    for posing (bodies at rest, bones free, that IK on again); the cache is dropped so that Play simulates again
+    from the first frame."""
     bodies, _ = bp.physics_objects(arm_ob)
     for ob in bodies:
         if not ob.rigid_body.kinematic:
             ob.rigid_body.enabled = on
     for _, c in _follow_constraints(arm_ob):
         c.enabled = on
+    _mute_ik(arm_ob, on)
     context.view_layer.update()
 
 
@@ -248,6 +306,6 @@ def bake(context) -> None:
     world = scene.rigidbody_world
     if world is None:
         return
-    world.point_cache.frame_start, world.point_cache.frame_end = scene.frame_start, scene.frame_end
+    follow_scene_range(scene)
     with context.temp_override(scene=context.scene, point_cache=world.point_cache):
         bpy.ops.ptcache.bake(bake=True)

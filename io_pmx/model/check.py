@@ -4,6 +4,7 @@ difference (`check`: the pipeline of core/check.py with these steps)."""
 from __future__ import annotations
 
 import bisect
+import dataclasses
 
 import numpy as np
 
@@ -54,3 +55,20 @@ def validate(m: PmxModel) -> list[Finding]:
 
 
 check = Checker(read=pmx.read, validate=validate, write=pmx.write, field_at=field_at)
+
+
+@dataclasses.dataclass
+class MorphView:
+    """A morph as `skinbridge diff` walks it: its offsets under `values`, since diff leaves fields named
+    `offsets` out (the byte offsets of other formats' records)."""
+    name: str
+    name_e: str
+    panel: int
+    kind: int
+    values: np.ndarray
+
+
+def diff_view(m: PmxModel) -> PmxModel:
+    """What `skinbridge diff` walks of a PMX: the records, the morphs as `MorphView` (an edited bone morph
+    then names its row and field: `morphs[3] (name).values[0]: translation`)."""
+    return dataclasses.replace(m, morphs=[MorphView(x.name, x.name_e, x.panel, x.kind, x.offsets) for x in m.morphs])

@@ -104,7 +104,7 @@ def apply(model: pmx.PmxModel, rig: bool = True, bone_map: dict | str | None = N
     mapping = map_bones(names, parents, _weighted_bones(model), bone_map, keep=chain_bones(model.bones))
     warnings = list(mapping.warnings)
     if rig:
-        warnings += _build_rig(model, mapping)
+        warnings += _complete_rig(model) if has_rig(model) else _build_rig(model, mapping)
     if arm_angle:
         if rig:
             arms = {i: side for side, prefix in SIDES.items() for i, b in enumerate(model.bones)
@@ -140,6 +140,61 @@ def chain_bones(bones: list[pmx.PmxBone]) -> set[int]:
                 out.add(c)
                 stack.append(c)
     return out
+
+
+# -- a model that has its rig ----------------------------------------------------------------------------------
+
+def has_rig(model: pmx.PmxModel) -> bool:
+    """An MMD model already: it has センター and an IK bone (its own control layer, which the rig keeps)."""
+    return any(b.name == CENTER for b in model.bones) and any(b.ik is not None for b in model.bones)
+
+
+def _complete_rig(model: pmx.PmxModel) -> list[str]:
+    """The control bones a rigged MMD model lacks that hang nothing else of it elsewhere: 全ての親 over the
+    bones without a parent, 足IK親 over a 足ＩＫ without a parent. Every bone the model has keeps its record
+    (parent, layer, flags, IK, tail), indices moved past the bones inserted; a control bone that would come
+    between a bone and its parent (グルーブ, 腰, 上半身2) is left out, since it would change the order MMD
+    deforms the bones in (docs/mmd.md §5.2)."""
+    bones = model.bones
+    n = len(bones)
+    names = {b.name: i for i, b in enumerate(bones)}
+    add_root = ROOT not in names
+    ik_parents = {i: prefix for prefix in SIDES.values() if (i := names.get(prefix + LEG_IK)) is not None
+                  and prefix + IK_PARENT not in names and bones[i].parent < 0}
+    if not add_root and not ik_parents:
+        return []
+    new: list[pmx.PmxBone] = []
+    lookup = np.full(n + 1, -1, np.int64)
+    root = names.get(ROOT)
+    if add_root:
+        new.append(_new_bone(ROOT, "master", np.zeros(3), -1, FLAGS[ROOT]))
+        root = None
+    for i, b in enumerate(bones):
+        if i in ik_parents:
+            at = np.asarray(b.position, np.float64)
+            new.append(_new_bone(ik_parents[i] + IK_PARENT, f"leg IKP_{'L' if ik_parents[i] == '左' else 'R'}",
+                                 [at[0], 0.0, at[2]], -1, FLAGS[IK_PARENT]))
+        lookup[i] = len(new)
+        new.append(b)
+    warnings: list[str] = []
+    for i, b in enumerate(bones):
+        _remap_bone_references(b, lookup, n, warnings)
+        b.parent = int(lookup[b.parent]) if 0 <= b.parent < n else -1
+    top = 0 if add_root else int(lookup[root])
+    for k, b in enumerate(new):  # a bone without a parent hangs on 全ての親 when that comes first
+        if b.name[1:] == IK_PARENT and k not in lookup[:n]:
+            b.parent = top if top < k else -1
+            b.tail_bone = k + 1
+            new[k + 1].parent = k
+        elif b.parent < 0 and top < k:
+            b.parent = top
+    if add_root:
+        new[0].tail_bone = int(lookup[names[CENTER]])
+    _remap_model_references(model, lookup, n)
+    model.bones = new
+    _display_frames(model)
+    added = [b.name for k, b in enumerate(new) if k not in set(lookup[:n].tolist())]
+    return [f"--mmd-rig: the model has its MMD rig; kept as it is, with {', '.join(added)} added"]
 
 
 # -- the control layer ---------------------------------------------------------------------------------------
