@@ -229,6 +229,8 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
         cb = compat.channelbag_for_slot(act, slot)
         fitted = _fitted_bones(arm_ob, animation, frames)
         rig = (rests, binds)
+        measured = None if all(f.exact for f in frames.values()) else _Chain(
+            arm_ob, animation, frames, written, _measured_times(animation, frames), fps, rests, binds)
         for done, track in enumerate(animation.tracks):
             progress.update(done)
             bf = frames.get(track.bone)
@@ -254,7 +256,8 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
                 curves["s"] = (f, bf.to_basis("s", track.scales), interp)
                 _add_channel(cb, track.bone, "scale", f, curves["s"][1], interp, records=records)
         if fitted:
-            _add_fitted_curves(cb, arm_ob, animation, frames, written, fitted, fps, tolerance, records, rig)
+            _add_fitted_curves(cb, arm_ob, animation, frames, written, fitted, fps, tolerance, records, rig,
+                               measured)
         progress.end()
         if fingerprints is not None:
             fingerprints.update({bone: _bone_digest([(r[0], r[1], _curve_digest(*r)) for r in rs])
@@ -269,8 +272,8 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
         tag_owner(act, arm_ob)
         if animation.extras.get(cm.CLIP_KEY):  # format-neutral clip facts: read back by `read_action`
             act[PROP] = json.dumps({cm.CLIP_KEY: animation.extras[cm.CLIP_KEY]})
-        _keep_keys(act, arm_ob, animation, frames, fitted, records)
-        warnings += deformation_warning(arm_ob, animation, frames, written, fps, rests, binds)
+        _keep_keys(act, arm_ob, animation, frames, fitted, records, rests)
+        warnings += deformation_warning(arm_ob, animation, frames, written, fps, measured)
     except BaseException:
         progress.end()
         bpy.data.actions.remove(act)
@@ -340,11 +343,19 @@ def _fitted_bones(arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame])
 
 
 def _add_fitted_curves(cb, arm_ob, animation, frames, written, fitted: list[str], fps: float, tolerance: float,
-                       records: dict | None = None, rig: tuple | None = None):
+                       records: dict | None = None, rig: tuple | None = None, measured: _Chain | None = None):
     """Curves of the fitted bones, a depth level at a time (parents first), keyed at every key time of the
-    animation's tracks. ``rig``: (`rest_matrices`, `bind_matrices`) when the caller has them."""
-    chain = _Chain(arm_ob, animation, frames, written, _key_times(animation, frames), fps, *(rig or ()))
-    times = chain.times
+    animation's tracks. ``rig``: (`rest_matrices`, `bind_matrices`) when the caller has them; ``measured``: the
+    chain of `deformation_error`, whose engine worlds at the key times (the engine's evaluation is time by
+    time) are taken when it has them all."""
+    times = _key_times(animation, frames)
+    engine = None
+    if measured is not None and len(measured.times):
+        at = np.minimum(np.searchsorted(measured.times, times), len(measured.times) - 1)
+        if np.array_equal(measured.times[at], times):
+            engine = measured.engine(measured.names)[:, at]
+    rests, binds = rig or (None, None)
+    chain = _Chain(arm_ob, animation, frames, written, times, fps, rests, binds, engine)
     f = times * fps
     for level in chain.levels(fitted):
         fits = fitted_keys(chain, level)
@@ -356,27 +367,28 @@ def _add_fitted_curves(cb, arm_ob, animation, frames, written, fitted: list[str]
                              "s": (f, keys["s"], "LINEAR")}
 
 
-def _keep_keys(act, arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame], fitted, records: dict
-               ) -> None:
+def _keep_keys(act, arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame], fitted, records: dict,
+               rests: np.ndarray) -> None:
     """The file's keys of the bones whose frame is not exact or whose keys were fitted (the F-curves cannot
     give them back), with a fingerprint of their F-curves and the default-pose value of each channel the track
     lacks (once the action plays, the pose bone holds the fitted curves' value there), the tracks that name no
-    bone, and the file's track order. ``records``: per bone, the `_record`s of the curves `build_action` made."""
+    bone, and the file's track order. ``records``: per bone, the `_record`s of the curves `build_action` made;
+    ``rests``: `armature.rest_matrices`."""
     inexact = [t for t in animation.tracks if t.bone in frames and (not frames[t.bone].exact or t.bone in fitted
                                                                      or _has_step(t))]
     unmatched = [t for t in animation.tracks if t.bone not in frames]
     if not inexact and not unmatched:
         return
-    def fill(track):
-        pb, bf = arm_ob.pose.bones[track.bone], frames[track.bone]
-        pose = default_pose(pb)
-        return {"translation": bf.from_basis("t", pose["t"][None])[0].tolist(),
-                "rotation": bf.from_basis("r", pose["q"][None])[0].tolist(),
-                "scale": bf.from_basis("s", pose["s"][None])[0].tolist()}
-
+    names = [t.bone for t in inexact]
+    of = [frames[n] for n in names]
+    poses = [default_pose(arm_ob.pose.bones[n]) for n in names]
+    fills = [{"translation": t, "rotation": r, "scale": sc} for t, r, sc in zip(*(
+        barm.from_basis_of(of, ch, np.array([p[key] for p in poses]).reshape(len(names), -1)).tolist()
+        for ch, key in (("t", "t"), ("r", "q"), ("s", "s"))))]
     data = {"order": [t.bone for t in animation.tracks],
-            "tracks": {t.bone: {"fingerprint": _records_fingerprint(records.get(t.bone, [])), "fill": fill(t),
-                                "rest": local_rest(arm_ob, t.bone), **_track_to_json(t)} for t in inexact},
+            "tracks": {t.bone: {"fingerprint": _records_fingerprint(records.get(t.bone, [])), "fill": fill,
+                                "rest": rest, **_track_to_json(t)}
+                       for t, fill, rest in zip(inexact, fills, local_rests(arm_ob, names, rests))},
             "unmatched": [_track_to_json(t) for t in unmatched]}
     act[KEYS_PROP] = json.dumps(data)
 
@@ -391,6 +403,23 @@ def local_rest(arm_ob, bone: str) -> list[float]:
     if b.parent is not None:
         rest = np.linalg.solve(np.asarray(b.parent.matrix_local, np.float64), rest)
     return rest.reshape(-1).tolist()
+
+
+def local_rests(arm_ob, names: list[str], rests: np.ndarray | None = None) -> list[list[float]]:
+    """`local_rest` of each bone of ``names`` (bones of ``arm_ob``), in one call; ``rests``:
+    `armature.rest_matrices`, when the caller has it."""
+    bones = arm_ob.data.bones
+    rests = barm.rest_matrices(arm_ob) if rests is None else rests
+    index = {b.name: i for i, b in enumerate(bones)}
+    parent = {b.name: b.parent.name for b in bones if b.parent is not None}
+    out = [rests[index[n]] for n in names]
+    kids = [k for k, n in enumerate(names) if n in parent]
+    if kids:
+        solved = np.linalg.solve(np.array([rests[index[parent[names[k]]]] for k in kids]),
+                                 np.array([out[k] for k in kids]))
+        for k, m in zip(kids, solved):
+            out[k] = m
+    return [m.reshape(-1).tolist() for m in out]
 
 
 def same_rest(was, now) -> bool:
@@ -446,10 +475,12 @@ def _read_digest(fc) -> tuple[str, int, bytes]:
 NO_CURVES = _bone_digest([])  # the fingerprint of a bone (or a track naming no bone) without F-curves
 
 
-def curve_fingerprints(arm_ob, act, slot=None) -> dict[str, str | None]:
+def curve_fingerprints(arm_ob, act, slot=None, made: dict[str, str] | None = None) -> dict[str, str | None]:
     """Per bone with F-curves in the action's slot for ``arm_ob``: a fingerprint of what they hold, or None
     where export does not read them as they are (a bone moved by constraints, drivers or NLA, or curves with
-    F-curve modifiers). A format package keeps these at import to tell the tracks the user left alone."""
+    F-curve modifiers). A format package keeps these at import to tell the tracks the user left alone.
+    ``made``: what `build_action` gave as ``fingerprints`` for this action, when nothing can have touched its
+    curves since (the same import): taken instead of reading every curve back."""
     slot = slot or slot_for(arm_ob, act)
     by_bone: dict[str, list] = {}
     for cb in _channelbags(act):
@@ -457,8 +488,10 @@ def curve_fingerprints(arm_ob, act, slot=None) -> dict[str, str | None]:
             for bone, fcs in _bone_fcurves(cb).items():
                 by_bone.setdefault(bone, []).extend(fcs)
     moved = _moved_elsewhere(arm_ob, act)
+    made = made or {}
     return {bone: None if bone in moved or any(not m.mute for fc in fcs for m in fc.modifiers)
-            else _bone_digest([_read_digest(fc) for fc in fcs]) for bone, fcs in by_bone.items()}
+            else made[bone] if bone in made else _bone_digest([_read_digest(fc) for fc in fcs])
+            for bone, fcs in by_bone.items()}
 
 
 def rig_fingerprint(arm_ob) -> str:
@@ -562,7 +595,8 @@ class _Chain:
 
     def __init__(self, arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame],
                  written: dict[str, dict[str, tuple]], times: np.ndarray, fps: float,
-                 rests: np.ndarray | None = None, binds: dict[str, np.ndarray] | None = None):
+                 rests: np.ndarray | None = None, binds: dict[str, np.ndarray] | None = None,
+                 engine: np.ndarray | None = None):
         self.arm_ob = arm_ob
         self.frames = frames
         self.written = written
@@ -581,7 +615,7 @@ class _Chain:
             self.depth[b.name] = len(b.parent_recursive)
         self.tracks = {t.bone: t for t in animation.tracks if t.bone in frames}
         self._static: dict[str, dict[str, np.ndarray]] = {}
-        self._engine: np.ndarray | None = None
+        self._engine = engine  # (N, T, 4, 4), every bone in `names` order, when the caller has it
         self._posed: dict[str, np.ndarray] = {}
 
     def levels(self, names) -> list[list[str]]:
@@ -695,18 +729,25 @@ def fitted_keys(chain: _Chain, names: list[str]) -> list[dict[str, np.ndarray]]:
             for k in range(len(names))]
 
 
-def deformation_error(arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame],
-                      written: dict[str, dict[str, tuple]], fps: float, rests: np.ndarray | None = None,
-                      binds: dict[str, np.ndarray] | None = None) -> tuple[float, dict[str, float]]:
-    """(the bounding-box diagonal, the largest vertex difference per bone) between Blender's deformation
-    with the curves in ``written`` and the engine's evaluation of ``animation``, over every key time and three
-    points inside every gap."""
+def _measured_times(animation: cm.Animation, frames) -> np.ndarray:
+    """Where `deformation_error` measures: every key time and three points inside every gap."""
     keys = _key_times(animation, frames)
     gaps = [keys[:-1] + (keys[1:] - keys[:-1]) * k / 4 for k in (1, 2, 3)]
     times = np.unique(np.concatenate([keys, *gaps]))
     if len(times) > MAX_MEASURED_TIMES:  # a long animation: evenly spread samples bound the memory
         times = times[np.unique(np.linspace(0, len(times) - 1, MAX_MEASURED_TIMES).round().astype(np.int64))]
-    chain = _Chain(arm_ob, animation, frames, written, times, fps, rests, binds)
+    return times
+
+
+def deformation_error(arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame],
+                      written: dict[str, dict[str, tuple]], fps: float, chain: _Chain | None = None
+                      ) -> tuple[float, dict[str, float]]:
+    """(the bounding-box diagonal, the largest vertex difference per bone) between Blender's deformation
+    with the curves in ``written`` and the engine's evaluation of ``animation``, over every key time and three
+    points inside every gap (`_measured_times`). ``chain``: a `_Chain` of these at those times, when the
+    caller made one (no pose of it taken before the curves were final)."""
+    if chain is None:
+        chain = _Chain(arm_ob, animation, frames, written, _measured_times(animation, frames), fps)
     skin_diff = dict(zip(chain.names, chain.skin_differences()))
     points, everything = _deformed_points(arm_ob)
     diagonal = float(np.linalg.norm(np.ptp(everything, axis=0))) if len(everything) else 0.0
@@ -723,13 +764,12 @@ def deformation_error(arm_ob, animation: cm.Animation, frames: dict[str, BoneFra
 
 
 def deformation_warning(arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame],
-                        written: dict[str, dict[str, tuple]], fps: float, rests: np.ndarray | None = None,
-                        binds: dict[str, np.ndarray] | None = None) -> list[str]:
+                        written: dict[str, dict[str, tuple]], fps: float, chain: _Chain | None = None) -> list[str]:
     """One warning naming the bones whose vertices Blender moves more than ``DEFORM_TOLERANCE`` of the
     diagonal away from the engine, with the largest difference; nothing when every frame is exact."""
     if all(f.exact for f in frames.values()):
         return []
-    diagonal, errors = deformation_error(arm_ob, animation, frames, written, fps, rests, binds)
+    diagonal, errors = deformation_error(arm_ob, animation, frames, written, fps, chain)
     limit = DEFORM_TOLERANCE * diagonal
     over = sorted((e, n) for n, e in errors.items() if e > limit)
     if not over or diagonal <= 0:

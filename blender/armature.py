@@ -72,6 +72,36 @@ class BoneFrame:
         return self.residue <= EXACT_FRAME
 
 
+def to_basis_of(frames: list[BoneFrame], channel: str, v: np.ndarray) -> np.ndarray:
+    """`BoneFrame.to_basis` of one value per bone (B, C) through each bone's frame, in one call: the same
+    arithmetic, bone by bone."""
+    sigma, q, t, bind_scale, q_after = _stacked(frames)
+    v = np.asarray(v, np.float64)
+    if channel == "t":
+        return sigma[:, None] * (v[:, None, :] @ quat_to_matrix3(q).transpose(0, 2, 1))[:, 0] + t
+    if channel == "r":
+        return quat_multiply(quat_multiply(q, v), q_after)
+    return sigma[:, None] * v / bind_scale
+
+
+def from_basis_of(frames: list[BoneFrame], channel: str, v: np.ndarray) -> np.ndarray:
+    """`BoneFrame.from_basis` of one value per bone (B, C), in one call (see `to_basis_of`)."""
+    sigma, q, t, bind_scale, q_after = _stacked(frames)
+    v = np.asarray(v, np.float64)
+    if channel == "t":
+        return ((v - t)[:, None, :] @ quat_to_matrix3(q))[:, 0] / sigma[:, None]
+    if channel == "r":
+        conj = np.array([1.0, -1, -1, -1])
+        return quat_multiply(quat_multiply(q * conj, v), q_after * conj)
+    return v * bind_scale / sigma[:, None]
+
+
+def _stacked(frames: list[BoneFrame]) -> tuple[np.ndarray, ...]:
+    return (np.array([f.sigma for f in frames], np.float64), np.array([f.q for f in frames], np.float64),
+            np.array([f.t for f in frames], np.float64), np.array([f.bind_scale for f in frames], np.float64),
+            np.array([f.q_after for f in frames], np.float64))
+
+
 def _rotation_of(u: np.ndarray, vt: np.ndarray) -> np.ndarray:
     """Proper rotations u · vt of stacked SVD factors (…, 3, 3); a mirrored bind's mirror stays in the residue."""
     r = u @ vt
@@ -226,15 +256,18 @@ def set_pose(ob, skel: cm.Skeleton, names: list[str], rest: np.ndarray | None = 
     same per-bone frames as the actions (`bone_frames`), so that a channel an action leaves out holds the
     default pose's value mapped alike."""
     frames = bone_frames(ob)
-    for i, name in enumerate(names):
-        b = skel.bones[i]
-        bf = frames[name]
+    if not names:
+        return
+    of = [frames[name] for name in names]
+    bones = skel.bones
+    poses = np.concatenate([to_basis_of(of, "t", np.array([b.rest_translation for b in bones], np.float64)),
+                            to_basis_of(of, "r", np.array([b.rest_rotation for b in bones], np.float64)),
+                            to_basis_of(of, "s", np.array([b.rest_scale for b in bones], np.float64))], axis=1)
+    for name, pose in zip(names, poses.tolist()):
         pb = ob.pose.bones[name]
         pb.rotation_mode = "QUATERNION"
-        pose = [bf.to_basis("t", b.rest_translation[None])[0], bf.to_basis("r", b.rest_rotation[None])[0],
-                bf.to_basis("s", b.rest_scale[None])[0]]
-        pb.location, pb.rotation_quaternion, pb.scale = (x.tolist() for x in pose)
-        pb[POSE_PROP] = [float(x) for x in np.concatenate(pose)]
+        pb.location, pb.rotation_quaternion, pb.scale = pose[:3], pose[3:7], pose[7:]
+        pb[POSE_PROP] = pose
 
 
 def bone_extras(bone) -> dict:
