@@ -383,7 +383,7 @@ def _keep_keys(act, arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame
     of = [frames[n] for n in names]
     poses = [default_pose(arm_ob.pose.bones[n]) for n in names]
     fills = [{"translation": t, "rotation": r, "scale": sc} for t, r, sc in zip(*(
-        barm.from_basis_of(of, ch, np.array([p[key] for p in poses]).reshape(len(names), -1)).tolist()
+        barm.from_basis_of(of, ch, np.array([p[key] for p in poses])).tolist() if names else []
         for ch, key in (("t", "t"), ("r", "q"), ("s", "s"))))]
     data = {"order": [t.bone for t in animation.tracks],
             "tracks": {t.bone: {"fingerprint": _records_fingerprint(records.get(t.bone, [])), "fill": fill,

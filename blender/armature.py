@@ -114,7 +114,9 @@ def _rotation_of(u: np.ndarray, vt: np.ndarray) -> np.ndarray:
 
 
 def _frames_of(rest: np.ndarray, parent_bind: np.ndarray, bind: np.ndarray) -> list[BoneFrame]:
-    """`bone_frame` of stacked bones (N, 4, 4) at once: the same arithmetic, matrix by matrix."""
+    """The frame of each bone from its rest (armature space), its parent's bind (or the armature's inverse
+    world matrix for a root) and its own bind, stacked (N, 4, 4): numpy's matrix functions take a stack matrix
+    by matrix, so each frame is what one bone alone would give."""
     a = affine_inverse(rest) @ parent_bind
     u, sv, vt = np.linalg.svd(a[:, :3, :3])
     sigma = sv.mean(axis=1)
@@ -132,13 +134,6 @@ def _frames_of(rest: np.ndarray, parent_bind: np.ndarray, bind: np.ndarray) -> l
     q, q_after = matrix3_to_quat(rot_a), matrix3_to_quat(rot_b)
     return [BoneFrame(float(sigma[i]), q[i], a[i, :3, 3].copy(), 1.0 / diag[i], q_after[i], float(residue[i]))
             for i in range(len(rest))]
-
-
-def bone_frame(rest: np.ndarray, parent_bind: np.ndarray, bind: np.ndarray) -> BoneFrame:
-    """The frame of one bone from its rest (armature space), its parent's bind (or the armature's inverse
-    world matrix for a root) and its own bind."""
-    return _frames_of(np.asarray(rest, np.float64)[None], np.asarray(parent_bind, np.float64)[None],
-                      np.asarray(bind, np.float64)[None])[0]
 
 
 def rest_matrices(arm_ob) -> np.ndarray:
