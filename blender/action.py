@@ -52,6 +52,7 @@ from ..core.transforms import (
 )
 from . import armature as barm
 from . import compat
+from .mesh import deform_items
 from .progress import Progress
 from .props import json_prop
 
@@ -134,7 +135,8 @@ def slerp_keys(times: np.ndarray, q: np.ndarray, tolerance: float = ANGLE_TOLERA
     half = np.arccos(np.clip(np.sum(qn[1:] * qn[:-1], axis=1), -1.0, 1.0))
     limit = _max_half_angle(tolerance)
     parts = np.maximum(1, np.ceil(half / limit).astype(np.int64))
-    parts[_nlerp_error(half) <= tolerance] = 1
+    wide = np.flatnonzero(parts > 1)  # the others are one part already: measured only where it can matter
+    parts[wide[_nlerp_error(half[wide]) <= tolerance]] = 1
     if (parts == 1).all():
         return times, q, np.zeros(len(q), bool)
     seg = np.repeat(np.arange(len(parts)), parts - 1)
@@ -149,42 +151,57 @@ def slerp_keys(times: np.ndarray, q: np.ndarray, tolerance: float = ANGLE_TOLERA
     return all_t[order], np.concatenate([q, new_q])[order], gen[order]
 
 
+def _slerp_keys_of(times: np.ndarray, qs: list[np.ndarray], tolerance: float = ANGLE_TOLERANCE) -> list[tuple]:
+    """`slerp_keys` of several bones' rotation keys at the same ``times``: whether a segment needs GENERATED keys
+    is asked of all of them in one call, and only the bones where one does go through `slerp_keys`."""
+    times = np.asarray(times, np.float64)
+    if len(times) < 2 or not qs:
+        return [slerp_keys(times, q, tolerance) for q in qs]
+    q = np.array(qs, np.float64)
+    d = np.sum(q[:, 1:] * q[:, :-1], axis=2)
+    q *= np.concatenate([np.ones((len(q), 1)), np.cumprod(np.where(d < 0, -1.0, 1.0), axis=1)], axis=1)[..., None]
+    qn = quat_normalize(q)
+    half = np.arccos(np.clip(np.sum(qn[:, 1:] * qn[:, :-1], axis=2), -1.0, 1.0))
+    parts = np.maximum(1, np.ceil(half / _max_half_angle(tolerance)).astype(np.int64))
+    wide = parts > 1  # the others are one part already: measured only where it can matter
+    parts[wide] = np.where(_nlerp_error(half[wide]) <= tolerance, 1, parts[wide])
+    plain = np.zeros(len(times), bool)
+    return [(times, q[k], plain.copy()) if (parts[k] == 1).all() else slerp_keys(times, q[k], tolerance)
+            for k in range(len(q))]  # `short_way` keeps keys already the short way as they are
+
+
 # -- import: core Animation → action ---------------------------------------------------------------------
 
-def _add_curve(cb, bone: str, prop: str, index: int, frames: np.ndarray, values: np.ndarray,
-               interpolation: str, generated: np.ndarray | None = None, digests: dict | None = None):
-    """A new F-curve; ``digests`` (when given) gets its `_curve_digest` under the bone, from the arrays set
-    (reading a thousand curves back costs a tenth of an import)."""
+def _add_channel(cb, bone: str, prop: str, frames: np.ndarray, values: np.ndarray, interpolation: str,
+                 generated: np.ndarray | None = None, records: dict | None = None) -> None:
+    """The F-curves of one channel of a bone, one per column of ``values`` (K, C), keyed at ``frames``; the
+    arrays Blender takes are made once for the channel. ``records`` (when given) gets what each curve holds
+    under the bone (`_record`), from the arrays set (reading a thousand curves back costs a tenth of an
+    import)."""
     path = _bone_path(bone, prop)
-    fc = compat.new_fcurve(cb, path, index=index, group_name=bone)
     n = len(frames)
-    fc.keyframe_points.add(n)
-    co = np.empty(2 * n, np.float32)
-    co[0::2] = frames
-    co[1::2] = values
-    fc.keyframe_points.foreach_set("co", co)
+    values = np.asarray(values)
+    co = np.empty((values.shape[1], 2 * n), np.float32)
+    co[:, 0::2] = np.asarray(frames, np.float64)
+    co[:, 1::2] = values.T
     interp = np.full(n, _INTERP[interpolation], np.int32)
-    fc.keyframe_points.foreach_set("interpolation", interp)
-    types = np.full(n, _KEYTYPE["KEYFRAME"], np.int32)
-    if generated is not None and generated.any():
-        types = np.where(generated, _KEYTYPE["GENERATED"], _KEYTYPE["KEYFRAME"]).astype(np.int32)
-        fc.keyframe_points.foreach_set("type", types)
-    fc.update()
-    if digests is not None:  # keys out of order or at one time (a step): read back what `update` made of them
-        exact = n < 2 or bool((np.diff(co[0::2]) > 0).all())
-        digests.setdefault(bone, []).append(
-            (path, index, _curve_digest(path, index, False, co, interp, types)) if exact else _read_digest(fc))
-    return fc
-
-
-def _add_vector_curves(cb, bone: str, prop: str, values: np.ndarray, times, fps: float,
-                       interpolation: str, digests: dict | None = None) -> tuple[np.ndarray, np.ndarray, str]:
-    """The three F-curves of a location or scale track (`values` already in the bone's basis); returns what
-    `build_action` keeps of them: (frames, values, interpolation)."""
-    f = np.asarray(times, np.float64) * fps
-    for i in range(3):
-        _add_curve(cb, bone, prop, i, f, values[:, i], interpolation, digests=digests)
-    return f, values, interpolation
+    marked = generated is not None and generated.any()
+    types = np.where(generated, _KEYTYPE["GENERATED"], _KEYTYPE["KEYFRAME"]).astype(np.int32) if marked else \
+        np.full(n, _KEYTYPE["KEYFRAME"], np.int32)
+    # keys out of order or at one time (a step): the records read back what `update` made of them
+    exact = n < 2 or bool((np.diff(co[0, 0::2]) > 0).all())
+    for index in range(values.shape[1]):
+        fc = compat.new_fcurve(cb, path, index=index, group_name=bone)
+        kp = fc.keyframe_points
+        kp.add(n)
+        kp.foreach_set("co", co[index])
+        kp.foreach_set("interpolation", interp)
+        if marked:
+            kp.foreach_set("type", types)
+        fc.update()
+        if records is not None:
+            records.setdefault(bone, []).append((path, index, False, co[index], interp, types) if exact
+                                                else _record(fc))
 
 
 def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None = None,
@@ -195,7 +212,9 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
     ``fingerprints`` (when given) gets, per bone, what `curve_fingerprints` reads of the curves made.
     Pose bones of animated bones are set to quaternion rotation. Never refuses a bind Blender cannot hold
     (see the module's docstring). Removes the action again if building fails."""
-    frames = bone_frames(arm_ob)
+    rests = barm.rest_matrices(arm_ob)
+    binds = bind_matrices(arm_ob, rests)
+    frames = bone_frames(arm_ob, binds)
     warnings: list[str] = []
     missing = [t.bone for t in animation.tracks if t.bone not in frames]
     if missing:
@@ -204,11 +223,14 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
     act = bpy.data.actions.new(name or animation.name)
     progress = Progress(f"action {act.name}", len(animation.tracks))
     written: dict[str, dict[str, tuple]] = {}
-    digests: dict[str, list] | None = None if fingerprints is None else {}
+    records: dict[str, list] = {}  # per bone: what its curves hold (`_record`), for the fingerprints
     try:
         slot = act.slots.new(id_type="OBJECT", name=arm_ob.name)
         cb = compat.channelbag_for_slot(act, slot)
         fitted = _fitted_bones(arm_ob, animation, frames)
+        rig = (rests, binds)
+        measured = None if all(f.exact for f in frames.values()) else _Chain(
+            arm_ob, animation, frames, written, _measured_times(animation, frames), fps, rests, binds)
         for done, track in enumerate(animation.tracks):
             progress.update(done)
             bf = frames.get(track.bone)
@@ -217,8 +239,9 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
             curves = written.setdefault(track.bone, {})
             interp = "CONSTANT" if track.interpolation == "STEP" else "LINEAR"
             if track.translations is not None and len(track.translations):
-                curves["t"] = _add_vector_curves(cb, track.bone, "location", bf.to_basis("t", track.translations),
-                                                 track.translation_times, fps, interp, digests)
+                f = np.asarray(track.translation_times, np.float64) * fps
+                curves["t"] = (f, bf.to_basis("t", track.translations), interp)
+                _add_channel(cb, track.bone, "location", f, curves["t"][1], interp, records=records)
             if track.rotations is not None and len(track.rotations):
                 v = bf.to_basis("r", track.rotations)
                 t = np.asarray(track.rotation_times, np.float64)
@@ -226,17 +249,19 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
                     t, v, gen = slerp_keys(t, v, tolerance)
                 else:
                     gen = np.zeros(len(t), bool)
-                for i in range(4):
-                    _add_curve(cb, track.bone, "rotation_quaternion", i, t * fps, v[:, i], interp, gen, digests)
+                _add_channel(cb, track.bone, "rotation_quaternion", t * fps, v, interp, gen, records)
                 curves["q"] = (t * fps, v, interp)
             if track.scales is not None and len(track.scales):
-                curves["s"] = _add_vector_curves(cb, track.bone, "scale", bf.to_basis("s", track.scales),
-                                                 track.scale_times, fps, interp, digests)
+                f = np.asarray(track.scale_times, np.float64) * fps
+                curves["s"] = (f, bf.to_basis("s", track.scales), interp)
+                _add_channel(cb, track.bone, "scale", f, curves["s"][1], interp, records=records)
         if fitted:
-            _add_fitted_curves(cb, arm_ob, animation, frames, written, fitted, fps, tolerance, digests)
+            _add_fitted_curves(cb, arm_ob, animation, frames, written, fitted, fps, tolerance, records, rig,
+                               measured)
         progress.end()
-        if digests is not None:
-            fingerprints.update({bone: _bone_digest(d) for bone, d in digests.items()})
+        if fingerprints is not None:
+            fingerprints.update({bone: _bone_digest([(r[0], r[1], _curve_digest(*r)) for r in rs])
+                                 for bone, rs in records.items()})
         for time, text in animation.markers:
             marker = act.pose_markers.new(str(text)[:63])
             marker.frame = int(round(time * fps))
@@ -247,8 +272,8 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
         tag_owner(act, arm_ob)
         if animation.extras.get(cm.CLIP_KEY):  # format-neutral clip facts: read back by `read_action`
             act[PROP] = json.dumps({cm.CLIP_KEY: animation.extras[cm.CLIP_KEY]})
-        _keep_keys(act, cb, arm_ob, animation, frames, fitted)
-        warnings += deformation_warning(arm_ob, animation, frames, written, fps)
+        _keep_keys(act, arm_ob, animation, frames, fitted, records, rests)
+        warnings += deformation_warning(arm_ob, animation, frames, written, fps, measured)
     except BaseException:
         progress.end()
         bpy.data.actions.remove(act)
@@ -284,19 +309,16 @@ def _track_from_json(data: dict) -> cm.Track:
 
 def _curves_fingerprint(fcurves) -> str:
     """What a bone's F-curves hold (paths, key frames and values, interpolation, key types)."""
+    return _records_fingerprint([_record(fc) for fc in fcurves])
+
+
+def _records_fingerprint(records: list[tuple]) -> str:
+    """`_curves_fingerprint` of curves given by their `_record`s."""
     h = hashlib.sha1()
-    for fc in sorted(fcurves, key=lambda c: (c.data_path, c.array_index)):
-        kp = fc.keyframe_points
-        n = len(kp)
-        co = np.empty(2 * n, np.float32)
-        kp.foreach_get("co", co)
-        ints = np.empty(n, np.int32)
-        h.update(f"{fc.data_path}[{fc.array_index}]{n}{int(fc.mute)}".encode("utf-8", "surrogateescape"))
-        h.update(co.tobytes())
-        kp.foreach_get("interpolation", ints)
-        h.update(ints.tobytes())
-        kp.foreach_get("type", ints)
-        h.update(ints.tobytes())
+    for path, index, mute, co, interp, types in sorted(records, key=lambda r: (r[0], r[1])):
+        h.update(f"{path}[{index}]{len(interp)}{int(mute)}".encode("utf-8", "surrogateescape"))
+        for a in (co, interp, types):
+            h.update(np.ascontiguousarray(a).tobytes())
     return h.hexdigest()
 
 
@@ -321,44 +343,52 @@ def _fitted_bones(arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame])
 
 
 def _add_fitted_curves(cb, arm_ob, animation, frames, written, fitted: list[str], fps: float, tolerance: float,
-                       digests: dict | None = None):
-    """Curves of the fitted bones, parents first, keyed at every key time of the animation's tracks."""
-    chain = _Chain(arm_ob, animation, frames, written, _key_times(animation, frames), fps)
-    times = chain.times
-    for name in fitted:
-        keys = fitted_keys(chain, name)
-        f = times * fps
-        t, q, gen = slerp_keys(times, keys["q"], tolerance)
-        for i in range(3):
-            _add_curve(cb, name, "location", i, f, keys["t"][:, i], "LINEAR", digests=digests)
-        for i in range(4):
-            _add_curve(cb, name, "rotation_quaternion", i, t * fps, q[:, i], "LINEAR", gen, digests)
-        for i in range(3):
-            _add_curve(cb, name, "scale", i, f, keys["s"][:, i], "LINEAR", digests=digests)
-        written[name] = {"t": (f, keys["t"], "LINEAR"), "q": (t * fps, q, "LINEAR"), "s": (f, keys["s"], "LINEAR")}
+                       records: dict | None = None, rig: tuple | None = None, measured: _Chain | None = None):
+    """Curves of the fitted bones, a depth level at a time (parents first), keyed at every key time of the
+    animation's tracks. ``rig``: (`rest_matrices`, `bind_matrices`) when the caller has them; ``measured``: the
+    chain of `deformation_error`, whose engine worlds at the key times (the engine's evaluation is time by
+    time) are taken when it has them all."""
+    times = _key_times(animation, frames)
+    engine = None
+    if measured is not None and len(measured.times):
+        at = np.minimum(np.searchsorted(measured.times, times), len(measured.times) - 1)
+        if np.array_equal(measured.times[at], times):
+            engine = measured.engine(measured.names)[:, at]
+    rests, binds = rig or (None, None)
+    chain = _Chain(arm_ob, animation, frames, written, times, fps, rests, binds, engine)
+    f = times * fps
+    for level in chain.levels(fitted):
+        fits = fitted_keys(chain, level)
+        for name, keys, (t, q, gen) in zip(level, fits, _slerp_keys_of(times, [k["q"] for k in fits], tolerance)):
+            _add_channel(cb, name, "location", f, keys["t"], "LINEAR", records=records)
+            _add_channel(cb, name, "rotation_quaternion", t * fps, q, "LINEAR", gen, records)
+            _add_channel(cb, name, "scale", f, keys["s"], "LINEAR", records=records)
+            written[name] = {"t": (f, keys["t"], "LINEAR"), "q": (t * fps, q, "LINEAR"),
+                             "s": (f, keys["s"], "LINEAR")}
 
 
-def _keep_keys(act, cb, arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame], fitted=()) -> None:
+def _keep_keys(act, arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame], fitted, records: dict,
+               rests: np.ndarray) -> None:
     """The file's keys of the bones whose frame is not exact or whose keys were fitted (the F-curves cannot
     give them back), with a fingerprint of their F-curves and the default-pose value of each channel the track
     lacks (once the action plays, the pose bone holds the fitted curves' value there), the tracks that name no
-    bone, and the file's track order."""
+    bone, and the file's track order. ``records``: per bone, the `_record`s of the curves `build_action` made;
+    ``rests``: `armature.rest_matrices`."""
     inexact = [t for t in animation.tracks if t.bone in frames and (not frames[t.bone].exact or t.bone in fitted
                                                                      or _has_step(t))]
     unmatched = [t for t in animation.tracks if t.bone not in frames]
     if not inexact and not unmatched:
         return
-    by_bone = _bone_fcurves(cb)
-    def fill(track):
-        pb, bf = arm_ob.pose.bones[track.bone], frames[track.bone]
-        pose = default_pose(pb)
-        return {"translation": bf.from_basis("t", pose["t"][None])[0].tolist(),
-                "rotation": bf.from_basis("r", pose["q"][None])[0].tolist(),
-                "scale": bf.from_basis("s", pose["s"][None])[0].tolist()}
-
+    names = [t.bone for t in inexact]
+    of = [frames[n] for n in names]
+    poses = [default_pose(arm_ob.pose.bones[n]) for n in names]
+    fills = [{"translation": t, "rotation": r, "scale": sc} for t, r, sc in zip(*(
+        barm.from_basis_of(of, ch, np.array([p[key] for p in poses])).tolist() if names else []
+        for ch, key in (("t", "t"), ("r", "q"), ("s", "s"))))]
     data = {"order": [t.bone for t in animation.tracks],
-            "tracks": {t.bone: {"fingerprint": _curves_fingerprint(by_bone.get(t.bone, [])), "fill": fill(t),
-                                "rest": local_rest(arm_ob, t.bone), **_track_to_json(t)} for t in inexact},
+            "tracks": {t.bone: {"fingerprint": _records_fingerprint(records.get(t.bone, [])), "fill": fill,
+                                "rest": rest, **_track_to_json(t)}
+                       for t, fill, rest in zip(inexact, fills, local_rests(arm_ob, names, rests))},
             "unmatched": [_track_to_json(t) for t in unmatched]}
     act[KEYS_PROP] = json.dumps(data)
 
@@ -373,6 +403,23 @@ def local_rest(arm_ob, bone: str) -> list[float]:
     if b.parent is not None:
         rest = np.linalg.solve(np.asarray(b.parent.matrix_local, np.float64), rest)
     return rest.reshape(-1).tolist()
+
+
+def local_rests(arm_ob, names: list[str], rests: np.ndarray | None = None) -> list[list[float]]:
+    """`local_rest` of each bone of ``names`` (bones of ``arm_ob``), in one call; ``rests``:
+    `armature.rest_matrices`, when the caller has it."""
+    bones = arm_ob.data.bones
+    rests = barm.rest_matrices(arm_ob) if rests is None else rests
+    index = {b.name: i for i, b in enumerate(bones)}
+    parent = {b.name: b.parent.name for b in bones if b.parent is not None}
+    out = [rests[index[n]] for n in names]
+    kids = [k for k, n in enumerate(names) if n in parent]
+    if kids:
+        solved = np.linalg.solve(np.array([rests[index[parent[names[k]]]] for k in kids]),
+                                 np.array([out[k] for k in kids]))
+        for k, m in zip(kids, solved):
+            out[k] = m
+    return [m.reshape(-1).tolist() for m in out]
 
 
 def same_rest(was, now) -> bool:
@@ -406,7 +453,9 @@ def _bone_digest(digests: list[tuple[str, int, bytes]]) -> str:
     return hashlib.sha1(b"".join(d for _, _, d in sorted(digests))).hexdigest()
 
 
-def _read_digest(fc) -> tuple[str, int, bytes]:
+def _record(fc) -> tuple:
+    """What an F-curve holds, as the fingerprints read it: (path, index, mute, float32 (frame, value) pairs,
+    int32 interpolations, int32 key types)."""
     kp = fc.keyframe_points
     n = len(kp)
     co = np.empty(2 * n, np.float32)
@@ -415,16 +464,23 @@ def _read_digest(fc) -> tuple[str, int, bytes]:
     kp.foreach_get("interpolation", interp)
     types = np.empty(n, np.int32)
     kp.foreach_get("type", types)
-    return fc.data_path, fc.array_index, _curve_digest(fc.data_path, fc.array_index, fc.mute, co, interp, types)
+    return fc.data_path, fc.array_index, fc.mute, co, interp, types
+
+
+def _read_digest(fc) -> tuple[str, int, bytes]:
+    r = _record(fc)
+    return r[0], r[1], _curve_digest(*r)
 
 
 NO_CURVES = _bone_digest([])  # the fingerprint of a bone (or a track naming no bone) without F-curves
 
 
-def curve_fingerprints(arm_ob, act, slot=None) -> dict[str, str | None]:
+def curve_fingerprints(arm_ob, act, slot=None, made: dict[str, str] | None = None) -> dict[str, str | None]:
     """Per bone with F-curves in the action's slot for ``arm_ob``: a fingerprint of what they hold, or None
     where export does not read them as they are (a bone moved by constraints, drivers or NLA, or curves with
-    F-curve modifiers). A format package keeps these at import to tell the tracks the user left alone."""
+    F-curve modifiers). A format package keeps these at import to tell the tracks the user left alone.
+    ``made``: what `build_action` gave as ``fingerprints`` for this action, when nothing can have touched its
+    curves since (the same import): taken instead of reading every curve back."""
     slot = slot or slot_for(arm_ob, act)
     by_bone: dict[str, list] = {}
     for cb in _channelbags(act):
@@ -432,8 +488,10 @@ def curve_fingerprints(arm_ob, act, slot=None) -> dict[str, str | None]:
             for bone, fcs in _bone_fcurves(cb).items():
                 by_bone.setdefault(bone, []).extend(fcs)
     moved = _moved_elsewhere(arm_ob, act)
+    made = made or {}
     return {bone: None if bone in moved or any(not m.mute for fc in fcs for m in fc.modifiers)
-            else _bone_digest([_read_digest(fc) for fc in fcs]) for bone, fcs in by_bone.items()}
+            else made[bone] if bone in made else _bone_digest([_read_digest(fc) for fc in fcs])
+            for bone, fcs in by_bone.items()}
 
 
 def rig_fingerprint(arm_ob) -> str:
@@ -454,19 +512,31 @@ def rig_fingerprint(arm_ob) -> str:
 
 # -- how near Blender's deformation comes to the engine's ----------------------------------------------------
 
-def _engine_sample(times, values, at, kind: str) -> np.ndarray:
-    """Key values (K, C) at times ``at`` as the engine plays them: linear, slerp or step; clamped."""
+def _engine_parts(times, values, at, kind: str) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """What the engine blends at times ``at`` from keys (K, C), clamped: (the key before, the key after, the
+    fraction between them), or (the key in force, None, None) for a step or a single key."""
     times = np.asarray(times, np.float64)
     values = np.asarray(values, np.float64)
     i = np.clip(np.searchsorted(times, at, side="right") - 1, 0, len(times) - 1)
     if kind == "step" or len(times) == 1:
-        return values[i]
+        return values[i], None, None
     j = np.minimum(i + 1, len(times) - 1)
     span = times[j] - times[i]
     f = np.clip(np.where(span > 0, (at - times[i]) / np.where(span > 0, span, 1.0), 0.0), 0.0, 1.0)
-    if kind == "slerp":
-        return slerp(values[i], values[j], f)
-    return values[i] + (values[j] - values[i]) * f[:, None]
+    return values[i], values[j], f
+
+
+def _engine_samples(parts: list[tuple], kind: str) -> np.ndarray:
+    """Key values (B, T, C) of B bones' `_engine_parts` as the engine plays them: linear or slerp; a bone
+    whose parts hold no key after takes the key in force. The blends of all bones in one call."""
+    out = np.array([p[0] for p in parts])
+    blend = [k for k, p in enumerate(parts) if p[1] is not None]
+    if blend:
+        a = out[blend]
+        b = np.array([parts[k][1] for k in blend])
+        f = np.array([parts[k][2] for k in blend])
+        out[blend] = slerp(a, b, f) if kind == "slerp" else a + (b - a) * f[..., None]
+    return out
 
 
 def _curve_sample(curve, at_frames, static) -> np.ndarray:
@@ -499,14 +569,13 @@ def _deformed_points(arm_ob) -> tuple[dict[str, np.ndarray], np.ndarray]:
         pts = co.reshape(-1, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
         everything.append(pts)
         names = [vg.name for vg in ob.vertex_groups]
-        lists: dict[int, list] = {}
-        for v in me.vertices:
-            for g in v.groups:
-                if g.weight > 0:
-                    lists.setdefault(g.group, []).append(v.index)
-        for gi, idx in lists.items():
+        counts, groups, weights = deform_items(me)
+        weighted = weights > 0
+        vertex = np.repeat(np.arange(len(counts)), counts)[weighted]
+        groups = groups[weighted]
+        for gi in np.unique(groups):
             if gi < len(names) and names[gi] in deform:
-                rows.setdefault(names[gi], []).append(pts[idx])
+                rows.setdefault(names[gi], []).append(pts[vertex[groups == gi]])
     if not everything:
         for b in arm_ob.data.bones:
             pts = np.array([b.head_local, b.tail_local], dtype=np.float64)
@@ -519,69 +588,117 @@ class _Chain:
     """Per bone, at fixed times: the engine's world (armature space: the armature's inverse world matrix ·
     the chain of local TRS, each channel sampled as the engine samples it, channels without keys at the pose
     bone's own value mapped back) and Blender's pose matrix from the curves in ``written`` (per bone: channel
-    → (frames, basis values, interpolation); other channels at the pose bone's value). Parents first; a
-    bone's matrices are computed on first use, so its curves (and its ancestors') must be final by then."""
+    → (frames, basis values, interpolation); other channels at the pose bone's value). Bones are taken a
+    depth level at a time (`levels`), each level's matrices in one numpy call per step. The engine's worlds
+    are made for every bone on first use; a bone's pose on first use of it, so its curves (and its
+    ancestors') must be final by then."""
 
     def __init__(self, arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame],
-                 written: dict[str, dict[str, tuple]], times: np.ndarray, fps: float):
+                 written: dict[str, dict[str, tuple]], times: np.ndarray, fps: float,
+                 rests: np.ndarray | None = None, binds: dict[str, np.ndarray] | None = None,
+                 engine: np.ndarray | None = None):
         self.arm_ob = arm_ob
         self.frames = frames
         self.written = written
         self.times = np.asarray(times, np.float64)
         self.at_frames = self.times * fps
         self.world_inv = np.linalg.inv(np.array(arm_ob.matrix_world, dtype=np.float64))
-        self.binds = bind_matrices(arm_ob)
-        self.bones = {b.name: b for b in arm_ob.data.bones}
-        self.rest = {n: np.array(b.matrix_local, dtype=np.float64) for n, b in self.bones.items()}
+        rests = barm.rest_matrices(arm_ob) if rests is None else rests
+        self.binds = bind_matrices(arm_ob, rests) if binds is None else binds
+        bones = arm_ob.data.bones
+        self.names = [b.name for b in bones]
+        self.index = {n: i for i, n in enumerate(self.names)}
+        self.parent = {b.name: b.parent.name if b.parent else None for b in bones}
+        self.rest = dict(zip(self.names, rests))
+        self.depth: dict[str, int] = {}
+        for b in bones:
+            self.depth[b.name] = len(b.parent_recursive)
         self.tracks = {t.bone: t for t in animation.tracks if t.bone in frames}
-        self._engine: dict[str, np.ndarray] = {}
+        self._static: dict[str, dict[str, np.ndarray]] = {}
+        self._engine = engine  # (N, T, 4, 4), every bone in `names` order, when the caller has it
         self._posed: dict[str, np.ndarray] = {}
 
-    def static(self, name: str) -> dict[str, np.ndarray]:
-        return default_pose(self.arm_ob.pose.bones[name])
+    def levels(self, names) -> list[list[str]]:
+        """``names`` by depth (roots first), each level in the given order."""
+        by_depth: dict[int, list[str]] = {}
+        for n in names:
+            by_depth.setdefault(self.depth[n], []).append(n)
+        return [by_depth[d] for d in sorted(by_depth)]
 
-    def engine(self, name: str) -> np.ndarray:
-        if name not in self._engine:
-            bone = self.bones[name]
-            bf = self.frames[name]
-            static = self.static(name)
-            track = self.tracks.get(name)
-            step = track is not None and track.interpolation == "STEP"
-            n = len(self.times)
-            local = []
-            for ch, bch, attr, kind in (("t", "t", "translation", "linear"), ("q", "r", "rotation", "slerp"),
-                                        ("s", "s", "scale", "linear")):
+    def static(self, name: str) -> dict[str, np.ndarray]:
+        if name not in self._static:
+            self._static[name] = default_pose(self.arm_ob.pose.bones[name])
+        return self._static[name]
+
+    def engine(self, names: list[str]) -> np.ndarray:
+        """The engine's worlds (B, T, 4, 4) of ``names``."""
+        if self._engine is None:
+            self._engine = self._engine_worlds()
+        return self._engine[[self.index[n] for n in names]]
+
+    def _engine_worlds(self) -> np.ndarray:
+        n = len(self.times)
+        local = []
+        for ch, bch, attr, kind in (("t", "t", "translation", "linear"), ("q", "r", "rotation", "slerp"),
+                                    ("s", "s", "scale", "linear")):
+            parts = []
+            for name in self.names:
+                track = self.tracks.get(name)
                 values = getattr(track, attr + "s") if track is not None else None
                 if values is not None and len(values):
-                    local.append(_engine_sample(getattr(track, attr + "_times"), values, self.times,
-                                                "step" if step else kind))
+                    step = track.interpolation == "STEP"
+                    parts.append(_engine_parts(getattr(track, attr + "_times"), values, self.times,
+                                               "step" if step else kind))
                 else:
-                    local.append(np.tile(bf.from_basis(bch, static[ch][None])[0], (n, 1)))
-            parent = self.world_inv if bone.parent is None else self.engine(bone.parent.name)
-            self._engine[name] = parent @ trs_to_matrix(*local)
-        return self._engine[name]
+                    bf = self.frames[name]
+                    parts.append((np.tile(bf.from_basis(bch, self.static(name)[ch][None])[0], (n, 1)), None, None))
+            local.append(_engine_samples(parts, kind))
+        local = trs_to_matrix(*local)
+        world = np.empty_like(local)
+        for level in self.levels(self.names):
+            idx = [self.index[b] for b in level]
+            roots = [k for k, b in zip(idx, level) if self.parent[b] is None]
+            kids = [k for k, b in zip(idx, level) if self.parent[b] is not None]
+            if roots:
+                world[roots] = self.world_inv @ local[roots]
+            if kids:
+                world[kids] = world[[self.index[self.parent[self.names[k]]] for k in kids]] @ local[kids]
+        return world
 
-    def parent_frame(self, name: str) -> np.ndarray:
-        """What Blender puts before a bone's basis: its rest, through its parent's pose."""
-        bone = self.bones[name]
-        if bone.parent is None:
-            return np.broadcast_to(self.rest[name], (len(self.times), 4, 4))
-        p = bone.parent.name
-        return self.posed(p) @ (np.linalg.inv(self.rest[p]) @ self.rest[name])
+    def parent_frames(self, names: list[str]) -> np.ndarray:
+        """What Blender puts before each bone's basis (B, T, 4, 4): its rest, through its parent's pose."""
+        t = len(self.times)
+        out = np.empty((len(names), t, 4, 4))
+        roots = [k for k, n in enumerate(names) if self.parent[n] is None]
+        kids = [k for k, n in enumerate(names) if self.parent[n] is not None]
+        if roots:
+            out[roots] = np.broadcast_to(np.array([self.rest[names[k]] for k in roots])[:, None], (len(roots), t, 4, 4))
+        if kids:
+            parents = [self.parent[names[k]] for k in kids]
+            offset = np.linalg.inv(np.array([self.rest[p] for p in parents])) @ np.array(
+                [self.rest[names[k]] for k in kids])
+            out[kids] = self.posed(parents) @ offset[:, None]
+        return out
 
-    def posed(self, name: str) -> np.ndarray:
-        if name not in self._posed:
-            static = self.static(name)
-            cur = self.written.get(name, {})
+    def posed(self, names: list[str]) -> np.ndarray:
+        """Blender's pose matrices (B, T, 4, 4) of ``names`` from the curves in ``written``."""
+        missing = list(dict.fromkeys(n for n in names if n not in self._posed))
+        for level in self.levels(missing):
             f = self.at_frames
-            basis = trs_to_matrix(_curve_sample(cur.get("t"), f, static["t"]),
-                                  quat_normalize(_curve_sample(cur.get("q"), f, static["q"])),
-                                  _curve_sample(cur.get("s"), f, static["s"]))
-            self._posed[name] = self.parent_frame(name) @ basis
-        return self._posed[name]
+            samples = []
+            for ch in ("t", "q", "s"):
+                samples.append(np.array([_curve_sample(self.written.get(n, {}).get(ch), f, self.static(n)[ch])
+                                         for n in level]))
+            basis = trs_to_matrix(samples[0], quat_normalize(samples[1]), samples[2])
+            for n, m in zip(level, self.parent_frames(level) @ basis):
+                self._posed[n] = m
+        return np.array([self._posed[n] for n in names])
 
-    def skin_difference(self, name: str) -> np.ndarray:
-        return self.posed(name) @ np.linalg.inv(self.rest[name]) - self.engine(name) @ np.linalg.inv(self.binds[name])
+    def skin_differences(self) -> np.ndarray:
+        """Blender's skin matrices less the engine's (N, T, 4, 4), every bone in `names` order."""
+        rest_inv = np.linalg.inv(np.array([self.rest[n] for n in self.names]))
+        bind_inv = np.linalg.inv(np.array([self.binds[n] for n in self.names]))
+        return self.posed(self.names) @ rest_inv[:, None] - self.engine(self.names) @ bind_inv[:, None]
 
 
 def _key_times(animation: cm.Animation, names) -> np.ndarray:
@@ -593,33 +710,45 @@ def _key_times(animation: cm.Animation, names) -> np.ndarray:
     return np.unique(np.concatenate(parts))
 
 
-def fitted_keys(chain: _Chain, name: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Basis keys (frames, values) per channel that bring a bone's skin matrix nearest the engine's at the
-    chain's times, given its parent's pose as Blender will play it: the translation exactly, the rotation
-    and scale of the polar decomposition of what remains (a shear is all Blender cannot take)."""
-    target = chain.engine(name) @ np.linalg.inv(chain.binds[name]) @ chain.rest[name]
-    basis = np.linalg.inv(chain.parent_frame(name)) @ target
-    m = basis[:, :3, :3]
+def fitted_keys(chain: _Chain, names: list[str]) -> list[dict[str, np.ndarray]]:
+    """Per bone of ``names`` (one depth level: their parents' curves final), the basis keys per channel that
+    bring its skin matrix nearest the engine's at the chain's times, given its parent's pose as Blender will
+    play it: the translation exactly, the rotation and scale of the polar decomposition of what remains (a
+    shear is all Blender cannot take)."""
+    binds_inv = np.linalg.inv(np.array([chain.binds[n] for n in names]))
+    rests = np.array([chain.rest[n] for n in names])
+    target = chain.engine(names) @ binds_inv[:, None] @ rests[:, None]
+    basis = np.linalg.inv(chain.parent_frames(names)) @ target
+    m = basis[..., :3, :3]
     u, _, vt = np.linalg.svd(m)
     flip = np.linalg.det(u @ vt) < 0
     u[flip, :, -1] *= -1
     r = u @ vt
-    scale = np.einsum("tjk,tjk->tk", r, m)
-    return {"t": basis[:, :3, 3].copy(), "q": short_way(matrix3_to_quat(r)), "s": scale}
+    q = matrix3_to_quat(r)
+    return [{"t": basis[k, :, :3, 3].copy(), "q": short_way(q[k]), "s": np.einsum("tjk,tjk->tk", r[k], m[k])}
+            for k in range(len(names))]
 
 
-def deformation_error(arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame],
-                      written: dict[str, dict[str, tuple]], fps: float) -> tuple[float, dict[str, float]]:
-    """(the bounding-box diagonal, the largest vertex difference per bone) between Blender's deformation
-    with the curves in ``written`` and the engine's evaluation of ``animation``, over every key time and three
-    points inside every gap."""
+def _measured_times(animation: cm.Animation, frames) -> np.ndarray:
+    """Where `deformation_error` measures: every key time and three points inside every gap."""
     keys = _key_times(animation, frames)
     gaps = [keys[:-1] + (keys[1:] - keys[:-1]) * k / 4 for k in (1, 2, 3)]
     times = np.unique(np.concatenate([keys, *gaps]))
     if len(times) > MAX_MEASURED_TIMES:  # a long animation: evenly spread samples bound the memory
         times = times[np.unique(np.linspace(0, len(times) - 1, MAX_MEASURED_TIMES).round().astype(np.int64))]
-    chain = _Chain(arm_ob, animation, frames, written, times, fps)
-    skin_diff = {name: chain.skin_difference(name) for name in chain.bones}
+    return times
+
+
+def deformation_error(arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame],
+                      written: dict[str, dict[str, tuple]], fps: float, chain: _Chain | None = None
+                      ) -> tuple[float, dict[str, float]]:
+    """(the bounding-box diagonal, the largest vertex difference per bone) between Blender's deformation
+    with the curves in ``written`` and the engine's evaluation of ``animation``, over every key time and three
+    points inside every gap (`_measured_times`). ``chain``: a `_Chain` of these at those times, when the
+    caller made one (no pose of it taken before the curves were final)."""
+    if chain is None:
+        chain = _Chain(arm_ob, animation, frames, written, _measured_times(animation, frames), fps)
+    skin_diff = dict(zip(chain.names, chain.skin_differences()))
     points, everything = _deformed_points(arm_ob)
     diagonal = float(np.linalg.norm(np.ptp(everything, axis=0))) if len(everything) else 0.0
     errors = {}
@@ -635,12 +764,12 @@ def deformation_error(arm_ob, animation: cm.Animation, frames: dict[str, BoneFra
 
 
 def deformation_warning(arm_ob, animation: cm.Animation, frames: dict[str, BoneFrame],
-                        written: dict[str, dict[str, tuple]], fps: float) -> list[str]:
+                        written: dict[str, dict[str, tuple]], fps: float, chain: _Chain | None = None) -> list[str]:
     """One warning naming the bones whose vertices Blender moves more than ``DEFORM_TOLERANCE`` of the
     diagonal away from the engine, with the largest difference; nothing when every frame is exact."""
     if all(f.exact for f in frames.values()):
         return []
-    diagonal, errors = deformation_error(arm_ob, animation, frames, written, fps)
+    diagonal, errors = deformation_error(arm_ob, animation, frames, written, fps, chain)
     limit = DEFORM_TOLERANCE * diagonal
     over = sorted((e, n) for n, e in errors.items() if e > limit)
     if not over or diagonal <= 0:

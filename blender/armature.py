@@ -11,7 +11,6 @@ pose basis of one bone (through the file's exact bind matrices); the default pos
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 
 import bpy
@@ -73,65 +72,117 @@ class BoneFrame:
         return self.residue <= EXACT_FRAME
 
 
+def to_basis_of(frames: list[BoneFrame], channel: str, v: np.ndarray) -> np.ndarray:
+    """`BoneFrame.to_basis` of one value per bone (B, C) through each bone's frame, in one call: the same
+    arithmetic, bone by bone."""
+    sigma, q, t, bind_scale, q_after = _stacked(frames)
+    v = np.asarray(v, np.float64)
+    if channel == "t":
+        return sigma[:, None] * (v[:, None, :] @ quat_to_matrix3(q).transpose(0, 2, 1))[:, 0] + t
+    if channel == "r":
+        return quat_multiply(quat_multiply(q, v), q_after)
+    return sigma[:, None] * v / bind_scale
+
+
+def from_basis_of(frames: list[BoneFrame], channel: str, v: np.ndarray) -> np.ndarray:
+    """`BoneFrame.from_basis` of one value per bone (B, C), in one call (see `to_basis_of`)."""
+    sigma, q, t, bind_scale, q_after = _stacked(frames)
+    v = np.asarray(v, np.float64)
+    if channel == "t":
+        return ((v - t)[:, None, :] @ quat_to_matrix3(q))[:, 0] / sigma[:, None]
+    if channel == "r":
+        conj = np.array([1.0, -1, -1, -1])
+        return quat_multiply(quat_multiply(q * conj, v), q_after * conj)
+    return v * bind_scale / sigma[:, None]
+
+
+def _stacked(frames: list[BoneFrame]) -> tuple[np.ndarray, ...]:
+    return (np.array([f.sigma for f in frames], np.float64), np.array([f.q for f in frames], np.float64),
+            np.array([f.t for f in frames], np.float64), np.array([f.bind_scale for f in frames], np.float64),
+            np.array([f.q_after for f in frames], np.float64))
+
+
 def _rotation_of(u: np.ndarray, vt: np.ndarray) -> np.ndarray:
+    """Proper rotations u · vt of stacked SVD factors (…, 3, 3); a mirrored bind's mirror stays in the residue."""
     r = u @ vt
-    if np.linalg.det(r) < 0:  # a mirrored bind: keep a proper rotation, the mirror stays in the residue
+    mirrored = np.linalg.det(r) < 0
+    if mirrored.any():
         u = u.copy()
-        u[:, -1] *= -1
-        r = u @ vt
+        u[mirrored, :, -1] *= -1
+        r[mirrored] = u[mirrored] @ vt[mirrored]
     return r
 
 
-def bone_frame(rest: np.ndarray, parent_bind: np.ndarray, bind: np.ndarray) -> BoneFrame:
-    """The frame of one bone from its rest (armature space), its parent's bind (or the armature's inverse
-    world matrix for a root) and its own bind."""
+def _frames_of(rest: np.ndarray, parent_bind: np.ndarray, bind: np.ndarray) -> list[BoneFrame]:
+    """The frame of each bone from its rest (armature space), its parent's bind (or the armature's inverse
+    world matrix for a root) and its own bind, stacked (N, 4, 4): numpy's matrix functions take a stack matrix
+    by matrix, so each frame is what one bone alone would give."""
     a = affine_inverse(rest) @ parent_bind
-    u, sv, vt = np.linalg.svd(a[:3, :3])
-    sigma = float(sv.mean())
+    u, sv, vt = np.linalg.svd(a[:, :3, :3])
+    sigma = sv.mean(axis=1)
     rot_a = _rotation_of(u, vt)
-    residue = float(np.abs(a[:3, :3] - sigma * rot_a).max() / max(sigma, 1e-30))
+    residue = np.abs(a[:, :3, :3] - sigma[:, None, None] * rot_a).max(axis=(1, 2)) / np.maximum(sigma, 1e-30)
     b = affine_inverse(bind) @ rest
-    u, sv, vt = np.linalg.svd(b[:3, :3])
+    u, sv, vt = np.linalg.svd(b[:, :3, :3])
     rot_b = _rotation_of(u, vt)
-    stretch = (u * sv) @ u.T  # b = stretch · rot_b, stretch symmetric
-    diag = np.diag(stretch).copy()
-    size = float(np.abs(diag).max())
-    residue = max(residue, float(np.abs(stretch - np.diag(diag)).max()) / size,
-                  float(np.abs(b[:3, 3]).max()) / size / max(1.0, float(np.abs(rest[:3, 3]).max())))
-    return BoneFrame(sigma, matrix3_to_quat(rot_a), a[:3, 3].copy(), 1.0 / diag, matrix3_to_quat(rot_b), residue)
+    stretch = (u * sv[:, None, :]) @ u.transpose(0, 2, 1)  # b = stretch · rot_b, stretch symmetric
+    diag = np.diagonal(stretch, axis1=1, axis2=2).copy()
+    size = np.abs(diag).max(axis=1)
+    off = np.abs(stretch - diag[:, :, None] * np.eye(3)).max(axis=(1, 2)) / size
+    moved = np.abs(b[:, :3, 3]).max(axis=1) / size / np.maximum(1.0, np.abs(rest[:, :3, 3]).max(axis=1))
+    residue = np.maximum(np.maximum(residue, off), moved)
+    q, q_after = matrix3_to_quat(rot_a), matrix3_to_quat(rot_b)
+    return [BoneFrame(float(sigma[i]), q[i], a[i, :3, 3].copy(), 1.0 / diag[i], q_after[i], float(residue[i]))
+            for i in range(len(rest))]
 
 
-def bind_matrices(arm_ob) -> dict[str, np.ndarray]:
+def rest_matrices(arm_ob) -> np.ndarray:
+    """Every bone's armature-space rest (edit-bone) matrix, (N, 4, 4) float64 in `arm_ob.data.bones` order:
+    one bulk read (Blender keeps them as float32, column by column)."""
+    bones = arm_ob.data.bones
+    flat = np.empty(16 * len(bones), np.float32)
+    bones.foreach_get("matrix_local", flat)
+    return flat.reshape(-1, 4, 4).transpose(0, 2, 1).astype(np.float64)
+
+
+def bind_matrices(arm_ob, rests: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Armature-space bind matrix per bone: the file's exact one (kept on the bone) while the bone still
-    matches it, else the edit bone's matrix (as `read_skeleton` chooses it for export)."""
-    world = np.array(arm_ob.matrix_world, dtype=np.float64)
-    identity = np.allclose(world, np.eye(4))
-    out = {}
-    for bone in arm_ob.data.bones:
-        rest = np.array(bone.matrix_local, dtype=np.float64)
-        out[bone.name] = rest
+    matches it, else the edit bone's matrix (as `read_skeleton` chooses it for export). ``rests``: what
+    `rest_matrices` gives, when the caller has it."""
+    bones = arm_ob.data.bones
+    rests = rest_matrices(arm_ob) if rests is None else rests
+    out = {bone.name: rests[i].copy() for i, bone in enumerate(bones)}
+    if not np.allclose(np.array(arm_ob.matrix_world, dtype=np.float64), np.eye(4)):
+        return out
+    kept, exact = [], []
+    for i, bone in enumerate(bones):
         raw = bone_extras(bone).get("bind")
-        if identity and raw is not None and len(raw) == 16:
-            exact = np.array(raw, dtype=np.float64).reshape(4, 4)
-            t_e, r_e, _ = matrix_to_trs(exact)
-            t_b, r_b, _ = matrix_to_trs(rest)
-            tol = 1e-4 * max(1.0, float(np.abs(t_e).max()))
-            angle = 2 * math.acos(min(1.0, abs(float(np.dot(r_e, r_b)))))
-            if np.abs(t_e - t_b).max() < tol and angle < 1e-3:
-                out[bone.name] = exact
+        if raw is not None and len(raw) == 16:
+            kept.append(i)
+            exact.append(np.array(raw, dtype=np.float64).reshape(4, 4))
+    if kept:
+        exact = np.array(exact)
+        t_e, r_e, _ = matrix_to_trs(exact)
+        t_b, r_b, _ = matrix_to_trs(rests[kept])
+        tol = 1e-4 * np.maximum(1.0, np.abs(t_e).max(axis=1))
+        angle = 2 * np.arccos(np.minimum(1.0, np.abs(np.sum(r_e * r_b, axis=1))))
+        for k in np.flatnonzero((np.abs(t_e - t_b).max(axis=1) < tol) & (angle < 1e-3)):
+            out[bones[kept[k]].name] = exact[k]
     return out
 
 
-def bone_frames(arm_ob) -> dict[str, BoneFrame]:
-    """The constant change of frame of every bone (never refuses: see `BoneFrame.residue`)."""
-    world = np.array(arm_ob.matrix_world, dtype=np.float64)
-    binds = bind_matrices(arm_ob)
-    frames = {}
-    for bone in arm_ob.data.bones:
-        rest = np.array(bone.matrix_local, dtype=np.float64)
-        parent_bind = binds[bone.parent.name] if bone.parent else affine_inverse(world)
-        frames[bone.name] = bone_frame(rest, parent_bind, binds[bone.name])
-    return frames
+def bone_frames(arm_ob, binds: dict[str, np.ndarray] | None = None) -> dict[str, BoneFrame]:
+    """The constant change of frame of every bone (never refuses: see `BoneFrame.residue`); ``binds``: what
+    `bind_matrices` gives, when the caller has it."""
+    bones = arm_ob.data.bones
+    if not len(bones):
+        return {}
+    rests = rest_matrices(arm_ob)
+    binds = bind_matrices(arm_ob, rests) if binds is None else binds
+    root = affine_inverse(np.array(arm_ob.matrix_world, dtype=np.float64))
+    parent_binds = np.array([binds[b.parent.name] if b.parent else root for b in bones])
+    own = np.array([binds[b.name] for b in bones])
+    return dict(zip([b.name for b in bones], _frames_of(rests, parent_binds, own)))
 
 
 def _bone_lengths(skel: cm.Skeleton, heads: np.ndarray) -> np.ndarray:
@@ -200,15 +251,18 @@ def set_pose(ob, skel: cm.Skeleton, names: list[str], rest: np.ndarray | None = 
     same per-bone frames as the actions (`bone_frames`), so that a channel an action leaves out holds the
     default pose's value mapped alike."""
     frames = bone_frames(ob)
-    for i, name in enumerate(names):
-        b = skel.bones[i]
-        bf = frames[name]
+    if not names:
+        return
+    of = [frames[name] for name in names]
+    bones = skel.bones
+    poses = np.concatenate([to_basis_of(of, "t", np.array([b.rest_translation for b in bones], np.float64)),
+                            to_basis_of(of, "r", np.array([b.rest_rotation for b in bones], np.float64)),
+                            to_basis_of(of, "s", np.array([b.rest_scale for b in bones], np.float64))], axis=1)
+    for name, pose in zip(names, poses.tolist()):
         pb = ob.pose.bones[name]
         pb.rotation_mode = "QUATERNION"
-        pose = [bf.to_basis("t", b.rest_translation[None])[0], bf.to_basis("r", b.rest_rotation[None])[0],
-                bf.to_basis("s", b.rest_scale[None])[0]]
-        pb.location, pb.rotation_quaternion, pb.scale = (x.tolist() for x in pose)
-        pb[POSE_PROP] = [float(x) for x in np.concatenate(pose)]
+        pb.location, pb.rotation_quaternion, pb.scale = pose[:3], pose[3:7], pose[7:]
+        pb[POSE_PROP] = pose
 
 
 def bone_extras(bone) -> dict:

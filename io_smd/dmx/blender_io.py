@@ -48,15 +48,19 @@ def _stem(path: str) -> str:
 
 def _add_actions(context, arm_ob, animations: list[cm.Animation], created: list, own_rig: bool) -> list[str]:
     """One action per animation on `arm_ob` (keys at scene frames: seconds × the scene's rate), the first one
-    assigned; refused when no track matches a bone of an armature the file did not make."""
+    assigned; refused when no track matches a bone of an armature the file did not make. What the build gives
+    of each action's curves (`_BUILT`) serves `_keep_motion` right after."""
     fps = bact.fps_of(context.scene)
     warnings: list[str] = []
     actions = []
+    _BUILT.clear()
     for anim in animations:
         clean(anim)
-        act, more = bact.build_action(arm_ob, anim, fps, anim.name)
+        prints: dict[str, str] = {}
+        act, more = bact.build_action(arm_ob, anim, fps, anim.name, fingerprints=prints)
         created.append(act)
         actions.append(act)
+        _BUILT[act.session_uid] = prints
         act.frame_start, act.frame_end = 0.0, float(anim.length) * fps
         smd_blender.free_frame_range(act)
         warnings += more
@@ -66,6 +70,11 @@ def _add_actions(context, arm_ob, animations: list[cm.Animation], created: list,
     if actions:
         bact.assign(arm_ob, actions[0])
     return warnings
+
+
+# session_uid of an action the last `_add_actions` built → its curves' fingerprints from the build
+# (`bact.curve_fingerprints`'s ``made``): `_keep_motion`, called right after, need not read every curve back
+_BUILT: dict[int, dict[str, str]] = {}
 
 
 CONTROLS_PROP = "dmx_controls"  # the flex controllers read (JSON), on each mesh whose shape keys they drive
@@ -280,15 +289,17 @@ def load_motion(context, path: str, armature, options=None) -> list[str]:
 def _keep_motion(context, data: bytes, scene: cm.Scene, arm_ob, created: list) -> None:
     """A motion file of one clip: its bytes and what its export depends on (`_motion_state`), on the action."""
     acts = [a for a in created if isinstance(a, bpy.types.Action)]
+    made = {uid: _BUILT.pop(uid) for uid in [a.session_uid for a in acts] if uid in _BUILT}
     if len(acts) == 1 and data and len(data) <= KEEP_LIMIT and not scene.meshes:
         acts[0][SOURCE_PROP] = data
-        acts[0][KEPT_PROP] = json.dumps(_motion_state(context, arm_ob, acts[0]))
+        acts[0][KEPT_PROP] = json.dumps(_motion_state(context, arm_ob, acts[0], made.get(acts[0].session_uid)))
 
 
-def _motion_state(context, arm_ob, act) -> dict:
+def _motion_state(context, arm_ob, act, made: dict | None = None) -> dict:
     """What an action's export depends on, cheap to read (no sampling): the rig's fingerprint, the F-curves'
-    (per bone; None where constraints, drivers or modifiers move it), the scene's rate and the frame range."""
-    return {"rig": bact.rig_fingerprint(arm_ob), "curves": bact.curve_fingerprints(arm_ob, act),
+    (per bone; None where constraints, drivers or modifiers move it), the scene's rate and the frame range.
+    ``made``: the fingerprints its build gave, right after it (else every curve is read)."""
+    return {"rig": bact.rig_fingerprint(arm_ob), "curves": bact.curve_fingerprints(arm_ob, act, made=made),
             "fps": bact.fps_of(context.scene), "range": [float(act.frame_start), float(act.frame_end)]}
 
 
