@@ -32,7 +32,7 @@ from ...core.fileio import read_bytes
 from ...core.names import clean
 from ...core.naming import safe_file_name
 from ..smd import blender_io as smd_blender
-from . import blender_mesh, convert, dmx, write
+from . import blender_mesh, convert, dmx, patch, write
 
 
 # bytes: a larger file is not kept. Keeping costs the import one read of what it built (as an export reads it):
@@ -162,16 +162,40 @@ def _object_names(meshes: list, arm_ob) -> list[str]:
 
 def _keep_model(context, data: bytes, meshes: list, arm_ob) -> None:
     """The file's bytes and the digest of what an export of the objects just made would write, on the armature
-    (else the one mesh)."""
-    holder = arm_ob if arm_ob is not None else meshes[0] if len(meshes) == 1 else None
-    if holder is None:
-        return
+    (else the first mesh)."""
+    holder = arm_ob if arm_ob is not None else meshes[0]
     try:
         made, _ = _export_scene(context, (meshes, arm_ob))
     except ExportError:
         return
     holder[SOURCE_PROP] = data
     holder[KEPT_PROP] = json.dumps({"objects": _object_names(meshes, arm_ob), "digest": digest(made)})
+
+
+def _holder(meshes: list, arm_ob):
+    """The object holding the imported file an export of these objects starts from: the armature, else the
+    first (by name) of the meshes that holds one."""
+    if arm_ob is not None:
+        return arm_ob if isinstance(arm_ob.get(SOURCE_PROP), bytes) else None
+    return next((ob for ob in sorted(meshes, key=lambda o: o.name) if isinstance(ob.get(SOURCE_PROP), bytes)), None)
+
+
+def _model_source(scene: cm.Scene, meshes: list, arm_ob, name: str, warnings: list[str]) -> bytes | None:
+    """The model file's bytes when they start from an imported file: its own while the export would write the
+    same, else that file with the edit written into it (patch.py); None (the file written anew, with a warning
+    saying why) when it cannot hold the edit."""
+    holder = _holder(meshes, arm_ob)
+    if holder is None:
+        return None
+    kept = _kept(holder, objects=_object_names(meshes, arm_ob), digest=digest(scene))
+    if kept is not None:
+        return kept
+    try:
+        return patch.patched(bytes(holder[SOURCE_PROP]), scene)
+    except patch.Refused as e:
+        warnings.append(f"{name}.dmx written anew, not as the imported file with the edit (its element ids, "
+                        f"string table and encoding are not kept): {e}")
+    return None
 
 
 def _kept(holder, **now) -> bytes | None:
@@ -296,8 +320,7 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
     """`convert --to dmx`: NAME.dmx (the model), one animation DMX per action of the armature, NAME.qc."""
     scene, warnings = _export_scene(context)
     meshes, arm_ob = bscene.exportable_objects(context)
-    holder = arm_ob if arm_ob is not None else meshes[0] if len(meshes) == 1 else None
-    source = _kept(holder, objects=_object_names(meshes, arm_ob), digest=digest(scene))
+    source = _model_source(scene, meshes, arm_ob, safe_file_name(name), warnings)
     if source is not None:
         scene.extras["dmx_source"] = source
     fps = bact.fps_of(context.scene)

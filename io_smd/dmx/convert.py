@@ -156,6 +156,9 @@ def skeleton_of(model: Element, up: np.ndarray, warnings: list[str]
     return skel, elems, [(m, p, (binds[p] if p >= 0 else up) @ a) for m, p, a in placed]
 
 
+element_of, elements_of = _elem, _elems  # for the edited export (patch.py)
+
+
 MTL_NAME = "dmx_mtlName"  # a material's extras: its mtlName as the file has it (folder included)
 
 
@@ -199,7 +202,7 @@ def _faces(mesh: Element, corners: int, scene: cm.Scene, where: str
     return np.concatenate(tris).astype(np.int32), np.concatenate(slots), materials, np.concatenate(sizes)
 
 
-def _joint_bones(model: Element, bones: list[Element], fmt_version: int) -> np.ndarray:
+def joint_bones(model: Element, bones: list[Element], fmt_version: int) -> np.ndarray:
     """Bone index of each entry of the list blend indices point into (-1: not a bone, e.g. the DmeModel)."""
     by_elem = {id(e): i for i, e in enumerate(bones)}
     if fmt_version >= 11 or model.get("jointTransforms") is None:
@@ -456,9 +459,9 @@ def to_scene(d: DmxFile, name: str, with_animations: bool = True) -> tuple[cm.Sc
     skel, bones, meshes = skeleton_of(model, up, warnings)
     scene.skeleton = skel
     kw = KEYWORDS_22 if d.format_version >= 22 else KEYWORDS_OLD
-    joint_bones = _joint_bones(model, bones, d.format_version)
+    slots = joint_bones(model, bones, d.format_version)
     for mesh, parent, place in meshes:
-        scene.meshes.append(mesh_of(mesh, parent if skel is not None else -1, joint_bones, place, kw, scene,
+        scene.meshes.append(mesh_of(mesh, parent if skel is not None else -1, slots, place, kw, scene,
                                     warnings))
     deltas = [e.name or "" for e in d.elements if e.type == "DmeVertexDeltaData"]
     separator = corrective_separator(deltas, d.format_version)

@@ -134,7 +134,9 @@ def shared_positions(mesh: cm.Mesh) -> tuple[np.ndarray, np.ndarray]:
     return first, index.reshape(-1)
 
 
-def _vertex_data(mesh: cm.Mesh, name: str) -> Element:
+def _vertex_data(mesh: cm.Mesh, name: str, joint_slots: np.ndarray | None = None) -> Element:
+    """The vertex data of `mesh`; `joint_slots`: the jointList index of each bone (else bone + 1, this writer's
+    jointList)."""
     n = len(mesh.positions)
     every = np.arange(n, dtype=np.int32)
     first, pos_index = shared_positions(mesh)
@@ -161,7 +163,9 @@ def _vertex_data(mesh: cm.Mesh, name: str) -> Element:
         data.attributes += [_attr(key, t, values), _attr(key + "Indices", AttrType.INT, indices)]
     if weighted:  # weights belong to position values
         w = np.asarray(mesh.weights, np.float32)[first]
-        j = np.where(w > 0, np.asarray(mesh.joints)[first] + 1, 0)  # jointList[0] is the model itself: no bone
+        joints = np.asarray(mesh.joints)[first]
+        # jointList[0] is the model itself: no bone
+        j = np.where(w > 0, joints + 1 if joint_slots is None else np.asarray(joint_slots)[joints], 0)
         data.attributes += [_attr("blendweights$0", AttrType.FLOAT, w.reshape(-1)),
                             _attr("blendindices$0", AttrType.INT, j.reshape(-1))]
     return data
@@ -207,8 +211,8 @@ def _face_sets(mesh: cm.Mesh, scene: cm.Scene) -> list[Element]:
     return out
 
 
-def _mesh_dag(mesh: cm.Mesh, scene: cm.Scene) -> Element:
-    data = _vertex_data(mesh, "bind")
+def _mesh_dag(mesh: cm.Mesh, scene: cm.Scene, joint_slots: np.ndarray | None = None) -> Element:
+    data = _vertex_data(mesh, "bind", joint_slots)
     shape = _new("DmeMesh", mesh.name, visible=(AttrType.BOOL, 1))
     shape.attributes += [_attr("bindState", AttrType.ELEMENT, data), _attr("currentState", AttrType.ELEMENT, data),
                          _attr("baseStates", AttrType.ELEMENT, [data]),
@@ -285,6 +289,11 @@ def refuse_bad(scene: cm.Scene) -> None:
             if out.any():
                 v = int(np.argmax(out.any(axis=1)))
                 raise ExportError(f"mesh {m.name!r}: vertex {v}: joint index outside the {len(bones)} bones")
+
+
+# the pieces an edited export adds to an imported file (patch.py)
+new_element, attribute, vertex_data, face_sets, mesh_dag, delta, combination = (
+    _new, _attr, _vertex_data, _face_sets, _mesh_dag, _delta, _combination)
 
 
 def _file(root: Element) -> DmxFile:

@@ -1,0 +1,592 @@
+"""An edited DMX model written as the imported file with the edit in it (docs/source.md §6.6, "What an edited
+export keeps").
+
+The file as read (`dmx.read`: its string table, keyvalues2 tokens and layout, gzip wrap) is the base: the core Scene
+the export read from Blender is compared with the one the import made of the file (`convert`), and only what
+differs is changed in the element graph, in place:
+
+* a bone renamed: its DmeJoint, its DmeTransform and its base-state transform renamed; a rest moved: those two
+  transforms' position and orientation (float32, as read elsewhere);
+* a mesh whose faces and weights are as read: the position, normal and UV values of the vertices that moved (the
+  other values keep their bits); a shape key changed: the rows of its delta that changed; a new shape key: a
+  DmeVertexDeltaData appended to the mesh's delta states with its flex controller; a removed one dropped;
+* a mesh whose faces or weights changed (deleted faces): its vertex data's fields and its face sets' faces written
+  again, in the same elements;
+* a mesh added: a DmeDag appended to the model's children and joint list, as Blender Source Tools adds one; a mesh
+  removed: its DmeDag dropped with the references to it.
+
+Every other element keeps its id, attribute order and value (its keyvalues2 tokens as read). The result is read
+back and compared with the export's scene: a file that would not read as the export is `Refused`, naming why
+(the caller then writes the file anew).
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ...core import model as cm
+from ...core.transforms import affine_inverse, matrix_to_trs
+from . import convert, dmx, write
+from .records import AttrType, Element, element_refs, reachable
+
+POSITION_TOLERANCE = 1e-5  # × the model's size: a vertex or bone position Blender gave back as read
+NORMAL_TOLERANCE = 2e-3    # a normal Blender's custom normals gave back as read
+UV_TOLERANCE = 1e-5
+WEIGHT_TOLERANCE = 1e-4
+ROTATION_TOLERANCE = 1e-5  # a rest's rotation matrix element
+_SUFFIX = re.compile(r"\.\d{3}$")  # Blender's duplicate-name suffix
+
+
+class Refused(Exception):
+    """The edit cannot be written into the imported file: the message says why."""
+
+
+def patched(source: bytes, scene: cm.Scene) -> bytes:
+    """The bytes of the file `source` with the differences between what it holds and `scene` written into it."""
+    d = dmx.read(source)
+    _Patch(d, scene).run()
+    out = dmx.write(d)
+    _check(out, scene)
+    return out
+
+
+def _base(name: str) -> str:
+    return _SUFFIX.sub("", name)
+
+
+def _pair(old: list[str], new: list[str], renames: bool = False) -> list[tuple[int | None, int | None]]:
+    """(old index, new index) pairs: the same name first, then the same name but for Blender's .001 suffix, then
+    (`renames`) the others in order; unpaired ones with None."""
+    pairs: dict[int, int] = {}
+    free = list(range(len(new)))
+    rules = [lambda a, b: a == b, lambda a, b: _base(a) == _base(b)] + ([lambda a, b: True] if renames else [])
+    for rule in rules:
+        for i, name in enumerate(old):
+            if i in pairs:
+                continue
+            j = next((j for j in free if rule(name, new[j])), None)
+            if j is not None:
+                pairs[i] = j
+                free.remove(j)
+    out: list[tuple[int | None, int | None]] = [(i, pairs.get(i)) for i in range(len(old))]
+    return out + [(None, j) for j in free]
+
+
+def _set(e: Element, name: str, value) -> None:
+    """Attribute `name` of `e` holds `value` (in the attribute's own dtype)."""
+    a = e.get(name)
+    a.value = np.asarray(value, dmx.FIXED[a.type][0]).reshape(np.shape(a.value)) if a.type in dmx.FIXED else value
+
+
+def _dense(mesh: cm.Mesh, bones: int) -> np.ndarray:
+    """Each vertex's weight per bone."""
+    out = np.zeros((len(mesh.positions), max(bones, 1)), np.float64)
+    if mesh.joints is not None and mesh.weights is not None and mesh.weights.size:
+        rows = np.repeat(np.arange(len(mesh.positions)), mesh.weights.shape[1])
+        np.add.at(out, (rows, np.asarray(mesh.joints).reshape(-1)), np.asarray(mesh.weights, np.float64).reshape(-1))
+    return out
+
+
+def _moved(a: np.ndarray, b: np.ndarray, tol: float) -> np.ndarray:
+    return np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).reshape(len(a), -1).max(axis=1) > tol
+
+
+def _local(mesh: cm.Mesh, inv: np.ndarray) -> cm.Mesh:
+    """A copy of `mesh` in the space of its node (`inv`: model space to node space)."""
+    rot, move = inv[:3, :3], inv[:3, 3]
+    out = cm.Mesh(mesh.name, (np.asarray(mesh.positions, np.float64) @ rot.T + move).astype(np.float32),
+                  mesh.triangles)
+    out.__dict__.update({k: v for k, v in mesh.__dict__.items() if k not in ("positions", "shape_keys", "normals")})
+    out.normals = None if mesh.normals is None else (np.asarray(mesh.normals, np.float64) @ rot.T).astype(np.float32)
+    out.shape_keys = [cm.ShapeKey(k.name, (np.asarray(k.positions, np.float64) @ rot.T + move).astype(np.float32))
+                      for k in mesh.shape_keys]
+    return out
+
+
+class _Patch:
+    def __init__(self, d: dmx.DmxFile, scene: cm.Scene):
+        self.d, self.scene = d, scene
+        self.root = d.root
+        self.model = convert.element_of(self.root, "model") or convert.element_of(self.root, "skeleton")
+        if self.model is None:
+            raise Refused("the file holds no model")
+        warnings: list[str] = []
+        self.up = convert.up_matrix(self.model)
+        self.skel, self.bones, self.placed = convert.skeleton_of(self.model, self.up, warnings)
+        self.kw = convert.KEYWORDS_22 if d.format_version >= 22 else convert.KEYWORDS_OLD
+        self.slots = convert.joint_bones(self.model, self.bones, d.format_version)
+        self.orig = cm.Scene(name="source")
+        self.orig.meshes = [convert.mesh_of(m, p if self.skel is not None else -1, self.slots, place, self.kw,
+                                            self.orig, warnings) for m, p, place in self.placed]
+        sizes = [np.abs(m.positions).max() for m in self.orig.meshes if len(m.positions)]
+        self.size = max(sizes + [1.0])
+        self.bone_map: list[int] = []  # the file's bone of each exported bone
+
+    def run(self) -> None:
+        self.skeleton()
+        old = [m.name for m in self.orig.meshes]
+        new = [m.name for m in self.scene.meshes]
+        for i, j in _pair(old, new):
+            if i is None:
+                self.add_mesh(self.scene.meshes[j])
+            elif j is None:
+                self.remove_mesh(self.placed[i][0])
+            else:
+                self.mesh(self.scene.meshes[j], self.orig.meshes[i], *self.placed[i])
+
+    # -- skeleton -------------------------------------------------------------------------------------------
+
+    def _locals(self, skel: cm.Skeleton) -> np.ndarray:
+        binds = np.array([b.bind for b in skel.bones], np.float64).reshape(-1, 4, 4)
+        out = np.empty_like(binds)
+        for i, b in enumerate(skel.bones):
+            out[i] = (affine_inverse(self.up) if b.parent < 0 else affine_inverse(binds[b.parent])) @ binds[i]
+        return out
+
+    def skeleton(self) -> None:
+        new, old = self.scene.skeleton, self.skel
+        if new is None or old is None or not new.bones:
+            if (new is not None and new.bones) or (old is not None and old.bones and self.scene.skeleton is None):
+                raise Refused("the armature was added or removed")
+            return
+        pairs = _pair([b.name for b in old.bones], [b.name for b in new.bones], renames=True)
+        if any(i is None or j is None for i, j in pairs):
+            raise Refused("bones were added or removed")
+        of_new = {j: i for i, j in pairs}
+        self.bone_map = [of_new[j] for j in range(len(new.bones))]
+        for j, b in enumerate(new.bones):
+            if (b.parent < 0) != (old.bones[self.bone_map[j]].parent < 0) or (
+                    b.parent >= 0 and self.bone_map[b.parent] != old.bones[self.bone_map[j]].parent):
+                raise Refused(f"bone {b.name!r} has another parent")
+        base_list = convert.elements_of(self.model, "baseStates")
+        base = {t.name or "": t for t in convert.elements_of(base_list[0], "transforms")} if base_list else {}
+        new_local, old_local = self._locals(new), self._locals(old)
+        for j, b in enumerate(new.bones):
+            i = self.bone_map[j]
+            e = self.bones[i]
+            transforms = [t for t in (base.get(e.name or ""), convert.element_of(e, "transform")) if t is not None]
+            if b.name != old.bones[i].name:
+                for x in [e] + transforms:
+                    if x.name == old.bones[i].name:
+                        x.name = b.name
+            if not self._same_pose(new_local[j], old_local[i]):
+                self._pose(transforms, new_local[j])
+
+    def _same_pose(self, a: np.ndarray, b: np.ndarray) -> bool:
+        return bool(np.abs(a[:3, :3] - b[:3, :3]).max() <= ROTATION_TOLERANCE
+                    and np.abs(a[:3, 3] - b[:3, 3]).max() <= POSITION_TOLERANCE * self.size)
+
+    @staticmethod
+    def _pose(transforms: list[Element], local: np.ndarray) -> None:
+        t, q, _ = matrix_to_trs(local)
+        xyzw = q[[1, 2, 3, 0]]
+        for e in transforms:
+            if e.get("position") is not None:
+                _set(e, "position", t)
+            if e.get("orientation") is not None:
+                old = np.asarray(e.value("orientation"), np.float64).reshape(-1)
+                _set(e, "orientation", -xyzw if len(old) == 4 and np.dot(old, xyzw) < 0 else xyzw)
+
+    # -- meshes ---------------------------------------------------------------------------------------------
+
+    def _data(self, mesh: Element) -> list[Element]:
+        """The vertex data elements of `mesh` that hold its positions (bind, current and base states)."""
+        out: list[Element] = []
+        for e in [convert.element_of(mesh, "currentState"), convert.element_of(mesh, "bindState")] + \
+                convert.elements_of(mesh, "baseStates"):
+            if e is not None and e.get(self.kw["position"]) is not None and all(e is not x for x in out):
+                out.append(e)
+        return out
+
+    def _bones_count(self) -> int:
+        return len(self.scene.skeleton.bones) if self.scene.skeleton is not None else 0
+
+    def _file_polygons(self, mesh: Element) -> tuple[list[np.ndarray], list[str | None]]:
+        """The DMX vertices of each polygon of the file's face sets in order (as `convert` reads them: faces of
+        fewer than 3 corners left out) and each one's mtlName."""
+        polys, mtls = [], []
+        for face_set in convert.elements_of(mesh, "faceSets"):
+            faces = face_set.value("faces")
+            if faces is None or not len(faces):
+                continue
+            material = convert.element_of(face_set, "material")
+            mtl = (material.value("mtlName") if material is not None else None) or face_set.name or "material"
+            faces = np.asarray(faces)
+            ends = np.flatnonzero(np.append(faces, -1) == -1)
+            starts = np.concatenate([[0], ends[:-1] + 1])
+            for a, b in zip(starts.tolist(), ends.tolist()):
+                if b - a >= 3:
+                    polys.append(faces[a:b])
+                    mtls.append(mtl)
+        return polys, mtls
+
+    def corners(self, nm: cm.Mesh, mesh: Element, pos_index: np.ndarray) -> np.ndarray | None:
+        """The exported (core) vertex of each DMX vertex of the file (-1: on no polygon), matched polygon by
+        polygon and corner by corner through their position values; None when the polygons, their corners
+        (as position values) or their materials are not the file's."""
+        polys, mtls = self._file_polygons(mesh)
+        found = nm.extras.get("dmx_polygons")
+        if isinstance(found, dict):
+            sizes, corners, slots = (np.asarray(found["sizes"]), np.asarray(found["corners"]),
+                                     np.asarray(found["slots"]))
+        else:
+            corners = np.asarray(nm.triangles).reshape(-1)
+            sizes = np.full(len(nm.triangles), 3)
+            slots = np.asarray(nm.material_indices if nm.material_indices is not None
+                               else np.zeros(len(nm.triangles), np.int64))
+        if len(sizes) != len(polys):
+            return None
+        source = np.asarray(nm.extras.get("source_vertex", ()), np.int64)
+        value_of = source if len(source) == len(nm.positions) else None
+        names = [self.scene.materials[k].extras.get(convert.MTL_NAME, self.scene.materials[k].name)
+                 for k in nm.materials]
+        out = np.full(len(pos_index), -1, np.int64)
+        at = 0
+        for p, (ks, n) in enumerate(zip(polys, sizes.tolist())):
+            cs = corners[at:at + n]
+            at += n
+            slot = int(slots[p])
+            if n != len(ks) or (names[slot] if 0 <= slot < len(names) else None) != mtls[p]:
+                return None
+            if value_of is None:
+                out[ks] = cs
+                continue
+            file_values, new_values = pos_index[ks], value_of[cs]
+            turn = np.flatnonzero(new_values == file_values[0])
+            if len(turn) != 1 or not np.array_equal(np.roll(new_values, -int(turn[0])), file_values):
+                return None
+            out[ks] = np.roll(cs, -int(turn[0]))
+        return out
+
+    def _weights_same(self, nm: cm.Mesh, om: cm.Mesh, at: np.ndarray, on: np.ndarray) -> bool:
+        if self.scene.skeleton is None or not self.bone_map:
+            return True
+        new = _dense(nm, self._bones_count())[:, np.argsort(self.bone_map)]
+        old = _dense(om, len(self.skel.bones))
+        return bool(np.abs(new[at[on]] - old[on]).max(initial=0) <= WEIGHT_TOLERANCE)
+
+    def mesh(self, nm: cm.Mesh, om: cm.Mesh, mesh: Element, parent: int, place: np.ndarray) -> None:
+        inv = affine_inverse(place)
+        local = _local(nm, inv)
+        datas = self._data(mesh)
+        if not datas:
+            raise Refused(f"mesh {om.name!r} has no vertex data")
+        kw = self.kw
+        pos_index = np.asarray(datas[0].value(kw["position"] + "Indices"))
+        at = self.corners(nm, mesh, pos_index) if len(pos_index) == len(om.positions) else None
+        on = at >= 0 if at is not None else None
+        if at is None or not self._weights_same(nm, om, at, on):
+            self.rewrite(local, mesh, datas)
+            return
+        moved = np.zeros(len(at), bool)
+        moved[on] = _moved(nm.positions[at[on]], om.positions[on], POSITION_TOLERANCE * self.size)
+        for data in datas:
+            if moved.any():
+                values = np.array(data.value(kw["position"]))
+                values[pos_index[moved]] = local.positions[at[moved]]
+                _set(data, kw["position"], values)
+            if local.normals is not None:
+                self._field(data, kw["normal"], local.normals, nm.normals, om.normals, NORMAL_TOLERANCE, at)
+            flip = bool(np.asarray(data.value("flipVCoordinates", 0)).reshape(-1)[:1].sum())
+            for (name, uv), (_, old_uv) in zip(nm.uvs, om.uvs):
+                key = kw["uv"] if name == "UVMap" else name
+                file_uv = np.array(uv, np.float32)
+                if not flip:
+                    file_uv[:, 1] = 1 - file_uv[:, 1]
+                self._field(data, key, file_uv, uv, old_uv, UV_TOLERANCE, at)
+        self.shape_keys(local, om, mesh, datas[0], inv, at)
+
+    @staticmethod
+    def _field(data: Element, key: str, file_values, new, old, tol: float, at: np.ndarray) -> None:
+        """The values of field `key` of the DMX vertices whose value changed (`new`, of the exported vertex `at`
+        each DMX vertex, against `old`): `file_values` (of the exported vertices)."""
+        a, index = data.get(key), data.get(key + "Indices")
+        if new is None or old is None or a is None or index is None or len(old) != len(at):
+            return
+        on = at >= 0
+        moved = np.zeros(len(at), bool)
+        moved[on] = _moved(np.asarray(new)[at[on]], np.asarray(old)[on], tol)
+        if moved.any():
+            values = np.array(a.value)
+            values[np.asarray(index.value)[moved]] = np.asarray(file_values)[at[moved]]
+            _set(data, key, values)
+
+    def shape_keys(self, local: cm.Mesh, om: cm.Mesh, mesh: Element, data: Element, inv: np.ndarray,
+                   at: np.ndarray) -> None:
+        kw = self.kw
+        base = np.asarray(data.value(kw["position"]), np.float64)
+        pos_index = np.asarray(data.value(kw["position"] + "Indices"))
+        used, first = np.unique(pos_index[at >= 0], return_index=True)
+        first = at[at >= 0][first]  # the exported vertex of each position value used
+        old_keys = {k.name: k for k in om.shape_keys}
+        deltas = {e.name: e for e in convert.elements_of(mesh, "deltaStates")}
+        tol = POSITION_TOLERANCE * self.size
+        inv_old = {k: (np.asarray(v.positions, np.float64) @ inv[:3, :3].T + inv[:3, 3]) for k, v in old_keys.items()}
+        added = []
+        for k in local.shape_keys:
+            dense = np.zeros_like(base)
+            dense[used] = np.asarray(k.positions, np.float64)[first] - base[used]
+            e = deltas.get(k.name)
+            if e is None:
+                which = np.flatnonzero(np.abs(dense).max(axis=1) > tol).astype(np.int32)
+                added.append(write.new_element(
+                    "DmeVertexDeltaData", k.name, vertexFormat=(AttrType.STRING, [kw["position"]]),
+                    flipVCoordinates=(AttrType.BOOL, 1), jointCount=(AttrType.INT, 0),
+                    **{kw["position"]: (AttrType.VECTOR3, dense[which]),
+                       kw["position"] + "Indices": (AttrType.INT, which)}))
+                continue
+            old_pos = inv_old.get(k.name)
+            if old_pos is not None and not _moved(np.asarray(k.positions)[at[at >= 0]], old_pos[at >= 0], tol).any():
+                continue
+            self._delta_rows(e, dense, tol)
+        gone = [n for n in deltas if n not in {k.name for k in local.shape_keys}]
+        if added or gone:
+            self._delta_list(mesh, added, gone)
+
+    def _delta_rows(self, e: Element, dense: np.ndarray, tol: float) -> None:
+        """Delta `e` holds `dense` (a delta per position value) where it differs from what it held."""
+        kw = self.kw
+        a, ia = e.get(kw["position"]), e.get(kw["position"] + "Indices")
+        if a is None or ia is None:
+            raise Refused(f"shape key {e.name!r} holds no {kw['position']} delta")
+        old = np.zeros_like(dense)
+        idx = np.asarray(ia.value)
+        old[idx] = np.asarray(a.value, np.float64)
+        changed = _moved(dense, old, tol)
+        if not changed.any():
+            return
+        now = np.abs(dense).max(axis=1) > tol
+        keep = [int(i) for i in idx if now[i]]
+        which = np.array(keep + sorted(set(np.flatnonzero(now).tolist()) - set(keep)), np.int32)
+        values = np.where(changed[which, None], dense[which], old[which])
+        _set_array(e, kw["position"], values)
+        _set_array(e, kw["position"] + "Indices", which)
+
+    def _delta_list(self, mesh: Element, added: list[Element], gone: list[str]) -> None:
+        a = mesh.get("deltaStates")
+        if a is None:
+            mesh.attributes.append(write.attribute("deltaStates", AttrType.ELEMENT, []))
+            a = mesh.get("deltaStates")
+        keep = [k for k, e in enumerate(a.value) if not (isinstance(e, Element) and e.name in gone)]
+        a.value = [a.value[k] for k in keep] + added
+        for name in ("deltaStateWeights", "deltaStateWeightsLagged"):
+            w = mesh.get(name)
+            rows = np.asarray(w.value).reshape(-1, 2)[[k for k in keep if k < len(w.value)]] if w is not None else None
+            rows = np.concatenate([rows, np.zeros((len(added), 2), np.float32)]) if rows is not None else None
+            if w is not None:
+                _set_array(mesh, name, rows)
+            elif added:
+                mesh.attributes.append(write.attribute(name, AttrType.VECTOR2, np.zeros((len(a.value), 2), np.float32)))
+        if added:
+            self._controls(mesh, [e.name for e in added])
+
+    def _controls(self, mesh: Element, names: list[str]) -> None:
+        """A flex controller for each new shape key that is no corrective (write.flex_controls decides)."""
+        wanted = [c for c in write.flex_controls(self.scene, []) if any(r in names for r in c["raw"])]
+        op = convert.element_of(self.root, "combinationOperator")
+        if op is None:
+            if wanted:
+                self.root.attributes.append(write.attribute("combinationOperator", AttrType.ELEMENT,
+                                                            write.combination(wanted, [mesh])))
+            return
+        have = {c.name for c in convert.elements_of(op, "controls")}
+        fresh = write.combination([c for c in wanted if c["name"] not in have], [])
+        more = convert.elements_of(fresh, "controls")
+        if not more:
+            return
+        for name in ("controls",):
+            op.get(name).value = list(op.value(name)) + more
+        for name in ("controlValues", "controlValuesLagged"):
+            if op.get(name) is not None:
+                _set_array(op, name, np.concatenate([np.asarray(op.value(name)).reshape(-1, 3),
+                                                     np.asarray(fresh.value(name)).reshape(-1, 3)]))
+        targets = op.get("targets")
+        if targets is not None and all(t is not mesh for t in targets.value):
+            targets.value = list(targets.value) + [mesh]
+
+    # -- topology -------------------------------------------------------------------------------------------
+
+    def joint_slots(self) -> np.ndarray | None:
+        """The jointList index of each exported bone (None: no skeleton)."""
+        if self.scene.skeleton is None or not self.bone_map:
+            return None
+        first = {}
+        for k, b in enumerate(self.slots):
+            first.setdefault(int(b), k)
+        return np.array([first.get(i, -1) for i in self.bone_map], np.int64)
+
+    def _fresh_data(self, local: cm.Mesh, name: str, count: int = 0) -> Element:
+        """`local`'s vertex data as this writer lays it out, blend indices into the file's jointList, with
+        `count` joints per vertex (the file's jointCount) when the weights fit."""
+        _fit(local, count)
+        slots = self.joint_slots()
+        if slots is not None and local.joints is not None and local.weights is not None:
+            used = np.unique(np.asarray(local.joints)[np.asarray(local.weights) > 0])
+            missing = [self.scene.skeleton.bones[b].name for b in used if slots[b] < 0]
+            if missing:
+                raise Refused(f"bone {missing[0]!r} weights the mesh but is not in the model's jointList")
+        return write.vertex_data(local, name, slots)
+
+    def rewrite(self, local: cm.Mesh, mesh: Element, datas: list[Element]) -> None:
+        """The mesh's vertex fields, face sets and deltas written again from `local`, in its elements."""
+        count = int(np.asarray(datas[0].value("jointCount", 0)).reshape(-1)[:1].sum())
+        fresh = self._fresh_data(local, datas[0].name or "bind", count)
+        for data in datas:
+            _replace(data, fresh)
+        sets = write.face_sets(local, self.scene)
+        old = {convert.element_of(s, "material").value("mtlName") if convert.element_of(s, "material") is not None
+               else None: s for s in convert.elements_of(mesh, "faceSets")}
+        out = []
+        for s in sets:
+            mtl = convert.element_of(s, "material").value("mtlName")
+            kept = old.get(mtl)
+            if kept is not None and kept.get("faces") is not None:
+                _set_array(kept, "faces", s.value("faces"))
+                out.append(kept)
+            else:
+                out.append(s)
+        mesh.get("faceSets").value = out
+        deltas = {e.name: e for e in convert.elements_of(mesh, "deltaStates")}
+        added = []
+        for k in local.shape_keys:
+            e = write.delta(local, k)
+            if k.name in deltas:
+                _replace(deltas[k.name], e)
+            else:
+                added.append(e)
+        gone = [n for n in deltas if n not in {k.name for k in local.shape_keys}]
+        if added or gone:
+            self._delta_list(mesh, added, gone)
+
+    # -- objects --------------------------------------------------------------------------------------------
+
+    def add_mesh(self, nm: cm.Mesh) -> None:
+        local = _local(nm, affine_inverse(self.up))
+        dag = write.mesh_dag(local, self.scene, self.joint_slots())
+        if nm.joints is not None:
+            self._fresh_data(local, "bind")  # refused when a bone weighting it is not in the jointList
+        for name in ("children", "jointList"):
+            a = self.model.get(name)
+            if a is not None and a.type == AttrType.ELEMENT and a.array:
+                a.value = list(a.value) + [dag]
+        if nm.shape_keys:
+            self._controls(dag.value("shape"), [k.name for k in nm.shape_keys])
+
+    def remove_mesh(self, mesh: Element) -> None:
+        elements = reachable(self.d)
+        before = _from_root(self.d.root)
+        dags = [e for e in elements if e.type == "DmeDag" and e.value("shape") is mesh]
+        gone = {id(x) for x in dags + [mesh]}
+        jl = self.model.get("jointList")
+        if jl is not None and jl.array:
+            at = [k for k, e in enumerate(jl.value) if id(e) in gone]
+            if at and any(self.slots[k] >= 0 for k in range(min(at), len(self.slots))):
+                raise Refused(f"mesh {mesh.name!r} stands before bones in the model's jointList")
+        for e in elements:
+            for a in e.attributes:
+                if a.type == AttrType.ELEMENT and a.array and any(id(x) in gone for x in a.value):
+                    a.value = [x for x in a.value if id(x) not in gone]
+                elif a.type == AttrType.ELEMENT and not a.array and id(a.value) in gone:
+                    a.value = None
+        after = _from_root(self.d.root)
+        self.d.elements = [e for e in self.d.elements if id(e) in after or id(e) not in before]
+        if self.d.top_level is not None:
+            self.d.top_level = [e for e in self.d.top_level if id(e) in after or id(e) not in before]
+
+
+def _from_root(root: Element) -> set[int]:
+    """The ids of the elements reachable from `root` (a stack, never recursion)."""
+    seen = {id(root)}
+    stack = [root]
+    while stack:
+        for c in element_refs(stack.pop()):
+            if id(c) not in seen:
+                seen.add(id(c))
+                stack.append(c)
+    return seen
+
+
+def _fit(mesh: cm.Mesh, count: int) -> None:
+    """`mesh`'s weights as `count` per vertex (the largest first) when none has more, padded with zeros."""
+    w, j = mesh.weights, mesh.joints
+    if w is None or j is None or count <= 0 or w.shape[1] == count or ((np.asarray(w) > 0).sum(axis=1) > count).any():
+        return
+    order = np.argsort(-np.asarray(w), axis=1, kind="stable")[:, :count]
+    w, j = np.take_along_axis(np.asarray(w), order, 1), np.take_along_axis(np.asarray(j), order, 1)
+    pad = count - w.shape[1]
+    mesh.weights = np.pad(w, ((0, 0), (0, pad))).astype(np.float32)
+    mesh.joints = np.pad(j, ((0, 0), (0, pad))).astype(np.int32)
+
+
+def _set_array(e: Element, name: str, value) -> None:
+    a = e.get(name)
+    a.value = np.ascontiguousarray(np.asarray(value, dmx.FIXED[a.type][0]))
+
+
+def _replace(old: Element, fresh: Element) -> None:
+    """`old` holds `fresh`'s attributes: the same ones get the new values (in place, in their order), new ones are
+    appended, and fields `fresh` no longer lists are dropped. The file's UV orientation and field order stay."""
+    names = {a.name for a in fresh.attributes}
+    fields = old.value("vertexFormat")
+    fields = list(fields) if isinstance(fields, list) else []
+    flip = old.get("flipVCoordinates")
+    unflipped = flip is not None and not flip.array and not int(np.asarray(flip.value))
+    for a in fresh.attributes:
+        value = a.value
+        if unflipped and a.name.startswith("texcoord$") and not a.name.endswith("Indices"):
+            value = np.array(value)
+            value[:, 1] = 1 - value[:, 1]
+        if a.name in ("flipVCoordinates",) and flip is not None:
+            continue
+        if a.name == "vertexFormat" and sorted(fields) == sorted(a.value):
+            continue
+        mine = old.get(a.name)
+        if mine is None:
+            old.attributes.append(a)
+            a.value = value
+        elif mine.type == a.type and mine.array == a.array:
+            mine.value = value
+        else:
+            old.attributes[old.attributes.index(mine)] = a
+            a.value = value
+    dropped = {f for f in fields if f not in names} | {f + "Indices" for f in fields if f not in names}
+    old.attributes = [a for a in old.attributes if a.name not in dropped]
+
+
+def _check(data: bytes, scene: cm.Scene) -> None:
+    """Refused unless the written file reads back as `scene`: bone names and binds, mesh vertices and faces,
+    shape key names."""
+    back, _ = convert.to_scene(dmx.read(data), "check", with_animations=False)
+    a, b = back.skeleton, scene.skeleton
+    if (a is None) != (b is None or not b.bones):
+        raise Refused("the file written does not read back with the armature")
+    size = max([float(np.abs(m.positions).max()) for m in scene.meshes if len(m.positions)] + [1.0])
+    if a is not None and b is not None:
+        names_a = sorted(x.name for x in a.bones)
+        if names_a != sorted(x.name for x in b.bones):
+            raise Refused("the file written does not read back with the armature's bone names")
+        binds = {x.name: np.asarray(x.bind) for x in a.bones}
+        for x in b.bones:
+            if np.abs(binds[x.name] - np.asarray(x.bind)).max() > 1e-4 * size:
+                raise Refused(f"bone {x.name!r} does not read back at its rest")
+    for i, j in _pair([m.name for m in back.meshes], [m.name for m in scene.meshes]):
+        if i is None or j is None:
+            raise Refused("the file written does not read back with the exported meshes")
+        ma, mb = back.meshes[i], scene.meshes[j]
+        if len(ma.triangles) != len(mb.triangles) or not _same_points(ma.positions, mb.positions, 1e-4 * size):
+            raise Refused(f"mesh {mb.name!r} does not read back with its faces and vertex positions")
+        if sorted(k.name for k in ma.shape_keys) != sorted(k.name for k in mb.shape_keys):
+            raise Refused(f"mesh {mb.name!r} does not read back with its shape keys")
+
+
+def _same_points(a: np.ndarray, b: np.ndarray, tol: float) -> bool:
+    """The same points, whatever their order and however often each is repeated: as many distinct ones, within
+    `tol` of each other in bounds and mean."""
+    ua, ub = np.unique(np.asarray(a, np.float32), axis=0), np.unique(np.asarray(b, np.float32), axis=0)
+    if len(ua) != len(ub):
+        return False
+    if not len(ua):
+        return True
+    return bool(max(np.abs(ua.min(0) - ub.min(0)).max(), np.abs(ua.max(0) - ub.max(0)).max(),
+                    np.abs(ua.astype(np.float64).mean(0) - ub.astype(np.float64).mean(0)).max()) <= tol)
