@@ -45,7 +45,14 @@ class Refused(Exception):
 def patched(source: bytes, scene: cm.Scene) -> bytes:
     """The bytes of the file `source` with the differences between what it holds and `scene` written into it."""
     d = dmx.read(source)
+    before = {id(e) for e in reachable(d)}
     _Patch(d, scene).run()
+    # new elements after the file's own, each at the top level of a keyvalues2 file (inline they would stand
+    # between the file's elements, which a reader numbers in the order they stand)
+    new = [e for e in reachable(d) if id(e) not in before]
+    d.elements += new
+    if d.top_level is not None:
+        d.top_level += new
     out = dmx.write(d)
     _check(out, scene)
     return out
