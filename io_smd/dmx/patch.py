@@ -433,7 +433,7 @@ class _Patch:
             missing = [self.scene.skeleton.bones[b].name for b in used if slots[b] < 0]
             if missing:
                 raise Refused(f"bone {missing[0]!r} weights the mesh but is not in the model's jointList")
-        return write.vertex_data(local, name, slots)
+        return write.vertex_data(local, name, slots, self.kw)
 
     def rewrite(self, local: cm.Mesh, mesh: Element, datas: list[Element]) -> None:
         """The mesh's vertex fields, face sets and deltas written again from `local`, in its elements."""
@@ -457,7 +457,7 @@ class _Patch:
         deltas = {e.name: e for e in convert.elements_of(mesh, "deltaStates")}
         added = []
         for k in local.shape_keys:
-            e = write.delta(local, k)
+            e = write.delta(local, k, self.kw)
             if k.name in deltas:
                 _replace(deltas[k.name], e)
             else:
@@ -470,7 +470,7 @@ class _Patch:
 
     def add_mesh(self, nm: cm.Mesh) -> None:
         local = _local(nm, affine_inverse(self.up))
-        dag = write.mesh_dag(local, self.scene, self.joint_slots())
+        dag = write.mesh_dag(local, self.scene, self.joint_slots(), self.kw)
         if nm.joints is not None:
             self._fresh_data(local, "bind")  # refused when a bone weighting it is not in the jointList
         for name in ("children", "jointList"):
@@ -541,7 +541,7 @@ def _replace(old: Element, fresh: Element) -> None:
     unflipped = flip is not None and not flip.array and not int(np.asarray(flip.value))
     for a in fresh.attributes:
         value = a.value
-        if unflipped and a.name.startswith("texcoord$") and not a.name.endswith("Indices"):
+        if unflipped and a.type == AttrType.VECTOR2 and a.array and not a.name.endswith("Indices"):
             value = np.array(value)
             value[:, 1] = 1 - value[:, 1]
         if a.name in ("flipVCoordinates",) and flip is not None:

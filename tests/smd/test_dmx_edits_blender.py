@@ -1,0 +1,117 @@
+"""Issue 47, an edited DMX export keeps what was not edited (io_smd/dmx/patch.py, docs/source.md §6.6): each edit
+made with bpy as `bench/edits` makes it (`bench/edit_kinds.apply`) on Blender Source Tools' own files (binary 5
+and keyvalues2), exported, and the written file compared with the original element by element: the same element
+ids, the same encoding and string table, every attribute as it was but the edited ones."""
+from __future__ import annotations
+
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+from skinbridge.blender import ops_common  # noqa: E402
+from skinbridge.io_smd.dmx import blender_io as blender_dmx  # noqa: E402
+from skinbridge.io_smd.dmx import dmx, kv2  # noqa: E402
+
+pytestmark = [pytest.mark.blender]
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BST = ROOT.parent / "shared" / "interop" / "bst_written"
+sys.path.insert(0, str(ROOT / "bench"))
+import edit_kinds  # noqa: E402
+
+FILES = ["Cube_Armature_binary5.dmx", "Cube_Armature_kv2.dmx"]  # model format 18: `positions`, `normals`, ...
+FIELDS = ("positions", "normals", "textureCoordinates", "jointWeights", "jointIndices", "position$0", "normal$0",
+          "texcoord$0", "blendweights$0", "blendindices$0")
+# per edit: the (element type, attribute) pairs it may change, the element types it may add, and whether element
+# names may change (the renamed bone's joint and transforms)
+ALLOWED = {
+    "move-vertex": ({("DmeVertexData", a) for a in ("position$0", "normal$0", "positions", "normals")}, set(), False),
+    "move-bone-rest": ({("DmeTransform", "position"), ("DmeTransform", "orientation")}, set(), False),
+    "rename-bone": (set(), set(), True),
+    "add-shape-key": ({("DmeMesh", "deltaStates"), ("DmeMesh", "deltaStateWeights"),
+                       ("DmeMesh", "deltaStateWeightsLagged"), ("DmElement", "combinationOperator")},
+                      {"DmeVertexDeltaData", "DmeCombinationOperator", "DmeCombinationInputControl"}, False),
+    "add-mesh": ({("DmeModel", "children"), ("DmeModel", "jointList")},
+                 {"DmeDag", "DmeTransform", "DmeMesh", "DmeVertexData", "DmeFaceSet", "DmeMaterial"}, False),
+    "delete-faces": ({("DmeVertexData", a + i) for a in FIELDS for i in ("", "Indices")} | {("DmeFaceSet", "faces")},
+                     set(), False),
+}
+
+
+def _export(tmp_path) -> tuple[bytes, list[str]]:
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    ops_common.LAST_OUTCOME.warnings = []
+    paths, warnings = blender_dmx.export_target(bpy.context, str(out), "model", None)
+    return pathlib.Path(paths[0]).read_bytes(), warnings
+
+
+def _changes(a: bytes, b: bytes) -> tuple[set, set, set, int]:
+    """(type, attribute) pairs whose value differs in an element of the same id, element types added, elements
+    renamed, elements removed."""
+    da, db = dmx.read(a), dmx.read(b)
+    assert (db.encoding, db.encoding_version, db.format_version) == (da.encoding, da.encoding_version,
+                                                                      da.format_version)
+    if da.strings is not None:  # the file's string table, in its order, before any string the edit added
+        assert db.strings[:len(da.strings)] == da.strings
+    by_id = {e.id: e for e in db.elements}
+    changed, renamed, removed = set(), set(), 0
+    for e in da.elements:
+        f = by_id.get(e.id)
+        if f is None:
+            removed += 1
+            continue
+        assert f.type == e.type
+        if f.name != e.name:
+            renamed.add(e.type)
+        assert [x.name for x in f.attributes][:len(e.attributes)] == [x.name for x in e.attributes] or \
+            e.type == "DmeVertexData"
+        for x in e.attributes:
+            y = f.get(x.name)
+            if y is None or kv2.value_key(x) != kv2.value_key(y):
+                changed.add((e.type, x.name))
+        changed |= {(e.type, y.name) for y in f.attributes if e.get(y.name) is None}
+    ids = {e.id for e in da.elements}
+    added = {e.type for e in db.elements if e.id not in ids}
+    return changed, added, renamed, removed
+
+
+@pytest.mark.default_leg
+@pytest.mark.parametrize("name", FILES)
+@pytest.mark.parametrize("edit", sorted(ALLOWED))
+def test_an_edited_bst_file_keeps_what_was_not_edited(clean_scene, tmp_path, name, edit):
+    source = (BST / name).read_bytes()
+    assert bpy.ops.import_scene.skinbridge_dmx(filepath=str(BST / name)) == {"FINISHED"}
+    edit_kinds.apply(edit)
+    written, warnings = _export(tmp_path)
+    assert not [w for w in warnings if "written anew" in w]
+    changed, added, renamed, removed = _changes(source, written)
+    attributes, types, names = ALLOWED[edit]
+    assert changed and changed <= attributes or edit == "rename-bone" and not changed
+    assert added <= types and (added or not types)
+    assert removed == 0
+    assert bool(renamed) == names and renamed <= {"DmeJoint", "DmeTransform"}
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_an_unchanged_bst_file_comes_back_byte_for_byte(clean_scene, tmp_path, name):
+    assert bpy.ops.import_scene.skinbridge_dmx(filepath=str(BST / name)) == {"FINISHED"}
+    assert _export(tmp_path)[0] == (BST / name).read_bytes()
+
+
+@pytest.mark.default_leg
+def test_a_moved_vertex_changes_one_position_value_and_keeps_the_others_bits(clean_scene, tmp_path):
+    name = "Cube_Armature_binary5.dmx"
+    source = (BST / name).read_bytes()
+    assert bpy.ops.import_scene.skinbridge_dmx(filepath=str(BST / name)) == {"FINISHED"}
+    edit_kinds.apply("move-vertex")
+    written, _ = _export(tmp_path)
+    before = [e for e in dmx.read(source).elements if e.type == "DmeVertexData"][0].value("positions")
+    after = [e for e in dmx.read(written).elements if e.type == "DmeVertexData"][0].value("positions")
+    rows = np.flatnonzero((before != after).any(axis=1))
+    assert len(rows) == 1  # the one Blender vertex: the other seven keep their bits
+    assert len(written) == len(source)  # binary: the same layout, one value's bytes differ
