@@ -284,6 +284,9 @@ class _Patch:
         at = self.corners(nm, mesh, pos_index) if len(pos_index) == len(om.positions) else None
         on = at >= 0 if at is not None else None
         if at is None or not self._weights_same(nm, om, at, on):
+            _keep_bits(local, nm, om, np.asarray(datas[0].value(kw["position"])), pos_index)
+            if datas[0].get(kw["weight"]) is None:
+                self._parent_weights(local, parent)
             self.rewrite(local, mesh, datas)
             return
         moved = np.zeros(len(at), bool)
@@ -412,6 +415,17 @@ class _Patch:
         if targets is not None and all(t is not mesh for t in targets.value):
             targets.value = list(targets.value) + [mesh]
 
+    def _parent_weights(self, local: cm.Mesh, parent: int) -> None:
+        """No weights for a mesh the file moves with its parent bone (no weight fields) while every vertex is
+        still weighted to that bone alone."""
+        if local.joints is None or local.weights is None or parent < 0 or parent not in self.bone_map:
+            return
+        j = self.bone_map.index(parent)
+        w, joints = np.asarray(local.weights), np.asarray(local.joints)
+        if np.all(np.abs(np.where(joints == j, w, 0).sum(axis=1) - 1) <= WEIGHT_TOLERANCE) and \
+                np.all(np.where(joints != j, w, 0) <= WEIGHT_TOLERANCE):
+            local.joints = local.weights = None
+
     # -- topology -------------------------------------------------------------------------------------------
 
     def joint_slots(self) -> np.ndarray | None:
@@ -514,6 +528,17 @@ def _from_root(root: Element) -> set[int]:
     return seen
 
 
+def _keep_bits(local: cm.Mesh, nm: cm.Mesh, om: cm.Mesh, values: np.ndarray, pos_index: np.ndarray) -> None:
+    """The file's own position value for each vertex of `local` (`nm` in its node's space) that Blender gave back
+    exactly where the import put a DMX vertex (`om`): its bits, not those of a round trip through the node's
+    matrix."""
+    by_point = {p.tobytes(): int(v) for p, v in zip(np.asarray(om.positions, np.float32), pos_index)}
+    for c, p in enumerate(np.asarray(nm.positions, np.float32)):
+        v = by_point.get(p.tobytes())
+        if v is not None:
+            local.positions[c] = values[v]
+
+
 def _fit(mesh: cm.Mesh, count: int) -> None:
     """`mesh`'s weights as `count` per vertex (the largest first) when none has more, padded with zeros."""
     w, j = mesh.weights, mesh.joints
@@ -544,8 +569,8 @@ def _replace(old: Element, fresh: Element) -> None:
         if unflipped and a.type == AttrType.VECTOR2 and a.array and not a.name.endswith("Indices"):
             value = np.array(value)
             value[:, 1] = 1 - value[:, 1]
-        if a.name in ("flipVCoordinates",) and flip is not None:
-            continue
+        if a.name == "flipVCoordinates" and flip is not None or a.name == "jointCount" and not int(np.asarray(a.value)):
+            continue  # the file's flag; its joint count while no weights are written
         if a.name == "vertexFormat" and sorted(fields) == sorted(a.value):
             continue
         mine = old.get(a.name)
