@@ -316,6 +316,17 @@ def _motion_state(context, arm_ob, act) -> dict:
             "fps": bact.fps_of(context.scene), "range": [float(act.frame_start), float(act.frame_end)]}
 
 
+def _patched_motion(source: bytes, skel: cm.Skeleton, anim: cm.Animation, warnings: list[str]) -> bytes | None:
+    """An imported motion file with the edit written into it (patch.py), else None (written anew, with a
+    warning saying why)."""
+    try:
+        return patch.patched_motion(source, skel, anim)
+    except patch.Refused as e:
+        warnings.append(f"animation {anim.name!r} written anew, not as the imported file with the edit (its "
+                        f"element ids, string table and encoding are not kept): {e}")
+    return None
+
+
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to dmx`: NAME.dmx (the model), one animation DMX per action of the armature, NAME.qc."""
     scene, warnings = _export_scene(context)
@@ -330,6 +341,8 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
             state = _motion_state(context, arm_ob, act)
             source = _kept(act, **state) if None not in state["curves"].values() else None
             anim.name = act.name
+            if source is None and isinstance(act.get(SOURCE_PROP), bytes):
+                source = _patched_motion(bytes(act[SOURCE_PROP]), scene.skeleton, anim, more)
             if source is not None:
                 anim.extras["dmx_source"] = source
             scene.animations.append(anim)

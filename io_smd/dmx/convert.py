@@ -332,6 +332,9 @@ def _seconds(ticks: np.ndarray, rate: float) -> np.ndarray:
     return np.where(np.abs(frames / rate - seconds) * TIME_TICKS <= 1, frames / rate, seconds)
 
 
+seconds_of = _seconds  # for the edited export (patch.py)
+
+
 def corrective_separator(names: list[str], format_version: int) -> str:
     """What joins a corrective shape's controls in its name: `__` in model format 22 and later when a delta
     state's name holds one (Source 2's ModelDoc names), else `_` (Blender Source Tools' rule)."""
@@ -390,6 +393,9 @@ def _frame_rate(clip: Element) -> float:
     """The clip's frame rate: an int in Valve's files, a float in Blender Source Tools' (0: not given)."""
     rate = _scalar(clip, "frameRate", AttrType.INT, None)
     return float(rate if rate is not None else _scalar(clip, "frameRate", AttrType.FLOAT, 0.0))
+
+
+frame_rate = _frame_rate  # for the edited export (patch.py)
 
 
 def animation_of(clip: Element, skel: cm.Skeleton, bones: list[Element], up: np.ndarray, warnings: list[str]

@@ -27,8 +27,9 @@ import numpy as np
 
 from ...core import model as cm
 from ...core.transforms import affine_inverse, matrix_to_trs
+from ..smd import convert as smd_convert
 from . import convert, dmx, write
-from .records import AttrType, Element, element_refs, reachable
+from .records import TIME_TICKS, AttrType, Element, element_refs, reachable
 
 POSITION_TOLERANCE = 1e-5  # × the model's size: a vertex or bone position Blender gave back as read
 NORMAL_TOLERANCE = 2e-3    # a normal Blender's custom normals gave back as read
@@ -47,15 +48,35 @@ def patched(source: bytes, scene: cm.Scene) -> bytes:
     d = dmx.read(source)
     before = {id(e) for e in reachable(d)}
     _Patch(d, scene).run()
+    out = _finish(d, before)
+    _check(out, scene)
+    return out
+
+
+def patched_motion(source: bytes, skel: cm.Skeleton, anim: cm.Animation) -> bytes:
+    """The bytes of the motion file `source` (one clip) with the differences between what it holds and
+    `skel` and `anim` written into it: bones renamed, rests moved, key values changed at the file's key times."""
+    d = dmx.read(source)
+    before = {id(e) for e in reachable(d)}
+    p = _Patch(d, cm.Scene(name="motion", skeleton=skel))
+    p.skeleton()
+    p.motion(anim)
+    out = _finish(d, before)
+    back, _ = convert.to_scene(dmx.read(out), "check")
+    if back.skeleton is None or sorted(b.name for b in back.skeleton.bones) != sorted(b.name for b in skel.bones):
+        raise Refused("the file written does not read back with the armature's bone names")
+    return out
+
+
+def _finish(d: dmx.DmxFile, before: set[int]) -> bytes:
+    """The patched file's bytes."""
     # new elements after the file's own, each at the top level of a keyvalues2 file (inline they would stand
     # between the file's elements, which a reader numbers in the order they stand)
     new = [e for e in reachable(d) if id(e) not in before]
     d.elements += new
     if d.top_level is not None:
         d.top_level += new
-    out = dmx.write(d)
-    _check(out, scene)
-    return out
+    return dmx.write(d)
 
 
 def _base(name: str) -> str:
@@ -177,23 +198,104 @@ class _Patch:
                 for x in [e] + transforms:
                     if x.name == old.bones[i].name:
                         x.name = b.name
-            if not self._same_pose(new_local[j], old_local[i]):
-                self._pose(transforms, new_local[j])
-
-    def _same_pose(self, a: np.ndarray, b: np.ndarray) -> bool:
-        return bool(np.abs(a[:3, :3] - b[:3, :3]).max() <= ROTATION_TOLERANCE
-                    and np.abs(a[:3, 3] - b[:3, 3]).max() <= POSITION_TOLERANCE * self.size)
+            moved = np.abs(new_local[j][:3, 3] - old_local[i][:3, 3]).max() > POSITION_TOLERANCE * self.size
+            turned = np.abs(new_local[j][:3, :3] - old_local[i][:3, :3]).max() > ROTATION_TOLERANCE
+            if moved or turned:
+                self._pose(transforms, new_local[j], moved, turned)
 
     @staticmethod
-    def _pose(transforms: list[Element], local: np.ndarray) -> None:
+    def _pose(transforms: list[Element], local: np.ndarray, moved: bool, turned: bool) -> None:
+        """The transforms' position (`moved`) and orientation (`turned`) set to `local`'s."""
         t, q, _ = matrix_to_trs(local)
         xyzw = q[[1, 2, 3, 0]]
         for e in transforms:
-            if e.get("position") is not None:
+            if moved and e.get("position") is not None:
                 _set(e, "position", t)
-            if e.get("orientation") is not None:
+            if turned and e.get("orientation") is not None:
                 old = np.asarray(e.value("orientation"), np.float64).reshape(-1)
                 _set(e, "orientation", -xyzw if len(old) == 4 and np.dot(old, xyzw) < 0 else xyzw)
+
+    # -- motion -------------------------------------------------------------------------------------------
+
+    def motion(self, anim: cm.Animation) -> None:
+        """The clip's channel values at the file's key times where `anim` (on the exported skeleton) differs
+        from what the import made of them; channels named after a renamed bone renamed with it."""
+        clips = [c for c in convert.elements_of(convert.element_of(self.root, "animationList"), "animations")
+                 if c.type == "DmeChannelsClip"]
+        if len(clips) != 1 or self.skel is None or not self.bone_map:
+            raise Refused(f"the file holds {len(clips)} clips" if len(clips) != 1 else "the file holds no bones")
+        clip = clips[0]
+        old = convert.animation_of(clip, self.skel, self.bones, self.up, [])
+        rate = convert.frame_rate(clip)
+        ends = [t[-1] for tr in anim.tracks for t in (tr.translation_times, tr.rotation_times)
+                if t is not None and len(t)]
+        if abs(float(anim.length) - float(old.length)) > 1.5 / TIME_TICKS or \
+                max(ends, default=0.0) > float(old.length) + 1.5 / TIME_TICKS:
+            raise Refused(f"animation {anim.name!r}: keys after the file's last frame")
+        self._key_times(anim, old)
+        by_transform = {id(convert.element_of(e, "transform")): i for i, e in enumerate(self.bones)}
+        renamed = {o.name: n.name for o, n in ((self.skel.bones[self.bone_map[j]], b)
+                                               for j, b in enumerate(self.scene.skeleton.bones)) if o.name != n.name}
+        cache: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
+        up_inv = affine_inverse(self.up)
+        for channel in convert.elements_of(clip, "channels"):
+            target = convert.element_of(channel, "toElement")
+            what = channel.value("toAttribute")
+            i = by_transform.get(id(target))
+            for old_name, new_name in renamed.items():
+                if channel.name and channel.name.startswith(old_name) and i is not None and \
+                        self.skel.bones[i].name == old_name:
+                    channel.name = new_name + channel.name[len(old_name):]
+            layers = convert.elements_of(convert.element_of(channel, "log"), "layers")
+            if i is None or what not in ("position", "orientation") or not layers or layers[0].get("times") is None:
+                continue
+            layer = layers[0]
+            ticks = np.asarray(layer.value("times"))
+            key = ticks.tobytes()
+            if key not in cache:
+                seconds = convert.seconds_of(ticks, rate)
+                cache[key] = (smd_convert.animation_locals(self.scene.skeleton, anim, seconds),
+                              smd_convert.animation_locals(self.skel, old, seconds))
+            new_all, old_all = cache[key]
+            j = self.bone_map.index(i)
+            new_m, old_m = new_all[:, j], old_all[:, i]
+            if self.skel.bones[i].parent < 0:
+                new_m, old_m = up_inv @ new_m, up_inv @ old_m
+            self._channel_values(layer, what, new_m, old_m)
+
+    def _key_times(self, anim: cm.Animation, old: cm.Animation) -> None:
+        """Refused when `anim` keys a bone at a time its file channel holds no key at (a key added)."""
+        times = {tr.bone: np.concatenate([t for t in (tr.translation_times, tr.rotation_times) if t is not None]
+                                         or [np.zeros(0)]) for tr in old.tracks}
+        names = {b.name: self.skel.bones[self.bone_map[j]].name for j, b in enumerate(self.scene.skeleton.bones)}
+        for tr in anim.tracks:
+            have = times.get(names.get(tr.bone, tr.bone), np.zeros(0))
+            for t in (tr.translation_times, tr.rotation_times):
+                if t is None or not len(t):
+                    continue
+                near = np.abs(np.asarray(t, np.float64)[:, None] - have[None]).min(axis=1, initial=np.inf) \
+                    if len(have) else np.full(len(t), np.inf)
+                if (near > 1.5 / TIME_TICKS).any():
+                    raise Refused(f"bone {tr.bone!r}: a key at a time the file holds no key at")
+
+    def _channel_values(self, layer: Element, what: str, new_m: np.ndarray, old_m: np.ndarray) -> None:
+        a = layer.get("values")
+        if a is None or len(a.value) != len(new_m):
+            return
+        t_new, q_new, _ = matrix_to_trs(new_m)
+        if what == "position":
+            t_old = matrix_to_trs(old_m)[0]
+            rows = np.abs(t_new - t_old).max(axis=1) > POSITION_TOLERANCE * self.size
+            fresh = t_new
+        else:
+            rows = np.abs(new_m[:, :3, :3] - old_m[:, :3, :3]).reshape(len(new_m), -1).max(axis=1) > ROTATION_TOLERANCE
+            fresh = q_new[:, [1, 2, 3, 0]]
+            was = np.asarray(a.value, np.float64)
+            fresh = np.where((np.einsum("ij,ij->i", fresh, was) < 0)[:, None], -fresh, fresh)
+        if rows.any():
+            values = np.array(a.value)
+            values[rows] = fresh[rows]
+            _set(layer, "values", values)
 
     # -- meshes ---------------------------------------------------------------------------------------------
 
