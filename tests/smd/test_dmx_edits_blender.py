@@ -115,3 +115,16 @@ def test_a_moved_vertex_changes_one_position_value_and_keeps_the_others_bits(cle
     rows = np.flatnonzero((before != after).any(axis=1))
     assert len(rows) == 1  # the one Blender vertex: the other seven keep their bits
     assert len(written) == len(source)  # binary: the same layout, one value's bytes differ
+
+
+@pytest.mark.default_leg
+def test_a_model_without_armature_imported_twice_is_written_as_the_file_was(clean_scene, tmp_path):
+    """The copy the second import left selected, as for rigged models; none selected: refused, naming them."""
+    path = ROOT.parent / "shared" / "testdata" / "dmx" / "bst_Cube_NoArmature.dmx"
+    for _ in range(2):
+        assert bpy.ops.import_scene.skinbridge_dmx(filepath=str(path)) == {"FINISHED"}
+    assert _export(tmp_path)[0] == path.read_bytes()
+    for ob in bpy.context.view_layer.objects:
+        ob.select_set(False)
+    with pytest.raises(blender_dmx.ExportError, match="2 imported DMX models could be exported"):
+        _export(tmp_path)
