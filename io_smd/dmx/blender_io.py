@@ -327,39 +327,45 @@ def _patched_motion(source: bytes, skel: cm.Skeleton, anim: cm.Animation, warnin
     return None
 
 
-def _one_import(meshes: list, arm_ob) -> list:
-    """The meshes to export: with no armature and several imported DMX models among them (each import's first
-    mesh holds the file and names the objects it made), those of the one selected, as an export chooses
-    between rigged models (blender/scene.py), and the meshes no import made; an ExportError when none or
-    several of them are selected."""
-    if arm_ob is not None:
-        return meshes
-    groups: list[set[str]] = []
-    for ob in meshes:
+def _one_import(meshes: list, arm_ob) -> tuple[list, object]:
+    """(meshes, armature) to export: with several imported DMX models among them (each import's armature, else
+    its first mesh, holds the file and names the objects it made), those of the one selected, as an export
+    chooses between rigged models (blender/scene.py), and the meshes no import made; an ExportError when none
+    or several of them are selected."""
+    candidates = list(meshes) + [arm_ob] + [ob.parent for ob in meshes]
+    groups: list[tuple[object, set[str]]] = []
+    for ob in candidates:
+        if ob is None or any(ob is h for h, _ in groups) or not isinstance(ob.get(SOURCE_PROP), bytes):
+            continue
         try:
-            kept = json.loads(ob.get(KEPT_PROP)) if isinstance(ob.get(SOURCE_PROP), bytes) else None
+            kept = json.loads(ob.get(KEPT_PROP))
         except (TypeError, ValueError):
-            kept = None
+            continue
         if isinstance(kept, dict) and isinstance(kept.get("objects"), list):
-            groups.append({n for n in kept["objects"] if isinstance(n, str)})
+            groups.append((ob, {n for n in kept["objects"] if isinstance(n, str)}))
     if len(groups) < 2:
-        return meshes
-    by_name = {ob.name: ob for ob in meshes}
-    chosen = [g for g in groups if any(by_name[n].select_get() for n in g if n in by_name)]
+        return meshes, arm_ob
+    chosen = [(h, g) for h, g in groups if any(bpy.data.objects[n].select_get() for n in g if n in bpy.data.objects)]
     if len(chosen) != 1:
-        names = ", ".join(sorted(min(g) for g in groups))
+        names = ", ".join(sorted(h.name for h, _ in groups))
         raise ExportError(f"{len(groups)} imported DMX models could be exported ({names}): select the one to "
                           "export")
-    others = set().union(*(g for g in groups if g is not chosen[0])) - chosen[0]
-    return [ob for ob in meshes if ob.name not in others]
+    holder, mine = chosen[0]
+    others = set().union(*(g for h, g in groups if h is not holder)) - mine
+    if holder.type == "ARMATURE":
+        arm_ob = holder
+    elif arm_ob is not None and arm_ob.name in others:
+        arm_ob = None
+    return [ob for ob in meshes if ob.name not in others], arm_ob
 
 
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to dmx`: NAME.dmx (the model), one animation DMX per action of the armature, NAME.qc."""
     meshes, arm_ob = bscene.exportable_objects(context)
-    chosen = _one_import(meshes, arm_ob)
-    scene, warnings = _export_scene(context, (chosen, arm_ob) if len(chosen) < len(meshes) else None)
-    meshes = chosen
+    chosen, arm = _one_import(meshes, arm_ob)
+    changed = len(chosen) < len(meshes) or arm is not arm_ob
+    scene, warnings = _export_scene(context, (chosen, arm) if changed else None)
+    meshes, arm_ob = chosen, arm
     source = _model_source(scene, meshes, arm_ob, safe_file_name(name), warnings)
     if source is not None:
         scene.extras["dmx_source"] = source
