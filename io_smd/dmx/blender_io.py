@@ -320,7 +320,7 @@ def _patched_motion(source: bytes, skel: cm.Skeleton, anim: cm.Animation, warnin
     """An imported motion file with the edit written into it (patch.py), else None (written anew, with a
     warning saying why)."""
     try:
-        return patch.patched_motion(source, skel, anim)
+        return patch.patched_motion(source, skel, anim, warnings)
     except patch.Refused as e:
         warnings.append(f"animation {anim.name!r} written anew, not as the imported file with the edit (its "
                         f"element ids, string table and encoding are not kept): {e}")

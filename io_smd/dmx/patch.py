@@ -53,18 +53,22 @@ def patched(source: bytes, scene: cm.Scene) -> bytes:
     return out
 
 
-def patched_motion(source: bytes, skel: cm.Skeleton, anim: cm.Animation) -> bytes:
+def patched_motion(source: bytes, skel: cm.Skeleton, anim: cm.Animation, warnings: list[str]) -> bytes:
     """The bytes of the motion file `source` (one clip) with the differences between what it holds and
-    `skel` and `anim` written into it: bones renamed, rests moved, key values changed at the file's key times."""
+    `skel` and `anim` written into it: bones renamed, rests moved, key values changed at the file's key times,
+    deleted keys dropped; a scale the file cannot hold is warned about."""
     d = dmx.read(source)
     before = {id(e) for e in reachable(d)}
     p = _Patch(d, cm.Scene(name="motion", skeleton=skel))
-    p.skeleton()
-    p.motion(anim)
+    p.skeleton(partial=True)
+    notes: list[str] = []
+    p.motion(anim, notes)
     out = _finish(d, before)
     back, _ = convert.to_scene(dmx.read(out), "check")
-    if back.skeleton is None or sorted(b.name for b in back.skeleton.bones) != sorted(b.name for b in skel.bones):
+    kept = {b.name for i, b in zip(p.bone_map, skel.bones) if i >= 0}
+    if back.skeleton is None or not kept <= {b.name for b in back.skeleton.bones}:
         raise Refused("the file written does not read back with the armature's bone names")
+    warnings += notes
     return out
 
 
@@ -172,26 +176,39 @@ class _Patch:
             out[i] = (affine_inverse(self.up) if b.parent < 0 else affine_inverse(binds[b.parent])) @ binds[i]
         return out
 
-    def skeleton(self) -> None:
+    def skeleton(self, partial: bool = False) -> None:
+        """Bones renamed and rests moved. `partial` (a motion): the file's bones the armature lacks stay as
+        they are, and bones pair by name unless both have as many."""
         new, old = self.scene.skeleton, self.skel
         if new is None or old is None or not new.bones:
             if (new is not None and new.bones) or (old is not None and old.bones and self.scene.skeleton is None):
                 raise Refused("the armature was added or removed")
             return
-        pairs = _pair([b.name for b in old.bones], [b.name for b in new.bones], renames=True)
-        if any(i is None or j is None for i, j in pairs):
+        pairs = _pair([b.name for b in old.bones], [b.name for b in new.bones],
+                      renames=not partial or len(old.bones) == len(new.bones))
+        if not partial and any(i is None or j is None for i, j in pairs):
             raise Refused("bones were added or removed")
-        of_new = {j: i for i, j in pairs}
-        self.bone_map = [of_new[j] for j in range(len(new.bones))]
+        of_new = {j: i for i, j in pairs if i is not None and j is not None}
+        new_local, old_local = self._locals(new), self._locals(old)
+        if partial:  # a bone renamed: the one left over whose rest is the file's
+            free = [i for i in range(len(old.bones)) if i not in of_new.values()]
+            for j in range(len(new.bones)):
+                same = [i for i in free if j not in of_new and
+                        np.abs(new_local[j] - old_local[i]).max() <= POSITION_TOLERANCE * self.size]
+                if len(same) == 1:
+                    of_new[j] = same[0]
+                    free.remove(same[0])
+        self.bone_map = [of_new.get(j, -1) for j in range(len(new.bones))]
         for j, b in enumerate(new.bones):
-            if (b.parent < 0) != (old.bones[self.bone_map[j]].parent < 0) or (
-                    b.parent >= 0 and self.bone_map[b.parent] != old.bones[self.bone_map[j]].parent):
+            i = self.bone_map[j]
+            if i >= 0 and (self.bone_map[b.parent] if b.parent >= 0 else -1) != old.bones[i].parent:
                 raise Refused(f"bone {b.name!r} has another parent")
         base_list = convert.elements_of(self.model, "baseStates")
         base = {t.name or "": t for t in convert.elements_of(base_list[0], "transforms")} if base_list else {}
-        new_local, old_local = self._locals(new), self._locals(old)
         for j, b in enumerate(new.bones):
             i = self.bone_map[j]
+            if i < 0:
+                continue
             e = self.bones[i]
             transforms = [t for t in (base.get(e.name or ""), convert.element_of(e, "transform")) if t is not None]
             if b.name != old.bones[i].name:
@@ -217,12 +234,13 @@ class _Patch:
 
     # -- motion -------------------------------------------------------------------------------------------
 
-    def motion(self, anim: cm.Animation) -> None:
+    def motion(self, anim: cm.Animation, warnings: list[str]) -> None:
         """The clip's channel values at the file's key times where `anim` (on the exported skeleton) differs
-        from what the import made of them; channels named after a renamed bone renamed with it."""
+        from what the import made of them, keys `anim` no longer has dropped; channels named after a renamed
+        bone renamed with it."""
         clips = [c for c in convert.elements_of(convert.element_of(self.root, "animationList"), "animations")
                  if c.type == "DmeChannelsClip"]
-        if len(clips) != 1 or self.skel is None or not self.bone_map:
+        if len(clips) != 1 or self.skel is None or not any(i >= 0 for i in self.bone_map):
             raise Refused(f"the file holds {len(clips)} clips" if len(clips) != 1 else "the file holds no bones")
         clip = clips[0]
         old = convert.animation_of(clip, self.skel, self.bones, self.up, [])
@@ -234,8 +252,10 @@ class _Patch:
             raise Refused(f"animation {anim.name!r}: keys after the file's last frame")
         self._key_times(anim, old)
         by_transform = {id(convert.element_of(e, "transform")): i for i, e in enumerate(self.bones)}
-        renamed = {o.name: n.name for o, n in ((self.skel.bones[self.bone_map[j]], b)
-                                               for j, b in enumerate(self.scene.skeleton.bones)) if o.name != n.name}
+        renamed = {self.skel.bones[i].name: b.name for i, b in zip(self.bone_map, self.scene.skeleton.bones)
+                   if i >= 0 and self.skel.bones[i].name != b.name}
+        tracks = {tr.bone: tr for tr in anim.tracks}
+        scaled: set[str] = set()
         cache: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
         up_inv = affine_inverse(self.up)
         for channel in convert.elements_of(clip, "channels"):
@@ -257,19 +277,45 @@ class _Patch:
                 cache[key] = (smd_convert.animation_locals(self.scene.skeleton, anim, seconds),
                               smd_convert.animation_locals(self.skel, old, seconds))
             new_all, old_all = cache[key]
+            if i not in self.bone_map:
+                continue  # a bone the armature lacks: its channel as the file has it
             j = self.bone_map.index(i)
             new_m, old_m = new_all[:, j], old_all[:, i]
             if self.skel.bones[i].parent < 0:
                 new_m, old_m = up_inv @ new_m, up_inv @ old_m
+            if (np.abs(matrix_to_trs(new_m)[2] - 1) > write.SCALE_TOLERANCE).any():
+                scaled.add(self.scene.skeleton.bones[j].name)
             self._channel_values(layer, what, new_m, old_m)
+            tr = tracks.get(self.scene.skeleton.bones[j].name)
+            times = (tr.translation_times if what == "position" else tr.rotation_times) if tr is not None else None
+            if times is not None and len(times):
+                self._drop_keys(layer, convert.seconds_of(ticks, rate), np.asarray(times, np.float64))
+        if scaled:
+            warnings.append(f"animation {anim.name!r}: {len(scaled)} bone(s) scaled ({', '.join(sorted(scaled)[:5])}):"
+                            " a DMX transform holds no scale, written without it")
+
+    @staticmethod
+    def _drop_keys(layer: Element, seconds: np.ndarray, times: np.ndarray) -> None:
+        """The layer's keys at times the exported track has no key at (keys deleted) left out."""
+        near = np.abs(seconds[:, None] - times[None]).min(axis=1) <= 1.5 / TIME_TICKS
+        if near.all() or not near.any():
+            return
+        for name in ("times", "values"):
+            if layer.get(name) is not None and len(layer.value(name)) == len(near):
+                _set_array(layer, name, np.asarray(layer.value(name))[near])
 
     def _key_times(self, anim: cm.Animation, old: cm.Animation) -> None:
         """Refused when `anim` keys a bone at a time its file channel holds no key at (a key added)."""
         times = {tr.bone: np.concatenate([t for t in (tr.translation_times, tr.rotation_times) if t is not None]
                                          or [np.zeros(0)]) for tr in old.tracks}
-        names = {b.name: self.skel.bones[self.bone_map[j]].name for j, b in enumerate(self.scene.skeleton.bones)}
+        names = {b.name: self.skel.bones[i].name for i, b in zip(self.bone_map, self.scene.skeleton.bones) if i >= 0}
+        armature = {b.name for b in self.scene.skeleton.bones}
         for tr in anim.tracks:
-            have = times.get(names.get(tr.bone, tr.bone), np.zeros(0))
+            if tr.bone not in names:
+                if tr.bone in armature:
+                    raise Refused(f"bone {tr.bone!r} is keyed but not in the file")
+                continue  # a track kept from the file for a bone the armature lacks: as the file has it
+            have = times.get(names[tr.bone], np.zeros(0))
             for t in (tr.translation_times, tr.rotation_times):
                 if t is None or not len(t):
                     continue
@@ -288,7 +334,9 @@ class _Patch:
             rows = np.abs(t_new - t_old).max(axis=1) > POSITION_TOLERANCE * self.size
             fresh = t_new
         else:
-            rows = np.abs(new_m[:, :3, :3] - old_m[:, :3, :3]).reshape(len(new_m), -1).max(axis=1) > ROTATION_TOLERANCE
+            q_old = matrix_to_trs(old_m)[1]
+            q_old = np.where((np.einsum("ij,ij->i", q_new, q_old) < 0)[:, None], -q_old, q_old)
+            rows = np.abs(q_new - q_old).max(axis=1) > ROTATION_TOLERANCE
             fresh = q_new[:, [1, 2, 3, 0]]
             was = np.asarray(a.value, np.float64)
             fresh = np.where((np.einsum("ij,ij->i", fresh, was) < 0)[:, None], -fresh, fresh)
