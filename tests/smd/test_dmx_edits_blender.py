@@ -128,3 +128,68 @@ def test_a_model_without_armature_imported_twice_is_written_as_the_file_was(clea
         ob.select_set(False)
     with pytest.raises(blender_dmx.ExportError, match="2 imported DMX models could be exported"):
         _export(tmp_path)
+
+
+MOTIONS = [("Throw_kv2.dmx", "Dice_binary5.dmx"), ("../../testdata/dmx/bst_ActionFilter_X_Axis.dmx", None)]
+
+
+def _motion(name: str, model: str | None) -> bytes:
+    """The motion imported as `bench/edits` imports it (its model first), its bytes."""
+    if model is not None:
+        assert bpy.ops.import_scene.skinbridge_dmx(filepath=str(BST / model)) == {"FINISHED"}
+    else:  # the file's own skeleton carries it; a visible mesh: the export needs a model beside the motion
+        bpy.ops.mesh.primitive_cube_add()
+    blender_dmx.load_motion(bpy.context, str(BST / name), None)
+    return (BST / name).read_bytes()
+
+
+def _motion_export(tmp_path) -> tuple[bytes, list[str]]:
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    paths, warnings = blender_dmx.export_target(bpy.context, str(out), "model", None)
+    act = arm.animation_data.action
+    return (out / f"{act.name}.dmx").read_bytes(), warnings
+
+
+@pytest.mark.default_leg
+@pytest.mark.parametrize("name, model", MOTIONS)
+def test_an_edited_motion_keeps_what_was_not_edited(clean_scene, tmp_path, name, model):
+    """A renamed bone renames its joint, transforms and channels only (BST's Throw, whose file holds a bone the
+    Dice rig lacks, and ActionFilter on its own skeleton)."""
+    source = _motion(name, model)
+    edit_kinds.apply("rename-bone")
+    written, warnings = _export_motion_checked(tmp_path)
+    changed, added, renamed, removed = _changes(source, written)
+    assert not changed and not added and not removed and renamed <= {"DmeJoint", "DmeTransform", "DmeChannel"}
+    assert renamed >= {"DmeJoint", "DmeChannel"}
+
+
+def _export_motion_checked(tmp_path) -> tuple[bytes, list[str]]:
+    written, warnings = _motion_export(tmp_path)
+    assert not [w for w in warnings if "written anew" in w]
+    return written, warnings
+
+
+@pytest.mark.default_leg
+@pytest.mark.parametrize("name, model", MOTIONS)
+def test_a_moved_key_changes_that_value_only(clean_scene, tmp_path, name, model):
+    source = _motion(name, model)
+    edit_kinds.apply("key-move")
+    written, _ = _export_motion_checked(tmp_path)
+    a, b = dmx.read(source), dmx.read(written)
+    diffs = [(e.type, x.name, int(np.flatnonzero((np.asarray(x.value) != np.asarray(y.value)).any(axis=-1)).size))
+             for e, f in zip(a.elements, b.elements) for x, y in zip(e.attributes, f.attributes)
+             if x.type in dmx.FIXED and not np.array_equal(x.value, y.value)]
+    assert [e.id for e in a.elements] == [e.id for e in b.elements]
+    assert diffs == [("DmeVector3LogLayer", "values", 1)]
+
+
+@pytest.mark.default_leg
+def test_a_scale_key_on_a_motion_is_warned_about(clean_scene, tmp_path):
+    name, model = MOTIONS[1]
+    source = _motion(name, model)
+    edit_kinds.apply("key-add")  # a key on the scale channel, which has none
+    written, warnings = _export_motion_checked(tmp_path)
+    assert any("scaled (Bone)" in w and "holds no scale" in w for w in warnings)
+    assert written == source  # the rest of the motion as the file had it
