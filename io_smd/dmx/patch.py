@@ -218,16 +218,17 @@ class _Patch:
             moved = np.abs(new_local[j][:3, 3] - old_local[i][:3, 3]).max() > POSITION_TOLERANCE * self.size
             turned = np.abs(new_local[j][:3, :3] - old_local[i][:3, :3]).max() > ROTATION_TOLERANCE
             if moved or turned:
-                self._pose(transforms, new_local[j], moved, turned)
+                self._pose(transforms, new_local[j], moved, turned, POSITION_TOLERANCE * self.size)
 
     @staticmethod
-    def _pose(transforms: list[Element], local: np.ndarray, moved: bool, turned: bool) -> None:
-        """The transforms' position (`moved`) and orientation (`turned`) set to `local`'s."""
+    def _pose(transforms: list[Element], local: np.ndarray, moved: bool, turned: bool, tol: float) -> None:
+        """The transforms' position (`moved`: each coordinate further than `tol` from the file's) and orientation
+        (`turned`) set to `local`'s."""
         t, q, _ = matrix_to_trs(local)
         xyzw = q[[1, 2, 3, 0]]
         for e in transforms:
             if moved and e.get("position") is not None:
-                _set(e, "position", t)
+                _set(e, "position", _merge(e.value("position"), t, tol))
             if turned and e.get("orientation") is not None:
                 old = np.asarray(e.value("orientation"), np.float64).reshape(-1)
                 _set(e, "orientation", -xyzw if len(old) == 4 and np.dot(old, xyzw) < 0 else xyzw)
@@ -332,7 +333,7 @@ class _Patch:
         if what == "position":
             t_old = matrix_to_trs(old_m)[0]
             rows = np.abs(t_new - t_old).max(axis=1) > POSITION_TOLERANCE * self.size
-            fresh = t_new
+            fresh = _merge(np.asarray(a.value), t_new, POSITION_TOLERANCE * self.size)
         else:
             q_old = matrix_to_trs(old_m)[1]
             q_old = np.where((np.einsum("ij,ij->i", q_new, q_old) < 0)[:, None], -q_old, q_old)
@@ -444,7 +445,8 @@ class _Patch:
         for data in datas:
             if moved.any():
                 values = np.array(data.value(kw["position"]))
-                values[pos_index[moved]] = local.positions[at[moved]]
+                rows = pos_index[moved]
+                values[rows] = _merge(values[rows], local.positions[at[moved]], POSITION_TOLERANCE * self.size)
                 _set(data, kw["position"], values)
             if local.normals is not None:
                 self._field(data, kw["normal"], local.normals, nm.normals, om.normals, NORMAL_TOLERANCE, at)
@@ -676,6 +678,12 @@ def _from_root(root: Element) -> set[int]:
                 seen.add(id(c))
                 stack.append(c)
     return seen
+
+
+def _merge(old, new, tol: float) -> np.ndarray:
+    """`new`, but each number within `tol` of `old`'s: `old`'s (its bits as the file has them)."""
+    old, new = np.asarray(old), np.asarray(new, np.float64)
+    return np.where(np.abs(new - old) <= tol, old, new)
 
 
 def _keep_bits(local: cm.Mesh, nm: cm.Mesh, om: cm.Mesh, values: np.ndarray, pos_index: np.ndarray) -> None:
