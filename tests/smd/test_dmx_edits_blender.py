@@ -193,3 +193,20 @@ def test_a_scale_key_on_a_motion_is_warned_about(clean_scene, tmp_path):
     written, warnings = _export_motion_checked(tmp_path)
     assert any("scaled (Bone)" in w and "holds no scale" in w for w in warnings)
     assert written == source  # the rest of the motion as the file had it
+
+
+@pytest.mark.default_leg
+def test_a_moved_rest_in_a_keyvalues2_file_changes_that_coordinate_only(clean_scene, tmp_path):
+    """BST's cloth test (keyvalues2): bone `left` moved; its transform and base-state transform change the one
+    coordinate that moved, every other number keeps its bits (the record names no "bone": bench/edit_kinds.py)."""
+    path = ROOT.parent / "shared" / "testdata" / "dmx" / "bst_cloth_test_simple.dmx"
+    assert bpy.ops.import_scene.skinbridge_dmx(filepath=str(path)) == {"FINISHED"}
+    edit_kinds.apply("move-bone-rest")
+    written, warnings = _export(tmp_path)
+    assert not [w for w in warnings if "written anew" in w]
+    a, b = dmx.read(path.read_bytes()), dmx.read(written)
+    diffs = [(e.type, e.name, x.name, np.flatnonzero(np.asarray(x.value) != np.asarray(y.value)).tolist())
+             for e, f in zip(a.elements, b.elements) for x, y in zip(e.attributes, f.attributes)
+             if x.type in dmx.FIXED and not np.array_equal(x.value, y.value)]
+    assert diffs == [("DmeTransform", "left", "position", [2])] * 2
+    assert b.encoding == "keyvalues2" and [e.id for e in a.elements] == [e.id for e in b.elements]
