@@ -27,7 +27,7 @@ from ...blender.ops_common import unmatched_motion
 from ...blender.selection import NoTarget, armatures, find_armature
 from ...core import model as cm
 from ...core.digest import digest
-from ...core.errors import ExportError
+from ...core.errors import ExportError, FormatError
 from ...core.fileio import read_bytes
 from ...core.names import clean
 from ...core.naming import safe_file_name
@@ -192,10 +192,14 @@ def _model_source(scene: cm.Scene, meshes: list, arm_ob, name: str, warnings: li
         return kept
     try:
         return patch.patched(bytes(holder[SOURCE_PROP]), scene)
-    except patch.Refused as e:
+    except (patch.Refused, FormatError, ValueError, IndexError, KeyError) as e:  # said, never an export lost
         warnings.append(f"{name}.dmx written anew, not as the imported file with the edit (its element ids, "
-                        f"string table and encoding are not kept): {e}")
+                        f"string table and encoding are not kept): {_why(e)}")
     return None
+
+
+def _why(e: Exception) -> str:
+    return str(e) if isinstance(e, patch.Refused) else f"{type(e).__name__}: {e}"
 
 
 def _kept(holder, **now) -> bytes | None:
@@ -321,9 +325,9 @@ def _patched_motion(source: bytes, skel: cm.Skeleton, anim: cm.Animation, warnin
     warning saying why)."""
     try:
         return patch.patched_motion(source, skel, anim, warnings)
-    except patch.Refused as e:
+    except (patch.Refused, FormatError, ValueError, IndexError, KeyError) as e:  # said, never an export lost
         warnings.append(f"animation {anim.name!r} written anew, not as the imported file with the edit (its "
-                        f"element ids, string table and encoding are not kept): {e}")
+                        f"element ids, string table and encoding are not kept): {_why(e)}")
     return None
 
 
