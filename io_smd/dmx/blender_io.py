@@ -22,6 +22,7 @@ import bpy
 from bpy.utils import escape_identifier as bpy_escape
 
 from ...blender import action as bact
+from ...blender import compat
 from ...blender import scene as bscene
 from ...blender.ops_common import unmatched_motion
 from ...blender.selection import NoTarget, armatures, find_armature
@@ -363,6 +364,35 @@ def _one_import(meshes: list, arm_ob) -> tuple[list, object]:
     return [ob for ob in meshes if ob.name not in others], arm_ob
 
 
+_KEYED = re.compile(r'pose\.bones\["(.+)"\]\.(location|rotation_quaternion|rotation_euler)$')
+
+
+def _partial_keys(arm_ob, act) -> list[str]:
+    """A warning per bone channel of an imported action (whose import keyed every component together) keyed in
+    some of its components only at a frame (a key deleted or added on one of them): a DMX key holds a whole
+    position or orientation, so the others are written as Blender's curves give them there."""
+    slot = bact.slot_for(arm_ob, act)
+    groups: dict[tuple[str, str], dict[int, set[float]]] = {}
+    for cb in compat.channelbags(act):
+        if slot is not None and cb.slot != slot:
+            continue
+        for fc in cb.fcurves:
+            m = _KEYED.match(fc.data_path)
+            if m:
+                frames = {round(k.co.x, 3) for k in fc.keyframe_points}
+                groups.setdefault((bact.unescape_bone_name(m[1]), m[2]), {})[fc.array_index] = frames
+    out = []
+    for (bone, prop), comps in groups.items():
+        if len(comps) != (4 if prop == "rotation_quaternion" else 3):
+            continue
+        odd = sorted(set().union(*comps.values()) - set.intersection(*comps.values()))
+        if odd:
+            out.append(f"animation {act.name!r}: bone {bone!r}: its {prop} is keyed in some of its components only "
+                       f"(frame {', '.join(f'{f:g}' for f in odd[:3])}): a DMX key holds all of them, the others "
+                       "written as Blender's curves give them there")
+    return out
+
+
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to dmx`: NAME.dmx (the model), one animation DMX per action of the armature, NAME.qc."""
     meshes, arm_ob = bscene.exportable_objects(context)
@@ -382,6 +412,7 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
             anim.name = act.name
             if source is None and isinstance(act.get(SOURCE_PROP), bytes):
                 source = _patched_motion(bytes(act[SOURCE_PROP]), scene.skeleton, anim, more)
+                more += _partial_keys(arm_ob, act)
             if source is not None:
                 anim.extras["dmx_source"] = source
             scene.animations.append(anim)

@@ -210,3 +210,15 @@ def test_a_moved_rest_in_a_keyvalues2_file_changes_that_coordinate_only(clean_sc
              if x.type in dmx.FIXED and not np.array_equal(x.value, y.value)]
     assert diffs == [("DmeTransform", "left", "position", [2])] * 2
     assert b.encoding == "keyvalues2" and [e.id for e in a.elements] == [e.id for e in b.elements]
+
+
+@pytest.mark.default_leg
+def test_a_key_deleted_from_one_component_is_warned_about(clean_scene, tmp_path):
+    """A DMX position key holds x, y and z together: a key deleted from x alone leaves y's and z's there, so the
+    motion keeps its key (x as Blender's curve gives it), and the export says so, naming the bone."""
+    name, model = MOTIONS[1]
+    source = _motion(name, model)
+    edit_kinds.apply("key-delete")  # the middle key of Bone's location x
+    written, warnings = _export_motion_checked(tmp_path)
+    assert any("bone 'Bone': its location is keyed in some of its components only" in w for w in warnings)
+    assert written == source
