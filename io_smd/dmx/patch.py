@@ -246,12 +246,13 @@ class _Patch:
         clip = clips[0]
         old = convert.animation_of(clip, self.skel, self.bones, self.up, [])
         rate = convert.frame_rate(clip)
-        ends = [t[-1] for tr in anim.tracks for t in (tr.translation_times, tr.rotation_times)
-                if t is not None and len(t)]
-        if abs(float(anim.length) - float(old.length)) > 1.5 / TIME_TICKS or \
-                max(ends, default=0.0) > float(old.length) + 1.5 / TIME_TICKS:
-            raise Refused(f"animation {anim.name!r}: keys after the file's last frame")
-        self._key_times(anim, old)
+        end = float(old.length)
+        if float(anim.length) < end - 1.5 / TIME_TICKS:
+            raise Refused(f"animation {anim.name!r} is shorter than the file's")
+        self._key_times(anim, old, end)
+        frame = convert.element_of(clip, "timeFrame")
+        if float(anim.length) > end + 1.5 / TIME_TICKS and frame is not None and frame.get("duration") is not None:
+            _set(frame, "duration", int(round(float(anim.length) * TIME_TICKS)))  # keys added after the end
         by_transform = {id(convert.element_of(e, "transform")): i for i, e in enumerate(self.bones)}
         renamed = {self.skel.bones[i].name: b.name for i, b in zip(self.bone_map, self.scene.skeleton.bones)
                    if i >= 0 and self.skel.bones[i].name != b.name}
@@ -291,9 +292,33 @@ class _Patch:
             times = (tr.translation_times if what == "position" else tr.rotation_times) if tr is not None else None
             if times is not None and len(times):
                 self._drop_keys(layer, convert.seconds_of(ticks, rate), np.asarray(times, np.float64))
+                self._extend(layer, what, np.asarray(times, np.float64), end, anim, j, self.skel.bones[i].parent < 0)
         if scaled:
             warnings.append(f"animation {anim.name!r}: {len(scaled)} bone(s) scaled ({', '.join(sorted(scaled)[:5])}):"
                             " a DMX transform holds no scale, written without it")
+
+    def _extend(self, layer: Element, what: str, times: np.ndarray, end: float, anim: cm.Animation, j: int,
+                root: bool) -> None:
+        """The keys of the exported track after the clip's `end` (keys added after it) appended to the layer."""
+        ticks = np.asarray(layer.value("times"))
+        extra = times[times > end + 1.5 / TIME_TICKS]
+        if not len(extra) or layer.get("values") is None:
+            return
+        m = smd_convert.animation_locals(self.scene.skeleton, anim, extra)[:, j]
+        if root:
+            m = affine_inverse(self.up) @ m
+        t, q, _ = matrix_to_trs(m)
+        values = np.asarray(layer.value("values"))
+        if what == "position":
+            more = t
+        else:
+            more = q[:, [1, 2, 3, 0]]
+            prev = values[-1].astype(np.float64) if len(values) else more[0]
+            for k in range(len(more)):  # each key on the side of the one before it
+                more[k] = -more[k] if np.dot(more[k], prev) < 0 else more[k]
+                prev = more[k]
+        _set_array(layer, "times", np.concatenate([ticks, np.round(extra * TIME_TICKS).astype(np.int32)]))
+        _set_array(layer, "values", np.concatenate([values, more.astype(values.dtype)]))
 
     @staticmethod
     def _drop_keys(layer: Element, seconds: np.ndarray, times: np.ndarray) -> None:
@@ -305,8 +330,9 @@ class _Patch:
             if layer.get(name) is not None and len(layer.value(name)) == len(near):
                 _set_array(layer, name, np.asarray(layer.value(name))[near])
 
-    def _key_times(self, anim: cm.Animation, old: cm.Animation) -> None:
-        """Refused when `anim` keys a bone at a time its file channel holds no key at (a key added)."""
+    def _key_times(self, anim: cm.Animation, old: cm.Animation, end: float) -> None:
+        """Refused when `anim` keys a bone at a time up to the file's `end` its file channel holds no key at (a
+        key added between the file's keys)."""
         times = {tr.bone: np.concatenate([t for t in (tr.translation_times, tr.rotation_times) if t is not None]
                                          or [np.zeros(0)]) for tr in old.tracks}
         names = {b.name: self.skel.bones[i].name for i, b in zip(self.bone_map, self.scene.skeleton.bones) if i >= 0}
@@ -318,7 +344,9 @@ class _Patch:
                 continue  # a track kept from the file for a bone the armature lacks: as the file has it
             have = times.get(names[tr.bone], np.zeros(0))
             for t in (tr.translation_times, tr.rotation_times):
-                if t is None or not len(t):
+                t = np.asarray(t if t is not None else [], np.float64)
+                t = t[t <= end + 1.5 / TIME_TICKS]
+                if not len(t):
                     continue
                 near = np.abs(np.asarray(t, np.float64)[:, None] - have[None]).min(axis=1, initial=np.inf) \
                     if len(have) else np.full(len(t), np.inf)
