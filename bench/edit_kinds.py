@@ -337,6 +337,7 @@ BONES = _words(r"bone", r"joint", r"node", r"skeleton", r"bind", r"inverse", r"t
 ANIMATION = _words(r"anim", r"track", r"key", r"frame", r"curve", r"motion", r"channel", r"clip", r"sequence",
                    r"duration", r"time", r"length", r"fps", r"sample")
 SHAPES = _words(r"morph", r"shape", r"flex", r"blend", r"delta", r"vta", r"target")
+CLIP_LENGTH = re.compile(r"\((duration|length)\)$")  # a record that is a named attribute: a DMX time frame's
 REST_FIELD = _words(r"\(position\)", r"\(orientation\)")  # a DMX transform's attributes, by their name
 MATERIAL = _words(r"texture", r"image", r"material", r"tex", r"map", r"diffuse", r"file", r"path", r"shader")
 MESH = _words(r"vert", r"index", r"indices", r"face", r"triangle", r"tri", r"geometr", r"mesh", r"primitive",
@@ -402,7 +403,8 @@ def _rules(kind: str, t: Touched, motion: bool = False):
                            or kind == "key-after-end" and d.field.endswith("count") and _grew(d))
                 and bool(ANIMATION.search(_where(d))),
                 lambda d: _sizes(d) or bool(_words(r"duration", r"length", r"frame_?count", r"end", r"last",
-                                                   r"time", r"range").search(d.field)))
+                                                   r"time", r"range").search(d.field))
+                or bool(CLIP_LENGTH.search(d.record)))
     if kind == "add-shape-key":
         return (lambda d: bool(SHAPES.search(_where(d))), lambda d: _sizes(d) or named(d))
     if kind == "material-image":
