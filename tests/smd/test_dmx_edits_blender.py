@@ -222,3 +222,19 @@ def test_a_key_deleted_from_one_component_is_warned_about(clean_scene, tmp_path)
     written, warnings = _export_motion_checked(tmp_path)
     assert any("bone 'Bone': its location is keyed in some of its components only" in w for w in warnings)
     assert written == source
+
+
+@pytest.mark.default_leg
+def test_a_key_after_the_end_is_appended_to_its_channel(clean_scene, tmp_path):
+    name, model = MOTIONS[1]
+    source = _motion(name, model)
+    edit_kinds.apply("key-after-end")  # Bone's location x keyed at frame 12, past the clip's 2 frames
+    written, _ = _export_motion_checked(tmp_path)
+    a, b = dmx.read(source), dmx.read(written)
+    assert [e.id for e in a.elements] == [e.id for e in b.elements]
+    (frame_a,), (frame_b,) = ([e for e in f.elements if e.type == "DmeTimeFrame"] for f in (a, b))
+    assert int(frame_b.value("duration")) == 5000  # 12 frames at 24 fps, in ticks of 1/10000 s
+    for e, f in zip(a.elements, b.elements):
+        if e.type == "DmeVector3LogLayer":  # the file's keys, then the new one
+            assert np.array_equal(f.value("times")[:-1], e.value("times")) and f.value("times")[-1] == 5000
+            assert np.array_equal(f.value("values")[:-1], e.value("values"))
