@@ -103,7 +103,8 @@ def test_an_unchanged_bst_file_comes_back_byte_for_byte(clean_scene, tmp_path, n
     assert _export(tmp_path)[0] == (BST / name).read_bytes()
 
 
-def test_a_moved_vertex_changes_one_position_value_and_keeps_the_others_bits(  # every leg: the matrix's one caseclean_scene, tmp_path):
+def test_a_moved_vertex_changes_one_position_value_and_keeps_the_others_bits(clean_scene, tmp_path):
+    """The one edit case every Blender leg runs."""
     name = "Cube_Armature_binary5.dmx"
     source = (BST / name).read_bytes()
     assert bpy.ops.import_scene.skinbridge_dmx(filepath=str(BST / name)) == {"FINISHED"}
