@@ -388,61 +388,67 @@ class _Patch:
     def _bones_count(self) -> int:
         return len(self.scene.skeleton.bones) if self.scene.skeleton is not None else 0
 
-    def _file_polygons(self, mesh: Element) -> tuple[list[np.ndarray], list[str | None]]:
-        """The DMX vertices of each polygon of the file's face sets in order (as `convert` reads them: faces of
-        fewer than 3 corners left out) and each one's mtlName."""
-        polys, mtls = [], []
+    @staticmethod
+    def _file_polygons(mesh: Element) -> tuple[np.ndarray, np.ndarray, list[str | None]]:
+        """(the DMX vertex of each corner, the corner count and mtlName of each polygon) of the file's face sets
+        in order, as `convert` reads them (faces of fewer than 3 corners left out)."""
+        ks, sizes, mtls = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], []
         for face_set in convert.elements_of(mesh, "faceSets"):
             faces = face_set.value("faces")
             if faces is None or not len(faces):
                 continue
             material = convert.element_of(face_set, "material")
             mtl = (material.value("mtlName") if material is not None else None) or face_set.name or "material"
-            faces = np.asarray(faces)
-            ends = np.flatnonzero(np.append(faces, -1) == -1)
-            starts = np.concatenate([[0], ends[:-1] + 1])
-            for a, b in zip(starts.tolist(), ends.tolist()):
-                if b - a >= 3:
-                    polys.append(faces[a:b])
-                    mtls.append(mtl)
-        return polys, mtls
+            faces = np.asarray(faces, np.int64)
+            faces = faces if faces[-1] == -1 else np.append(faces, -1)
+            end = faces == -1
+            poly = np.cumsum(end) - end  # the polygon of each entry (its -1 too)
+            counts = np.bincount(poly[~end], minlength=int(end.sum()))
+            kept = counts >= 3
+            ks.append(faces[~end & kept[poly]])
+            sizes.append(counts[kept])
+            mtls += [mtl] * int(kept.sum())
+        return np.concatenate(ks), np.concatenate(sizes), mtls
 
     def corners(self, nm: cm.Mesh, mesh: Element, pos_index: np.ndarray) -> np.ndarray | None:
         """The exported (core) vertex of each DMX vertex of the file (-1: on no polygon), matched polygon by
-        polygon and corner by corner through their position values; None when the polygons, their corners
-        (as position values) or their materials are not the file's."""
-        polys, mtls = self._file_polygons(mesh)
+        polygon and corner by corner through their position values (a polygon's corners may start elsewhere);
+        None when the polygons, their corners (as position values) or their materials are not the file's."""
+        ks, file_sizes, mtls = self._file_polygons(mesh)
         found = nm.extras.get("dmx_polygons")
         if isinstance(found, dict):
-            sizes, corners, slots = (np.asarray(found["sizes"]), np.asarray(found["corners"]),
-                                     np.asarray(found["slots"]))
+            sizes, corners, slots = (np.asarray(found["sizes"], np.int64), np.asarray(found["corners"], np.int64),
+                                     np.asarray(found["slots"], np.int64))
         else:
-            corners = np.asarray(nm.triangles).reshape(-1)
-            sizes = np.full(len(nm.triangles), 3)
+            corners = np.asarray(nm.triangles, np.int64).reshape(-1)
+            sizes = np.full(len(nm.triangles), 3, np.int64)
             slots = np.asarray(nm.material_indices if nm.material_indices is not None
-                               else np.zeros(len(nm.triangles), np.int64))
-        if len(sizes) != len(polys):
+                               else np.zeros(len(nm.triangles)), np.int64)
+        if not np.array_equal(sizes, file_sizes) or len(corners) != len(ks) or not len(sizes):
             return None
-        source = np.asarray(nm.extras.get("source_vertex", ()), np.int64)
-        value_of = source if len(source) == len(nm.positions) else None
         names = [self.scene.materials[k].extras.get(convert.MTL_NAME, self.scene.materials[k].name)
                  for k in nm.materials]
+        table = np.array(names + [None], object)
+        new_mtls = table[np.where((slots >= 0) & (slots < len(names)), slots, len(names))]
+        if not (new_mtls == np.array(mtls, object)).all():
+            return None
         out = np.full(len(pos_index), -1, np.int64)
-        at = 0
-        for p, (ks, n) in enumerate(zip(polys, sizes.tolist())):
-            cs = corners[at:at + n]
-            at += n
-            slot = int(slots[p])
-            if n != len(ks) or (names[slot] if 0 <= slot < len(names) else None) != mtls[p]:
-                return None
-            if value_of is None:
-                out[ks] = cs
-                continue
-            file_values, new_values = pos_index[ks], value_of[cs]
-            turn = np.flatnonzero(new_values == file_values[0])
-            if len(turn) != 1 or not np.array_equal(np.roll(new_values, -int(turn[0])), file_values):
-                return None
-            out[ks] = np.roll(cs, -int(turn[0]))
+        source = np.asarray(nm.extras.get("source_vertex", ()), np.int64)
+        if len(source) != len(nm.positions):
+            out[ks] = corners
+            return out
+        file_values, new_values = pos_index[ks], source[corners]
+        starts = np.cumsum(sizes) - sizes
+        same = new_values == np.repeat(file_values[starts], sizes)  # where each polygon's first corner stands
+        if (np.add.reduceat(same.astype(np.int64), starts) != 1).any():
+            return None
+        local = np.arange(len(corners)) - np.repeat(starts, sizes)
+        turn = np.zeros(len(sizes), np.int64)
+        turn[np.repeat(np.arange(len(sizes)), sizes)[same]] = local[same]
+        rolled = np.repeat(starts, sizes) + (local + np.repeat(turn, sizes)) % np.repeat(sizes, sizes)
+        if not np.array_equal(new_values[rolled], file_values):
+            return None
+        out[ks] = corners[rolled]
         return out
 
     def _weights_same(self, nm: cm.Mesh, om: cm.Mesh, at: np.ndarray, on: np.ndarray) -> bool:
