@@ -337,6 +337,8 @@ BONES = _words(r"bone", r"joint", r"node", r"skeleton", r"bind", r"inverse", r"t
 ANIMATION = _words(r"anim", r"track", r"key", r"frame", r"curve", r"motion", r"channel", r"clip", r"sequence",
                    r"duration", r"time", r"length", r"fps", r"sample")
 SHAPES = _words(r"morph", r"shape", r"flex", r"blend", r"delta", r"vta", r"target")
+CLIP_LENGTH = re.compile(r"\((duration|length)\)$")  # a record that is a named attribute: a DMX time frame's
+REST_FIELD = _words(r"\(position\)", r"\(orientation\)")  # a DMX transform's attributes, by their name
 MATERIAL = _words(r"texture", r"image", r"material", r"tex", r"map", r"diffuse", r"file", r"path", r"shader")
 MESH = _words(r"vert", r"index", r"indices", r"face", r"triangle", r"tri", r"geometr", r"mesh", r"primitive",
               r"part", r"lod", r"buffer", r"poly", r"strip", r"section", r"group", r"model", r"object", r"weight",
@@ -383,8 +385,11 @@ def _rules(kind: str, t: Touched, motion: bool = False):
         return (lambda d: bool(POSITION.search(_where(d))),
                 lambda d: bool(DERIVED_VERTEX.search(_where(d)) or BOUNDS.search(_where(d))))
     if kind == "move-bone-rest":
-        # a motion file holds no rest: the moved bone's keys (which hold its transform) are the edit there
-        return (lambda d: named(d) and bool(BONES.search(_where(d)) or motion and ANIMATION.search(_where(d))),
+        # a motion file holds no rest: the moved bone's keys (which hold its transform) are the edit there; a
+        # record named after the bone whose field is a position or orientation is its rest (a DMX DmeTransform
+        # is named as its bone, its record says neither "bone" nor "transform")
+        return (lambda d: named(d) and bool(BONES.search(_where(d)) or motion and ANIMATION.search(_where(d))
+                                            or REST_FIELD.search(_where(d))),
                 lambda d: bool(BONES.search(_where(d))) or (named(d) and bool(ANIMATION.search(_where(d))))
                 or bool(BOUNDS.search(_where(d))))
     if kind == "rename-bone":
@@ -398,7 +403,8 @@ def _rules(kind: str, t: Touched, motion: bool = False):
                            or kind == "key-after-end" and d.field.endswith("count") and _grew(d))
                 and bool(ANIMATION.search(_where(d))),
                 lambda d: _sizes(d) or bool(_words(r"duration", r"length", r"frame_?count", r"end", r"last",
-                                                   r"time", r"range").search(d.field)))
+                                                   r"time", r"range").search(d.field))
+                or bool(CLIP_LENGTH.search(d.record)))
     if kind == "add-shape-key":
         return (lambda d: bool(SHAPES.search(_where(d))), lambda d: _sizes(d) or named(d))
     if kind == "material-image":

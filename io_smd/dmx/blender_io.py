@@ -22,17 +22,18 @@ import bpy
 from bpy.utils import escape_identifier as bpy_escape
 
 from ...blender import action as bact
+from ...blender import compat
 from ...blender import scene as bscene
 from ...blender.ops_common import unmatched_motion
 from ...blender.selection import NoTarget, armatures, find_armature
 from ...core import model as cm
 from ...core.digest import digest
-from ...core.errors import ExportError
+from ...core.errors import ExportError, FormatError
 from ...core.fileio import read_bytes
 from ...core.names import clean
 from ...core.naming import safe_file_name
 from ..smd import blender_io as smd_blender
-from . import blender_mesh, convert, dmx, write
+from . import blender_mesh, convert, dmx, patch, write
 
 
 # bytes: a larger file is not kept. Keeping costs the import one read of what it built (as an export reads it):
@@ -171,16 +172,44 @@ def _object_names(meshes: list, arm_ob) -> list[str]:
 
 def _keep_model(context, data: bytes, meshes: list, arm_ob) -> None:
     """The file's bytes and the digest of what an export of the objects just made would write, on the armature
-    (else the one mesh)."""
-    holder = arm_ob if arm_ob is not None else meshes[0] if len(meshes) == 1 else None
-    if holder is None:
-        return
+    (else the first mesh)."""
+    holder = arm_ob if arm_ob is not None else meshes[0]
     try:
         made, _ = _export_scene(context, (meshes, arm_ob))
     except ExportError:
         return
     holder[SOURCE_PROP] = data
     holder[KEPT_PROP] = json.dumps({"objects": _object_names(meshes, arm_ob), "digest": digest(made)})
+
+
+def _holder(meshes: list, arm_ob):
+    """The object holding the imported file an export of these objects starts from: the armature, else the
+    first (by name) of the meshes that holds one."""
+    if arm_ob is not None:
+        return arm_ob if isinstance(arm_ob.get(SOURCE_PROP), bytes) else None
+    return next((ob for ob in sorted(meshes, key=lambda o: o.name) if isinstance(ob.get(SOURCE_PROP), bytes)), None)
+
+
+def _model_source(scene: cm.Scene, meshes: list, arm_ob, name: str, warnings: list[str]) -> bytes | None:
+    """The model file's bytes when they start from an imported file: its own while the export would write the
+    same, else that file with the edit written into it (patch.py); None (the file written anew, with a warning
+    saying why) when it cannot hold the edit."""
+    holder = _holder(meshes, arm_ob)
+    if holder is None:
+        return None
+    kept = _kept(holder, objects=_object_names(meshes, arm_ob), digest=digest(scene))
+    if kept is not None:
+        return kept
+    try:
+        return patch.patched(bytes(holder[SOURCE_PROP]), scene)
+    except (patch.Refused, FormatError, ValueError, IndexError, KeyError) as e:  # said, never an export lost
+        warnings.append(f"{name}.dmx written anew, not as the imported file with the edit (its element ids, "
+                        f"string table and encoding are not kept): {_why(e)}")
+    return None
+
+
+def _why(e: Exception) -> str:
+    return str(e) if isinstance(e, patch.Refused) else f"{type(e).__name__}: {e}"
 
 
 def _kept(holder, **now) -> bytes | None:
@@ -303,12 +332,86 @@ def _motion_state(context, arm_ob, act, made: dict | None = None) -> dict:
             "fps": bact.fps_of(context.scene), "range": [float(act.frame_start), float(act.frame_end)]}
 
 
+def _patched_motion(source: bytes, skel: cm.Skeleton, anim: cm.Animation, warnings: list[str]) -> bytes | None:
+    """An imported motion file with the edit written into it (patch.py), else None (written anew, with a
+    warning saying why)."""
+    try:
+        return patch.patched_motion(source, skel, anim, warnings)
+    except (patch.Refused, FormatError, ValueError, IndexError, KeyError) as e:  # said, never an export lost
+        warnings.append(f"animation {anim.name!r} written anew, not as the imported file with the edit (its "
+                        f"element ids, string table and encoding are not kept): {_why(e)}")
+    return None
+
+
+def _one_import(meshes: list, arm_ob) -> tuple[list, object]:
+    """(meshes, armature) to export: with several imported DMX models among them (each import's armature, else
+    its first mesh, holds the file and names the objects it made), those of the one selected, as an export
+    chooses between rigged models (blender/scene.py), and the meshes no import made; an ExportError when none
+    or several of them are selected."""
+    candidates = list(meshes) + [arm_ob] + [ob.parent for ob in meshes]
+    groups: list[tuple[object, set[str]]] = []
+    for ob in candidates:
+        if ob is None or any(ob is h for h, _ in groups) or not isinstance(ob.get(SOURCE_PROP), bytes):
+            continue
+        try:
+            kept = json.loads(ob.get(KEPT_PROP))
+        except (TypeError, ValueError):
+            continue
+        if isinstance(kept, dict) and isinstance(kept.get("objects"), list):
+            groups.append((ob, {n for n in kept["objects"] if isinstance(n, str)}))
+    if len(groups) < 2:
+        return meshes, arm_ob
+    chosen = [(h, g) for h, g in groups if any(bpy.data.objects[n].select_get() for n in g if n in bpy.data.objects)]
+    if len(chosen) != 1:
+        names = ", ".join(sorted(h.name for h, _ in groups))
+        raise ExportError(f"{len(groups)} imported DMX models could be exported ({names}): select the one to "
+                          "export")
+    holder, mine = chosen[0]
+    others = set().union(*(g for h, g in groups if h is not holder)) - mine
+    if holder.type == "ARMATURE":
+        arm_ob = holder
+    elif arm_ob is not None and arm_ob.name in others:
+        arm_ob = None
+    return [ob for ob in meshes if ob.name not in others], arm_ob
+
+
+_KEYED = re.compile(r'pose\.bones\["(.+)"\]\.(location|rotation_quaternion|rotation_euler)$')
+
+
+def _partial_keys(arm_ob, act) -> list[str]:
+    """A warning per bone channel of an imported action (whose import keyed every component together) keyed in
+    some of its components only at a frame (a key deleted or added on one of them): a DMX key holds a whole
+    position or orientation, so the others are written as Blender's curves give them there."""
+    slot = bact.slot_for(arm_ob, act)
+    groups: dict[tuple[str, str], dict[int, set[float]]] = {}
+    for cb in compat.channelbags(act):
+        if slot is not None and cb.slot != slot:
+            continue
+        for fc in cb.fcurves:
+            m = _KEYED.match(fc.data_path)
+            if m:
+                frames = {round(k.co.x, 3) for k in fc.keyframe_points}
+                groups.setdefault((bact.unescape_bone_name(m[1]), m[2]), {})[fc.array_index] = frames
+    out = []
+    for (bone, prop), comps in groups.items():
+        if len(comps) != (4 if prop == "rotation_quaternion" else 3):
+            continue
+        odd = sorted(set().union(*comps.values()) - set.intersection(*comps.values()))
+        if odd:
+            out.append(f"animation {act.name!r}: bone {bone!r}: its {prop} is keyed in some of its components only "
+                       f"(frame {', '.join(f'{f:g}' for f in odd[:3])}): a DMX key holds all of them, the others "
+                       "written as Blender's curves give them there")
+    return out
+
+
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to dmx`: NAME.dmx (the model), one animation DMX per action of the armature, NAME.qc."""
-    scene, warnings = _export_scene(context)
     meshes, arm_ob = bscene.exportable_objects(context)
-    holder = arm_ob if arm_ob is not None else meshes[0] if len(meshes) == 1 else None
-    source = _kept(holder, objects=_object_names(meshes, arm_ob), digest=digest(scene))
+    chosen, arm = _one_import(meshes, arm_ob)
+    changed = len(chosen) < len(meshes) or arm is not arm_ob
+    scene, warnings = _export_scene(context, (chosen, arm) if changed else None)
+    meshes, arm_ob = chosen, arm
+    source = _model_source(scene, meshes, arm_ob, safe_file_name(name), warnings)
     if source is not None:
         scene.extras["dmx_source"] = source
     fps = bact.fps_of(context.scene)
@@ -318,6 +421,9 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
             state = _motion_state(context, arm_ob, act)
             source = _kept(act, **state) if None not in state["curves"].values() else None
             anim.name = act.name
+            if source is None and isinstance(act.get(SOURCE_PROP), bytes):
+                source = _patched_motion(bytes(act[SOURCE_PROP]), scene.skeleton, anim, more)
+                more += _partial_keys(arm_ob, act)
             if source is not None:
                 anim.extras["dmx_source"] = source
             scene.animations.append(anim)

@@ -45,11 +45,27 @@ def _differs(data: bytes, written: bytes, records: DmxFile) -> str:
     return f"roundtrip: differs at line {line}"
 
 
+def _channel_of(d: DmxFile) -> dict[int, str]:
+    """The name of the DmeChannel whose log each log and log layer element is (`Bone_p`): every channel's log is
+    named alike ("Vector3 log"), so a difference in one names its channel too."""
+    out: dict[int, str] = {}
+    for e in d.elements:
+        log = e.value("log") if e.type == "DmeChannel" else None
+        if isinstance(log, Element) and e.name:
+            out.setdefault(id(log), e.name)
+            for layer in references(log.value("layers") or [], True):
+                if isinstance(layer, Element):
+                    out.setdefault(id(layer), e.name)
+    return out
+
+
 def diff_view(d: DmxFile) -> dict:
     """What `skinbridge diff` compares of two DMX files: the header, the string table, then each element with its
     attributes, an element attribute naming the indices of the elements it refers to (each element is compared
-    once, at its place in the file, not again wherever it is referred to). The text layout is left out."""
+    once, at its place in the file, not again wherever it is referred to). The text layout is left out. A
+    channel's log and its layers are named with the channel: "Vector3 log (channel Bone_p)"."""
     index = {id(e): k for k, e in enumerate(d.elements)}
+    channel = _channel_of(d)
 
     def ref(e):
         if isinstance(e, Element):
@@ -64,7 +80,8 @@ def diff_view(d: DmxFile) -> dict:
     return {"encoding": d.encoding, "encoding_version": d.encoding_version, "format": d.format,
             "format_version": d.format_version, "strings": d.strings,
             "prefix": [attributes(attrs) for attrs in d.prefix],
-            "elements": [{"type": e.type, "name": e.name, "id": e.id, "attributes": attributes(e.attributes)}
+            "elements": [{"type": e.type, "name": e.name if id(e) not in channel else f"{e.name} (channel "
+                          f"{channel[id(e)]})", "id": e.id, "attributes": attributes(e.attributes)}
                          for e in d.elements], "tail": d.tail}
 
 

@@ -156,6 +156,9 @@ def skeleton_of(model: Element, up: np.ndarray, warnings: list[str]
     return skel, elems, [(m, p, (binds[p] if p >= 0 else up) @ a) for m, p, a in placed]
 
 
+element_of, elements_of = _elem, _elems  # for the edited export (patch.py)
+
+
 MTL_NAME = "dmx_mtlName"  # a material's extras: its mtlName as the file has it (folder included)
 
 
@@ -199,7 +202,7 @@ def _faces(mesh: Element, corners: int, scene: cm.Scene, where: str
     return np.concatenate(tris).astype(np.int32), np.concatenate(slots), materials, np.concatenate(sizes)
 
 
-def _joint_bones(model: Element, bones: list[Element], fmt_version: int) -> np.ndarray:
+def joint_bones(model: Element, bones: list[Element], fmt_version: int) -> np.ndarray:
     """Bone index of each entry of the list blend indices point into (-1: not a bone, e.g. the DmeModel)."""
     by_elem = {id(e): i for i, e in enumerate(bones)}
     if fmt_version >= 11 or model.get("jointTransforms") is None:
@@ -329,6 +332,9 @@ def _seconds(ticks: np.ndarray, rate: float) -> np.ndarray:
     return np.where(np.abs(frames / rate - seconds) * TIME_TICKS <= 1, frames / rate, seconds)
 
 
+seconds_of = _seconds  # for the edited export (patch.py)
+
+
 def corrective_separator(names: list[str], format_version: int) -> str:
     """What joins a corrective shape's controls in its name: `__` in model format 22 and later when a delta
     state's name holds one (Source 2's ModelDoc names), else `_` (Blender Source Tools' rule)."""
@@ -387,6 +393,9 @@ def _frame_rate(clip: Element) -> float:
     """The clip's frame rate: an int in Valve's files, a float in Blender Source Tools' (0: not given)."""
     rate = _scalar(clip, "frameRate", AttrType.INT, None)
     return float(rate if rate is not None else _scalar(clip, "frameRate", AttrType.FLOAT, 0.0))
+
+
+frame_rate = _frame_rate  # for the edited export (patch.py)
 
 
 def animation_of(clip: Element, skel: cm.Skeleton, bones: list[Element], up: np.ndarray, warnings: list[str]
@@ -456,9 +465,9 @@ def to_scene(d: DmxFile, name: str, with_animations: bool = True) -> tuple[cm.Sc
     skel, bones, meshes = skeleton_of(model, up, warnings)
     scene.skeleton = skel
     kw = KEYWORDS_22 if d.format_version >= 22 else KEYWORDS_OLD
-    joint_bones = _joint_bones(model, bones, d.format_version)
+    slots = joint_bones(model, bones, d.format_version)
     for mesh, parent, place in meshes:
-        scene.meshes.append(mesh_of(mesh, parent if skel is not None else -1, joint_bones, place, kw, scene,
+        scene.meshes.append(mesh_of(mesh, parent if skel is not None else -1, slots, place, kw, scene,
                                     warnings))
     deltas = [e.name or "" for e in d.elements if e.type == "DmeVertexDeltaData"]
     separator = corrective_separator(deltas, d.format_version)

@@ -134,46 +134,51 @@ def shared_positions(mesh: cm.Mesh) -> tuple[np.ndarray, np.ndarray]:
     return first, index.reshape(-1)
 
 
-def _vertex_data(mesh: cm.Mesh, name: str) -> Element:
+def _vertex_data(mesh: cm.Mesh, name: str, joint_slots: np.ndarray | None = None,
+                 kw: dict = convert.KEYWORDS_22) -> Element:
+    """The vertex data of `mesh`; `joint_slots`: the jointList index of each bone (else bone + 1, this writer's
+    jointList); `kw`: the field names of the model format written (`convert.KEYWORDS_22`)."""
     n = len(mesh.positions)
     every = np.arange(n, dtype=np.int32)
     first, pos_index = shared_positions(mesh)
-    fields = ["position$0"]
+    fields = [kw["position"]]
     data = _new("DmeVertexData", name)
-    attrs = [("position$0", AttrType.VECTOR3, np.asarray(mesh.positions)[first])]
+    attrs = [(kw["position"], AttrType.VECTOR3, np.asarray(mesh.positions)[first])]
     if mesh.normals is not None:
-        fields.append("normal$0")
-        attrs.append(("normal$0", AttrType.VECTOR3, mesh.normals))
+        fields.append(kw["normal"])
+        attrs.append((kw["normal"], AttrType.VECTOR3, mesh.normals))
     for k, (_, uv) in enumerate(mesh.uvs):
-        fields.append(f"texcoord${k}")
-        attrs.append((f"texcoord${k}", AttrType.VECTOR2, uv))
+        fields.append(kw["uv"] if k == 0 else f"texcoord${k}")
+        attrs.append((fields[-1], AttrType.VECTOR2, uv))
     for key, kind, values in mesh.extras.get("dmx_fields", []):  # cloth, paint, balance maps kept by import
         fields.append(key)
         attrs.append((key, AttrType[kind], values))
     weighted = mesh.joints is not None and mesh.weights is not None and mesh.weights.shape[1] > 0
     if weighted:
-        fields += ["blendweights$0", "blendindices$0"]
+        fields += [kw["weight"], kw["joint"]]
     data.attributes += [_attr("vertexFormat", AttrType.STRING, fields),
                         _attr("flipVCoordinates", AttrType.BOOL, 1),
                         _attr("jointCount", AttrType.INT, mesh.weights.shape[1] if weighted else 0)]
     for key, t, values in attrs:
-        indices = pos_index.astype(np.int32) if key == "position$0" else every
+        indices = pos_index.astype(np.int32) if key == kw["position"] else every
         data.attributes += [_attr(key, t, values), _attr(key + "Indices", AttrType.INT, indices)]
     if weighted:  # weights belong to position values
         w = np.asarray(mesh.weights, np.float32)[first]
-        j = np.where(w > 0, np.asarray(mesh.joints)[first] + 1, 0)  # jointList[0] is the model itself: no bone
-        data.attributes += [_attr("blendweights$0", AttrType.FLOAT, w.reshape(-1)),
-                            _attr("blendindices$0", AttrType.INT, j.reshape(-1))]
+        joints = np.asarray(mesh.joints)[first]
+        # jointList[0] is the model itself: no bone
+        j = np.where(w > 0, joints + 1 if joint_slots is None else np.asarray(joint_slots)[joints], 0)
+        data.attributes += [_attr(kw["weight"], AttrType.FLOAT, w.reshape(-1)),
+                            _attr(kw["joint"], AttrType.INT, j.reshape(-1))]
     return data
 
 
-def _delta(mesh: cm.Mesh, key: cm.ShapeKey) -> Element:
+def _delta(mesh: cm.Mesh, key: cm.ShapeKey, kw: dict = convert.KEYWORDS_22) -> Element:
     first, _ = shared_positions(mesh)  # deltas move position values
     moved = (np.asarray(key.positions, np.float32) - np.asarray(mesh.positions, np.float32))[first]
     which = np.flatnonzero(np.abs(moved).max(axis=1) > 0).astype(np.int32)
-    return _new("DmeVertexDeltaData", key.name, vertexFormat=(AttrType.STRING, ["position$0"]),
+    return _new("DmeVertexDeltaData", key.name, vertexFormat=(AttrType.STRING, [kw["position"]]),
                 flipVCoordinates=(AttrType.BOOL, 1), jointCount=(AttrType.INT, 0),
-                **{"position$0": (AttrType.VECTOR3, moved[which]), "position$0Indices": (AttrType.INT, which)})
+                **{kw["position"]: (AttrType.VECTOR3, moved[which]), kw["position"] + "Indices": (AttrType.INT, which)})
 
 
 def _polygons(mesh: cm.Mesh) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -207,12 +212,13 @@ def _face_sets(mesh: cm.Mesh, scene: cm.Scene) -> list[Element]:
     return out
 
 
-def _mesh_dag(mesh: cm.Mesh, scene: cm.Scene) -> Element:
-    data = _vertex_data(mesh, "bind")
+def _mesh_dag(mesh: cm.Mesh, scene: cm.Scene, joint_slots: np.ndarray | None = None,
+              kw: dict = convert.KEYWORDS_22) -> Element:
+    data = _vertex_data(mesh, "bind", joint_slots, kw)
     shape = _new("DmeMesh", mesh.name, visible=(AttrType.BOOL, 1))
     shape.attributes += [_attr("bindState", AttrType.ELEMENT, data), _attr("currentState", AttrType.ELEMENT, data),
                          _attr("baseStates", AttrType.ELEMENT, [data]),
-                         _attr("deltaStates", AttrType.ELEMENT, [_delta(mesh, k) for k in mesh.shape_keys]),
+                         _attr("deltaStates", AttrType.ELEMENT, [_delta(mesh, k, kw) for k in mesh.shape_keys]),
                          _attr("faceSets", AttrType.ELEMENT, _face_sets(mesh, scene))]
     if mesh.shape_keys:  # the weights studiomdl's flex rules start from, as Blender Source Tools writes them
         zero = np.zeros((len(mesh.shape_keys), 2), np.float32)
@@ -285,6 +291,11 @@ def refuse_bad(scene: cm.Scene) -> None:
             if out.any():
                 v = int(np.argmax(out.any(axis=1)))
                 raise ExportError(f"mesh {m.name!r}: vertex {v}: joint index outside the {len(bones)} bones")
+
+
+# the pieces an edited export adds to an imported file (patch.py)
+new_element, attribute, vertex_data, face_sets, mesh_dag, delta, combination = (
+    _new, _attr, _vertex_data, _face_sets, _mesh_dag, _delta, _combination)
 
 
 def _file(root: Element) -> DmxFile:

@@ -169,9 +169,10 @@ def test_a_dmx_mesh_without_weights_is_written_without_them(clean_scene, interop
     assert _export(tmp_path, "same") == path.read_bytes()
     ob.data.shape_keys.key_blocks[0].data[0].co.z += 0.25  # the basis key: what the export reads
     f = dmx.read(_export(tmp_path, "moved"))
-    assert f.format_version == 22  # written from Blender
+    assert f.format_version == 18  # the file with the edit in it (io_smd/dmx/patch.py)
     (data,) = [e for e in f.elements if e.type == "DmeVertexData"]
-    assert int(data.value("jointCount")) == 0 and data.get("blendweights$0") is None
+    assert int(data.value("jointCount")) == 0 and data.get("jointWeights") is None
+    assert data.get("blendweights$0") is None
 
 
 def _corner_fields(data: bytes) -> dict[str, np.ndarray]:
