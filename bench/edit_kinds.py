@@ -288,6 +288,8 @@ def _delete_faces() -> Touched:
 
 def _add_mesh() -> Touched:
     bpy = _bpy()
+    if not any(o.type in ("MESH", "ARMATURE") for o in bpy.data.objects):  # a flex controllers DMX: a cube
+        raise NotApplicable("the import made no model to add a mesh to")  # alone is a new file, no edit of it
     size = max((_size(o) for o in _meshes()), default=1.0)
     if bpy.context.object is not None and bpy.context.object.mode != "OBJECT":
         bpy.ops.object.mode_set(mode="OBJECT")
