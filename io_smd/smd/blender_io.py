@@ -24,6 +24,7 @@ import itertools
 import json
 import os
 import re
+import uuid
 from collections.abc import Iterator
 
 import bpy
@@ -50,6 +51,7 @@ VTA_SOURCE_PROP = "smd_vta_source"  # a VTA's bytes, on the mesh its shapes went
 DROPPED_PROP = "smd_dropped_triangles"  # the reference's triangles Blender could not hold (a repeated vertex)
 MATERIAL_PROP = "smd_material"  # on a material an import made: the name the file gives it
 ROOT_PROP = "smd_root"  # a plain reference's one node (JSON: id, name, rest position and rotation)
+MODEL_PROP = "smd_model"  # on an imported reference's mesh object: which import made it (one token per import)
 
 
 def stem_of(path: str) -> str:
@@ -116,6 +118,7 @@ def import_reference(context, f: smd.SmdFile, name: str, source: bytes | None = 
                 warnings.append(f"node names that Blender cannot keep as bone names (empty, repeated or too long) "
                                 f"were changed: {', '.join(repr(n) for n in changed[:10])}")
         ob[STEM_PROP] = name
+        ob[MODEL_PROP] = uuid.uuid4().hex
         for mat, k in zip(me.materials, mesh.materials):  # the file's name, for an export after Blender made X.001
             if mat is not None:
                 mat[MATERIAL_PROP] = scene.materials[k].name
@@ -330,30 +333,32 @@ def _file_normals(ob, cmesh: cm.Mesh) -> np.ndarray | None:
     return raw
 
 
-def _pieces(made: smd.SmdFile, source, dropped=None) -> bytes | Iterator[bytes]:
+def _pieces(made: smd.SmdFile, source, dropped=None, at: int = 0) -> bytes | Iterator[bytes]:
     """What a file whose records are `made` holds: `source` (an imported file's bytes, kept.py) when it says
     the same (its triangles `dropped` by the import aside), else the records formatted after the source's
-    opening comment lines."""
+    opening comment lines, with its values where they hold (its mesh's corners from `made`'s corner `at`)."""
     skip = np.asarray(dropped, np.int64) if dropped is not None else None
     source = bytes(source) if isinstance(source, (bytes, bytearray)) else None
     same = kept.source_if_same(source, made, skip)
     if same is not None:
         return same
-    kept.source_values(made, source)  # untouched rows as the file wrote them
+    kept.source_values(made, source, skip, at)  # untouched rows and corners as the file wrote them
     head = kept.leading_comments(source)  # the file's opening comments, kept through an edit
     return itertools.chain([head], smd.write_pieces(made)) if head else smd.write_pieces(made)
 
 
 def _reference_pieces(ref: smd.SmdFile, scene: cm.Scene) -> bytes | Iterator[bytes]:
     """The reference's bytes: its source's while it says the same (kept.py). A source with triangles Blender
-    dropped is used only when no VTA is written with it: a VTA's vertex ids are the written reference's corners."""
-    me = _mesh_data_of(scene)
+    dropped is used only when no VTA is written with it: a VTA's vertex ids are the written reference's corners.
+    Beside meshes made in Blender, the one imported mesh's source still gives the opening comments and the
+    values of its corners."""
+    me, at = _source_mesh_of(scene)
     if me is None:
         return smd.write_pieces(ref)
     dropped = me.get(DROPPED_PROP)
     if dropped is not None and len(dropped) and any(m.shape_keys for m in scene.meshes):
         return smd.write_pieces(ref)
-    return _pieces(ref, me.get(SOURCE_PROP), dropped)
+    return _pieces(ref, me.get(SOURCE_PROP), dropped, at)
 
 
 def _mesh_data_of(scene: cm.Scene):
@@ -362,11 +367,44 @@ def _mesh_data_of(scene: cm.Scene):
     return ob.data if ob is not None and ob.type == "MESH" else None
 
 
+def _source_mesh_of(scene: cm.Scene):
+    """(mesh datablock, its first corner in the written triangles) of the one gathered mesh that holds an
+    imported file's bytes; (None, 0) when none or several do."""
+    found, at = [], 0
+    for m in scene.meshes:
+        ob = bpy.data.objects.get(m.name)
+        if ob is not None and ob.type == "MESH" and ob.data.get(SOURCE_PROP) is not None:
+            found.append((ob.data, at))
+        at += 3 * len(m.triangles)
+    return found[0] if len(found) == 1 else (None, 0)
+
+
+def export_objects(context) -> tuple[list, object]:
+    """(meshes, armature) an export takes (`bscene.exportable_objects`), one model among several without bones:
+    meshes that different reference imports made (`MODEL_PROP`) are different models, as two armatures are, so
+    with several of them those of the models the selection touches are taken (with the meshes made in Blender,
+    which belong to none); NoTarget names them when the selection touches none. A file imported twice is so
+    written as it was, not with its copy."""
+    meshes, arm = bscene.exportable_objects(context)
+    models: dict[str, list] = {}
+    for ob in meshes:
+        if isinstance(ob.get(MODEL_PROP), str):
+            models.setdefault(ob[MODEL_PROP], []).append(ob)
+    if arm is not None or len(models) < 2:
+        return meshes, arm
+    chosen = {token for token, obs in models.items() if any(ob.select_get() for ob in obs)}
+    if not chosen:
+        names = ", ".join(obs[0].name for obs in models.values())
+        raise NoTarget(f"{len(models)} models could be exported ({names}): select one (a mesh of it)")
+    return [ob for ob in meshes if ob.get(MODEL_PROP) in chosen or not isinstance(ob.get(MODEL_PROP), str)], arm
+
+
 def gather_reference(context, flavour: str = "AUTO") -> tuple[cm.Scene, list[str], str, bool]:
     """(scene, warnings, newline, goldsrc) of what a reference export writes in `flavour` (an option of the
     smd spec: AUTO, as the mesh was read, GoldSrc with CRLF else Source with LF; SOURCE; GOLDSRC). ExportError
     when there is no mesh to write."""
-    scene, warnings = bscene.gather_scene(context, max_influences=smd.MAX_LINKS, tangents=False)
+    scene, warnings = bscene.gather_scene(context, max_influences=smd.MAX_LINKS, tangents=False,
+                                          objects=export_objects(context))
     if not scene.meshes:
         raise ExportError("nothing to export: no visible mesh")
     for mat in scene.materials:  # an imported material Blender renamed X.001 (a second import): the file's name
@@ -417,9 +455,39 @@ def export_reference(context, path: str, vta_path: str | None = None, flavour: s
     scene, warnings, newline, goldsrc = gather_reference(context, flavour)
     ref = convert.reference_of(scene, warnings, newline, goldsrc)
     write_atomic(path, _reference_pieces(ref, scene))
-    if vta_path is not None and export_vta(context, vta_path, scene, ref) and written is not None:
-        written.append(vta_path)
+    shapes = _shape_names(scene)
+    if vta_path is not None and export_vta(context, vta_path, scene, ref):
+        if written is not None:
+            written.append(vta_path)
+        new = [n for n in shapes if n not in _imported_shape_names(scene)]
+        if new:  # a reference SMD holds no shape: the user is told which file has the keys made in Blender
+            warnings.append(f"shape key(s) {', '.join(new[:10])} written to {os.path.basename(vta_path)} beside "
+                            f"{os.path.basename(path)}: an SMD reference holds no shape keys (a QC names the VTA "
+                            "as the body's flex file)")
+    elif shapes:
+        warnings.append(f"shape key(s) {', '.join(shapes[:10])} not written: an SMD reference holds no shape keys "
+                        "and Shape Keys (VTA) is off")
     return warnings
+
+
+def _shape_names(scene: cm.Scene) -> list[str]:
+    """The shape keys of the gathered meshes, each name once."""
+    return list(dict.fromkeys(s.name for m in scene.meshes for s in m.shape_keys))
+
+
+def _imported_shape_names(scene: cm.Scene) -> set[str]:
+    """The shapes of the VTAs imported onto the gathered meshes (their kept bytes)."""
+    names: set[str] = set()
+    for m in scene.meshes:
+        ob = bpy.data.objects.get(m.name)
+        source = ob.data.get(VTA_SOURCE_PROP) if ob is not None and ob.type == "MESH" else None
+        if not source:
+            continue
+        try:
+            names.update(fr.comment for fr in smd.read(bytes(source)).vertex_animation or [] if fr.comment)
+        except (FormatError, ValueError):  # bytes that no longer read: every shape is told about
+            continue
+    return names
 
 
 def export_flex_only(context, path: str, flavour: str = "AUTO") -> list[str]:
@@ -446,6 +514,7 @@ def export_animations(context, folder: str, arm_ob, names: NameAllocator | None 
         warnings += more + ([off] if off else [])
         count = int(round(anim.length * rate)) + 1
         locals_ = convert.animation_locals(skel, anim, np.arange(count) / rate)
+        _scale_warning(act.name, skel, locals_, warnings)
         f = convert.animation_smd(skel, locals_, np.arange(count), warnings)
         path = os.path.join(folder, names.take(act.name, ".smd") + ".smd")
         write_atomic(path, _pieces(f, act.get(SOURCE_PROP)))
@@ -453,6 +522,20 @@ def export_animations(context, folder: str, arm_ob, names: NameAllocator | None 
         if sequences is not None:
             sequences.append((act.name, path, rate))
     return written, warnings
+
+
+SCALE_TOLERANCE = 1e-4  # a bone's scale this close to 1 is float noise of a rotation, not a scale
+
+
+def _scale_warning(action: str, skel: cm.Skeleton, locals_: np.ndarray, warnings: list[str]) -> None:
+    """A warning naming the bones the action scales (a bone row of an SMD holds a position and a rotation only:
+    the sampled frames are written without the scale)."""
+    scales = np.linalg.norm(locals_[:, :, :3, :3], axis=2)  # (F, N, 3) length of each column
+    bad = np.flatnonzero((np.abs(scales - 1.0) > SCALE_TOLERANCE).any(axis=(0, 2)))
+    if len(bad):
+        names = ", ".join(skel.bones[i].name for i in bad[:5])
+        warnings.append(f"animation {action!r}: {len(bad)} bone(s) scaled ({names}): an SMD bone row holds no "
+                        "scale, written without it")
 
 
 def scene_skeleton(arm_ob) -> cm.Skeleton:
