@@ -215,10 +215,9 @@ def source_values(made: smd.SmdFile, source: bytes | None, skip: np.ndarray | No
 
 def _corner_values(made: smd.Triangles, old: smd.Triangles, at: int = 0) -> None:
     """Corner by corner from `made`'s corner `at` (an edit that renames or moves a bone, or adds a mesh beside
-    the file's, keeps the file's corners in their order), a position, normal, UV or row of link weights of
-    `made` that is the source's within `TOLERANCE` takes the source's numbers: float32 in Blender gives
-    19.678980 for the file's 19.678979, which an untouched corner must not change. Weights only where the link
-    bones are the same, in the same order."""
+    the file's, keeps the file's corners in their order), a position, normal or UV of `made` that is the
+    source's within `TOLERANCE` takes the source's numbers: float32 in Blender gives 19.678980 for the file's
+    19.678979, which an untouched corner must not change; so do its links (`_link_values`)."""
     n = min(len(made.parents) - at, len(old.parents))
     if n <= 0:
         return
@@ -229,9 +228,29 @@ def _corner_values(made: smd.Triangles, old: smd.Triangles, at: int = 0) -> None
             continue
         near = np.all(np.abs(a[mine] - b) <= TOLERANCE + 1e-6 * np.abs(b), axis=1)
         a[mine][near] = b[near]
-    k = made.link_bones.shape[1] if made.link_bones.ndim == 2 else 0
-    if not k or old.link_bones.ndim != 2 or old.link_bones.shape[1] != k:
+    _link_values(made, old, at, n)
+
+
+def _link_values(made: smd.Triangles, old: smd.Triangles, at: int, n: int) -> None:
+    """The links of `made`'s corners `at`… that are the source's corner's (the same bones and weights, in any
+    order) take the source's order and numbers (Blender Source Tools lists `2 1` where ours lists `1 2`)."""
+    width = [t.link_bones.shape[1] if t.link_bones.ndim == 2 else 0 for t in (made, old)]
+    k = max(width)
+    if not k:
         return
-    same = np.all(made.link_bones[mine] == old.link_bones[:n], axis=1) & np.all(
-        np.abs(made.link_weights[mine] - old.link_weights[:n]) <= TOLERANCE, axis=1)
-    made.link_weights[mine][same] = old.link_weights[:n][same]
+    same = made.link_counts[at:at + n] == old.link_counts[:n]
+    mine = _links(made, k)
+    theirs = _links(old, k)
+    same &= np.all(mine[0][at:at + n] == theirs[0][:n], axis=1) & np.all(
+        np.abs(mine[1][at:at + n] - theirs[1][:n]) <= TOLERANCE, axis=1)
+    if not same.any():
+        return
+    bones = np.full((len(made.parents), k), -1, np.int64)
+    weights = np.zeros((len(made.parents), k), np.float64)
+    bones[:, :width[0]], weights[:, :width[0]] = made.link_bones, made.link_weights
+    rows = np.flatnonzero(same)
+    bones[at + rows, :width[1]] = old.link_bones[rows]
+    weights[at + rows, :width[1]] = old.link_weights[rows]
+    if width[1] < k:
+        bones[at + rows, width[1]:], weights[at + rows, width[1]:] = -1, 0.0
+    made.link_bones, made.link_weights = bones, weights

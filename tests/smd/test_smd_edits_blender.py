@@ -131,3 +131,18 @@ def test_a_scale_key_is_refused_by_name_and_a_straight_key_is_no_edit(clean_scen
     assert said == ["animation 'bst_ActionFilter_X_Axis_anim': 1 bone(s) scaled (blender_implicit): an SMD bone "
                     "row holds no scale, written without it"]
     assert edit_kinds.said(edit_kinds.LOST, touched, warnings) == said[0]
+
+
+@pytest.mark.default_leg
+def test_a_bone_edit_keeps_the_link_order_blender_source_tools_wrote(clean_scene, interop, tmp_path):
+    """BST's AllTypes lists a corner's links `2 1` where ours lists `1 2`: a renamed bone changes the node's
+    name and its skeleton row only; every corner keeps its links in the file's order (723 corners were written
+    in ours)."""
+    src = interop / "bst_written" / "AllTypes.smd"
+    _import(src)
+    edit_kinds.apply("rename-bone")
+    _export(tmp_path / src.name)
+    before, after = smd.read(src.read_bytes()), smd.read((tmp_path / src.name).read_bytes())
+    for name in ("positions", "normals", "uvs", "link_counts", "link_bones", "link_weights"):
+        assert np.array_equal(getattr(before.triangles, name), getattr(after.triangles, name)), name
+    assert [n.name for n in after.nodes][0] == "blender_implicit_renamed"
