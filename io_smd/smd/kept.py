@@ -202,15 +202,36 @@ def source_values(made: smd.SmdFile, source: bytes | None, skip: np.ndarray | No
     names = {n.id: n.name for n in old.nodes}
     ids = {n.name: n.id for n in made.nodes}
     frames = {fr.time: fr for fr in old.skeleton}
+    known = {ids[n.name] for n in old.nodes if n.name in ids}  # made's nodes the source has (by name)
+    before: dict[int, tuple] = {}  # a bone's row in made's frame before: what a reader gives a row left out
     for fr in made.skeleton:
         was = frames.get(fr.time)
-        if was is None:
-            continue
-        at = {ids.get(names.get(int(b))): k for k, b in enumerate(was.bones)}
-        for k, b in enumerate(fr.bones):
-            j = at.get(int(b))
-            if j is not None and _same_rows(was.positions[j], was.rotations[j], fr.positions[k], fr.rotations[k]):
-                fr.positions[k], fr.rotations[k] = was.positions[j], was.rotations[j]
+        rows = {int(b): (fr.positions[k].copy(), fr.rotations[k].copy()) for k, b in enumerate(fr.bones)}
+        if was is not None:
+            at = {ids.get(names.get(int(b))): k for k, b in enumerate(was.bones)}
+            for k, b in enumerate(fr.bones):
+                j = at.get(int(b))
+                if j is not None and _same_rows(was.positions[j], was.rotations[j], fr.positions[k],
+                                                fr.rotations[k]):
+                    fr.positions[k], fr.rotations[k] = was.positions[j], was.rotations[j]
+            _leave_out_rows(fr, known - set(at), before)
+        before.update(rows)
+
+
+def _leave_out_rows(fr: smd.Frame, absent: set[int], before: dict[int, tuple]) -> None:
+    """Rows of `fr` for bones `absent` (the source's frame leaves them out: Blender Source Tools writes no row for
+    a bone at rest) that hold what a reader gives a missing row (the rest, zeros, in the first frame; the frame
+    before's value later) are left out again."""
+    zero = (np.zeros(3), np.zeros(3))
+    drop = [k for k, b in enumerate(fr.bones) if int(b) in absent
+            and _same_rows(*before.get(int(b), zero), fr.positions[k], fr.rotations[k])]
+    if not drop:
+        return
+    keep = np.ones(len(fr.bones), bool)
+    keep[drop] = False
+    fr.bones, fr.positions, fr.rotations = fr.bones[keep], fr.positions[keep], fr.rotations[keep]
+    if fr.row_lines is not None and len(fr.row_lines) == len(keep):
+        fr.row_lines = fr.row_lines[keep]
 
 
 def _corner_values(made: smd.Triangles, old: smd.Triangles, at: int = 0) -> None:

@@ -146,3 +146,18 @@ def test_a_bone_edit_keeps_the_link_order_blender_source_tools_wrote(clean_scene
     for name in ("positions", "normals", "uvs", "link_counts", "link_bones", "link_weights"):
         assert np.array_equal(getattr(before.triangles, name), getattr(after.triangles, name)), name
     assert [n.name for n in after.nodes][0] == "blender_implicit_renamed"
+
+
+@pytest.mark.default_leg
+def test_a_bone_edit_leaves_out_the_rows_blender_source_tools_left_out(clean_scene, interop, tmp_path):
+    """BST's Dice writes no skeleton row for `vcabone_Throw` (a bone at rest): a renamed root changes its node
+    line and row only; the edited file leaves that row out as the file did (it was written, an added row)."""
+    src = interop / "bst_written" / "Dice.smd"
+    _import(src)
+    edit_kinds.apply("rename-bone")
+    _export(tmp_path / src.name)
+    before, after = smd.read(src.read_bytes()), smd.read((tmp_path / src.name).read_bytes())
+    assert [n.name for n in after.nodes] == ["root_renamed", "vcabone_Throw"]
+    assert [fr.bones.tolist() for fr in after.skeleton] == [fr.bones.tolist() for fr in before.skeleton] == [[0]]
+    for name in ("positions", "normals", "uvs"):
+        assert np.array_equal(getattr(before.triangles, name), getattr(after.triangles, name)), name
