@@ -352,13 +352,17 @@ def _reference_pieces(ref: smd.SmdFile, scene: cm.Scene) -> bytes | Iterator[byt
     dropped is used only when no VTA is written with it: a VTA's vertex ids are the written reference's corners.
     Beside meshes made in Blender, the one imported mesh's source still gives the opening comments and the
     values of its corners."""
-    me, at = _source_mesh_of(scene)
+    me, at, count = _source_mesh_of(scene)
     if me is None:
         return smd.write_pieces(ref)
     dropped = me.get(DROPPED_PROP)
     if dropped is not None and len(dropped) and any(m.shape_keys for m in scene.meshes):
         return smd.write_pieces(ref)
-    return _pieces(ref, me.get(SOURCE_PROP), dropped, at)
+    source = me.get(SOURCE_PROP)
+    source = bytes(source) if isinstance(source, (bytes, bytearray)) else None
+    if dropped is not None and kept.with_dropped(ref, source, np.asarray(dropped, np.int64), at, count):
+        dropped = None  # the file's triangles Blender could not hold are back in their places
+    return _pieces(ref, source, dropped, at)
 
 
 def _mesh_data_of(scene: cm.Scene):
@@ -368,15 +372,15 @@ def _mesh_data_of(scene: cm.Scene):
 
 
 def _source_mesh_of(scene: cm.Scene):
-    """(mesh datablock, its first corner in the written triangles) of the one gathered mesh that holds an
-    imported file's bytes; (None, 0) when none or several do."""
+    """(mesh datablock, its first corner in the written triangles, its triangle count) of the one gathered mesh
+    that holds an imported file's bytes; (None, 0, 0) when none or several do."""
     found, at = [], 0
     for m in scene.meshes:
         ob = bpy.data.objects.get(m.name)
         if ob is not None and ob.type == "MESH" and ob.data.get(SOURCE_PROP) is not None:
-            found.append((ob.data, at))
+            found.append((ob.data, at, len(m.triangles)))
         at += 3 * len(m.triangles)
-    return found[0] if len(found) == 1 else (None, 0)
+    return found[0] if len(found) == 1 else (None, 0, 0)
 
 
 def export_objects(context) -> tuple[list, object]:

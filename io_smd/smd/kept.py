@@ -275,3 +275,62 @@ def _link_values(made: smd.Triangles, old: smd.Triangles, at: int, n: int) -> No
     if width[1] < k:
         bones[at + rows, width[1]:], weights[at + rows, width[1]:] = -1, 0.0
     made.link_bones, made.link_weights = bones, weights
+
+
+def with_dropped(made: smd.SmdFile, source: bytes | None, skip: np.ndarray | None, at: int, count: int) -> bool:
+    """Put the source's triangles `skip` (a repeated vertex: Blender could not hold them) back into `made`, at
+    their places, when `made`'s `count` triangles from corner `at` are the source's other triangles one for one
+    (an edit that moved vertices or bones, not one that deleted or added faces of that mesh) and the nodes are
+    as many as the source's: an edited file keeps them as an unchanged one does. True when they were put back."""
+    t = made.triangles
+    if t is None or skip is None or not len(skip) or not source:
+        return False
+    try:
+        old = smd.read(source)
+    except (FormatError, ValueError):
+        return False
+    if old.triangles is None or len(old.nodes) != len(made.nodes) or at % 3:
+        return False
+    total = len(old.triangles)
+    skip = np.unique(skip[(skip >= 0) & (skip < total)])
+    if total - len(skip) != count or 3 * count > len(t.parents) - at:
+        return False
+    keep = np.ones(total, bool)
+    keep[skip] = False
+    first, last = at // 3, at // 3 + count
+    # where each triangle goes: made's before the mesh, the mesh's around the source's put back, made's after
+    tri_made = np.flatnonzero(np.concatenate([np.ones(first, bool), keep, np.ones(len(t) - last, bool)]))
+    tri_old = first + skip
+    n = len(t) + len(skip)
+    width = max(t.link_bones.shape[1] if t.link_bones.ndim == 2 else 0,
+                old.triangles.link_bones.shape[1] if old.triangles.link_bones.ndim == 2 else 0)
+    out = {}
+    for name in ("parents", "positions", "normals", "uvs", "link_counts", "link_bones", "link_weights"):
+        a, b = getattr(t, name), getattr(old.triangles, name)
+        if name in ("link_bones", "link_weights"):
+            a, b = _padded(a, width, name == "link_bones"), _padded(b, width, name == "link_bones")
+        rows = np.zeros((3 * n,) + a.shape[1:], np.result_type(a, b))
+        rows[_corners(tri_made)] = a
+        rows[_corners(tri_old)] = b[_corners(skip)]
+        out[name] = rows
+    materials = [""] * n
+    for k, m in zip(tri_made, t.materials):
+        materials[k] = m
+    for k, j in zip(tri_old, skip):
+        materials[k] = old.triangles.materials[j]
+    made.triangles = smd.Triangles(materials, **out)
+    return True
+
+
+def _corners(triangles: np.ndarray) -> np.ndarray:
+    return (3 * np.asarray(triangles, np.int64)[:, None] + np.arange(3)).reshape(-1)
+
+
+def _padded(a: np.ndarray, width: int, ids: bool) -> np.ndarray:
+    """Link columns `a` (C, K) padded to `width` (-1 ids, 0 weights)."""
+    a = a.reshape(len(a), -1)
+    if a.shape[1] == width:
+        return a
+    out = np.full((len(a), width), -1 if ids else 0, np.int64 if ids else np.float64)
+    out[:, :a.shape[1]] = a
+    return out

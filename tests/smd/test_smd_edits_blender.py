@@ -161,3 +161,51 @@ def test_a_bone_edit_leaves_out_the_rows_blender_source_tools_left_out(clean_sce
     assert [fr.bones.tolist() for fr in after.skeleton] == [fr.bones.tolist() for fr in before.skeleton] == [[0]]
     for name in ("positions", "normals", "uvs"):
         assert np.array_equal(getattr(before.triangles, name), getattr(after.triangles, name)), name
+
+
+# three triangles, the middle one with a repeated vertex (Blender drops it on import); written by our writer
+DEGENERATE = """version 1
+nodes
+0 "root" -1
+1 "arm" 0
+end
+skeleton
+time 0
+0 0 0 0 0 0 0
+1 0 0 1 0 0 0
+end
+triangles
+mat
+0 0 0 0 0 0 1 0 0 1 0 1
+0 1 0 0 0 0 1 1 0 1 0 1
+0 0 1 0 0 0 1 0 1 1 0 1
+mat
+1 0 0 1 0 0 1 0 0 1 1 1
+1 0 0 1 0 0 1 0 0 1 1 1
+1 1 0 1 0 0 1 1 0 1 1 1
+mat
+1 0 0 2 0 0 1 0 0 1 1 1
+1 1 0 2 0 0 1 1 0 1 1 1
+1 0 1 2 0 0 1 0 1 1 1 1
+end
+"""
+
+
+@pytest.mark.default_leg
+def test_a_moved_vertex_keeps_the_triangles_blender_could_not_hold(clean_scene, tmp_path):
+    """A reference whose second triangle repeats a vertex (HammerAddons' eggbotstart has 7): a vertex moved in
+    Blender changes that vertex's corners only; the dropped triangle is written back in its place (it was left
+    out: 2 triangles of 3)."""
+    src = tmp_path / "src" / "tri_ref.smd"
+    src.parent.mkdir()
+    src.write_bytes(smd.write(smd.read(DEGENERATE.encode())))
+    _import(src)
+    assert len(next(o for o in bpy.data.objects if o.type == "MESH").data.polygons) == 2
+    edit_kinds.apply("move-vertex")
+    _export(tmp_path / src.name)
+    before, after = smd.read(src.read_bytes()), smd.read((tmp_path / src.name).read_bytes())
+    assert len(after.triangles) == 3 and after.triangles.materials == before.triangles.materials
+    moved = np.flatnonzero(np.any(before.triangles.positions != after.triangles.positions, axis=1))
+    assert len(moved) and set(moved) <= {0, 1, 2}  # the first face's first vertex (no other corner shares it)
+    for name in ("normals", "uvs", "parents", "link_bones", "link_weights"):
+        assert np.array_equal(getattr(before.triangles, name), getattr(after.triangles, name)), name
