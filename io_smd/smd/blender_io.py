@@ -407,8 +407,10 @@ def gather_reference(context, flavour: str = "AUTO") -> tuple[cm.Scene, list[str
     """(scene, warnings, newline, goldsrc) of what a reference export writes in `flavour` (an option of the
     smd spec: AUTO, as the mesh was read, GoldSrc with CRLF else Source with LF; SOURCE; GOLDSRC). ExportError
     when there is no mesh to write."""
-    scene, warnings = bscene.gather_scene(context, max_influences=smd.MAX_LINKS, tangents=False,
-                                          objects=export_objects(context))
+    objects = export_objects(context)
+    scene, warnings = bscene.gather_scene(context, max_influences=smd.MAX_LINKS, tangents=False, objects=objects)
+    if scene.skeleton is not None and objects[1] is not None:
+        _moved_heads(scene.skeleton, objects[1])
     if not scene.meshes:
         raise ExportError("nothing to export: no visible mesh")
     for mat in scene.materials:  # an imported material Blender renamed X.001 (a second import): the file's name
@@ -520,12 +522,30 @@ def export_animations(context, folder: str, arm_ob, names: NameAllocator | None 
         locals_ = convert.animation_locals(skel, anim, np.arange(count) / rate)
         _scale_warning(act.name, skel, locals_, warnings)
         f = convert.animation_smd(skel, locals_, np.arange(count), warnings)
+        kept.as_source_nodes(f, act.get(SOURCE_PROP), _unmatched_rows(skel, anim, np.arange(count) / rate))
         path = os.path.join(folder, names.take(act.name, ".smd") + ".smd")
         write_atomic(path, _pieces(f, act.get(SOURCE_PROP)))
         written.append(path)
         if sequences is not None:
             sequences.append((act.name, path, rate))
     return written, warnings
+
+
+def _unmatched_rows(skel: cm.Skeleton, anim: cm.Animation, seconds: np.ndarray) -> dict[str, tuple]:
+    """name → (positions, rotations) per frame of the action's tracks for bones the armature lacks (a file's
+    tracks that matched no bone, kept on the action and written back): the values the file gave, sampled."""
+    names = {b.name for b in skel.bones}
+    tracks = [t for t in anim.tracks if t.bone not in names]
+    if not tracks:
+        return {}
+    alone = cm.Skeleton(name="unmatched", bones=[cm.Bone(name=t.bone, parent=-1, bind=np.eye(4),
+                                                           rest_translation=np.zeros(3),
+                                                           rest_rotation=np.array([1.0, 0, 0, 0]),
+                                                           rest_scale=np.ones(3)) for t in tracks])
+    locals_ = convert.animation_locals(alone, cm.Animation(name=anim.name, length=anim.length, tracks=tracks),
+                                       seconds)
+    return {t.bone: (locals_[:, i, :3, 3], convert.matrix3_to_euler(locals_[:, i, :3, :3]))
+            for i, t in enumerate(tracks)}
 
 
 SCALE_TOLERANCE = 1e-4  # a bone's scale this close to 1 is float noise of a rotation, not a scale
@@ -549,7 +569,30 @@ def scene_skeleton(arm_ob) -> cm.Skeleton:
     skinned = [ob for ob in meshes if any(m.type == "ARMATURE" and m.object == arm_ob for m in ob.modifiers)
                or ob.parent == arm_ob]
     order = [g.name for g in skinned[0].vertex_groups] if skinned else []
-    return barm.read_skeleton(arm_ob, order)
+    return _moved_heads(barm.read_skeleton(arm_ob, order), arm_ob)
+
+
+HEAD_TOLERANCE = 1e-5  # times max(1, |head|): float32 keeps a head within 6e-8 of that
+
+
+def _moved_heads(skel: cm.Skeleton, arm_ob) -> cm.Skeleton:
+    """`skel` with each bone's head where Blender has it when it is off the file's bind that `read_skeleton`
+    kept (within its 1e-4) by more than float32 explains: a rest moved by 1e-4 in Edit Mode (a bone of 0.5 mm,
+    HammerAddons' futbol_physics) is written, not the file's value. The rotation stays the file's."""
+    world = np.array(arm_ob.matrix_world, np.float64)
+    changed = False
+    for b in skel.bones:
+        bone = arm_ob.data.bones.get(b.name)
+        if bone is None:
+            continue
+        head = (world @ np.array(bone.matrix_local, np.float64))[:3, 3]
+        if np.abs(b.bind[:3, 3] - head).max() > HEAD_TOLERANCE * max(1.0, float(np.abs(head).max())):
+            b.bind = b.bind.copy()
+            b.bind[:3, 3] = head
+            changed = True
+    if changed:
+        skel.set_rest_from_binds()
+    return skel
 
 
 def export_vta(context, path: str, scene: cm.Scene, ref: smd.SmdFile) -> bool:

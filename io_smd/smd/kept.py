@@ -334,3 +334,60 @@ def _padded(a: np.ndarray, width: int, ids: bool) -> np.ndarray:
     out = np.full((len(a), width), -1 if ids else 0, np.int64 if ids else np.float64)
     out[:, :a.shape[1]] = a
     return out
+
+
+def as_source_nodes(made: smd.SmdFile, source: bytes | None, extra: dict[str, tuple] | None = None) -> bool:
+    """An edited animation written with the source's nodes (ids, names, parents, order) when `made` (every bone
+    of the armature) says the same of them: the source names part of the rig (HammerAddons' Black Mesa chargers:
+    10 of 11 nodes) and each bone only `made` has keeps one value throughout; a node the armature lacks (the
+    file's tracks that matched no bone, kept on the action) takes its rows from `extra` (name → positions and
+    rotations per frame). True when `made` was changed so; else it is left as it was."""
+    try:
+        old = smd.read(source) if source else None
+    except (FormatError, ValueError):
+        return False
+    if old is None or old.triangles is not None or old.vertex_animation or not made.skeleton:
+        return False
+    extra = extra or {}
+    key = [(n.id, n.name, n.parent) for n in old.nodes]
+    if key == [(n.id, n.name, n.parent) for n in made.nodes]:
+        return False
+    name_of = {n.id: n.name for n in made.nodes}
+    old_name = {n.id: n.name for n in old.nodes}
+    mine = {n.name: n for n in made.nodes}
+    for n in old.nodes:
+        if n.name in mine:
+            if name_of.get(mine[n.name].parent) != old_name.get(n.parent):
+                return False
+        elif n.name not in extra or len(extra[n.name][0]) != len(made.skeleton):
+            return False
+    wanted = {n.name for n in old.nodes}
+    rows = [{int(b): k for k, b in enumerate(fr.bones)} for fr in made.skeleton]
+    for n in made.nodes:
+        if n.name in wanted:
+            continue
+        if any(n.id not in r for r in rows):
+            return False
+        first = made.skeleton[0]
+        k0 = rows[0][n.id]
+        if not all(_same_rows(first.positions[k0], first.rotations[k0], fr.positions[r[n.id]],
+                              fr.rotations[r[n.id]]) for fr, r in zip(made.skeleton, rows)):
+            return False  # the action moves a bone the file does not name: every bone is written
+    frames = []
+    for f, (fr, r) in enumerate(zip(made.skeleton, rows)):
+        pos, rot = [], []
+        for n in old.nodes:
+            if n.name in mine:
+                if mine[n.name].id not in r:
+                    return False
+                k = r[mine[n.name].id]
+                pos.append(fr.positions[k])
+                rot.append(fr.rotations[k])
+            else:
+                pos.append(np.asarray(extra[n.name][0][f], np.float64))
+                rot.append(np.asarray(extra[n.name][1][f], np.float64))
+        frames.append(smd.Frame(fr.time, np.array([n.id for n in old.nodes], np.int64), np.array(pos).reshape(-1, 3),
+                                np.array(rot).reshape(-1, 3), fr.comment))
+    made.nodes = [smd.Node(n.id, n.name, n.parent) for n in old.nodes]
+    made.skeleton = frames
+    return True

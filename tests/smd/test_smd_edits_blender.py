@@ -209,3 +209,83 @@ def test_a_moved_vertex_keeps_the_triangles_blender_could_not_hold(clean_scene, 
     assert len(moved) and set(moved) <= {0, 1, 2}  # the first face's first vertex (no other corner shares it)
     for name in ("normals", "uvs", "parents", "link_bones", "link_weights"):
         assert np.array_equal(getattr(before.triangles, name), getattr(after.triangles, name)), name
+
+
+@pytest.mark.default_leg
+def test_a_rest_moved_by_less_than_the_kept_binds_tolerance_is_written(clean_scene, tmp_path):
+    """The campaign moves a bone's rest by a tenth of its length: 1e-4 for HammerAddons' futbol_physics bones of
+    0.5 mm, which the file's kept bind (within 1e-4 times the head's size) hid: the file came back unchanged.
+    The charger's `healthbar` (its head 9 units out) moved by 2e-4 in Edit Mode: its row's x says so, every
+    other row is the file's."""
+    src = CHARGER / "health_charger001_physics.smd"
+    _import(src)
+    arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    edit_kinds._activate(arm, "EDIT")
+    eb = arm.data.edit_bones["healthbar"]
+    eb.head.x += 2e-4
+    eb.tail.x += 2e-4
+    bpy.ops.object.mode_set(mode="OBJECT")
+    _export(tmp_path / src.name)
+    before, after = smd.read(src.read_bytes()), smd.read((tmp_path / src.name).read_bytes())
+    a, b = before.skeleton[0], after.skeleton[0]
+    assert b.positions[1, 0] - a.positions[1, 0] == pytest.approx(2e-4, abs=2e-6)
+    assert np.array_equal(np.delete(a.positions, 1, 0), np.delete(b.positions, 1, 0))
+    assert np.array_equal(a.rotations, b.rotations)
+    assert np.array_equal(before.triangles.positions, after.triangles.positions)
+
+
+RIG = """version 1
+nodes
+0 "root" -1
+1 "arm" 0
+2 "hand" 1
+end
+skeleton
+time 0
+0 0 0 0 0 0 0
+1 0 0 1 0 0 0
+2 0 0 2 0 0 0
+end
+triangles
+mat
+0 0 0 0 0 0 1 0 0 1 0 1
+1 1 0 1 0 0 1 1 0 1 1 1
+2 0 1 2 0 0 1 0 1 1 2 1
+end
+"""
+# an animation of part of the rig (`hand` left out), with a node the rig lacks (`ghost`, its track kept on the
+# action); every frame keys every node it names, `arm` turning
+SWING = """version 1
+nodes
+0 "root" -1
+1 "arm" 0
+2 "ghost" 0
+end
+skeleton
+""" + "".join(f"time {t}\n0 0 0 0 0 0 0\n1 0 0 1 {0.3 * t * t:.6f} 0 0\n2 1 2 3 0 0 0.5\n" for t in range(4)) + "end\n"
+
+
+@pytest.mark.default_leg
+@pytest.mark.parametrize("edit", ["unchanged", "key-move"])
+def test_an_edited_animation_keeps_the_files_nodes(clean_scene, tmp_path, edit):
+    """An animation naming part of the rig and a node the rig lacks (HammerAddons' Black Mesa charger idle: 10
+    of 11 nodes; the HL2 suit charger idle paired with its one-bone physics mesh): exported unchanged it is the
+    file; with a key moved only that key's row changes: the file's nodes and ids, the kept node's rows (every
+    bone of the rig was written, ids shifted, and the kept node was left out)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "rig_ref.smd").write_bytes(smd.write(smd.read(RIG.encode())))
+    (src / "swing.smd").write_bytes(smd.write(smd.read(SWING.encode())))
+    _import(src / "rig_ref.smd")
+    _import(src / "swing.smd")
+    touched = edit_kinds.apply(edit)
+    _export(tmp_path / "rig.smd")
+    before, after = smd.read((src / "swing.smd").read_bytes()), smd.read((tmp_path / "swing.smd").read_bytes())
+    assert [(n.id, n.name, n.parent) for n in after.nodes] == [(n.id, n.name, n.parent) for n in before.nodes]
+    changed = [(f, r) for f, (a, b) in enumerate(zip(before.skeleton, after.skeleton))
+               for r in range(3) if not (np.array_equal(a.positions[r], b.positions[r])
+                                         and np.array_equal(a.rotations[r], b.rotations[r]))]
+    row = [n.name for n in before.nodes].index(touched.names[0]) if touched.names else None
+    assert changed == ([] if edit == "unchanged" else [(2, row)])
+    if edit == "unchanged":
+        assert (tmp_path / "swing.smd").read_bytes() == (src / "swing.smd").read_bytes()
