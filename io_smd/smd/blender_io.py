@@ -333,7 +333,8 @@ def _file_normals(ob, cmesh: cm.Mesh) -> np.ndarray | None:
     return raw
 
 
-def _pieces(made: smd.SmdFile, source, dropped=None, at: int = 0) -> bytes | Iterator[bytes]:
+def _pieces(made: smd.SmdFile, source, dropped=None, at: int = 0, count: int | None = None
+            ) -> bytes | Iterator[bytes]:
     """What a file whose records are `made` holds: `source` (an imported file's bytes, kept.py) when it says
     the same (its triangles `dropped` by the import aside), else the records formatted after the source's
     opening comment lines, with its values where they hold (its mesh's corners from `made`'s corner `at`)."""
@@ -342,7 +343,7 @@ def _pieces(made: smd.SmdFile, source, dropped=None, at: int = 0) -> bytes | Ite
     same = kept.source_if_same(source, made, skip)
     if same is not None:
         return same
-    kept.source_values(made, source, skip, at)  # untouched rows and corners as the file wrote them
+    kept.source_values(made, source, skip, at, count)  # untouched rows and corners as the file wrote them
     head = kept.leading_comments(source)  # the file's opening comments, kept through an edit
     return itertools.chain([head], smd.write_pieces(made)) if head else smd.write_pieces(made)
 
@@ -361,8 +362,9 @@ def _reference_pieces(ref: smd.SmdFile, scene: cm.Scene) -> bytes | Iterator[byt
     source = me.get(SOURCE_PROP)
     source = bytes(source) if isinstance(source, (bytes, bytearray)) else None
     if dropped is not None and kept.with_dropped(ref, source, np.asarray(dropped, np.int64), at, count):
-        dropped = None  # the file's triangles Blender could not hold are back in their places
-    return _pieces(ref, source, dropped, at)
+        count += len(dropped)  # the file's triangles Blender could not hold are back in their places
+        dropped = None
+    return _pieces(ref, source, dropped, at, count)
 
 
 def _mesh_data_of(scene: cm.Scene):

@@ -185,18 +185,19 @@ def leading_comments(source: bytes | None) -> bytes:
     return head if source[len(head):].lstrip(b" \t").startswith(b"version") else b""
 
 
-def source_values(made: smd.SmdFile, source: bytes | None, skip: np.ndarray | None = None, at: int = 0) -> None:
+def source_values(made: smd.SmdFile, source: bytes | None, skip: np.ndarray | None = None, at: int = 0,
+                  count: int | None = None) -> None:
     """`made`'s skeleton rows that say what the source's row of the same frame and bone name says (within
     `TOLERANCE`; rotations as the same matrix) take the source's numbers, so that an edited write repeats an
     untouched row as the file had it (its 0 where Blender's float noise gives -0.000000, and the reverse); so
     do its triangles' corner values (`_corner_values`; the source's triangles `skip` left out) from `made`'s
-    corner `at` on (where the mesh of the source begins among several)."""
+    corner `at` on (where the mesh of the source begins among several; `count`: its triangles)."""
     try:
         old = smd.read(source) if source else None
     except (FormatError, ValueError):
         return
     if old is not None and old.triangles is not None and made.triangles is not None:
-        _corner_values(made.triangles, _without(old.triangles, skip), at)
+        _corner_values(made.triangles, _without(old.triangles, skip), at, count)
     if old is None or not old.skeleton:
         return
     names = {n.id: n.name for n in old.nodes}
@@ -234,54 +235,61 @@ def _leave_out_rows(fr: smd.Frame, absent: set[int], before: dict[int, tuple]) -
         fr.row_lines = fr.row_lines[keep]
 
 
-def _corner_values(made: smd.Triangles, old: smd.Triangles, at: int = 0) -> None:
+def _corner_values(made: smd.Triangles, old: smd.Triangles, at: int = 0, count: int | None = None) -> None:
     """Corner by corner from `made`'s corner `at` (an edit that renames or moves a bone, or adds a mesh beside
-    the file's, keeps the file's corners in their order), a position, normal or UV of `made` that is the
+    the file's, keeps the file's corners in their order; with `count`, the mesh's triangles, fewer than the
+    source's, the ones deleted are found by `_deleted`), a position, normal or UV of `made` that is the
     source's within `TOLERANCE` takes the source's numbers: float32 in Blender gives 19.678980 for the file's
     19.678979, which an untouched corner must not change; so do its links (`_link_values`)."""
-    n = min(len(made.parents) - at, len(old.parents))
+    held = np.arange(len(old))
+    if count is not None and count < len(old) and 3 * count <= len(made.parents) - at:
+        deleted = _deleted(old, made, at, count, held)
+        if deleted is not None:
+            held = np.delete(held, deleted)
+    n = min((len(made.parents) - at) // 3, len(held))
     if n <= 0:
         return
-    mine = slice(at, at + n)
+    mine, theirs = at + np.arange(3 * n), _corners(held[:n])
     for name in ("positions", "normals", "uvs"):
-        a, b = getattr(made, name), getattr(old, name)[:n]
+        a, b = getattr(made, name), getattr(old, name)
         if a.ndim != 2 or a.shape[1] != b.shape[1]:
             continue
-        near = np.all(np.abs(a[mine] - b) <= TOLERANCE + 1e-6 * np.abs(b), axis=1)
-        a[mine][near] = b[near]
-    _link_values(made, old, at, n)
+        near = np.all(np.abs(a[mine] - b[theirs]) <= TOLERANCE + 1e-6 * np.abs(b[theirs]), axis=1)
+        a[mine[near]] = b[theirs[near]]
+    _link_values(made, old, mine, theirs)
 
 
-def _link_values(made: smd.Triangles, old: smd.Triangles, at: int, n: int) -> None:
-    """The links of `made`'s corners `at`… that are the source's corner's (the same bones and weights, in any
-    order) take the source's order and numbers (Blender Source Tools lists `2 1` where ours lists `1 2`)."""
+def _link_values(made: smd.Triangles, old: smd.Triangles, mine: np.ndarray, theirs: np.ndarray) -> None:
+    """The links of `made`'s corners `mine` that are the source's corners `theirs` (the same bones and weights,
+    in any order) take the source's order and numbers (Blender Source Tools lists `2 1` where ours lists
+    `1 2`)."""
     width = [t.link_bones.shape[1] if t.link_bones.ndim == 2 else 0 for t in (made, old)]
     k = max(width)
-    if not k:
+    if not k or not width[1]:
         return
-    same = made.link_counts[at:at + n] == old.link_counts[:n]
-    mine = _links(made, k)
-    theirs = _links(old, k)
-    same &= np.all(mine[0][at:at + n] == theirs[0][:n], axis=1) & np.all(
-        np.abs(mine[1][at:at + n] - theirs[1][:n]) <= TOLERANCE, axis=1)
+    same = made.link_counts[mine] == old.link_counts[theirs]
+    ours, file = _links(made, k), _links(old, k)
+    same &= np.all(ours[0][mine] == file[0][theirs], axis=1) & np.all(
+        np.abs(ours[1][mine] - file[1][theirs]) <= TOLERANCE, axis=1)
     if not same.any():
         return
     bones = np.full((len(made.parents), k), -1, np.int64)
     weights = np.zeros((len(made.parents), k), np.float64)
-    bones[:, :width[0]], weights[:, :width[0]] = made.link_bones, made.link_weights
+    if width[0]:
+        bones[:, :width[0]], weights[:, :width[0]] = made.link_bones, made.link_weights
     rows = np.flatnonzero(same)
-    bones[at + rows, :width[1]] = old.link_bones[rows]
-    weights[at + rows, :width[1]] = old.link_weights[rows]
-    if width[1] < k:
-        bones[at + rows, width[1]:], weights[at + rows, width[1]:] = -1, 0.0
+    bones[mine[rows]], weights[mine[rows]] = -1, 0.0
+    bones[mine[rows], :width[1]] = old.link_bones[theirs[rows]]
+    weights[mine[rows], :width[1]] = old.link_weights[theirs[rows]]
     made.link_bones, made.link_weights = bones, weights
 
 
 def with_dropped(made: smd.SmdFile, source: bytes | None, skip: np.ndarray | None, at: int, count: int) -> bool:
     """Put the source's triangles `skip` (a repeated vertex: Blender could not hold them) back into `made`, at
     their places, when `made`'s `count` triangles from corner `at` are the source's other triangles one for one
-    (an edit that moved vertices or bones, not one that deleted or added faces of that mesh) and the nodes are
-    as many as the source's: an edited file keeps them as an unchanged one does. True when they were put back."""
+    (an edit that moved vertices or bones) or in their order with some left out (faces deleted: `_deleted`),
+    and the nodes are as many as the source's: an edited file keeps them as an unchanged one does. True when
+    they were put back."""
     t = made.triangles
     if t is None or skip is None or not len(skip) or not source:
         return False
@@ -293,14 +301,20 @@ def with_dropped(made: smd.SmdFile, source: bytes | None, skip: np.ndarray | Non
         return False
     total = len(old.triangles)
     skip = np.unique(skip[(skip >= 0) & (skip < total)])
-    if total - len(skip) != count or 3 * count > len(t.parents) - at:
+    if total - len(skip) < count or 3 * count > len(t.parents) - at:
         return False
-    keep = np.ones(total, bool)
-    keep[skip] = False
+    kind = np.zeros(total, np.int8)  # 0: in made, 1: put back, 2: deleted in Blender
+    kind[skip] = 1
+    if total - len(skip) > count:
+        deleted = _deleted(old.triangles, t, at, count, np.flatnonzero(kind == 0))
+        if deleted is None:
+            return False
+        kind[deleted] = 2
+    live = kind[kind != 2]
     first, last = at // 3, at // 3 + count
     # where each triangle goes: made's before the mesh, the mesh's around the source's put back, made's after
-    tri_made = np.flatnonzero(np.concatenate([np.ones(first, bool), keep, np.ones(len(t) - last, bool)]))
-    tri_old = first + skip
+    tri_made = np.flatnonzero(np.concatenate([np.ones(first, bool), live == 0, np.ones(len(t) - last, bool)]))
+    tri_old = first + np.flatnonzero(live == 1)
     n = len(t) + len(skip)
     width = max(t.link_bones.shape[1] if t.link_bones.ndim == 2 else 0,
                 old.triangles.link_bones.shape[1] if old.triangles.link_bones.ndim == 2 else 0)
@@ -320,6 +334,21 @@ def with_dropped(made: smd.SmdFile, source: bytes | None, skip: np.ndarray | Non
         materials[k] = old.triangles.materials[j]
     made.triangles = smd.Triangles(materials, **out)
     return True
+
+
+def _deleted(old: smd.Triangles, t: smd.Triangles, at: int, count: int, held: np.ndarray) -> list[int] | None:
+    """The triangles of `held` (the source's triangles Blender holds, in order) that `t`'s `count` triangles from
+    corner `at` leave out, each other one being the next of `t`'s at the same corner positions (within
+    `TOLERANCE`); None when `t`'s are not so a subsequence of them."""
+    a = old.positions.reshape(-1, 9)
+    b = t.positions[at:at + 3 * count].reshape(-1, 9)
+    out, j = [], 0
+    for i in held:
+        if j < count and np.abs(a[i] - b[j]).max() <= TOLERANCE + 1e-6 * np.abs(a[i]).max():
+            j += 1
+        else:
+            out.append(int(i))
+    return out if j == count else None
 
 
 def _corners(triangles: np.ndarray) -> np.ndarray:

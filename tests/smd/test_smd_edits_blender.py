@@ -289,3 +289,19 @@ def test_an_edited_animation_keeps_the_files_nodes(clean_scene, tmp_path, edit):
     assert changed == ([] if edit == "unchanged" else [(2, row)])
     if edit == "unchanged":
         assert (tmp_path / "swing.smd").read_bytes() == (src / "swing.smd").read_bytes()
+
+
+@pytest.mark.default_leg
+def test_a_deleted_face_keeps_the_triangles_blender_could_not_hold(clean_scene, tmp_path):
+    """The same reference with face 0 deleted in Edit Mode: the file's triangles 2 and 3 are written as they were
+    (the one Blender could not hold with them), not only the third (eggbotstart lost its 7 with any deletion)."""
+    src = tmp_path / "src" / "tri_ref.smd"
+    src.parent.mkdir()
+    src.write_bytes(smd.write(smd.read(DEGENERATE.encode())))
+    _import(src)
+    edit_kinds.apply("delete-faces")
+    _export(tmp_path / src.name)
+    before, after = smd.read(src.read_bytes()), smd.read((tmp_path / src.name).read_bytes())
+    assert len(after.triangles) == 2
+    for name in ("positions", "normals", "uvs", "parents", "link_bones", "link_weights"):
+        assert np.array_equal(getattr(before.triangles, name)[3:], getattr(after.triangles, name)), name
