@@ -366,11 +366,12 @@ def _padded(a: np.ndarray, width: int, ids: bool) -> np.ndarray:
 
 
 def as_source_nodes(made: smd.SmdFile, source: bytes | None, extra: dict[str, tuple] | None = None) -> bool:
-    """An edited animation written with the source's nodes (ids, names, parents, order) when `made` (every bone
-    of the armature) says the same of them: the source names part of the rig (HammerAddons' Black Mesa chargers:
-    10 of 11 nodes) and each bone only `made` has keeps one value throughout; a node the armature lacks (the
-    file's tracks that matched no bone, kept on the action) takes its rows from `extra` (name → positions and
-    rotations per frame). True when `made` was changed so; else it is left as it was."""
+    """An edited animation written with the source's nodes (ids, parents, order; names as Blender has them now)
+    when `made` (every bone of the armature) says the same of them: the source names part of the rig
+    (HammerAddons' Black Mesa chargers: 10 of 11 nodes) and each bone only `made` has keeps one value
+    throughout; a node the armature lacks (the file's tracks that matched no bone, kept on the action) takes its
+    rows from `extra` (name → positions and rotations per frame); a bone renamed in Blender is the source node
+    whose rows it holds (`_renamed`). True when `made` was changed so; else it is left as it was."""
     try:
         old = smd.read(source) if source else None
     except (FormatError, ValueError):
@@ -378,29 +379,26 @@ def as_source_nodes(made: smd.SmdFile, source: bytes | None, extra: dict[str, tu
     if old is None or old.triangles is not None or old.vertex_animation or not made.skeleton:
         return False
     extra = extra or {}
-    key = [(n.id, n.name, n.parent) for n in old.nodes]
-    if key == [(n.id, n.name, n.parent) for n in made.nodes]:
+    if [(n.id, n.name, n.parent) for n in old.nodes] == [(n.id, n.name, n.parent) for n in made.nodes]:
         return False
-    name_of = {n.id: n.name for n in made.nodes}
-    old_name = {n.id: n.name for n in old.nodes}
+    rows = [{int(b): k for k, b in enumerate(fr.bones)} for fr in made.skeleton]
     mine = {n.name: n for n in made.nodes}
+    alias = _renamed(old, made, rows, set(mine) | set(extra))
+    if alias is None:
+        return False
+    mine.update({was: made_node for was, made_node in alias.items()})
+    new_name = {was: n.name for was, n in alias.items()}
+    name_of = {n.id: n.name for n in made.nodes}
+    old_name = {n.id: new_name.get(n.name, n.name) for n in old.nodes}
     for n in old.nodes:
         if n.name in mine:
             if name_of.get(mine[n.name].parent) != old_name.get(n.parent):
                 return False
         elif n.name not in extra or len(extra[n.name][0]) != len(made.skeleton):
             return False
-    wanted = {n.name for n in old.nodes}
-    rows = [{int(b): k for k, b in enumerate(fr.bones)} for fr in made.skeleton]
+    taken = {mine[n.name].id for n in old.nodes if n.name in mine}
     for n in made.nodes:
-        if n.name in wanted:
-            continue
-        if any(n.id not in r for r in rows):
-            return False
-        first = made.skeleton[0]
-        k0 = rows[0][n.id]
-        if not all(_same_rows(first.positions[k0], first.rotations[k0], fr.positions[r[n.id]],
-                              fr.rotations[r[n.id]]) for fr, r in zip(made.skeleton, rows)):
+        if n.id not in taken and not _still(made, rows, n.id):
             return False  # the action moves a bone the file does not name: every bone is written
     frames = []
     for f, (fr, r) in enumerate(zip(made.skeleton, rows)):
@@ -417,6 +415,40 @@ def as_source_nodes(made: smd.SmdFile, source: bytes | None, extra: dict[str, tu
                 rot.append(np.asarray(extra[n.name][1][f], np.float64))
         frames.append(smd.Frame(fr.time, np.array([n.id for n in old.nodes], np.int64), np.array(pos).reshape(-1, 3),
                                 np.array(rot).reshape(-1, 3), fr.comment))
-    made.nodes = [smd.Node(n.id, n.name, n.parent) for n in old.nodes]
+    made.nodes = [smd.Node(n.id, old_name[n.id], n.parent) for n in old.nodes]
     made.skeleton = frames
     return True
+
+
+def _still(made: smd.SmdFile, rows: list[dict], bone: int) -> bool:
+    """Whether `bone` has a row in every frame of `made`, each the first one's."""
+    if any(bone not in r for r in rows):
+        return False
+    first, k0 = made.skeleton[0], rows[0][bone]
+    return all(_same_rows(first.positions[k0], first.rotations[k0], fr.positions[r[bone]], fr.rotations[r[bone]])
+               for fr, r in zip(made.skeleton, rows))
+
+
+def _renamed(old: smd.SmdFile, made: smd.SmdFile, rows: list[dict], known: set[str]) -> dict | None:
+    """source node name → `made`'s node, for each source node whose name `made` lacks (`known`: the names it
+    has, bones and kept tracks): the one bone of `made` the source does not name whose rows are that node's in
+    every frame (a bone renamed in Blender); None when a source node has no such bone or several."""
+    missing = [n for n in old.nodes if n.name not in known]
+    if not missing:
+        return {}
+    if len(old.skeleton) != len(made.skeleton):
+        return None
+    names = {n.name for n in old.nodes}
+    spare = [n for n in made.nodes if n.name not in names]
+    at_old = [{int(b): k for k, b in enumerate(fr.bones)} for fr in old.skeleton]
+    out = {}
+    for n in missing:
+        found = [m for m in spare if all(
+            n.id in a and m.id in r and _same_rows(fo.positions[a[n.id]], fo.rotations[a[n.id]],
+                                                   fm.positions[r[m.id]], fm.rotations[r[m.id]])
+            for fo, a, fm, r in zip(old.skeleton, at_old, made.skeleton, rows))]
+        if len(found) != 1:
+            return None
+        out[n.name] = found[0]
+        spare.remove(found[0])
+    return out

@@ -266,12 +266,13 @@ skeleton
 
 
 @pytest.mark.default_leg
-@pytest.mark.parametrize("edit", ["unchanged", "key-move"])
+@pytest.mark.parametrize("edit", ["unchanged", "key-move", "rename-bone"])
 def test_an_edited_animation_keeps_the_files_nodes(clean_scene, tmp_path, edit):
     """An animation naming part of the rig and a node the rig lacks (HammerAddons' Black Mesa charger idle: 10
     of 11 nodes; the HL2 suit charger idle paired with its one-bone physics mesh): exported unchanged it is the
-    file; with a key moved only that key's row changes: the file's nodes and ids, the kept node's rows (every
-    bone of the rig was written, ids shifted, and the kept node was left out)."""
+    file; with a key moved only that key's row changes, with a bone renamed only its node's name: the file's
+    nodes and ids, the kept node's rows (every bone of the rig was written, ids shifted, and the kept node was
+    left out)."""
     src = tmp_path / "src"
     src.mkdir()
     (src / "rig_ref.smd").write_bytes(smd.write(smd.read(RIG.encode())))
@@ -281,12 +282,15 @@ def test_an_edited_animation_keeps_the_files_nodes(clean_scene, tmp_path, edit):
     touched = edit_kinds.apply(edit)
     _export(tmp_path / "rig.smd")
     before, after = smd.read((src / "swing.smd").read_bytes()), smd.read((tmp_path / "swing.smd").read_bytes())
-    assert [(n.id, n.name, n.parent) for n in after.nodes] == [(n.id, n.name, n.parent) for n in before.nodes]
+    renamed = dict([touched.names]) if edit == "rename-bone" else {}
+    assert [(n.id, n.name, n.parent) for n in after.nodes] == [
+        (n.id, renamed.get(n.name, n.name), n.parent) for n in before.nodes]
+    assert edit != "rename-bone" or renamed == {"arm": "arm_renamed"}
     changed = [(f, r) for f, (a, b) in enumerate(zip(before.skeleton, after.skeleton))
                for r in range(3) if not (np.array_equal(a.positions[r], b.positions[r])
                                          and np.array_equal(a.rotations[r], b.rotations[r]))]
     row = [n.name for n in before.nodes].index(touched.names[0]) if touched.names else None
-    assert changed == ([] if edit == "unchanged" else [(2, row)])
+    assert changed == ([(2, row)] if edit == "key-move" else [])
     if edit == "unchanged":
         assert (tmp_path / "swing.smd").read_bytes() == (src / "swing.smd").read_bytes()
 
