@@ -348,23 +348,34 @@ def _pieces(made: smd.SmdFile, source, dropped=None, at: int = 0, count: int | N
     return itertools.chain([head], smd.write_pieces(made)) if head else smd.write_pieces(made)
 
 
-def _reference_pieces(ref: smd.SmdFile, scene: cm.Scene) -> bytes | Iterator[bytes]:
-    """The reference's bytes: its source's while it says the same (kept.py). A source with triangles Blender
-    dropped is used only when no VTA is written with it: a VTA's vertex ids are the written reference's corners.
-    Beside meshes made in Blender, the one imported mesh's source still gives the opening comments and the
-    values of its corners."""
+def _put_back_dropped(ref: smd.SmdFile, scene: cm.Scene) -> np.ndarray | None:
+    """The imported file's triangles Blender could not hold (a repeated vertex) put back into `ref` in their
+    places (`kept.with_dropped`); the new corner of each gathered corner when they were, for the VTA."""
+    me, at, count = _source_mesh_of(scene)
+    dropped = me.get(DROPPED_PROP) if me is not None else None
+    if dropped is None or not len(dropped):
+        return None
+    source = me.get(SOURCE_PROP)
+    source = bytes(source) if isinstance(source, (bytes, bytearray)) else None
+    return kept.with_dropped(ref, source, np.asarray(dropped, np.int64), at, count)
+
+
+def _reference_pieces(ref: smd.SmdFile, scene: cm.Scene, put_back: bool = False) -> bytes | Iterator[bytes]:
+    """The reference's bytes: its source's while it says the same (kept.py), the triangles Blender dropped
+    aside, or (`put_back`: `_put_back_dropped` put them into `ref`) with them. A source whose dropped triangles
+    could not be put back is used only when no VTA is written with it: a VTA's vertex ids are the written
+    reference's corners. Beside meshes made in Blender, the one imported mesh's source still gives the opening
+    comments and the values of its corners."""
     me, at, count = _source_mesh_of(scene)
     if me is None:
         return smd.write_pieces(ref)
     dropped = me.get(DROPPED_PROP)
-    if dropped is not None and len(dropped) and any(m.shape_keys for m in scene.meshes):
-        return smd.write_pieces(ref)
-    source = me.get(SOURCE_PROP)
-    source = bytes(source) if isinstance(source, (bytes, bytearray)) else None
-    if dropped is not None and kept.with_dropped(ref, source, np.asarray(dropped, np.int64), at, count):
-        count += len(dropped)  # the file's triangles Blender could not hold are back in their places
+    if put_back:
+        count += len(dropped)
         dropped = None
-    return _pieces(ref, source, dropped, at, count)
+    elif dropped is not None and len(dropped) and any(m.shape_keys for m in scene.meshes):
+        return smd.write_pieces(ref)
+    return _pieces(ref, me.get(SOURCE_PROP), dropped, at, count)
 
 
 def _mesh_data_of(scene: cm.Scene):
@@ -462,9 +473,10 @@ def export_reference(context, path: str, vta_path: str | None = None, flavour: s
     VTA when there are any (its path then goes into `written`)."""
     scene, warnings, newline, goldsrc = gather_reference(context, flavour)
     ref = convert.reference_of(scene, warnings, newline, goldsrc)
-    write_atomic(path, _reference_pieces(ref, scene))
+    where = _put_back_dropped(ref, scene)
+    write_atomic(path, _reference_pieces(ref, scene, where is not None))
     shapes = _shape_names(scene)
-    if vta_path is not None and export_vta(context, vta_path, scene, ref):
+    if vta_path is not None and export_vta(context, vta_path, scene, ref, where):
         if written is not None:
             written.append(vta_path)
         new = [n for n in shapes if n not in _imported_shape_names(scene)]
@@ -502,7 +514,7 @@ def export_flex_only(context, path: str, flavour: str = "AUTO") -> list[str]:
     """The shape keys alone as the VTA at `path` (File › Export with a .vta file name)."""
     scene, warnings, newline, goldsrc = gather_reference(context, flavour)
     ref = convert.reference_of(scene, warnings, newline, goldsrc)
-    if not export_vta(context, path, scene, ref):
+    if not export_vta(context, path, scene, ref, _put_back_dropped(ref, scene)):
         raise ExportError("no shape keys to write as a VTA")
     return warnings
 
@@ -597,8 +609,10 @@ def _moved_heads(skel: cm.Skeleton, arm_ob) -> cm.Skeleton:
     return skel
 
 
-def export_vta(context, path: str, scene: cm.Scene, ref: smd.SmdFile) -> bool:
-    """Shape keys of the reference's meshes as a VTA in the reference's corner order; False when none."""
+def export_vta(context, path: str, scene: cm.Scene, ref: smd.SmdFile, where: np.ndarray | None = None) -> bool:
+    """Shape keys of the reference's meshes as a VTA in the reference's corner order (`where`: the corner of
+    `ref` of each gathered corner, when the file's dropped triangles were put back among them); False when
+    none."""
     shapes: dict[str, list[np.ndarray]] = {}
     offset = 0
     corners_total = len(ref.triangles.parents) if ref.triangles is not None else 0
@@ -619,7 +633,8 @@ def export_vta(context, path: str, scene: cm.Scene, ref: smd.SmdFile) -> bool:
         for m, corners, at in per_mesh:
             s = next((s for s in m.shape_keys if s.name == name), None)
             if s is not None:
-                pos[at:at + len(corners)] = np.asarray(s.positions, np.float64)[corners]
+                rows = np.arange(at, at + len(corners)) if where is None else where[at:at + len(corners)]
+                pos[rows] = np.asarray(s.positions, np.float64)[corners]
         shapes[name] = pos
     del corners_total
     me = _mesh_data_of(scene)

@@ -284,31 +284,32 @@ def _link_values(made: smd.Triangles, old: smd.Triangles, mine: np.ndarray, thei
     made.link_bones, made.link_weights = bones, weights
 
 
-def with_dropped(made: smd.SmdFile, source: bytes | None, skip: np.ndarray | None, at: int, count: int) -> bool:
+def with_dropped(made: smd.SmdFile, source: bytes | None, skip: np.ndarray | None, at: int, count: int
+                 ) -> np.ndarray | None:
     """Put the source's triangles `skip` (a repeated vertex: Blender could not hold them) back into `made`, at
     their places, when `made`'s `count` triangles from corner `at` are the source's other triangles one for one
     (an edit that moved vertices or bones) or in their order with some left out (faces deleted: `_deleted`),
-    and the nodes are as many as the source's: an edited file keeps them as an unchanged one does. True when
-    they were put back."""
+    and the nodes are as many as the source's: an edited file keeps them as an unchanged one does. The new
+    corner of each of `made`'s corners when they were put back (a VTA's ids follow it), else None."""
     t = made.triangles
     if t is None or skip is None or not len(skip) or not source:
-        return False
+        return None
     try:
         old = smd.read(source)
     except (FormatError, ValueError):
-        return False
+        return None
     if old.triangles is None or len(old.nodes) != len(made.nodes) or at % 3:
-        return False
+        return None
     total = len(old.triangles)
     skip = np.unique(skip[(skip >= 0) & (skip < total)])
     if total - len(skip) < count or 3 * count > len(t.parents) - at:
-        return False
+        return None
     kind = np.zeros(total, np.int8)  # 0: in made, 1: put back, 2: deleted in Blender
     kind[skip] = 1
     if total - len(skip) > count:
         deleted = _deleted(old.triangles, t, at, count, np.flatnonzero(kind == 0))
         if deleted is None:
-            return False
+            return None
         kind[deleted] = 2
     live = kind[kind != 2]
     first, last = at // 3, at // 3 + count
@@ -333,7 +334,7 @@ def with_dropped(made: smd.SmdFile, source: bytes | None, skip: np.ndarray | Non
     for k, j in zip(tri_old, skip):
         materials[k] = old.triangles.materials[j]
     made.triangles = smd.Triangles(materials, **out)
-    return True
+    return _corners(tri_made)
 
 
 def _deleted(old: smd.Triangles, t: smd.Triangles, at: int, count: int, held: np.ndarray) -> list[int] | None:
