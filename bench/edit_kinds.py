@@ -209,15 +209,16 @@ def _key_move() -> Touched:
 
 def _key_delete() -> Touched:
     """A key whose removal changes its curve (its value is not its neighbours' straight line: deleting a key of a
-    constant channel changes nothing a file could show), the middle one of the first channel otherwise."""
+    constant or straight channel changes nothing a file could show, so without such a key the edit is n/a)."""
     obj, fc = _channel(3)
-    k = fc.keyframe_points[len(fc.keyframe_points) // 2]
     for ob in [obj] + [o for o in list(_armatures()) + list(_meshes()) if o is not obj]:
         found = next(((c, c.keyframe_points[i]) for c in _fcurves(ob) if len(c.keyframe_points) >= 3
                       for i in range(1, len(c.keyframe_points) - 1) if _bends(c.keyframe_points, i)), None)
         if found:
             fc, k = found
             break
+    else:
+        raise NotApplicable("no key whose removal changes its curve (every channel constant or straight)")
     frame = k.co.x
     fc.keyframe_points.remove(k)
     fc.update()

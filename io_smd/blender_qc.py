@@ -144,6 +144,8 @@ def _import_model(context, path: str, record, coll, main, layers: list[str]) -> 
             raise FormatError(f"{os.path.basename(path)} is an SMD {record.kind}, named as a model", None, "kind")
         warnings = smd_io.import_reference(context, record, name)
     made = [o for o in bpy.data.objects if o not in before]
+    for ob in made:  # the QC's files are parts of one model: not told apart as a file imported twice is
+        ob.pop(smd_io.MODEL_PROP, None)
     return _bind_to(main, made), warnings
 
 

@@ -24,6 +24,7 @@ import itertools
 import json
 import os
 import re
+import uuid
 from collections.abc import Iterator
 
 import bpy
@@ -50,6 +51,7 @@ VTA_SOURCE_PROP = "smd_vta_source"  # a VTA's bytes, on the mesh its shapes went
 DROPPED_PROP = "smd_dropped_triangles"  # the reference's triangles Blender could not hold (a repeated vertex)
 MATERIAL_PROP = "smd_material"  # on a material an import made: the name the file gives it
 ROOT_PROP = "smd_root"  # a plain reference's one node (JSON: id, name, rest position and rotation)
+MODEL_PROP = "smd_model"  # on an imported reference's mesh object: which import made it (one token per import)
 
 
 def stem_of(path: str) -> str:
@@ -116,6 +118,7 @@ def import_reference(context, f: smd.SmdFile, name: str, source: bytes | None = 
                 warnings.append(f"node names that Blender cannot keep as bone names (empty, repeated or too long) "
                                 f"were changed: {', '.join(repr(n) for n in changed[:10])}")
         ob[STEM_PROP] = name
+        ob[MODEL_PROP] = uuid.uuid4().hex
         for mat, k in zip(me.materials, mesh.materials):  # the file's name, for an export after Blender made X.001
             if mat is not None:
                 mat[MATERIAL_PROP] = scene.materials[k].name
@@ -330,30 +333,49 @@ def _file_normals(ob, cmesh: cm.Mesh) -> np.ndarray | None:
     return raw
 
 
-def _pieces(made: smd.SmdFile, source, dropped=None) -> bytes | Iterator[bytes]:
+def _pieces(made: smd.SmdFile, source, dropped=None, at: int = 0, count: int | None = None
+            ) -> bytes | Iterator[bytes]:
     """What a file whose records are `made` holds: `source` (an imported file's bytes, kept.py) when it says
     the same (its triangles `dropped` by the import aside), else the records formatted after the source's
-    opening comment lines."""
+    opening comment lines, with its values where they hold (its mesh's corners from `made`'s corner `at`)."""
     skip = np.asarray(dropped, np.int64) if dropped is not None else None
     source = bytes(source) if isinstance(source, (bytes, bytearray)) else None
     same = kept.source_if_same(source, made, skip)
     if same is not None:
         return same
-    kept.source_values(made, source)  # untouched rows as the file wrote them
+    kept.source_values(made, source, skip, at, count)  # untouched rows and corners as the file wrote them
     head = kept.leading_comments(source)  # the file's opening comments, kept through an edit
     return itertools.chain([head], smd.write_pieces(made)) if head else smd.write_pieces(made)
 
 
-def _reference_pieces(ref: smd.SmdFile, scene: cm.Scene) -> bytes | Iterator[bytes]:
-    """The reference's bytes: its source's while it says the same (kept.py). A source with triangles Blender
-    dropped is used only when no VTA is written with it: a VTA's vertex ids are the written reference's corners."""
-    me = _mesh_data_of(scene)
+def _put_back_dropped(ref: smd.SmdFile, scene: cm.Scene) -> np.ndarray | None:
+    """The imported file's triangles Blender could not hold (a repeated vertex) put back into `ref` in their
+    places (`kept.with_dropped`); the new corner of each gathered corner when they were, for the VTA."""
+    me, at, count = _source_mesh_of(scene)
+    dropped = me.get(DROPPED_PROP) if me is not None else None
+    if dropped is None or not len(dropped):
+        return None
+    source = me.get(SOURCE_PROP)
+    source = bytes(source) if isinstance(source, (bytes, bytearray)) else None
+    return kept.with_dropped(ref, source, np.asarray(dropped, np.int64), at, count)
+
+
+def _reference_pieces(ref: smd.SmdFile, scene: cm.Scene, put_back: bool = False) -> bytes | Iterator[bytes]:
+    """The reference's bytes: its source's while it says the same (kept.py), the triangles Blender dropped
+    aside, or (`put_back`: `_put_back_dropped` put them into `ref`) with them. A source whose dropped triangles
+    could not be put back is used only when no VTA is written with it: a VTA's vertex ids are the written
+    reference's corners. Beside meshes made in Blender, the one imported mesh's source still gives the opening
+    comments and the values of its corners."""
+    me, at, count = _source_mesh_of(scene)
     if me is None:
         return smd.write_pieces(ref)
     dropped = me.get(DROPPED_PROP)
-    if dropped is not None and len(dropped) and any(m.shape_keys for m in scene.meshes):
+    if put_back:
+        count += len(dropped)
+        dropped = None
+    elif dropped is not None and len(dropped) and any(m.shape_keys for m in scene.meshes):
         return smd.write_pieces(ref)
-    return _pieces(ref, me.get(SOURCE_PROP), dropped)
+    return _pieces(ref, me.get(SOURCE_PROP), dropped, at, count)
 
 
 def _mesh_data_of(scene: cm.Scene):
@@ -362,11 +384,46 @@ def _mesh_data_of(scene: cm.Scene):
     return ob.data if ob is not None and ob.type == "MESH" else None
 
 
+def _source_mesh_of(scene: cm.Scene):
+    """(mesh datablock, its first corner in the written triangles, its triangle count) of the one gathered mesh
+    that holds an imported file's bytes; (None, 0, 0) when none or several do."""
+    found, at = [], 0
+    for m in scene.meshes:
+        ob = bpy.data.objects.get(m.name)
+        if ob is not None and ob.type == "MESH" and ob.data.get(SOURCE_PROP) is not None:
+            found.append((ob.data, at, len(m.triangles)))
+        at += 3 * len(m.triangles)
+    return found[0] if len(found) == 1 else (None, 0, 0)
+
+
+def export_objects(context) -> tuple[list, object]:
+    """(meshes, armature) an export takes (`bscene.exportable_objects`), one model among several without bones:
+    meshes that different reference imports made (`MODEL_PROP`) are different models, as two armatures are, so
+    with several of them those of the models the selection touches are taken (with the meshes made in Blender,
+    which belong to none); NoTarget names them when the selection touches none. A file imported twice is so
+    written as it was, not with its copy."""
+    meshes, arm = bscene.exportable_objects(context)
+    models: dict[str, list] = {}
+    for ob in meshes:
+        if isinstance(ob.get(MODEL_PROP), str):
+            models.setdefault(ob[MODEL_PROP], []).append(ob)
+    if arm is not None or len(models) < 2:
+        return meshes, arm
+    chosen = {token for token, obs in models.items() if any(ob.select_get() for ob in obs)}
+    if not chosen:
+        names = ", ".join(obs[0].name for obs in models.values())
+        raise NoTarget(f"{len(models)} models could be exported ({names}): select one (a mesh of it)")
+    return [ob for ob in meshes if ob.get(MODEL_PROP) in chosen or not isinstance(ob.get(MODEL_PROP), str)], arm
+
+
 def gather_reference(context, flavour: str = "AUTO") -> tuple[cm.Scene, list[str], str, bool]:
     """(scene, warnings, newline, goldsrc) of what a reference export writes in `flavour` (an option of the
     smd spec: AUTO, as the mesh was read, GoldSrc with CRLF else Source with LF; SOURCE; GOLDSRC). ExportError
     when there is no mesh to write."""
-    scene, warnings = bscene.gather_scene(context, max_influences=smd.MAX_LINKS, tangents=False)
+    objects = export_objects(context)
+    scene, warnings = bscene.gather_scene(context, max_influences=smd.MAX_LINKS, tangents=False, objects=objects)
+    if scene.skeleton is not None and objects[1] is not None:
+        _moved_heads(scene.skeleton, objects[1])
     if not scene.meshes:
         raise ExportError("nothing to export: no visible mesh")
     for mat in scene.materials:  # an imported material Blender renamed X.001 (a second import): the file's name
@@ -416,17 +473,48 @@ def export_reference(context, path: str, vta_path: str | None = None, flavour: s
     VTA when there are any (its path then goes into `written`)."""
     scene, warnings, newline, goldsrc = gather_reference(context, flavour)
     ref = convert.reference_of(scene, warnings, newline, goldsrc)
-    write_atomic(path, _reference_pieces(ref, scene))
-    if vta_path is not None and export_vta(context, vta_path, scene, ref) and written is not None:
-        written.append(vta_path)
+    where = _put_back_dropped(ref, scene)
+    write_atomic(path, _reference_pieces(ref, scene, where is not None))
+    shapes = _shape_names(scene)
+    if vta_path is not None and export_vta(context, vta_path, scene, ref, where):
+        if written is not None:
+            written.append(vta_path)
+        new = [n for n in shapes if n not in _imported_shape_names(scene)]
+        if new:  # a reference SMD holds no shape: the user is told which file has the keys made in Blender
+            warnings.append(f"shape key(s) {', '.join(new[:10])} written to {os.path.basename(vta_path)} beside "
+                            f"{os.path.basename(path)}: an SMD reference holds no shape keys (a QC names the VTA "
+                            "as the body's flex file)")
+    elif shapes:
+        warnings.append(f"shape key(s) {', '.join(shapes[:10])} not written: an SMD reference holds no shape keys "
+                        "and Shape Keys (VTA) is off")
     return warnings
+
+
+def _shape_names(scene: cm.Scene) -> list[str]:
+    """The shape keys of the gathered meshes, each name once."""
+    return list(dict.fromkeys(s.name for m in scene.meshes for s in m.shape_keys))
+
+
+def _imported_shape_names(scene: cm.Scene) -> set[str]:
+    """The shapes of the VTAs imported onto the gathered meshes (their kept bytes)."""
+    names: set[str] = set()
+    for m in scene.meshes:
+        ob = bpy.data.objects.get(m.name)
+        source = ob.data.get(VTA_SOURCE_PROP) if ob is not None and ob.type == "MESH" else None
+        if not source:
+            continue
+        try:
+            names.update(fr.comment for fr in smd.read(bytes(source)).vertex_animation or [] if fr.comment)
+        except (FormatError, ValueError):  # bytes that no longer read: every shape is told about
+            continue
+    return names
 
 
 def export_flex_only(context, path: str, flavour: str = "AUTO") -> list[str]:
     """The shape keys alone as the VTA at `path` (File › Export with a .vta file name)."""
     scene, warnings, newline, goldsrc = gather_reference(context, flavour)
     ref = convert.reference_of(scene, warnings, newline, goldsrc)
-    if not export_vta(context, path, scene, ref):
+    if not export_vta(context, path, scene, ref, _put_back_dropped(ref, scene)):
         raise ExportError("no shape keys to write as a VTA")
     return warnings
 
@@ -446,13 +534,46 @@ def export_animations(context, folder: str, arm_ob, names: NameAllocator | None 
         warnings += more + ([off] if off else [])
         count = int(round(anim.length * rate)) + 1
         locals_ = convert.animation_locals(skel, anim, np.arange(count) / rate)
+        _scale_warning(act.name, skel, locals_, warnings)
         f = convert.animation_smd(skel, locals_, np.arange(count), warnings)
+        kept.as_source_nodes(f, act.get(SOURCE_PROP), _unmatched_rows(skel, anim, np.arange(count) / rate))
         path = os.path.join(folder, names.take(act.name, ".smd") + ".smd")
         write_atomic(path, _pieces(f, act.get(SOURCE_PROP)))
         written.append(path)
         if sequences is not None:
             sequences.append((act.name, path, rate))
     return written, warnings
+
+
+def _unmatched_rows(skel: cm.Skeleton, anim: cm.Animation, seconds: np.ndarray) -> dict[str, tuple]:
+    """name → (positions, rotations) per frame of the action's tracks for bones the armature lacks (a file's
+    tracks that matched no bone, kept on the action and written back): the values the file gave, sampled."""
+    names = {b.name for b in skel.bones}
+    tracks = [t for t in anim.tracks if t.bone not in names]
+    if not tracks:
+        return {}
+    alone = cm.Skeleton(name="unmatched", bones=[cm.Bone(name=t.bone, parent=-1, bind=np.eye(4),
+                                                           rest_translation=np.zeros(3),
+                                                           rest_rotation=np.array([1.0, 0, 0, 0]),
+                                                           rest_scale=np.ones(3)) for t in tracks])
+    locals_ = convert.animation_locals(alone, cm.Animation(name=anim.name, length=anim.length, tracks=tracks),
+                                       seconds)
+    return {t.bone: (locals_[:, i, :3, 3], convert.matrix3_to_euler(locals_[:, i, :3, :3]))
+            for i, t in enumerate(tracks)}
+
+
+SCALE_TOLERANCE = 1e-4  # a bone's scale this close to 1 is float noise of a rotation, not a scale
+
+
+def _scale_warning(action: str, skel: cm.Skeleton, locals_: np.ndarray, warnings: list[str]) -> None:
+    """A warning naming the bones the action scales (a bone row of an SMD holds a position and a rotation only:
+    the sampled frames are written without the scale)."""
+    scales = np.linalg.norm(locals_[:, :, :3, :3], axis=2)  # (F, N, 3) length of each column
+    bad = np.flatnonzero((np.abs(scales - 1.0) > SCALE_TOLERANCE).any(axis=(0, 2)))
+    if len(bad):
+        names = ", ".join(skel.bones[i].name for i in bad[:5])
+        warnings.append(f"animation {action!r}: {len(bad)} bone(s) scaled ({names}): an SMD bone row holds no "
+                        "scale, written without it")
 
 
 def scene_skeleton(arm_ob) -> cm.Skeleton:
@@ -462,11 +583,36 @@ def scene_skeleton(arm_ob) -> cm.Skeleton:
     skinned = [ob for ob in meshes if any(m.type == "ARMATURE" and m.object == arm_ob for m in ob.modifiers)
                or ob.parent == arm_ob]
     order = [g.name for g in skinned[0].vertex_groups] if skinned else []
-    return barm.read_skeleton(arm_ob, order)
+    return _moved_heads(barm.read_skeleton(arm_ob, order), arm_ob)
 
 
-def export_vta(context, path: str, scene: cm.Scene, ref: smd.SmdFile) -> bool:
-    """Shape keys of the reference's meshes as a VTA in the reference's corner order; False when none."""
+HEAD_TOLERANCE = 1e-5  # times max(1, |head|): float32 keeps a head within 6e-8 of that
+
+
+def _moved_heads(skel: cm.Skeleton, arm_ob) -> cm.Skeleton:
+    """`skel` with each bone's head where Blender has it when it is off the file's bind that `read_skeleton`
+    kept (within its 1e-4) by more than float32 explains: a rest moved by 1e-4 in Edit Mode (a bone of 0.5 mm,
+    HammerAddons' futbol_physics) is written, not the file's value. The rotation stays the file's."""
+    world = np.array(arm_ob.matrix_world, np.float64)
+    changed = False
+    for b in skel.bones:
+        bone = arm_ob.data.bones.get(b.name)
+        if bone is None:
+            continue
+        head = (world @ np.array(bone.matrix_local, np.float64))[:3, 3]
+        if np.abs(b.bind[:3, 3] - head).max() > HEAD_TOLERANCE * max(1.0, float(np.abs(head).max())):
+            b.bind = b.bind.copy()
+            b.bind[:3, 3] = head
+            changed = True
+    if changed:
+        skel.set_rest_from_binds()
+    return skel
+
+
+def export_vta(context, path: str, scene: cm.Scene, ref: smd.SmdFile, where: np.ndarray | None = None) -> bool:
+    """Shape keys of the reference's meshes as a VTA in the reference's corner order (`where`: the corner of
+    `ref` of each gathered corner, when the file's dropped triangles were put back among them); False when
+    none."""
     shapes: dict[str, list[np.ndarray]] = {}
     offset = 0
     corners_total = len(ref.triangles.parents) if ref.triangles is not None else 0
@@ -487,7 +633,8 @@ def export_vta(context, path: str, scene: cm.Scene, ref: smd.SmdFile) -> bool:
         for m, corners, at in per_mesh:
             s = next((s for s in m.shape_keys if s.name == name), None)
             if s is not None:
-                pos[at:at + len(corners)] = np.asarray(s.positions, np.float64)[corners]
+                rows = np.arange(at, at + len(corners)) if where is None else where[at:at + len(corners)]
+                pos[rows] = np.asarray(s.positions, np.float64)[corners]
         shapes[name] = pos
     del corners_total
     me = _mesh_data_of(scene)

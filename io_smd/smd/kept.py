@@ -185,25 +185,271 @@ def leading_comments(source: bytes | None) -> bytes:
     return head if source[len(head):].lstrip(b" \t").startswith(b"version") else b""
 
 
-def source_values(made: smd.SmdFile, source: bytes | None) -> None:
+def source_values(made: smd.SmdFile, source: bytes | None, skip: np.ndarray | None = None, at: int = 0,
+                  count: int | None = None) -> None:
     """`made`'s skeleton rows that say what the source's row of the same frame and bone name says (within
     `TOLERANCE`; rotations as the same matrix) take the source's numbers, so that an edited write repeats an
-    untouched row as the file had it (its 0 where Blender's float noise gives -0.000000, and the reverse)."""
+    untouched row as the file had it (its 0 where Blender's float noise gives -0.000000, and the reverse); so
+    do its triangles' corner values (`_corner_values`; the source's triangles `skip` left out) from `made`'s
+    corner `at` on (where the mesh of the source begins among several; `count`: its triangles)."""
     try:
         old = smd.read(source) if source else None
     except (FormatError, ValueError):
         return
+    if old is not None and old.triangles is not None and made.triangles is not None:
+        _corner_values(made.triangles, _without(old.triangles, skip), at, count)
     if old is None or not old.skeleton:
         return
     names = {n.id: n.name for n in old.nodes}
     ids = {n.name: n.id for n in made.nodes}
     frames = {fr.time: fr for fr in old.skeleton}
+    known = {ids[n.name] for n in old.nodes if n.name in ids}  # made's nodes the source has (by name)
+    before: dict[int, tuple] = {}  # a bone's row in made's frame before: what a reader gives a row left out
     for fr in made.skeleton:
         was = frames.get(fr.time)
-        if was is None:
+        rows = {int(b): (fr.positions[k].copy(), fr.rotations[k].copy()) for k, b in enumerate(fr.bones)}
+        if was is not None:
+            at = {ids.get(names.get(int(b))): k for k, b in enumerate(was.bones)}
+            for k, b in enumerate(fr.bones):
+                j = at.get(int(b))
+                if j is not None and _same_rows(was.positions[j], was.rotations[j], fr.positions[k],
+                                                fr.rotations[k]):
+                    fr.positions[k], fr.rotations[k] = was.positions[j], was.rotations[j]
+            _leave_out_rows(fr, known - set(at), before)
+        before.update(rows)
+
+
+def _leave_out_rows(fr: smd.Frame, absent: set[int], before: dict[int, tuple]) -> None:
+    """Rows of `fr` for bones `absent` (the source's frame leaves them out: Blender Source Tools writes no row for
+    a bone at rest) that hold what a reader gives a missing row (the rest, zeros, in the first frame; the frame
+    before's value later) are left out again."""
+    zero = (np.zeros(3), np.zeros(3))
+    drop = [k for k, b in enumerate(fr.bones) if int(b) in absent
+            and _same_rows(*before.get(int(b), zero), fr.positions[k], fr.rotations[k])]
+    if not drop:
+        return
+    keep = np.ones(len(fr.bones), bool)
+    keep[drop] = False
+    fr.bones, fr.positions, fr.rotations = fr.bones[keep], fr.positions[keep], fr.rotations[keep]
+    if fr.row_lines is not None and len(fr.row_lines) == len(keep):
+        fr.row_lines = fr.row_lines[keep]
+
+
+def _corner_values(made: smd.Triangles, old: smd.Triangles, at: int = 0, count: int | None = None) -> None:
+    """Corner by corner from `made`'s corner `at` (an edit that renames or moves a bone, or adds a mesh beside
+    the file's, keeps the file's corners in their order; with `count`, the mesh's triangles, fewer than the
+    source's, the ones deleted are found by `_deleted`), a position, normal or UV of `made` that is the
+    source's within `TOLERANCE` takes the source's numbers: float32 in Blender gives 19.678980 for the file's
+    19.678979, which an untouched corner must not change; so do its links (`_link_values`)."""
+    held = np.arange(len(old))
+    if count is not None and count < len(old) and 3 * count <= len(made.parents) - at:
+        deleted = _deleted(old, made, at, count, held)
+        if deleted is not None:
+            held = np.delete(held, deleted)
+    n = min((len(made.parents) - at) // 3, len(held))
+    if n <= 0:
+        return
+    mine, theirs = at + np.arange(3 * n), _corners(held[:n])
+    for name in ("positions", "normals", "uvs"):
+        a, b = getattr(made, name), getattr(old, name)
+        if a.ndim != 2 or a.shape[1] != b.shape[1]:
             continue
-        at = {ids.get(names.get(int(b))): k for k, b in enumerate(was.bones)}
-        for k, b in enumerate(fr.bones):
-            j = at.get(int(b))
-            if j is not None and _same_rows(was.positions[j], was.rotations[j], fr.positions[k], fr.rotations[k]):
-                fr.positions[k], fr.rotations[k] = was.positions[j], was.rotations[j]
+        near = np.all(np.abs(a[mine] - b[theirs]) <= TOLERANCE + 1e-6 * np.abs(b[theirs]), axis=1)
+        a[mine[near]] = b[theirs[near]]
+    _link_values(made, old, mine, theirs)
+
+
+def _link_values(made: smd.Triangles, old: smd.Triangles, mine: np.ndarray, theirs: np.ndarray) -> None:
+    """The links of `made`'s corners `mine` that are the source's corners `theirs` (the same bones and weights,
+    in any order) take the source's order and numbers (Blender Source Tools lists `2 1` where ours lists
+    `1 2`)."""
+    width = [t.link_bones.shape[1] if t.link_bones.ndim == 2 else 0 for t in (made, old)]
+    k = max(width)
+    if not k or not width[1]:
+        return
+    same = made.link_counts[mine] == old.link_counts[theirs]
+    ours, file = _links(made, k), _links(old, k)
+    same &= np.all(ours[0][mine] == file[0][theirs], axis=1) & np.all(
+        np.abs(ours[1][mine] - file[1][theirs]) <= TOLERANCE, axis=1)
+    if not same.any():
+        return
+    bones = np.full((len(made.parents), k), -1, np.int64)
+    weights = np.zeros((len(made.parents), k), np.float64)
+    if width[0]:
+        bones[:, :width[0]], weights[:, :width[0]] = made.link_bones, made.link_weights
+    rows = np.flatnonzero(same)
+    bones[mine[rows]], weights[mine[rows]] = -1, 0.0
+    bones[mine[rows], :width[1]] = old.link_bones[theirs[rows]]
+    weights[mine[rows], :width[1]] = old.link_weights[theirs[rows]]
+    made.link_bones, made.link_weights = bones, weights
+
+
+def with_dropped(made: smd.SmdFile, source: bytes | None, skip: np.ndarray | None, at: int, count: int
+                 ) -> np.ndarray | None:
+    """Put the source's triangles `skip` (a repeated vertex: Blender could not hold them) back into `made`, at
+    their places, when `made`'s `count` triangles from corner `at` are the source's other triangles one for one
+    (an edit that moved vertices or bones) or in their order with some left out (faces deleted: `_deleted`),
+    and the nodes are as many as the source's: an edited file keeps them as an unchanged one does. The new
+    corner of each of `made`'s corners when they were put back (a VTA's ids follow it), else None."""
+    t = made.triangles
+    if t is None or skip is None or not len(skip) or not source:
+        return None
+    try:
+        old = smd.read(source)
+    except (FormatError, ValueError):
+        return None
+    if old.triangles is None or len(old.nodes) != len(made.nodes) or at % 3:
+        return None
+    total = len(old.triangles)
+    skip = np.unique(skip[(skip >= 0) & (skip < total)])
+    if total - len(skip) < count or 3 * count > len(t.parents) - at:
+        return None
+    kind = np.zeros(total, np.int8)  # 0: in made, 1: put back, 2: deleted in Blender
+    kind[skip] = 1
+    if total - len(skip) > count:
+        deleted = _deleted(old.triangles, t, at, count, np.flatnonzero(kind == 0))
+        if deleted is None:
+            return None
+        kind[deleted] = 2
+    live = kind[kind != 2]
+    first, last = at // 3, at // 3 + count
+    # where each triangle goes: made's before the mesh, the mesh's around the source's put back, made's after
+    tri_made = np.flatnonzero(np.concatenate([np.ones(first, bool), live == 0, np.ones(len(t) - last, bool)]))
+    tri_old = first + np.flatnonzero(live == 1)
+    n = len(t) + len(skip)
+    width = max(t.link_bones.shape[1] if t.link_bones.ndim == 2 else 0,
+                old.triangles.link_bones.shape[1] if old.triangles.link_bones.ndim == 2 else 0)
+    out = {}
+    for name in ("parents", "positions", "normals", "uvs", "link_counts", "link_bones", "link_weights"):
+        a, b = getattr(t, name), getattr(old.triangles, name)
+        if name in ("link_bones", "link_weights"):
+            a, b = _padded(a, width, name == "link_bones"), _padded(b, width, name == "link_bones")
+        rows = np.zeros((3 * n,) + a.shape[1:], np.result_type(a, b))
+        rows[_corners(tri_made)] = a
+        rows[_corners(tri_old)] = b[_corners(skip)]
+        out[name] = rows
+    materials = [""] * n
+    for k, m in zip(tri_made, t.materials):
+        materials[k] = m
+    for k, j in zip(tri_old, skip):
+        materials[k] = old.triangles.materials[j]
+    made.triangles = smd.Triangles(materials, **out)
+    return _corners(tri_made)
+
+
+def _deleted(old: smd.Triangles, t: smd.Triangles, at: int, count: int, held: np.ndarray) -> list[int] | None:
+    """The triangles of `held` (the source's triangles Blender holds, in order) that `t`'s `count` triangles from
+    corner `at` leave out, each other one being the next of `t`'s at the same corner positions (within
+    `TOLERANCE`); None when `t`'s are not so a subsequence of them."""
+    a = old.positions.reshape(-1, 9)
+    b = t.positions[at:at + 3 * count].reshape(-1, 9)
+    out, j = [], 0
+    for i in held:
+        if j < count and np.abs(a[i] - b[j]).max() <= TOLERANCE + 1e-6 * np.abs(a[i]).max():
+            j += 1
+        else:
+            out.append(int(i))
+    return out if j == count else None
+
+
+def _corners(triangles: np.ndarray) -> np.ndarray:
+    return (3 * np.asarray(triangles, np.int64)[:, None] + np.arange(3)).reshape(-1)
+
+
+def _padded(a: np.ndarray, width: int, ids: bool) -> np.ndarray:
+    """Link columns `a` (C, K) padded to `width` (-1 ids, 0 weights)."""
+    a = a.reshape(len(a), -1)
+    if a.shape[1] == width:
+        return a
+    out = np.full((len(a), width), -1 if ids else 0, np.int64 if ids else np.float64)
+    out[:, :a.shape[1]] = a
+    return out
+
+
+def as_source_nodes(made: smd.SmdFile, source: bytes | None, extra: dict[str, tuple] | None = None) -> bool:
+    """An edited animation written with the source's nodes (ids, parents, order; names as Blender has them now)
+    when `made` (every bone of the armature) says the same of them: the source names part of the rig
+    (HammerAddons' Black Mesa chargers: 10 of 11 nodes) and each bone only `made` has keeps one value
+    throughout; a node the armature lacks (the file's tracks that matched no bone, kept on the action) takes its
+    rows from `extra` (name → positions and rotations per frame); a bone renamed in Blender is the source node
+    whose rows it holds (`_renamed`). True when `made` was changed so; else it is left as it was."""
+    try:
+        old = smd.read(source) if source else None
+    except (FormatError, ValueError):
+        return False
+    if old is None or old.triangles is not None or old.vertex_animation or not made.skeleton:
+        return False
+    extra = extra or {}
+    if [(n.id, n.name, n.parent) for n in old.nodes] == [(n.id, n.name, n.parent) for n in made.nodes]:
+        return False
+    rows = [{int(b): k for k, b in enumerate(fr.bones)} for fr in made.skeleton]
+    mine = {n.name: n for n in made.nodes}
+    alias = _renamed(old, made, rows, set(mine) | set(extra))
+    if alias is None:
+        return False
+    mine.update({was: made_node for was, made_node in alias.items()})
+    new_name = {was: n.name for was, n in alias.items()}
+    name_of = {n.id: n.name for n in made.nodes}
+    old_name = {n.id: new_name.get(n.name, n.name) for n in old.nodes}
+    for n in old.nodes:
+        if n.name in mine:
+            if name_of.get(mine[n.name].parent) != old_name.get(n.parent):
+                return False
+        elif n.name not in extra or len(extra[n.name][0]) != len(made.skeleton):
+            return False
+    taken = {mine[n.name].id for n in old.nodes if n.name in mine}
+    for n in made.nodes:
+        if n.id not in taken and not _still(made, rows, n.id):
+            return False  # the action moves a bone the file does not name: every bone is written
+    frames = []
+    for f, (fr, r) in enumerate(zip(made.skeleton, rows)):
+        pos, rot = [], []
+        for n in old.nodes:
+            if n.name in mine:
+                if mine[n.name].id not in r:
+                    return False
+                k = r[mine[n.name].id]
+                pos.append(fr.positions[k])
+                rot.append(fr.rotations[k])
+            else:
+                pos.append(np.asarray(extra[n.name][0][f], np.float64))
+                rot.append(np.asarray(extra[n.name][1][f], np.float64))
+        frames.append(smd.Frame(fr.time, np.array([n.id for n in old.nodes], np.int64), np.array(pos).reshape(-1, 3),
+                                np.array(rot).reshape(-1, 3), fr.comment))
+    made.nodes = [smd.Node(n.id, old_name[n.id], n.parent) for n in old.nodes]
+    made.skeleton = frames
+    return True
+
+
+def _still(made: smd.SmdFile, rows: list[dict], bone: int) -> bool:
+    """Whether `bone` has a row in every frame of `made`, each the first one's."""
+    if any(bone not in r for r in rows):
+        return False
+    first, k0 = made.skeleton[0], rows[0][bone]
+    return all(_same_rows(first.positions[k0], first.rotations[k0], fr.positions[r[bone]], fr.rotations[r[bone]])
+               for fr, r in zip(made.skeleton, rows))
+
+
+def _renamed(old: smd.SmdFile, made: smd.SmdFile, rows: list[dict], known: set[str]) -> dict | None:
+    """source node name → `made`'s node, for each source node whose name `made` lacks (`known`: the names it
+    has, bones and kept tracks): the one bone of `made` the source does not name whose rows are that node's in
+    every frame (a bone renamed in Blender); None when a source node has no such bone or several."""
+    missing = [n for n in old.nodes if n.name not in known]
+    if not missing:
+        return {}
+    if len(old.skeleton) != len(made.skeleton):
+        return None
+    names = {n.name for n in old.nodes}
+    spare = [n for n in made.nodes if n.name not in names]
+    at_old = [{int(b): k for k, b in enumerate(fr.bones)} for fr in old.skeleton]
+    out = {}
+    for n in missing:
+        found = [m for m in spare if all(
+            n.id in a and m.id in r and _same_rows(fo.positions[a[n.id]], fo.rotations[a[n.id]],
+                                                   fm.positions[r[m.id]], fm.rotations[r[m.id]])
+            for fo, a, fm, r in zip(old.skeleton, at_old, made.skeleton, rows))]
+        if len(found) != 1:
+            return None
+        out[n.name] = found[0]
+        spare.remove(found[0])
+    return out
