@@ -12,7 +12,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
-from skinbridge.blender import ops_common  # noqa: E402
+from skinbridge.blender import compat, ops_common  # noqa: E402
 from skinbridge.io_smd.dmx import blender_io as blender_dmx  # noqa: E402
 from skinbridge.io_smd.dmx import dmx, kv2  # noqa: E402
 
@@ -218,7 +218,11 @@ def test_a_key_deleted_from_one_component_is_warned_about(clean_scene, tmp_path)
     motion keeps its key (x as Blender's curve gives it), and the export says so, naming the bone."""
     name, model = MOTIONS[1]
     source = _motion(name, model)
-    edit_kinds.apply("key-delete")  # the middle key of Bone's location x
+    (arm,) = [o for o in bpy.data.objects if o.type == "ARMATURE"]
+    curves = compat.channelbag_for_slot(arm.animation_data.action, arm.animation_data.action_slot).fcurves
+    fc = curves.find('pose.bones["Bone"].location', index=0)
+    fc.keyframe_points.remove(fc.keyframe_points[len(fc.keyframe_points) // 2])  # the middle key of x only
+    fc.update()
     written, warnings = _export_motion_checked(tmp_path)
     assert any("bone 'Bone': its location is keyed in some of its components only" in w for w in warnings)
     assert written == source
