@@ -1153,6 +1153,27 @@ def read_action(context, arm_ob, act, slot=None, step_tracks: bool = True, fill_
     return anim, warnings
 
 
+def kept_track_counts(arm_ob, act) -> tuple[int, int]:
+    """(tracks whose file keys the action keeps, those of them whose F-curves and rest still hold what the import
+    made: the export writes their file keys back), by the test `_use_kept_keys` makes."""
+    tracks = kept_keys(act).get("tracks") or {}
+    if not tracks:
+        return 0, 0
+    slot = slot_for(arm_ob, act)
+    by_bone: dict[str, list] = {}
+    for cb in _channelbags(act):
+        if slot is None or cb.slot == slot:
+            for bone, fcs in _bone_fcurves(cb).items():
+                by_bone.setdefault(bone, []).extend(fcs)
+    unchanged = 0
+    for bone, data in tracks.items():
+        if not isinstance(data, dict) or _curves_fingerprint(by_bone.get(bone, [])) != data.get("fingerprint"):
+            continue
+        unchanged += "rest" not in data or bone not in arm_ob.data.bones or same_rest(data["rest"],
+                                                                                       local_rest(arm_ob, bone))
+    return len(tracks), unchanged
+
+
 def _use_kept_keys(act, slot, kept: dict, tracks: dict[str, cm.Track], baked: set[str], order: list[str],
                    shift: float, fill_of, arm_ob=None) -> list[str]:
     """Put the file's keys back for the bones whose F-curves still hold what import made of them, add the

@@ -112,16 +112,8 @@ def _bind_counts(arm) -> tuple[int, int]:
 
 
 def _track_counts(arm, actions) -> tuple[int, int]:
-    kept = unchanged = 0
-    for act in actions:
-        tracks = bact.kept_keys(act).get("tracks", {})
-        if not tracks:
-            continue
-        now = bact.curve_fingerprints(arm, act)
-        for bone, data in tracks.items():
-            kept += 1
-            unchanged += now.get(bone, bact.NO_CURVES) == data.get("fingerprint")
-    return kept, unchanged
+    counts = [bact.kept_track_counts(arm, act) for act in actions]
+    return sum(c[0] for c in counts), sum(c[1] for c in counts)
 
 
 def _armature_facts(facts: ModelFacts, arm) -> list[tuple[str, object]]:

@@ -14,6 +14,7 @@ from skinbridge import formats  # noqa: E402  (after the bpy check: these module
 from skinbridge.app import operators, sidebar  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
 from skinbridge.app.target_check import TargetCheck, check_target  # noqa: E402
+from skinbridge.blender import action as bact  # noqa: E402
 from skinbridge.blender import compat  # noqa: E402
 from skinbridge.blender import model_facts as mf  # noqa: E402
 from skinbridge.blender.ops_common import LAST_OUTCOME  # noqa: E402
@@ -69,6 +70,25 @@ def test_the_facts_of_luka_are_the_counts_of_its_file(clean_scene, testdata):
     arm.location.x += 1.0  # a moved armature no longer holds the file's binds: export writes Blender's
     bpy.context.view_layer.update()
     assert mf.model_facts(*mf.active_model(bpy.context)).binds_unchanged == 0
+
+
+def test_the_kept_keys_fact_counts_the_tracks_the_export_writes_back(clean_scene, testdata):
+    """Right after importing BST's walkn every track holds the file's keys (the export writes them back); a key
+    moved on one bone leaves one track fewer (the count compared two kinds of fingerprint: it said 0 unchanged)."""
+    import_file(testdata / "dmx" / "bst_walkn.dmx.gz")
+    arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    act = arm.animation_data.action
+    curves = compat.channelbag_for_slot(act, arm.animation_data.action_slot).fcurves
+    keyed = {re.match(r'pose\.bones\["(.*)"\]', fc.data_path).group(1) for fc in curves}
+    kept = set(bact.kept_keys(act)["tracks"])  # the tracks whose keys curves cannot give exactly (149 of 154)
+    tracks = len(kept)
+    assert 0 < tracks and kept <= keyed
+    facts = mf.model_facts(*mf.active_model(bpy.context))
+    assert (facts.tracks_kept, facts.tracks_unchanged) == (tracks, tracks)
+    fc = next(fc for fc in curves if fc.data_path.startswith(f'pose.bones["{sorted(kept)[0]}"]'))
+    fc.keyframe_points[len(fc.keyframe_points) // 2].co.y += 0.1
+    assert mf.model_facts(*mf.active_model(bpy.context)).tracks_unchanged == tracks - 1
+    assert f"Kept keys: {tracks - 1} of {tracks} tracks unchanged" in drawn(bpy.context)
 
 
 def test_the_panels_draw_for_a_mesh_and_for_nothing(clean_scene):
