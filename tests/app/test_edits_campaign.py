@@ -1,7 +1,8 @@
 """The edit campaign (issue 46, "What it must show" 1): `bench/edits` on the shared samples, one file per edit
 kind and family, classifies every case, and the Urho3D cases are what we expect today (only the edit, refused
 with a reason, or n/a; a case may only get better). The other families' classes are their issues' baseline
-(docs/testing.md §6): here they must only be classified, never a failure of the bench itself.
+(docs/testing.md §6): here they must only be classified, never a failure of the bench itself; MMD, NWN2 (issue
+46) and Source (issue 47) change only the edit.
 
 Wallpaper Engine's cases are a project our writer builds around the shared goose puppet (`convert --to
 weproject`): its `project.json` (the whole project, compared file by file), its puppet and its texture.
@@ -29,6 +30,8 @@ SAMPLES = ["urho3d/Box.mdl", "urho3d/Ninja.mdl", "urho3d/Ninja_Idle1.ani", "pmx/
            "pmx/mlibgo_shagamu.vmd", "mdb/ovr_P_EEF_DMCB_Helm05.MDB",
            "gr2/ovr_P_HEF_skel83.GR2", "smd/bst_Cube_Armature_ref.smd", "smd/bst_ActionFilter_X_Axis_anim.smd",
            "dmx/bst_Cube_NoArmature.dmx", "dmx/bst_ActionFilter_X_Axis.dmx"] if FULL else ["urho3d/Box.mdl"]
+# files Blender Source Tools wrote (../shared/interop): keyvalues2 DMX and an SMD with vertex animation
+INTEROP_SAMPLES = ["bst_written/Cube_Armature_kv2.dmx", "bst_written/Dice.smd"] if FULL else []
 EDITS = None if FULL else "move-vertex"
 PUPPET = "wepuppet/blacryu_goose_t_puppet.mdl"  # the project's subject (default leg)
 PROJECT_FILES = ("project.json", "models/blacryu_goose_t_puppet.mdl", "materials/blacryu_goose_t.tex")
@@ -48,12 +51,16 @@ BENCH_FAULTS = ("bench:", "edit failed")
 
 
 @pytest.fixture(scope="module")
-def campaign(testdata, tmp_path_factory) -> dict:
+def campaign(testdata, interop, tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("edits")
     for name in SAMPLES:  # each family in a folder of its own, as in ../shared/testdata (a motion finds its model)
         target = folder / name
         target.parent.mkdir(exist_ok=True)
         target.symlink_to(testdata / name)
+    for name in INTEROP_SAMPLES:
+        target = folder / "interop" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.symlink_to(interop / name)
     if FULL:  # a Wallpaper Engine project made by our writer around the goose puppet
         made = subprocess.run([sys.executable, str(ROOT / "cli.py"), "convert", str(testdata / PUPPET), "--to",
                                "weproject", "-o", str(folder / "weproject")], capture_output=True, text=True,
@@ -71,7 +78,7 @@ def campaign(testdata, tmp_path_factory) -> dict:
 
 def test_every_case_is_classified(campaign):
     cases = campaign["cases"]
-    assert len({c["file"] for c in cases}) == len(SAMPLES) + (len(PROJECT_FILES) if FULL else 0)
+    assert len({c["file"] for c in cases}) == len(SAMPLES) + len(INTEROP_SAMPLES) + (len(PROJECT_FILES) if FULL else 0)
     faults = [c for c in cases if str(c.get("why", "")).startswith(BENCH_FAULTS)]
     assert not faults, [(c["file"], c["edit"], c["why"]) for c in faults]
     refused = [c for c in cases if c["class"] == REFUSED and not c.get("why")]
@@ -119,3 +126,17 @@ def test_mmd_and_nwn2_edits_change_only_the_edit(campaign):
     wrong = [(pathlib.Path(c["file"]).name, c["edit"], c["class"], c.get("why")) for c in got
              if c["class"] in ("lost", OTHER)]
     assert not wrong, wrong
+
+
+def test_source_edits_change_only_the_edit(campaign):
+    """Issue 47: no "lost" and no "something else changed" for SMD and DMX, on the shared samples and on files
+    Blender Source Tools wrote (binary and keyvalues2 DMX, SMD): only the edit, a refusal or a warning naming what
+    the file cannot hold (a shape key goes to the VTA beside an SMD), or n/a."""
+    got = [c for c in campaign["cases"] if c["family"] == "io_smd"]
+    assert len(got) == ((4 + len(INTEROP_SAMPLES)) * 14 if FULL else 0)
+    wrong = [(pathlib.Path(c["file"]).name, c["edit"], c["class"], c.get("why")) for c in got
+             if c["class"] in ("lost", OTHER)]
+    assert not wrong, wrong
+    if FULL:  # the edits that apply to a model do apply to BST's files
+        assert {c["edit"] for c in got if c["class"] == ONLY and "interop" in c["file"]} >= {
+            "unchanged", "move-vertex", "move-bone-rest", "rename-bone", "delete-faces", "add-mesh"}
