@@ -8,8 +8,8 @@ from ..core.formatspec import FormatSpec, Option
 from .gr2 import MAGIC as GR2_MAGIC
 
 # The parts of this package, bottom first: a part imports only the parts before it (an MDB binds its GR2
-# skeleton: mdb uses gr2); modules directly in the package (ops) use both.
-PARTS = ("gr2", "mdb")
+# skeleton: mdb uses gr2; both read archives); modules directly in the package (ops) use both.
+PARTS = ("archive", "gr2", "mdb")
 
 OPTIONS = (
     Option("skeleton", str, None, metavar="NAME",

@@ -26,6 +26,7 @@ import numpy as np
 from ...core import model as cm
 from ...core.errors import FormatError
 from ...core.fileio import read_bytes
+from ..archive import archive
 from . import MAGIC, convert, gr2, skeleton
 
 GR2_EXTENSION = ".gr2"
@@ -38,13 +39,18 @@ MAX_SEARCHED_BYTES = 64 << 20
 
 
 def search_folders(mdb_path: str, skeleton_path: str | Sequence[str] | None) -> list[str]:
-    """The MDB's own folder, then the user's (an `os.pathsep`-separated string or a list), without repeats."""
+    """The MDB's own folder (the archive, when it was read from one: `pack.hak:head.mdb`), then the user's (an
+    `os.pathsep`-separated string or a list; a folder or an archive), without repeats."""
     given = skeleton_path.split(os.pathsep) if isinstance(skeleton_path, str) else list(skeleton_path or ())
-    folders = [os.path.dirname(os.path.abspath(mdb_path))] + [os.path.abspath(f) for f in given if f]
+    inside = archive.split_member(str(mdb_path))
+    own = os.path.abspath(inside[0]) if inside else os.path.dirname(os.path.abspath(mdb_path))
+    folders = [own] + [os.path.abspath(f) for f in given if f]
     return list(dict.fromkeys(folders))
 
 
 def _gr2_files(folder: str) -> list[str]:
+    if archive.is_archive(folder) and os.path.isfile(folder):
+        return [folder]  # the archive itself: its members are listed by `_candidates`
     try:
         names = sorted(os.listdir(folder))
     except OSError:
@@ -53,8 +59,26 @@ def _gr2_files(folder: str) -> list[str]:
             if n.lower().endswith(GR2_EXTENSION) and os.path.isfile(os.path.join(folder, n))]
 
 
-def _skeletons_of(path: str) -> list[skeleton.Gr2Skeleton]:
-    data = read_bytes(path, MAX_SEARCHED_BYTES)
+def _candidates(folder: str, warnings: list[str] | None):
+    """(label, read) of every `.gr2` a search folder holds: the files of a folder, or the members of an archive
+    (`pack.hak:name.gr2`; docs/nwn2.md §5.6), each read when the search reaches it."""
+    for path in _gr2_files(folder):
+        if path != folder:
+            yield path, lambda p=path: read_bytes(p, MAX_SEARCHED_BYTES)
+            continue
+        try:
+            pack = archive.Archive(path)
+        except (FormatError, OSError) as e:
+            if warnings is not None:
+                warnings.append(f"{path}: archive not read while looking for a skeleton ({e})")
+            return
+        for name in pack.names():
+            if name.lower().endswith(GR2_EXTENSION):
+                yield f"{path}:{name}", lambda n=name: pack.read(n)
+
+
+def _skeletons_of(read) -> list[skeleton.Gr2Skeleton]:
+    data = read()
     if not data.startswith(MAGIC):
         return []  # a file named .gr2 that is no Granny file holds no skeleton
     return skeleton.skeletons(gr2.read(data))
@@ -66,9 +90,9 @@ def find_skeleton(name: str, folders: Iterable[str], warnings: list[str] | None 
     A file that does not read is passed over (with a warning naming it): it may be an unrelated animation."""
     wanted = name.lower()
     for folder in folders:
-        for path in _gr2_files(folder):
+        for path, read in _candidates(folder, warnings):
             try:
-                found = _skeletons_of(path)
+                found = _skeletons_of(read)
             except (FormatError, OSError) as e:
                 if warnings is not None:
                     warnings.append(f"{path}: not read while looking for skeleton {name} ({e})")
