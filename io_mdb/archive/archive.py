@@ -1,4 +1,4 @@
-"""NWN2's archives read as folders (docs/nwn2.md §5.6 "Archives"): the game's `Data/*.zip` and the ERF-family packs
+"""NWN2's archives read as folders (docs/nwn2.md §5.8 "Archives"): the game's `Data/*.zip` and the ERF-family packs
 of modules (`.hak`, `.erf`, `.mod`), so a part's skeleton is found, and a part read, without unpacking anything.
 
 ERF: a 160-byte header (file type `HAK `/`ERF `/`MOD `/`SAV `, version `V1.0` or `V1.1`, counts and the offsets of
@@ -276,3 +276,23 @@ def read_member(spec: str) -> tuple[Archive, bytes]:
         raise FormatError(f"{spec} names no archive member (write pack.hak:member.mdb)", None, "path")
     archive = Archive(split[0])
     return archive, archive.read(split[1])
+
+
+def member_of(path: str) -> tuple[str, str] | None:
+    """(archive, member) when `path` names an archive member ("pack.hak:head.mdb") and no file has that name."""
+    split = split_member(str(path))
+    return None if split is None or os.path.lexists(str(path)) else split
+
+
+def read_input(path: str, limit: int | None = None) -> bytes:
+    """The bytes of an input given as a path or as an archive member (`member_of`): one read of the archive, one
+    unpacking of the member."""
+    if member_of(path) is None:
+        return read_bytes(path) if limit is None else read_bytes(path, limit)
+    return read_member(str(path))[1]
+
+
+def member_names(path: str, extensions: tuple[str, ...] = (".mdb", ".gr2")) -> list[str]:
+    """The members of the archive at `path` whose names end in one of `extensions` (case ignored), in name order:
+    what File › Import lists after an archive is chosen."""
+    return [n for n in Archive(path).names() if n.lower().endswith(extensions)]

@@ -5,7 +5,9 @@ A SKIN packet names the skeleton inside a GR2 file, not the file (the four publi
 `P_H?F_skel83.GR2` all hold `P_HHF_skel`), so the lookup reads the `.gr2` files beside the MDB first, then those
 of the folders the user lists (`--skeleton-path DIR`; in Blender the import operator's Skeleton Path followed by
 the folders of the add-on's preferences), and takes the first, in name order, whose skeleton has that name
-(compared without case, as the game's resource names are).
+(compared without case, as the game's resource names are). A listed "folder" may be an archive (the game's
+`Data/*.zip`, a `.hak`, `.erf` or `.mod` pack: docs/nwn2.md §5.8), searched through its `.gr2` members; an MDB
+read from a pack (`heads.hak:head.mdb`) searches its own pack first, as a loose one its folder.
 
 Every candidate is read through the guarded reader of inputs (`core.fileio.read_bytes`: regular files only, at
 most `MAX_SEARCHED_BYTES`) and decoded under the GR2 reading budget; one that is refused (too large, a
@@ -42,7 +44,7 @@ def search_folders(mdb_path: str, skeleton_path: str | Sequence[str] | None) -> 
     """The MDB's own folder (the archive, when it was read from one: `pack.hak:head.mdb`), then the user's (an
     `os.pathsep`-separated string or a list; a folder or an archive), without repeats."""
     given = skeleton_path.split(os.pathsep) if isinstance(skeleton_path, str) else list(skeleton_path or ())
-    inside = archive.split_member(str(mdb_path))
+    inside = archive.member_of(str(mdb_path))
     own = os.path.abspath(inside[0]) if inside else os.path.dirname(os.path.abspath(mdb_path))
     folders = [own] + [os.path.abspath(f) for f in given if f]
     return list(dict.fromkeys(folders))
@@ -61,7 +63,7 @@ def _gr2_files(folder: str) -> list[str]:
 
 def _candidates(folder: str, warnings: list[str] | None):
     """(label, read) of every `.gr2` a search folder holds: the files of a folder, or the members of an archive
-    (`pack.hak:name.gr2`; docs/nwn2.md §5.6), each read when the search reaches it."""
+    (`pack.hak:name.gr2`; docs/nwn2.md §5.8), each read when the search reaches it."""
     for path in _gr2_files(folder):
         if path != folder:
             yield path, lambda p=path: read_bytes(p, MAX_SEARCHED_BYTES)

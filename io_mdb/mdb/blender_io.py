@@ -34,7 +34,8 @@ from ...blender import scene as bscene
 from ...core import model as cm
 from ...core.errors import ExportError
 from ...core.skinning import merge_repeated_bones
-from ...core.fileio import output_path, read_bytes, write_atomic
+from ...core.fileio import output_path, write_atomic
+from ..archive import archive
 from ..gr2 import bind
 from ..gr2 import blender_io as gr2_blender
 from ..gr2.bind import SKELETON_PROP
@@ -388,9 +389,10 @@ def import_mdb(context, path: str, armature=None, skeleton_path=None) -> bscene.
     Without one, the GR2 skeleton the SKIN packets name, beside the file or in `skeleton_path` (gr2/bind.py),
     becomes a new armature the SKIN meshes are parented to."""
     arm_ob = _armature(armature)
-    data = read_bytes(path)
+    data = archive.read_input(path)  # a file, or a member of a pack ("heads.hak:P_HEF_head83.mdb")
     m = mdb.read(data)
-    stem = os.path.splitext(os.path.basename(path))[0]
+    inside = archive.member_of(path)
+    stem = os.path.splitext(os.path.basename(inside[1] if inside else path))[0]
     skeleton, skeleton_file, found = None, None, []
     if arm_ob is None:
         skeleton, skeleton_file, found = bind.bind(convert.skin_skeleton_names(m), path, skeleton_path)
@@ -398,7 +400,8 @@ def import_mdb(context, path: str, armature=None, skeleton_path=None) -> bscene.
     scene, warnings = convert.to_scene(m, stem, names, skeleton)  # every check before the first datablock
     result = bscene.ImportResult(warnings=list(m.warnings) + found + list(warnings))
     followed = _followed_bones(scene, skeleton.names if skeleton is not None else names)
-    base_dir = os.path.dirname(os.path.abspath(path))
+    # a packed part: named after its member (above), its textures looked for beside the pack
+    base_dir = os.path.dirname(os.path.abspath(inside[0] if inside else path))
     created: list = []
     if context.mode != "OBJECT" and context.view_layer.objects.active is not None:
         bpy.ops.object.mode_set(mode="OBJECT")
@@ -413,7 +416,7 @@ def import_mdb(context, path: str, armature=None, skeleton_path=None) -> bscene.
         coll[PROP] = json.dumps({k: v for k, v in scene.extras["mdb"].items() if k != "points"} | {"raw": raw})
         if skeleton is not None:
             arm_ob = barmature.build_armature(context, skeleton, skeleton.name, coll, created)
-            gr2_blender.keep_source(arm_ob, read_bytes(skeleton_file), skeleton.name)
+            gr2_blender.keep_source(arm_ob, archive.read_input(skeleton_file), skeleton.name)
             result.objects.append(arm_ob)
         lods = None
         meshes = iter(scene.meshes)

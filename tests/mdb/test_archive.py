@@ -1,4 +1,4 @@
-"""NWN2 archives as folders (issue 50 item 1; docs/nwn2.md §5.6): ERF packs written by our writer and by an
+"""NWN2 archives as folders (issue 50 item 1; docs/nwn2.md §5.8): ERF packs written by our writer and by an
 independent packer here (from BioWare's public ERF description, V1.0 with 16-byte names, and NWN2's V1.1 with
 32-byte names as xoreos' erffile.cpp reads them), ZIPs written by Python's zipfile; the shared head inside a pack
 finding its skeleton inside another pack and binding as the loose files do; hostile archives refused in one line."""
