@@ -79,28 +79,33 @@ def _candidates(folder: str, warnings: list[str] | None):
                 yield f"{path}:{name}", lambda n=name: pack.read(n)
 
 
-def _skeletons_of(read) -> list[skeleton.Gr2Skeleton]:
+def _skeletons_of(read) -> tuple[bytes, gr2.Gr2File | None, list[skeleton.Gr2Skeleton]]:
     data = read()
     if not data.startswith(MAGIC):
-        return []  # a file named .gr2 that is no Granny file holds no skeleton
-    return skeleton.skeletons(gr2.read(data))
+        return data, None, []  # a file named .gr2 that is no Granny file holds no skeleton
+    f = gr2.read(data)
+    return data, f, skeleton.skeletons(f)
 
 
-def find_skeleton(name: str, folders: Iterable[str], warnings: list[str] | None = None
-                  ) -> tuple[str, skeleton.Gr2Skeleton] | None:
+def find_skeleton(name: str, folders: Iterable[str], warnings: list[str] | None = None,
+                  source: dict | None = None) -> tuple[str, skeleton.Gr2Skeleton] | None:
     """(file, skeleton) of the first `.gr2` in `folders` holding a skeleton called `name`; None when none does.
-    A file that does not read is passed over (with a warning naming it): it may be an unrelated animation."""
+    A file that does not read is passed over (with a warning naming it): it may be an unrelated animation.
+    `source`, when given, receives the found file's bytes (`data`) and reading (`file`), so that a caller that
+    keeps the file (an MDB import) reads and decompresses it once."""
     wanted = name.lower()
     for folder in folders:
         for path, read in _candidates(folder, warnings):
             try:
-                found = _skeletons_of(read)
+                data, f, found = _skeletons_of(read)
             except (FormatError, OSError) as e:
                 if warnings is not None:
                     warnings.append(f"{path}: not read while looking for skeleton {name} ({e})")
                 continue
             for s in found:
                 if s.name.lower() == wanted:
+                    if source is not None:
+                        source.update(data=data, file=f)
                     return path, s
     return None
 
@@ -123,17 +128,18 @@ def point_bone(point_name: str, names: Sequence[str], meshes: Iterable[cm.Mesh])
     return int(np.argmax(total)) if total.any() else None
 
 
-def bind(names: Sequence[str], mdb_path: str, skeleton_path: str | Sequence[str] | None = None
-         ) -> tuple[cm.Skeleton | None, str | None, list[str]]:
+def bind(names: Sequence[str], mdb_path: str, skeleton_path: str | Sequence[str] | None = None,
+         source: dict | None = None) -> tuple[cm.Skeleton | None, str | None, list[str]]:
     """(core skeleton, GR2 file, warnings) of the skeleton an MDB's SKIN packets name (`names`, in packet order);
-    (None, None, warnings) when they name none or the skeleton is in none of the folders."""
+    (None, None, warnings) when they name none or the skeleton is in none of the folders. `source`: as
+    `find_skeleton`'s."""
     warnings: list[str] = []
     if not names:
         return None, None, warnings
     if len(names) > 1:
         warnings.append(f"SKIN packets name {len(names)} skeletons ({', '.join(names)}): bound to {names[0]}")
     folders = search_folders(mdb_path, skeleton_path)
-    found = find_skeleton(names[0], folders, warnings)
+    found = find_skeleton(names[0], folders, warnings, source)
     if found is None:  # the mapping's warning about SKIN packets without a skeleton says it once
         return None, None, warnings
     path, skel = found

@@ -38,6 +38,7 @@ from ...core.fileio import output_path, write_atomic
 from ..archive import archive
 from ..gr2 import bind
 from ..gr2 import blender_io as gr2_blender
+from ..gr2 import export as gr2_export
 from ..gr2.bind import SKELETON_PROP
 from . import bones as mdb_bones
 from . import check as mdb_check
@@ -393,9 +394,9 @@ def import_mdb(context, path: str, armature=None, skeleton_path=None) -> bscene.
     m = mdb.read(data)
     inside = archive.member_of(path)
     stem = os.path.splitext(os.path.basename(inside[1] if inside else path))[0]
-    skeleton, skeleton_file, found = None, None, []
-    if arm_ob is None:
-        skeleton, skeleton_file, found = bind.bind(convert.skin_skeleton_names(m), path, skeleton_path)
+    skeleton, skeleton_file, found, source = None, None, [], {}
+    if arm_ob is None:  # the skeleton's file read and decompressed once, for the bones and for keep_source
+        skeleton, skeleton_file, found = bind.bind(convert.skin_skeleton_names(m), path, skeleton_path, source)
     names = [b.name for b in arm_ob.data.bones] if arm_ob is not None else None
     scene, warnings = convert.to_scene(m, stem, names, skeleton)  # every check before the first datablock
     result = bscene.ImportResult(warnings=list(m.warnings) + found + list(warnings))
@@ -416,7 +417,7 @@ def import_mdb(context, path: str, armature=None, skeleton_path=None) -> bscene.
         coll[PROP] = json.dumps({k: v for k, v in scene.extras["mdb"].items() if k != "points"} | {"raw": raw})
         if skeleton is not None:
             arm_ob = barmature.build_armature(context, skeleton, skeleton.name, coll, created)
-            gr2_blender.keep_source(arm_ob, archive.read_input(skeleton_file), skeleton.name)
+            gr2_blender.keep_source(arm_ob, source["data"], skeleton.name, gr2_export.file_header(source["file"]))
             result.objects.append(arm_ob)
         lods = None
         meshes = iter(scene.meshes)
