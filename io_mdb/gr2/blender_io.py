@@ -200,7 +200,8 @@ def export_gr2(context, outdir: str, name: str, arm_ob=None, skeleton_name: str 
         raise ExportError("no armature to export as a GR2 skeleton")
     skel = export.parents_first(barm.read_skeleton(arm_ob))
     named = [ob.get(bind.SKELETON_PROP) for ob in meshes if ob.get(bind.SKELETON_PROP)]
-    skel.name = skeleton_name or (named[0] if named else str(arm_ob.get(bind.SKELETON_PROP, "")) or arm_ob.name)
+    skel.name = skeleton_name or (named[0] if named else str(arm_ob.get(bind.SKELETON_PROP, "")) or
+                                  _built_name(arm_ob))
     write_atomic(paths[0], (keep and _kept_skeleton(arm_ob, skel)) or export.skeleton_file(skel, _header(arm_ob)))
     warnings: list[str] = []
     loose = sorted(ob.name for ob in meshes if not ob.get(bind.SKELETON_PROP))
@@ -214,6 +215,14 @@ def export_gr2(context, outdir: str, name: str, arm_ob=None, skeleton_name: str 
         write_atomic(paths[-1], (keep and _kept_animation(arm_ob, act, anim, skel))
                      or export.animation_file(anim, skel.name, skel, _header(act)))
     return paths, warnings
+
+
+def _built_name(arm_ob) -> str:
+    """The skeleton name of an armature without the property that holds it (lost through another format or a
+    script): an armature our import built is `<skeleton>_rig` holding data `<skeleton>`, so the skeleton's name
+    comes back, not the object's; any other armature gives its object name."""
+    data_name = arm_ob.data.name if arm_ob.data is not None else ""
+    return data_name if data_name and arm_ob.name == f"{data_name}_rig" else arm_ob.name
 
 
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
