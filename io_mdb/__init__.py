@@ -18,8 +18,11 @@ OPTIONS = (
     Option("limit_weights", bool, False, label="Limit and Normalise Weights",
            help="keep each vertex's 4 largest weights and renormalise them (otherwise refused)"),
     Option("skeleton_path", str, None, metavar="DIR", reading=True,
-           help="when the input is an MDB: folders (separated by the system's path separator) searched after the "
-                "MDB's own for the .gr2 holding the skeleton its SKIN packets name"),
+           help="when the input is an MDB: folders or archives (.zip, .hak, .erf, .mod; separated by the system's "
+                "path separator) searched after the MDB's own for the .gr2 holding the skeleton its SKIN packets "
+                "name"),
+    Option("hak", str, None, metavar="NAME.hak", label="Hak Pack",
+           help="also pack the .mdb written into NAME.hak beside it (an ERF V1.1 pack a module can use)"),
 )
 EXPORT_OPTIONS = tuple(o for o in OPTIONS if not o.reading)  # skeleton_path is the import's (see gr2/bind.py)
 

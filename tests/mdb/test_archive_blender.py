@@ -113,3 +113,21 @@ def test_a_gr2_import_reads_its_file_once_and_decompresses_each_section_once(cle
     gr2_blender.import_file(bpy.context, str(SKELETON), None)
     assert reads == [str(SKELETON)]
     assert len(sections) == expected  # 6 for the public skeleton (before: 3 reads, 18 decompressions)
+
+
+def test_convert_to_mdb_with_hak_writes_a_pack_of_the_mdb_in_the_output_folder(clean_scene, tmp_path):
+    from skinbridge.app import pipeline  # imports bpy: after the fixture set Blender up
+    from skinbridge.app.options import ConvertOptions  # as pipeline
+
+    out = tmp_path / "out"
+    written, _ = pipeline.convert_file(str(HEAD), str(out), "head",
+                                       ConvertOptions(target="mdb", skeleton="P_HHF_skel", hak="my_module"))
+    assert sorted(pathlib.Path(p).name for p in written) == ["head.mdb", "my_module.hak"]
+    pack = archive.Archive(str(out / "my_module.hak"))
+    assert pack.data[:8] == b"HAK V1.1" and pack.names() == ["head.mdb"]
+    assert pack.read("head.mdb") == (out / "head.mdb").read_bytes()
+    for bad in ("../evil", "sub/evil.hak", "C:evil"):
+        with pytest.raises(Exception, match="give a file name"):
+            pipeline.convert_file(str(HEAD), str(tmp_path / "bad"), "head",
+                                  ConvertOptions(target="mdb", skeleton="P_HHF_skel", hak=bad))
+    assert not (tmp_path / "evil.hak").exists() and not (tmp_path / "bad").exists()
