@@ -150,7 +150,11 @@ def write_erf(members: list[tuple[str, bytes]], kind: bytes = b"HAK ") -> bytes:
     off_res = off_keys + 40 * count
     data_at = off_res + 8 * count
     keys, table, blobs = [], [], []
+    seen: set[str] = set()
     for i, (name, blob) in enumerate(members):
+        if name.lower() in seen:  # the game's names ignore case: the reader refuses a pack holding both
+            raise ValueError(f"{name}: two members of this name (case ignored) cannot share a pack")
+        seen.add(name.lower())
         stem, ext = os.path.splitext(name)
         res_type = TYPE_OF_EXTENSION.get(ext[1:].lower())
         if res_type is None or len(stem.encode("ascii", "replace")) > 32 or not stem:

@@ -198,3 +198,5 @@ def test_our_writer_refuses_names_a_pack_cannot_hold():
     for name in ("x" * 33 + ".mdb", "head.obj", "../head.mdb", ".mdb"):
         with pytest.raises((ValueError, FormatError)):
             archive.write_erf([(name, b"")])
+    with pytest.raises(ValueError, match="two members of this name"):
+        archive.write_erf([("P_HFF_hair94.mdb", b""), ("p_HFF_hair94.MDB", b"")])  # both in nwn2-override
