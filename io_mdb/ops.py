@@ -55,11 +55,11 @@ class IMPORT_SCENE_OT_skinbridge_mdb(OptionsPopup, bpy.types.Operator, ImportHel
 
 # the members listed by the last archive chosen ({path: [names]}); Blender keeps no reference to the strings
 # an EnumProperty's items callback returns, so they live here while the popup is open
-_LISTED: dict[str, list[tuple[str, str, str]]] = {}
+LISTED: dict[str, list[tuple[str, str, str]]] = {}
 
 
 def _member_items(self, context):
-    return _LISTED.get(self.filepath) or [("", "", "")]
+    return LISTED.get(self.filepath) or [("", "", "")]
 
 
 @file_operator(archive.ARCHIVE_EXTENSIONS, several=True)
@@ -104,12 +104,12 @@ class IMPORT_SCENE_OT_skinbridge_nwn2_archive(bpy.types.Operator, ImportHelper):
                                                  f"and skeletons: name one as Member ({', '.join(names[:5])})"))
                 return {"CANCELLED"}
             if len(names) > 1:
-                _LISTED[self.filepath] = [(n, n, "") for n in names]
+                LISTED[self.filepath] = [(n, n, "") for n in names]
                 bpy.ops.import_scene.skinbridge_nwn2_archive(
                     "INVOKE_DEFAULT", filepath=self.filepath, choosing=True, skeleton_path=self.skeleton_path)
                 return {"FINISHED"}
             member = names[0]
-        _LISTED.pop(self.filepath, None)
+        LISTED.pop(self.filepath, None)
         spec = f"{self.filepath}:{member}"
         self.filepath = spec  # import_each imports `filepath` (one member, not the files the browser
         self.files.clear()  # listed) and names it in its reports

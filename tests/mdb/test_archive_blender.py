@@ -131,3 +131,19 @@ def test_convert_to_mdb_with_hak_writes_a_pack_of_the_mdb_in_the_output_folder(c
             pipeline.convert_file(str(HEAD), str(tmp_path / "bad"), "head",
                                   ConvertOptions(target="mdb", skeleton="P_HHF_skel", hak=bad))
     assert not (tmp_path / "evil.hak").exists() and not (tmp_path / "bad").exists()
+
+
+def test_the_member_chosen_in_the_list_is_imported(clean_scene, tmp_path):
+    """What the popup does after the archive is chosen (the dialog itself needs a window): the list holds the
+    archive's models and skeletons, and the one picked in it is imported."""
+    from skinbridge.io_mdb import ops  # imports bpy: after the fixture set Blender up
+
+    pack = tmp_path / "mixed.hak"
+    pack.write_bytes(archive.write_erf([("ovr_P_HEF_head83.mdb", HEAD.read_bytes()),
+                                        ("ovr_P_HEF_skel83.gr2", SKELETON.read_bytes())]))
+    ops.LISTED[str(pack)] = [(n, n, "") for n in archive.member_names(str(pack))]
+    before = set(bpy.data.objects)
+    assert bpy.ops.import_scene.skinbridge_nwn2_archive(filepath=str(pack), choosing=True,
+                                                        listed="ovr_P_HEF_skel83.gr2") == {"FINISHED"}
+    (rig,) = _new(before)
+    assert rig.type == "ARMATURE" and str(pack) not in ops.LISTED
