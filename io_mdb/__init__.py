@@ -70,6 +70,7 @@ FORMATS = (
         export_operator="export_scene.skinbridge_gr2",
         capabilities={
             "read": "io_mdb.gr2.gr2:read",
+            "write": "io_mdb.gr2.write:rewrite",  # our layout (sections uncompressed): the typed data, not the bytes
             "diff_view": "io_mdb.gr2.check:diff_view",
             "info": "io_mdb.gr2.info:info",
             "check": "io_mdb.gr2.check:check",
