@@ -145,7 +145,7 @@ def _plan(args) -> list[tuple[str, str, str]]:
     suffix = formats.targets()[args.to].folder_suffix
     plan = []
     for src in args.inputs:
-        stem = os.path.splitext(os.path.basename(src))[0]
+        stem = formats.input_stem(src)  # "pack.hak:head.mdb": head
         if len(args.inputs) > 1:
             sub = folders.take(stem)
             outdir = os.path.join(args.output, sub) if args.output else f"{sub}{suffix}"
@@ -297,7 +297,7 @@ def info_file(path: str) -> dict:
     spec = formats.identify_file(path)
     if not spec.has("info"):
         raise FormatError(f"no summary for {spec.label} files", None, "format")
-    return spec.get("info")(read_bytes(path), path)
+    return spec.get("info")(formats.read_input(path), path)
 
 
 def _each_file(paths: list[str], read, use, unreadable: int) -> int:
@@ -356,7 +356,7 @@ def cmd_check(args) -> int:
         _out(f"{path}:")
         return _check_one(path, data, lambda line: _out("  " + line))
 
-    return _each_file(args.files, read_bytes, check, 1)
+    return _each_file(args.files, formats.read_input, check, 1)
 
 
 # -- diff ---------------------------------------------------------------------------------------------------
@@ -486,7 +486,7 @@ def _render(args) -> int:
     if os.path.splitext(args.output)[1].lower() != ".png":
         print(f"error: {args.output}: render writes PNG images: give the output a .png name", file=sys.stderr)
         return 2
-    if os.path.isdir(args.file) or not os.path.exists(args.file):  # a special file: the guarded reader says why
+    if os.path.isdir(args.file) or not formats.input_exists(args.file):  # a special file: the reader says why
         what = "is a folder, not a model file" if os.path.isdir(args.file) else "no such file"
         print(f"error: {args.file}: {what}", file=sys.stderr)
         return 1

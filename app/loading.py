@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from .. import formats
 from ..core.errors import FormatError
-from ..core.fileio import read_bytes
 from ..core.model import COMPARE_KEY
 from .options import ConvertOptions
 
@@ -63,7 +62,8 @@ def _blender_scene(path: str, with_animations: bool):
 def _file_scene(path: str, with_animations: bool, motions: list[str] = (), reading: dict | None = None):
     spec = formats.identify_file(path)
     if spec.has("load"):
-        return spec.get("load")(path, read_bytes(path), with_animations, motions, **_reading_of(spec, reading))
+        return spec.get("load")(path, formats.read_input(path), with_animations, motions,
+                                **_reading_of(spec, reading))
     if spec.has("blender_import"):
         return _blender_scene(path, with_animations)
     raise FormatError(f"{spec.label} files cannot be compared", None, "format")
@@ -104,7 +104,7 @@ def compare_load(path: str, with_animations: bool = True, reading: dict | None =
     reading options given (`skeleton_path`), passed to the formats that declare them."""
     if os.path.isdir(path):
         return _folder_scene(path, with_animations, reading)
-    if not os.path.exists(path):  # a special file goes on to the guarded reader, which says why it is refused
+    if not formats.input_exists(path):  # a special file goes on to the guarded reader, which says why
         raise FileNotFoundError(f"no such file or folder: {path}")
     return _file_scene(path, with_animations, reading=reading)
 

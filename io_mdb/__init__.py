@@ -7,6 +7,10 @@ No bpy here: `import skinbridge.io_mdb.mdb.mdb` works in a Python without Blende
 from ..core.formatspec import FormatSpec, Option
 from .gr2 import MAGIC as GR2_MAGIC
 
+# An input named "pack.hak:head.mdb" (or a Data zip's member) when no file has that name: read from the archive
+# (formats.py asks every package's MEMBER_READER; docs/nwn2.md §5.8)
+MEMBER_READER = "io_mdb.archive.archive:member_input"
+
 # The parts of this package, bottom first: a part imports only the parts before it (an MDB binds its GR2
 # skeleton: mdb uses gr2; both read archives); modules directly in the package (ops) use both.
 PARTS = ("archive", "gr2", "mdb")

@@ -300,3 +300,9 @@ def member_names(path: str, extensions: tuple[str, ...] = (".mdb", ".gr2")) -> l
     """The members of the archive at `path` whose names end in one of `extensions` (case ignored), in name order:
     what File › Import lists after an archive is chosen."""
     return [n for n in Archive(path).names() if n.lower().endswith(extensions)]
+
+
+def member_input(path: str) -> bytes | None:
+    """The registry's reader of archive members (io_mdb's MEMBER_READER): the bytes of the member `path` names, or
+    None when it names none (FormatError naming the archive's fault when it does but cannot be read)."""
+    return None if member_of(path) is None else read_member(str(path))[1]
