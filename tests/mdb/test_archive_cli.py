@@ -57,3 +57,8 @@ def test_convert_a_member_names_the_output_after_it(pack, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["mine.hak", "ovr_P_HEF_head83.mdb"]
     assert (out / "ovr_P_HEF_head83.mdb").read_bytes() == HEAD.read_bytes()  # through Blender, byte for byte
     assert sorted(p.name for p in tmp_path.iterdir()) == ["heads.hak", "out"]
+    # the pack read is an input of the run: a --hak of its name beside it is refused, the pack left as it was
+    before = pack.read_bytes()
+    r = run_cli("convert", f"{pack}:ovr_P_HEF_head83.mdb", "--to", "mdb", "-o", tmp_path, "--hak", "heads")
+    assert r.returncode != 0 and f"it is the input {pack}" in r.stderr, r.stderr
+    assert pack.read_bytes() == before and not (tmp_path / "ovr_P_HEF_head83.mdb").exists()
