@@ -110,24 +110,6 @@ def find_skeleton(name: str, folders: Iterable[str], warnings: list[str] | None 
     return None
 
 
-def also_holding(name: str, path: str, warnings: list[str] | None = None) -> list[str]:
-    """The other skeleton files (names holding "skel", as the game's do) of the folder or archive of `path` that
-    hold a skeleton called `name`: the ones a first-by-name choice passed over (docs/nwn2.md §5.4)."""
-    inside = archive.member_of(path)
-    folder = inside[0] if inside else os.path.dirname(path)
-    wanted, out = name.lower(), []
-    for other, read in _candidates(folder, warnings):
-        if other == path or "skel" not in os.path.basename(other.rsplit(":", 1)[-1]).lower():
-            continue
-        try:
-            _, _, found = _skeletons_of(read)
-        except (FormatError, OSError):
-            continue  # the search named it already
-        if any(s.name.lower() == wanted for s in found):
-            out.append(other)
-    return out
-
-
 def point_bone(point_name: str, names: Sequence[str], meshes: Iterable[cm.Mesh]) -> int | None:
     """The bone a HOOK, HAIR or HELM point of a bound part follows (docs/nwn2.md §5.4): the bone of its name
     (case ignored: a hook named after an attachment bone `ap_*`), else the bone that carries the most SKIN
@@ -161,11 +143,6 @@ def bind(names: Sequence[str], mdb_path: str, skeleton_path: str | Sequence[str]
     if found is None:  # the mapping's warning about SKIN packets without a skeleton says it once
         return None, None, warnings
     path, skel = found
-    others = also_holding(names[0], path)
-    if others:  # no public source gives the game's rule: the choice is named so the user can make it
-        warnings.append(f"skeleton {names[0]} is also in {', '.join(os.path.basename(o) for o in others)}: bound to "
-                        f"{os.path.basename(path)}, the first by file name (list the folder of the one you mean "
-                        f"first in the skeleton path, or move the others away)")
     problems = skel.problems()
     if problems:
         i, field, message = problems[0]
