@@ -145,7 +145,7 @@ def _plan(args) -> list[tuple[str, str, str]]:
     suffix = formats.targets()[args.to].folder_suffix
     plan = []
     for src in args.inputs:
-        stem = os.path.splitext(os.path.basename(src))[0]
+        stem = formats.input_stem(src)  # "pack.hak:head.mdb": head
         if len(args.inputs) > 1:
             sub = folders.take(stem)
             outdir = os.path.join(args.output, sub) if args.output else f"{sub}{suffix}"
@@ -297,7 +297,7 @@ def info_file(path: str) -> dict:
     spec = formats.identify_file(path)
     if not spec.has("info"):
         raise FormatError(f"no summary for {spec.label} files", None, "format")
-    return spec.get("info")(read_bytes(path), path)
+    return spec.get("info")(formats.read_input(path), path)
 
 
 def _each_file(paths: list[str], read, use, unreadable: int) -> int:
@@ -356,7 +356,7 @@ def cmd_check(args) -> int:
         _out(f"{path}:")
         return _check_one(path, data, lambda line: _out("  " + line))
 
-    return _each_file(args.files, read_bytes, check, 1)
+    return _each_file(args.files, formats.read_input, check, 1)
 
 
 # -- diff ---------------------------------------------------------------------------------------------------
@@ -486,7 +486,7 @@ def _render(args) -> int:
     if os.path.splitext(args.output)[1].lower() != ".png":
         print(f"error: {args.output}: render writes PNG images: give the output a .png name", file=sys.stderr)
         return 2
-    if os.path.isdir(args.file) or not os.path.exists(args.file):  # a special file: the guarded reader says why
+    if os.path.isdir(args.file) or not formats.input_exists(args.file):  # a special file: the reader says why
         what = "is a folder, not a model file" if os.path.isdir(args.file) else "no such file"
         print(f"error: {args.file}: {what}", file=sys.stderr)
         return 1
@@ -520,7 +520,7 @@ def _render(args) -> int:
         compared_warnings: list[str] = []
         with output_session(outdir, inputs) as session:
             session.check(args.output)  # before the import: the model is never replaced by a picture
-            bpy, warnings, options = import_for_view(args.file)
+            bpy, warnings, options = import_for_view(args.file, _reading(args))
             if args.compare is not None:
                 from .app import rest_compare  # imports bpy: after the argument checks above
 
@@ -564,7 +564,7 @@ def cmd_compare(args) -> int:
     scenes = []
     for path in (args.a, args.b):
         try:
-            scene, warnings = compare_load(path, not args.rest)
+            scene, warnings = compare_load(path, not args.rest, _reading(args))
         except (FormatError, OSError, ValueError, RuntimeError) as e:
             where = "" if str(path) in str(e) else f"{path}: "
             print(f"error: {where}{_message(e)}", file=sys.stderr)
@@ -657,6 +657,19 @@ def _add_option(parser: argparse.ArgumentParser, option, help_text: str) -> None
     parser.add_argument(option.cli_flag, *("--" + a.replace("_", "-") for a in option.aliases), **kwargs)
 
 
+def _add_reading_options(parser: argparse.ArgumentParser) -> None:
+    """The formats' reading options (`--skeleton-path`) on a command that reads models (render, compare)."""
+    for name, (option, _) in formats.option_takers().items():
+        if option.reading:
+            _add_option(parser, option, formats.option_help(name))
+
+
+def _reading(args) -> dict:
+    """The reading options given on the command line, by name."""
+    return {o.name: getattr(args, o.name) for o, _ in formats.option_takers().values()
+            if o.reading and hasattr(args, o.name)}
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with a usage error as one line on stderr (exit 2) that points to --help."""
 
@@ -727,6 +740,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--tol", type=_number(float, 1e-9, 1.0, "a fraction of the diagonal"), default=1e-5,
                    help="with --compare: the distance drawn as the same, × the bounding-box diagonal (default 1e-5)")
     r.add_argument("-o", "--output", required=True, metavar="OUT.png")
+    _add_reading_options(r)
     r.set_defaults(func=cmd_render)
     m = sub.add_parser("compare", help="compare two models (any formats we read, or an output folder with "
                        "Animations/) through the core model; exit 1 beyond the tolerances")
@@ -739,6 +753,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="motions: position tolerance in the file's units (default 1e-4)")
     m.add_argument("--rot-tol", type=_number(float, 1e-9, 3.15, "radians"), default=1e-4,
                    help="rotation tolerance in radians (1e-9 to 3.15, default 1e-4)")
+    _add_reading_options(m)
     m.set_defaults(func=cmd_compare)
     d = sub.add_parser("demo", help="build a skinned humanoid with a walk, export it with every exporter, check")
     d.add_argument("-o", "--output", default=None,

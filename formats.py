@@ -20,6 +20,10 @@ from .core.formatspec import CAPABILITIES, DemoRow, FormatSpec, Option  # noqa: 
 
 _SPECS: dict[str, FormatSpec] = {}
 _LOADED = False
+# "module:function" of the archive readers format packages declare (`MEMBER_READER` in their __init__.py): each
+# takes an input path and gives the bytes of the archive member it names ("pack.hak:head.mdb"), or None when
+# the path names no member of its archives
+_MEMBER_READERS: list[str] = []
 
 
 def _load() -> None:
@@ -33,6 +37,8 @@ def _load() -> None:
             package = importlib.import_module(f"{__package__}.{info.name}")
             for spec in getattr(package, "FORMATS", ()):
                 register(spec)
+            if getattr(package, "MEMBER_READER", None):
+                _MEMBER_READERS.append(package.MEMBER_READER)
 
 
 def register(spec: FormatSpec) -> FormatSpec:
@@ -123,10 +129,48 @@ def identify(head: bytes, path: str = "") -> FormatSpec:
                       f"{_describe(head)})", 0, "magic")
 
 
-def identify_file(path: str | os.PathLike) -> FormatSpec:
-    """The spec of the file at `path`, reading only the bytes the sniffers need. OSError when unreadable."""
+def _member(path: str) -> bytes | None:
+    """The bytes of the archive member `path` names ("pack.hak:head.mdb", when no file has that name); None when
+    it names none."""
+    if os.path.lexists(path):
+        return None
+    _load()
+    for ref in _MEMBER_READERS:
+        module, _, attr = ref.partition(":")
+        data = getattr(importlib.import_module(f"{__package__}.{module}"), attr)(path)
+        if data is not None:
+            return data
+    return None
+
+
+def read_input(path: str | os.PathLike) -> bytes:
+    """The bytes of an input: the file at `path` (core.fileio.read_bytes), or the archive member it names."""
     path = os.fspath(path)
-    return identify(read_head(path, head_size()), path)
+    data = _member(path)
+    return read_bytes(path) if data is None else data
+
+
+def input_exists(path: str | os.PathLike) -> bool:
+    """A file is at `path`, or an archive member our formats read is named by it."""
+    path = os.fspath(path)
+    return os.path.exists(path) or _member(path) is not None
+
+
+def input_stem(path: str | os.PathLike) -> str:
+    """The name an input gives its outputs: the file's, or the member's for "pack.hak:head.mdb"."""
+    path = os.fspath(path)
+    name = os.path.basename(path)
+    if not os.path.lexists(path) and ":" in name and _member(path) is not None:
+        name = name.rsplit(":", 1)[1]
+    return os.path.splitext(name)[0]
+
+
+def identify_file(path: str | os.PathLike) -> FormatSpec:
+    """The spec of the file (or archive member) at `path`, reading only the bytes the sniffers need. OSError when
+    unreadable."""
+    path = os.fspath(path)
+    data = _member(path)
+    return identify(read_head(path, head_size()) if data is None else data[:head_size()], path)
 
 
 def file_kind(path: str | os.PathLike, spec: FormatSpec | None = None) -> str:
@@ -136,7 +180,7 @@ def file_kind(path: str | os.PathLike, spec: FormatSpec | None = None) -> str:
     if not spec.has("kind_of"):
         return spec.kind
 
-    return spec.get("kind_of")(read_bytes(path))
+    return spec.get("kind_of")(read_input(path))
 
 
 # -- the options of convert targets ---------------------------------------------------------------------------

@@ -13,19 +13,25 @@ from dataclasses import dataclass
 
 from .. import formats
 from ..core.errors import FormatError
-from ..core.fileio import read_bytes
 from ..core.model import COMPARE_KEY
 from .options import ConvertOptions
 
 
-def import_for_view(path: str):
-    """Import a model into a fresh empty scene; returns (bpy, warnings, options)."""
+def _reading_of(spec: formats.FormatSpec, reading: dict | None) -> dict:
+    """The given reading options (`--skeleton-path`) that `spec` declares: what its load and import take."""
+    names = {o.name for o in spec.options if o.reading}
+    return {k: v for k, v in (reading or {}).items() if k in names and v is not None}
+
+
+def import_for_view(path: str, reading: dict | None = None):
+    """Import a model into a fresh empty scene (with the reading options given, e.g. `skeleton_path`); returns
+    (bpy, warnings, options)."""
     import bpy  # bpy: compare of files with a codec runs without Blender, and cli sets the user folder first
 
     from . import pipeline  # imports bpy (see above)
 
     spec = pipeline.importable(path)
-    options = ConvertOptions()
+    options = ConvertOptions(**_reading_of(spec, reading))
     pipeline.reset_scene()
     warnings = spec.get("blender_import")(bpy.context, path, options)
     return bpy, warnings, options
@@ -53,10 +59,11 @@ def _blender_scene(path: str, with_animations: bool):
     return scene, warnings
 
 
-def _file_scene(path: str, with_animations: bool, motions: list[str] = ()):
+def _file_scene(path: str, with_animations: bool, motions: list[str] = (), reading: dict | None = None):
     spec = formats.identify_file(path)
     if spec.has("load"):
-        return spec.get("load")(path, read_bytes(path), with_animations, motions)
+        return spec.get("load")(path, formats.read_input(path), with_animations, motions,
+                                **_reading_of(spec, reading))
     if spec.has("blender_import"):
         return _blender_scene(path, with_animations)
     raise FormatError(f"{spec.label} files cannot be compared", None, "format")
@@ -75,7 +82,7 @@ def _identified(folder: str) -> list[tuple[str, formats.FormatSpec]]:
     return out
 
 
-def _folder_scene(folder: str, with_animations: bool):
+def _folder_scene(folder: str, with_animations: bool, reading: dict | None = None):
     """A folder of outputs: its one model file, and the motions beside it or in Animations/ mapped onto the
     model's skeleton."""
     files = _identified(folder)
@@ -89,16 +96,17 @@ def _folder_scene(folder: str, with_animations: bool):
     anim_dir = os.path.join(folder, "Animations")
     if os.path.isdir(anim_dir):
         motions += [p for p, s in _identified(anim_dir) if formats.file_kind(p, s) in ("motion", "flex")]
-    return _file_scene(models[0], with_animations, motions)
+    return _file_scene(models[0], with_animations, motions, reading)
 
 
-def compare_load(path: str, with_animations: bool = True):
-    """(core Scene, warnings) of a model file, a motion file or an output folder, for `compare`."""
+def compare_load(path: str, with_animations: bool = True, reading: dict | None = None):
+    """(core Scene, warnings) of a model file, a motion file or an output folder, for `compare`; `reading`: the
+    reading options given (`skeleton_path`), passed to the formats that declare them."""
     if os.path.isdir(path):
-        return _folder_scene(path, with_animations)
-    if not os.path.exists(path):  # a special file goes on to the guarded reader, which says why it is refused
+        return _folder_scene(path, with_animations, reading)
+    if not formats.input_exists(path):  # a special file goes on to the guarded reader, which says why
         raise FileNotFoundError(f"no such file or folder: {path}")
-    return _file_scene(path, with_animations)
+    return _file_scene(path, with_animations, reading=reading)
 
 
 # -- the Rest Position comparison ----------------------------------------------------------------------------

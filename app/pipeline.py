@@ -35,7 +35,7 @@ def importable(path: str) -> formats.FormatSpec:
     """The spec of a model file we can bring into Blender; FormatError naming the file's format otherwise."""
     if os.path.isdir(path):
         raise IsADirectoryError(f"{path} is a folder, not a model file: give a file inside it")
-    if not os.path.exists(path):
+    if not formats.input_exists(path):  # a file, or an archive member ("pack.hak:head.mdb")
         raise FileNotFoundError(f"no such file: {path}")
     spec = formats.identify_file(path)
     if not spec.has("blender_import"):

@@ -7,9 +7,13 @@ No bpy here: `import skinbridge.io_mdb.mdb.mdb` works in a Python without Blende
 from ..core.formatspec import FormatSpec, Option
 from .gr2 import MAGIC as GR2_MAGIC
 
+# An input named "pack.hak:head.mdb" (or a Data zip's member) when no file has that name: read from the archive
+# (formats.py asks every package's MEMBER_READER; docs/nwn2.md §5.8)
+MEMBER_READER = "io_mdb.archive.archive:member_input"
+
 # The parts of this package, bottom first: a part imports only the parts before it (an MDB binds its GR2
-# skeleton: mdb uses gr2); modules directly in the package (ops) use both.
-PARTS = ("gr2", "mdb")
+# skeleton: mdb uses gr2; both read archives); modules directly in the package (ops) use both.
+PARTS = ("archive", "gr2", "mdb")
 
 OPTIONS = (
     Option("skeleton", str, None, metavar="NAME",
@@ -18,8 +22,11 @@ OPTIONS = (
     Option("limit_weights", bool, False, label="Limit and Normalise Weights",
            help="keep each vertex's 4 largest weights and renormalise them (otherwise refused)"),
     Option("skeleton_path", str, None, metavar="DIR", reading=True,
-           help="when the input is an MDB: folders (separated by the system's path separator) searched after the "
-                "MDB's own for the .gr2 holding the skeleton its SKIN packets name"),
+           help="when the input is an MDB: folders or archives (.zip, .hak, .erf, .mod; separated by the system's "
+                "path separator) searched after the MDB's own for the .gr2 holding the skeleton its SKIN packets "
+                "name"),
+    Option("hak", str, None, metavar="NAME.hak", label="Hak Pack",
+           help="also pack the .mdb written into NAME.hak beside it (an ERF V1.1 pack a module can use)"),
 )
 EXPORT_OPTIONS = tuple(o for o in OPTIONS if not o.reading)  # skeleton_path is the import's (see gr2/bind.py)
 
@@ -67,6 +74,7 @@ FORMATS = (
         export_operator="export_scene.skinbridge_gr2",
         capabilities={
             "read": "io_mdb.gr2.gr2:read",
+            "write": "io_mdb.gr2.write:rewrite",  # our layout (sections uncompressed): the typed data, not the bytes
             "diff_view": "io_mdb.gr2.check:diff_view",
             "info": "io_mdb.gr2.info:info",
             "check": "io_mdb.gr2.check:check",

@@ -7,14 +7,16 @@ from __future__ import annotations
 import os
 
 import bpy
-from bpy.props import StringProperty
+from bpy.props import BoolProperty, EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..blender.ops_common import (ExportFile, OptionsPopup, file_operator, import_each, option_values,
                                   preferred_folders, registrar)
 from ..blender.selection import find_armature
 from ..blender.translations import translate
+from ..core.errors import FormatError
 from . import EXPORT_OPTIONS, FORMATS, OPTIONS
+from .archive import archive
 from .gr2 import blender_io as gr2_blender
 from .mdb import blender_io as mdb_blender
 
@@ -49,6 +51,74 @@ class IMPORT_SCENE_OT_skinbridge_mdb(OptionsPopup, bpy.types.Operator, ImportHel
         folders = [bpy.path.abspath(f) for f in self.skeleton_path.split(os.pathsep) if f.strip()]
         folders += preferred_folders(context, _SKELETON_PATH.name)
         return import_each(self, lambda path: mdb_blender.import_mdb(context, path, arm, folders))
+
+
+# the members listed by the last archive chosen ({path: [names]}); Blender keeps no reference to the strings
+# an EnumProperty's items callback returns, so they live here while the popup is open
+LISTED: dict[str, list[tuple[str, str, str]]] = {}
+
+
+def _member_items(self, context):
+    return LISTED.get(self.filepath) or [("", "", "")]
+
+
+@file_operator(archive.ARCHIVE_EXTENSIONS, several=True)
+class IMPORT_SCENE_OT_skinbridge_nwn2_archive(bpy.types.Operator, ImportHelper):
+    """Import an NWN2 model or skeleton from a hak pack, an ERF, a module or a Data zip, chosen from its members"""
+
+    bl_idname = "import_scene.skinbridge_nwn2_archive"
+    bl_label = "Import from NWN2 Archive"
+    bl_options = {"REGISTER", "UNDO"}
+    member: StringProperty(name="Member", default="", options={"SKIP_SAVE"},
+                           description="The model or skeleton inside the archive (name.mdb or name.gr2); empty: "
+                                       "chosen from the list of its members")
+    listed: EnumProperty(name="Member", items=_member_items, options={"SKIP_SAVE"},
+                         description="The .mdb and .gr2 files inside the archive")
+    choosing: BoolProperty(default=False, options={"HIDDEN", "SKIP_SAVE"})
+    skeleton_path: StringProperty(name="Skeleton Path", default="", subtype="DIR_PATH",
+                                  description=_SKELETON_PATH.help[0].upper() + _SKELETON_PATH.help[1:])
+
+    def invoke(self, context, event):
+        if self.choosing:  # the archive was chosen: the list of its members
+            return context.window_manager.invoke_props_dialog(self)
+        return super().invoke(context, event)
+
+    def draw(self, context):
+        if self.choosing:
+            self.layout.prop(self, "listed")
+        self.layout.prop(self, "skeleton_path")
+
+    def execute(self, context):
+        member = self.member or (self.listed if self.choosing else "")
+        if not member:
+            try:
+                names = archive.member_names(self.filepath)
+            except (FormatError, OSError) as e:
+                self.report({"ERROR"}, translate(f"{os.path.basename(self.filepath)}: {e}"))
+                return {"CANCELLED"}
+            if not names:
+                self.report({"ERROR"}, translate(f"{os.path.basename(self.filepath)} holds no .mdb or .gr2 file"))
+                return {"CANCELLED"}
+            if len(names) > 1 and bpy.app.background:  # no popup to choose from
+                self.report({"ERROR"}, translate(f"{os.path.basename(self.filepath)} holds {len(names)} models "
+                                                 f"and skeletons: name one as Member ({', '.join(names[:5])})"))
+                return {"CANCELLED"}
+            if len(names) > 1:
+                LISTED[self.filepath] = [(n, n, "") for n in names]
+                bpy.ops.import_scene.skinbridge_nwn2_archive(
+                    "INVOKE_DEFAULT", filepath=self.filepath, choosing=True, skeleton_path=self.skeleton_path)
+                return {"FINISHED"}
+            member = names[0]
+        LISTED.pop(self.filepath, None)
+        spec = f"{self.filepath}:{member}"
+        self.filepath = spec  # import_each imports `filepath` (one member, not the files the browser
+        self.files.clear()  # listed) and names it in its reports
+        if member.lower().endswith(".gr2"):
+            arm = find_armature(context)
+            return import_each(self, lambda path: gr2_blender.import_file(context, path, arm))
+        folders = [bpy.path.abspath(f) for f in self.skeleton_path.split(os.pathsep) if f.strip()]
+        folders += preferred_folders(context, _SKELETON_PATH.name)
+        return import_each(self, lambda path: mdb_blender.import_mdb(context, path, None, folders))
 
 
 @file_operator(_MDB.extensions, EXPORT_OPTIONS, collection=True)
@@ -111,10 +181,11 @@ class OBJECT_PT_nwn2_mdb(bpy.types.Panel):
 
 
 register, unregister = registrar(
-    (IMPORT_SCENE_OT_skinbridge_mdb, IMPORT_SCENE_OT_skinbridge_gr2, EXPORT_SCENE_OT_skinbridge_mdb,
-     EXPORT_SCENE_OT_skinbridge_gr2, OBJECT_PT_nwn2_mdb),
+    (IMPORT_SCENE_OT_skinbridge_mdb, IMPORT_SCENE_OT_skinbridge_gr2, IMPORT_SCENE_OT_skinbridge_nwn2_archive,
+     EXPORT_SCENE_OT_skinbridge_mdb, EXPORT_SCENE_OT_skinbridge_gr2, OBJECT_PT_nwn2_mdb),
     imports=[(IMPORT_SCENE_OT_skinbridge_mdb, "Neverwinter Nights 2 model (.mdb)"),
-             (IMPORT_SCENE_OT_skinbridge_gr2, "Granny 2 skeleton or animation (NWN2) (.gr2)")],
+             (IMPORT_SCENE_OT_skinbridge_gr2, "Granny 2 skeleton or animation (NWN2) (.gr2)"),
+             (IMPORT_SCENE_OT_skinbridge_nwn2_archive, "NWN2 model or skeleton from an archive (.hak, .zip)")],
     exports=[(EXPORT_SCENE_OT_skinbridge_mdb, "Neverwinter Nights 2 model (.mdb)"),
              (EXPORT_SCENE_OT_skinbridge_gr2, "NWN2 GR2 skeleton and animations (.gr2)")],
     aliases={"import_scene.nwn2_mdb": IMPORT_SCENE_OT_skinbridge_mdb,  # the ids of earlier versions

@@ -21,8 +21,9 @@ from ...blender import compat
 from ...blender import armature as barm
 from ...blender import scene as bscene
 from ...core.errors import ExportError, FormatError
-from ...core.fileio import makedirs, output_path, read_bytes, write_atomic
+from ...core.fileio import makedirs, output_path, write_atomic
 from ...core.naming import NameAllocator
+from ..archive import archive
 from . import animation, bind, convert, export, gr2, skeleton
 
 HEADER_PROP = "nwn2_gr2_header"  # on an armature or action made from a GR2 file: its ArtToolInfo, ExporterInfo and
@@ -137,13 +138,21 @@ def _header(idblock) -> dict | None:
         return None
 
 
-def import_gr2_animations(context, path: str, arm_ob, assign: bool = True) -> tuple[list, list[str]]:
-    """(actions, warnings) of the file's animations on `arm_ob`. ExportError when no track group names a bone
-    of the armature."""
+def _stem(path: str) -> str:
+    inside = archive.member_of(path)  # "pack.hak:P_HHF_skel.gr2": named after its member
+    return os.path.splitext(os.path.basename(inside[1] if inside else path))[0]
+
+
+def import_gr2_animations(context, path: str, arm_ob, assign: bool = True, data: bytes | None = None,
+                          f: gr2.Gr2File | None = None) -> tuple[list, list[str]]:
+    """(actions, warnings) of the file's animations on `arm_ob` (the file's bytes `data` and its reading `f`
+    when the caller has them: one read, one decompression). ExportError when no track group names a bone of the
+    armature."""
     if arm_ob is None or arm_ob.type != "ARMATURE":
         raise ExportError("select an armature to import animations onto")
-    f = gr2.read(read_bytes(path))
-    stem = os.path.splitext(os.path.basename(path))[0]
+    data = archive.read_input(path) if data is None else data
+    f = gr2.read(data) if f is None else f
+    stem = _stem(path)
     bones = set(arm_ob.data.bones.keys())
     animations, warnings = convert.for_bones(f, stem, bones)
     if not animations:
@@ -159,7 +168,7 @@ def import_gr2_animations(context, path: str, arm_ob, assign: bool = True) -> tu
             created.append(act)
             warnings += more
         header = json.dumps(export.file_header(f))
-        kept = base64.b64encode(read_bytes(path)).decode("ascii")
+        kept = base64.b64encode(data).decode("ascii")
         for act, anim in zip(created, animations):
             act[HEADER_PROP] = header
             act[FILE_PROP] = kept
@@ -191,7 +200,8 @@ def export_gr2(context, outdir: str, name: str, arm_ob=None, skeleton_name: str 
         raise ExportError("no armature to export as a GR2 skeleton")
     skel = export.parents_first(barm.read_skeleton(arm_ob))
     named = [ob.get(bind.SKELETON_PROP) for ob in meshes if ob.get(bind.SKELETON_PROP)]
-    skel.name = skeleton_name or (named[0] if named else str(arm_ob.get(bind.SKELETON_PROP, "")) or arm_ob.name)
+    skel.name = skeleton_name or (named[0] if named else str(arm_ob.get(bind.SKELETON_PROP, "")) or
+                                  _built_name(arm_ob))
     write_atomic(paths[0], (keep and _kept_skeleton(arm_ob, skel)) or export.skeleton_file(skel, _header(arm_ob)))
     warnings: list[str] = []
     loose = sorted(ob.name for ob in meshes if not ob.get(bind.SKELETON_PROP))
@@ -207,6 +217,14 @@ def export_gr2(context, outdir: str, name: str, arm_ob=None, skeleton_name: str 
     return paths, warnings
 
 
+def _built_name(arm_ob) -> str:
+    """The skeleton name of an armature without the property that holds it (lost through another format or a
+    script): an armature our import built is `<skeleton>_rig` holding data `<skeleton>`, so the skeleton's name
+    comes back, not the object's; any other armature gives its object name."""
+    data_name = arm_ob.data.name if arm_ob.data is not None else ""
+    return data_name if data_name and arm_ob.name == f"{data_name}_rig" else arm_ob.name
+
+
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
     """`convert --to gr2`: the model's armature as OUTDIR/NAME.gr2 (its skeleton named as the SKIN meshes name it,
     else after the armature) and each action of it as OUTDIR/<action>.gr2, written for that skeleton (a motion
@@ -218,18 +236,23 @@ def blender_import(context, path: str, options) -> list[str]:
     """The registry's `blender_import` (File › Import, `render`): the file's skeleton as an armature, with the
     file's own animations on it; an animation file (no skeleton) is refused, since it has nothing to show
     without the skeleton it plays on (load it onto one: `convert --motion`)."""
-    scene, warnings = convert.load(path, read_bytes(path), with_animations=False)
+    return _import_skeleton(context, path, archive.read_input(path))
+
+
+def _import_skeleton(context, path: str, data: bytes, f: gr2.Gr2File | None = None) -> list[str]:
+    """`blender_import` of the bytes `data` (and their reading `f`) of the file `path`: read once, decompressed
+    once (docs/nwn2.md §5.1)."""
+    f = gr2.read(data) if f is None else f
+    scene, warnings = convert.to_scene(f, _stem(path) or "gr2")
     if scene.skeleton is None or not len(scene.skeleton):
         raise FormatError(f"{os.path.basename(path)} holds no skeleton (an animation file: load it onto the "
                           "armature of its skeleton with convert --motion)", None, "Skeletons")
     before = bscene.snapshot_ids()
     try:
         result = bscene.build_scene(context, scene, scene.skeleton.name)
-        data = read_bytes(path)
-        f = gr2.read(data)
         keep_source(result.armature, data, scene.skeleton.name, export.file_header(f))
         if animation.animations(f):
-            _, more = import_gr2_animations(context, path, result.armature)
+            _, more = import_gr2_animations(context, path, result.armature, data=data, f=f)
             warnings += more
     except BaseException:  # nothing of a failed import stays in the scene
         bscene.remove_new(before)
@@ -240,6 +263,8 @@ def blender_import(context, path: str, options) -> list[str]:
 def import_file(context, path: str, arm_ob) -> list[str]:
     """File › Import and drop of a .gr2: a skeleton file as an armature with its own animations; an animation
     file (no skeleton) as actions on `arm_ob`, the armature the user chose (ExportError when there is none)."""
-    if skeleton.skeletons(gr2.read(read_bytes(path))):
-        return blender_import(context, path, None)
-    return import_gr2_animations(context, path, arm_ob)[1]
+    data = archive.read_input(path)
+    f = gr2.read(data)
+    if skeleton.skeletons(f):
+        return _import_skeleton(context, path, data, f)
+    return import_gr2_animations(context, path, arm_ob, data=data, f=f)[1]

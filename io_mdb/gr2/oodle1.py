@@ -143,9 +143,29 @@ class _Window:
             if self.rebuild_at >= self.halve_at:
                 self._halve()
             self._rebuild()
+        # coder.peek(RANGE) and coder.take(...) written out: this is the decoder's one hot path (a call per
+        # symbol costs as much as the arithmetic); RANGE is 2**14, so the step is a shift
+        numer, denom = coder.numer, coder.denom
+        if denom <= 0x800000:
+            data, pos, end = coder.data, coder.pos, coder.end
+            while denom <= 0x800000:
+                numer = ((numer << 8) | ((data[pos] << 7) & 0x80) | (data[pos + 1] >> 1)) & 0xFFFFFFFF
+                pos += 1
+                denom <<= 8
+                if pos > end:
+                    raise FormatError("the compressed stream ends before the section is complete", pos,
+                                      "section data")
+            coder.pos = pos
+        step = denom >> 14
+        value = numer // step
         ranges = self.ranges
-        slot = bisect_right(ranges, coder.peek(RANGE)) - 1
-        coder.take(RANGE, ranges[slot], ranges[slot + 1] - ranges[slot])
+        slot = bisect_right(ranges, value if value < RANGE else RANGE - 1) - 1
+        low, high = ranges[slot], ranges[slot + 1]
+        coder.numer = (numer - step * low) & 0xFFFFFFFF
+        denom = step * (high - low) if high < RANGE else denom - step * low
+        if denom <= 0:
+            raise FormatError("the arithmetic coder's interval became empty", coder.pos, "section data")
+        coder.denom, coder.step = denom, step
         self.weights[slot] += 1
         self.total += 1
         if slot > 0:

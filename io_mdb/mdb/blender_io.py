@@ -32,11 +32,13 @@ from ...blender import armature as barmature
 from ...blender import mesh as bmesh_
 from ...blender import scene as bscene
 from ...core import model as cm
-from ...core.errors import ExportError
+from ...core.errors import ExportError, FormatError
 from ...core.skinning import merge_repeated_bones
-from ...core.fileio import output_path, read_bytes, write_atomic
+from ...core.fileio import output_path, write_atomic
+from ..archive import archive
 from ..gr2 import bind
 from ..gr2 import blender_io as gr2_blender
+from ..gr2 import export as gr2_export
 from ..gr2.bind import SKELETON_PROP
 from . import bones as mdb_bones
 from . import check as mdb_check
@@ -388,17 +390,19 @@ def import_mdb(context, path: str, armature=None, skeleton_path=None) -> bscene.
     Without one, the GR2 skeleton the SKIN packets name, beside the file or in `skeleton_path` (gr2/bind.py),
     becomes a new armature the SKIN meshes are parented to."""
     arm_ob = _armature(armature)
-    data = read_bytes(path)
+    data = archive.read_input(path)  # a file, or a member of a pack ("heads.hak:P_HEF_head83.mdb")
     m = mdb.read(data)
-    stem = os.path.splitext(os.path.basename(path))[0]
-    skeleton, skeleton_file, found = None, None, []
-    if arm_ob is None:
-        skeleton, skeleton_file, found = bind.bind(convert.skin_skeleton_names(m), path, skeleton_path)
+    inside = archive.member_of(path)
+    stem = os.path.splitext(os.path.basename(inside[1] if inside else path))[0]
+    skeleton, skeleton_file, found, source = None, None, [], {}
+    if arm_ob is None:  # the skeleton's file read and decompressed once, for the bones and for keep_source
+        skeleton, skeleton_file, found = bind.bind(convert.skin_skeleton_names(m), path, skeleton_path, source)
     names = [b.name for b in arm_ob.data.bones] if arm_ob is not None else None
     scene, warnings = convert.to_scene(m, stem, names, skeleton)  # every check before the first datablock
     result = bscene.ImportResult(warnings=list(m.warnings) + found + list(warnings))
     followed = _followed_bones(scene, skeleton.names if skeleton is not None else names)
-    base_dir = os.path.dirname(os.path.abspath(path))
+    # a packed part: named after its member (above), its textures looked for beside the pack
+    base_dir = os.path.dirname(os.path.abspath(inside[0] if inside else path))
     created: list = []
     if context.mode != "OBJECT" and context.view_layer.objects.active is not None:
         bpy.ops.object.mode_set(mode="OBJECT")
@@ -413,7 +417,7 @@ def import_mdb(context, path: str, armature=None, skeleton_path=None) -> bscene.
         coll[PROP] = json.dumps({k: v for k, v in scene.extras["mdb"].items() if k != "points"} | {"raw": raw})
         if skeleton is not None:
             arm_ob = barmature.build_armature(context, skeleton, skeleton.name, coll, created)
-            gr2_blender.keep_source(arm_ob, read_bytes(skeleton_file), skeleton.name)
+            gr2_blender.keep_source(arm_ob, source["data"], skeleton.name, gr2_export.file_header(source["file"]))
             result.objects.append(arm_ob)
         lods = None
         meshes = iter(scene.meshes)
@@ -1358,7 +1362,9 @@ def _gather(context, collection, skeleton: str | None, limit_weights: bool, arma
 
 
 def export_mdb(context, path: str, collection=None, skeleton: str | None = None, limit_weights: bool = False,
-               armature=None) -> list[str]:
+               armature=None, hak: str | None = None) -> list[str]:
+    """Write the scene's MDB objects as `path`; with `hak` (`--hak NAME.hak`), that MDB packed into NAME.hak
+    beside it too."""
     m, warnings, file_values = _gather(context, collection, skeleton, limit_weights, armature)
     if not m.packets and (collection is None or PROP not in collection):
         raise ExportError("nothing to export: no mesh or MDB empty is visible")
@@ -1366,13 +1372,38 @@ def export_mdb(context, path: str, collection=None, skeleton: str | None = None,
     if errors:  # NaN/Inf and indices out of range: refused, never written (docs/architecture.md §7.4)
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise ExportError(f"{errors[0].element}: {errors[0].field}: {errors[0].message}{more}")
-    write_atomic(path, mdb.write_pieces(m))
+    pieces = mdb.write_pieces(m)
+    hak_path = hak_target(os.path.dirname(path) or ".", hak) if hak else None  # a bad name: refused first
+    write_atomic(path, pieces)
+    if hak_path is not None:
+        data = b"".join(bytes(p) for p in pieces)
+        try:
+            packed = archive.write_erf([(os.path.basename(path), data)])
+        except (ValueError, FormatError) as e:
+            raise ExportError(f"--hak {hak}: {e}") from None
+        write_atomic(hak_path, packed)
     return warnings
 
 
+def hak_name(hak: str) -> str:
+    """The file `--hak NAME.hak` writes in the output folder (docs/nwn2.md §5.8); ExportError for a name that is
+    not a plain file name."""
+    name = hak if hak.lower().endswith(".hak") else hak + ".hak"
+    if os.path.basename(name) != name or name.startswith(".") or ".." in name or ":" in name or "\\" in name:
+        raise ExportError(f"--hak {hak}: give a file name (the pack is written in the output folder)")
+    return name
+
+
+def hak_target(folder: str, hak: str) -> str:
+    """FOLDER/NAME.hak, asked of the output guard like every file written."""
+    return output_path(folder, hak_name(hak))
+
+
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
-    """`convert --to mdb`: OUTDIR/NAME.mdb (static meshes as RIGD, skinned as SKIN with `--skeleton NAME`)."""
+    """`convert --to mdb`: OUTDIR/NAME.mdb (static meshes as RIGD, skinned as SKIN with `--skeleton NAME`), and
+    with `--hak NAME.hak` that file packed into OUTDIR/NAME.hak too."""
     path = output_path(outdir, name + ".mdb")
+    hak = getattr(options, "hak", None)
     warnings = export_mdb(context, path, skeleton=options.skeleton,
-                          limit_weights=bool(options.limit_weights))
-    return [path], warnings
+                          limit_weights=bool(options.limit_weights), hak=hak)
+    return [path] + ([os.path.join(os.path.dirname(path), hak_name(hak))] if hak else []), warnings

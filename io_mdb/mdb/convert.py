@@ -17,6 +17,7 @@ import numpy as np
 
 from ...core import model as cm
 from ...core.errors import ExportError, FormatError, quiet_float_errors
+from ..archive import archive
 from ..gr2 import bind
 from . import bones as mdb_bones
 from . import check as mdb_check
@@ -229,7 +230,9 @@ def load(path: str, data: bytes, with_animations: bool = True, motions=(), skele
     it lies beside the file or in `skeleton_path` (an MDB holds no animation; `motions` are not MDB's)."""
     m = mdb.read(data)
     skeleton, _, found = bind.bind(skin_skeleton_names(m), path, skeleton_path)
-    scene, warnings = to_scene(m, os.path.splitext(os.path.basename(path))[0] or "mdb", skeleton=skeleton)
+    inside = archive.member_of(path)  # "heads.hak:P_HEF_head83.mdb": named after its member
+    stem = os.path.splitext(os.path.basename(inside[1] if inside else path))[0]
+    scene, warnings = to_scene(m, stem or "mdb", skeleton=skeleton)
     return scene, list(m.warnings) + found + warnings
 
 

@@ -24,6 +24,10 @@ from skinbridge.core import model as cm
 from skinbridge.core.errors import FormatError
 from skinbridge.io_mdb.gr2 import export as gr2_export, gr2, write as gr2_write
 
+# the registry's write is `write.rewrite`: the typed data again, sections stored where the game's files compress
+# them, so a file comes back with the same typed data, not the same bytes
+BYTE_EXACT = False
+
 
 def _animation(length: float = 1.0) -> cm.Animation:
     times = np.array([0.0, 0.5, 1.0])
