@@ -26,7 +26,7 @@ import pytest  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TESTDATA = ROOT.parent / "shared" / "testdata"
 INTEROP = ROOT.parent / "shared" / "interop"  # files other tools wrote, read in place as the samples are
-SAMPLE_ROOTS = (TESTDATA, INTEROP)  # what the suites that walk every sample walk (../shared/interop/README.md)
+SAMPLE_ROOTS = (TESTDATA, INTEROP)  # what the suites that walk every sample walk
 
 
 def sample_files() -> list[pathlib.Path]:

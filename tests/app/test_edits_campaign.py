@@ -30,7 +30,7 @@ SAMPLES = ["urho3d/Box.mdl", "urho3d/Ninja.mdl", "urho3d/Ninja_Idle1.ani", "pmx/
            "pmx/mlibgo_shagamu.vmd", "mdb/ovr_P_EEF_DMCB_Helm05.MDB",
            "gr2/ovr_P_HEF_skel83.GR2", "smd/bst_Cube_Armature_ref.smd", "smd/bst_ActionFilter_X_Axis_anim.smd",
            "dmx/bst_Cube_NoArmature.dmx", "dmx/bst_ActionFilter_X_Axis.dmx"] if FULL else ["urho3d/Box.mdl"]
-# files Blender Source Tools wrote (../shared/interop): keyvalues2 DMX and an SMD with vertex animation
+# files Blender Source Tools wrote (conftest.py INTEROP): keyvalues2 DMX and an SMD with vertex animation
 INTEROP_SAMPLES = ["bst_written/Cube_Armature_kv2.dmx", "bst_written/Dice.smd"] if FULL else []
 EDITS = None if FULL else "move-vertex"
 PUPPET = "wepuppet/blacryu_goose_t_puppet.mdl"  # the project's subject (default leg)

@@ -32,7 +32,7 @@ FAMILIES = [
     ("dmx/bst_Curve_Armature_BezierCurve.dmx", None),
     ("qc/health_charger001/health_charger001.qc", None),
     ("gltf/Fox.glb", None),
-    # files Blender Source Tools wrote (../shared/interop): keyvalues2 and binary 9 DMX, an SMD of the same scene
+    # files Blender Source Tools wrote (conftest.py INTEROP): keyvalues2 and binary 9 DMX, an SMD of the same scene
     pytest.param("../interop/bst_written/AllTypes_binary9.dmx",
                  "../interop/bst_written/AllTypes_ArmatureAction_kv2.dmx", marks=pytest.mark.default_leg),
     pytest.param("../interop/bst_written/Cube_Armature_kv2.dmx", None, marks=pytest.mark.default_leg),

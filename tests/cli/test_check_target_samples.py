@@ -39,7 +39,7 @@ CONVERT_FAULTS = (FormatError, ExportError, NoTarget, OSError, RuntimeError)
 
 def _claimed() -> list:
     """Every sample file whose content a format claims, relative to the test data folder (the interop files as
-    `../interop/...`, in the default leg only: the other legs take one case per family)."""
+    relative paths into INTEROP, in the default leg only: the other legs take one case per family)."""
     out = []
     for top in SAMPLE_ROOTS:
         for root, _, names in os.walk(top):

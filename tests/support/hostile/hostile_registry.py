@@ -1,7 +1,7 @@
 """The codecs attacked by the hostile suite and the fuzzer, read from the format registry (`formats.py`).
 
 Every registered format with a codec (`read`) is attacked: its `write` for the byte-exact write back, its `semantic`
-step (what an import runs after the read), seeds made of the real files of ../shared/testdata and ../shared/interop
+step (what an import runs after the read), seeds made of the real files of ../shared/testdata and INTEROP
 whose content the registry identifies as that format (read in place, never copied into the repository), and, where
 `hostile_<format>.py` exists beside this file (a module of this package), that module's targeted `cases()`, extra
 `seeds()`, `shrink(data)` (seeds above the fuzzing size cap made smaller with the codec itself, so the fuzzer
