@@ -46,7 +46,8 @@ LAYER_INDEX_PROP = "skinbridge_we_layer_index"  # on a layer's object: its place
 PROJECT_PROP, SCENE_PROP = "skinbridge_we_project", "skinbridge_we_scene"  # on the collection: the files' bytes
 ROOT_PROP = "skinbridge_we_root"  # on the collection: the folder imported from, whose files export copies
 TEX_PATH_PROP = "skinbridge_we_tex_path"  # on an image layer's image: its `.tex` relative to the project folder
-_ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "actions", "cameras")
+_ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "actions", "cameras",
+                   "worlds")
 _KEPT_KINDS = ("particle", "sound", "text", "light", "group")
 
 
@@ -173,8 +174,29 @@ def image_material(name: str, img) -> bpy.types.Material:
         blender_sheet.use_sequence(node.image_user, img, bpy.context.scene)
         node.location = (-400, 300)
         nt.links.new(node.outputs["Color"], bsdf.inputs["Base Color"])
-        nt.links.new(node.outputs["Alpha"], bsdf.inputs["Alpha"])
+        unlit(nt, bsdf, node)
+        # the texture's alpha times the layer's `alpha` (the object's colour alpha: one material per texture)
+        info = nt.nodes.new("ShaderNodeObjectInfo")
+        info.location = (-400, -50)
+        times = nt.nodes.new("ShaderNodeMath")
+        times.operation = "MULTIPLY"
+        times.location = (-200, 0)
+        nt.links.new(node.outputs["Alpha"], times.inputs[0])
+        nt.links.new(info.outputs["Alpha"], times.inputs[1])
+        nt.links.new(times.outputs[0], bsdf.inputs["Alpha"])
+    else:  # a built-in, missing or solid layer: what Wallpaper Engine draws there is not ours to guess
+        bsdf.inputs["Alpha"].default_value = 0.0
+    blended(mat)
     return mat
+
+
+def blended(mat) -> None:
+    """A layer's material drawn as Wallpaper Engine draws layers: alpha-blended over what is behind it, the
+    blended surfaces sorted per object by their distance to the camera (EEVEE), so the order offsets of
+    `_order` decide which layer is in front."""
+    if hasattr(mat, "surface_render_method"):
+        mat.surface_render_method = "BLENDED"
+    mat.use_transparency_overlap = True
 
 
 def _image_layer(context, files: _Files, layer: project.Layer, metres_per_unit: float, props: dict):
@@ -202,8 +224,29 @@ def _image_layer(context, files: _Files, layer: project.Layer, metres_per_unit: 
         uv.uv.foreach_set("vector", [0, 0, 1, 0, 1, 1, 0, 1])
         me.materials.append(mat)
     ob = bpy.data.objects.new(layer.name or "image", me)
+    ob.color = (1.0, 1.0, 1.0, min(max(layer.alpha, 0.0), 1.0))
     files.coll.objects.link(ob)
     return ob
+
+
+def _texture_alpha(mat) -> None:
+    """A puppet's material drawn as its texture is (`unlit`), cut out by its alpha where nothing else is linked
+    to the surface's alpha."""
+    nt = mat.node_tree
+    bsdf = next((n for n in nt.nodes if n.type == "BSDF_PRINCIPLED"), None) if nt is not None else None
+    tex = next((n for n in nt.nodes if n.type == "TEX_IMAGE" and n.image is not None), None) if bsdf else None
+    if tex is not None and not bsdf.inputs["Alpha"].is_linked:
+        nt.links.new(tex.outputs["Alpha"], bsdf.inputs["Alpha"])
+    if tex is not None:
+        unlit(nt, bsdf, tex)
+
+
+def unlit(nt, bsdf, tex) -> None:
+    """Wallpaper Engine draws a layer's texture as it is, unlit: the texture is the surface's emission too (the
+    world lights nothing, `_clear`)."""
+    if not bsdf.inputs["Emission Color"].is_linked:
+        nt.links.new(tex.outputs["Color"], bsdf.inputs["Emission Color"])
+        bsdf.inputs["Emission Strength"].default_value = 1.0
 
 
 def _model_path(files: _Files, layer: project.Layer) -> str | None:
@@ -284,6 +327,10 @@ def _model_layer(context, files: _Files, layer: project.Layer, metres_per_unit: 
     result = puppet_io.import_wepuppet(context, path, metres_per_unit)
     owned += result.objects
     files.warnings += [f"{layer.kind} layer {layer.name!r}: {w}" for w in result.warnings]
+    if layer.kind == "puppet":  # a puppet is a textured layer: its texture's alpha cuts it out, blended
+        for mat in {m for ob in result.objects if ob.type == "MESH" for m in ob.data.materials if m is not None}:
+            _texture_alpha(mat)
+            blended(mat)
     if result.armature is not None:
         _animation_tracks(context, result.armature, layer, files.warnings)
         return result.armature
@@ -357,6 +404,74 @@ def _place(objects: list, layers: list[project.Layer], owned: list[list], metres
                 hidden.append(c)
 
 
+ORDER_SPAN = 1e-3  # the order offsets span this share of the camera's distance (docs/wallpaper_engine.md §7)
+
+
+def _worlds(layers: list[project.Layer], objects: list, metres_per_unit: float) -> list:
+    """Each layer's world matrix as `_place` puts it (numpy, no depsgraph); None under a parent cycle."""
+    by_id = {la.id: k for k, la in enumerate(layers) if la.id is not None}
+    out: list = [None] * len(layers)
+    for k in range(len(layers)):
+        chain, j = [], k
+        while j is not None and out[j] is None and j not in chain:
+            chain.append(j)
+            p = by_id.get(layers[j].parent) if layers[j].parent is not None else None
+            j = p if p is not None and objects[p] is not objects[j] else None
+        if j is not None and out[j] is None:  # a cycle: left where Blender puts it
+            continue
+        for i in reversed(chain):
+            p = by_id.get(layers[i].parent) if layers[i].parent is not None else None
+            own = layer_matrix(layers[i], metres_per_unit)
+            p = p if p is not None and objects[p] is not objects[i] else None
+            out[i] = own if p is None else out[p] @ own
+    return out
+
+
+def _order(objects: list, layers: list[project.Layer], camera, metres_per_unit: float) -> bool:
+    """Wallpaper Engine draws the layers in scene.json's order; Blender by depth (and blended surfaces sorted by
+    their distance to the camera). So layer k is brought towards the camera by k steps, as delta transforms
+    (export takes them out again): along the view under an orthographic camera, and under a perspective one
+    scaled about the eye by 1 − k·step, which keeps its projected size and place."""
+    n = len(layers)
+    if n < 2 or camera is None:
+        return False
+    cam = np.array(camera.matrix_world, np.float64)
+    eye, back = cam[:3, 3], cam[:3, 2]  # the camera looks along −Z: +Z points back at it
+    ortho = camera.data.type == "ORTHO"
+    distance = camera.data.ortho_scale if ortho else 1.0
+    step = ORDER_SPAN / n
+    worlds = _worlds(layers, objects, metres_per_unit)
+    by_id = {la.id: k for k, la in enumerate(layers) if la.id is not None}
+    for k, (ob, layer) in enumerate(zip(objects, layers)):
+        p = by_id.get(layer.parent) if layer.parent is not None else None
+        p = p if p is not None and objects[p] is not ob else None
+        if worlds[k] is None or (p is not None and worlds[p] is None):
+            continue
+        try:
+            if ortho:
+                move = back * distance * step * (k - p if p is not None else k)
+                local = move if p is None else np.linalg.solve(worlds[p][:3, :3], move)
+                ob.delta_location = local.tolist()
+                continue
+            g = (1.0 - step * k) / (1.0 - step * p if p is not None else 1.0)
+            e = eye if p is None else np.linalg.solve(worlds[p], np.append(eye, 1.0))[:3]
+            own = layer_matrix(layer, metres_per_unit)
+            ob.delta_location = ((1.0 - g) * (e - own[:3, 3])).tolist()
+            ob.delta_scale = (g, g, g)
+        except np.linalg.LinAlgError:  # under a parent scaled to 0: nothing of it is seen
+            continue
+    return True
+
+
+def _without_order(ob, m: np.ndarray) -> np.ndarray:
+    """An object's basis matrix `m` without the delta transforms `_order` gave it."""
+    m = m.copy()
+    ds = np.array(ob.delta_scale, np.float64)
+    m[:3, :3] = m[:3, :3] / np.where(ds != 0, ds, 1.0)
+    m[:3, 3] -= np.array(ob.delta_location, np.float64)
+    return m
+
+
 # ------------------------------------------------------------------------------------------------------------
 # the scene
 
@@ -389,11 +504,42 @@ def _camera(context, scene: project.Scene, metres_per_unit: float, collection):
         data.clip_end = 4 * distance
         context.scene.render.resolution_x, context.scene.render.resolution_y = int(w), int(h)
         context.scene.render.resolution_percentage = 100
-    else:
+    else:  # the scene's vertical field of view and clipping (scene units)
         m[:3, 3] = a @ eye
+        data.sensor_fit = "VERTICAL"
+        data.angle_y = np.radians(scene.fov)
+        data.clip_start, data.clip_end = metres_per_unit * scene.nearz, metres_per_unit * scene.farz
     ob.matrix_world = Matrix(m.tolist())
     context.scene.camera = ob
     return ob
+
+
+def _clear(context, scene: project.Scene, title: str) -> None:
+    """The scene's clear colour as the world's background (an sRGB colour made linear), seen as it is: the
+    Standard view transform."""
+    if scene.clear is None:
+        return
+    c = np.clip(np.array(scene.clear, np.float64), 0.0, 1.0)
+    linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    world = bpy.data.worlds.new(f"{title} (clear colour)")
+    world.color = linear.tolist()
+    if world.node_tree is None:  # Blender 5 gives every new world a node tree
+        world.use_nodes = True
+    nt = world.node_tree
+    bg = next((n for n in nt.nodes if n.type == "BACKGROUND"), None)
+    out = next((n for n in nt.nodes if n.type == "OUTPUT_WORLD"), None)
+    if bg is not None and out is not None:  # seen behind the layers, lighting nothing (layers are unlit)
+        bg.inputs["Color"].default_value = (*linear.tolist(), 1.0)
+        bg.inputs["Strength"].default_value = 1.0
+        dark = nt.nodes.new("ShaderNodeBackground")
+        dark.inputs["Color"].default_value = (0.0, 0.0, 0.0, 1.0)
+        path, mix = nt.nodes.new("ShaderNodeLightPath"), nt.nodes.new("ShaderNodeMixShader")
+        nt.links.new(path.outputs["Is Camera Ray"], mix.inputs[0])
+        nt.links.new(dark.outputs[0], mix.inputs[1])
+        nt.links.new(bg.outputs[0], mix.inputs[2])
+        nt.links.new(mix.outputs[0], out.inputs["Surface"])
+    context.scene.world = world
+    context.scene.view_settings.view_transform = "Standard"
 
 
 def _activate(view_layer, collection) -> None:
@@ -428,6 +574,7 @@ def import_project(context, path: str, metres_per_unit: float = METRES_PER_UNIT)
     before = bscene.snapshot_ids(_ID_COLLECTIONS)
     view_layer = context.view_layer
     active = view_layer.active_layer_collection.collection
+    world, transform = context.scene.world, context.scene.view_settings.view_transform
     try:
         result.collection = coll = _collection(context, title)
         coll[SCENE_PROP] = scene.source.raw
@@ -435,6 +582,7 @@ def import_project(context, path: str, metres_per_unit: float = METRES_PER_UNIT)
             coll[PROJECT_PROP] = proj.source.raw
         _activate(view_layer, coll)
         result.camera = _camera(context, scene, metres_per_unit, coll)
+        _clear(context, scene, title)
         coll[ROOT_PROP] = root
         files = _Files(root, coll, docs)
         owned: list[list] = []
@@ -443,6 +591,8 @@ def import_project(context, path: str, metres_per_unit: float = METRES_PER_UNIT)
             result.layers.append(_build_layer(context, files, layer, metres_per_unit, props, owned[-1]))
             result.layers[-1][LAYER_INDEX_PROP] = k
         _place(result.layers, scene.layers, owned, metres_per_unit)
+        if _order(result.layers, scene.layers, result.camera, metres_per_unit):
+            view_layer.update()  # world matrices with the offsets, as a script reading them next expects
         result.warnings = files.finished()
         kept = [note for layer in scene.layers for note in _kept_note(layer)]
         if kept:
@@ -450,6 +600,7 @@ def import_project(context, path: str, metres_per_unit: float = METRES_PER_UNIT)
         bscene.failure_point("done")
     except BaseException:
         _activate(view_layer, active)
+        context.scene.world, context.scene.view_settings.view_transform = world, transform
         bscene.remove_new(before)
         raise
     _activate(view_layer, active)
@@ -506,7 +657,10 @@ def _update_place(layer: project.Layer, ob, metres_per_unit: float) -> None:
     they still give the matrix."""
     layer.visible = not ob.hide_render
     parented = ob.parent is not None and LAYER_PROP in ob.parent
-    m = np.array(ob.matrix_basis if parented else ob.matrix_world, np.float64)
+    if parented or ob.parent is None:  # the basis: the world matrix of an object without parent
+        m = _without_order(ob, np.array(ob.matrix_basis, np.float64))
+    else:  # parented by the user to an object of theirs: its world, the order offsets left in (a 1e-3 share)
+        m = np.array(ob.matrix_world, np.float64)
     expected = layer_matrix(layer, metres_per_unit)
     if np.abs(m - expected).max() <= 1e-7 * max(1.0, float(np.abs(expected).max())):
         return  # where the import put it (the common case: one comparison per layer)

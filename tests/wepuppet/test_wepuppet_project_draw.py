@@ -1,0 +1,138 @@
+"""Wallpaper Engine scenes drawn as Wallpaper Engine draws them (docs/wallpaper_engine.md §7): layers at one depth
+in scene.json's order, alpha-blended, over the scene's clear colour; a perspective camera with the scene's fov and
+clipping, the order offsets keeping every layer's projected place; the offsets never reach the written project."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+from bpy_extras.object_utils import world_to_camera_view  # noqa: E402
+from mathutils import Matrix, Vector  # noqa: E402
+
+from skinbridge.io_wepuppet.project import blender_io as blender_project  # noqa: E402
+from skinbridge.io_wepuppet.project import project  # noqa: E402
+from skinbridge.io_wepuppet.puppet.project_docs import format_json, layer_doc  # noqa: E402
+from skinbridge.io_wepuppet.texture import tex  # noqa: E402
+
+pytestmark = pytest.mark.blender
+
+ALPHA = 153  # 0.6 of 255
+
+
+def _layers_project(folder, pairs=(("red", "blue"),), camera=None, general=None) -> None:
+    """Per pair a row of two half-overlapping 32 × 16 image layers at one depth (the first at x 8..40, the
+    second at 24..56), each its colour at alpha 0.6, in the pair's order in scene.json, on a 64 × 32 scene per
+    row (top row first) cleared to mid grey."""
+    (folder / "models").mkdir(exist_ok=True)
+    (folder / "materials").mkdir(exist_ok=True)
+    for name, colour in (("red", (255, 0, 0)), ("blue", (0, 0, 255))):
+        rgba = np.zeros((8, 8, 4), np.uint8)
+        rgba[..., :3], rgba[..., 3] = colour, ALPHA
+        (folder / "materials" / f"{name}.tex").write_bytes(tex.write(tex.from_rgba(rgba)))
+        (folder / "materials" / f"{name}.json").write_bytes(
+            format_json({"passes": [{"shader": "genericimage2", "textures": [name]}]}))
+        (folder / "models" / f"{name}.json").write_bytes(format_json({"material": f"materials/{name}.json"}))
+    height = 32 * len(pairs)
+    objects = []
+    for row, pair in enumerate(pairs):
+        y = height - 16 - 32 * row
+        for x, name in zip((24, 40), pair):
+            objects.append(layer_doc("image", f"models/{name}.json", len(objects) + 1, name, (x, y, 0),
+                                     size="32 16"))
+    doc = {"camera": camera or {"center": "0 0 -1", "eye": "0 0 0", "up": "0 1 0"},
+           "general": general or {"clearcolor": "0.50000 0.50000 0.50000", "clearenabled": True,
+                                  "orthogonalprojection": {"width": 64, "height": height}},
+           "objects": objects}
+    (folder / "scene.json").write_bytes(format_json(doc))
+
+
+def _render(tmp_path) -> np.ndarray:
+    scene = bpy.context.scene
+    engines = [e.identifier for e in type(scene.render).bl_rna.properties["engine"].enum_items]
+    scene.render.engine = "BLENDER_EEVEE_NEXT" if "BLENDER_EEVEE_NEXT" in engines else "BLENDER_EEVEE"
+    scene.eevee.taa_render_samples = 1
+    scene.render.filepath = str(tmp_path / "render.png")
+    scene.render.image_settings.file_format = "PNG"
+    bpy.ops.render.render(write_still=True)
+    img = bpy.data.images.load(str(tmp_path / "render.png"))
+    try:
+        w, h = img.size
+        px = np.empty(w * h * 4, np.float32)
+        img.pixels.foreach_get(px)
+        return np.round(px.reshape(h, w, 4)[::-1] * 255)  # top row first, 0..255 as the file holds them
+    finally:
+        bpy.data.images.remove(img)
+
+
+def _srgb(linear: np.ndarray) -> np.ndarray:
+    return np.where(linear <= 0.0031308, linear * 12.92, 1.055 * linear ** (1 / 2.4) - 0.055) * 255
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bpy.app.version < (5, 2), reason="one render, on the default leg")
+def test_overlapping_layers_at_one_depth_render_in_scene_json_order(clean_scene, tmp_path):
+    pairs = (("red", "blue"), ("blue", "red"))
+    _layers_project(tmp_path, pairs)
+    blender_project.import_project(bpy.context, str(tmp_path / "scene.json"))
+    px = _render(tmp_path)
+    assert px.shape == (64, 64, 4)
+    a = ALPHA / 255
+    grey = ((0.5 + 0.055) / 1.055) ** 2.4  # the clear colour, linear
+    channel = {"red": 0, "blue": 2}
+    for row, (under, over) in enumerate(pairs):
+        # in the overlap (x 24..40) the later layer is drawn over the earlier one over the clear colour,
+        # blended in linear light: over · a + (under · a + grey · (1 − a)) · (1 − a)
+        expect = np.full(3, grey * (1 - a) ** 2)
+        expect[channel[over]] += a
+        expect[channel[under]] += a * (1 - a)
+        y = 16 + 32 * row
+        assert np.abs(px[y, 32, :3] - _srgb(expect)).max() <= 3, (under, over, px[y, 32])
+        assert np.abs(px[y, 2, :3] - _srgb(np.full(3, grey))).max() <= 2  # outside the layers: the clear colour
+
+
+def test_a_perspective_camera_takes_the_scenes_fov_and_keeps_each_layers_projected_place(clean_scene, tmp_path):
+    general = {"clearcolor": "0 0 0", "fov": {"user": "fov", "value": 53.0}, "nearz": 1.0, "farz": 10000.0,
+               "orthogonalprojection": None}
+    camera = {"center": "32.00000 16.00000 0.00000", "eye": "32.00000 16.00000 60.00000", "up": "0 1 0"}
+    _layers_project(tmp_path, camera=camera, general=general)
+    result = blender_project.import_project(bpy.context, str(tmp_path / "scene.json"))
+    cam = result.camera
+    assert cam.data.type == "PERSP" and cam.data.sensor_fit == "VERTICAL"
+    assert cam.data.angle_y == pytest.approx(np.radians(53.0), abs=1e-6)
+    assert (cam.data.clip_start, cam.data.clip_end) == (pytest.approx(0.01), pytest.approx(100.0))
+    bpy.context.view_layer.update()
+    red, blue = result.layers
+    assert tuple(red.delta_scale) == (1, 1, 1) and blue.delta_scale[0] < 1  # the later layer is brought forward
+    for ob in (red, blue):
+        offset = [world_to_camera_view(bpy.context.scene, cam, ob.matrix_world @ v.co) for v in ob.data.vertices]
+        placed = np.array(blender_project.layer_matrix(
+            next(la for la in _scene_layers(tmp_path) if la.name == ob.name), 0.01))
+        plain = [world_to_camera_view(bpy.context.scene, cam, Matrix(placed.tolist()) @ Vector(v.co))
+                 for v in ob.data.vertices]
+        assert np.abs(np.array([p[:2] for p in offset]) - np.array([p[:2] for p in plain])).max() < 1e-6
+        assert min(p[2] for p in offset) <= min(p[2] for p in plain)  # nearer the eye (or where it was)
+
+
+def _scene_layers(folder):
+    return project.read_scene((folder / "scene.json").read_bytes()).layers
+
+
+def test_the_order_offsets_never_reach_the_written_project(clean_scene, tmp_path):
+    (tmp_path / "src").mkdir()
+    _layers_project(tmp_path / "src")
+    result = blender_project.import_project(bpy.context, str(tmp_path / "src" / "scene.json"))
+    assert result.layers[1].delta_location.length > 0
+    bpy.context.view_layer.objects.active = result.layers[0]
+    written, _ = blender_project.export_project(bpy.context, str(tmp_path / "out" / "scene.json"))
+    assert (tmp_path / "out" / "scene.json").read_bytes() == (tmp_path / "src" / "scene.json").read_bytes()
+    result.layers[1].location.x += 0.5  # 50 pixels to the right: only that layer's origin changes
+    blender_project.export_project(bpy.context, str(tmp_path / "out2" / "scene.json"))
+    a = json.loads((tmp_path / "src" / "scene.json").read_bytes())
+    b = json.loads((tmp_path / "out2" / "scene.json").read_bytes())
+    assert b["objects"][1].pop("origin") == "90.00000 16.00000 0.00000"
+    a["objects"][1].pop("origin")
+    assert a == b
