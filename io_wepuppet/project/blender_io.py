@@ -641,11 +641,17 @@ def project_collection(context, collection: str | None = None):
     return colls[0] if colls else None
 
 
-def _decompose(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """origin, angles (x, y, z radians, for Rz · Ry · Rx) and scale of a matrix T · Rz · Ry · Rx · S."""
+def _decompose(m: np.ndarray, signs=(1.0, 1.0, 1.0)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """origin, angles (x, y, z radians, for Rz · Ry · Rx) and scale of a matrix T · Rz · Ry · Rx · S. A matrix
+    holds a scale's signs only up to a turn: the scale takes the signs `signs` (the layer's own) while they
+    give the matrix's handedness, else x's sign flips; so a mirrored layer keeps its negative scale, not a
+    half turn."""
     lin = m[:3, :3]
-    scale = np.linalg.norm(lin, axis=0)
-    r = lin / np.where(scale > 0, scale, 1.0)
+    signs = np.where(np.asarray(signs, np.float64) < 0, -1.0, 1.0)
+    if (np.linalg.det(lin) < 0) != (np.prod(signs) < 0):
+        signs[0] = -signs[0]
+    scale = np.linalg.norm(lin, axis=0) * signs
+    r = lin / np.where(scale != 0, scale, 1.0)
     ay = np.arcsin(np.clip(-r[2, 0], -1.0, 1.0))
     return m[:3, 3].copy(), np.array([np.arctan2(r[2, 1], r[2, 2]), ay, np.arctan2(r[1, 0], r[0, 0])]), scale
 
@@ -665,7 +671,7 @@ def _update_place(layer: project.Layer, ob, metres_per_unit: float) -> None:
     if np.abs(m - expected).max() <= 1e-7 * max(1.0, float(np.abs(expected).max())):
         return  # where the import put it (the common case: one comparison per layer)
     a = axes(metres_per_unit)
-    origin, angles, size = _decompose(np.linalg.inv(a) @ m @ a)
+    origin, angles, size = _decompose(np.linalg.inv(a) @ m @ a, layer.scale)
     # per component, rounded to what float32 keeps of a place in metres, so an untouched one reads as it was
     moved = np.abs(origin - layer.origin) > 1e-5 * max(1.0, float(np.abs(layer.origin).max()))
     if moved.any():

@@ -18,6 +18,8 @@ from skinbridge.io_wepuppet.project import project  # noqa: E402
 from skinbridge.io_wepuppet.puppet.project_docs import format_json, layer_doc  # noqa: E402
 from skinbridge.io_wepuppet.texture import tex  # noqa: E402
 
+from support.wepuppet import make_project  # noqa: E402
+
 pytestmark = pytest.mark.blender
 
 ALPHA = 153  # 0.6 of 255
@@ -136,3 +138,40 @@ def test_the_order_offsets_never_reach_the_written_project(clean_scene, tmp_path
     assert b["objects"][1].pop("origin") == "90.00000 16.00000 0.00000"
     a["objects"][1].pop("origin")
     assert a == b
+
+
+def _odd_layers_project(folder, testdata) -> None:
+    """Our writer's project around the shared goose puppet, with a mirrored layer (negative scale), one turned
+    beyond π and one scaled to 0, all far from the origin (so float32 does not give their matrices back exactly)."""
+    make_project(folder, testdata)
+    doc = json.loads((folder / "scene.json").read_bytes())
+    doc["objects"] += [
+        layer_doc("image", "models/sky.json", 11, "mirrored", (1811.08606, 1981.93896, 0), scale=(-2, 2, 1),
+                  size="64 32"),
+        layer_doc("image", "models/sky.json", 12, "turned", (1806.61584, 415.69427, 0), angles=(0, 0, 4.0),
+                  size="64 32"),
+        layer_doc("image", "models/sky.json", 13, "gone", (2048.0, 948.0, 0), scale=(0, 0, 0), size="64 32")]
+    (folder / "scene.json").write_bytes(format_json(doc))
+
+
+@pytest.mark.parametrize("name", ["mirrored", "turned", "gone"])
+def test_odd_layers_come_back_as_they_were_and_an_edit_changes_only_its_own_origin(clean_scene, testdata,
+                                                                                    tmp_path, name):
+    src = tmp_path / "src"
+    src.mkdir()
+    _odd_layers_project(src, testdata)
+    result = blender_project.import_project(bpy.context, str(src / "project.json"))
+    bpy.context.view_layer.objects.active = result.layers[0]
+    blender_project.export_project(bpy.context, str(tmp_path / "same" / "project.json"))
+    assert (tmp_path / "same" / "scene.json").read_bytes() == (src / "scene.json").read_bytes()
+    ob = next(o for o in result.layers if json.loads(o[blender_project.LAYER_PROP])["name"] == name)
+    ob.location.x += 0.1  # 10 scene pixels to the right
+    blender_project.export_project(bpy.context, str(tmp_path / "moved" / "project.json"))
+    old = json.loads((src / "scene.json").read_bytes())
+    new = json.loads((tmp_path / "moved" / "scene.json").read_bytes())
+    for a, b in zip(old["objects"], new["objects"]):
+        if a["name"] == name:
+            x, y, z = (float(v) for v in a["origin"].split())
+            assert [float(v) for v in b.pop("origin").split()] == pytest.approx([x + 10, y, z], abs=2e-3)
+            a.pop("origin")
+        assert a == b, a["name"]
