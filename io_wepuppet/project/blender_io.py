@@ -780,8 +780,9 @@ def _models(context, files: _Files, scene: project.Scene, obs: dict, out: dict, 
 
 
 def _sheets(files: _Files, obs: dict, out: dict, warnings: list) -> None:
-    """The sprite sheets and GIFs of image layers whose frames were edited in Blender into `out` (relative path
-    → bytes); other textures stay as the project has them. Each material and image once, however many layers
+    """The textures of image layers edited in Blender (an image's pixels, a sprite sheet's or GIF's frames) into
+    `out` (relative path → bytes); unchanged ones stay as the project has them (`texture_bytes` gives a
+    texture's own bytes while its pixels are as imported). Each material and image once, however many layers
     show it."""
     seen: set = set()
     for ob in obs.values():
@@ -793,8 +794,7 @@ def _sheets(files: _Files, obs: dict, out: dict, warnings: list) -> None:
             seen.add(mat.name)
             for img in (n.image for n in mat.node_tree.nodes if n.type == "TEX_IMAGE" and n.image is not None):
                 rel = img.get(TEX_PATH_PROP)
-                if not isinstance(rel, str) or rel in out or ("image", img.name) in seen \
-                        or blender_sheet.sheet_info(img) is None:
+                if not isinstance(rel, str) or rel in out or ("image", img.name) in seen:
                     continue
                 seen.add(("image", img.name))
                 data, more = texture_io.texture_bytes(img)

@@ -175,3 +175,21 @@ def test_odd_layers_come_back_as_they_were_and_an_edit_changes_only_its_own_orig
             assert [float(v) for v in b.pop("origin").split()] == pytest.approx([x + 10, y, z], abs=2e-3)
             a.pop("origin")
         assert a == b, a["name"]
+
+
+def test_an_edited_image_of_an_image_layer_is_written_and_nothing_else(clean_scene, tmp_path):
+    (tmp_path / "src").mkdir()
+    _layers_project(tmp_path / "src")
+    result = blender_project.import_project(bpy.context, str(tmp_path / "src" / "scene.json"))
+    img = next(n.image for n in result.layers[0].active_material.node_tree.nodes if n.type == "TEX_IMAGE")
+    px = np.array(img.pixels[:], np.float32)
+    px[0::4] = 0.0
+    px[1::4] = 1.0  # red becomes green
+    img.pixels.foreach_set(px)
+    bpy.context.view_layer.objects.active = result.layers[0]
+    blender_project.export_project(bpy.context, str(tmp_path / "out" / "scene.json"))
+    files = sorted(p.relative_to(tmp_path / "src") for p in (tmp_path / "src").rglob("*") if p.is_file())
+    changed = [str(p) for p in files if (tmp_path / "src" / p).read_bytes() != (tmp_path / "out" / p).read_bytes()]
+    assert changed == ["materials/red.tex"]
+    green = tex.image_pixels(tex.read((tmp_path / "out" / "materials" / "red.tex").read_bytes()))
+    assert (green[..., 0] == 0).all() and (green[..., 1] == 255).all() and (green[..., 3] == ALPHA).all()
