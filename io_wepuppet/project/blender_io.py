@@ -759,24 +759,40 @@ def _layer_objects(coll) -> dict[int, object]:
 
 def _models(context, files: _Files, scene: project.Scene, obs: dict, out: dict, warnings: list) -> None:
     """Each puppet and model layer's `.mdl` from Blender into `out` (relative path → bytes) when it differs
-    from the project's own file (an unchanged one is written from its own bytes); each model once."""
-    done: set[str] = set()
+    from the project's own file (an unchanged one is written from its own bytes). Layers that share a model
+    each hold their own copy in Blender: the one edited is written (with a warning naming the layers that show
+    it too); copies edited differently are not written, with a warning naming them."""
     children = _children(files.coll)
+    by_path: dict[str, list] = {}
     for k, layer in enumerate(scene.layers):
         ob = obs.get(k)
         if ob is None or ob.type not in ("ARMATURE", "EMPTY", "MESH") or layer.kind not in ("image", "puppet",
                                                                                             "model"):
             continue
         path = _model_path(files, layer) if files.root else None  # each model JSON read once (`files`)
-        if path is None or not path.lower().endswith(".mdl") or path in done:
+        if path is None or not path.lower().endswith(".mdl"):
             continue
-        done.add(path)
         if ob.type == "EMPTY" and not children.get(ob.name):
             continue
-        data, more = _model_bytes(context, ob, children)
-        warnings += [f"{layer.kind} layer {layer.name!r}: {w}" for w in more]
-        if data != read_bytes(path):
-            out[os.path.relpath(path, files.root).replace(os.sep, "/")] = data
+        by_path.setdefault(path, []).append((layer, ob))
+    for path, users in by_path.items():
+        original = read_bytes(path)
+        edited: dict[bytes, list[str]] = {}
+        for layer, ob in users:
+            data, more = _model_bytes(context, ob, children)
+            warnings += [f"{layer.kind} layer {layer.name!r}: {w}" for w in more]
+            if data != original:
+                edited.setdefault(data, []).append(layer.name)
+        rel = os.path.relpath(path, files.root).replace(os.sep, "/")
+        names = ", ".join(repr(la.name) for la, _ in users)
+        if len(edited) == 1:
+            out[rel] = next(iter(edited))
+            if len(users) > 1:
+                warnings.append(f"{rel}: edited on layer {', '.join(map(repr, next(iter(edited.values()))))} "
+                                f"and written; the layers {names} share it and all show the edit")
+        elif edited:
+            warnings.append(f"{rel}: not written: the layers {names} share it and were edited differently "
+                            f"({'; '.join(', '.join(map(repr, v)) for v in edited.values())})")
 
 
 def _sheets(files: _Files, obs: dict, out: dict, warnings: list) -> None:
@@ -799,6 +815,9 @@ def _sheets(files: _Files, obs: dict, out: dict, warnings: list) -> None:
                 seen.add(("image", img.name))
                 data, more = texture_io.texture_bytes(img)
                 warnings += more
+                kept = img.get(texture_io.TEX_PROP)
+                if isinstance(kept, bytes) and data == kept:  # as imported: the project's file, not read again
+                    continue
                 src = files.path(rel, f"image {img.name!r}") if files.root else None
                 if src is None or data != read_bytes(src):
                     out[rel] = data

@@ -193,3 +193,22 @@ def test_an_edited_image_of_an_image_layer_is_written_and_nothing_else(clean_sce
     assert changed == ["materials/red.tex"]
     green = tex.image_pixels(tex.read((tmp_path / "out" / "materials" / "red.tex").read_bytes()))
     assert (green[..., 0] == 0).all() and (green[..., 1] == 255).all() and (green[..., 3] == ALPHA).all()
+
+
+def test_a_vertex_edit_on_the_second_layer_of_a_shared_model_is_written(clean_scene, testdata, tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    make_project(src, testdata)
+    doc = json.loads((src / "scene.json").read_bytes())
+    doc["objects"].append(layer_doc("model", "models/arwing.mdl", 21, "arwing 2", (900, 200, -50)))
+    (src / "scene.json").write_bytes(format_json(doc))
+    result = blender_project.import_project(bpy.context, str(src / "project.json"))
+    second = result.layers[-1]
+    mesh = next(ob for ob in second.children if ob.type == "MESH")
+    mesh.data.vertices[0].co.x += 0.05
+    bpy.context.view_layer.objects.active = second
+    _, warnings = blender_project.export_project(bpy.context, str(tmp_path / "out" / "project.json"))
+    files = sorted(p.relative_to(src) for p in src.rglob("*") if p.is_file())
+    changed = [str(p) for p in files if (src / p).read_bytes() != (tmp_path / "out" / p).read_bytes()]
+    assert changed == ["models/arwing.mdl"]
+    assert any("'arwing', 'arwing 2' share it" in w for w in warnings), warnings
