@@ -823,6 +823,14 @@ def _sheets(files: _Files, obs: dict, out: dict, warnings: list) -> None:
                     out[rel] = data
 
 
+def _outside(context, coll) -> list[str]:
+    """The scene's models (meshes, armatures and their empties) in no imported project's collection, by name."""
+    held = {ob.name for c in bpy.data.collections if SCENE_PROP in c for ob in c.all_objects}
+    return sorted(ob.name for ob in context.scene.objects
+                  if ob.name not in held and ob.type in ("MESH", "ARMATURE", "EMPTY", "CURVE")
+                  and (ob.parent is None or ob.parent.name not in held))
+
+
 def export_project(context, path: str, name: str = "", collection: str | None = None) -> tuple[list[str], list[str]]:
     """Write the imported project holding the active object into the folder of `path`: every file of the
     folder it came from as it was, scene.json with the places, visibility and animation layers changed in
@@ -857,6 +865,11 @@ def export_project(context, path: str, name: str = "", collection: str | None = 
     if added:
         warnings.append(f"not written (objects added to the project are not yet exported as layers): "
                         f"{', '.join(sorted(added))}")
+    if collection is None:  # the File › Export path: what the user added beside the project is not in it
+        outside = _outside(context, coll)
+        if outside:
+            warnings.append(f"not written (not in the project's collection {coll.name!r}, and objects added to "
+                            f"a project are not yet exported as layers): {', '.join(outside)}")
     out: dict[str, bytes] = {}
     files = _Files(root, coll)  # the files the layers name, each read once (its warnings: the import's)
     _models(context, files, scene, obs, out, warnings)

@@ -212,3 +212,17 @@ def test_a_vertex_edit_on_the_second_layer_of_a_shared_model_is_written(clean_sc
     changed = [str(p) for p in files if (src / p).read_bytes() != (tmp_path / "out" / p).read_bytes()]
     assert changed == ["models/arwing.mdl"]
     assert any("'arwing', 'arwing 2' share it" in w for w in warnings), warnings
+
+
+def test_an_object_added_beside_the_project_is_named_as_not_written(clean_scene, tmp_path):
+    (tmp_path / "src").mkdir()
+    _layers_project(tmp_path / "src")
+    result = blender_project.import_project(bpy.context, str(tmp_path / "src" / "scene.json"))
+    bpy.ops.mesh.primitive_cube_add(size=0.2)  # where the user's new objects go: not the project's collection
+    bpy.context.object.name = "AddedCube"
+    bpy.context.view_layer.objects.active = result.layers[0]
+    _, warnings = blender_project.export_project(bpy.context, str(tmp_path / "out" / "scene.json"))
+    assert (tmp_path / "out" / "scene.json").read_bytes() == (tmp_path / "src" / "scene.json").read_bytes()
+    assert [w for w in warnings if "AddedCube" in w] == [
+        f"not written (not in the project's collection {result.collection.name!r}, and objects added to a project "
+        "are not yet exported as layers): AddedCube"]
