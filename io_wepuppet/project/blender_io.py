@@ -215,6 +215,8 @@ def _image_layer(context, files: _Files, layer: project.Layer, metres_per_unit: 
     if mat is None:
         stem = os.path.splitext(os.path.basename(tex_path))[0] if tex_path else "image"
         mat = files.materials[tex_path] = image_material(stem, img)
+        if tex_path is not None:  # where an image put on this material in Blender is written
+            mat[TEX_PATH_PROP] = os.path.relpath(tex_path, files.root).replace(os.sep, "/")
     me = files.meshes.get((w, h, tex_path))
     if me is None:  # the plane in the layer's own pixels, centred on its origin, mapped as puppet pixels are
         corners = np.array([[-w / 2, -h / 2, 0], [w / 2, -h / 2, 0], [w / 2, h / 2, 0], [-w / 2, h / 2, 0]])
@@ -328,9 +330,17 @@ def _model_layer(context, files: _Files, layer: project.Layer, metres_per_unit: 
     owned += result.objects
     files.warnings += [f"{layer.kind} layer {layer.name!r}: {w}" for w in result.warnings]
     if layer.kind == "puppet":  # a puppet is a textured layer: its texture's alpha cuts it out, blended
+        model_doc = files.json(layer.asset, f"puppet layer {layer.name!r}") or {}
+        tex_path = _texture_path(files, model_doc, f"puppet layer {layer.name!r}") if model_doc else None
+        rel = os.path.relpath(tex_path, files.root).replace(os.sep, "/") if tex_path else None
         for mat in {m for ob in result.objects if ob.type == "MESH" for m in ob.data.materials if m is not None}:
             _texture_alpha(mat)
             blended(mat)
+            if rel is not None:  # its texture, written back when edited in Blender (`_sheets`)
+                mat[TEX_PATH_PROP] = rel
+                for n in mat.node_tree.nodes if mat.node_tree else ():
+                    if n.type == "TEX_IMAGE" and n.image is not None and texture_io.TEX_PROP in n.image:
+                        n.image[TEX_PATH_PROP] = rel
     if result.armature is not None:
         _animation_tracks(context, result.armature, layer, files.warnings)
         return result.armature
@@ -796,20 +806,22 @@ def _models(context, files: _Files, scene: project.Scene, obs: dict, out: dict, 
 
 
 def _sheets(files: _Files, obs: dict, out: dict, warnings: list) -> None:
-    """The textures of image layers edited in Blender (an image's pixels, a sprite sheet's or GIF's frames) into
-    `out` (relative path → bytes); unchanged ones stay as the project has them (`texture_bytes` gives a
-    texture's own bytes while its pixels are as imported). Each material and image once, however many layers
-    show it."""
+    """The textures of image and puppet layers edited in Blender (an image's pixels, a sprite sheet's or GIF's
+    frames, or another image put on the layer's material) into `out` (relative path → bytes); unchanged ones
+    stay as the project has them (`texture_bytes` gives a texture's own bytes while its pixels are as
+    imported). Each material and image once, however many layers show it."""
     seen: set = set()
-    for ob in obs.values():
-        if ob.type != "MESH":
-            continue
+    children = _children(files.coll)
+    meshes = [o for ob in obs.values() for o in [ob, *_descendants(ob, children)] if o.type == "MESH"]
+    for ob in meshes:
         for mat in ob.data.materials:
             if mat is None or mat.node_tree is None or mat.name in seen:
                 continue
             seen.add(mat.name)
             for img in (n.image for n in mat.node_tree.nodes if n.type == "TEX_IMAGE" and n.image is not None):
                 rel = img.get(TEX_PATH_PROP)
+                replaced = not isinstance(rel, str) and isinstance(mat.get(TEX_PATH_PROP), str)
+                rel = mat.get(TEX_PATH_PROP) if replaced else rel
                 if not isinstance(rel, str) or rel in out or ("image", img.name) in seen:
                     continue
                 seen.add(("image", img.name))
@@ -821,6 +833,9 @@ def _sheets(files: _Files, obs: dict, out: dict, warnings: list) -> None:
                 src = files.path(rel, f"image {img.name!r}") if files.root else None
                 if src is None or data != read_bytes(src):
                     out[rel] = data
+                    if replaced:
+                        warnings.append(f"material {mat.name!r}: its image is now {img.name!r}: written as {rel}")
+                break  # a layer shows its material's first image
 
 
 def _outside(context, coll) -> list[str]:

@@ -226,3 +226,21 @@ def test_an_object_added_beside_the_project_is_named_as_not_written(clean_scene,
     assert [w for w in warnings if "AddedCube" in w] == [
         f"not written (not in the project's collection {result.collection.name!r}, and objects added to a project "
         "are not yet exported as layers): AddedCube"]
+
+
+def test_an_image_put_on_a_puppets_material_is_written_to_its_texture(clean_scene, testdata, tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    make_project(src, testdata)
+    result = blender_project.import_project(bpy.context, str(src / "project.json"))
+    goose = next(o for o in result.layers if o.type == "ARMATURE")
+    mat = next(ob for ob in goose.children if ob.type == "MESH").active_material
+    node = next(n for n in mat.node_tree.nodes if n.type == "TEX_IMAGE")
+    node.image = bpy.data.images.new("edited_image", 4, 4)
+    bpy.context.view_layer.objects.active = goose
+    _, warnings = blender_project.export_project(bpy.context, str(tmp_path / "out" / "project.json"))
+    files = sorted(p.relative_to(src) for p in src.rglob("*") if p.is_file())
+    changed = [str(p) for p in files if (src / p).read_bytes() != (tmp_path / "out" / p).read_bytes()]
+    assert changed == ["materials/goose_t.tex"]
+    assert tex.image_pixels(tex.read((tmp_path / "out" / "materials" / "goose_t.tex").read_bytes())).shape[:2] == (4, 4)
+    assert f"material {mat.name!r}: its image is now 'edited_image': written as materials/goose_t.tex" in warnings
