@@ -45,6 +45,7 @@ LAYER_PROP = "skinbridge_we_layer"  # on a layer's object: its scene.json entry 
 LAYER_INDEX_PROP = "skinbridge_we_layer_index"  # on a layer's object: its place in scene.json's objects
 PROJECT_PROP, SCENE_PROP = "skinbridge_we_project", "skinbridge_we_scene"  # on the collection: the files' bytes
 ROOT_PROP = "skinbridge_we_root"  # on the collection: the folder imported from, whose files export copies
+PLANE_PROP = "skinbridge_we_plane"  # on an image layer's plane: its corners as imported (an edit is told)
 TEX_PATH_PROP = "skinbridge_we_tex_path"  # on an image layer's image: its `.tex` relative to the project folder
 _ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "actions", "cameras",
                    "worlds")
@@ -222,6 +223,7 @@ def _image_layer(context, files: _Files, layer: project.Layer, metres_per_unit: 
         corners = np.array([[-w / 2, -h / 2, 0], [w / 2, -h / 2, 0], [w / 2, h / 2, 0], [-w / 2, h / 2, 0]])
         me = files.meshes[(w, h, tex_path)] = bpy.data.meshes.new(layer.name or "image")
         me.from_pydata((corners @ (metres_per_unit * convert.AXES).T).tolist(), [], [(0, 1, 2, 3)])
+        me[PLANE_PROP] = (corners @ (metres_per_unit * convert.AXES).T).ravel().tolist()
         uv = me.uv_layers.new(name="UVMap")
         uv.uv.foreach_set("vector", [0, 0, 1, 0, 1, 1, 0, 1])
         me.materials.append(mat)
@@ -838,6 +840,23 @@ def _sheets(files: _Files, obs: dict, out: dict, warnings: list) -> None:
                 break  # a layer shows its material's first image
 
 
+def _edited_planes(obs: dict) -> list[str]:
+    """The image layers whose plane's vertices are no longer those the import made, by object name."""
+    out, done = [], {}
+    for ob in obs.values():
+        me = ob.data if ob.type == "MESH" else None
+        if me is None or PLANE_PROP not in me:
+            continue
+        if me.name not in done:
+            corners = np.array(me[PLANE_PROP], np.float64)
+            co = np.empty(3 * len(me.vertices), np.float64)
+            me.vertices.foreach_get("co", co)
+            done[me.name] = co.shape != corners.shape or bool(np.abs(co - corners).max() > 1e-6)
+        if done[me.name]:
+            out.append(ob.name)
+    return sorted(out)
+
+
 def _outside(context, coll) -> list[str]:
     """The scene's models (meshes, armatures and their empties) in no imported project's collection, by name."""
     held = {ob.name for c in bpy.data.collections if SCENE_PROP in c for ob in c.all_objects}
@@ -880,6 +899,10 @@ def export_project(context, path: str, name: str = "", collection: str | None = 
     if added:
         warnings.append(f"not written (objects added to the project are not yet exported as layers): "
                         f"{', '.join(sorted(added))}")
+    planes = _edited_planes(obs)
+    if planes:
+        warnings.append(f"not written (an image layer is drawn as its size and texture; its plane's vertices "
+                        f"were edited): {', '.join(planes)}")
     if collection is None:  # the File › Export path: what the user added beside the project is not in it
         outside = _outside(context, coll)
         if outside:

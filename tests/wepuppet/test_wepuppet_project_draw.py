@@ -244,3 +244,15 @@ def test_an_image_put_on_a_puppets_material_is_written_to_its_texture(clean_scen
     assert changed == ["materials/goose_t.tex"]
     assert tex.image_pixels(tex.read((tmp_path / "out" / "materials" / "goose_t.tex").read_bytes())).shape[:2] == (4, 4)
     assert f"material {mat.name!r}: its image is now 'edited_image': written as materials/goose_t.tex" in warnings
+
+
+def test_a_vertex_moved_on_an_image_layers_plane_is_named_as_not_written(clean_scene, tmp_path):
+    (tmp_path / "src").mkdir()
+    _layers_project(tmp_path / "src")
+    result = blender_project.import_project(bpy.context, str(tmp_path / "src" / "scene.json"))
+    result.layers[1].data.vertices[0].co.x += 0.05
+    bpy.context.view_layer.objects.active = result.layers[0]
+    _, warnings = blender_project.export_project(bpy.context, str(tmp_path / "out" / "scene.json"))
+    assert (tmp_path / "out" / "scene.json").read_bytes() == (tmp_path / "src" / "scene.json").read_bytes()
+    assert "not written (an image layer is drawn as its size and texture; its plane's vertices were edited): " \
+        f"{result.layers[1].name}" in warnings
