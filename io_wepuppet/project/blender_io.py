@@ -288,15 +288,60 @@ def _set_influence(strip, weight: float) -> None:
         fc.update()
 
 
+def _clip_strip(track, act, al: project.AnimationLayer, start: float, reverse: bool = False):
+    """One strip of the clip's action at `start`: scale 1 / `rate`, Combine (additive) or Replace, `blend` as its
+    influence, played backwards when `reverse`."""
+    strip = track.strips.new(track.name, int(np.floor(start)), act)
+    slot = next((sl for sl in act.slots if sl.target_id_type == "OBJECT"), None)
+    if slot is not None and hasattr(strip, "action_slot"):
+        strip.action_slot = slot
+    if al.rate > 0:
+        strip.scale = 1.0 / al.rate
+    if start != np.floor(start):
+        strip.frame_start_ui = start
+    # Combine adds locations but multiplies rotations (and scales), so an additive clip whose frame 0 is
+    # the bind pose adds its change since frame 0 as the public reader does; Add would sum quaternions
+    strip.blend_type = "COMBINE" if al.additive else "REPLACE"
+    strip.use_reverse = reverse
+    _set_influence(strip, min(max(al.blend, 0.0), 1.0))
+    return strip
+
+
+def _play_modes(context, played: list) -> None:
+    """Each clip played as its mode says over the scene's range, which becomes the longest visible clip at its
+    rate (twice that for a mirrored one: there and back): a loop repeats its strip (NLA repeat), a mirrored
+    clip alternates forward and reversed strips, a single one plays once and holds."""
+    def period(item) -> float:
+        _, strip, mode, _ = item
+        return (strip.frame_end - strip.frame_start) * (2 if mode == "mirror" else 1)
+    shown = [item for item in played if not item[0].mute] or played
+    if not shown:
+        return
+    start = min(item[1].frame_start for item in played)
+    end = start + max(period(item) for item in shown)
+    scene = context.scene
+    scene.frame_end = min(max(int(np.ceil(end - 1e-6)), scene.frame_start + 1), 1048574)
+    for track, strip, mode, al in played:
+        cycle = strip.frame_end - strip.frame_start
+        count = int(np.ceil((end - strip.frame_start) / cycle - 1e-6)) if cycle > 0 else 1
+        if mode == "loop" and count > 1:
+            strip.repeat = float(count)
+        elif mode == "mirror":
+            for c in range(1, count):
+                _clip_strip(track, strip.action, al, strip.frame_start + c * cycle, reverse=c % 2 == 1)
+
+
 def _animation_tracks(context, arm_ob, layer: project.Layer, warnings: list[str]) -> None:
     """One NLA track per animation layer, in the layers' order (later tracks evaluate on top): the clip's action
     played at `rate` (strip scale 1 / rate), its weight `blend` as the strip's influence, additive layers blended
-    with ADD, blend-in/out in frames of the scene's rate, hidden layers muted."""
+    with Combine, blend-in/out in frames of the scene's rate, hidden layers muted; the clip's play mode as
+    `_play_modes` says."""
     if not layer.animation_layers:
         return
     actions = _clip_actions(arm_ob)
     ad = arm_ob.animation_data or arm_ob.animation_data_create()
     fps = baction.fps_of(context.scene)
+    played = []
     for k, al in enumerate(layer.animation_layers):
         act = actions.get(al.animation)
         if act is None:
@@ -305,20 +350,14 @@ def _animation_tracks(context, arm_ob, layer: project.Layer, warnings: list[str]
             continue
         track = ad.nla_tracks.new()
         track.name = al.name or f"layer {k + 1}"
-        strip = track.strips.new(track.name, int(np.floor(act.frame_range[0])), act)
-        slot = next((sl for sl in act.slots if sl.target_id_type == "OBJECT"), None)
-        if slot is not None and hasattr(strip, "action_slot"):
-            strip.action_slot = slot
-        if al.rate > 0:
-            strip.scale = 1.0 / al.rate
-        # Combine adds locations but multiplies rotations (and scales), so an additive clip whose frame 0 is
-        # the bind pose adds its change since frame 0 as the public reader does; Add would sum quaternions
-        strip.blend_type = "COMBINE" if al.additive else "REPLACE"
-        _set_influence(strip, min(max(al.blend, 0.0), 1.0))
+        strip = _clip_strip(track, act, al, float(np.floor(act.frame_range[0])))
         length = strip.frame_end - strip.frame_start
         strip.blend_in = min(max((al.blend_in or 0.0) * fps, 0.0), length)
         strip.blend_out = min(max((al.blend_out or 0.0) * fps, 0.0), length - strip.blend_in)
         track.mute = not al.visible
+        mode = str(bscene.json_prop(act, puppet_io.PROP).get("mode") or "loop")
+        played.append((track, strip, mode if mode in ("loop", "mirror", "single") else "loop", al))
+    _play_modes(context, played)
     ad.action = None  # the tracks play the layers; an active action would replace them
 
 
@@ -713,7 +752,7 @@ def _update_animation_layers(layer: project.Layer, ob) -> None:
     tracks = {t.name: t for t in ad.nla_tracks} if ad is not None else {}
     for k, al in enumerate(layer.animation_layers):
         track = tracks.get(al.name or f"layer {k + 1}")
-        if track is None or len(track.strips) != 1:
+        if track is None or not len(track.strips):  # a mirrored clip's track: its first strip is the layer's
             continue
         strip = track.strips[0]
         # compared as the import set them (a rate of 0 or below leaves the strip's scale at 1)
