@@ -427,14 +427,15 @@ def _build_layer(context, files: _Files, layer: project.Layer, metres_per_unit: 
     return ob
 
 
-def _place(objects: list, layers: list[project.Layer], owned: list[list], metres_per_unit: float) -> None:
+def _place(objects: list, layers: list[project.Layer], owned: list[list], metres_per_unit: float) -> list:
     """Each layer's object at its place, parented to its parent layer's object; a hidden layer hides what was
     made for it and for the layers under it (walked once, from our own lists: Blender's `children_recursive`
     scans every object of the file each time it is asked)."""
     by_id = {la.id: k for k, la in enumerate(layers) if la.id is not None}
     children: dict[int, list[int]] = {}
+    own = [layer_matrix(layer, metres_per_unit) for layer in layers]  # each layer's matrix, returned for `_order`
     for k, (ob, layer) in enumerate(zip(objects, layers)):
-        m = Matrix(layer_matrix(layer, metres_per_unit).tolist())
+        m = Matrix(own[k].tolist())
         p = by_id.get(layer.parent) if layer.parent is not None else None
         if p is not None and objects[p] is not ob:
             ob.parent = objects[p]
@@ -453,12 +454,13 @@ def _place(objects: list, layers: list[project.Layer], owned: list[list], metres
             if c not in done:
                 done.add(c)
                 hidden.append(c)
+    return own
 
 
 ORDER_SPAN = 1e-3  # the order offsets span this share of the camera's distance (docs/wallpaper_engine.md §7)
 
 
-def _worlds(layers: list[project.Layer], objects: list, metres_per_unit: float) -> list:
+def _worlds(layers: list[project.Layer], objects: list, own: list) -> list:
     """Each layer's world matrix as `_place` puts it (numpy, no depsgraph); None under a parent cycle."""
     by_id = {la.id: k for k, la in enumerate(layers) if la.id is not None}
     out: list = [None] * len(layers)
@@ -472,13 +474,12 @@ def _worlds(layers: list[project.Layer], objects: list, metres_per_unit: float) 
             continue
         for i in reversed(chain):
             p = by_id.get(layers[i].parent) if layers[i].parent is not None else None
-            own = layer_matrix(layers[i], metres_per_unit)
             p = p if p is not None and objects[p] is not objects[i] else None
-            out[i] = own if p is None else out[p] @ own
+            out[i] = own[i] if p is None else out[p] @ own[i]
     return out
 
 
-def _order(objects: list, layers: list[project.Layer], camera, metres_per_unit: float) -> bool:
+def _order(objects: list, layers: list[project.Layer], camera, own: list) -> bool:
     """Wallpaper Engine draws the layers in scene.json's order; Blender by depth (and blended surfaces sorted by
     their distance to the camera). So layer k is brought towards the camera by k steps, as delta transforms
     (export takes them out again): along the view under an orthographic camera, and under a perspective one
@@ -491,7 +492,7 @@ def _order(objects: list, layers: list[project.Layer], camera, metres_per_unit: 
     ortho = camera.data.type == "ORTHO"
     distance = camera.data.ortho_scale if ortho else 1.0
     step = ORDER_SPAN / n
-    worlds = _worlds(layers, objects, metres_per_unit)
+    worlds = _worlds(layers, objects, own)
     by_id = {la.id: k for k, la in enumerate(layers) if la.id is not None}
     for k, (ob, layer) in enumerate(zip(objects, layers)):
         p = by_id.get(layer.parent) if layer.parent is not None else None
@@ -506,8 +507,7 @@ def _order(objects: list, layers: list[project.Layer], camera, metres_per_unit: 
                 continue
             g = (1.0 - step * k) / (1.0 - step * p if p is not None else 1.0)
             e = eye if p is None else np.linalg.solve(worlds[p], np.append(eye, 1.0))[:3]
-            own = layer_matrix(layer, metres_per_unit)
-            ob.delta_location = ((1.0 - g) * (e - own[:3, 3])).tolist()
+            ob.delta_location = ((1.0 - g) * (e - own[k][:3, 3])).tolist()
             ob.delta_scale = (g, g, g)
         except np.linalg.LinAlgError:  # under a parent scaled to 0: nothing of it is seen
             continue
@@ -641,8 +641,8 @@ def import_project(context, path: str, metres_per_unit: float = METRES_PER_UNIT)
             owned.append([])
             result.layers.append(_build_layer(context, files, layer, metres_per_unit, props, owned[-1]))
             result.layers[-1][LAYER_INDEX_PROP] = k
-        _place(result.layers, scene.layers, owned, metres_per_unit)
-        if _order(result.layers, scene.layers, result.camera, metres_per_unit):
+        own = _place(result.layers, scene.layers, owned, metres_per_unit)
+        if _order(result.layers, scene.layers, result.camera, own):
             view_layer.update()  # world matrices with the offsets, as a script reading them next expects
         result.warnings = files.finished()
         kept = [note for layer in scene.layers for note in _kept_note(layer)]
