@@ -45,6 +45,7 @@ LAYER_PROP = "skinbridge_we_layer"  # on a layer's object: its scene.json entry 
 LAYER_INDEX_PROP = "skinbridge_we_layer_index"  # on a layer's object: its place in scene.json's objects
 PROJECT_PROP, SCENE_PROP = "skinbridge_we_project", "skinbridge_we_scene"  # on the collection: the files' bytes
 ROOT_PROP = "skinbridge_we_root"  # on the collection: the folder imported from, whose files export copies
+OBJECTS_PROP = "skinbridge_we_objects"  # on the collection: each layer's object name as imported (JSON list)
 PLANE_PROP = "skinbridge_we_plane"  # on an image layer's plane: its corners as imported (an edit is told)
 TEX_PATH_PROP = "skinbridge_we_tex_path"  # on an image layer's image: its `.tex` relative to the project folder
 _ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "actions", "cameras",
@@ -641,6 +642,7 @@ def import_project(context, path: str, metres_per_unit: float = METRES_PER_UNIT)
             owned.append([])
             result.layers.append(_build_layer(context, files, layer, metres_per_unit, props, owned[-1]))
             result.layers[-1][LAYER_INDEX_PROP] = k
+        coll[OBJECTS_PROP] = json.dumps([ob.name for ob in result.layers])
         own = _place(result.layers, scene.layers, owned, metres_per_unit)
         if _order(result.layers, scene.layers, result.camera, own):
             view_layer.update()  # world matrices with the offsets, as a script reading them next expects
@@ -893,6 +895,9 @@ def _edited_planes(obs: dict) -> list[str]:
             done[me.name] = co.shape != corners.shape or bool(np.abs(co - corners).max() > 1e-6)
         if done[me.name]:
             out.append(ob.name)
+        elif me.shape_keys is not None and len(me.shape_keys.key_blocks) > 1:
+            keys = ", ".join(k.name for k in me.shape_keys.key_blocks[1:])
+            out.append(f"{ob.name} (shape keys {keys})")
     return sorted(out)
 
 
@@ -938,10 +943,16 @@ def export_project(context, path: str, name: str = "", collection: str | None = 
     if added:
         warnings.append(f"not written (objects added to the project are not yet exported as layers): "
                         f"{', '.join(sorted(added))}")
+    names = json.loads(coll.get(OBJECTS_PROP, "[]"))
+    gone = [f"{names[k]} (layer {layer.name!r})" for k, layer in enumerate(scene.layers)
+            if k not in obs and k < len(names)]
+    if gone:
+        warnings.append(f"not written (deleting a layer's object is not yet written: the layers are kept as they "
+                        f"were): {', '.join(gone)}")
     planes = _edited_planes(obs)
     if planes:
-        warnings.append(f"not written (an image layer is drawn as its size and texture; its plane's vertices "
-                        f"were edited): {', '.join(planes)}")
+        warnings.append(f"not written (an image layer is drawn as its size and texture; its plane's vertices or "
+                        f"shape keys were edited): {', '.join(planes)}")
     if collection is None:  # the File › Export path: what the user added beside the project is not in it
         outside = _outside(context, coll)
         if outside:

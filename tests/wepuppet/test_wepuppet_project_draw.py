@@ -254,5 +254,23 @@ def test_a_vertex_moved_on_an_image_layers_plane_is_named_as_not_written(clean_s
     bpy.context.view_layer.objects.active = result.layers[0]
     _, warnings = blender_project.export_project(bpy.context, str(tmp_path / "out" / "scene.json"))
     assert (tmp_path / "out" / "scene.json").read_bytes() == (tmp_path / "src" / "scene.json").read_bytes()
-    assert "not written (an image layer is drawn as its size and texture; its plane's vertices were edited): " \
-        f"{result.layers[1].name}" in warnings
+    assert "not written (an image layer is drawn as its size and texture; its plane's vertices or shape keys " \
+        f"were edited): {result.layers[1].name}" in warnings
+
+
+def test_a_deleted_layer_object_and_shape_keys_on_a_plane_are_named_as_not_written(clean_scene, tmp_path):
+    (tmp_path / "src").mkdir()
+    _layers_project(tmp_path / "src", (("red", "blue"), ("blue", "red")))
+    result = blender_project.import_project(bpy.context, str(tmp_path / "src" / "scene.json"))
+    plane, gone = result.layers[0], result.layers[3]
+    gone_name = gone.name
+    plane.shape_key_add(name="Basis", from_mix=False)
+    plane.shape_key_add(name="Edited", from_mix=False).data[0].co.x += 0.05
+    bpy.data.objects.remove(gone)
+    bpy.context.view_layer.objects.active = plane
+    _, warnings = blender_project.export_project(bpy.context, str(tmp_path / "out" / "scene.json"))
+    assert (tmp_path / "out" / "scene.json").read_bytes() == (tmp_path / "src" / "scene.json").read_bytes()
+    assert "not written (deleting a layer's object is not yet written: the layers are kept as they were): " \
+        f"{gone_name} (layer 'red')" in warnings
+    assert "not written (an image layer is drawn as its size and texture; its plane's vertices or shape keys " \
+        f"were edited): {plane.name} (shape keys Edited)" in warnings
