@@ -75,7 +75,7 @@ def _srgb(linear: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(bpy.app.version < (5, 2), reason="one render, on the default leg")
+@pytest.mark.default_leg  # one render, on the default leg
 def test_overlapping_layers_at_one_depth_render_in_scene_json_order(clean_scene, tmp_path):
     pairs = (("red", "blue"), ("blue", "red"))
     _layers_project(tmp_path, pairs)
