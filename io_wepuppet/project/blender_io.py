@@ -45,8 +45,11 @@ LAYER_PROP = "skinbridge_we_layer"  # on a layer's object: its scene.json entry 
 LAYER_INDEX_PROP = "skinbridge_we_layer_index"  # on a layer's object: its place in scene.json's objects
 PROJECT_PROP, SCENE_PROP = "skinbridge_we_project", "skinbridge_we_scene"  # on the collection: the files' bytes
 ROOT_PROP = "skinbridge_we_root"  # on the collection: the folder imported from, whose files export copies
+OBJECTS_PROP = "skinbridge_we_objects"  # on the collection: each layer's object name as imported (JSON list)
+PLANE_PROP = "skinbridge_we_plane"  # on an image layer's plane: its corners as imported (an edit is told)
 TEX_PATH_PROP = "skinbridge_we_tex_path"  # on an image layer's image: its `.tex` relative to the project folder
-_ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "actions", "cameras")
+_ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "actions", "cameras",
+                   "worlds")
 _KEPT_KINDS = ("particle", "sound", "text", "light", "group")
 
 
@@ -173,8 +176,29 @@ def image_material(name: str, img) -> bpy.types.Material:
         blender_sheet.use_sequence(node.image_user, img, bpy.context.scene)
         node.location = (-400, 300)
         nt.links.new(node.outputs["Color"], bsdf.inputs["Base Color"])
-        nt.links.new(node.outputs["Alpha"], bsdf.inputs["Alpha"])
+        unlit(nt, bsdf, node)
+        # the texture's alpha times the layer's `alpha` (the object's colour alpha: one material per texture)
+        info = nt.nodes.new("ShaderNodeObjectInfo")
+        info.location = (-400, -50)
+        times = nt.nodes.new("ShaderNodeMath")
+        times.operation = "MULTIPLY"
+        times.location = (-200, 0)
+        nt.links.new(node.outputs["Alpha"], times.inputs[0])
+        nt.links.new(info.outputs["Alpha"], times.inputs[1])
+        nt.links.new(times.outputs[0], bsdf.inputs["Alpha"])
+    else:  # a built-in, missing or solid layer: what Wallpaper Engine draws there is not ours to guess
+        bsdf.inputs["Alpha"].default_value = 0.0
+    blended(mat)
     return mat
+
+
+def blended(mat) -> None:
+    """A layer's material drawn as Wallpaper Engine draws layers: alpha-blended over what is behind it, the
+    blended surfaces sorted per object by their distance to the camera (EEVEE), so the order offsets of
+    `_order` decide which layer is in front."""
+    if hasattr(mat, "surface_render_method"):
+        mat.surface_render_method = "BLENDED"
+    mat.use_transparency_overlap = True
 
 
 def _image_layer(context, files: _Files, layer: project.Layer, metres_per_unit: float, props: dict):
@@ -193,17 +217,41 @@ def _image_layer(context, files: _Files, layer: project.Layer, metres_per_unit: 
     if mat is None:
         stem = os.path.splitext(os.path.basename(tex_path))[0] if tex_path else "image"
         mat = files.materials[tex_path] = image_material(stem, img)
+        if tex_path is not None:  # where an image put on this material in Blender is written
+            mat[TEX_PATH_PROP] = os.path.relpath(tex_path, files.root).replace(os.sep, "/")
     me = files.meshes.get((w, h, tex_path))
     if me is None:  # the plane in the layer's own pixels, centred on its origin, mapped as puppet pixels are
         corners = np.array([[-w / 2, -h / 2, 0], [w / 2, -h / 2, 0], [w / 2, h / 2, 0], [-w / 2, h / 2, 0]])
         me = files.meshes[(w, h, tex_path)] = bpy.data.meshes.new(layer.name or "image")
         me.from_pydata((corners @ (metres_per_unit * convert.AXES).T).tolist(), [], [(0, 1, 2, 3)])
+        me[PLANE_PROP] = (corners @ (metres_per_unit * convert.AXES).T).ravel().tolist()
         uv = me.uv_layers.new(name="UVMap")
         uv.uv.foreach_set("vector", [0, 0, 1, 0, 1, 1, 0, 1])
         me.materials.append(mat)
     ob = bpy.data.objects.new(layer.name or "image", me)
+    ob.color = (1.0, 1.0, 1.0, min(max(layer.alpha, 0.0), 1.0))
     files.coll.objects.link(ob)
     return ob
+
+
+def _texture_alpha(mat) -> None:
+    """A puppet's material drawn as its texture is (`unlit`), cut out by its alpha where nothing else is linked
+    to the surface's alpha."""
+    nt = mat.node_tree
+    bsdf = next((n for n in nt.nodes if n.type == "BSDF_PRINCIPLED"), None) if nt is not None else None
+    tex = next((n for n in nt.nodes if n.type == "TEX_IMAGE" and n.image is not None), None) if bsdf else None
+    if tex is not None and not bsdf.inputs["Alpha"].is_linked:
+        nt.links.new(tex.outputs["Alpha"], bsdf.inputs["Alpha"])
+    if tex is not None:
+        unlit(nt, bsdf, tex)
+
+
+def unlit(nt, bsdf, tex) -> None:
+    """Wallpaper Engine draws a layer's texture as it is, unlit: the texture is the surface's emission too (the
+    world lights nothing, `_clear`)."""
+    if not bsdf.inputs["Emission Color"].is_linked:
+        nt.links.new(tex.outputs["Color"], bsdf.inputs["Emission Color"])
+        bsdf.inputs["Emission Strength"].default_value = 1.0
 
 
 def _model_path(files: _Files, layer: project.Layer) -> str | None:
@@ -241,15 +289,60 @@ def _set_influence(strip, weight: float) -> None:
         fc.update()
 
 
+def _clip_strip(track, act, al: project.AnimationLayer, start: float, reverse: bool = False):
+    """One strip of the clip's action at `start`: scale 1 / `rate`, Combine (additive) or Replace, `blend` as its
+    influence, played backwards when `reverse`."""
+    strip = track.strips.new(track.name, int(np.floor(start)), act)
+    slot = next((sl for sl in act.slots if sl.target_id_type == "OBJECT"), None)
+    if slot is not None and hasattr(strip, "action_slot"):
+        strip.action_slot = slot
+    if al.rate > 0:
+        strip.scale = 1.0 / al.rate
+    if start != np.floor(start):
+        strip.frame_start_ui = start
+    # Combine adds locations but multiplies rotations (and scales), so an additive clip whose frame 0 is
+    # the bind pose adds its change since frame 0 as the public reader does; Add would sum quaternions
+    strip.blend_type = "COMBINE" if al.additive else "REPLACE"
+    strip.use_reverse = reverse
+    _set_influence(strip, min(max(al.blend, 0.0), 1.0))
+    return strip
+
+
+def _play_modes(context, played: list) -> None:
+    """Each clip played as its mode says over the scene's range, which becomes the longest visible clip at its
+    rate (twice that for a mirrored one: there and back): a loop repeats its strip (NLA repeat), a mirrored
+    clip alternates forward and reversed strips, a single one plays once and holds."""
+    def period(item) -> float:
+        _, strip, mode, _ = item
+        return (strip.frame_end - strip.frame_start) * (2 if mode == "mirror" else 1)
+    shown = [item for item in played if not item[0].mute] or played
+    if not shown:
+        return
+    start = min(item[1].frame_start for item in played)
+    end = start + max(period(item) for item in shown)
+    scene = context.scene
+    scene.frame_end = min(max(int(np.ceil(end - 1e-6)), scene.frame_start + 1), 1048574)
+    for track, strip, mode, al in played:
+        cycle = strip.frame_end - strip.frame_start
+        count = int(np.ceil((end - strip.frame_start) / cycle - 1e-6)) if cycle > 0 else 1
+        if mode == "loop" and count > 1:
+            strip.repeat = float(count)
+        elif mode == "mirror":
+            for c in range(1, count):
+                _clip_strip(track, strip.action, al, strip.frame_start + c * cycle, reverse=c % 2 == 1)
+
+
 def _animation_tracks(context, arm_ob, layer: project.Layer, warnings: list[str]) -> None:
     """One NLA track per animation layer, in the layers' order (later tracks evaluate on top): the clip's action
     played at `rate` (strip scale 1 / rate), its weight `blend` as the strip's influence, additive layers blended
-    with ADD, blend-in/out in frames of the scene's rate, hidden layers muted."""
+    with Combine, blend-in/out in frames of the scene's rate, hidden layers muted; the clip's play mode as
+    `_play_modes` says."""
     if not layer.animation_layers:
         return
     actions = _clip_actions(arm_ob)
     ad = arm_ob.animation_data or arm_ob.animation_data_create()
     fps = baction.fps_of(context.scene)
+    played = []
     for k, al in enumerate(layer.animation_layers):
         act = actions.get(al.animation)
         if act is None:
@@ -258,20 +351,14 @@ def _animation_tracks(context, arm_ob, layer: project.Layer, warnings: list[str]
             continue
         track = ad.nla_tracks.new()
         track.name = al.name or f"layer {k + 1}"
-        strip = track.strips.new(track.name, int(np.floor(act.frame_range[0])), act)
-        slot = next((sl for sl in act.slots if sl.target_id_type == "OBJECT"), None)
-        if slot is not None and hasattr(strip, "action_slot"):
-            strip.action_slot = slot
-        if al.rate > 0:
-            strip.scale = 1.0 / al.rate
-        # Combine adds locations but multiplies rotations (and scales), so an additive clip whose frame 0 is
-        # the bind pose adds its change since frame 0 as the public reader does; Add would sum quaternions
-        strip.blend_type = "COMBINE" if al.additive else "REPLACE"
-        _set_influence(strip, min(max(al.blend, 0.0), 1.0))
+        strip = _clip_strip(track, act, al, float(np.floor(act.frame_range[0])))
         length = strip.frame_end - strip.frame_start
         strip.blend_in = min(max((al.blend_in or 0.0) * fps, 0.0), length)
         strip.blend_out = min(max((al.blend_out or 0.0) * fps, 0.0), length - strip.blend_in)
         track.mute = not al.visible
+        mode = str(bscene.json_prop(act, puppet_io.PROP).get("mode") or "loop")
+        played.append((track, strip, mode if mode in ("loop", "mirror", "single") else "loop", al))
+    _play_modes(context, played)
     ad.action = None  # the tracks play the layers; an active action would replace them
 
 
@@ -284,6 +371,18 @@ def _model_layer(context, files: _Files, layer: project.Layer, metres_per_unit: 
     result = puppet_io.import_wepuppet(context, path, metres_per_unit)
     owned += result.objects
     files.warnings += [f"{layer.kind} layer {layer.name!r}: {w}" for w in result.warnings]
+    if layer.kind == "puppet":  # a puppet is a textured layer: its texture's alpha cuts it out, blended
+        model_doc = files.json(layer.asset, f"puppet layer {layer.name!r}") or {}
+        tex_path = _texture_path(files, model_doc, f"puppet layer {layer.name!r}") if model_doc else None
+        rel = os.path.relpath(tex_path, files.root).replace(os.sep, "/") if tex_path else None
+        for mat in {m for ob in result.objects if ob.type == "MESH" for m in ob.data.materials if m is not None}:
+            _texture_alpha(mat)
+            blended(mat)
+            if rel is not None:  # its texture, written back when edited in Blender (`_sheets`)
+                mat[TEX_PATH_PROP] = rel
+                for n in mat.node_tree.nodes if mat.node_tree else ():
+                    if n.type == "TEX_IMAGE" and n.image is not None and texture_io.TEX_PROP in n.image:
+                        n.image[TEX_PATH_PROP] = rel
     if result.armature is not None:
         _animation_tracks(context, result.armature, layer, files.warnings)
         return result.armature
@@ -329,14 +428,15 @@ def _build_layer(context, files: _Files, layer: project.Layer, metres_per_unit: 
     return ob
 
 
-def _place(objects: list, layers: list[project.Layer], owned: list[list], metres_per_unit: float) -> None:
+def _place(objects: list, layers: list[project.Layer], owned: list[list], metres_per_unit: float) -> list:
     """Each layer's object at its place, parented to its parent layer's object; a hidden layer hides what was
     made for it and for the layers under it (walked once, from our own lists: Blender's `children_recursive`
     scans every object of the file each time it is asked)."""
     by_id = {la.id: k for k, la in enumerate(layers) if la.id is not None}
     children: dict[int, list[int]] = {}
+    own = [layer_matrix(layer, metres_per_unit) for layer in layers]  # each layer's matrix, returned for `_order`
     for k, (ob, layer) in enumerate(zip(objects, layers)):
-        m = Matrix(layer_matrix(layer, metres_per_unit).tolist())
+        m = Matrix(own[k].tolist())
         p = by_id.get(layer.parent) if layer.parent is not None else None
         if p is not None and objects[p] is not ob:
             ob.parent = objects[p]
@@ -355,6 +455,73 @@ def _place(objects: list, layers: list[project.Layer], owned: list[list], metres
             if c not in done:
                 done.add(c)
                 hidden.append(c)
+    return own
+
+
+ORDER_SPAN = 1e-3  # the order offsets span this share of the camera's distance (docs/wallpaper_engine.md §7)
+
+
+def _worlds(layers: list[project.Layer], objects: list, own: list) -> list:
+    """Each layer's world matrix as `_place` puts it (numpy, no depsgraph); None under a parent cycle."""
+    by_id = {la.id: k for k, la in enumerate(layers) if la.id is not None}
+    out: list = [None] * len(layers)
+    for k in range(len(layers)):
+        chain, j = [], k
+        while j is not None and out[j] is None and j not in chain:
+            chain.append(j)
+            p = by_id.get(layers[j].parent) if layers[j].parent is not None else None
+            j = p if p is not None and objects[p] is not objects[j] else None
+        if j is not None and out[j] is None:  # a cycle: left where Blender puts it
+            continue
+        for i in reversed(chain):
+            p = by_id.get(layers[i].parent) if layers[i].parent is not None else None
+            p = p if p is not None and objects[p] is not objects[i] else None
+            out[i] = own[i] if p is None else out[p] @ own[i]
+    return out
+
+
+def _order(objects: list, layers: list[project.Layer], camera, own: list) -> bool:
+    """Wallpaper Engine draws the layers in scene.json's order; Blender by depth (and blended surfaces sorted by
+    their distance to the camera). So layer k is brought towards the camera by k steps, as delta transforms
+    (export takes them out again): along the view under an orthographic camera, and under a perspective one
+    scaled about the eye by 1 − k·step, which keeps its projected size and place."""
+    n = len(layers)
+    if n < 2 or camera is None:
+        return False
+    cam = np.array(camera.matrix_world, np.float64)
+    eye, back = cam[:3, 3], cam[:3, 2]  # the camera looks along −Z: +Z points back at it
+    ortho = camera.data.type == "ORTHO"
+    distance = camera.data.ortho_scale if ortho else 1.0
+    step = ORDER_SPAN / n
+    worlds = _worlds(layers, objects, own)
+    by_id = {la.id: k for k, la in enumerate(layers) if la.id is not None}
+    for k, (ob, layer) in enumerate(zip(objects, layers)):
+        p = by_id.get(layer.parent) if layer.parent is not None else None
+        p = p if p is not None and objects[p] is not ob else None
+        if worlds[k] is None or (p is not None and worlds[p] is None):
+            continue
+        try:
+            if ortho:
+                move = back * distance * step * (k - p if p is not None else k)
+                local = move if p is None else np.linalg.solve(worlds[p][:3, :3], move)
+                ob.delta_location = local.tolist()
+                continue
+            g = (1.0 - step * k) / (1.0 - step * p if p is not None else 1.0)
+            e = eye if p is None else np.linalg.solve(worlds[p], np.append(eye, 1.0))[:3]
+            ob.delta_location = ((1.0 - g) * (e - own[k][:3, 3])).tolist()
+            ob.delta_scale = (g, g, g)
+        except np.linalg.LinAlgError:  # under a parent scaled to 0: nothing of it is seen
+            continue
+    return True
+
+
+def _without_order(ob, m: np.ndarray) -> np.ndarray:
+    """An object's basis matrix `m` without the delta transforms `_order` gave it."""
+    m = m.copy()
+    ds = np.array(ob.delta_scale, np.float64)
+    m[:3, :3] = m[:3, :3] / np.where(ds != 0, ds, 1.0)
+    m[:3, 3] -= np.array(ob.delta_location, np.float64)
+    return m
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -389,11 +556,42 @@ def _camera(context, scene: project.Scene, metres_per_unit: float, collection):
         data.clip_end = 4 * distance
         context.scene.render.resolution_x, context.scene.render.resolution_y = int(w), int(h)
         context.scene.render.resolution_percentage = 100
-    else:
+    else:  # the scene's vertical field of view and clipping (scene units)
         m[:3, 3] = a @ eye
+        data.sensor_fit = "VERTICAL"
+        data.angle_y = np.radians(scene.fov)
+        data.clip_start, data.clip_end = metres_per_unit * scene.nearz, metres_per_unit * scene.farz
     ob.matrix_world = Matrix(m.tolist())
     context.scene.camera = ob
     return ob
+
+
+def _clear(context, scene: project.Scene, title: str) -> None:
+    """The scene's clear colour as the world's background (an sRGB colour made linear), seen as it is: the
+    Standard view transform."""
+    if scene.clear is None:
+        return
+    c = np.clip(np.array(scene.clear, np.float64), 0.0, 1.0)
+    linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    world = bpy.data.worlds.new(f"{title} (clear colour)")
+    world.color = linear.tolist()
+    if world.node_tree is None:  # Blender 5 gives every new world a node tree
+        world.use_nodes = True
+    nt = world.node_tree
+    bg = next((n for n in nt.nodes if n.type == "BACKGROUND"), None)
+    out = next((n for n in nt.nodes if n.type == "OUTPUT_WORLD"), None)
+    if bg is not None and out is not None:  # seen behind the layers, lighting nothing (layers are unlit)
+        bg.inputs["Color"].default_value = (*linear.tolist(), 1.0)
+        bg.inputs["Strength"].default_value = 1.0
+        dark = nt.nodes.new("ShaderNodeBackground")
+        dark.inputs["Color"].default_value = (0.0, 0.0, 0.0, 1.0)
+        path, mix = nt.nodes.new("ShaderNodeLightPath"), nt.nodes.new("ShaderNodeMixShader")
+        nt.links.new(path.outputs["Is Camera Ray"], mix.inputs[0])
+        nt.links.new(dark.outputs[0], mix.inputs[1])
+        nt.links.new(bg.outputs[0], mix.inputs[2])
+        nt.links.new(mix.outputs[0], out.inputs["Surface"])
+    context.scene.world = world
+    context.scene.view_settings.view_transform = "Standard"
 
 
 def _activate(view_layer, collection) -> None:
@@ -428,6 +626,7 @@ def import_project(context, path: str, metres_per_unit: float = METRES_PER_UNIT)
     before = bscene.snapshot_ids(_ID_COLLECTIONS)
     view_layer = context.view_layer
     active = view_layer.active_layer_collection.collection
+    world, transform = context.scene.world, context.scene.view_settings.view_transform
     try:
         result.collection = coll = _collection(context, title)
         coll[SCENE_PROP] = scene.source.raw
@@ -435,6 +634,7 @@ def import_project(context, path: str, metres_per_unit: float = METRES_PER_UNIT)
             coll[PROJECT_PROP] = proj.source.raw
         _activate(view_layer, coll)
         result.camera = _camera(context, scene, metres_per_unit, coll)
+        _clear(context, scene, title)
         coll[ROOT_PROP] = root
         files = _Files(root, coll, docs)
         owned: list[list] = []
@@ -442,7 +642,10 @@ def import_project(context, path: str, metres_per_unit: float = METRES_PER_UNIT)
             owned.append([])
             result.layers.append(_build_layer(context, files, layer, metres_per_unit, props, owned[-1]))
             result.layers[-1][LAYER_INDEX_PROP] = k
-        _place(result.layers, scene.layers, owned, metres_per_unit)
+        coll[OBJECTS_PROP] = json.dumps([ob.name for ob in result.layers])
+        own = _place(result.layers, scene.layers, owned, metres_per_unit)
+        if _order(result.layers, scene.layers, result.camera, own):
+            view_layer.update()  # world matrices with the offsets, as a script reading them next expects
         result.warnings = files.finished()
         kept = [note for layer in scene.layers for note in _kept_note(layer)]
         if kept:
@@ -450,6 +653,7 @@ def import_project(context, path: str, metres_per_unit: float = METRES_PER_UNIT)
         bscene.failure_point("done")
     except BaseException:
         _activate(view_layer, active)
+        context.scene.world, context.scene.view_settings.view_transform = world, transform
         bscene.remove_new(before)
         raise
     _activate(view_layer, active)
@@ -490,11 +694,17 @@ def project_collection(context, collection: str | None = None):
     return colls[0] if colls else None
 
 
-def _decompose(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """origin, angles (x, y, z radians, for Rz · Ry · Rx) and scale of a matrix T · Rz · Ry · Rx · S."""
+def _decompose(m: np.ndarray, signs=(1.0, 1.0, 1.0)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """origin, angles (x, y, z radians, for Rz · Ry · Rx) and scale of a matrix T · Rz · Ry · Rx · S. A matrix
+    holds a scale's signs only up to a turn: the scale takes the signs `signs` (the layer's own) while they
+    give the matrix's handedness, else x's sign flips; so a mirrored layer keeps its negative scale, not a
+    half turn."""
     lin = m[:3, :3]
-    scale = np.linalg.norm(lin, axis=0)
-    r = lin / np.where(scale > 0, scale, 1.0)
+    signs = np.where(np.asarray(signs, np.float64) < 0, -1.0, 1.0)
+    if (np.linalg.det(lin) < 0) != (np.prod(signs) < 0):
+        signs[0] = -signs[0]
+    scale = np.linalg.norm(lin, axis=0) * signs
+    r = lin / np.where(scale != 0, scale, 1.0)
     ay = np.arcsin(np.clip(-r[2, 0], -1.0, 1.0))
     return m[:3, 3].copy(), np.array([np.arctan2(r[2, 1], r[2, 2]), ay, np.arctan2(r[1, 0], r[0, 0])]), scale
 
@@ -506,12 +716,15 @@ def _update_place(layer: project.Layer, ob, metres_per_unit: float) -> None:
     they still give the matrix."""
     layer.visible = not ob.hide_render
     parented = ob.parent is not None and LAYER_PROP in ob.parent
-    m = np.array(ob.matrix_basis if parented else ob.matrix_world, np.float64)
+    if parented or ob.parent is None:  # the basis: the world matrix of an object without parent
+        m = _without_order(ob, np.array(ob.matrix_basis, np.float64))
+    else:  # parented by the user to an object of theirs: its world, the order offsets left in (a 1e-3 share)
+        m = np.array(ob.matrix_world, np.float64)
     expected = layer_matrix(layer, metres_per_unit)
     if np.abs(m - expected).max() <= 1e-7 * max(1.0, float(np.abs(expected).max())):
         return  # where the import put it (the common case: one comparison per layer)
     a = axes(metres_per_unit)
-    origin, angles, size = _decompose(np.linalg.inv(a) @ m @ a)
+    origin, angles, size = _decompose(np.linalg.inv(a) @ m @ a, layer.scale)
     # per component, rounded to what float32 keeps of a place in metres, so an untouched one reads as it was
     moved = np.abs(origin - layer.origin) > 1e-5 * max(1.0, float(np.abs(layer.origin).max()))
     if moved.any():
@@ -541,7 +754,7 @@ def _update_animation_layers(layer: project.Layer, ob) -> None:
     tracks = {t.name: t for t in ad.nla_tracks} if ad is not None else {}
     for k, al in enumerate(layer.animation_layers):
         track = tracks.get(al.name or f"layer {k + 1}")
-        if track is None or len(track.strips) != 1:
+        if track is None or not len(track.strips):  # a mirrored clip's track: its first strip is the layer's
             continue
         strip = track.strips[0]
         # compared as the import set them (a rate of 0 or below leaves the strip's scale at 1)
@@ -599,49 +812,101 @@ def _layer_objects(coll) -> dict[int, object]:
 
 def _models(context, files: _Files, scene: project.Scene, obs: dict, out: dict, warnings: list) -> None:
     """Each puppet and model layer's `.mdl` from Blender into `out` (relative path → bytes) when it differs
-    from the project's own file (an unchanged one is written from its own bytes); each model once."""
-    done: set[str] = set()
+    from the project's own file (an unchanged one is written from its own bytes). Layers that share a model
+    each hold their own copy in Blender: the one edited is written (with a warning naming the layers that show
+    it too); copies edited differently are not written, with a warning naming them."""
     children = _children(files.coll)
+    by_path: dict[str, list] = {}
     for k, layer in enumerate(scene.layers):
         ob = obs.get(k)
         if ob is None or ob.type not in ("ARMATURE", "EMPTY", "MESH") or layer.kind not in ("image", "puppet",
                                                                                             "model"):
             continue
         path = _model_path(files, layer) if files.root else None  # each model JSON read once (`files`)
-        if path is None or not path.lower().endswith(".mdl") or path in done:
+        if path is None or not path.lower().endswith(".mdl"):
             continue
-        done.add(path)
         if ob.type == "EMPTY" and not children.get(ob.name):
             continue
-        data, more = _model_bytes(context, ob, children)
-        warnings += [f"{layer.kind} layer {layer.name!r}: {w}" for w in more]
-        if data != read_bytes(path):
-            out[os.path.relpath(path, files.root).replace(os.sep, "/")] = data
+        by_path.setdefault(path, []).append((layer, ob))
+    for path, users in by_path.items():
+        original = read_bytes(path)
+        edited: dict[bytes, list[str]] = {}
+        for layer, ob in users:
+            data, more = _model_bytes(context, ob, children)
+            warnings += [f"{layer.kind} layer {layer.name!r}: {w}" for w in more]
+            if data != original:
+                edited.setdefault(data, []).append(layer.name)
+        rel = os.path.relpath(path, files.root).replace(os.sep, "/")
+        names = ", ".join(repr(la.name) for la, _ in users)
+        if len(edited) == 1:
+            out[rel] = next(iter(edited))
+            if len(users) > 1:
+                warnings.append(f"{rel}: edited on layer {', '.join(map(repr, next(iter(edited.values()))))} "
+                                f"and written; the layers {names} share it and all show the edit")
+        elif edited:
+            warnings.append(f"{rel}: not written: the layers {names} share it and were edited differently "
+                            f"({'; '.join(', '.join(map(repr, v)) for v in edited.values())})")
 
 
 def _sheets(files: _Files, obs: dict, out: dict, warnings: list) -> None:
-    """The sprite sheets and GIFs of image layers whose frames were edited in Blender into `out` (relative path
-    → bytes); other textures stay as the project has them. Each material and image once, however many layers
-    show it."""
+    """The textures of image and puppet layers edited in Blender (an image's pixels, a sprite sheet's or GIF's
+    frames, or another image put on the layer's material) into `out` (relative path → bytes); unchanged ones
+    stay as the project has them (`texture_bytes` gives a texture's own bytes while its pixels are as
+    imported). Each material and image once, however many layers show it."""
     seen: set = set()
-    for ob in obs.values():
-        if ob.type != "MESH":
-            continue
+    children = _children(files.coll)
+    meshes = [o for ob in obs.values() for o in [ob, *_descendants(ob, children)] if o.type == "MESH"]
+    for ob in meshes:
         for mat in ob.data.materials:
             if mat is None or mat.node_tree is None or mat.name in seen:
                 continue
             seen.add(mat.name)
             for img in (n.image for n in mat.node_tree.nodes if n.type == "TEX_IMAGE" and n.image is not None):
                 rel = img.get(TEX_PATH_PROP)
-                if not isinstance(rel, str) or rel in out or ("image", img.name) in seen \
-                        or blender_sheet.sheet_info(img) is None:
+                replaced = not isinstance(rel, str) and isinstance(mat.get(TEX_PATH_PROP), str)
+                rel = mat.get(TEX_PATH_PROP) if replaced else rel
+                if not isinstance(rel, str) or rel in out or ("image", img.name) in seen:
                     continue
                 seen.add(("image", img.name))
                 data, more = texture_io.texture_bytes(img)
                 warnings += more
+                kept = img.get(texture_io.TEX_PROP)
+                if isinstance(kept, bytes) and data == kept:  # as imported: the project's file, not read again
+                    continue
                 src = files.path(rel, f"image {img.name!r}") if files.root else None
                 if src is None or data != read_bytes(src):
                     out[rel] = data
+                    if replaced:
+                        warnings.append(f"material {mat.name!r}: its image is now {img.name!r}: written as {rel}")
+                break  # a layer shows its material's first image
+
+
+def _edited_planes(obs: dict) -> list[str]:
+    """The image layers whose plane's vertices are no longer those the import made, by object name."""
+    out, done = [], {}
+    for ob in obs.values():
+        me = ob.data if ob.type == "MESH" else None
+        if me is None or PLANE_PROP not in me:
+            continue
+        if me.name not in done:
+            corners = np.array(me[PLANE_PROP], np.float64)
+            co = np.empty(3 * len(me.vertices), np.float64)
+            me.vertices.foreach_get("co", co)
+            done[me.name] = co.shape != corners.shape or bool(np.abs(co - corners).max() > 1e-6)
+        if done[me.name]:
+            out.append(ob.name)
+        elif me.shape_keys is not None and len(me.shape_keys.key_blocks) > 1:
+            keys = ", ".join(k.name for k in me.shape_keys.key_blocks[1:])
+            out.append(f"{ob.name} (shape keys {keys})")
+    return sorted(out)
+
+
+def _outside(context, coll) -> list[str]:
+    """The scene's models (meshes, armatures and their empties) in no imported project's collection, by name."""
+    held = {ob.name for c in bpy.data.collections if SCENE_PROP in c for ob in c.all_objects}
+    return sorted(ob.name for ob in context.scene.objects
+                  if ob.name not in held and ob.type in ("MESH", "ARMATURE", "EMPTY", "CURVE")
+                  and (ob.parent is None or ob.parent.name not in held))
 
 
 def export_project(context, path: str, name: str = "", collection: str | None = None) -> tuple[list[str], list[str]]:
@@ -678,6 +943,21 @@ def export_project(context, path: str, name: str = "", collection: str | None = 
     if added:
         warnings.append(f"not written (objects added to the project are not yet exported as layers): "
                         f"{', '.join(sorted(added))}")
+    names = json.loads(coll.get(OBJECTS_PROP, "[]"))
+    gone = [f"{names[k]} (layer {layer.name!r})" for k, layer in enumerate(scene.layers)
+            if k not in obs and k < len(names)]
+    if gone:
+        warnings.append(f"not written (deleting a layer's object is not yet written: the layers are kept as they "
+                        f"were): {', '.join(gone)}")
+    planes = _edited_planes(obs)
+    if planes:
+        warnings.append(f"not written (an image layer is drawn as its size and texture; its plane's vertices or "
+                        f"shape keys were edited): {', '.join(planes)}")
+    if collection is None:  # the File › Export path: what the user added beside the project is not in it
+        outside = _outside(context, coll)
+        if outside:
+            warnings.append(f"not written (not in the project's collection {coll.name!r}, and objects added to "
+                            f"a project are not yet exported as layers): {', '.join(outside)}")
     out: dict[str, bytes] = {}
     files = _Files(root, coll)  # the files the layers name, each read once (its warnings: the import's)
     _models(context, files, scene, obs, out, warnings)

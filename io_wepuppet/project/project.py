@@ -183,6 +183,10 @@ class Scene:
     camera: dict = field(default_factory=dict)
     layers: list[Layer] = field(default_factory=list)
     source: JsonFile = field(default_factory=lambda: JsonFile({}))
+    fov: float = 50.0  # `general.fov`: a perspective camera's vertical field of view in degrees
+    nearz: float = 0.01  # `general.nearz` and `farz`: a perspective camera's clipping, in scene units
+    farz: float = 10000.0
+    clear: tuple | None = None  # `general.clearcolor` (linear RGB 0..1) when `clearenabled` is not false
 
 
 def _bool(value: Any, default: bool) -> bool:
@@ -242,9 +246,17 @@ def read_scene(data: bytes, project: Project | None = None, puppets: set[str] = 
     general = d.get("general") if isinstance(d.get("general"), dict) else {}
     ortho = general.get("orthogonalprojection") if isinstance(general.get("orthogonalprojection"), dict) else {}
     objects = d.get("objects") if isinstance(d.get("objects"), list) else []
+    fov = _float(resolve(general.get("fov"), props), 50.0)
+    nearz = _float(resolve(general.get("nearz"), props), 0.01)
+    farz = _float(resolve(general.get("farz"), props), 10000.0)
+    clear = None
+    if _bool(resolve(general.get("clearenabled"), props), True) and general.get("clearcolor") is not None:
+        clear = tuple(float(c) for c in vector(resolve(general.get("clearcolor"), props), 3, (0, 0, 0)))
     return Scene(_float(ortho.get("width"), 0.0), _float(ortho.get("height"), 0.0),
                  d.get("camera") if isinstance(d.get("camera"), dict) else {},
-                 [_layer(o, props, set(puppets)) for o in objects if isinstance(o, dict)], src)
+                 [_layer(o, props, set(puppets)) for o in objects if isinstance(o, dict)], src,
+                 fov if 0 < fov < 180 else 50.0, nearz if nearz > 0 else 0.01,
+                 farz if farz > max(nearz, 0) else 10000.0, clear)
 
 
 def apply(scene: Scene) -> None:

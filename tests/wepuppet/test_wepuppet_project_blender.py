@@ -47,7 +47,10 @@ def test_project_imports_one_object_per_layer_where_scene_json_places_it(clean_s
     assert sorted(by_name) == sorted(o["name"] for o in doc["objects"]) and len(layers) == len(doc["objects"])
     for i, obj in enumerate(doc["objects"]):
         world = np.array(by_name[obj["name"]].matrix_world, np.float64)
-        assert np.allclose(world, _expected(doc["objects"], i, props), rtol=0, atol=1e-5), obj["name"]
+        expected = _expected(doc["objects"], i, props)
+        # layer i is brought i steps towards the camera (−Y), the steps spanning 1e-3 of the scene's width
+        expected[1, 3] -= i * 1e-3 / len(doc["objects"]) * 19.2
+        assert np.allclose(world, expected, rtol=0, atol=1e-5), obj["name"]
     sky, goose, arwing, snow = (by_name[n] for n in ("sky", "goose", "arwing", "snow"))
     assert sky.type == "MESH" and sky.dimensions.x == pytest.approx(19.2 * 2) and \
         sky.dimensions.z == pytest.approx(10.8 * 1.5)

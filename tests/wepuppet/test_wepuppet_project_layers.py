@@ -125,7 +125,7 @@ def _sample(clip: mdl.Clip, bone: int, seconds: float):
             sa[6:9] * (1 - t) + sb[6:9] * t)
 
 
-def _blended_local(m: mdl.Model, layers: list[dict], bone: int, seconds: float) -> np.ndarray:
+def _blended_local(m: mdl.Model, layers: list[dict], bone: int, seconds: float, times=None) -> np.ndarray:
     """Start at the bind pose; a layer that is not additive moves towards its pose by its weight, an additive one
     adds its change since frame 0, weighted."""
     bind = np.asarray(m.skeleton.bones[bone].matrix, np.float64).reshape(4, 4).T
@@ -136,9 +136,9 @@ def _blended_local(m: mdl.Model, layers: list[dict], bone: int, seconds: float) 
     quat = np.array([w, (rot[2, 1] - rot[1, 2]) / (4 * w), (rot[0, 2] - rot[2, 0]) / (4 * w),
                      (rot[1, 0] - rot[0, 1]) / (4 * w)])
     clips = {c.id: c for c in m.animations.clips}
-    for layer in layers:
+    for k, layer in enumerate(layers):  # `times`: each layer's clip at its own time (seconds of the clip)
         clip, weight = clips[layer["animation"]], layer["blend"]
-        p, q, s = _sample(clip, bone, seconds * layer["rate"])
+        p, q, s = _sample(clip, bone, times[k] if times is not None else seconds * layer["rate"])
         if layer["additive"]:
             base = np.asarray(clip.samples[bone, 0], np.float64)
             trans = trans + weight * (p - base[:3])
@@ -151,14 +151,14 @@ def _blended_local(m: mdl.Model, layers: list[dict], bone: int, seconds: float) 
     return _matrix(trans, quat, scale)
 
 
-def _expected_positions(m: mdl.Model, layers: list[dict], seconds: float) -> np.ndarray:
+def _expected_positions(m: mdl.Model, layers: list[dict], seconds: float, times=None) -> np.ndarray:
     """File-space positions of mesh 0 skinned by the blended pose (linear blend of up to four bones)."""
     bones = m.skeleton.bones
     bind, world = [], []
     for i, b in enumerate(bones):
         local_bind = np.asarray(b.matrix, np.float64).reshape(4, 4).T
         bind.append(local_bind if b.parent < 0 else bind[b.parent] @ local_bind)
-        local = _blended_local(m, layers, i, seconds)
+        local = _blended_local(m, layers, i, seconds, times)
         world.append(local if b.parent < 0 else world[b.parent] @ local)
     skin = np.stack([world[i] @ np.linalg.inv(bind[i]) for i in range(len(bones))])
     v = m.meshes[0].vertices
@@ -212,3 +212,53 @@ def test_two_animation_layers_play_as_the_public_reader_blends_them(clean_scene,
         worst = max(worst, float(np.abs(ours - want).max() / diagonal))
     print(f"{name}: largest difference {worst:.2e} of the diagonal")
     assert moved > 1e-3 * diagonal  # the layers move the mesh: the comparison is not of two rest poses
+
+
+def _played(clip: mdl.Clip, seconds: float) -> float:
+    """The clip's own time at `seconds` as its mode plays it: a loop starts again, a mirrored clip plays back
+    after each play forwards (frame L − t on every second pass)."""
+    length = clip.length / float(clip.fps)
+    if clip.mode == "mirror":
+        t = seconds % (2 * length)
+        return t if t <= length else 2 * length - t
+    return seconds % length
+
+
+@pytest.mark.parametrize("mode, layered", [
+    pytest.param("loop", False, id="loop-one clip"),  # the one case of the older Blender legs
+    pytest.param("mirror", False, id="mirror-one clip", marks=pytest.mark.default_leg),
+    pytest.param("loop", True, id="loop-two layers", marks=pytest.mark.default_leg),
+    pytest.param("mirror", True, id="mirror-two layers", marks=pytest.mark.default_leg)])
+def test_clips_play_in_their_mode_at_random_times_as_the_public_reader_plays_them(clean_scene, tmp_path, mode,
+                                                                                  layered):
+    models = tmp_path / "models"
+    models.mkdir()
+    m = mdl.read(_flat_puppet(False))
+    for clip in m.animations.clips:
+        clip.mode = mode
+    (models / "puppet.mdl").write_bytes(mdl.write(m))
+    (models / "puppet.json").write_bytes(wp.format_json({"puppet": "models/puppet.mdl"}))
+    layers = [dict(BUILT_LAYERS[0], blend=1.0, rate=0.8)] + ([BUILT_LAYERS[1]] if layered else [])
+    layer = wp.layer_doc("image", "models/puppet.json", 1, "puppet", ORIGIN, animationlayers=layers)
+    (tmp_path / "scene.json").write_bytes(wp.format_json(wp.scene_doc(1920, 1080, [layer])))
+    result = blender_project.import_project(bpy.context, str(tmp_path / "scene.json"))
+    arm = result.layers[0]
+    mesh_ob = next(ob for ob in arm.children if ob.type == "MESH")
+    scene = bpy.context.scene
+    fps = baction.fps_of(scene)
+    clips = {c.id: c for c in m.animations.clips}
+    longest = max(clips[la["animation"]].length / float(clips[la["animation"]].fps) / la["rate"] for la in layers)
+    span = longest * (2 if mode == "mirror" else 1)
+    assert scene.frame_end == math.ceil(scene.frame_start + span * fps - 1e-6)  # the scene's range: at the rate
+    rest = _to_blender(np.asarray(m.meshes[0].vertices["position"], np.float64))
+    diagonal = float(np.linalg.norm(np.ptp(rest, axis=0)))
+    worst = 0.0
+    for seconds in np.random.default_rng(49).uniform(0.0, span, 50):
+        frame = scene.frame_start + seconds * fps
+        scene.frame_set(int(math.floor(frame)), subframe=float(frame - math.floor(frame)))
+        times = [_played(clips[la["animation"]], seconds * la["rate"]) for la in layers]
+        want = _to_blender(_expected_positions(m, layers, seconds, times))
+        worst = max(worst, float(np.abs(evaluated_world_positions(mesh_ob) - want).max() / diagonal))
+    print(f"{mode}, {'two layers' if layered else 'one clip'}: largest difference {worst:.2e} of the diagonal")
+    assert worst <= (6e-5 if layered else 1e-5)
+
