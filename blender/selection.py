@@ -52,3 +52,24 @@ def find_armature(context, required: bool = False):
         names = ", ".join(sorted(a.name for a in candidates))
         raise NoTarget(f"{len(candidates)} armatures could be meant ({names}): select one")
     return None
+
+
+def one_model(meshes: list, arm, model_prop: str) -> tuple[list, object]:
+    """(meshes, armature) an export takes when no armature chooses: meshes that different imports made (their
+    `model_prop` token, one per import) are different models, as two armatures are, so with several of them
+    those of the models the selection touches are taken, with the meshes made in Blender (which belong to
+    none); NoTarget names them when the selection touches none. A file imported twice is so written as it was,
+    not merged with its copy."""
+    if arm is not None:
+        return meshes, arm
+    models: dict[str, list] = {}
+    for ob in meshes:
+        if isinstance(ob.get(model_prop), str):
+            models.setdefault(ob[model_prop], []).append(ob)
+    if len(models) < 2:
+        return meshes, arm
+    chosen = {token for token, obs in models.items() if any(ob.select_get() for ob in obs)}
+    if not chosen:
+        names = ", ".join(obs[0].name for obs in models.values())
+        raise NoTarget(f"{len(models)} models could be exported ({names}): select one (a mesh of it)")
+    return [ob for ob in meshes if ob.get(model_prop) in chosen or not isinstance(ob.get(model_prop), str)], arm

@@ -34,7 +34,7 @@ from ...blender import action as bact
 from ...blender import armature as barm
 from ...blender import scene as bscene
 from ...blender.ops_common import unmatched_motion
-from ...blender.selection import NoTarget, armatures, find_armature
+from ...blender.selection import NoTarget, armatures, find_armature, one_model
 from ...core import model as cm
 from ...core.errors import ExportError, FormatError
 from ...core.fileio import read_bytes, write_atomic
@@ -403,17 +403,7 @@ def export_objects(context) -> tuple[list, object]:
     which belong to none); NoTarget names them when the selection touches none. A file imported twice is so
     written as it was, not with its copy."""
     meshes, arm = bscene.exportable_objects(context)
-    models: dict[str, list] = {}
-    for ob in meshes:
-        if isinstance(ob.get(MODEL_PROP), str):
-            models.setdefault(ob[MODEL_PROP], []).append(ob)
-    if arm is not None or len(models) < 2:
-        return meshes, arm
-    chosen = {token for token, obs in models.items() if any(ob.select_get() for ob in obs)}
-    if not chosen:
-        names = ", ".join(obs[0].name for obs in models.values())
-        raise NoTarget(f"{len(models)} models could be exported ({names}): select one (a mesh of it)")
-    return [ob for ob in meshes if ob.get(MODEL_PROP) in chosen or not isinstance(ob.get(MODEL_PROP), str)], arm
+    return one_model(meshes, arm, MODEL_PROP)
 
 
 def gather_reference(context, flavour: str = "AUTO") -> tuple[cm.Scene, list[str], str, bool]:

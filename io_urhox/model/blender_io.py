@@ -16,7 +16,7 @@ from ...blender import action as baction
 from ...blender import armature as barm
 from ...blender import scene as bscene
 from ...blender.props import json_prop
-from ...blender.selection import NoTarget
+from ...blender.selection import NoTarget, one_model
 from ...core import model as cm
 from ...core.errors import ExportError
 from ...core.fileio import read_bytes, write_atomic
@@ -204,19 +204,7 @@ def export_objects(context, selected_only: bool = False) -> tuple[list, object]:
     which belong to none), and NoTarget names them when the selection touches none. A model imported twice is
     so written as it was, not merged with its copy."""
     meshes, arm = bscene.exportable_objects(context, selected_only)
-    if arm is not None:
-        return meshes, arm
-    models = {}
-    for ob in meshes:
-        if isinstance(ob.get(MODEL_PROP), str):
-            models.setdefault(ob[MODEL_PROP], []).append(ob)
-    if len(models) < 2:
-        return meshes, arm
-    chosen = {token for token, obs in models.items() if any(ob.select_get() for ob in obs)}
-    if not chosen:
-        names = ", ".join(obs[0].name for obs in models.values())
-        raise NoTarget(f"{len(models)} models could be exported ({names}): select one (a mesh of it)")
-    return [ob for ob in meshes if ob.get(MODEL_PROP) in chosen or not isinstance(ob.get(MODEL_PROP), str)], arm
+    return one_model(meshes, arm, MODEL_PROP)
 
 
 def export_mdl(context, path: str, profile: str = "urhox", selected_only: bool = False,

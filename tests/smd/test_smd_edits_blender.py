@@ -20,6 +20,7 @@ from skinbridge.io_smd.smd import smd  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench"))
 import edit_kinds  # noqa: E402
+from support.smd_texts import DROPPED_TRIANGLE_REF, RIG3  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -164,31 +165,7 @@ def test_a_bone_edit_leaves_out_the_rows_blender_source_tools_left_out(clean_sce
 
 
 # three triangles, the middle one with a repeated vertex (Blender drops it on import); written by our writer
-DEGENERATE = """version 1
-nodes
-0 "root" -1
-1 "arm" 0
-end
-skeleton
-time 0
-0 0 0 0 0 0 0
-1 0 0 1 0 0 0
-end
-triangles
-mat
-0 0 0 0 0 0 1 0 0 1 0 1
-0 1 0 0 0 0 1 1 0 1 0 1
-0 0 1 0 0 0 1 0 1 1 0 1
-mat
-1 0 0 1 0 0 1 0 0 1 1 1
-1 0 0 1 0 0 1 0 0 1 1 1
-1 1 0 1 0 0 1 1 0 1 1 1
-mat
-1 0 0 2 0 0 1 0 0 1 1 1
-1 1 0 2 0 0 1 1 0 1 1 1
-1 0 1 2 0 0 1 0 1 1 1 1
-end
-"""
+DEGENERATE = DROPPED_TRIANGLE_REF
 
 
 @pytest.mark.default_leg
@@ -234,19 +211,7 @@ def test_a_rest_moved_by_less_than_the_kept_binds_tolerance_is_written(clean_sce
     assert np.array_equal(before.triangles.positions, after.triangles.positions)
 
 
-RIG = """version 1
-nodes
-0 "root" -1
-1 "arm" 0
-2 "hand" 1
-end
-skeleton
-time 0
-0 0 0 0 0 0 0
-1 0 0 1 0 0 0
-2 0 0 2 0 0 0
-end
-triangles
+RIG = RIG3 + """triangles
 mat
 0 0 0 0 0 0 1 0 0 1 0 1
 1 1 0 1 0 0 1 1 0 1 1 1

@@ -15,6 +15,7 @@ bpy = pytest.importorskip("bpy")
 from skinbridge.io_smd.smd import blender_io  # noqa: E402
 
 from skinbridge.io_smd.smd import smd  # noqa: E402
+from support.smd_texts import DROPPED_TRIANGLE_REF  # noqa: E402
 
 pytestmark = pytest.mark.blender
 
@@ -120,34 +121,7 @@ def test_an_unchanged_animation_comes_back_byte_for_byte(clean_scene, tmp_path):
 
 # a reference of three nodes whose triangle list holds one triangle with a repeated vertex (Blender drops it),
 # and an animation that names two of the three nodes; both in a layout our writer does not make
-REF_TEXT = """// written by hand
-version 1
-nodes
-0 "root" -1
-1 "arm" 0
-2 "hand" 1
-end
-skeleton
-time 0
-0 0 0 0 0 0 0
-1 0 0 1 0 0 0
-2 0 0 2 0 0 0
-end
-triangles
-mat
-0 0 0 0 0 0 1 0 0 1 0 1
-0 1 0 0 0 0 1 1 0 1 0 1
-0 0 1 0 0 0 1 0 1 1 0 1
-mat
-1 0 0 1 0 0 1 0 0 1 1 1
-1 0 0 1 0 0 1 0 0 1 1 1
-1 1 0 1 0 0 1 1 0 1 1 1
-mat
-2 0 0 2 0 0 1 0 0 1 2 1
-2 1 0 2 0 0 1 1 0 1 2 1
-2 0 1 2 0 0 1 0 1 1 2 1
-end
-"""
+REF_TEXT = "// written by hand\n" + DROPPED_TRIANGLE_REF
 ANIM_TEXT = """version 1
 nodes
 0 "root" -1
