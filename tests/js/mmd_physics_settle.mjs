@@ -3,52 +3,14 @@
 // the named bones after each requested number of steps. The script steps the world itself (the wall clock plays
 // no part): beforePhysics, one Bullet step of 1/60 s, afterPhysics.
 // usage: node mmd_physics_settle.mjs NODE_MODULES_DIR MODEL.pmx STEPS_JSON BONES_JSON [GRAVITY]
-import fs from "node:fs";
-import path from "node:path";
-import { createRequire, register } from "node:module";
-import { pathToFileURL } from "node:url";
+import { register } from "node:module";
+
+import { ammoModel } from "./mmd_ammo_model.mjs";
 
 register("./runtime_hook.mjs", import.meta.url);
 
 const [nodeModules, modelPath, stepsJson, bonesJson, gravityArg] = process.argv.slice(2);
-const load = (p) => import(pathToFileURL(path.join(nodeModules, p)).href);
-const physicsDir = path.join(nodeModules, "babylon-mmd/esm/Runtime/Physics/External");
-// ammo.wasm.js is an ES module that still calls require("fs") and reads __dirname when it sees node; it only
-// needs them to fetch its wasm, which instantiateWasm below hands it instead.
-globalThis.require = createRequire(import.meta.url);
-globalThis.__dirname = physicsDir;
-const { default: ammoFactory } = await import(pathToFileURL(path.join(physicsDir, "ammo.wasm.js")).href);
-const wasm = fs.readFileSync(path.join(physicsDir, "ammo.wasm.wasm"));
-const ammo = await ammoFactory({
-  instantiateWasm(imports, done) {
-    WebAssembly.instantiate(wasm, imports).then((r) => done(r.instance, r.module));
-    return {};
-  },
-});
-
-const { NullEngine } = await load("@babylonjs/core/Engines/nullEngine.js");
-const { Scene } = await load("@babylonjs/core/scene.js");
-const { Vector3 } = await load("@babylonjs/core/Maths/math.vector.js");
-await load("@babylonjs/core/Physics/joinedPhysicsEngineComponent.js");  // scene.enablePhysics
-await load("@babylonjs/core/Physics/v1/physicsEngineComponent.js");  // meshes' physicsImpostor
-const { LoadAssetContainerAsync } = await load("@babylonjs/core/Loading/sceneLoader.js");
-await load("babylon-mmd/esm/Loader/pmxLoader.js");
-const { MmdRuntime } = await load("babylon-mmd/esm/Runtime/mmdRuntime.js");
-const { MmdAmmoJSPlugin } = await load("babylon-mmd/esm/Runtime/Physics/mmdAmmoJSPlugin.js");
-const { MmdAmmoPhysics } = await load("babylon-mmd/esm/Runtime/Physics/mmdAmmoPhysics.js");
-
-const engine = new NullEngine();
-const scene = new Scene(engine);
-const plugin = new MmdAmmoJSPlugin(false, ammo);  // false: every step is the fixed 1/60 s, not the frame's delta
-scene.enablePhysics(new Vector3(0, -Number(gravityArg ?? 98), 0), plugin);
-const bytes = fs.readFileSync(modelPath);
-const container = await LoadAssetContainerAsync(new Uint8Array(bytes), scene, {
-  pluginExtension: ".pmx",
-  pluginOptions: { mmdmodel: { materialBuilder: null, loggingEnabled: false } },
-});
-container.addAllToScene();
-const runtime = new MmdRuntime(scene, new MmdAmmoPhysics(scene));
-const model = runtime.createMmdModel(container.meshes[0]);
+const { engine, scene, runtime, model } = await ammoModel(nodeModules, modelPath, Number(gravityArg ?? 98));
 
 const checkpoints = JSON.parse(stepsJson);
 const wanted = JSON.parse(bonesJson);
