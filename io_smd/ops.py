@@ -41,8 +41,10 @@ def _importer(spec, label: str, doc: str, import_one) -> type:
 
 def _import_dmx(context, path: str) -> list[str]:
     """A model with its animations; a file of animations only onto the selected armature, when there is one."""
-    arm = find_armature(context) if dmx_io.motion_only(path) else None
-    return dmx_io.load_motion(context, path, arm) if arm is not None else dmx_io.blender_import(context, path)
+    arm = find_armature(context)  # first: with no armature the file is not read twice (walkn: 0.1 s)
+    if arm is not None and dmx_io.motion_only(path):
+        return dmx_io.load_motion(context, path, arm)
+    return dmx_io.blender_import(context, path)
 
 
 IMPORT_SCENE_OT_skinbridge_smd = _importer(
