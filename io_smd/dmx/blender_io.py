@@ -47,21 +47,23 @@ def _stem(path: str) -> str:
     return os.path.basename(path).split(".")[0] or "dmx"
 
 
-def _add_actions(context, arm_ob, animations: list[cm.Animation], created: list, own_rig: bool) -> list[str]:
+def _add_actions(context, arm_ob, animations: list[cm.Animation], created: list, own_rig: bool,
+                 built: dict[int, dict[str, str]] | None = None) -> list[str]:
     """One action per animation on `arm_ob` (keys at scene frames: seconds × the scene's rate), the first one
-    assigned; refused when no track matches a bone of an armature the file did not make. What the build gives
-    of each action's curves (`_BUILT`) serves `_keep_motion` right after."""
+    assigned; refused when no track matches a bone of an armature the file did not make. `built` (when given)
+    gets each action's curve fingerprints from the build, by session_uid (`bact.curve_fingerprints`'s
+    ``made``): `_keep_motion`, called right after, need not read every curve back."""
     fps = bact.fps_of(context.scene)
     warnings: list[str] = []
     actions = []
-    _BUILT.clear()
     for anim in animations:
         clean(anim)
         prints: dict[str, str] = {}
         act, more = bact.build_action(arm_ob, anim, fps, anim.name, fingerprints=prints)
         created.append(act)
         actions.append(act)
-        _BUILT[act.session_uid] = prints
+        if built is not None:
+            built[act.session_uid] = prints
         act.frame_start, act.frame_end = 0.0, float(anim.length) * fps
         smd_blender.free_frame_range(act)
         warnings += more
@@ -71,11 +73,6 @@ def _add_actions(context, arm_ob, animations: list[cm.Animation], created: list,
     if actions:
         bact.assign(arm_ob, actions[0])
     return warnings
-
-
-# session_uid of an action the last `_add_actions` built → its curves' fingerprints from the build
-# (`bact.curve_fingerprints`'s ``made``): `_keep_motion`, called right after, need not read every curve back
-_BUILT: dict[int, dict[str, str]] = {}
 
 
 CONTROLS_PROP = "dmx_controls"  # the flex controllers read (JSON), on each mesh whose shape keys they drive
@@ -156,8 +153,9 @@ def blender_import(context, path: str, options=None) -> list[str]:
         add_flex(meshes, scene)
         if result.armature is not None and scene.animations:
             made: list = []
-            warnings += _add_actions(context, result.armature, scene.animations, made, True)
-            _keep_motion(context, data, scene, result.armature, made)
+            prints: dict[int, dict[str, str]] = {}
+            warnings += _add_actions(context, result.armature, scene.animations, made, True, prints)
+            _keep_motion(context, data, scene, result.armature, made, prints)
         elif meshes and data:
             _keep_model(context, data, meshes, result.armature)
     except BaseException:
@@ -306,19 +304,21 @@ def load_motion(context, path: str, armature, options=None) -> list[str]:
         built = bscene.build_scene(context, cm.Scene(name=name, skeleton=scene.skeleton), name)
         arm_ob = built.armature
         created += [arm_ob, arm_ob.data]
+    prints: dict[int, dict[str, str]] = {}
     try:
-        warnings += _add_actions(context, arm_ob, scene.animations, created, own_rig)
+        warnings += _add_actions(context, arm_ob, scene.animations, created, own_rig, prints)
     except BaseException:
         bscene.remove_created(created)
         raise
-    _keep_motion(context, data, scene, arm_ob, created)
+    _keep_motion(context, data, scene, arm_ob, created, prints)
     return warnings
 
 
-def _keep_motion(context, data: bytes, scene: cm.Scene, arm_ob, created: list) -> None:
-    """A motion file of one clip: its bytes and what its export depends on (`_motion_state`), on the action."""
+def _keep_motion(context, data: bytes, scene: cm.Scene, arm_ob, created: list,
+                 made: dict[int, dict[str, str]]) -> None:
+    """A motion file of one clip: its bytes and what its export depends on (`_motion_state`), on the action
+    (`made`: what `_add_actions` gave of each action's curves)."""
     acts = [a for a in created if isinstance(a, bpy.types.Action)]
-    made = {uid: _BUILT.pop(uid) for uid in [a.session_uid for a in acts] if uid in _BUILT}
     if len(acts) == 1 and data and len(data) <= KEEP_LIMIT and not scene.meshes:
         acts[0][SOURCE_PROP] = data
         acts[0][KEPT_PROP] = json.dumps(_motion_state(context, arm_ob, acts[0], made.get(acts[0].session_uid)))

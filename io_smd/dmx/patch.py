@@ -724,11 +724,16 @@ def _keep_bits(local: cm.Mesh, nm: cm.Mesh, om: cm.Mesh, values: np.ndarray, pos
     """The file's own position value for each vertex of `local` (`nm` in its node's space) that Blender gave back
     exactly where the import put a DMX vertex (`om`): its bits, not those of a round trip through the node's
     matrix."""
-    by_point = {p.tobytes(): int(v) for p, v in zip(np.asarray(om.positions, np.float32), pos_index)}
-    for c, p in enumerate(np.asarray(nm.positions, np.float32)):
-        v = by_point.get(p.tobytes())
-        if v is not None:
-            local.positions[c] = values[v]
+    old = np.ascontiguousarray(np.asarray(om.positions, np.float32))
+    new = np.ascontiguousarray(np.asarray(nm.positions, np.float32))
+    if not len(old) or not len(new):
+        return
+    row = np.dtype((np.void, old.itemsize * old.shape[1]))  # a point's bytes, compared whole
+    ko, kn = old.view(row).ravel(), new.view(row).ravel()
+    order = np.argsort(ko, kind="stable")  # of equal points the last one, as a dict built in order keeps
+    at = order[np.clip(np.searchsorted(ko[order], kn, side="right") - 1, 0, None)]
+    hit = ko[at] == kn
+    local.positions[hit] = np.asarray(values)[np.asarray(pos_index)[at[hit]]]
 
 
 def _fit(mesh: cm.Mesh, count: int) -> None:
