@@ -43,7 +43,7 @@ from .pmx import BoneFlag
 from .units import METRES_PER_UNIT
 import os
 from ...core.fileio import read_bytes
-from ...core.paths import texture_to_write
+from ...core.paths import texture_to_write, why_unsafe
 
 PI32 = float(np.float32(np.pi))
 SWAP_YZ = np.array([[1, 0, 0], [0, 0, 1], [0, 1, 0]], dtype=np.float64)  # MMD ⇄ Blender axes, its own inverse
@@ -688,10 +688,13 @@ def _materials_from_scene(model: pmx.PmxModel, scene: cm.Scene, extras: dict,
                 setattr(out, name, -1)
         materials.append(out)
 
-    textures = _reuse_texture_slots(textures, len(extras.get("textures", [])), materials,
-                                    [m.extras.get("pmx") for m in scene.materials])
+    in_file = list(extras.get("textures", []))
+    textures = _reuse_texture_slots(textures, len(in_file), materials, [m.extras.get("pmx") for m in scene.materials])
     model.textures = []
-    for path in textures:
+    for i, path in enumerate(textures):
+        if i < len(in_file) and path == in_file[i] and why_unsafe(path) is None:
+            model.textures.append(path)  # the file's own spelling ("./ref.jpg", "tex/a.png") while it is safe
+            continue
         safe, warning = texture_to_write(path, "\\")
         if warning:
             warnings.append(warning)

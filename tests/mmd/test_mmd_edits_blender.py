@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import pathlib
+import subprocess
 import sys
 
 import numpy as np
@@ -218,3 +219,27 @@ def test_renamed_ik_bone_keys_and_states_take_its_new_name(clean_scene, testdata
     states = [[(vmd.decode_name(bytes(s["name"])), int(s["enabled"])) for s in k.ik] for k in b.property_keys]
     assert states == [[(renamed(bytes(s["name"])), int(s["enabled"])) for s in k.ik] for k in a.property_keys]
     assert any(name == "左足ＩＫ改" for key in states for name, _ in key)
+
+
+
+@pytest.mark.default_leg
+def test_texture_paths_keep_the_files_spelling(clean_scene, testdata, tmp_path):
+    """A texture table written "./a2.spa" or with forward slashes (babylon-mmd's matcap sample has "./ref.jpg") comes
+    back as the file spells it, from `convert` and through Blender; an edit elsewhere leaves it alone (it was
+    normalised to "a2.spa" and "tex\\a3.spa": `textures[N]` changed on every export)."""
+    model = pmx.read((testdata / "pmx" / "mmdtools_megurine_luka.pmx").read_bytes())
+    spelled = ["./" + model.textures[0], "tex/" + model.textures[1]] + model.textures[2:]
+    model.textures = spelled
+    src = tmp_path / "spelled.pmx"
+    src.write_bytes(pmx.write(model))
+    done = subprocess.run([sys.executable, str(ROOT / "cli.py"), "convert", str(src), "--to", "pmx", "-o",
+                           str(tmp_path / "converted")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "converted" / "spelled.pmx").read_bytes() == src.read_bytes()
+    _import(src)
+    _export_pmx(tmp_path)
+    assert (tmp_path / "out.pmx").read_bytes() == src.read_bytes()
+    ob = next(o for o in bpy.data.objects if o.type == "MESH")
+    ob.data.vertices[0].co.x += 0.01
+    assert _export_pmx(tmp_path, "moved.pmx").textures == spelled
+    assert not [r for r, _ in _differences(src, tmp_path / "moved.pmx") if r.startswith("textures")]
