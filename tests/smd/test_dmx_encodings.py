@@ -23,6 +23,8 @@ from skinbridge.io_smd.dmx import convert as dmx_convert
 from skinbridge.io_smd.dmx import dmx
 from skinbridge.io_smd.dmx import write as dmx_write
 
+from conftest import run_cli
+
 try:
     import srctools.dmx as srctools_dmx
 except ImportError:  # the independent reader is test-only
@@ -482,3 +484,21 @@ def test_source_1_models_say_what_they_cannot_hold(tmp_path):
     path, warnings = dmx_write.write_files(scene, str(tmp_path), "enc", 29.97, False, "L4D2")
     assert warnings[0] == "mesh 'body': model 15 holds one UV map and no Source 2 vertex maps: Detail not written"
     assert "animation 'wave': sampled at 30 fps, not 29.97: model 15 holds a whole frame rate" in warnings
+
+
+@pytest.mark.blender
+@pytest.mark.slow
+@pytest.mark.default_leg
+@pytest.mark.parametrize("flags, head", [(["--dmx-version", "TF2"], b"binary 2 format model 1"),
+                                         (["--dmx-version", "L4D2", "--keyvalues2"], b"keyvalues2 1 format model 15")])
+def test_convert_fox_for_a_source_1_branch_and_compare(testdata, tmp_path, flags, head):
+    """`convert --to dmx` with a branch: every file in its encoding, and `compare` finds the folder equal to
+    Fox (binds, skinned vertices, every animation sample) within the tolerances."""
+    out = tmp_path / "fox"
+    r = run_cli("convert", testdata / "gltf" / "Fox.glb", "--to", "dmx", "-o", out, *flags)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for name in ("Fox.dmx", "Run.dmx", "Survey.dmx", "Walk.dmx"):
+        assert (out / name).read_bytes().startswith(b"<!-- dmx encoding " + head + b" -->\n"), name
+    r = run_cli("compare", testdata / "gltf" / "Fox.glb", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "result: same within the tolerances" in r.stdout
