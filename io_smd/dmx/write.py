@@ -11,6 +11,7 @@ the vertex order survives the round trip; UVs are written with Blender's bottom-
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import uuid
 
@@ -27,6 +28,7 @@ from . import convert, dmx
 from .records import TIME_TICKS, AttrType, Attribute, DmxFile, Element
 
 MAX_WEIGHTS = 32  # the joints kept per vertex (studiomdl keeps the three largest: docs/source.md §6.6)
+SOURCE1_WEIGHTS = 3  # Source 1's studiomdl refuses a DMX whose jointCount is above its MAXSTUDIOBONEWEIGHTS
 FORMAT_VERSION = 22  # model format of the field names `position$0`, `blendweights$0`, ...
 # (binary encoding version, model format version) of each engine branch's loader (docs/source.md §6.6), the
 # values of the `dmx_version` option (io_smd/__init__.py) but its "AUTO"
@@ -198,6 +200,26 @@ def dropped_fields(mesh: cm.Mesh, fmt: int) -> list[str]:
     return [name for name, _ in mesh.uvs[1:]] + [key for key, _, _ in mesh.extras.get("dmx_fields", [])]
 
 
+def source1_weights(mesh: cm.Mesh, warnings: list[str]) -> cm.Mesh:
+    """`mesh`, or a copy with at most `SOURCE1_WEIGHTS` influences a vertex: the largest, scaled to the vertex's
+    total weight (a model before 22 goes to Source 1's studiomdl, which refuses more); a warning counts the
+    vertices that lost one."""
+    w = mesh.weights
+    if w is None or mesh.joints is None or w.shape[1] <= SOURCE1_WEIGHTS:
+        return mesh
+    order = np.argsort(-w, axis=1, kind="stable")[:, :SOURCE1_WEIGHTS]
+    kept = np.take_along_axis(w, order, axis=1).astype(np.float64)
+    total, left = w.sum(axis=1, dtype=np.float64), kept.sum(axis=1)
+    kept *= np.where(left > 0, total / np.where(left > 0, left, 1), 1)[:, None]
+    lost = int(((w > 0).sum(axis=1) > SOURCE1_WEIGHTS).sum())
+    if lost:
+        warnings.append(f"mesh {mesh.name!r}: {lost} vertices have more than {SOURCE1_WEIGHTS} weights: the "
+                        f"{SOURCE1_WEIGHTS} largest written, scaled to the vertex's total (Source 1's studiomdl "
+                        "takes no more)")
+    return dataclasses.replace(mesh, joints=np.take_along_axis(mesh.joints, order, axis=1),
+                               weights=kept.astype(np.float32))
+
+
 def _delta(mesh: cm.Mesh, key: cm.ShapeKey, kw: dict = convert.KEYWORDS_22) -> Element:
     first, _ = shared_positions(mesh)  # deltas move position values
     moved = (np.asarray(key.positions, np.float32) - np.asarray(mesh.positions, np.float32))[first]
@@ -357,7 +379,8 @@ def model_dmx(scene: cm.Scene, name: str, warnings: list[str], to: tuple[str, in
         if dropped:
             warnings.append(f"mesh {m.name!r}: model {fmt} holds one UV map and no Source 2 vertex maps: "
                             f"{', '.join(dropped[:5])} not written")
-    dags = [_mesh_dag(m, scene, slots, kw, source1) for m in scene.meshes]
+    meshes = [source1_weights(m, warnings) for m in scene.meshes] if source1 else scene.meshes
+    dags = [_mesh_dag(m, scene, slots, kw, source1) for m in meshes]
     model = skel.finish(dags)
     root = _new("DmElement", name)
     root.attributes += [_attr("skeleton", AttrType.ELEMENT, model), _attr("model", AttrType.ELEMENT, model)]

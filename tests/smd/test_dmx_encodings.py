@@ -502,3 +502,23 @@ def test_convert_fox_for_a_source_1_branch_and_compare(testdata, tmp_path, flags
     r = run_cli("compare", testdata / "gltf" / "Fox.glb", out)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "result: same within the tolerances" in r.stdout
+
+
+@pytest.mark.skipif(srctools_dmx is None, reason="srctools (test-only reference) not installed")
+def test_a_source_1_model_holds_three_weights_a_vertex(tmp_path):
+    """Source 1's studiomdl refuses a jointCount above 3: a vertex of four influences keeps its three largest,
+    scaled to its total; the others are written as they are."""
+    scene = _scene()
+    m = scene.meshes[0]
+    m.joints = np.hstack([m.joints, m.joints])
+    m.weights = np.hstack([m.weights, np.zeros_like(m.weights)])
+    m.weights[0] = [0.4, 0.3, 0.2, 0.1]  # bones 0, 1, 0, 1
+    model_bytes, _, warnings = _write(tmp_path, scene, "TF2")
+    assert warnings == ["mesh 'body': 1 vertices have more than 3 weights: the 3 largest written, scaled to the "
+                        "vertex's total (Source 1's studiomdl takes no more)"]
+    root, _, _ = _srctools_tree(model_bytes)
+    assert int(root["model"]["children"][-1]["shape"]["currentState"]["jointCount"]) == 3
+    got = _content(root, 1)["meshes"]["body"]["weights"]
+    want = np.array([[0.6 / 0.9, 0.3 / 0.9], [0.75, 0.25], [0.5, 0.5], [0, 1], [0, 1]])
+    assert np.abs(got - want).max() <= TOL
+    assert m.weights.shape == (5, 4)  # the scene is not changed
