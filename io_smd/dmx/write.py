@@ -451,6 +451,15 @@ def animation_dmx(skel: cm.Skeleton, anim: cm.Animation, rate: float, warnings: 
     return _file(root, to)
 
 
+def _encoded(d: DmxFile, what: str) -> bytes:
+    """The bytes of a file written anew; an ExportError when its encoding cannot hold it (binary 2-4 index at most
+    32767 distinct names)."""
+    try:
+        return dmx.write(d)
+    except ValueError as e:
+        raise ExportError(f"{what}: {e}: choose a branch of a later binary encoding, or keyvalues2") from None
+
+
 def as_chosen(data: bytes, branch: str, text: bool, what: str, warnings: list[str]) -> bytes | None:
     """An imported file's bytes (kept or edited) as the options want them: unchanged under "AUTO" without text
     or when already in the chosen encoding and model version; re-encoded (the same elements) when only the
@@ -491,7 +500,7 @@ def write_files(scene: cm.Scene, folder: str, name: str, fps: float = 24.0, with
     paths = [os.path.join(folder, stem + ".dmx")]
     kept = scene.extras.get("dmx_source")  # an unchanged imported file's own bytes (blender_io.py)
     kept = as_chosen(kept, branch, text, stem + ".dmx", warnings) if isinstance(kept, bytes) else None
-    write_atomic(paths[0], kept if kept is not None else dmx.write(model_dmx(scene, stem, warnings, to)))
+    write_atomic(paths[0], kept if kept is not None else _encoded(model_dmx(scene, stem, warnings, to), stem + ".dmx"))
     sequences = []
     for anim in scene.animations if scene.skeleton is not None else []:
         rate = sample_rate(anim, fps)
@@ -506,7 +515,8 @@ def write_files(scene: cm.Scene, folder: str, name: str, fps: float = 24.0, with
         off = smd_convert.off_frame_warning(anim, rate)
         warnings += [off] if off else []
         write_atomic(paths[-1], kept if kept is not None else
-                     dmx.write(animation_dmx(scene.skeleton, anim, rate, warnings, to)))
+                     _encoded(animation_dmx(scene.skeleton, anim, rate, warnings, to),
+                                            os.path.basename(paths[-1])))
         sequences.append((anim.name, os.path.basename(paths[-1]), rate, False))
     if scene.animations and scene.skeleton is None:
         warnings.append(f"{len(scene.animations)} animation(s) not written: the model has no skeleton")

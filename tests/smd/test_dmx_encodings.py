@@ -13,15 +13,18 @@ from __future__ import annotations
 import io
 import pathlib
 import struct
+import uuid
 
 import numpy as np
 import pytest
 
 from skinbridge.core import model as cm
+from skinbridge.core.errors import ExportError
 from skinbridge.io_smd import DMX_OPTIONS
 from skinbridge.io_smd.dmx import convert as dmx_convert
 from skinbridge.io_smd.dmx import dmx
 from skinbridge.io_smd.dmx import write as dmx_write
+from skinbridge.io_smd.dmx.records import Attribute, AttrType, Element
 
 from conftest import run_cli
 
@@ -522,3 +525,23 @@ def test_a_source_1_model_holds_three_weights_a_vertex(tmp_path):
     want = np.array([[0.6 / 0.9, 0.3 / 0.9], [0.75, 0.25], [0.5, 0.5], [0, 1], [0, 1]])
     assert np.abs(got - want).max() <= TOL
     assert m.weights.shape == (5, 4)  # the scene is not changed
+
+
+def test_more_names_than_a_16_bit_table_holds_is_refused(tmp_path, monkeypatch):
+    """Binary 2-4 index their string table with 16 bits: a file needing 32,768 names is refused (by the codec,
+    then by the export naming the file), binary 5 writes it."""
+    root = Element("DmElement", "root", uuid.UUID(int=1))
+    root.attributes = [Attribute(f"a{i}", AttrType.INT, False, np.array(i, np.int32)) for i in range(32766)]
+    big = dmx.DmxFile("binary", 4, "model", 15, [root], after_header=b"\n\0")
+    with pytest.raises(ValueError, match=r"^32768 distinct names: binary 4's string table holds at most 32767"):
+        dmx.write(big)  # the table: the type, the name and 32,766 attribute names
+    root.attributes.pop()
+    assert len(dmx.read(dmx.write(big)).strings) == 32767
+    root.attributes.append(Attribute("a32765", AttrType.INT, False, np.array(0, np.int32)))
+    monkeypatch.setattr(dmx_write, "model_dmx", lambda *args: big)
+    with pytest.raises(ExportError, match=r"^enc\.dmx: 32768 distinct names: binary 4's string table holds at "
+                                          r"most 32767 \(16-bit indices\): choose a branch of a later binary "
+                                          r"encoding, or keyvalues2$"):
+        dmx_write.write_files(_scene(), str(tmp_path), "enc", RATE, False, "L4D2")
+    big.encoding_version = 5
+    assert len(dmx.read(dmx.write(big)).strings) == 32768
