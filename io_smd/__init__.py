@@ -37,6 +37,24 @@ SMD_OPTIONS = (
 )
 
 
+# What File › Export and `convert --to dmx` take (one path: dmx/blender_io.py `export_target`); the values of
+# `dmx_version` but AUTO are dmx/write.py `BRANCHES` (tests/smd/test_dmx_encodings.py holds them equal)
+DMX_OPTIONS = (
+    Option("dmx_version", str, "AUTO", label="Engine Branch",
+           choices=(("AUTO", "As Read", "The imported file's own encoding and model version; Source 2's for a new "
+                                        "model"),
+                    ("SOURCE2", "Source 2", "Binary 9, model 22 (Dota 2, Half-Life: Alyx, Counter-Strike 2)"),
+                    ("SFM", "Portal 2 / SFM", "Binary 5, model 18 (Portal 2, Alien Swarm, Source Filmmaker)"),
+                    ("L4D2", "Left 4 Dead 2", "Binary 4, model 15"),
+                    ("TF2", "TF2 / SDK 2013", "Binary 2, model 1 (Team Fortress 2, Source SDK 2013, Garry's Mod)")),
+           help="the engine branch whose tools read the files: AUTO (an imported file's own encoding, binary 9 / "
+                "model 22 for a new model), SOURCE2 (binary 9, model 22), SFM (Portal 2 and Source Filmmaker: "
+                "binary 5, model 18), L4D2 (binary 4, model 15) or TF2 (Source SDK 2013: binary 2, model 1)"),
+    Option("keyvalues2", bool, False, label="Text (keyvalues2)",
+           help="write keyvalues2 text instead of binary, in the branch's model version"),
+)
+
+
 def _sniff(head: bytes) -> bool:
     from .smd.smd import sniff  # numpy, 60-90 ms import: the registry loads for --help without it
 
@@ -69,6 +87,7 @@ FORMATS = (
         }),
     FormatSpec(
         name="dmx", label="Valve DMX", kind="model", extensions=(".dmx",), target="dmx", folder_suffix="_DMX",
+        options=DMX_OPTIONS,
         operators="io_smd.ops", import_operator="import_scene.skinbridge_dmx",
         export_operator="export_scene.skinbridge_dmx",
         sniff=_sniff_dmx,

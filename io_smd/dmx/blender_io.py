@@ -405,7 +405,9 @@ def _partial_keys(arm_ob, act) -> list[str]:
 
 
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
-    """`convert --to dmx`: NAME.dmx (the model), one animation DMX per action of the armature, NAME.qc."""
+    """`convert --to dmx`: NAME.dmx (the model), one animation DMX per action of the armature, NAME.qc, in the
+    encoding and model version of `options.dmx_version` and `options.keyvalues2` (write.py `write_files`; no
+    options: As Read, binary)."""
     meshes, arm_ob = bscene.exportable_objects(context)
     chosen, arm = _one_import(meshes, arm_ob)
     changed = len(chosen) < len(meshes) or arm is not arm_ob
@@ -428,5 +430,6 @@ def export_target(context, outdir: str, name: str, options) -> tuple[list[str], 
                 anim.extras["dmx_source"] = source
             scene.animations.append(anim)
             warnings += more
-    paths, more = write.write_files(scene, outdir, safe_file_name(name), fps)
+    branch, text = (options.dmx_version, options.keyvalues2) if options is not None else ("AUTO", False)
+    paths, more = write.write_files(scene, outdir, safe_file_name(name), fps, branch=branch, text=text)
     return paths, warnings + more

@@ -380,7 +380,9 @@ def _log_keys(channel: Element, t: AttrType, rate: float, where: str) -> tuple[n
     layers = _elems(_elem(channel, "log"), "layers")
     if not layers:
         return None
-    times = _values(layers[0], "times", AttrType.TIME, where)
+    kind = layers[0].get("times")  # int ticks before model 12 (Source 2013's logs), a time array after
+    times = _values(layers[0], "times", AttrType.INT if kind is not None and kind.type == AttrType.INT
+                    else AttrType.TIME, where)
     values = _values(layers[0], "values", t, where)
     if times is None or values is None or not len(times):
         return None
@@ -429,7 +431,7 @@ def animation_of(clip: Element, skel: cm.Skeleton, bones: list[Element], up: np.
         warnings.append(f"animation {clip.name!r}: {skipped} channel(s) drive no bone's position or orientation "
                         "(flex controls, other attributes): not imported")
     frame = _elem(clip, "timeFrame")
-    duration = _scalar(frame, "duration", AttrType.TIME, None)
+    duration = _scalar(frame, "duration", AttrType.TIME, _scalar(frame, "durationTime", AttrType.INT, None))
     ends = [float(t.translation_times[-1]) for t in tracks.values() if t.translation_times is not None and
             len(t.translation_times)] + [float(t.rotation_times[-1]) for t in tracks.values()
                                          if t.rotation_times is not None and len(t.rotation_times)]

@@ -35,6 +35,7 @@ from .records import (FIXED, AttrType, Attribute, DmxFile, Element, GzipWrap, St
 VERSIONS = {"binary": (0, 1, 2, 3, 4, 5, 9), "keyvalues2": (0, 1), "keyvalues2_noids": (1,)}  # 0: legacy header
 GZIP_MAGIC = b"\x1f\x8b"
 MAX_HEADER = 1024  # bytes searched for the end of the header comment
+I16_MAX = 32767  # strings a binary 2-4 table can index
 GZIP_STEP = 1 << 20  # bytes a gzip stream is unpacked (and read) by, each step counted against the budget
 _HEADER = re.compile(r"<!--\s*dmx\s+encoding\s+(unicode_)?(\S+)\s+(\d+)\s+format\s+(\S+)\s+(\d+)\s*-->")
 # numbers and bytes of one value of each fixed-size type (per value read: np.prod each time cost walkn 0.05 s)
@@ -418,6 +419,9 @@ def _write_binary(dmx: DmxFile) -> bytes:
             b.attributes(attrs, False)
     if lay.table:
         table = b.table(dmx, elements)
+        if min(lay.count_size, lay.index_size) == 2 and len(table) > I16_MAX:
+            raise ValueError(f"{len(table)} distinct names: binary {lay.version}'s string table holds at most "
+                             f"{I16_MAX} (16-bit indices)")
         (b.w.i32 if lay.count_size == 4 else b.w.i16)(len(table))
         for s in table:
             b.w.cstring(s or "")

@@ -1,14 +1,17 @@
-"""Core Scene → DMX files, laid out as Blender Source Tools writes them (binary 9, format model 22; docs/source.md
-§6.6): NAME.dmx holds the model (skeleton with its bind pose, meshes, shape keys as delta states with their flex
-controllers), each animation its own DMX (the skeleton and one DmeChannelsClip), and NAME.qc names them with
-each sequence's rate.
+"""Core Scene → DMX files, laid out as Blender Source Tools writes them for the engine branch chosen
+(`BRANCHES`: binary 9 / model 22 for Source 2 by default, 5/18, 4/15 or 2/1 for Source 1 branches, or
+keyvalues2 text with the branch's model version; docs/source.md §6.6): NAME.dmx holds the model (skeleton with
+its bind pose, meshes, shape keys as delta states with their flex controllers), each animation its own DMX (the
+skeleton and one DmeChannelsClip), and NAME.qc names them with each sequence's rate.
 
-Blender axes are kept: the DmeAxisSystem says Z up, so `convert` reads the values back unchanged. A DMX
-vertex is a core (split) vertex: every field's `Indices` are 0..V-1, so the vertex order survives the round
-trip; UVs are written with Blender's bottom-left origin and `flipVCoordinates` set, as Blender Source Tools does.
+Blender axes are kept: a model 22 DmeAxisSystem says Z up (a Source 1 model has none: Z up too), so `convert`
+reads the values back unchanged. A DMX vertex is a core (split) vertex: every field's `Indices` are 0..V-1, so
+the vertex order survives the round trip; UVs are written with Blender's bottom-left origin and
+`flipVCoordinates` set, as Blender Source Tools does.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import uuid
 
@@ -25,7 +28,13 @@ from . import convert, dmx
 from .records import TIME_TICKS, AttrType, Attribute, DmxFile, Element
 
 MAX_WEIGHTS = 32  # the joints kept per vertex (studiomdl keeps the three largest: docs/source.md §6.6)
+SOURCE1_WEIGHTS = 3  # Source 1's studiomdl refuses a DMX whose jointCount is above its MAXSTUDIOBONEWEIGHTS
 FORMAT_VERSION = 22  # model format of the field names `position$0`, `blendweights$0`, ...
+# (binary encoding version, model format version) of each engine branch's loader (docs/source.md §6.6), the
+# values of the `dmx_version` option (io_smd/__init__.py) but its "AUTO"
+BRANCHES = {"SOURCE2": (9, 22), "SFM": (5, 18), "L4D2": (4, 15), "TF2": (2, 1)}
+DEFAULT_BRANCH = "SOURCE2"  # a new model under "AUTO"
+KV2_VERSION = 1  # the keyvalues2 encoding version every branch's text reader takes
 SCALE_TOLERANCE = 1e-4
 
 
@@ -84,7 +93,8 @@ def _bind_locals(skel: cm.Skeleton | None) -> list[np.ndarray]:
 class _Skeleton:
     """The DmeModel with its joints (current pose: the rest pose; base state: the bind pose)."""
 
-    def __init__(self, skel: cm.Skeleton | None, name: str, warnings: list[str]):
+    def __init__(self, skel: cm.Skeleton | None, name: str, warnings: list[str], fmt: int = FORMAT_VERSION):
+        self.fmt = fmt
         local = _bind_locals(skel)
         names = [b.name for b in skel.bones] if skel else []
         if local:
@@ -108,16 +118,25 @@ class _Skeleton:
         self.base = base
 
     def finish(self, extra_children: list[Element]) -> Element:
-        m = self.model
+        """The DmeModel as model format `fmt` lays it out (Blender Source Tools' rules): a DmeAxisSystem (Z up)
+        in 22 and later, where a Source 1 model has none; a `jointList` from 11 on (the DmeModel first in 22,
+        so that blend indices are bone + 1; bone index before); a `jointTransforms` list (the same entries'
+        transforms) before 21."""
+        m, fmt = self.model, self.fmt
         m.attributes += [
             _attr("transform", AttrType.ELEMENT, _transform("", np.eye(4))),
             _attr("children", AttrType.ELEMENT, self.roots + extra_children),
             _attr("baseStates", AttrType.ELEMENT, [_new("DmeTransformList", "base")]),
-            _attr("axisSystem", AttrType.ELEMENT, _new("DmeAxisSystem", "axisSystem", upAxis=(AttrType.INT, 3),
-                                                       forwardParity=(AttrType.INT, 1), coordSys=(AttrType.INT, 0))),
-            # the mesh DAGs after the joints, as Blender Source Tools lists them: blend indices stay bone + 1
-            _attr("jointList", AttrType.ELEMENT, [m] + self.joints + extra_children),
         ]
+        if fmt >= 22:
+            m.attributes.append(_attr("axisSystem", AttrType.ELEMENT, _new(
+                "DmeAxisSystem", "axisSystem", upAxis=(AttrType.INT, 3), forwardParity=(AttrType.INT, 1),
+                coordSys=(AttrType.INT, 0))))
+        listed = self.joints + extra_children  # the mesh DAGs after the joints, as Blender Source Tools lists them
+        if fmt >= 11:
+            m.attributes.append(_attr("jointList", AttrType.ELEMENT, [m] + listed if fmt >= 22 else listed))
+        if fmt < 21:
+            m.attributes.append(_attr("jointTransforms", AttrType.ELEMENT, [e.value("transform") for e in listed]))
         m.value("baseStates")[0].attributes.append(_attr("transforms", AttrType.ELEMENT, self.base))
         return m
 
@@ -135,9 +154,10 @@ def shared_positions(mesh: cm.Mesh) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _vertex_data(mesh: cm.Mesh, name: str, joint_slots: np.ndarray | None = None,
-                 kw: dict = convert.KEYWORDS_22) -> Element:
+                 kw: dict = convert.KEYWORDS_22, source1: bool = False) -> Element:
     """The vertex data of `mesh`; `joint_slots`: the jointList index of each bone (else bone + 1, this writer's
-    jointList); `kw`: the field names of the model format written (`convert.KEYWORDS_22`)."""
+    jointList); `kw`: the field names of the model format written (`convert.KEYWORDS_22`); `source1`: a new
+    model before format 22, with one UV map and no `name$k` fields (`dropped_fields` says so)."""
     n = len(mesh.positions)
     every = np.arange(n, dtype=np.int32)
     first, pos_index = shared_positions(mesh)
@@ -147,10 +167,10 @@ def _vertex_data(mesh: cm.Mesh, name: str, joint_slots: np.ndarray | None = None
     if mesh.normals is not None:
         fields.append(kw["normal"])
         attrs.append((kw["normal"], AttrType.VECTOR3, mesh.normals))
-    for k, (_, uv) in enumerate(mesh.uvs):
+    for k, (_, uv) in enumerate(mesh.uvs[:1] if source1 else mesh.uvs):
         fields.append(kw["uv"] if k == 0 else f"texcoord${k}")
         attrs.append((fields[-1], AttrType.VECTOR2, uv))
-    for key, kind, values in mesh.extras.get("dmx_fields", []):  # cloth, paint, balance maps kept by import
+    for key, kind, values in [] if source1 else mesh.extras.get("dmx_fields", []):  # cloth, paint, balance maps
         fields.append(key)
         attrs.append((key, AttrType[kind], values))
     weighted = mesh.joints is not None and mesh.weights is not None and mesh.weights.shape[1] > 0
@@ -170,6 +190,34 @@ def _vertex_data(mesh: cm.Mesh, name: str, joint_slots: np.ndarray | None = None
         data.attributes += [_attr(kw["weight"], AttrType.FLOAT, w.reshape(-1)),
                             _attr(kw["joint"], AttrType.INT, j.reshape(-1))]
     return data
+
+
+def dropped_fields(mesh: cm.Mesh, fmt: int) -> list[str]:
+    """What a mesh holds that model format `fmt` has no field for: a model before 22 (Source 1) takes one UV map
+    (`textureCoordinates`) and no Source 2 `name$k` vertex maps (cloth, paint, balance kept by an import)."""
+    if fmt >= 22:
+        return []
+    return [name for name, _ in mesh.uvs[1:]] + [key for key, _, _ in mesh.extras.get("dmx_fields", [])]
+
+
+def source1_weights(mesh: cm.Mesh, warnings: list[str]) -> cm.Mesh:
+    """`mesh`, or a copy with at most `SOURCE1_WEIGHTS` influences a vertex: the largest, scaled to the vertex's
+    total weight (a model before 22 goes to Source 1's studiomdl, which refuses more); a warning counts the
+    vertices that lost one."""
+    w = mesh.weights
+    if w is None or mesh.joints is None or w.shape[1] <= SOURCE1_WEIGHTS:
+        return mesh
+    order = np.argsort(-w, axis=1, kind="stable")[:, :SOURCE1_WEIGHTS]
+    kept = np.take_along_axis(w, order, axis=1).astype(np.float64)
+    total, left = w.sum(axis=1, dtype=np.float64), kept.sum(axis=1)
+    kept *= np.where(left > 0, total / np.where(left > 0, left, 1), 1)[:, None]
+    lost = int(((w > 0).sum(axis=1) > SOURCE1_WEIGHTS).sum())
+    if lost:
+        warnings.append(f"mesh {mesh.name!r}: {lost} vertices have more than {SOURCE1_WEIGHTS} weights: the "
+                        f"{SOURCE1_WEIGHTS} largest written, scaled to the vertex's total (Source 1's studiomdl "
+                        "takes no more)")
+    return dataclasses.replace(mesh, joints=np.take_along_axis(mesh.joints, order, axis=1),
+                               weights=kept.astype(np.float32))
 
 
 def _delta(mesh: cm.Mesh, key: cm.ShapeKey, kw: dict = convert.KEYWORDS_22) -> Element:
@@ -213,8 +261,8 @@ def _face_sets(mesh: cm.Mesh, scene: cm.Scene) -> list[Element]:
 
 
 def _mesh_dag(mesh: cm.Mesh, scene: cm.Scene, joint_slots: np.ndarray | None = None,
-              kw: dict = convert.KEYWORDS_22) -> Element:
-    data = _vertex_data(mesh, "bind", joint_slots, kw)
+              kw: dict = convert.KEYWORDS_22, source1: bool = False) -> Element:
+    data = _vertex_data(mesh, "bind", joint_slots, kw, source1)
     shape = _new("DmeMesh", mesh.name, visible=(AttrType.BOOL, 1))
     shape.attributes += [_attr("bindState", AttrType.ELEMENT, data), _attr("currentState", AttrType.ELEMENT, data),
                          _attr("baseStates", AttrType.ELEMENT, [data]),
@@ -230,15 +278,15 @@ def _mesh_dag(mesh: cm.Mesh, scene: cm.Scene, joint_slots: np.ndarray | None = N
     return dag
 
 
-def flex_controls(scene: cm.Scene, warnings: list[str]) -> list[dict]:
+def flex_controls(scene: cm.Scene, warnings: list[str], fmt: int = FORMAT_VERSION) -> list[dict]:
     """The flex controllers to write: those the scene kept from a DMX (`dmx_controls`, the ones naming shape
     keys still there), then one per other shape key that is no corrective, driving that key over 0..1 (Blender
-    Source Tools' default controllers)."""
+    Source Tools' default controllers); `fmt`: the model format written (its corrective separator)."""
     names: list[str] = []
     corrective: set[str] = set()
     for m in scene.meshes:
         names += [k.name for k in m.shape_keys if k.name not in names]
-        sep = convert.corrective_separator([k.name for k in m.shape_keys], FORMAT_VERSION)
+        sep = convert.corrective_separator([k.name for k in m.shape_keys], fmt)
         corrective |= set(convert.correctives(m, sep, warnings))
     kept = [c for c in scene.extras.get("dmx_controls", []) if c["raw"] and all(r in names for r in c["raw"])]
     driven = {r for c in kept for r in c["raw"]}
@@ -298,28 +346,56 @@ new_element, attribute, vertex_data, face_sets, mesh_dag, delta, combination = (
     _new, _attr, _vertex_data, _face_sets, _mesh_dag, _delta, _combination)
 
 
-def _file(root: Element) -> DmxFile:
-    return DmxFile("binary", 9, "model", FORMAT_VERSION, [root], header=None, after_header=b"\n\0")
+def target(branch: str = "AUTO", text: bool = False) -> tuple[str, int, int]:
+    """(encoding, encoding version, model format version) of a new file for the `dmx_version` and `keyvalues2`
+    options: the branch's binary encoding, or keyvalues2 text with the branch's model version."""
+    binary, fmt = BRANCHES[DEFAULT_BRANCH if branch == "AUTO" else branch]
+    return ("keyvalues2", KV2_VERSION, fmt) if text else ("binary", binary, fmt)
 
 
-def model_dmx(scene: cm.Scene, name: str, warnings: list[str]) -> DmxFile:
-    """The model file: the skeleton and every mesh (under the model, vertices in model space)."""
-    skel = _Skeleton(scene.skeleton, name, warnings)
-    dags = [_mesh_dag(m, scene) for m in scene.meshes]
+def describe(encoding: str, version: int, fmt: int) -> str:
+    """"binary 9 (model 22)", "keyvalues2 1 (model 18)": how warnings and the QC name an encoding."""
+    return f"{encoding} {version} (model {fmt})"
+
+
+def _file(root: Element, to: tuple[str, int, int] = ("binary", 9, FORMAT_VERSION)) -> DmxFile:
+    encoding, version, fmt = to
+    return DmxFile(encoding, version, "model", fmt, [root], header=None,
+                   after_header=b"\n\0" if encoding == "binary" else None)
+
+
+def model_dmx(scene: cm.Scene, name: str, warnings: list[str], to: tuple[str, int, int] = ("binary", 9, FORMAT_VERSION)
+              ) -> DmxFile:
+    """The model file: the skeleton and every mesh (under the model, vertices in model space), in the encoding
+    and model format `to` (`target`)."""
+    fmt = to[2]
+    skel = _Skeleton(scene.skeleton, name, warnings, fmt)
+    source1 = fmt < 22
+    # blend indices: jointList (or, before 11, jointTransforms) entries, the DmeModel first only in 22
+    slots = np.arange(len(scene.skeleton.bones) if scene.skeleton else 0) if source1 else None
+    kw = convert.KEYWORDS_OLD if source1 else convert.KEYWORDS_22
+    for m in scene.meshes:
+        dropped = dropped_fields(m, fmt)
+        if dropped:
+            warnings.append(f"mesh {m.name!r}: model {fmt} holds one UV map and no Source 2 vertex maps: "
+                            f"{', '.join(dropped[:5])} not written")
+    meshes = [source1_weights(m, warnings) for m in scene.meshes] if source1 else scene.meshes
+    dags = [_mesh_dag(m, scene, slots, kw, source1) for m in meshes]
     model = skel.finish(dags)
     root = _new("DmElement", name)
     root.attributes += [_attr("skeleton", AttrType.ELEMENT, model), _attr("model", AttrType.ELEMENT, model)]
-    controls = flex_controls(scene, warnings)
+    controls = flex_controls(scene, warnings, fmt)
     if controls:
         targets = [d.value("shape") for d, m in zip(dags, scene.meshes) if m.shape_keys]
         root.attributes.append(_attr("combinationOperator", AttrType.ELEMENT, _combination(controls, targets)))
-    return _file(root)
+    return _file(root, to)
 
 
-def _channel(name: str, target: Element, attribute: str, ticks: np.ndarray, values: np.ndarray) -> Element:
+def _channel(name: str, target: Element, attribute: str, ticks: np.ndarray, values: np.ndarray,
+             time: AttrType = AttrType.TIME) -> Element:
     kind = "Vector3" if attribute == "position" else "Quaternion"
     t = AttrType.VECTOR3 if attribute == "position" else AttrType.QUATERNION
-    layer = _new(f"Dme{kind}LogLayer", f"{kind} log", times=(AttrType.TIME, ticks), values=(t, values))
+    layer = _new(f"Dme{kind}LogLayer", f"{kind} log", times=(time, ticks), values=(t, values))
     log = _new(f"Dme{kind}Log", f"{kind} log")
     log.attributes.append(_attr("layers", AttrType.ELEMENT, [layer]))
     channel = _new("DmeChannel", name, toAttribute=(AttrType.STRING, attribute))
@@ -333,8 +409,13 @@ def sample_rate(anim: cm.Animation, fps: float) -> float:
     return smd_convert.sequence_rate(anim, fps)
 
 
-def animation_dmx(skel: cm.Skeleton, anim: cm.Animation, rate: float, warnings: list[str]) -> DmxFile:
-    """One animation: every bone's position and orientation at every frame of `rate` over the length."""
+def animation_dmx(skel: cm.Skeleton, anim: cm.Animation, rate: float, warnings: list[str],
+                  to: tuple[str, int, int] = ("binary", 9, FORMAT_VERSION)) -> DmxFile:
+    """One animation: every bone's position and orientation at every frame of `rate` over the length, in the
+    encoding and model format `to` (`target`). Key times are `time` values from model 12 on and int ticks
+    before (the time frame's `startTime`, `durationTime`, `offsetTime` before 11); the frame rate is a float
+    in 22 and an int before, as Source 1's studiomdl reads it (Blender Source Tools' rules)."""
+    fmt = to[2]
     count = int(round(anim.length * rate)) + 1
     seconds = np.arange(count) / rate
     t, q, s = matrix_to_trs(smd_convert.animation_locals(skel, anim, seconds))
@@ -347,49 +428,102 @@ def animation_dmx(skel: cm.Skeleton, anim: cm.Animation, rate: float, warnings: 
     flip = np.cumprod(np.where(np.einsum("fnk,fnk->fn", q[1:], q[:-1]) < 0, -1.0, 1.0), axis=0)
     q[1:] *= flip[..., None]  # each key on the side of the previous one: the shorter way between them
     ticks = np.round(seconds * TIME_TICKS).astype(np.int32)
-    rig = _Skeleton(skel, skel.name, [])
+    rig = _Skeleton(skel, skel.name, [], fmt)
     channels = []
+    key_time = AttrType.TIME if fmt > 11 else AttrType.INT
     for i, name in enumerate(names):
-        channels += [_channel(f"{name}_p", rig.transforms[i], "position", ticks, t[:, i]),
-                     _channel(f"{name}_o", rig.transforms[i], "orientation", ticks, q[:, i])]
-    frame = _new("DmeTimeFrame", "timeframe", start=(AttrType.TIME, 0), duration=(AttrType.TIME, ticks[-1]),
-                 offset=(AttrType.TIME, 0), scale=(AttrType.FLOAT, 1.0))
-    clip = _new("DmeChannelsClip", anim.name, frameRate=(AttrType.FLOAT, rate))
+        channels += [_channel(f"{name}_p", rig.transforms[i], "position", ticks, t[:, i], key_time),
+                     _channel(f"{name}_o", rig.transforms[i], "orientation", ticks, q[:, i], key_time)]
+    if fmt >= 11:
+        frame = _new("DmeTimeFrame", "timeframe", start=(AttrType.TIME, 0), duration=(AttrType.TIME, ticks[-1]),
+                     offset=(AttrType.TIME, 0), scale=(AttrType.FLOAT, 1.0))
+    else:
+        frame = _new("DmeTimeFrame", "timeframe", startTime=(AttrType.INT, 0), durationTime=(AttrType.INT, ticks[-1]),
+                     offsetTime=(AttrType.INT, 0), scale=(AttrType.FLOAT, 1.0))
+    clip = _new("DmeChannelsClip", anim.name, frameRate=(AttrType.FLOAT, rate) if fmt >= 22 else
+                (AttrType.INT, int(round(rate))))
     clip.attributes += [_attr("timeFrame", AttrType.ELEMENT, frame), _attr("channels", AttrType.ELEMENT, channels)]
     animations = _new("DmeAnimationList", skel.name)
     animations.attributes.append(_attr("animations", AttrType.ELEMENT, [clip]))
     root = _new("DmElement", anim.name)
     root.attributes += [_attr("skeleton", AttrType.ELEMENT, rig.finish([])),
                         _attr("animationList", AttrType.ELEMENT, animations)]
-    return _file(root)
+    return _file(root, to)
 
 
-def write_files(scene: cm.Scene, folder: str, name: str, fps: float = 24.0, with_qc: bool = True
-                ) -> tuple[list[str], list[str]]:
-    """NAME.dmx, one DMX per animation (a skeleton is needed), and NAME.qc naming them; (paths, warnings)."""
+def _encoded(d: DmxFile, what: str) -> bytes:
+    """The bytes of a file written anew; an ExportError when its encoding cannot hold it (binary 2-4 index at most
+    32767 distinct names)."""
+    try:
+        return dmx.write(d)
+    except ValueError as e:
+        raise ExportError(f"{what}: {e}: choose a branch of a later binary encoding, or keyvalues2") from None
+
+
+def as_chosen(data: bytes, branch: str, text: bool, what: str, warnings: list[str]) -> bytes | None:
+    """An imported file's bytes (kept or edited) as the options want them: unchanged under "AUTO" without text
+    or when already in the chosen encoding and model version; re-encoded (the same elements) when only the
+    encoding differs; None when the model version differs or the encoding cannot hold a value of the file
+    (binary 2 has no time type): the model is then written anew from the scene, with a warning."""
+    if branch == "AUTO" and not text:
+        return data
+    d = dmx.read(data)
+    encoding, version, fmt = target(branch, text)
+    if branch == "AUTO":
+        fmt = d.format_version
+    if (d.encoding, d.encoding_version, d.format_version) == (encoding, version, fmt):
+        return data
+    if d.format_version == fmt:
+        d.encoding, d.encoding_version, d.header, d.strings, d.tail = encoding, version, None, None, b""
+        d.after_header = b"\n\0" if encoding == "binary" else None
+        d.prefix = d.prefix if version >= 9 else []
+        try:
+            return dmx.write(d)
+        except ValueError:  # a type the encoding lacks
+            pass
+    warnings.append(f"{what}: written anew as {describe(encoding, version, fmt)} from the scene (the imported "
+                    f"file is {describe(d.encoding, d.encoding_version, d.format_version)}): what SkinBridge "
+                    "does not map is not kept")
+    return None
+
+
+def write_files(scene: cm.Scene, folder: str, name: str, fps: float = 24.0, with_qc: bool = True,
+                branch: str = "AUTO", text: bool = False) -> tuple[list[str], list[str]]:
+    """NAME.dmx, one DMX per animation (a skeleton is needed), and NAME.qc naming them; (paths, warnings).
+    `branch` (a key of `BRANCHES`, or "AUTO": an imported file's own, else `DEFAULT_BRANCH`) and `text`
+    (keyvalues2) choose the encoding and model version (`target`, `as_chosen`)."""
     warnings: list[str] = []
     refuse_bad(scene)
+    to = target(branch, text)
     names = NameAllocator()
     stem = names.take(name, ".dmx")
     paths = [os.path.join(folder, stem + ".dmx")]
     kept = scene.extras.get("dmx_source")  # an unchanged imported file's own bytes (blender_io.py)
-    write_atomic(paths[0], kept if isinstance(kept, bytes) else dmx.write(model_dmx(scene, stem, warnings)))
+    kept = as_chosen(kept, branch, text, stem + ".dmx", warnings) if isinstance(kept, bytes) else None
+    write_atomic(paths[0], kept if kept is not None else _encoded(model_dmx(scene, stem, warnings, to), stem + ".dmx"))
     sequences = []
     for anim in scene.animations if scene.skeleton is not None else []:
         rate = sample_rate(anim, fps)
-        off = smd_convert.off_frame_warning(anim, rate)
-        warnings += [off] if off else []
         paths.append(os.path.join(folder, names.take(anim.name, ".dmx") + ".dmx"))
         kept = anim.extras.get("dmx_source")
-        write_atomic(paths[-1], kept if isinstance(kept, bytes) else
-                     dmx.write(animation_dmx(scene.skeleton, anim, rate, warnings)))
+        kept = as_chosen(kept, branch, text, os.path.basename(paths[-1]), warnings) if isinstance(kept, bytes) \
+            else None
+        if kept is None and to[2] < 22 and rate != round(rate):  # a Source 1 clip's frameRate is an int
+            warnings.append(f"animation {anim.name!r}: sampled at {round(rate)} fps, not {rate:g}: model {to[2]} "
+                            "holds a whole frame rate")
+            rate = float(max(1, round(rate)))
+        off = smd_convert.off_frame_warning(anim, rate)
+        warnings += [off] if off else []
+        write_atomic(paths[-1], kept if kept is not None else
+                     _encoded(animation_dmx(scene.skeleton, anim, rate, warnings, to),
+                                            os.path.basename(paths[-1])))
         sequences.append((anim.name, os.path.basename(paths[-1]), rate, False))
     if scene.animations and scene.skeleton is None:
         warnings.append(f"{len(scene.animations)} animation(s) not written: the model has no skeleton")
     if with_qc:
-        notes = [f"written by SkinBridge beside the files it names: DMX binary 9 (model {FORMAT_VERSION}), Z up, "
+        notes = [f"written by SkinBridge beside the files it names: DMX {describe(*to)}, Z up, "
                  f"1 unit = 1 Blender unit, scene rate {fps:g} fps"]
-        text = qc.write_text(stem + ".mdl", [(stem, os.path.basename(paths[0]), None)], sequences, notes)
+        text_qc = qc.write_text(stem + ".mdl", [(stem, os.path.basename(paths[0]), None)], sequences, notes)
         paths.append(os.path.join(folder, names.take(stem, ".qc") + ".qc"))
-        write_atomic(paths[-1], text.encode("utf-8"))
+        write_atomic(paths[-1], text_qc.encode("utf-8"))
     return paths, warnings
