@@ -2,11 +2,14 @@
 
 Layout: a collection named after the QC holding one collection per body ($body, $model), one per bodygroup
 choice (all but the first hidden), one per LOD (hidden) and one for the collision model (hidden, drawn as
-wire); each sequence becomes one action on the first body's armature, its keys at the sequence's fps (a
-sequence made of a reference SMD is its one-frame rest pose; a model without bones gets no action; a DMX
-sequence's clips keep their own times in seconds, the first named as the sequence).
-A model file whose bones all exist in that armature with the same rest pose is bound to it (its own armature
-is dropped), as Blender Source Tools appends bones to the armature already there.
+wire); each sequence becomes one action on the armature of the first body or bodygroup choice, its keys at the
+sequence's fps (a sequence made of a reference SMD is its one-frame rest pose; a model without bones gets no
+action, not even onto its collision model's rig; a DMX sequence's clips keep their own times in seconds, the
+first named as the sequence).
+A model file with the same bones as that armature and the same rest pose is bound to it (its own armature is
+dropped); one of fewer bones keeps its own, so that its export names its own nodes as the file did.
+Export (`export_target`): a scene this import made is written back as its project (`export_project`): the QC's
+text, its model and sequence files under their own names, byte-identical while the scene says what they said.
 Atomic: every file is read and checked first; a fault while building removes everything made.
 Each file is read once and built once, however many times (and spellings) the QC names it: a later placement
 of a model already built is a copy of its objects sharing their data (a body with a flex file is built anew,
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import bpy
 import numpy as np
@@ -100,6 +104,10 @@ def _activate(context, path: list[str]) -> None:
 
 
 def _same_rest(main, other) -> bool:
+    """The same bones with the same rest pose: a file with fewer bones (a one-bone collision model) keeps its own
+    armature, so that its export names its own nodes only, as the file did."""
+    if set(main.data.bones.keys()) != set(other.data.bones.keys()):
+        return False
     for bone in other.data.bones:
         mine = main.data.bones.get(bone.name)
         if mine is None:
@@ -177,7 +185,7 @@ def _import_flex(context, path: str, record, source, mesh_ob) -> list[str]:
 def _rel(project: qc.QcProject, path: str) -> str:
     """A file's name relative to the QC's folder, with forward slashes: where an export writes it again."""
     root = os.path.dirname(os.path.realpath(project.path))
-    return os.path.relpath(path, root).replace(os.sep, "/")
+    return os.path.relpath(os.path.realpath(path), root).replace(os.sep, "/")
 
 
 def _models(context, project: qc.QcProject, records: dict, sources: dict, root, layers: list[str]
@@ -345,7 +353,16 @@ def project_of(context) -> tuple[object, list[str]]:
     return held[0], warnings
 
 
+def _check_name(rel: str) -> None:
+    """ExportError for a kept file name (relative to the QC's folder) that would leave the output folder (a
+    .blend's property edited by hand)."""
+    if not rel or os.path.isabs(rel) or re.match(r"^[A-Za-z]:", rel) or ".." in rel.split("/") or "\\" in rel:
+        raise ExportError(f"{rel!r}: a file of the QC project named outside its folder; nothing written")
+
+
 def _out_path(outdir: str, rel: str) -> str:
+    """Where the file `rel` (a name relative to the QC's folder, as the import kept it) goes."""
+    _check_name(rel)
     path = os.path.join(outdir, *rel.split("/"))
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     return path
@@ -433,6 +450,10 @@ def export_project(context, root, outdir: str, name: str, options) -> tuple[list
     deleted one removes it, a sequence written at another rate gets that fps."""
     data = json.loads(root[PROJECT_PROP])
     texts = {rel: bytes(v) for rel, v in root[TEXTS_PROP].items()}
+    held = [c.get(p) for c in root.children_recursive for p in (FILE_PROP, FLEX_PROP)]
+    for rel in list(texts)[1:] + held + [a.get(FILE_PROP) for a in bpy.data.actions]:
+        if isinstance(rel, str):
+            _check_name(rel)  # every name before the first file is written
     written, warnings, done = _export_models(context, root, outdir, options)
     more_written, more, edits = _export_sequences(context, root, data, outdir, done, options)
     written += more_written

@@ -15,6 +15,7 @@ bpy = pytest.importorskip("bpy")
 from conftest import run_cli  # noqa: E402
 from skinbridge import formats  # noqa: E402
 from skinbridge.app.options import ConvertOptions  # noqa: E402
+from skinbridge.core.errors import ExportError  # noqa: E402
 from skinbridge.io_smd.qc import qc  # noqa: E402
 from skinbridge.io_smd.smd import smd  # noqa: E402
 
@@ -153,3 +154,26 @@ def test_a_static_prop_sequence_stays_a_static_prop(clean_scene, tmp_path):
     written, warnings = _export(tmp_path / "out", "prop_paint_bomb")
     assert written == _files(src) and not warnings  # the sequence still names the reference: a static prop
     assert re.search(r'^\$sequence idle "prop_paint_bomb_ref"$', written["prop_paint_bomb.qc"].decode(), re.M)
+
+
+def test_a_body_flex_file_comes_back(clean_scene, tmp_path):
+    smd_dir = QC_DIR.parents[1] / "smd"
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "cube.smd").write_bytes((smd_dir / "bst_Cube_NoArmature_ref.smd").read_bytes())
+    (src / "cube_flex.vta").write_bytes((smd_dir / "bst_Cube_NoArmature_flex.vta").read_bytes())
+    (src / "prop.qc").write_text('$model "studio" "cube.smd" {\n\tflexfile "cube_flex" {\n\t\tdefaultflex frame 0\n'
+                                 '\t}\n}\n')
+    formats.identify_file(src / "prop.qc").get("blender_import")(bpy.context, str(src / "prop.qc"), ConvertOptions())
+    written, warnings = _export(tmp_path / "out", "prop")
+    assert written == _files(src) and not warnings
+
+
+def test_a_kept_name_leaving_the_folder_writes_nothing(clean_scene, tmp_path):
+    formats.identify_file(QC).get("blender_import")(bpy.context, str(QC), ConvertOptions())
+    bpy.data.collections["collision"]["qc_file"] = "../escaped.smd"  # a .blend edited by hand
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(ExportError, match="'../escaped.smd': a file of the QC project named outside its folder"):
+        formats.targets()["smd"].get("export_target")(bpy.context, str(out), "x", ConvertOptions(target="smd"))
+    assert not list(tmp_path.rglob("*.smd")) and not list(out.iterdir())
