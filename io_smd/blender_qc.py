@@ -345,8 +345,9 @@ def project_of(context) -> tuple[object, list[str]]:
     if not held:
         return None, []
     if len(held) > 1:
-        raise ExportError(f"the meshes to export belong to {len(held)} QC projects ({', '.join(r.name for r in held)})"
-                          ": export one collection, or hide the others")
+        count, names = len(held), ", ".join(r.name for r in held)
+        raise ExportError(f"the meshes to export belong to {count} QC projects ({names}): export one collection, "
+                          "or hide the others")
     outside = [ob.name for ob in meshes if ob.name not in held[0].all_objects]
     warnings = [f"{', '.join(outside[:10])}: outside the collection of {held[0].name}.qc, not written (move a mesh "
                 "into the collection of the file it belongs to)"] if outside else []
