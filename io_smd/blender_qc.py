@@ -452,7 +452,7 @@ def export_project(context, root, outdir: str, name: str, options) -> tuple[list
     data = json.loads(root[PROJECT_PROP])
     texts = {rel: bytes(v) for rel, v in root[TEXTS_PROP].items()}
     held = [c.get(p) for c in root.children_recursive for p in (FILE_PROP, FLEX_PROP)]
-    for rel in list(texts)[1:] + held + [a.get(FILE_PROP) for a in bpy.data.actions]:
+    for rel in [t for t in texts if t != data["qc"]] + held + [a.get(FILE_PROP) for a in bpy.data.actions]:
         if isinstance(rel, str):
             _check_name(rel)  # every name before the first file is written
     written, warnings, done = _export_models(context, root, outdir, options)
@@ -463,11 +463,12 @@ def export_project(context, root, outdir: str, name: str, options) -> tuple[list
     if missing:
         warnings.append(f"{len(missing)} file(s) the QC names not written (the scene holds nothing made of them): "
                         + ", ".join(missing[:10]))
-    for k, (rel, raw) in enumerate(texts.items()):
+    for rel, raw in texts.items():  # the QC, then its included files
+        main = rel == data["qc"]
         text = raw.decode("utf-8", "surrogateescape")
         text = qc.edit_sequences(text, rel, edits["renamed"], edits["rates"], edits["removed"],
-                                 edits["added"] if k == 0 else ())
-        path = _out_path(outdir, safe_file_name(name) + ".qc" if k == 0 else rel)
+                                 edits["added"] if main else ())
+        path = _out_path(outdir, safe_file_name(name) + ".qc" if main else rel)
         write_atomic(path, text.encode("utf-8", "surrogateescape"))
         written.append(path)
     return written, warnings

@@ -3,7 +3,6 @@ Valve SMD): every command as its text gave it, each model and sequence file unde
 while untouched, changed only where the scene was; a static prop's sequence stays its reference."""
 from __future__ import annotations
 
-import os
 import pathlib
 import re
 
@@ -26,7 +25,8 @@ QC = QC_DIR / "health_charger001.qc"
 
 
 def _files(folder: pathlib.Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in folder.iterdir()}
+    """Every file under `folder` by its path relative to it."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
 def _commands(text: str) -> list[tuple[str, bool]]:
@@ -38,8 +38,9 @@ def _export(folder: pathlib.Path, name: str) -> tuple[dict[str, bytes], list[str
     folder.mkdir()
     written, warnings = formats.targets()["smd"].get("export_target")(bpy.context, str(folder), name,
                                                                        ConvertOptions(target="smd"))
-    assert sorted(os.path.basename(p) for p in written) == sorted(os.listdir(folder))
-    return _files(folder), warnings
+    files = _files(folder)
+    assert sorted(pathlib.Path(p).relative_to(folder).as_posix() for p in written) == sorted(files)
+    return files, warnings
 
 
 def test_health_charger_converts_back_whole(tmp_path):
@@ -177,3 +178,22 @@ def test_a_kept_name_leaving_the_folder_writes_nothing(clean_scene, tmp_path):
     with pytest.raises(ExportError, match="'../escaped.smd': a file of the QC project named outside its folder"):
         formats.targets()["smd"].get("export_target")(bpy.context, str(out), "x", ConvertOptions(target="smd"))
     assert not list(tmp_path.rglob("*.smd")) and not list(out.iterdir())
+
+
+def test_an_included_file_comes_back_with_its_sequence_renamed(clean_scene, tmp_path):
+    src = tmp_path / "src"
+    (src / "parts").mkdir(parents=True)
+    (src / "ref.smd").write_bytes((QC_DIR / "health_charger001_reference.smd").read_bytes())
+    (src / "walk.smd").write_bytes((QC_DIR / "idle.smd").read_bytes())
+    main = '$modelname "m.mdl"\n$body "b" "ref.smd"\n$include "parts/seqs.qci"  // the sequences\n'
+    (src / "m.qc").write_text(main)
+    included = '// walking\n$sequence "walk" "walk.smd" fps 30\n$cdmaterials "a/"\n'
+    (src / "parts" / "seqs.qci").write_text(included)
+    formats.identify_file(src / "m.qc").get("blender_import")(bpy.context, str(src / "m.qc"), ConvertOptions())
+    bpy.data.actions["walk"].name = "run"
+    out = tmp_path / "out"
+    written, warnings = _export(out, "m")
+    source = _files(src)
+    assert not warnings and sorted(written) == sorted(source) == ["m.qc", "parts/seqs.qci", "ref.smd", "walk.smd"]
+    assert written["parts/seqs.qci"].decode() == included.replace('"walk" "walk.smd"', '"run" "walk.smd"')
+    assert all(written[name] == source[name] for name in ("m.qc", "ref.smd", "walk.smd"))
