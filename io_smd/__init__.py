@@ -83,7 +83,7 @@ FORMATS = (
             # inside Blender only
             "blender_import": "io_smd.smd.blender_io:blender_import", "demo": "io_smd.smd.blender_demo:demo_rows",
             "motion_loader": "io_smd.smd.blender_io:load_motion",
-            "export_target": "io_smd.smd.blender_io:export_target",
+            "export_target": "io_smd.blender_qc:export_target",  # a scene imported from a QC: that project
         }),
     FormatSpec(
         name="dmx", label="Valve DMX", kind="model", extensions=(".dmx",), target="dmx", folder_suffix="_DMX",

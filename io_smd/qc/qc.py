@@ -52,6 +52,8 @@ class Token:
     line: int
     quoted: bool
     first: bool  # first token of its line (a new command or block line starts here)
+    start: int = 0  # where it stands in its file's text (a quoted token: its opening quote)
+    end: int = 0
 
 
 @dataclass
@@ -62,6 +64,9 @@ class Command:
     block: list["Command"] | None
     line: int
     file: str
+    start: int = 0  # its text in its file: from its name to its last value or its block's closing brace
+    end: int = 0
+    arg_spans: list[tuple[int, int]] = field(default_factory=list)  # each value's text (quotes included)
 
     def where(self) -> str:
         return f"{os.path.basename(self.file)} line {self.line}: {self.name}"
@@ -153,9 +158,9 @@ def tokenize(text: str) -> list[Token]:
         if raw.startswith('"'):
             if len(raw) < 2 or not raw.endswith('"'):
                 raise FormatError(f"line {line}: a quoted string is not closed on its line", None, "string")
-            out.append(Token(raw[1:-1], line, True, line != last_line))
+            out.append(Token(raw[1:-1], line, True, line != last_line, m.start(), m.end()))
         else:
-            out.append(Token(raw, line, False, line != last_line))
+            out.append(Token(raw, line, False, line != last_line, m.start(), m.end()))
         last_line = line
     return out
 
@@ -164,13 +169,14 @@ def _command(tokens: list[Token], k: int, file: str, depth: int) -> tuple[Comman
     head = tokens[k]
     args, k = [], k + 1
     while k < len(tokens) and not tokens[k].first and (tokens[k].quoted or tokens[k].text not in "{}"):
-        args.append(tokens[k].text)
+        args.append(tokens[k])
         k += 1
     block = None
     if k < len(tokens) and tokens[k].text == "{" and not tokens[k].quoted:
         block, k = _block(tokens, k + 1, file, depth + 1, head)
     name = head.text.lower() if not head.quoted else head.text
-    return Command(name, args, block, head.line, file), k
+    return Command(name, [t.text for t in args], block, head.line, file, head.start, tokens[k - 1].end,
+                   [(t.start, t.end) for t in args]), k
 
 
 def _block(tokens: list[Token], k: int, file: str, depth: int, opener: Token) -> tuple[list[Command], int]:
@@ -491,6 +497,72 @@ def write_text(model_name: str, bodies: list[tuple[str, str, str | None]],
     for name, file, fps, loop in sequences:
         out.append(f"$sequence {_q(name)} {_q(file)} fps {_rate(fps)}" + (" loop" if loop else ""))
     return "\n".join(out) + "\n"
+
+
+def sequence_text(name: str, file: str, fps: float, loop: bool = False) -> str:
+    """One `$sequence` command naming `file` at `fps`."""
+    return f"$sequence {_q(name)} {_q(file)} fps {_rate(fps)}" + (" loop" if loop else "")
+
+
+def _whole_lines(text: str, start: int, end: int) -> tuple[int, int]:
+    """`start`..`end` widened to whole lines when only blanks stand beside it on them, and over the blank line
+    after it when one stands before it too (a command removed leaves no gap of two lines behind)."""
+    head = text.rfind("\n", 0, start) + 1
+    tail = text.find("\n", end)
+    tail = len(text) if tail < 0 else tail + 1
+    if text[head:start].strip() or text[end:tail].strip():
+        return start, end
+    after = text.find("\n", tail)
+    if (head == 0 or text[head - 2:head] == "\n\n") and after >= 0 and not text[tail:after].strip():
+        tail = after + 1  # between blank lines: one of them goes too
+    return head, tail
+
+
+def edit_sequences(text: str, file: str, renamed: dict[str, str], rates: dict[str, float], removed: set[str],
+                   added: list[str] = ()) -> str:
+    """`text` (one QC or QCI file) with its `$sequence` commands changed where the scene changed them, every
+    other character as it was: a sequence of `renamed` gets its new name, one of `rates` its new fps (its `fps`
+    value replaced, or `fps N` added on its line), one of `removed` goes with its block; `added` commands
+    follow the last `$sequence` (else end the file)."""
+    edits: list[tuple[int, int, str]] = []
+    last = None
+    for cmd in commands(text, file):
+        if cmd.name != "$sequence" or not cmd.args:
+            continue
+        last = cmd
+        name = cmd.args[0]
+        if name in removed:
+            edits.append((*_whole_lines(text, cmd.start, cmd.end), ""))
+            continue
+        if name in renamed:
+            edits.append((*cmd.arg_spans[0], _q(renamed[name])))
+        if name in rates:
+            edits.append(_fps_edit(cmd, _rate(rates[name])))
+    if added:
+        lines = "".join(a + "\n" for a in added)
+        if last is not None:
+            at = text.find("\n", last.end)
+            at = len(text) if at < 0 else at + 1
+            prefix = "" if at > 0 and text[at - 1] == "\n" else "\n"
+            edits.append((at, at, prefix + lines))
+        else:
+            edits.append((len(text), len(text), ("\n" if text and not text.endswith("\n") else "") + lines))
+    for start, end, new in sorted(edits, key=lambda e: e[0], reverse=True):
+        text = text[:start] + new + text[end:]
+    return text
+
+
+def _fps_edit(cmd: Command, rate: str) -> tuple[int, int, str]:
+    """The edit that gives sequence `cmd` the rate `rate`: its `fps` value (on its line or in its block), else
+    `fps N` after its line's last value."""
+    for line in [cmd] + [b for b in cmd.block or [] if b.name != "{"]:
+        values = line.args if line is cmd else [line.name] + line.args
+        spans = line.arg_spans if line is cmd else [(line.start, line.start)] + line.arg_spans
+        for k, word in enumerate(values[:-1]):
+            if word.lower() == "fps" and (k or line is not cmd):  # the sequence's name may be "fps"
+                return (*spans[k + 1], rate)
+    at = cmd.arg_spans[-1][1]
+    return at, at, f" fps {rate}"
 
 
 # -- registry --------------------------------------------------------------------------------------------

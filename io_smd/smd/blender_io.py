@@ -510,16 +510,19 @@ def export_flex_only(context, path: str, flavour: str = "AUTO") -> list[str]:
 
 
 def export_animations(context, folder: str, arm_ob, names: NameAllocator | None = None,
-                      actions=None, sequences: list | None = None) -> tuple[list[str], list[str]]:
+                      actions=None, sequences: list | None = None, at: dict | None = None
+                      ) -> tuple[list[str], list[str]]:
     """One animation SMD per action of `arm_ob` (every bone at every frame of the action's range), sampled at
-    `convert.sequence_rate`; `sequences` (when given) gets (action name, path, rate) of each, for the QC."""
+    `convert.sequence_rate`; `sequences` (when given) gets (action name, path, rate) of each, for the QC. `at`:
+    {action name: (path, rate)} of actions a QC project names (its file, its sequence's rate tried first)."""
     names = names or NameAllocator()
     skel = scene_skeleton(arm_ob)
     fps = bact.fps_of(context.scene)
     written, warnings = [], []
     for act in actions if actions is not None else bact.armature_actions(arm_ob):
         anim, more = bact.read_action(context, arm_ob, act)
-        rate = convert.sequence_rate(anim, fps)
+        path, first = (at or {}).get(act.name, (None, fps))
+        rate = convert.sequence_rate(anim, first)
         off = convert.off_frame_warning(anim, rate)
         warnings += more + ([off] if off else [])
         count = int(round(anim.length * rate)) + 1
@@ -527,7 +530,7 @@ def export_animations(context, folder: str, arm_ob, names: NameAllocator | None 
         _scale_warning(act.name, skel, locals_, warnings)
         f = convert.animation_smd(skel, locals_, np.arange(count), warnings)
         kept.as_source_nodes(f, act.get(SOURCE_PROP), _unmatched_rows(skel, anim, np.arange(count) / rate))
-        path = os.path.join(folder, names.take(act.name, ".smd") + ".smd")
+        path = path or os.path.join(folder, names.take(act.name, ".smd") + ".smd")
         write_atomic(path, _pieces(f, act.get(SOURCE_PROP)))
         written.append(path)
         if sequences is not None:
