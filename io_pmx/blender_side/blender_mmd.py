@@ -4,7 +4,8 @@ Import (`build_extras`, inside the import transaction of `blender_io.import_pmx`
 * bone display lengths from the PMX tails (a knee's tail sits on the ankle, which Blender's IK needs);
 * IK: an `IK` constraint on link 0 (target = the IK bone, chain = the link count, iterations = loop × 5);
   each limited link gets `use_ik_limit_*`/`ik_min_*`/`ik_max_*` and, where Blender's ranges ([−π, 0] and
-  [0, π]) cannot hold a value (the knee's positive minimum), a LOCAL `LIMIT_ROTATION` constraint;
+  [0, π]) cannot hold a value (the knee's positive minimum), a LOCAL `LIMIT_ROTATION` constraint, muted by a
+  driver while the IK bone is as far from the chain's root as at rest (a straight knee stays straight);
 * append (付与): `TRANSFORM` constraints mapping the append parent's rotation/translation to ratio × itself
   (negative ratios included), mixed before the bone's own; target space `LOCAL_OWNER_ORIENT` (the parent's
   local transform in this bone's axes, including its own constraints, as MMD's non-local append includes
@@ -177,7 +178,9 @@ def _build_constraints(arm_ob, skel: cm.Skeleton, names: list[str], warnings: li
                 if link["lower"] is None or link["upper"] is None:
                     continue
                 lo, hi = convert.angles_to_blender(link["lower"], link["upper"], _link_rest(skel, link["bone"]))
-                _set_limits(pose[names[link["bone"]]], lo, hi)
+                override = _set_limits(pose[names[link["bone"]]], lo, hi)
+                if override is not None and 0 <= ik["target"] < n:
+                    _mute_at_rest_reach(arm_ob, override, names[links[-1]["bone"]], names[i])
         parent = raw.get("append_parent")
         if flags & (BoneFlag.APPEND_ROTATE | BoneFlag.APPEND_MOVE) and parent is not None and 0 <= parent < n \
                 and parent != i:
@@ -193,7 +196,8 @@ def _build_constraints(arm_ob, skel: cm.Skeleton, names: list[str], warnings: li
                 _append_constraint(pb, arm_ob, names[parent], ratio, space, rotation=False)
 
 
-def _set_limits(pb, lo: np.ndarray, hi: np.ndarray) -> None:
+def _set_limits(pb, lo: np.ndarray, hi: np.ndarray):
+    """Sets the bone's IK limits; returns the Limit Rotation override it needed, or None."""
     override = None
     for j, axis in enumerate(_AXES):
         a, b = float(lo[j]), float(hi[j])
@@ -209,6 +213,49 @@ def _set_limits(pb, lo: np.ndarray, hi: np.ndarray) -> None:
             setattr(override, f"use_limit_{axis}", True)
             setattr(override, f"min_{axis}", a)
             setattr(override, f"max_{axis}", b)
+    return override
+
+
+def _mute_at_rest_reach(arm_ob, override, root: str, ik_bone: str) -> None:
+    """A driver mutes the override while the IK bone's head is as far from the chain root's head as at rest
+    (within 5e-6 of that distance).
+
+    The override acts before Blender's IK, so it bends a knee that is straight at rest by its 0.5° minimum,
+    and the IK, which reaches such a target only at full extension, leaves it 0.04° bent where MMD leaves it
+    straight; without the override Blender's IK cannot bend a straight chain at all. Muted at the rest
+    distance, where the chain's rest pose reaches the target, it keeps a straight knee straight and bends it
+    as soon as the target comes nearer. The driver reads the root's head as its parent's pose matrix (armature
+    space) times the root's head in the parent's rest frame: reading a bone of the chain, or a property of the
+    override's own bone, makes a dependency cycle. It drives `mute`, not the influence, which a VMD's IK
+    on/off keys (docs/mmd.md §4.5). The expression is a simple one, which Blender evaluates without Python."""
+    bones = arm_ob.data.bones
+    if bones[root] in bones[ik_bone].parent_recursive:
+        return
+    drv = override.driver_add("mute").driver
+    drv.type = "SCRIPTED"
+    letters = iter("abcdefghijklmnopqrstuvwxyz")
+
+    def var(bone: str, prop: str) -> str:
+        v = drv.variables.new()
+        v.name, v.type = next(letters), "SINGLE_PROP"
+        v.targets[0].id = arm_ob
+        v.targets[0].data_path = f'pose.bones["{bpy.utils.escape_identifier(bone)}"].{prop}'
+        return v.name
+
+    head = np.array(bones[root].head_local, np.float64)
+    rest = float(np.sum((np.array(bones[ik_bone].head_local, np.float64) - head) ** 2))
+    parent = bones[root].parent
+    offset = None if parent is None else np.linalg.inv(np.array(parent.matrix_local, np.float64)) @ [*head, 1.0]
+    terms = []
+    for row in range(3):
+        target = var(ik_bone, f"head[{row}]")
+        if parent is None:
+            hip = f"{head[row]:.8g}"
+        else:  # row `row` of the parent's pose matrix (RNA paths index it column first) times the offset
+            cells = [var(parent.name, f"matrix[{col}][{row}]") for col in range(4)]
+            hip = "+".join([f"{c}*{offset[col]:.8g}" for col, c in enumerate(cells[:3])] + [cells[3]])
+        terms.append(f"pow({target}-({hip}),2)")
+    drv.expression = f"abs({'+'.join(terms)}-{rest:.8g})<={1e-5 * rest:.3g}"
 
 
 def _append_constraint(pb, arm_ob, parent: str, ratio: float, space: str, rotation: bool) -> None:

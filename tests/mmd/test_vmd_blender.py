@@ -207,6 +207,7 @@ def _compare_evaluation(arm, model: pmx.PmxModel, motion: vmd.Motion, label: str
     for pb in arm.pose.bones:  # IK off (MMD rule here evaluates no IK); append stays on
         for c in pb.constraints:
             if c.type in ("IK", "LIMIT_ROTATION"):
+                arm.driver_remove(c.path_from_id("mute"))  # the IK limit's driver (docs/mmd.md §4.5) would unmute it
                 c.enabled = False
     rig = vc.mmd_rig(model)
     tracks = vc.match_tracks(rig, motion)
