@@ -125,3 +125,49 @@ def test_render_writes_the_camera_view_beside_the_sheet_for_a_scene_with_a_camer
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == [str(tmp_path / "goose.png")]  # a model alone: no camera, the sheet only
     assert not (tmp_path / "goose_camera.png").exists()
+
+
+def _quad_puppet(folder, material: str) -> None:
+    """models/quad.mdl: a 32 × 16 pixel quad centred on its origin, skinned to one bone, drawn with `material`."""
+    from skinbridge.io_wepuppet.puppet import convert, mdl
+
+    v = np.zeros(4, mdl.vertex_dtype(mdl.FORMAT_NARROW))
+    v["position"] = [(-16, -8, 0), (16, -8, 0), (-16, 8, 0), (16, 8, 0)]
+    v["weights"][:, 0] = 1.0
+    v["uv0"] = [(0, 1), (1, 1), (0, 0), (1, 0)]
+    model = mdl.Model(tag="MDLV0013")
+    model.meshes = [mdl.Mesh([material], 0, None, None, mdl.FORMAT_NARROW, v, np.array([0, 1, 2, 1, 3, 2], "<u2"))]
+    bone = mdl.Bone("", 1, -1, convert.to_column_major(np.eye(4)).astype("<f4"), "")
+    model.sections = [mdl.Section("MDLS0001", mdl.Skeleton(1, [bone]))]
+    (folder / "models" / "quad.mdl").write_bytes(mdl.write(model))
+
+
+@pytest.mark.slow
+@pytest.mark.default_leg  # one render, on the default leg
+def test_a_puppet_layer_blends_as_its_material_says(clean_scene, tmp_path):
+    from skinbridge.io_wepuppet.puppet.project_docs import puppet_layer_doc
+
+    modes = ("additive", "normal")
+    _blend_project(tmp_path, modes)
+    _quad_puppet(tmp_path, "materials/red_0.json")
+    path = tmp_path / "scene.json"
+    doc = __import__("json").loads(path.read_bytes())
+    for k, layer in enumerate(doc["objects"]):  # each red image layer becomes a puppet of its material
+        if layer["name"].startswith("red_"):
+            (tmp_path / "models" / f"{layer['name']}.json").write_bytes(
+                format_json({"material": f"materials/{layer['name']}.json", "puppet": "models/quad.mdl"}))
+            x, y, _ = (float(c) for c in layer["origin"].split())
+            doc["objects"][k] = puppet_layer_doc(layer["id"], layer["name"], layer["image"], (x, y, 0), (32, 16))
+    path.write_bytes(format_json(doc))
+    result = blender_project.import_project(bpy.context, str(path))
+    assert [ob.type for ob in result.layers] == ["MESH", "ARMATURE"] * 2
+    px = render.camera_view(bpy.context).astype(np.float64)
+    a = ALPHA / 255
+    red = np.array([1.0, 0, 0])
+    under = np.array([0, 0, a]) + GREY * (1 - a)
+    expect = {"additive": (under + red * a, GREY + red * a), "normal": (red, red)}
+    for row, mode in enumerate(modes):
+        y = 16 + 32 * row
+        over_blue, alone = expect[mode]
+        assert np.abs(px[y, 32, :3] - _srgb(over_blue)).max() <= 3, (mode, px[y, 32])
+        assert np.abs(px[y, 52, :3] - _srgb(alone)).max() <= 3, (mode, px[y, 52])
