@@ -16,6 +16,9 @@ the header and label strips. `Sheet.panels` gives each panel's rectangle. This m
 Blender (capture and the two Workbench passes); the layout, the compositing and the font work on numpy arrays
 alone in core/contact_sheet.py and core/bitmap_font.py.
 
+`camera_view` renders, beside the sheet, the scene through the camera an import set up (a Wallpaper Engine
+project: its layers as the format draws them), with EEVEE.
+
 Read-only for the user: the temporary scene and everything in it are removed in `finally`; the armature's
 pose position, action, NLA switch and the scene frame are put back; a "Render Result" image that did not
 exist before is removed.
