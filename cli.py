@@ -520,6 +520,8 @@ def _render(args) -> int:
         compared_warnings: list[str] = []
         with output_session(outdir, inputs) as session:
             session.check(args.output)  # before the import: the model is never replaced by a picture
+            camera_path = render.camera_view_path(args.output)
+            session.check(camera_path)  # written when the import sets a camera
             bpy, warnings, options = import_for_view(args.file, _reading(args))
             if args.compare is not None:
                 from .app import rest_compare  # imports bpy: after the argument checks above
@@ -538,8 +540,13 @@ def _render(args) -> int:
                 sheet = render.render_sheet(bpy.context, frames=None if args.rest else frames,
                                             action=None if args.rest else args.action, views=views,
                                             title=os.path.basename(args.file))
+            view = None
+            if args.compare is None:  # a scene its import drew through a camera: the camera's view beside
+                view = render.camera_view(bpy.context, frames[0] if frames and not args.rest else None)
             pipeline.protect_scene_files(session)
             render.write_sheet(sheet, args.output)
+            if view is not None:
+                render.write_camera_view(view, camera_path)
     except (FormatError, ValueError, OSError, RuntimeError) as e:
         where = "" if str(args.file) in str(e) or str(args.output) in str(e) else f"{args.file}: "
         print(f"error: {where}{_message(e)}", file=sys.stderr)
@@ -553,6 +560,10 @@ def _render(args) -> int:
     if args.compare is not None:  # the line `compare --rest` prints for the same two files
         print(sheet.counts["summary"], file=sys.stderr)
     _out(args.output)
+    if view is not None:
+        print(f"{camera_path}: {view.shape[1]}x{view.shape[0]}, the view through the scene's camera",
+              file=sys.stderr)
+        _out(camera_path)
     return 0
 
 

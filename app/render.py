@@ -16,6 +16,9 @@ the header and label strips. `Sheet.panels` gives each panel's rectangle. This m
 Blender (capture and the two Workbench passes); the layout, the compositing and the font work on numpy arrays
 alone in core/contact_sheet.py and core/bitmap_font.py.
 
+`camera_view` renders, beside the sheet, the scene through the camera an import set up (a Wallpaper Engine
+project: its layers as the format draws them), with EEVEE.
+
 Read-only for the user: the temporary scene and everything in it are removed in `finally`; the armature's
 pose position, action, NLA switch and the scene frame are put back; a "Render Result" image that did not
 exist before is removed.
@@ -34,6 +37,8 @@ from mathutils import Matrix
 
 from ..blender import scene as bscene
 from ..core.bitmap_font import text_mask  # noqa: F401  (re-exported for the tests)
+from ..core.fileio import write_atomic
+from ..core.png import encode_png
 from ..core.contact_sheet import (
     DEFAULT_PANEL, PALETTE, TRIANGLES_PER_BONE, VIEW_ROTATION, VIEWS, Sheet, bone_prisms, bone_side, compose_sheet,
     composite, panel_size, sheet_info, srgb_to_linear, translation, view_scale,
@@ -445,3 +450,65 @@ def _triangle_count(me) -> int:
     sizes = np.empty(len(me.polygons), np.int32)
     me.polygons.foreach_get("loop_total", sizes)
     return int((sizes - 2).sum())
+
+
+# ---------------------------------------------------------------------------------------------------
+# the view through the scene's camera
+
+CAMERA_VIEW_MAX = 1024  # the camera view's longer side at most, in pixels (the scene's own size when smaller)
+CAMERA_VIEW_SAMPLES = 8  # EEVEE samples: enough to smooth a layer's edges, cheap on a shared CPU
+
+
+def camera_view_path(output: str) -> str:
+    """Where `skinbridge render` writes the camera view beside the sheet `output`: NAME_camera.png."""
+    stem, ext = os.path.splitext(output)
+    return f"{stem}_camera{ext}"
+
+
+def camera_view(context, frame: int | None = None, longest: int = CAMERA_VIEW_MAX) -> np.ndarray | None:
+    """The scene as its camera sees it, rendered with EEVEE at the scene's resolution (its longer side brought
+    down to `longest`), standard view transform: (H, W, 4) uint8, first row at the top. None when the scene has
+    no camera: only an import that draws a scene through its camera (a Wallpaper Engine project) sets one in
+    the empty scene `skinbridge render` imports into. `frame`: the scene frame drawn (default: the current one).
+    The render settings, the frame and a new "Render Result" image are put back as they were."""
+    scene = context.scene
+    if scene.camera is None:
+        return None
+    r = scene.render
+    saved = {"engine": r.engine, "resolution_percentage": r.resolution_percentage, "filepath": r.filepath,
+             "film_transparent": r.film_transparent}
+    saved_image = (r.image_settings.file_format, r.image_settings.color_mode, r.image_settings.color_depth)
+    saved_view = (scene.view_settings.view_transform, scene.view_settings.look)
+    saved_samples = scene.eevee.taa_render_samples
+    saved_frame = (scene.frame_current, scene.frame_subframe)
+    had_result = "Render Result" in bpy.data.images
+    try:
+        engines = [e.identifier for e in type(r).bl_rna.properties["engine"].enum_items]
+        r.engine = "BLENDER_EEVEE_NEXT" if "BLENDER_EEVEE_NEXT" in engines else "BLENDER_EEVEE"
+        scene.eevee.taa_render_samples = CAMERA_VIEW_SAMPLES
+        w, h = r.resolution_x, r.resolution_y
+        r.resolution_percentage = max(1, min(100, int(100 * longest // max(w, h, 1))))
+        r.film_transparent = False
+        r.image_settings.file_format, r.image_settings.color_mode = "PNG", "RGBA"
+        r.image_settings.color_depth = "8"
+        scene.view_settings.view_transform, scene.view_settings.look = "Standard", "None"
+        if frame is not None:
+            scene.frame_set(frame)
+        with tempfile.TemporaryDirectory(prefix="skinbridge-render-") as tmpdir:
+            r.filepath = os.path.join(tmpdir, "camera.png")
+            return _render_pass(scene, r.filepath)
+    finally:
+        for key, value in saved.items():
+            if getattr(r, key) != value:
+                setattr(r, key, value)
+        r.image_settings.file_format, r.image_settings.color_mode, r.image_settings.color_depth = saved_image
+        scene.view_settings.view_transform, scene.view_settings.look = saved_view
+        scene.eevee.taa_render_samples = saved_samples
+        if (scene.frame_current, scene.frame_subframe) != saved_frame:
+            scene.frame_set(saved_frame[0], subframe=saved_frame[1])
+        if not had_result and "Render Result" in bpy.data.images:
+            bpy.data.images.remove(bpy.data.images["Render Result"])
+
+
+def write_camera_view(pixels: np.ndarray, path: str) -> None:
+    write_atomic(path, encode_png(pixels))

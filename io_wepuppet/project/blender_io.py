@@ -37,7 +37,7 @@ from ..puppet import convert
 from ..puppet.units import METRES_PER_UNIT
 from ..texture import blender_io as texture_io
 from ..texture import blender_sheet
-from ..texture.material import first_texture
+from ..texture.material import BLENDINGS, DEFAULT_BLENDING, blending, first_texture
 from . import files as project_files
 from . import project
 
@@ -142,6 +142,18 @@ def _texture_path(files: _Files, model_doc: dict, what: str) -> str | None:
     return files.path(f"materials/{name}.tex", what)
 
 
+def _blending(files: _Files, model_doc: dict, what: str) -> str:
+    """How the layer's material (its model JSON's) is put over what is behind it; a mode we do not draw is drawn
+    as the default, translucent, with one warning per material."""
+    material = model_doc.get("material")
+    mode = blending(files.json(material, what)) if isinstance(material, str) and material else DEFAULT_BLENDING
+    if mode not in BLENDINGS:
+        files.warn(("blending", material), what, f"its material {material} blends {mode!r}, which is not drawn: "
+                                                 f"drawn {DEFAULT_BLENDING} (alpha-blended)")
+        return DEFAULT_BLENDING
+    return mode
+
+
 def _image(context, files: _Files, tex_path: str, what: str):
     """The Blender image of the texture `tex_path`, imported once for every layer that shows it."""
     if tex_path not in files.images:
@@ -164,7 +176,9 @@ def _image(context, files: _Files, tex_path: str, what: str):
 # ------------------------------------------------------------------------------------------------------------
 # layers
 
-def image_material(name: str, img) -> bpy.types.Material:
+def image_material(name: str, img, mode: str = DEFAULT_BLENDING) -> bpy.types.Material:
+    """An image layer's material: its texture unlit, its alpha times the layer's `alpha`, put over what is
+    behind it as the material's `blending` says (`blend_mode`)."""
     mat = bpy.data.materials.new(name)
     if mat.node_tree is None:  # Blender 5 gives every new material a node tree
         mat.use_nodes = True
@@ -177,19 +191,71 @@ def image_material(name: str, img) -> bpy.types.Material:
         node.location = (-400, 300)
         nt.links.new(node.outputs["Color"], bsdf.inputs["Base Color"])
         unlit(nt, bsdf, node)
-        # the texture's alpha times the layer's `alpha` (the object's colour alpha: one material per texture)
-        info = nt.nodes.new("ShaderNodeObjectInfo")
-        info.location = (-400, -50)
-        times = nt.nodes.new("ShaderNodeMath")
-        times.operation = "MULTIPLY"
-        times.location = (-200, 0)
-        nt.links.new(node.outputs["Alpha"], times.inputs[0])
-        nt.links.new(info.outputs["Alpha"], times.inputs[1])
-        nt.links.new(times.outputs[0], bsdf.inputs["Alpha"])
+        if mode in OPAQUE_BLENDINGS:
+            _opaque(nt, bsdf, node.outputs["Alpha"])
+        else:
+            # the texture's alpha times the layer's `alpha` (the object's colour alpha: one material per texture)
+            info = nt.nodes.new("ShaderNodeObjectInfo")
+            info.location = (-400, -50)
+            times = nt.nodes.new("ShaderNodeMath")
+            times.operation = "MULTIPLY"
+            times.location = (-200, 0)
+            nt.links.new(node.outputs["Alpha"], times.inputs[0])
+            nt.links.new(info.outputs["Alpha"], times.inputs[1])
+            nt.links.new(times.outputs[0], bsdf.inputs["Alpha"])
+            blend_mode(nt, bsdf, info.outputs["Alpha"], mode)
     else:  # a built-in, missing or solid layer: what Wallpaper Engine draws there is not ours to guess
         bsdf.inputs["Alpha"].default_value = 0.0
     blended(mat)
     return mat
+
+
+OPAQUE_BLENDINGS = ("normal", "disabled")  # no blending: the texture's colour replaces what is behind
+
+
+def _opaque(nt, bsdf, tex_alpha) -> None:
+    """The surface's alpha 1 (max(a, 1)): the texture's alpha stays read, since Blender premultiplies an image
+    texture's colour by its alpha when nothing reads the alpha, and an opaque layer shows the colour as stored."""
+    for link in list(bsdf.inputs["Alpha"].links):
+        nt.links.remove(link)
+    one = nt.nodes.new("ShaderNodeMath")
+    one.operation, one.location = "MAXIMUM", (-200, 0)
+    one.inputs[1].default_value = 1.0
+    nt.links.new(tex_alpha, one.inputs[0])
+    nt.links.new(one.outputs[0], bsdf.inputs["Alpha"])
+
+
+def blend_mode(nt, bsdf, layer_alpha, mode: str) -> None:
+    """The principled surface `bsdf` (emitting the texture's colour c, its alpha a linked: the texture's times
+    the layer's) put over what is behind it (d) as a material pass's `blending` says: translucent (and
+    alphatocoverage, and any mode we do not draw) c·a + d·(1 − a), the surface as it is; additive c·a + d, a
+    transparent surface of colour a added to it; translucent_pa (a texture premultiplied by its alpha)
+    c·α + d·(1 − a) with α the layer's alpha (`layer_alpha`, None: 1): the surface's alpha becomes α and a
+    transparent surface of colour α − a is added. Normal and disabled (`OPAQUE_BLENDINGS`) are the surface with
+    alpha 1 (`_opaque`): c. Blender mixes these in linear light."""
+    if mode not in ("additive", "translucent_pa"):
+        return
+    alpha = bsdf.inputs["Alpha"].links[0].from_socket
+    out = next(n for n in nt.nodes if n.type == "OUTPUT_MATERIAL")
+    clear, add = nt.nodes.new("ShaderNodeBsdfTransparent"), nt.nodes.new("ShaderNodeAddShader")
+    clear.location, add.location = (100, -450), (400, -300)
+    if mode == "additive":  # (c·a + d·(1 − a)) + d·a
+        nt.links.new(alpha, clear.inputs["Color"])
+    else:  # (c·α + d·(1 − α)) + d·(α − a)
+        rest = nt.nodes.new("ShaderNodeMath")
+        rest.operation, rest.location = "SUBTRACT", (-100, -450)
+        if layer_alpha is not None:
+            nt.links.new(layer_alpha, rest.inputs[0])
+            nt.links.new(layer_alpha, bsdf.inputs["Alpha"])
+        else:
+            rest.inputs[0].default_value = 1.0
+            nt.links.remove(bsdf.inputs["Alpha"].links[0])
+            bsdf.inputs["Alpha"].default_value = 1.0
+        nt.links.new(alpha, rest.inputs[1])
+        nt.links.new(rest.outputs[0], clear.inputs["Color"])
+    nt.links.new(bsdf.outputs[0], add.inputs[0])
+    nt.links.new(clear.outputs[0], add.inputs[1])
+    nt.links.new(add.outputs[0], out.inputs["Surface"])
 
 
 def blended(mat) -> None:
@@ -213,16 +279,17 @@ def _image_layer(context, files: _Files, layer: project.Layer, metres_per_unit: 
     if not (w > 0 and h > 0):
         files.warn(("no size",), what, "no size and no texture: shown 100 × 100 pixels")
         w = h = 100.0
-    mat = files.materials.get(tex_path)
+    mode = _blending(files, model_doc, what) if model_doc else DEFAULT_BLENDING
+    mat = files.materials.get((tex_path, mode))
     if mat is None:
         stem = os.path.splitext(os.path.basename(tex_path))[0] if tex_path else "image"
-        mat = files.materials[tex_path] = image_material(stem, img)
+        mat = files.materials[(tex_path, mode)] = image_material(stem, img, mode)
         if tex_path is not None:  # where an image put on this material in Blender is written
             mat[TEX_PATH_PROP] = os.path.relpath(tex_path, files.root).replace(os.sep, "/")
-    me = files.meshes.get((w, h, tex_path))
+    me = files.meshes.get((w, h, tex_path, mode))
     if me is None:  # the plane in the layer's own pixels, centred on its origin, mapped as puppet pixels are
         corners = np.array([[-w / 2, -h / 2, 0], [w / 2, -h / 2, 0], [w / 2, h / 2, 0], [-w / 2, h / 2, 0]])
-        me = files.meshes[(w, h, tex_path)] = bpy.data.meshes.new(layer.name or "image")
+        me = files.meshes[(w, h, tex_path, mode)] = bpy.data.meshes.new(layer.name or "image")
         me.from_pydata((corners @ (metres_per_unit * convert.AXES).T).tolist(), [], [(0, 1, 2, 3)])
         me[PLANE_PROP] = (corners @ (metres_per_unit * convert.AXES).T).ravel().tolist()
         uv = me.uv_layers.new(name="UVMap")
@@ -234,16 +301,19 @@ def _image_layer(context, files: _Files, layer: project.Layer, metres_per_unit: 
     return ob
 
 
-def _texture_alpha(mat) -> None:
+def _texture_alpha(mat, mode: str = DEFAULT_BLENDING) -> None:
     """A puppet's material drawn as its texture is (`unlit`), cut out by its alpha where nothing else is linked
-    to the surface's alpha."""
+    to the surface's alpha, put over what is behind it as its `blending` says (`blend_mode`)."""
     nt = mat.node_tree
     bsdf = next((n for n in nt.nodes if n.type == "BSDF_PRINCIPLED"), None) if nt is not None else None
     tex = next((n for n in nt.nodes if n.type == "TEX_IMAGE" and n.image is not None), None) if bsdf else None
-    if tex is not None and not bsdf.inputs["Alpha"].is_linked:
+    if tex is not None and mode in OPAQUE_BLENDINGS:
+        _opaque(nt, bsdf, tex.outputs["Alpha"])
+    elif tex is not None and not bsdf.inputs["Alpha"].is_linked:
         nt.links.new(tex.outputs["Alpha"], bsdf.inputs["Alpha"])
     if tex is not None:
         unlit(nt, bsdf, tex)
+        blend_mode(nt, bsdf, None, mode)
 
 
 def unlit(nt, bsdf, tex) -> None:
@@ -375,8 +445,9 @@ def _model_layer(context, files: _Files, layer: project.Layer, metres_per_unit: 
         model_doc = files.json(layer.asset, f"puppet layer {layer.name!r}") or {}
         tex_path = _texture_path(files, model_doc, f"puppet layer {layer.name!r}") if model_doc else None
         rel = os.path.relpath(tex_path, files.root).replace(os.sep, "/") if tex_path else None
+        mode = _blending(files, model_doc, f"puppet layer {layer.name!r}") if model_doc else DEFAULT_BLENDING
         for mat in {m for ob in result.objects if ob.type == "MESH" for m in ob.data.materials if m is not None}:
-            _texture_alpha(mat)
+            _texture_alpha(mat, mode)
             blended(mat)
             if rel is not None:  # its texture, written back when edited in Blender (`_sheets`)
                 mat[TEX_PATH_PROP] = rel
@@ -409,6 +480,9 @@ def _kept_note(layer: project.Layer) -> list[str]:
         notes.append(f"{layer.kind} {layer.name!r}" + (f" ({layer.asset})" if layer.asset else ""))
     for effect in layer.effects:
         notes.append(f"effect {effect.get('file', '?')!s} on {layer.name!r}")
+    scripted = [k for k, v in layer.doc.items() if isinstance(v, dict) and "script" in v]
+    if scripted:  # drawn with the value stored beside the script (`project.resolve`)
+        notes.append(f"script on {layer.name!r} ({', '.join(scripted)}: not run, its stored value drawn)")
     return notes
 
 

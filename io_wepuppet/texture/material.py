@@ -61,3 +61,18 @@ def material_doc(texture: str) -> dict:
     two-sided image pass, as the material files of public puppet projects have it."""
     return {"passes": [{"blending": "translucent", "cullmode": "nocull", "depthtest": "disabled",
                         "depthwrite": "disabled", "shader": "genericimage2", "textures": [texture]}]}
+
+
+BLENDINGS = ("translucent", "normal", "disabled", "additive", "translucent_pa", "alphatocoverage")
+DEFAULT_BLENDING = "translucent"  # a pass without `blending` (Wallpaper Engine's default)
+
+
+def blending(doc: Any) -> str:
+    """How a material document's first pass is put over what is behind it (`passes[0].blending`): one of
+    `BLENDINGS`, `DEFAULT_BLENDING` when the pass names none, else the unknown value (a name in lower case,
+    anything else as JSON)."""
+    try:
+        value = doc["passes"][0].get("blending", DEFAULT_BLENDING)
+    except (TypeError, KeyError, IndexError, AttributeError):
+        return DEFAULT_BLENDING
+    return value.strip().lower() if isinstance(value, str) else json.dumps(value)
