@@ -43,6 +43,9 @@ IMPORT_OPTIONS = (
     Option("physics", bool, True, label="MMD Physics",
            help="make the rigid bodies simulate when the scene plays, the bones following their bodies as in MMD "
                 "(off: the bodies are kept for export and a motion plays as MMD plays it with physics off)"),
+    Option("sdef", bool, True, label="SDEF",
+           help="vertices with SDEF weights bend about their SDEF centre as in MMD (elbows and knees keep their "
+                "volume), through a modifier after the Armature modifier; the MMD panel switches it"),
 )
 
 # What File › Export › MikuMikuDance Motion takes besides the action it writes (the command line writes a PMX's

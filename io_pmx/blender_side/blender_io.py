@@ -20,6 +20,7 @@ from ...core.errors import ExportError, FormatError
 from ...core.fileio import output_path, read_bytes, write_atomic
 from . import blender_mmd
 from . import blender_morphs
+from . import blender_sdef
 from ..model import convert
 from ..model import pmx
 from ..model.units import METRES_PER_UNIT
@@ -52,11 +53,12 @@ def load(path: str) -> tuple[pmx.PmxModel, list[str]]:
     return model, list(model.warnings) + [str(f) for f in findings if f not in fatal]
 
 
-def import_pmx(context, path: str, metres_per_unit: float = METRES_PER_UNIT, physics: bool = True
-               ) -> bscene.ImportResult:
+def import_pmx(context, path: str, metres_per_unit: float = METRES_PER_UNIT, physics: bool = True,
+               sdef: bool = True) -> bscene.ImportResult:
     """`metres_per_unit`: Blender metres of one MMD unit (stored with the model, so that export writes the same
     units). `physics`: the rigid bodies simulate and the bones follow them when the scene plays (off: they are
-    built all the same, kept for export, and a motion plays as MMD plays it with physics off)."""
+    built all the same, kept for export, and a motion plays as MMD plays it with physics off). `sdef`: SDEF
+    vertices deform as MMD's SDEF (blender_sdef.py; the modifier is made off when False)."""
     if not metres_per_unit > 0:
         raise FormatError(f"{metres_per_unit} metres per unit is not positive")
     model, warnings = load(path)
@@ -74,6 +76,7 @@ def import_pmx(context, path: str, metres_per_unit: float = METRES_PER_UNIT, phy
         blender_mmd.build_extras(context, result, core_scene, textures, base_dir, warnings)
         if result.armature is not None:
             blender_morphs.build_sliders(result.armature)
+            blender_sdef.build(result.objects, result.armature, sdef)
         if result.armature is not None and (model.rigid_bodies or model.joints):
             arm_ob = result.armature
             names = bscene.barm_names(arm_ob) or [b.name for b in arm_ob.data.bones]
@@ -99,7 +102,7 @@ def gather_model(context, metres_per_unit: float | None = None, selected_only: b
     `exportable_objects`, when the caller has them already."""
     objects = objects if objects is not None else bscene.exportable_objects(context, selected_only)
     meshes, arm_ob = objects
-    with blender_morphs.at_rest(arm_ob):  # the model's own values, whatever the morph sliders show
+    with blender_morphs.at_rest(arm_ob), blender_sdef.suspended(meshes, context):  # the model's own values
         core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only, tangents=False,
                                                    objects=objects, bones_alone=True)
         if not core_scene.meshes and core_scene.skeleton is None:  # bones alone make a PMX (a rig, a motion model)

@@ -14,6 +14,7 @@ from .blender_physics_ops import CLASSES as PHYSICS_CLASSES
 from . import blender_morphs
 from . import blender_morph_edit
 from . import blender_names
+from . import blender_sdef
 from . import blender_io
 from . import blender_motion_import
 from . import blender_motion_export
@@ -85,7 +86,8 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
 _register, _unregister = registrar(
     (IMPORT_SCENE_OT_skinbridge_pmx, EXPORT_SCENE_OT_skinbridge_pmx,
      IMPORT_ANIM_OT_skinbridge_vmd, EXPORT_ANIM_OT_skinbridge_vmd, POSE_OT_skinbridge_mmd_physics_chain,
-     *PHYSICS_CLASSES, *blender_morphs.CLASSES, *blender_morph_edit.CLASSES, *blender_names.CLASSES),
+     *PHYSICS_CLASSES, *blender_morphs.CLASSES, *blender_morph_edit.CLASSES, *blender_names.CLASSES,
+     *blender_sdef.CLASSES),
     imports=[(IMPORT_SCENE_OT_skinbridge_pmx, "MikuMikuDance model (.pmx)"),
              (IMPORT_ANIM_OT_skinbridge_vmd, "MikuMikuDance motion (.vmd)")],
     exports=[(EXPORT_SCENE_OT_skinbridge_pmx, "MikuMikuDance model (.pmx)"),
@@ -98,10 +100,12 @@ def register():
     blender_names.register()
     bpy.types.VIEW3D_MT_pose.append(menu_entry)  # Pose › Add MMD Physics to Chain
     blender_morphs.register_handlers()
+    blender_sdef.register_handlers()
 
 
 def unregister():
     blender_morphs.unregister_handlers()
+    blender_sdef.unregister_handlers()
     blender_names.unregister()
     bpy.types.VIEW3D_MT_pose.remove(menu_entry)
     _unregister()
