@@ -21,6 +21,7 @@ from skinbridge.io_pmx.model import pmx  # noqa: E402
 from skinbridge.io_pmx.model.convert import positions_to_pmx  # noqa: E402
 from skinbridge.io_pmx.model.pmx import BoneFlag  # noqa: E402
 from skinbridge.io_pmx.motion import vmd  # noqa: E402
+from support.sidebar import StandInPanel  # noqa: E402
 from support.tools import JS, NODE_MODULES, node_with_babylon  # noqa: E402
 
 pytestmark = pytest.mark.blender
@@ -113,6 +114,7 @@ def evaluated_mmd(ob, scale: float) -> np.ndarray:
     return positions_to_pmx(co, scale)
 
 
+@pytest.mark.default_leg
 def test_sdef_matches_babylon_mmd(clean_scene, tmp_path):
     model = arm_model()
     data = pmx.write(model)
@@ -156,12 +158,21 @@ def test_sdef_matches_babylon_mmd(clean_scene, tmp_path):
     np.testing.assert_allclose(evaluated_mmd(ob, scale), got, atol=1e-6 * HEIGHT)  # and SDEF shows again
 
 
-def test_sdef_import_option_off(clean_scene, tmp_path):
+def test_import_option_and_panel_switch(clean_scene, tmp_path):
+    """File › Import with SDEF off makes the modifier switched off; the MMD panel's button switches it on."""
     path = tmp_path / "sdef_arm.pmx"
     path.write_bytes(pmx.write(arm_model()))
-    result = blender_io.import_pmx(bpy.context, str(path), physics=False, sdef=False)
-    assert not blender_sdef.is_on(result.armature)
-    assert len(blender_sdef.modifiers(result.armature)) == 1  # there for the panel's switch
+    assert bpy.ops.import_scene.skinbridge_pmx(filepath=str(path), sdef=False) == {"FINISHED"}
+    arm = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
+    assert len(blender_sdef.modifiers(arm)) == 1 and not blender_sdef.is_on(arm)
+    bpy.context.view_layer.objects.active = arm
+    panel = bpy.types.VIEW3D_PT_skinbridge_mmd_sdef
+    assert panel.poll(bpy.context)
+    panel.draw(StandInPanel(), bpy.context)  # fails on an operator Blender does not have
+    assert bpy.ops.skinbridge.mmd_sdef_toggle() == {"FINISHED"}
+    assert blender_sdef.is_on(arm)
+    assert bpy.ops.skinbridge.mmd_sdef_toggle() == {"FINISHED"}
+    assert not blender_sdef.is_on(arm)
 
 
 def test_rotations_match_mathutils():
