@@ -1,6 +1,6 @@
 """MMD's SDEF (spherical deformation) in Blender: a vertex of deform type SDEF follows its two bones by the
 rotation slerped between them about its centre C, not by the linear blend of their matrices, so an elbow or a
-knee keeps its volume when bent (docs/mmd.md, "SDEF").
+knee keeps its volume when bent (docs/mmd.md §4.9).
 
 How: a small geometry-nodes modifier ("SkinBridge SDEF") after the Armature modifier adds a per-vertex offset,
 the attribute `skinbridge_sdef_offset`, to what the Armature modifier made of the vertex; after every frame
@@ -26,9 +26,9 @@ from ...blender import scene as bscene
 from ...blender.selection import find_armature
 from ...blender.sidebar_ui import ModelOperator, SidebarPanel
 from ..model import pmx
-from . import blender_mmd
 from ..model.convert import positions_to_blender
 from ..model.units import METRES_PER_UNIT
+from . import blender_mmd
 
 MODIFIER = "SkinBridge SDEF"
 GROUP = "SkinBridge SDEF"
@@ -275,13 +275,13 @@ def _active(scene) -> list:
     return _objects
 
 
-def _run(scene, depsgraph, reread: bool) -> None:
+def _run(scene, depsgraph, edited: set) -> None:
     global _objects
     if depsgraph is None:
         depsgraph = bpy.context.evaluated_depsgraph_get()
     for ob in _active(scene):
         try:
-            update_object(ob, depsgraph, reread)
+            update_object(ob, depsgraph, ob.data.name in edited)
         except ReferenceError:  # removed since
             _objects = None
         except (KeyError, ValueError, IndexError):  # a mesh or rig edited out of shape: the Armature modifier only
@@ -290,14 +290,18 @@ def _run(scene, depsgraph, reread: bool) -> None:
 
 @bpy.app.handlers.persistent
 def _on_update(scene, depsgraph=None) -> None:
-    """After an edit (a pose, a switch, a mesh edit): the meshes looked up and read again."""
+    """After an edit (a pose, a switch, a mesh edit): the meshes looked up again, an edited one read again."""
     forget()
-    _run(scene, depsgraph, reread=True)
+    edited = set()
+    if depsgraph is not None:
+        edited = {u.id.original.name for u in depsgraph.updates
+                  if isinstance(u.id, bpy.types.Mesh) and u.is_updated_geometry}
+    _run(scene, depsgraph, edited)
 
 
 @bpy.app.handlers.persistent
 def _on_frame(scene, depsgraph=None) -> None:
-    _run(scene, depsgraph, reread=False)
+    _run(scene, depsgraph, set())
 
 
 def forget() -> None:
