@@ -25,6 +25,7 @@ import numpy as np
 from ...blender import scene as bscene
 from ...blender.selection import find_armature
 from ...blender.sidebar_ui import ModelOperator, SidebarPanel
+from ...core.workers import quiet_stop
 from ..model import pmx
 from ..model.convert import positions_to_blender
 from ..model.units import METRES_PER_UNIT
@@ -289,6 +290,7 @@ def _run(scene, depsgraph, edited: set) -> None:
 
 
 @bpy.app.handlers.persistent
+@quiet_stop
 def _on_update(scene, depsgraph=None) -> None:
     """After an edit (a pose, a switch, a mesh edit): the meshes looked up again, an edited one read again."""
     forget()
@@ -300,6 +302,7 @@ def _on_update(scene, depsgraph=None) -> None:
 
 
 @bpy.app.handlers.persistent
+@quiet_stop
 def _on_frame(scene, depsgraph=None) -> None:
     _run(scene, depsgraph, set())
 
@@ -311,6 +314,7 @@ def forget() -> None:
 
 
 @bpy.app.handlers.persistent
+@quiet_stop
 def _on_load(*_args) -> None:
     forget()
     _cache.clear()
