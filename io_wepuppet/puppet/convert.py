@@ -299,6 +299,26 @@ def clip_tracks(clip: mdl.Clip, skel: cm.Skeleton, metres_per_unit: float) -> li
                      rotations=q[i], scale_times=times, scales=s[i, :, 6:9].copy()) for i in range(n)]
 
 
+def additive_samples(samples, local_binds) -> np.ndarray:
+    """(bones, frames, 9) samples whose pose, played by Blender's Combine strip (locations add, rotations
+    multiply on the right, scales multiply, each relative to the rest), adds what Wallpaper Engine adds for an
+    additive layer (docs/wallpaper_engine.md §7): the clip's change since its frame 0. Per bone, on its local
+    bind (`local_binds`, (bones, 4, 4) file units): position t_b + (p − p₀), rotation q_b · q · q₀⁻¹, scale
+    s_b + (s − s₀). Exact for the positions and rotations; for scales where the pose below has the bind's."""
+    s = np.asarray(samples, np.float64)
+    local = np.asarray(local_binds, np.float64)[: len(s)]
+    scale = np.linalg.norm(local[:, :3, :3], axis=1)  # column norms
+    q_bind = matrix3_to_quat(local[:, :3, :3] / np.where(scale > 0, scale, 1.0)[:, None, :])
+    q = euler_xyz_to_quat(s[..., 3:6])
+    q0_inv = q[:, :1] * np.array([1.0, -1, -1, -1])
+    delta = quat_multiply(q, np.broadcast_to(q0_inv, q.shape))
+    out = np.empty_like(s)
+    out[..., 0:3] = local[:, None, :3, 3] + s[..., 0:3] - s[:, :1, 0:3]
+    out[..., 3:6] = quat_to_euler_xyz(quat_multiply(np.broadcast_to(q_bind[:, None], q.shape), delta))
+    out[..., 6:9] = scale[:, None] + s[..., 6:9] - s[:, :1, 6:9]
+    return out
+
+
 def _clip_to_core(clip: mdl.Clip, skel: cm.Skeleton | None, metres_per_unit: float, w: Warnings) -> cm.Animation:
     fps = float(clip.fps)
     if not (np.isfinite(fps) and fps > 0):
