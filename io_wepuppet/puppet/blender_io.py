@@ -28,7 +28,7 @@ from ...core.errors import ExportError, FormatError
 from ...core.fileio import output_path, read_bytes, write_atomic
 from ...core.naming import NameAllocator, safe_file_name
 from ..texture.material import material_doc
-from ..texture.blender_io import first_image, keep_texture, texture_bytes
+from ..texture.blender_io import TEX_PROP, first_image, keep_texture, texture_bytes
 from . import convert, mdl, project_docs
 
 PROP = "skinbridge_we"
@@ -309,6 +309,8 @@ def export_wepuppet(context, path: str, units_per_metre: float | None = None, la
     wide = layout_format == "WIDE"
     metres_per_unit = None if units_per_metre is None else 1.0 / units_per_metre
     model, warnings = gather_model(context, wide, metres_per_unit, selected_only, keep=not wide)
+    if not project_files:
+        warnings += _images_not_written(context, selected_only)
     sources = _project_materials(context, path, model, selected_only) if project_files else {}
     data = convert.write_model(model)
     bscene.failure_point("write")
@@ -318,6 +320,19 @@ def export_wepuppet(context, path: str, units_per_metre: float | None = None, la
     if project_files:
         warnings += write_project_files(context, path, model, sources, written, report)
     return warnings
+
+
+def _images_not_written(context, selected_only: bool) -> list[str]:
+    """A warning per material of the model whose image is not the texture it was imported with: a `.mdl`
+    names its material file, and the image is written only with the project files."""
+    meshes, _ = bscene.exportable_objects(context, selected_only)
+    out = []
+    for mat in dict.fromkeys(m for ob in meshes for m in ob.data.materials if m is not None):
+        img = first_image([mat])
+        if img is not None and not isinstance(img.get(TEX_PROP), bytes):
+            out.append(f"material {mat.name}: image {img.name} not written (a .mdl names its material file): "
+                       "export with Write project files to write it as the material's texture")
+    return out
 
 
 def _project_materials(context, path: str, model: mdl.Model, selected_only: bool = False) -> dict:
