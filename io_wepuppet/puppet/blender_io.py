@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 
 import bpy
 import numpy as np
@@ -22,6 +23,7 @@ from mathutils import Matrix
 
 from ...blender import action as baction
 from ...blender import armature as barm
+from ...blender import compat
 from ...blender import scene as bscene
 from ...core import model as cm
 from ...core.errors import ExportError, FormatError
@@ -32,6 +34,8 @@ from ..texture.blender_io import TEX_PROP, first_image, keep_texture, texture_by
 from . import convert, mdl, project_docs
 
 PROP = "skinbridge_we"
+POSE_BONE = re.compile(r'^pose\.bones\["(.+)"\]\.(location|rotation_quaternion|rotation_euler|scale)$')
+GENERATED_KEY = bpy.types.Keyframe.bl_rna.properties["type"].enum_items["GENERATED"].value
 ATTACHMENT_PROP = "skinbridge_we_attachment"
 # on a clip's action: the action an additive animation layer plays for it (`additive_action`), and on that
 # action the clip's action it was made from (export leaves it out: the clip's own action is the clip)
@@ -242,6 +246,37 @@ def _undeformed_positions(ob, cmesh: cm.Mesh) -> None:
         cmesh.positions = (co.reshape(-1, 3)[source].astype(np.float64) @ m[:3, :3].T + m[:3, 3]).astype(np.float32)
 
 
+def _keys_between_samples(context, act) -> list[str]:
+    """A warning naming the keys of a clip's action (not Blender's GENERATED ones) that fall between the clip's
+    samples: a `.mdl` clip holds a sample at every frame of its rate, so such a key shapes it only where the curve
+    passes a sample."""
+    fps = _json_prop(act).get("fps")
+    if not isinstance(fps, (int, float)) or not fps > 0:
+        return []
+    step = baction.fps_of(context.scene) / float(fps)
+    off: dict[str, list[float]] = {}
+    for cb in compat.channelbags(act):
+        for fc in cb.fcurves:
+            m = POSE_BONE.match(fc.data_path)
+            n = len(fc.keyframe_points)
+            if m is None or fc.mute or not n:
+                continue
+            co = np.empty(2 * n, np.float32)
+            fc.keyframe_points.foreach_get("co", co)
+            kind = np.empty(n, np.int32)
+            fc.keyframe_points.foreach_get("type", kind)
+            frames = co[0::2].astype(np.float64) / step
+            between = (np.abs(frames - np.round(frames)) > 1e-3) & (kind != GENERATED_KEY)
+            if between.any():
+                off.setdefault(m.group(1), []).extend((frames[between] * step).tolist())
+    if not off:
+        return []
+    where = ", ".join(f"{bone} at frame {', '.join(f'{f:g}' for f in sorted(set(fs))[:3])}"
+                      for bone, fs in list(off.items())[:5])
+    return [f"clip {act.name}: keys between its samples ({where}) not written as keys: the clip holds a sample "
+            f"every {step:g} frames ({float(fps):g} fps), taken from the curves"]
+
+
 def gather_model(context, wide: bool = False, metres_per_unit: float | None = None, selected_only: bool = False,
                  keep: bool = True) -> tuple[mdl.Model, list[str]]:
     """The visible model (or the selected one) as records: `wide` MDLV0023 with 80-byte vertices; Blender metres
@@ -283,7 +318,7 @@ def gather_model(context, wide: bool = False, metres_per_unit: float | None = No
                      else (1, 0))
         for act in actions:
             anim, more = baction.read_action(context, arm_ob, act)
-            warnings += more
+            warnings += more + _keys_between_samples(context, act)
             kept = _json_prop(act)
             if kept:
                 anim.extras[convert.KEY] = kept

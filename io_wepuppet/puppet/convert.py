@@ -255,6 +255,20 @@ def _put_mesh_blocks(mesh: mdl.Mesh, blocks: dict) -> None:
                    for i, n, f, a, b in blocks.get("groups", [])]
 
 
+def bone_names(sk: mdl.Skeleton) -> list[str]:
+    """The bones' names as import gives them: Blender renames '' and duplicates (the file's own name travels in
+    the bone's extras)."""
+    out: list[str] = []
+    used: set[str] = set()
+    for i, b in enumerate(sk.bones):
+        name = b.name or f"bone_{i}"
+        if name in used:
+            name = f"{name}.{i}"
+        used.add(name)
+        out.append(name)
+    return out
+
+
 def _skeleton_to_core(sk: mdl.Skeleton, metres_per_unit: float) -> tuple[cm.Skeleton, np.ndarray]:
     world = world_binds(sk)
     binds = axis_matrix(metres_per_unit) @ world @ np.linalg.inv(_unscale(metres_per_unit))
@@ -262,13 +276,7 @@ def _skeleton_to_core(sk: mdl.Skeleton, metres_per_unit: float) -> tuple[cm.Skel
     if not np.isfinite(binds).all():
         i = int(np.flatnonzero(~np.isfinite(binds).reshape(len(binds), -1).all(axis=1))[0])
         raise FormatError(f"bone {i} ({sk.bones[i].name!r}): bind matrix is not finite", None, f"bone {i} matrix")
-    used: dict[str, int] = {}
-    for i, b in enumerate(sk.bones):
-        # Blender renames '' and duplicates: the file's own name travels in the extras
-        name = b.name or f"bone_{i}"
-        if name in used:
-            name = f"{name}.{i}"
-        used[name] = i
+    for i, (b, name) in enumerate(zip(sk.bones, bone_names(sk))):
         skel.bones.append(cm.Bone(name=name, parent=b.parent, bind=binds[i], rest_translation=np.zeros(3),
                                   rest_rotation=np.array([1.0, 0, 0, 0]), rest_scale=np.ones(3),
                                   extras={KEY: {"name": b.name, "as": name, "flags": b.flags, "props": b.props,

@@ -101,3 +101,24 @@ def test_a_shape_key_and_a_new_image_are_named_in_warnings(clean_scene, testdata
     assert [w for w in warnings if "shape keys not written" in w and "Wing up" in w]
     assert [w for w in warnings if "image painted not written" in w]
     assert mdl.write(written) == data  # the file as it was: the warnings say what it does not hold
+
+
+HOOD = "blacryu_d2r_Hood_puppet.mdl"
+
+
+def test_a_key_between_samples_is_named_in_a_warning(clean_scene, testdata, tmp_path):
+    """The Hood's clips hold a sample every 24 / 4.875 = 4.92 frames: a key between two of them changes no sample
+    (the file comes back as it was) and the export says so, naming the bone and the frame; an unchanged import,
+    whose rotation curves carry Blender's GENERATED keys between the samples, is not warned about."""
+    path = testdata / "wepuppet" / HOOD
+    result = blender_io.import_wepuppet(bpy.context, str(path))
+    _, warnings = _written(tmp_path)
+    assert not [w for w in warnings if "between its samples" in w]
+    act = result.armature.animation_data.action
+    fc = _curve(act, 'pose.bones["bone_0"].location', 0)
+    fc.keyframe_points.insert(189.0, fc.evaluate(189.0) + 0.1)
+    fc.update()
+    written, warnings = _written(tmp_path)
+    assert mdl.write(written) == path.read_bytes()
+    said = [w for w in warnings if "between its samples" in w]
+    assert len(said) == 1 and f"clip {act.name}" in said[0] and "bone_0 at frame 189" in said[0], warnings
