@@ -121,7 +121,6 @@ def validate_model(m: mdl.Model) -> list[Finding]:
 check = Checker(read=mdl.read, validate=validate_model, write=mdl.write)
 
 
-
 def diff_view(m: mdl.Model) -> dict:
     """What `skinbridge diff` compares of two `.mdl` files: the records as read, except that bones are named as
     Blender names them (`convert.bone_names`: "bone_3" for a bone without a name), each clip's samples are one

@@ -510,10 +510,6 @@ def _interp_rot(times, key_times, q) -> np.ndarray:
     return slerp(q[i], q[i + 1], f)
 
 
-def _same_rotation(a, b, tol) -> bool:
-    return bool(np.all(np.abs(np.abs(np.sum(a * b, axis=-1)) - 1.0) <= tol))
-
-
 def _clip_samples(anim: cm.Animation, skel: cm.Skeleton, fps: float, length: int, metres_per_unit: float) -> np.ndarray:
     """(bones, length + 1, 9) file samples of a core animation sampled at k / fps."""
     n = len(skel.bones)
