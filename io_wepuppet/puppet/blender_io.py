@@ -266,7 +266,8 @@ def _keys_between_samples(context, act) -> list[str]:
             kind = np.empty(n, np.int32)
             fc.keyframe_points.foreach_get("type", kind)
             frames = co[0::2].astype(np.float64) / step
-            between = (np.abs(frames - np.round(frames)) > 1e-3) & (kind != GENERATED_KEY)
+            slack = 1e-3 + 4 * np.spacing(np.abs(co[0::2])).astype(np.float64) / step  # key frames are float32
+            between = (np.abs(frames - np.round(frames)) > slack) & (kind != GENERATED_KEY)
             if between.any():
                 off.setdefault(m.group(1), []).extend((frames[between] * step).tolist())
     if not off:
