@@ -12,25 +12,34 @@ mapping, and writes to a temporary file renamed into place.
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 
 import bpy
 import numpy as np
 from mathutils import Matrix
 
 from ...blender import action as baction
+from ...blender import armature as barm
+from ...blender import compat
 from ...blender import scene as bscene
 from ...core import model as cm
 from ...core.errors import ExportError, FormatError
 from ...core.fileio import output_path, read_bytes, write_atomic
 from ...core.naming import NameAllocator, safe_file_name
 from ..texture.material import material_doc
-from ..texture.blender_io import first_image, keep_texture, texture_bytes
+from ..texture.blender_io import TEX_PROP, first_image, keep_texture, texture_bytes
 from . import convert, mdl, project_docs
 
 PROP = "skinbridge_we"
+POSE_BONE = re.compile(r'^pose\.bones\["(.+)"\]\.(location|rotation_quaternion|rotation_euler|scale)$')
+GENERATED_KEY = bpy.types.Keyframe.bl_rna.properties["type"].enum_items["GENERATED"].value
 ATTACHMENT_PROP = "skinbridge_we_attachment"
+# on a clip's action: the action an additive animation layer plays for it (`additive_action`), and on that
+# action the clip's action it was made from (export leaves it out: the clip's own action is the clip)
+ADDITIVE_PROP, ADDITIVE_OF_PROP = "skinbridge_we_additive", "skinbridge_we_additive_of"
 MODEL_PROP = "skinbridge_we_model"  # the file-level extras, on the armature (or the first mesh of a static model)
 # on each imported mesh object: the file's vertex records and index list (bytes), written again where unchanged
 RECORD_PROPS = (("skinbridge_we_vertices", convert.VERTEX_BYTES), ("skinbridge_we_indices", convert.INDEX_BYTES))
@@ -121,6 +130,67 @@ def import_wepuppet(context, path: str, metres_per_unit: float = convert.METRES_
     return result
 
 
+def additive_action(context, arm_ob, act):
+    """The action an additive animation layer plays for the clip of `act` (an action of `arm_ob` from a `.mdl`)
+    on a Combine strip: Wallpaper Engine adds the clip's change since its frame 0 (docs/wallpaper_engine.md
+    §7), which the clip's own action, relative to the bind pose, is not when frame 0 is off the bind
+    (`convert.additive_samples`). Made from the file's samples and bind matrices the import kept, once per clip
+    (kept on `act` after); None for an action that keeps no clip."""
+    made = act.get(ADDITIVE_PROP)
+    if isinstance(made, bpy.types.Action):
+        return made
+    x = _json_prop(act)
+    names = bscene.barm_names(arm_ob)
+    bones = [arm_ob.data.bones.get(n) for n in names]
+    matrices = [(barm.bone_extras(b).get(convert.KEY) or {}).get("matrix") if b is not None else None for b in bones]
+    if "samples" not in x or not names or any(m is None or len(m) != 16 for m in matrices):
+        return None
+    fps, length, n = float(x["fps"]), int(x["length"]), len(x.get("track_flags") or ())
+    samples = np.frombuffer(base64.b64decode(x["samples"]), "<f4")
+    if not (fps > 0 and n and samples.size == n * (length + 1) * 9):
+        return None
+    samples = convert.additive_samples(samples.reshape(n, length + 1, 9), convert.column_major(matrices))
+    skel = cm.Skeleton(bones=[cm.Bone(name, names.index(b.parent.name) if b.parent else -1, np.eye(4), np.zeros(3),
+                                      np.array([1.0, 0, 0, 0]), np.ones(3)) for name, b in zip(names, bones)])
+    clip = mdl.Clip(id=int(x.get("id", 0)), reserved=0, name=act.name, mode=str(x.get("mode", "")),
+                    fps=np.float32(fps), length=length, flags=0, track_flags=np.zeros(n, "<u4"), samples=samples)
+    metres_per_unit = float(_json_prop(arm_ob, MODEL_PROP).get(convert.SCALE_KEY, convert.METRES_PER_UNIT))
+    anim = cm.Animation(name=act.name, length=length / fps, tracks=convert.clip_tracks(clip, skel, metres_per_unit))
+    placed = arm_ob.matrix_world.copy()  # the tracks are the file's, as at import: the object at the origin
+    arm_ob.matrix_world = Matrix.Identity(4)
+    try:
+        made, _ = baction.build_action(arm_ob, anim, baction.fps_of(context.scene), name=f"{act.name} (additive)")
+    finally:
+        arm_ob.matrix_world = placed
+    made[ADDITIVE_OF_PROP] = act
+    act[ADDITIVE_PROP] = made
+    return made
+
+
+def play_additive_strips(context, arm_ob) -> int:
+    """Each Combine (additive) strip of `arm_ob`'s NLA tracks that plays a clip's own action plays the clip's
+    `additive_action` instead, over the same frames; the number of strips changed."""
+    ad = arm_ob.animation_data
+    changed = 0
+    for track in ad.nla_tracks if ad is not None else ():
+        for strip in track.strips:
+            act = strip.action
+            if strip.blend_type != "COMBINE" or act is None or PROP not in act or ADDITIVE_OF_PROP in act:
+                continue
+            made = additive_action(context, arm_ob, act)
+            if made is None:
+                continue
+            frames = (strip.action_frame_start, strip.action_frame_end, strip.frame_start, strip.frame_end)
+            strip.action = made
+            slot = next((sl for sl in made.slots if sl.target_id_type == "OBJECT"), None)
+            if slot is not None and hasattr(strip, "action_slot"):
+                strip.action_slot = slot
+            strip.action_frame_start, strip.action_frame_end = frames[:2]
+            strip.frame_start, strip.frame_end = frames[2:]
+            changed += 1
+    return changed
+
+
 def blender_import(context, path: str, options=None) -> list[str]:
     # `convert` imports with the import options' defaults (FormatSpec.import_options)
     return import_wepuppet(context, path).warnings
@@ -176,6 +246,38 @@ def _undeformed_positions(ob, cmesh: cm.Mesh) -> None:
         cmesh.positions = (co.reshape(-1, 3)[source].astype(np.float64) @ m[:3, :3].T + m[:3, 3]).astype(np.float32)
 
 
+def _keys_between_samples(context, act) -> list[str]:
+    """A warning naming the keys of a clip's action (not Blender's GENERATED ones) that fall between the clip's
+    samples: a `.mdl` clip holds a sample at every frame of its rate, so such a key shapes it only where the curve
+    passes a sample."""
+    fps = _json_prop(act).get("fps")
+    if not isinstance(fps, (int, float)) or not fps > 0:
+        return []
+    step = baction.fps_of(context.scene) / float(fps)
+    off: dict[str, list[float]] = {}
+    for cb in compat.channelbags(act):
+        for fc in cb.fcurves:
+            m = POSE_BONE.match(fc.data_path)
+            n = len(fc.keyframe_points)
+            if m is None or fc.mute or not n:
+                continue
+            co = np.empty(2 * n, np.float32)
+            fc.keyframe_points.foreach_get("co", co)
+            kind = np.empty(n, np.int32)
+            fc.keyframe_points.foreach_get("type", kind)
+            frames = co[0::2].astype(np.float64) / step
+            slack = 1e-3 + 4 * np.spacing(np.abs(co[0::2])).astype(np.float64) / step  # key frames are float32
+            between = (np.abs(frames - np.round(frames)) > slack) & (kind != GENERATED_KEY)
+            if between.any():
+                off.setdefault(m.group(1), []).extend((frames[between] * step).tolist())
+    if not off:
+        return []
+    where = ", ".join(f"{bone} at frame {', '.join(f'{f:g}' for f in sorted(set(fs))[:3])}"
+                      for bone, fs in list(off.items())[:5])
+    return [f"clip {act.name}: keys between its samples ({where}) not written as keys: the clip holds a sample "
+            f"every {step:g} frames ({float(fps):g} fps), taken from the curves"]
+
+
 def gather_model(context, wide: bool = False, metres_per_unit: float | None = None, selected_only: bool = False,
                  keep: bool = True) -> tuple[mdl.Model, list[str]]:
     """The visible model (or the selected one) as records: `wide` MDLV0023 with 80-byte vertices; Blender metres
@@ -211,12 +313,13 @@ def gather_model(context, wide: bool = False, metres_per_unit: float | None = No
     attachments = None
     if arm_ob is not None and core_scene.skeleton is not None:
         attachments = _attachments(arm_ob, core_scene.skeleton, metres_per_unit)
-        actions = baction.armature_actions(arm_ob)  # bpy.data order is by name: put the file's clip order back
+        # an additive layer's action is not a clip; bpy.data order is by name: put the file's clip order back
+        actions = [a for a in baction.armature_actions(arm_ob) if ADDITIVE_OF_PROP not in a]
         actions.sort(key=lambda a: (0, _json_prop(a)["index"]) if isinstance(_json_prop(a).get("index"), int)
                      else (1, 0))
         for act in actions:
             anim, more = baction.read_action(context, arm_ob, act)
-            warnings += more
+            warnings += more + _keys_between_samples(context, act)
             kept = _json_prop(act)
             if kept:
                 anim.extras[convert.KEY] = kept
@@ -242,6 +345,8 @@ def export_wepuppet(context, path: str, units_per_metre: float | None = None, la
     wide = layout_format == "WIDE"
     metres_per_unit = None if units_per_metre is None else 1.0 / units_per_metre
     model, warnings = gather_model(context, wide, metres_per_unit, selected_only, keep=not wide)
+    if not project_files:
+        warnings += _images_not_written(context, selected_only)
     sources = _project_materials(context, path, model, selected_only) if project_files else {}
     data = convert.write_model(model)
     bscene.failure_point("write")
@@ -251,6 +356,19 @@ def export_wepuppet(context, path: str, units_per_metre: float | None = None, la
     if project_files:
         warnings += write_project_files(context, path, model, sources, written, report)
     return warnings
+
+
+def _images_not_written(context, selected_only: bool) -> list[str]:
+    """A warning per material of the model whose image is not the texture it was imported with: a `.mdl`
+    names its material file, and the image is written only with the project files."""
+    meshes, _ = bscene.exportable_objects(context, selected_only)
+    out = []
+    for mat in dict.fromkeys(m for ob in meshes for m in ob.data.materials if m is not None):
+        img = first_image([mat])
+        if img is not None and not isinstance(img.get(TEX_PROP), bytes):
+            out.append(f"material {mat.name}: image {img.name} not written (a .mdl names its material file): "
+                       "export with Write project files to write it as the material's texture")
+    return out
 
 
 def _project_materials(context, path: str, model: mdl.Model, selected_only: bool = False) -> dict:

@@ -17,7 +17,7 @@ import numpy as np
 from ...core.check import Checker, Findings
 from ...core import names
 from ...core.findings import Finding
-from . import mdl
+from . import convert, mdl
 
 WEIGHT_SUM_TOLERANCE = 1e-3
 ENGINE_MAX_BONES = 128  # wallpaper64.exe refuses a skeleton above this (reference parser)
@@ -120,3 +120,36 @@ def validate_model(m: mdl.Model) -> list[Finding]:
 
 check = Checker(read=mdl.read, validate=validate_model, write=mdl.write)
 
+
+def diff_view(m: mdl.Model) -> dict:
+    """What `skinbridge diff` compares of two `.mdl` files: the records as read, except that bones are named as
+    Blender names them (`convert.bone_names`: "bone_3" for a bone without a name), each clip's samples are one
+    array per bone named after it ("clips[0] (Walk).bones[3] (Neck)", frames as rows: a clip made longer adds
+    rows) and the zero padding after the end tag is the size it pads the file to (a writer's fixed buffer:
+    a model that shrinks pads more), other bytes there as they are."""
+    sk = m.skeleton
+    bone_names = convert.bone_names(sk) if sk is not None else []
+
+    def clip(c: mdl.Clip) -> dict:
+        out = {k: getattr(c, k) for k in ("id", "reserved", "name", "mode", "fps", "length", "flags", "blocks",
+                                          "reference", "events")}
+        out["bones"] = [{"name": bone_names[i] if i < len(bone_names) else f"track {i}", "flags": c.track_flags[i],
+                         "frames": c.samples[i]} for i in range(len(c.track_flags))]
+        return out
+
+    def body(b):
+        if isinstance(b, mdl.Animations):
+            return {"version": b.version, "clips": [clip(c) for c in b.clips]}
+        if isinstance(b, mdl.Skeleton):  # each bone by the name it has in Blender, its file name a field
+            return {"version": b.version, "tables": b.tables,
+                    "bones": [{"name": shown, "file name": bone.name, "flags": bone.flags, "parent": bone.parent,
+                               "matrix": bone.matrix, "props": bone.props, "matrix_length": bone.matrix_length}
+                              for shown, bone in zip(bone_names, b.bones)]}
+        return b
+
+    sections = [{"tag": s.tag, "body": body(s.body)} for s in m.sections]
+    zeros = m.tail.count(0) == len(m.tail) and "tail" in m.offsets
+    return {"tag": m.tag, "legacy_format": m.legacy_format, "materials_per_mesh": m.materials_per_mesh,
+            "meshes": m.meshes, "sections": sections, "end_tag": m.end_tag,
+            "padding": {"zeros to size": m.offsets["tail"] + len(m.tail)} if zeros and m.tail else
+            {"bytes": m.tail}}

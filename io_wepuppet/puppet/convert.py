@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 
 import numpy as np
 
@@ -254,6 +255,20 @@ def _put_mesh_blocks(mesh: mdl.Mesh, blocks: dict) -> None:
                    for i, n, f, a, b in blocks.get("groups", [])]
 
 
+def bone_names(sk: mdl.Skeleton) -> list[str]:
+    """The bones' names as import gives them: Blender renames '' and duplicates (the file's own name travels in
+    the bone's extras)."""
+    out: list[str] = []
+    used: set[str] = set()
+    for i, b in enumerate(sk.bones):
+        name = b.name or f"bone_{i}"
+        if name in used:
+            name = f"{name}.{i}"
+        used.add(name)
+        out.append(name)
+    return out
+
+
 def _skeleton_to_core(sk: mdl.Skeleton, metres_per_unit: float) -> tuple[cm.Skeleton, np.ndarray]:
     world = world_binds(sk)
     binds = axis_matrix(metres_per_unit) @ world @ np.linalg.inv(_unscale(metres_per_unit))
@@ -261,13 +276,7 @@ def _skeleton_to_core(sk: mdl.Skeleton, metres_per_unit: float) -> tuple[cm.Skel
     if not np.isfinite(binds).all():
         i = int(np.flatnonzero(~np.isfinite(binds).reshape(len(binds), -1).all(axis=1))[0])
         raise FormatError(f"bone {i} ({sk.bones[i].name!r}): bind matrix is not finite", None, f"bone {i} matrix")
-    used: dict[str, int] = {}
-    for i, b in enumerate(sk.bones):
-        # Blender renames '' and duplicates: the file's own name travels in the extras
-        name = b.name or f"bone_{i}"
-        if name in used:
-            name = f"{name}.{i}"
-        used[name] = i
+    for i, (b, name) in enumerate(zip(sk.bones, bone_names(sk))):
         skel.bones.append(cm.Bone(name=name, parent=b.parent, bind=binds[i], rest_translation=np.zeros(3),
                                   rest_rotation=np.array([1.0, 0, 0, 0]), rest_scale=np.ones(3),
                                   extras={KEY: {"name": b.name, "as": name, "flags": b.flags, "props": b.props,
@@ -299,6 +308,26 @@ def clip_tracks(clip: mdl.Clip, skel: cm.Skeleton, metres_per_unit: float) -> li
                      rotations=q[i], scale_times=times, scales=s[i, :, 6:9].copy()) for i in range(n)]
 
 
+def additive_samples(samples, local_binds) -> np.ndarray:
+    """(bones, frames, 9) samples whose pose, played by Blender's Combine strip (locations add, rotations
+    multiply on the right, scales multiply, each relative to the rest), adds what Wallpaper Engine adds for an
+    additive layer (docs/wallpaper_engine.md §7): the clip's change since its frame 0. Per bone, on its local
+    bind (`local_binds`, (bones, 4, 4) file units): position t_b + (p − p₀), rotation q_b · q · q₀⁻¹, scale
+    s_b + (s − s₀). Exact for the positions and rotations; for scales where the pose below has the bind's."""
+    s = np.asarray(samples, np.float64)
+    local = np.asarray(local_binds, np.float64)[: len(s)]
+    scale = np.linalg.norm(local[:, :3, :3], axis=1)  # column norms
+    q_bind = matrix3_to_quat(local[:, :3, :3] / np.where(scale > 0, scale, 1.0)[:, None, :])
+    q = euler_xyz_to_quat(s[..., 3:6])
+    q0_inv = q[:, :1] * np.array([1.0, -1, -1, -1])
+    delta = quat_multiply(q, np.broadcast_to(q0_inv, q.shape))
+    out = np.empty_like(s)
+    out[..., 0:3] = local[:, None, :3, 3] + s[..., 0:3] - s[:, :1, 0:3]
+    out[..., 3:6] = quat_to_euler_xyz(quat_multiply(np.broadcast_to(q_bind[:, None], q.shape), delta))
+    out[..., 6:9] = scale[:, None] + s[..., 6:9] - s[:, :1, 6:9]
+    return out
+
+
 def _clip_to_core(clip: mdl.Clip, skel: cm.Skeleton | None, metres_per_unit: float, w: Warnings) -> cm.Animation:
     fps = float(clip.fps)
     if not (np.isfinite(fps) and fps > 0):
@@ -318,8 +347,8 @@ def _clip_to_core(clip: mdl.Clip, skel: cm.Skeleton | None, metres_per_unit: flo
         anim.markers.append((float(frame) / fps, text))
     anim.extras[cm.CLIP_KEY] = {"mode": clip.mode or cm.LOOP}
     anim.extras[KEY] = {
-        "id": clip.id, "reserved": clip.reserved, "mode": clip.mode, "fps": float(clip.fps), "length": clip.length,
-        "flags": clip.flags, "track_flags": [int(x) for x in clip.track_flags],
+        "id": clip.id, "reserved": clip.reserved, "name": clip.name, "mode": clip.mode, "fps": float(clip.fps),
+        "length": clip.length, "flags": clip.flags, "track_flags": [int(x) for x in clip.track_flags],
         "samples": _b64(np.asarray(clip.samples, "<f4").tobytes()),
         "blocks": _b64(clip.blocks), "reference": list(clip.reference) if clip.reference else None,
         "events": [[float(f), t] for f, t in clip.events],
@@ -481,10 +510,6 @@ def _interp_rot(times, key_times, q) -> np.ndarray:
     return slerp(q[i], q[i + 1], f)
 
 
-def _same_rotation(a, b, tol) -> bool:
-    return bool(np.all(np.abs(np.abs(np.sum(a * b, axis=-1)) - 1.0) <= tol))
-
-
 def _clip_samples(anim: cm.Animation, skel: cm.Skeleton, fps: float, length: int, metres_per_unit: float) -> np.ndarray:
     """(bones, length + 1, 9) file samples of a core animation sampled at k / fps."""
     n = len(skel.bones)
@@ -515,16 +540,23 @@ def _clip_samples(anim: cm.Animation, skel: cm.Skeleton, fps: float, length: int
 
 
 def _reuse_samples(samples: np.ndarray, kept: np.ndarray) -> np.ndarray:
-    """Per track, the file's exact samples while the scene's pose still matches them."""
+    """The file's exact samples (position, rotation, scale of a bone at a frame, each on its own) wherever the
+    scene's pose still matches them; frames after the file's last are matched with its last."""
     out = samples.astype(np.float32)
-    if kept.shape != samples.shape:
+    if kept.shape[0] != samples.shape[0] or kept.shape[2:] != samples.shape[2:]:
         return out
-    for i in range(len(samples)):
-        a, b = samples[i], kept[i].astype(np.float64)
-        if (np.abs(a[:, 0:3] - b[:, 0:3]).max() <= KEEP_TOLERANCE * max(1.0, np.abs(b[:, 0:3]).max())
-                and np.abs(a[:, 6:9] - b[:, 6:9]).max() <= KEEP_TOLERANCE
-                and _same_rotation(euler_xyz_to_quat(a[:, 3:6]), euler_xyz_to_quat(b[:, 3:6]), 1e-7)):
-            out[i] = kept[i]
+    n = samples.shape[1]
+    if kept.shape[1] < n:  # frames after the file's last: compared with its last (Blender holds the last key)
+        kept = np.concatenate([kept, np.repeat(kept[:, -1:], n - kept.shape[1], axis=1)], axis=1)
+    a, b = samples, kept[:, :n].astype(np.float64)
+    reach = np.maximum(1.0, np.abs(b[..., 0:3]).max(axis=(1, 2)))[:, None]  # per track, as the file's unit
+    same = (np.abs(a[..., 0:3] - b[..., 0:3]).max(axis=-1) <= KEEP_TOLERANCE * reach,
+            np.abs(np.abs(np.sum(euler_xyz_to_quat(a[..., 3:6]) * euler_xyz_to_quat(b[..., 3:6]), axis=-1)) - 1.0)
+            <= 1e-7,
+            np.abs(a[..., 6:9] - b[..., 6:9]).max(axis=-1) <= KEEP_TOLERANCE)
+    for k, ok in enumerate(same):  # position, rotation, scale
+        part = slice(3 * k, 3 * k + 3)
+        out[..., part] = np.where(ok[..., None], kept[:, :n, part], out[..., part])
     return out
 
 
@@ -546,6 +578,16 @@ def key_rate(anim: cm.Animation) -> float | None:
     return None
 
 
+def _clip_name(name: str, kept: dict) -> str:
+    """The clip's name: the file's own while Blender's is that name or that name made unique (a second import
+    of the model names its actions "Walk.001"); a rename otherwise."""
+    own = kept.get("name")
+    if isinstance(own, str) and (name == names.shown(own) or re.fullmatch(re.escape(names.shown(own)) + r"\.\d{3,}",
+                                                                          name)):
+        return own
+    return name
+
+
 def _clip_from_core(anim: cm.Animation, skel: cm.Skeleton, metres_per_unit: float, default_fps: float,
                     w: Warnings) -> mdl.Clip:
     x = anim.extras.get(KEY) or {}
@@ -554,13 +596,15 @@ def _clip_from_core(anim: cm.Animation, skel: cm.Skeleton, metres_per_unit: floa
         fps = float(default_fps)
         w.add(f"clips whose keys lie on no one frame rate are sampled at {fps:g} fps")  # once for them all
     length = int(x["length"]) if "length" in x else max(int(round(anim.length * fps)), 1)
+    last = max([anim.length] + [float(np.max(t)) for tr in anim.tracks for t in
+                                (tr.translation_times, tr.rotation_times, tr.scale_times) if t is not None and len(t)])
+    if last * fps > length + 1e-3:  # keys after the clip's end (its action's frame range) make it longer
+        length = int(np.ceil(last * fps - 1e-3))
     samples = _clip_samples(anim, skel, fps, length, metres_per_unit)
-    if "samples" in x:
-        kept = np.frombuffer(base64.b64decode(x["samples"]), "<f4")
-        if kept.size == samples.size:
-            samples = _reuse_samples(samples, kept.reshape(samples.shape))
-        else:
-            samples = samples.astype(np.float32)
+    kept = np.frombuffer(base64.b64decode(x["samples"]), "<f4") if "samples" in x else np.zeros(0, np.float32)
+    frames = kept.size // (9 * len(samples)) if len(samples) else 0
+    if frames and kept.size == 9 * len(samples) * frames:
+        samples = _reuse_samples(samples, kept.reshape(len(samples), frames, 9))
     else:
         samples = samples.astype(np.float32)
     if not np.isfinite(samples).all():
@@ -571,7 +615,7 @@ def _clip_from_core(anim: cm.Animation, skel: cm.Skeleton, metres_per_unit: floa
     events = [(np.float32(f), str(t)) for f, t in x.get("events", [])] if "events" in x else \
         [(np.float32(time * fps), str(text)) for time, text in anim.markers]
     ref = x.get("reference")
-    return mdl.Clip(id=int(x.get("id", 0)), reserved=int(x.get("reserved", 0)), name=anim.name,
+    return mdl.Clip(id=int(x.get("id", 0)), reserved=int(x.get("reserved", 0)), name=_clip_name(anim.name, x),
                     mode=str(x.get("mode", (anim.extras.get(cm.CLIP_KEY) or {}).get("mode", cm.LOOP))),
                     fps=np.float32(fps), length=length, flags=int(x.get("flags", 0)),
                     track_flags=track_flags, samples=samples,
@@ -843,6 +887,10 @@ def from_scene(scene: cm.Scene, wide: bool = False, metres_per_unit: float | Non
     model = mdl.Model(tag=tag, legacy_format=fmt if version < mdl.MESH_FORMAT_VERSION else
                       int(x.get("legacy_format", fmt)), materials_per_mesh=1)
     kept_meshes = x.get("mesh_extras") or []
+    keyed = [f"{m.name} ({', '.join(k.name for k in m.shape_keys)})" for m in scene.meshes if m.shape_keys]
+    if keyed:
+        w.add(f"shape keys not written: {'; '.join(keyed)}: a .mdl's morph targets are kept from the file it was "
+              "imported from, not made from shape keys")
     meshes = [part for cmesh in scene.meshes for part in _one_material_meshes(cmesh, scene.materials, w)]
     for k, cmesh in enumerate(meshes):
         kept = cmesh.extras.get(KEY) or (kept_meshes[k] if k < len(kept_meshes) else {})
