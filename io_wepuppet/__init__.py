@@ -80,6 +80,7 @@ FORMATS = (
         import_operator="import_scene.skinbridge_wepuppet", export_operator="export_scene.skinbridge_wepuppet",
         capabilities={"read": "io_wepuppet.puppet.mdl:read", "write": "io_wepuppet.puppet.mdl:write",
                       "info": "io_wepuppet.puppet.info:info", "check": "io_wepuppet.puppet.check:check",
+                      "diff_view": "io_wepuppet.puppet.check:diff_view",
                       "load": "io_wepuppet.puppet.convert:load", "semantic": "io_wepuppet.puppet.convert:semantic",
                       "blender_import": "io_wepuppet.puppet.blender_io:blender_import",
                       "export_target": "io_wepuppet.puppet.blender_io:export_target",

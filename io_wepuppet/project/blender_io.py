@@ -429,6 +429,7 @@ def _animation_tracks(context, arm_ob, layer: project.Layer, warnings: list[str]
         mode = str(bscene.json_prop(act, puppet_io.PROP).get("mode") or "loop")
         played.append((track, strip, mode if mode in ("loop", "mirror", "single") else "loop", al))
     _play_modes(context, played)
+    puppet_io.play_additive_strips(context, arm_ob)  # additive layers add the clip's change since frame 0
     ad.action = None  # the tracks play the layers; an active action would replace them
 
 
