@@ -50,8 +50,8 @@ def rebuild(t: tex.Texture, frames: list[np.ndarray], decode=None) -> tuple[tex.
     given, needed = len(frames), len(t.frames)
     if given != needed:
         raise ExportError(f"{given} frames for a sheet of {needed}")
-    decoded = tex.top_mips(t, range(len(t.images)), decode)
-    images = [decoded[i].copy() for i in range(len(t.images))]
+    decoded = tex.top_mips(t, range(len(t.images)), decode)  # new arrays, pasted into below
+    images = [decoded[i] for i in range(len(t.images))]
     for k, (f, px) in enumerate(zip(t.frames, frames)):
         x0, x1, y0, y1 = tex.frame_box(t, k, images[f.image].shape[:2])
         w, h = x1 - x0, y1 - y0

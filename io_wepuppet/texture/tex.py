@@ -627,7 +627,8 @@ def top_mips(t: Texture, which, decode=None) -> dict[int, np.ndarray]:
             out[k] = mip_pixels(t, k, 0)
             continue
         if decode is None:
-            mip_pixels(t, k, 0)  # raises: not raw pixels
+            raise FormatError(f"mips are whole image files (FreeImageFormat {t.image_format}), not raw pixels", None,
+                              "image format")
         px = decode(k)
         if px.shape[:2] != (top.height, top.width):
             raise FormatError(f"image {k}'s file holds {px.shape[1]}×{px.shape[0]} pixels, its mip record "
