@@ -1,6 +1,8 @@
 """Wallpaper Engine textures in Blender: a `.tex` imported as a packed image (a sprite sheet or a GIF as an image
 sequence, blender_sheet.py) that keeps its file, and a Blender image written as a `.tex`: the file it came from
-while its pixels are unchanged, else encoded in that file's format where we have an encoder.
+while its pixels are unchanged, else encoded in that file's format where we have an encoder. Import reads no
+pixels back: the image keeps a fingerprint of the file Blender holds, and export reads pixels only when Blender
+says the image was edited or holds another file.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from ...core.fileio import read_bytes, write_atomic
 from ...core.naming import safe_file_name
 from . import blender_sheet, tex
 
-TEX_PROP, TEX_KEY_PROP = "skinbridge_we_tex", "skinbridge_we_tex_pixels"  # on an image: its `.tex`, a pixel digest
+TEX_PROP, TEX_KEY_PROP = "skinbridge_we_tex", "skinbridge_we_tex_pixels"  # on an image: its `.tex`, a file digest
 
 
 def import_texture(context, path: str) -> tuple[object, list[str]]:
@@ -73,29 +75,53 @@ def rgba_of(img) -> np.ndarray:
     return np.clip(np.round(px.reshape(h, w, 4)[::-1] * 255), 0, 255).astype(np.uint8)
 
 
-def _pixels_key(rgba: np.ndarray) -> str:
-    return f"{rgba.shape[1]}x{rgba.shape[0]}:{zlib.crc32(rgba.tobytes()):08x}"
+def _file_key(img) -> str:
+    """The fingerprint of the image file Blender holds (its packed bytes' CRC-32), "" for an image that holds
+    none. Made from bytes in memory: nothing is decoded, and Blender's pixels are not read back."""
+    packed = img.packed_file
+    return f"packed:{zlib.crc32(packed.data):08x}" if packed is not None else ""
 
 
 def keep_texture(img, raw: bytes) -> None:
-    """The `.tex` a Blender image came from, written again while the image's pixels are unchanged."""
+    """The `.tex` a Blender image came from, written again while the image's pixels are unchanged: kept with a
+    fingerprint of the image file Blender holds (`_file_key`), so that import reads no pixels back."""
     img[TEX_PROP] = raw
-    img[TEX_KEY_PROP] = _pixels_key(rgba_of(img))
+    img[TEX_KEY_PROP] = _file_key(img)
+
+
+def _untouched(img) -> bool:
+    """Whether the image is as imported, known without reading its pixels: not edited since it was loaded
+    (Blender marks an image whose pixels are painted, set or scaled as dirty) and holding the file it was
+    imported with (a saved, repacked or replaced image holds another)."""
+    key = img.get(TEX_KEY_PROP)
+    return bool(key) and not img.is_dirty and key == _file_key(img)
+
+
+def _own_pixels(kept: tex.Texture) -> np.ndarray | None:
+    """The `.tex`'s picture as its import shows it: decoded from its bytes, an embedded image file as Blender
+    reads it; None where it cannot be read."""
+    try:
+        return tex.image_pixels(kept) if kept.image_format == -1 else blender_sheet.file_rgba(tex.mip_bytes(kept))
+    except (FormatError, ExportError):
+        return None
 
 
 def texture_bytes(img, lz4: bool = True) -> tuple[bytes, list[str]]:
-    """A Blender image as a `.tex`: the file it came from while its pixels are unchanged; else encoded in that
-    file's format and flags where we have an encoder (R8, RG88, RGBA8888), RGBA8888 with a warning otherwise,
-    LZ4 where that file used it (`lz4` for an image of no file)."""
+    """A Blender image as a `.tex`: the file it came from while the image is as imported (`_untouched`) or its
+    pixels equal the file's own (an edit undone); else encoded in that file's format and flags where we have an
+    encoder (R8, RG88, RGBA8888), RGBA8888 with a warning otherwise, LZ4 where that file used it (`lz4` for an
+    image of no file)."""
     raw = img.get(TEX_PROP)
     if isinstance(raw, bytes) and blender_sheet.sheet_info(img) is not None:
         return blender_sheet.sheet_bytes(img, raw)
-    rgba = rgba_of(img)
     if not isinstance(raw, bytes):
-        return tex.write(tex.from_rgba(rgba, lz4=lz4)), []
-    if img.get(TEX_KEY_PROP) == _pixels_key(rgba):
+        return tex.write(tex.from_rgba(rgba_of(img), lz4=lz4)), []
+    if _untouched(img):
         return raw, []
+    rgba = rgba_of(img)
     kept = tex.read(raw)
+    if np.array_equal(rgba, _own_pixels(kept)):
+        return raw, []
     warnings = []
     fmt = kept.format if kept.image_format == -1 else -1
     if fmt not in tex.ENCODED_FORMATS:
@@ -114,12 +140,18 @@ def blender_import(context, path: str, options=None) -> list[str]:
     return import_texture(context, path)[1]
 
 
+def _has_pixels(img) -> bool:
+    """A packed image holds its file (nothing is decoded to know it); another has pixels when Blender reads a
+    size from its file."""
+    return img.packed_file is not None or bool(img.size[0])
+
+
 def first_image(materials):
     for mat in materials:
         if mat is None or mat.node_tree is None:
             continue
         for node in mat.node_tree.nodes:
-            if node.type == "TEX_IMAGE" and node.image is not None and node.image.size[0] \
+            if node.type == "TEX_IMAGE" and node.image is not None and _has_pixels(node.image) \
                     and not bmat.is_placeholder(node.image):
                 return node.image
     return None

@@ -71,8 +71,21 @@ def _frame_path(folder: str, stem: str, number: int) -> str:
 
 def import_sheet(context, t: tex.Texture, name: str):
     """The sheet as an image sequence (see the module note); FormatError when its frames cannot be cut (a
-    rotated frame, a frame outside its image, stored image files instead of pixels)."""
-    return import_frames(context, tex.sprite_frames(t), name, "sheet")
+    rotated frame, a frame outside its image, a mip file Blender cannot read). Mips that are image files (PNG)
+    are read by Blender (`decoder`)."""
+    return import_frames(context, tex.sprite_frames(t, decoder(t)), name, "sheet")
+
+
+def decoder(t: tex.Texture):
+    """`decode(image)` for `tex.sprite_frames` and `sheet.rebuild`: the image's top mip file as Blender reads
+    it (FormatError when Blender reads none)."""
+    def decode(k: int) -> np.ndarray:
+        try:
+            return file_rgba(tex.mip_bytes(t, k, 0))
+        except ExportError as e:
+            raise FormatError(f"image {k}'s top mip: {e}", t.offsets.get(f"image {k} mip 0 data"),
+                              f"image {k} mip 0 data") from None
+    return decode
 
 
 def import_gif(context, t: tex.Texture, name: str):
@@ -133,7 +146,8 @@ def use_sequence(image_user, img, scene) -> None:
 
 
 def _png_rgba(path: str) -> np.ndarray:
-    """(h, w, 4) uint8 rows top first of an image file, read by Blender (any format a painter saves in)."""
+    """(h, w, 4) uint8 rows top first of an image file, read by Blender (any format a painter saves in);
+    ExportError when Blender reads no picture from it."""
     name = os.path.basename(path)
     img = bpy.data.images.load(path, check_existing=False)
     try:
@@ -145,6 +159,14 @@ def _png_rgba(path: str) -> np.ndarray:
     finally:
         bpy.data.images.remove(img)
     return np.clip(np.round(px.reshape(h, w, 4)[::-1] * 255), 0, 255).astype(np.uint8)
+
+
+def file_rgba(data: bytes) -> np.ndarray:
+    """(h, w, 4) uint8 rows top first of an image file's bytes (PNG, JPEG, ...), as Blender reads it."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "image")
+        _write(path, data)
+        return _png_rgba(path)
 
 
 def sheet_bytes(img, raw: bytes) -> tuple[bytes, list[str]]:
@@ -180,6 +202,6 @@ def sheet_bytes(img, raw: bytes) -> tuple[bytes, list[str]]:
                         "GIF's frame times), as Wallpaper Engine stores an imported GIF")
         out = sheet.from_frames(frames, t.flags & ~tex.FLAG_VIDEO)
         return tex.write(out), warnings
-    frames = [new.get(k, px) for k, (_, px) in enumerate(tex.sprite_frames(t))]
-    out, more = sheet.rebuild(t, frames)
+    frames = [new.get(k, px) for k, (_, px) in enumerate(tex.sprite_frames(t, decoder(t)))]
+    out, more = sheet.rebuild(t, frames, decoder(t))
     return tex.write(out), warnings + [f"image {img.name!r}: {w}" for w in more]

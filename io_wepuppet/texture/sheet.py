@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from ...core.errors import ExportError, FormatError
+from ...core.png import encode_png
 from . import tex
 
 
@@ -42,14 +43,15 @@ def schedule(times: list[float], fps: float, limit: int | None = None) -> list[l
     return out
 
 
-def rebuild(t: tex.Texture, frames: list[np.ndarray]) -> tuple[tex.Texture, list[str]]:
+def rebuild(t: tex.Texture, frames: list[np.ndarray], decode=None) -> tuple[tex.Texture, list[str]]:
     """The sheet `t` with frame k's rectangle holding `frames[k]` ((h, w, 4) uint8, the rectangle's size);
     pixels outside every rectangle stay as decoded. Stored in `t`'s format where we encode it, else RGBA8888
-    with a warning."""
+    with a warning. A sheet of PNG mips (`decode`: as `tex.sprite_frames`) is written with PNG mips again."""
     given, needed = len(frames), len(t.frames)
     if given != needed:
         raise ExportError(f"{given} frames for a sheet of {needed}")
-    images = [tex.mip_pixels(t, i, 0) for i in range(len(t.images))]
+    decoded = tex.top_mips(t, range(len(t.images)), decode)  # new arrays, pasted into below
+    images = [decoded[i] for i in range(len(t.images))]
     for k, (f, px) in enumerate(zip(t.frames, frames)):
         x0, x1, y0, y1 = tex.frame_box(t, k, images[f.image].shape[:2])
         w, h = x1 - x0, y1 - y0
@@ -57,15 +59,33 @@ def rebuild(t: tex.Texture, frames: list[np.ndarray]) -> tuple[tex.Texture, list
             raise ExportError(f"sprite frame {k} is of shape {px.shape}, its rectangle {w}×{h}")
         images[f.image][y0:y1, x0:x1] = px
     warnings = []
-    fmt = t.format
+    out = copy.copy(t)
+    out.warnings = []
+    if t.image_format == tex.FIF_PNG:
+        out.images = [_png_mips(t, i, px) for i, px in enumerate(images)]
+        return out, warnings
+    if t.image_format != -1:
+        warnings.append(f"sprite sheet of FreeImageFormat {t.image_format} files, which has no encoder here: "
+                        "written as RGBA8888")
+        out.image_format = -1
+    fmt = t.format if t.image_format == -1 else tex.FORMAT_RGBA8888
     if fmt not in tex.WRITTEN_FORMATS:
         warnings.append(f"sprite sheet in {tex.FORMAT_NAMES[fmt]}, which has no encoder here: written as RGBA8888")
         fmt = tex.FORMAT_RGBA8888
-    out = copy.copy(t)
     out.format = fmt
     out.images = [_mips(t, i, px, fmt) for i, px in enumerate(images)]
-    out.warnings = []
     return out, warnings
+
+
+def _png_mips(t: tex.Texture, image: int, px: np.ndarray) -> list[tex.Mip]:
+    """Image `image`'s chain of PNG files for its new top level `px`, as many levels as stored, each LZ4-packed
+    where the stored one was."""
+    out = []
+    for old, level in zip(t.images[image], tex.make_mips(px, len(t.images[image]))):
+        data = encode_png(level)
+        packed = tex.lz4_compress(data) if old.lz4 else data
+        out.append(tex.Mip(level.shape[1], level.shape[0], packed, old.lz4, len(data)))
+    return out
 
 
 def _mips(t: tex.Texture, image: int, px: np.ndarray, fmt: int) -> list[tex.Mip]:

@@ -12,7 +12,8 @@ Decoding is separate: `mip_pixels` LZ4-decompresses (our own block decoder) and 
 rounded as Blender's own DDS loader rounds them, so a texture looks the same either way),
 RGBA8888, RG88 (luminance + alpha), R8 (grey) and the formats of pixel_formats.py (BC7 in bc7.py) to RGBA8 rows,
 top row first as stored. `sprite_frames` cuts a sprite sheet into its frames. Mips whose
-FreeImageFormat is not −1 are whole image files (PNG, JPEG, ...) and are only handed on as bytes.
+FreeImageFormat is not −1 are whole image files (PNG, JPEG, ...): handed on as bytes, and a sheet of them is cut
+from the pictures a caller decodes (Blender, blender_sheet.py).
 
 `make_mips` builds the chain as Wallpaper Engine does (checked on the goose texture): each level is the floor
 of the mean of the 2×2 blocks of the level above, an odd last row or column dropped; by default down to the
@@ -36,6 +37,7 @@ FORMAT_NAMES = {0: "RGBA8888", 4: "DXT5", 6: "DXT3", 7: "DXT1", 8: "RG88", 9: "R
 FLAG_SPRITE = 4  # the one flag bit that changes the layout; the others (1, 2, 32) are kept as read
 FLAG_VIDEO = 32
 FIF_GIF = 25  # FreeImage's number for GIF: Blender reads no GIF, so such a mip is decoded by gif.py
+FIF_PNG = 13  # FreeImage's number for PNG: a sheet of PNG mips is cut from Blender's reading of them
 CONTAINERS = ("TEXB0001", "TEXB0002", "TEXB0003", "TEXB0004")
 SPRITE_TAGS = ("TEXS0001", "TEXS0002", "TEXS0003")
 LZ4_MAX_RATIO = 255  # one LZ4 input byte yields at most 255 output bytes (a run-length byte)
@@ -212,11 +214,64 @@ def write(t: Texture) -> bytes:
 
 def lz4_decompress(src: bytes, size: int, field: str = "lz4 data", offset: int = 0) -> bytes:
     """An LZ4 block decompressed into exactly `size` bytes; FormatError (with the source offset) on any fault,
-    including output above `size`."""
+    including output above `size`. A well-formed block goes through `_lz4_fast`; any other is decoded again by
+    `_lz4_checked`, which names the fault."""
     if size < 0:
         raise FormatError(f"negative decompressed size {size}", offset, field)
     if size > LZ4_MAX_RATIO * len(src) + 16:  # before allocating: no LZ4 block expands further
         raise FormatError(f"declared size {size} is more than {len(src)} LZ4 bytes can hold", offset, field)
+    out = _lz4_fast(bytes(src), size)
+    return out if out is not None else _lz4_checked(src, size, field, offset)
+
+
+def _lz4_fast(src: bytes, size: int) -> bytes | None:
+    """The block decompressed, or None for any fault (then `_lz4_checked` says which). The fewest steps per
+    sequence (the time of a texture's import is spent here): the output grows by appending, a read past the block
+    is caught once as an IndexError, and only the checks that keep the output at most `size` bytes and every
+    match inside what was written are made per sequence; the rest are made once at the end."""
+    out = bytearray()
+    n = len(src)
+    i = o = 0  # o: len(out)
+    try:
+        while True:
+            token = src[i]
+            i += 1
+            lit = token >> 4
+            if lit == 15:
+                b = 255
+                while b == 255:
+                    b = src[i]
+                    i += 1
+                    lit += b
+            if lit:
+                out += src[i:i + lit]
+                i += lit
+                o += lit
+            if i >= n:
+                break
+            dist = src[i] | src[i + 1] << 8
+            i += 2
+            length = (token & 15) + 4
+            if length == 19:
+                b = 255
+                while b == 255:
+                    b = src[i]
+                    i += 1
+                    length += b
+            if not 0 < dist <= o or o + length > size:
+                return None
+            if dist >= length:
+                out += out[o - dist:o - dist + length]
+            else:  # the match overlaps what it writes: a repeated pattern of `dist` bytes
+                out += (out[o - dist:] * (length // dist + 1))[:length]
+            o += length
+    except IndexError:
+        return None
+    return bytes(out) if i == n and len(out) == size else None
+
+
+def _lz4_checked(src: bytes, size: int, field: str, offset: int) -> bytes:
+    """`lz4_decompress` step by step, every field checked where it is read: FormatError naming the offset."""
     out = bytearray(size)
     n = len(src)
     i = o = 0
@@ -325,52 +380,56 @@ def lz4_compress(data: bytes) -> bytes:
 # ------------------------------------------------------------------------------------------------------------
 # pixels
 
-def _rgb565(c: np.ndarray) -> np.ndarray:
-    """(…,) u16 → (…, 3) int32, each channel scaled to 0..255 with rounding."""
-    c = c.astype(np.int32)
-    r, g, b = (c >> 11) & 31, (c >> 5) & 63, c & 31
-    return np.stack([(r * 255 + 15) // 31, (g * 255 + 31) // 63, (b * 255 + 15) // 31], axis=-1)
+_SHIFTS_2 = 2 * np.arange(16, dtype=np.uint32)  # a colour index word: 16 two-bit indices
+_SHIFTS_3 = 3 * np.arange(8, dtype=np.uint32)  # three bytes of BC3 alpha indices: 8 three-bit indices
+_OPAQUE = np.uint32(0xFF000000)
 
 
-def _colour_blocks(blocks: np.ndarray, four_colour_always: bool) -> np.ndarray:
-    """Colour part of BC1/2/3 blocks (N, 8 bytes) → (N, 16) RGBA packed little-endian in uint32, alpha 255
-    except BC1's transparent entry (black, alpha 0)."""
-    c0 = blocks[:, 0].astype(np.uint16) | blocks[:, 1].astype(np.uint16) << 8
-    c1 = blocks[:, 2].astype(np.uint16) | blocks[:, 3].astype(np.uint16) << 8
-    p0, p1 = _rgb565(c0), _rgb565(c1)
-    four = ((c0 > c1) | four_colour_always)[:, None]
-    rgb = np.empty((len(blocks), 4, 3), np.int32)
-    rgb[:, 0], rgb[:, 1] = p0, p1
-    rgb[:, 2] = np.where(four, (2 * p0 + p1 + 1) // 3, (p0 + p1 + 1) // 2)
-    rgb[:, 3] = np.where(four, (p0 + 2 * p1 + 1) // 3, 0)
-    packed = (rgb[..., 0] | rgb[..., 1] << 8 | rgb[..., 2] << 16).astype(np.uint32)
-    packed[:, :3] |= np.uint32(0xFF000000)
-    packed[:, 3] |= np.where(four[:, 0], np.uint32(0xFF000000), np.uint32(0))
-    word = np.ascontiguousarray(blocks[:, 4:8]).view("<u4").reshape(-1)
-    idx = (word[:, None] >> (2 * np.arange(16, dtype=np.uint32))) & np.uint32(3)
-    return np.take_along_axis(packed, idx.astype(np.intp), axis=1)
+def _colour_blocks(blocks: np.ndarray, dxt1: bool) -> np.ndarray:
+    """Colour part of BC1/2/3 blocks (N, 8 bytes) → (N, 16) RGB packed little-endian in uint32, each end point
+    channel scaled to 0..255 with rounding; for BC1 with alpha 255 except its transparent entry (black, alpha 0),
+    for BC2/3 (always four colours) with alpha 0, to be filled in. The palette is gathered by flat index."""
+    n = len(blocks)
+    c = np.ascontiguousarray(blocks[:, :4]).view("<u2").astype(np.int32)  # (N, 2): c0, c1
+    ch = np.stack([((c >> 11) * 255 + 15) // 31, (((c >> 5) & 63) * 255 + 31) // 63,
+                   ((c & 31) * 255 + 15) // 31])  # (3, N, 2) RGB of each end point
+    p0, p1 = ch[..., 0], ch[..., 1]
+    four = (c[:, 0] > c[:, 1]) | (not dxt1)
+    e2 = np.where(four, (2 * p0 + p1 + 1) // 3, (p0 + p1 + 1) // 2)
+    e3 = np.where(four, (p0 + 2 * p1 + 1) // 3, 0)
+    pal = np.empty((n, 4), np.uint32)
+    for k, e in enumerate((p0, p1, e2, e3)):
+        pal[:, k] = e[0] | e[1] << 8 | e[2] << 16
+    if dxt1:
+        pal[:, :3] |= _OPAQUE
+        pal[:, 3] |= np.where(four, _OPAQUE, np.uint32(0))
+    idx = (np.ascontiguousarray(blocks[:, 4:8]).view("<u4") >> _SHIFTS_2) & np.uint32(3)
+    idx += (np.arange(n, dtype=np.uint32) * np.uint32(4))[:, None]
+    return pal.ravel()[idx]
 
 
 def _bc3_alpha(blocks: np.ndarray) -> np.ndarray:
-    """Alpha part of BC3 blocks (N, 8 bytes) → (N, 16). The in-between values are floor(v + 1/4) of the exact
-    weighted means v, as Blender's DDS loader gives them (measured on random blocks)."""
+    """Alpha part of BC3 blocks (N, 8 bytes) → (N, 16) uint32. The in-between values are floor(v + 1/4) of the
+    exact weighted means v, as Blender's DDS loader gives them (measured on random blocks)."""
+    n = len(blocks)
     a0, a1 = blocks[:, 0].astype(np.int32), blocks[:, 1].astype(np.int32)
     eight = a0 > a1
-    pal = np.zeros((len(blocks), 8), np.int32)
+    pal = np.empty((n, 8), np.uint32)
     pal[:, 0], pal[:, 1] = a0, a1
     for k in range(1, 7):
         seven = (4 * ((7 - k) * a0 + k * a1) + 7) // 28
         five = (4 * ((5 - k) * a0 + k * a1) + 5) // 20 if k < 5 else (0 if k == 5 else 255)
         pal[:, k + 1] = np.where(eight, seven, five)
-    bits = np.zeros(len(blocks), np.uint64)
-    for k in range(6):
-        bits |= blocks[:, 2 + k].astype(np.uint64) << np.uint64(8 * k)
-    idx = (bits[:, None] >> (3 * np.arange(16, dtype=np.uint64))) & np.uint64(7)
-    return np.take_along_axis(pal, idx.astype(np.int64), axis=1)
+    b = blocks[:, 2:8].astype(np.uint32)
+    words = np.stack([b[:, 0] | b[:, 1] << 8 | b[:, 2] << 16, b[:, 3] | b[:, 4] << 8 | b[:, 5] << 16], axis=1)
+    idx = ((words[:, :, None] >> _SHIFTS_3) & np.uint32(7)).reshape(n, 16)
+    idx += (np.arange(n, dtype=np.uint32) * np.uint32(8))[:, None]
+    return pal.ravel()[idx]
 
 
 def decode_dxt(data: bytes, width: int, height: int, fmt: int) -> np.ndarray:
-    """DXT1/3/5 blocks → (height, width, 4) uint8, rows top first (as stored)."""
+    """DXT1/3/5 blocks → (height, width, 4) uint8, rows top first (as stored). Each pixel is made as one uint32
+    (colour | alpha << 24), in chunks of DXT_CHUNK blocks that keep every temporary in cache."""
     bw, bh = max((width + 3) // 4, 1), max((height + 3) // 4, 1)
     size = 8 if fmt == FORMAT_DXT1 else 16
     need = bw * bh * size
@@ -378,17 +437,17 @@ def decode_dxt(data: bytes, width: int, height: int, fmt: int) -> np.ndarray:
         raise FormatError(f"{len(data)} bytes of {FORMAT_NAMES[fmt]} data, a {width}×{height} image needs {need}",
                           None, "mip data")
     blocks = np.frombuffer(data, np.uint8, need).reshape(-1, size)
-    px = np.empty((len(blocks), 16, 4), np.uint8)  # (N, 16 pixels, RGBA)
-    for a in range(0, len(blocks), DXT_CHUNK):  # chunks keep every temporary in cache
+    px = np.empty((len(blocks), 16), np.uint32)  # (N, 16 pixels) RGBA little-endian
+    for a in range(0, len(blocks), DXT_CHUNK):
         part = blocks[a:a + DXT_CHUNK]
-        out = px[a:a + DXT_CHUNK]
-        out[:] = _colour_blocks(part[:, -8:], fmt != FORMAT_DXT1).view(np.uint8).reshape(-1, 16, 4)
+        out = _colour_blocks(part[:, -8:], fmt == FORMAT_DXT1)
         if fmt == FORMAT_DXT3:
             nib = part[:, :8]
-            out[:, :, 3] = np.stack([nib & 15, nib >> 4], axis=-1).reshape(-1, 16) * 17
+            out |= (np.stack([nib & 15, nib >> 4], axis=-1).reshape(-1, 16).astype(np.uint32) * 17) << 24
         elif fmt == FORMAT_DXT5:
-            out[:, :, 3] = _bc3_alpha(part[:, :8])
-    img = px.reshape(bh, bw, 4, 4, 4).transpose(0, 2, 1, 3, 4).reshape(bh * 4, bw * 4, 4)
+            out |= _bc3_alpha(part[:, :8]) << 24
+        px[a:a + DXT_CHUNK] = out
+    img = px.view(np.uint8).reshape(bh, bw, 4, 4, 4).transpose(0, 2, 1, 3, 4).reshape(bh * 4, bw * 4, 4)
     return np.ascontiguousarray(img[:height, :width])
 
 
@@ -529,13 +588,14 @@ def from_rgba(pixels: np.ndarray, levels: int | None = None, lz4: bool = False, 
 MAX_FRAME_PIXELS = 1 << 26  # a sheet's frames together, and the images they are cut from: 64 Mi pixels (256 MiB)
 
 
-def sprite_frames(t: Texture) -> list[tuple[float, np.ndarray]]:
+def sprite_frames(t: Texture, decode=None) -> list[tuple[float, np.ndarray]]:
     """A sprite sheet's frames in order: (seconds shown, (h, w, 4) uint8 RGBA cut from the frame's image).
     A frame's values are its top-left corner and its x and y axes in pixels of that image (TEXS0001 stores
     them as ints, later versions as floats); a frame whose axes are not along x and y is refused. The frames'
     pixels together and the pixels of the images they are cut from are each at most `MAX_FRAME_PIXELS`,
     checked from the sizes the file states before anything is decoded or copied (50 frames of a whole 4096²
-    image, a few hundred KB of LZ4, would be 3.2 GB)."""
+    image, a few hundred KB of LZ4, would be 3.2 GB). `decode(image)`: the image's top mip as (h, w, 4) uint8
+    where it is not raw pixels (`top_mips`)."""
     boxes, used, total = [], {}, 0
     for k, f in enumerate(t.frames):
         if not 0 <= f.image < len(t.images) or not t.images[f.image]:
@@ -550,11 +610,30 @@ def sprite_frames(t: Texture) -> list[tuple[float, np.ndarray]]:
             raise FormatError(f"sprite sheet {what} hold more than {MAX_FRAME_PIXELS} pixels (at frame {k} of "
                               f"{len(t.frames)})", None, f"frame {k} rectangle")
     out = []
-    images: dict[int, np.ndarray] = {}
+    images = top_mips(t, sorted(used), decode)
     for f, (x0, x1, y0, y1) in zip(t.frames, boxes):
-        if f.image not in images:
-            images[f.image] = mip_pixels(t, f.image, 0)
         out.append((float(f.time), images[f.image][y0:y1, x0:x1].copy()))
+    return out
+
+
+def top_mips(t: Texture, which, decode=None) -> dict[int, np.ndarray]:
+    """{image: its top mip as (h, w, 4) uint8} for the images `which`: raw pixels decoded here; mips that are
+    whole image files (PNG, ...) by `decode(image)` (Blender reads them), FormatError without one or when the
+    picture's size is not the size the mip record states (the frames' rectangles are checked against that)."""
+    out = {}
+    for k in which:
+        top = t.images[k][0]
+        if t.image_format == -1:
+            out[k] = mip_pixels(t, k, 0)
+            continue
+        if decode is None:
+            raise FormatError(f"mips are whole image files (FreeImageFormat {t.image_format}), not raw pixels", None,
+                              "image format")
+        px = decode(k)
+        if px.shape[:2] != (top.height, top.width):
+            raise FormatError(f"image {k}'s file holds {px.shape[1]}×{px.shape[0]} pixels, its mip record "
+                              f"{top.width}×{top.height}", t.offsets.get(f"image {k} mip 0"), f"image {k} mip 0 size")
+        out[k] = px
     return out
 
 
