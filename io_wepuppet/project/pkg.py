@@ -1,4 +1,4 @@
-"""Wallpaper Engine packages (`scene.pkg`, docs/wallpaper_engine.md §7.3): the files of a workshop project in one
+"""Wallpaper Engine packages (`scene.pkg`, docs/wallpaper_engine.md §7.1): the files of a workshop project in one
 file, read as the folder they stand for and written from one. No bpy.
 
 Layout (the one notscuffed/repkg's `PackageReader` and `PackageWriter` read and write), little-endian: a string is
@@ -40,7 +40,7 @@ from . import files as project_files
 
 PACKAGE_FILE = "scene.pkg"
 EXTENSION = ".pkg"
-DEFAULT_MAGIC = "PKGV0001"
+DEFAULT_MAGIC = "PKGV0009"  # what the one public package we have (2020) holds
 MAGIC_PREFIX = b"PKGV"
 MAX_MAGIC = 32  # RePKG reads the magic with this cap
 MAX_PATH = 255  # and a path with this one

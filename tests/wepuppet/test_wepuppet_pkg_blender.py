@@ -77,8 +77,9 @@ def test_the_goose_project_as_a_package_holds_the_folder_exports_files(goose_pro
     assert (packed / "project.json").read_bytes() == files.pop("project.json")
     data = (packed / "scene.pkg").read_bytes()
     magic, members = independent_read(data)
-    assert magic == b"PKGV0001" and members == files and list(members) == sorted(files)
-    assert formats.identify_file(str(packed / "scene.pkg")).name == "weproject"
+    assert magic == b"PKGV0009" and members == files and list(members) == sorted(files)
+    assert formats.identify_file(str(packed / "scene.pkg")).name == "weproject"  # the sidebar's format line
+    assert ".pkg" in bpy.types.IO_FH_skinbridge_weproject.bl_file_extensions.split(";")  # drag and drop
 
 
 def test_our_package_and_an_independent_one_import_to_the_same_files_and_write_back_the_same(goose_project,
@@ -88,8 +89,8 @@ def test_our_package_and_an_independent_one_import_to_the_same_files_and_write_b
     other = tmp_path / "other"
     other.mkdir()
     (other / "project.json").write_bytes(files["project.json"])
-    listed = sorted((p for p in files if p != "project.json"), reverse=True)  # another order, an older magic
-    (other / "scene.pkg").write_bytes(independent_pack([(p, files[p]) for p in listed], b"PKGV0009"))
+    listed = sorted((p for p in files if p != "project.json"), reverse=True)  # another order and magic
+    (other / "scene.pkg").write_bytes(independent_pack([(p, files[p]) for p in listed], b"PKGV0005"))
     for where in (packed, other):
         assert tree(pkg.unpacked(str(where))[0]) == files  # what the unpacked folder would hold, byte for byte
         bpy.ops.wm.read_factory_settings(use_empty=True)
