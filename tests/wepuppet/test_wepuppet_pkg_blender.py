@@ -100,7 +100,11 @@ def test_our_package_and_an_independent_one_import_to_the_same_files_and_write_b
         (arm,) = [ob for ob in coll.all_objects if ob.type == "ARMATURE"]
         assert arm.name == "goose_puppet_rig" and len(arm.animation_data.nla_tracks) == 1
         out = tmp_path / f"{where.name}_again"
-        project_io.export_target(bpy.context, str(out), "goose", PACKAGE)
+        if where == packed:
+            project_io.export_target(bpy.context, str(out), "goose", PACKAGE)
+        else:  # File › Export with its Package choice
+            assert bpy.ops.export_scene.skinbridge_weproject(filepath=str(out / "project.json"), package=True) == \
+                {"FINISHED"}
         assert (out / "scene.pkg").read_bytes() == (where / "scene.pkg").read_bytes()
         assert (out / "project.json").read_bytes() == files["project.json"]
 
