@@ -210,14 +210,19 @@ def _remove_staged() -> None:
     _STAGED.clear()
 
 
+def _named(pkg_path: str, e: FormatError) -> FormatError:
+    """`e` with the same offset and field, its line naming the package first."""
+    err = FormatError(f"{os.path.basename(pkg_path)}: {e}")
+    err.offset, err.field = e.offset, e.field
+    return err
+
+
 def _stage(folder: str, pkg_path: str) -> tuple[str, list[str]]:
     data = read_bytes(pkg_path)
     try:
         package, members = read(data)
-    except FormatError as e:  # the same offset and field, the line naming the package first
-        err = FormatError(f"{os.path.basename(pkg_path)}: {e}")
-        err.offset, err.field = e.offset, e.field
-        raise err from None
+    except FormatError as e:
+        raise _named(pkg_path, e) from None
     if not _STAGED:
         atexit.register(_remove_staged)
     tmp = tempfile.mkdtemp(prefix="skinbridge-pkg-")
@@ -232,15 +237,21 @@ def _stage(folder: str, pkg_path: str) -> tuple[str, list[str]]:
             with open(target, "wb") as f:
                 for piece in project_files.pieces(src, rel):
                     f.write(piece)
-        for path, view in members.items():
+        for entry in package.entries:
+            path, view = entry.path, members[entry.path]
             target = os.path.join(tmp, *path.replace("\\", "/").split("/"))
-            if os.path.exists(target):
-                with open(target, "rb") as f:
-                    if f.read() != view:
-                        shadowed.append(path)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "wb") as f:
-                f.write(view)
+            try:
+                if os.path.isfile(target):
+                    with open(target, "rb") as f:
+                        if f.read() != view:
+                            shadowed.append(path)
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                with open(target, "wb") as f:
+                    f.write(view)
+            except OSError as e:  # a folder beside the package of the entry's name, or a file of its folder's
+                why = (e.strerror or str(e)).lower()
+                raise _named(pkg_path, FormatError(f"{path!r} cannot be unpacked beside the files of its folder "
+                                                   f"({why})", entry.at + 4, "entry path")) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

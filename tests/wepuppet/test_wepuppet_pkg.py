@@ -172,3 +172,14 @@ def test_a_hostile_package_is_refused_in_one_line_naming_offset_and_field(kind, 
         pkg.unpacked(str(folder))
     assert sorted(os.listdir(tmp_path)) == ["project"] and sorted(os.listdir(folder)) == ["project.json",
                                                                                           "scene.pkg"]
+
+
+def test_an_entry_clashing_with_a_folder_beside_the_package_is_refused_in_one_line(tmp_path):
+    folder = _workshop_folder(tmp_path)
+    (folder / "scene.json").mkdir()  # a folder where the package holds a file
+    (folder / "scene.json" / "x").write_bytes(b"x")
+    with pytest.raises(FormatError) as e:
+        pkg.unpacked(str(folder))
+    assert str(e.value).startswith("scene.pkg: offset 20 (0x14), field entry path: 'scene.json' cannot be unpacked")
+    assert (e.value.offset, e.value.field) == (20, "entry path")
+    assert "\n" not in str(e.value)

@@ -109,6 +109,7 @@ def test_our_package_and_an_independent_one_import_to_the_same_files_and_write_b
         assert (out / "project.json").read_bytes() == files["project.json"]
 
 
+@pytest.mark.default_leg  # two command lines in fresh processes (10 s); the reader's refusals run in every leg
 def test_the_command_line_unpacks_a_package_and_refuses_a_hostile_one_writing_nothing(goose_project, tmp_path):
     folder, packed, _ = goose_project
     done = run_cli("convert", packed / "scene.pkg", "--to", "weproject", "-o", tmp_path / "unpacked")
