@@ -5,6 +5,7 @@
 import re
 
 from ..core.formatspec import FormatSpec, Option
+from .project.pkg import is_package
 from .puppet.units import METRES_PER_UNIT, UNITS_PER_METRE
 
 # The parts of this package, bottom first: a part imports only the parts before it (a puppet is drawn with a
@@ -27,8 +28,8 @@ def _sniff_tex(head: bytes) -> bool:
 
 
 def _sniff_project(head: bytes) -> bool:
-    if len(head) >= 8 and head[4:8] == b"PKGV" and 4 <= int.from_bytes(head[:4], "little", signed=True) <= 32:
-        return True  # a package (scene.pkg, project/pkg.py): the magic's length, then PKGV
+    if is_package(head):  # scene.pkg: the files of a workshop project in one
+        return True
     if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] != b"{":
         return False
     if b'"objects"' in head and any(k in head for k in _SCENE_MORE):

@@ -1081,7 +1081,7 @@ def export_packed(context, path: str, name: str = "", collection: str | None = N
         _, warnings = contextvars.Context().run(export_project, context, os.path.join(tmp, project.PROJECT_FILE),
                                                 name, collection)
         made, more = project_files.project_files(tmp)
-        warnings += more
+        warnings = [w.replace(tmp, folder) for w in warnings + more]  # the user's folder, never the private one
         data = {rel: read_bytes(src) for rel, src in made.items()}
         beside = {project.PROJECT_FILE}
         if project.PROJECT_FILE in data:

@@ -100,6 +100,9 @@ def test_a_folder_holding_scene_pkg_reads_as_its_unpacked_folder(tmp_path):
     for given in ("project.json", "scene.pkg"):
         out = project_info.info((folder / given).read_bytes(), str(folder / given))
         assert (out["title"], out["size"], out["layers"], out["warnings"]) == ("Packed", [64.0, 32.0], 1, [])
+    alone = project_info.info_bytes((folder / "scene.pkg").read_bytes())
+    assert (alone["format"], alone["magic"], alone["entries"], alone["data_bytes"]) == \
+        ("scene.pkg", "PKGV0009", len(FILES), sum(len(d) for _, d in FILES))
     held = pkg.members(str(folder / "project.json"))
     expect = {**dict(FILES), "project.json": PROJECT, "preview.jpg": b"\xff\xd8 not a real jpeg"}
     assert {rel: open(path, "rb").read() for rel, path in held.items()} == expect
