@@ -80,6 +80,8 @@ def test_the_goose_project_as_a_package_holds_the_folder_exports_files(goose_pro
     assert magic == b"PKGV0009" and members == files and list(members) == sorted(files)
     assert formats.identify_file(str(packed / "scene.pkg")).name == "weproject"  # the sidebar's format line
     assert ".pkg" in bpy.types.IO_FH_skinbridge_weproject.bl_file_extensions.split(";")  # drag and drop
+    glob = bpy.ops.import_scene.skinbridge_weproject.get_rna_type().properties["filter_glob"].default
+    assert "*.pkg" in glob.split(";")  # File › Import's file filter
 
 
 def test_our_package_and_an_independent_one_import_to_the_same_files_and_write_back_the_same(goose_project,
