@@ -5,6 +5,7 @@
 import re
 
 from ..core.formatspec import FormatSpec, Option
+from .project.pkg import is_package
 from .puppet.units import METRES_PER_UNIT, UNITS_PER_METRE
 
 # The parts of this package, bottom first: a part imports only the parts before it (a puppet is drawn with a
@@ -27,6 +28,8 @@ def _sniff_tex(head: bytes) -> bool:
 
 
 def _sniff_project(head: bytes) -> bool:
+    if is_package(head):  # scene.pkg: the files of a workshop project in one
+        return True
     if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] != b"{":
         return False
     if b'"objects"' in head and any(k in head for k in _SCENE_MORE):
@@ -71,6 +74,11 @@ def _metres_per(pixel: str) -> Option:
 
 PUPPET_IMPORT_OPTIONS = (_metres_per("image pixel"),)
 PROJECT_IMPORT_OPTIONS = (_metres_per("scene pixel"),)
+PROJECT_OPTIONS = (
+    Option("package", bool, False, label="Package (scene.pkg)",
+           help="write the project's files into scene.pkg, with project.json and its preview beside it, as a "
+                "workshop item holds them (an imported package keeps its entry order and magic)"),
+)
 
 FORMATS = (
     FormatSpec(
@@ -96,11 +104,11 @@ FORMATS = (
                       "blender_import": "io_wepuppet.texture.blender_io:blender_import"}),
     # a project is imported as one model: the whole scene (camera, every layer) is what its Blender import builds
     FormatSpec(
-        name="weproject", label="Wallpaper Engine project", kind="model", extensions=(".json",),
+        name="weproject", label="Wallpaper Engine project", kind="model", extensions=(".json", ".pkg"),
         sniff=_sniff_project, head=4096, weak=True, target="weproject", folder_suffix="_WEproject",
-        import_options=PROJECT_IMPORT_OPTIONS, operators="io_wepuppet.ops",
+        options=PROJECT_OPTIONS, import_options=PROJECT_IMPORT_OPTIONS, operators="io_wepuppet.ops",
         import_operator="import_scene.skinbridge_weproject", export_operator="export_scene.skinbridge_weproject",
-        capabilities={"info": "io_wepuppet.project.info:info", "members": "io_wepuppet.project.files:members",
+        capabilities={"info": "io_wepuppet.project.info:info", "members": "io_wepuppet.project.pkg:members",
                       "blender_import": "io_wepuppet.project.blender_io:blender_import",
                       "export_target": "io_wepuppet.project.blender_io:export_target"}),
 )

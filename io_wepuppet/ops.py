@@ -87,7 +87,7 @@ class ImportWEProject(ImportFiles, Operator, ImportHelper):
         return project_io.import_project(context, path, **option_values(self, _PROJECT.import_options)).warnings
 
 
-@file_operator(_PROJECT.extensions, collection=True)
+@file_operator(_PROJECT.extensions, _PROJECT.options, collection=True)
 class ExportWEProject(ExportFile, Operator, ExportHelper):
     """Write the imported Wallpaper Engine project back (project.json, scene.json, its models, materials and
     textures): unchanged files as they were, places, animation layers and models changed in Blender written anew"""
@@ -101,7 +101,9 @@ class ExportWEProject(ExportFile, Operator, ExportHelper):
 
     def export(self, context) -> list[str]:
         # a Collection Exporter's collection: its project (or model) alone, never the active object's project
-        return project_io.export_project(context, self.filepath, collection=self.collection or None)[1]
+        packed = option_values(self, _PROJECT.options)["package"]  # scene.pkg, project.json and preview beside it
+        write = project_io.export_packed if packed else project_io.export_project
+        return write(context, self.filepath, collection=self.collection or None)[1]
 
 
 register, unregister = registrar(

@@ -16,12 +16,18 @@ parented to that layer's object with this matrix as its local one. Import is ato
 is removed again when a layer fails.
 
 Export (`export_project`) writes the imported project back: the source folder's files as they were, scene.json
-with the values changed in Blender, and the `.mdl` of each puppet or model Blender changed.
+with the values changed in Blender, and the `.mdl` of each puppet or model Blender changed. A project imported
+from a package (`scene.pkg`, pkg.py) is read from and written back from its unpacked files; with `package` the
+export writes `scene.pkg` holding every file but project.json and its preview, which lie beside it (a workshop
+item's folder), the entries in the imported package's order (new ones after them, sorted by path) with its magic.
 """
 from __future__ import annotations
 
+import contextvars
 import json
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 
 import bpy
@@ -39,12 +45,12 @@ from ..texture import blender_io as texture_io
 from ..texture import blender_sheet
 from ..texture.material import BLENDINGS, DEFAULT_BLENDING, blending, first_texture
 from . import files as project_files
-from . import project
+from . import pkg, project
 
 LAYER_PROP = "skinbridge_we_layer"  # on a layer's object: its scene.json entry as JSON text
 LAYER_INDEX_PROP = "skinbridge_we_layer_index"  # on a layer's object: its place in scene.json's objects
 PROJECT_PROP, SCENE_PROP = "skinbridge_we_project", "skinbridge_we_scene"  # on the collection: the files' bytes
-ROOT_PROP = "skinbridge_we_root"  # on the collection: the folder imported from, whose files export copies
+ROOT_PROP = "skinbridge_we_root"  # on the collection: the folder (or package) imported from, whose files export copies
 OBJECTS_PROP = "skinbridge_we_objects"  # on the collection: each layer's object name as imported (JSON list)
 PLANE_PROP = "skinbridge_we_plane"  # on an image layer's plane: its corners as imported (an edit is told)
 TEX_PATH_PROP = "skinbridge_we_tex_path"  # on an image layer's image: its `.tex` relative to the project folder
@@ -694,8 +700,9 @@ def import_project(context, path: str, metres_per_unit: float = METRES_PER_UNIT)
     proj, scene, warnings = project.read_path(path, docs)
     if scene is None:
         raise FormatError(f"{os.path.basename(path)}: {'; '.join(warnings)}", None, "file")
-    root = os.path.dirname(os.path.abspath(path))
-    title = (proj.title if proj is not None else "") or os.path.basename(root) or "project"
+    home, root, _, staged = pkg.locate(path)  # the package's files: read once (pkg.unpacked), here found again
+    title = (proj.title if proj is not None else "") or os.path.basename(os.path.dirname(os.path.abspath(path)))
+    title = title or "project"
     props = proj.properties if proj is not None else {}
     result = ProjectResult()
     before = bscene.snapshot_ids(_ID_COLLECTIONS)
@@ -710,7 +717,7 @@ def import_project(context, path: str, metres_per_unit: float = METRES_PER_UNIT)
         _activate(view_layer, coll)
         result.camera = _camera(context, scene, metres_per_unit, coll)
         _clear(context, scene, title)
-        coll[ROOT_PROP] = root
+        coll[ROOT_PROP] = home
         files = _Files(root, coll, docs)
         owned: list[list] = []
         for k, layer in enumerate(scene.layers):
@@ -721,7 +728,9 @@ def import_project(context, path: str, metres_per_unit: float = METRES_PER_UNIT)
         own = _place(result.layers, scene.layers, owned, metres_per_unit)
         if _order(result.layers, scene.layers, result.camera, own):
             view_layer.update()  # world matrices with the offsets, as a script reading them next expects
-        result.warnings = files.finished()
+        result.warnings = staged + files.finished()
+        if root != home:  # a package's files are named inside it, never in the private folder they are read from
+            result.warnings = [w.replace(root, home) for w in result.warnings]
         kept = [note for layer in scene.layers for note in _kept_note(layer)]
         if kept:
             result.warnings.append(f"kept as data, not shown ({len(kept)}): " + "; ".join(kept))
@@ -998,11 +1007,14 @@ def export_project(context, path: str, name: str = "", collection: str | None = 
     if coll is None:  # nothing imported as a project: the visible model becomes a new one
         stem = name or os.path.basename(folder) or "puppet"
         return puppet_io.export_target(context, folder, stem)
-    root = str(coll.get(ROOT_PROP, ""))
+    home = str(coll.get(ROOT_PROP, ""))
     warnings: list[str] = []
-    if not os.path.isdir(root):
-        warnings.append(f"the project's folder {root!r} is gone: only its JSON files and models are written")
-        root = ""
+    root = ""
+    if os.path.isdir(home) or (home.lower().endswith(pkg.EXTENSION) and os.path.isfile(home)):
+        root, more = pkg.unpacked(home)
+        warnings += more
+    else:
+        warnings.append(f"the project's folder {home!r} is gone: only its JSON files and models are written")
     proj = project.read_project(bytes(coll[PROJECT_PROP])) if PROJECT_PROP in coll else None
     scene = project.read_scene(bytes(coll[SCENE_PROP]), proj)
     metres_per_unit = METRES_PER_UNIT  # places are compared as a default import made them
@@ -1041,10 +1053,13 @@ def export_project(context, path: str, name: str = "", collection: str | None = 
     if proj is not None:
         out[project.PROJECT_FILE] = proj.source.dump()
     written = []
-    same = bool(root) and os.path.isdir(folder) and os.path.samefile(root, folder)
-    sources, more = project_files.project_files(root, skip=folder) if root and not same else ({}, [])
+    home_folder = home if os.path.isdir(home) else os.path.dirname(home)
+    same = bool(root) and os.path.isdir(folder) and os.path.samefile(home_folder, folder)
+    sources, more = project_files.project_files(root, skip=folder) if root and (not same or root != home) else ({}, [])
     warnings += more
     for rel, src in sources.items():
+        if same and os.path.lexists(os.path.join(folder, *rel.split("/"))):
+            continue  # written into the folder imported from: its own files stay as they are
         if rel not in out:
             written.append(output_path(folder, rel))
             write_atomic(written[-1], project_files.pieces(src, rel))  # streamed: a file of any size, never read whole
@@ -1054,6 +1069,43 @@ def export_project(context, path: str, name: str = "", collection: str | None = 
     return written, warnings
 
 
+def export_packed(context, path: str, name: str = "", collection: str | None = None) -> tuple[list[str], list[str]]:
+    """`export_project` with the package option: the files it writes are made in a private folder (its writes
+    outside the running output session, which guards only the user's folder), then written into the folder of
+    `path` through the session as `scene.pkg` and, beside it, project.json and the preview it names."""
+    folder = os.path.dirname(os.path.abspath(path))
+    makedirs(folder)
+    coll = project_collection(context, collection)
+    home = str(coll.get(ROOT_PROP, "")) if coll is not None else ""
+    tmp = tempfile.mkdtemp(prefix="skinbridge-pkg-out-")
+    try:
+        _, warnings = contextvars.Context().run(export_project, context, os.path.join(tmp, project.PROJECT_FILE),
+                                                name, collection)
+        made, more = project_files.project_files(tmp)
+        warnings = [w.replace(tmp, folder) for w in warnings + more]  # the user's folder, never the private one
+        data = {rel: read_bytes(src) for rel, src in made.items()}
+        beside = {project.PROJECT_FILE}
+        if project.PROJECT_FILE in data:
+            preview = project.read_project(data[project.PROJECT_FILE]).preview.replace("\\", "/")
+            if preview in data:
+                beside.add(preview)
+        index = pkg.index_of(home) if home and os.path.exists(home) else None
+        first = [e.path for e in index.entries] if index is not None else []
+        order = [p for p in first if p in data and p not in beside]
+        order += sorted(set(data) - beside - set(order))
+        written = [output_path(folder, pkg.PACKAGE_FILE)]
+        write_atomic(written[-1], pkg.pack([(p, data[p]) for p in order],
+                                           index.magic if index is not None else pkg.DEFAULT_MAGIC))
+        for rel in sorted(beside & set(data)):
+            written.append(output_path(folder, rel))
+            write_atomic(written[-1], data[rel])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return written, warnings
+
+
 def export_target(context, outdir: str, name: str, options) -> tuple[list[str], list[str]]:
-    """`convert project.json --to weproject OUTDIR`: the project imported, written back into OUTDIR."""
-    return export_project(context, os.path.join(outdir, project.PROJECT_FILE), name)
+    """`convert project.json --to weproject OUTDIR`: the project imported, written back into OUTDIR (as
+    `scene.pkg` with project.json and its preview beside it when `options.package`)."""
+    write = export_packed if getattr(options, "package", False) else export_project
+    return write(context, os.path.join(outdir, project.PROJECT_FILE), name)

@@ -83,12 +83,6 @@ def project_files(root: str, skip: str | None = None) -> tuple[dict[str, str], l
     return out, warnings
 
 
-def members(path: str) -> dict[str, str]:
-    """The registry's `members` capability: the files of the project whose `project.json` is `path` (relative
-    path → file), as the project export copies them."""
-    return project_files(os.path.dirname(os.path.abspath(path)))[0]
-
-
 def pieces(path: str, rel: str) -> Iterator[bytes]:
     """The bytes of the regular file `path` (a real path, as `project_files` gives) in pieces of `CHUNK` bytes,
     for `write_atomic`; the file becomes an input of the running output session at once, so it is never written

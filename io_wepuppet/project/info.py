@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 from ..texture.material import document
+from .pkg import is_package, read_index
 from .project import Scene, read_path, read_project, read_scene
 
 
@@ -25,7 +26,12 @@ def _no_model() -> dict:
 
 
 def info_bytes(data: bytes, path: str = "") -> dict:
-    """A project.json or a scene.json alone (told apart by their keys), without the files of its folder."""
+    """A project.json or a scene.json alone (told apart by their keys), without the files of its folder; a
+    package alone: its magic and entries."""
+    if is_package(data):
+        package = read_index(data)
+        return {"format": "scene.pkg", "magic": package.magic, "entries": len(package.entries),
+                "data_bytes": sum(e.size for e in package.entries), **_no_model(), "warnings": []}
     doc = document(data, path or "project")
     if "objects" in doc or "camera" in doc:
         return {"format": "scene.json", **_layers(read_scene(data)), **_no_model(), "warnings": []}

@@ -26,6 +26,7 @@ from ...core.fileio import read_bytes
 from ...core.paths import relative_parts, why_unsafe
 from ..puppet.project_docs import PROJECT_FILE, SCENE_FILE, format_json, format_vector
 from ..texture.material import document
+from .pkg import locate
 
 LAYER_KINDS = ("image", "puppet", "model", "particle", "sound", "text", "light", "group")
 _ASSET_KEYS = (("image", "image"), ("model", "model"), ("particle", "particle"), ("sound", "sound"),
@@ -365,8 +366,14 @@ def is_scene(data: bytes) -> bool:
 
 def read_path(path: str, docs: dict | None = None) -> tuple[Project | None, Scene | None, list[str]]:
     """A project.json (with the scene it names, when that file is there) or a scene.json (with the project.json
-    beside it, when there is one), read with the model files of its folder (into `docs`: `read_scene_in`)."""
-    folder = os.path.dirname(os.path.abspath(path))
+    beside it, when there is one), read with the model files of its folder (into `docs`: `read_scene_in`); a
+    package (`scene.pkg`, or a folder holding one) is read as its unpacked folder (pkg.py)."""
+    _, folder, path, staged = locate(path)
+    project, scene, warnings = _read_path(folder, path, docs)
+    return project, scene, staged + warnings
+
+
+def _read_path(folder: str, path: str, docs: dict | None) -> tuple[Project | None, Scene | None, list[str]]:
     data = read_bytes(path)
     if is_scene(data):
         project_path, _ = file_in(folder, PROJECT_FILE)  # none beside it, or a link leading out: no properties
