@@ -264,6 +264,27 @@ def read(data: bytes) -> Gr2File:
                    tuple(root_ref), tag, tuple(extra), warnings, budget)
 
 
+NWN2_TAG = 0x80000015  # the type tag of every public NWN2 file (Granny 2.6): it fixes the root's layout
+SKELETONS_SLOT = 32  # that root's Skeletons pointer (after 3 references and the Textures and Materials arrays)
+
+
+def may_hold_skeletons(data: bytes) -> bool:
+    """False when the file surely holds no skeleton, known without decompressing it: its tag is NWN2's type
+    library, whose root (FileInfo) keeps the Skeletons array's pointer at byte 32, and the root's section has no
+    relocation for that slot (a null pointer: no skeletons; the game's and the public animations are so).
+    True for anything else, a file that does not parse included (its full read says why)."""
+    try:
+        fields = _header(data)
+        table_at, n_sections = fields[7], fields[8]
+        (section, offset), tag = fields[11:13], fields[13]
+        if tag != NWN2_TAG or section >= n_sections or n_sections > MAX_SECTIONS:
+            return True
+        s = _section(data, section, HEADER_SIZE + table_at + section * SECTION_SIZE, n_sections)
+    except (FormatError, struct.error):
+        return True
+    return bool((s.relocations["offset"] == offset + SKELETONS_SLOT).any())
+
+
 class Decoder:
     """Type tree and objects of one file. A member's type is looked up when used (types may refer to each other
     in cycles: a material's maps hold materials); types and objects are memoised by where they lie, so shared
