@@ -145,10 +145,12 @@ def rest_matrices(arm_ob) -> np.ndarray:
     return flat.reshape(-1, 4, 4).transpose(0, 2, 1).astype(np.float64)
 
 
-def bind_matrices(arm_ob, rests: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def bind_matrices(arm_ob, rests: np.ndarray | None = None, kept_binds: dict[str, np.ndarray] | None = None
+                  ) -> dict[str, np.ndarray]:
     """Armature-space bind matrix per bone: the file's exact one (kept on the bone) while the bone still
     matches it, else the edit bone's matrix (as `read_skeleton` chooses it for export). ``rests``: what
-    `rest_matrices` gives, when the caller has it."""
+    `rest_matrices` gives, when the caller has it; ``kept_binds``: the binds kept on the bones, by name, when
+    the caller has them (`build_armature`, which has just written them)."""
     bones = arm_ob.data.bones
     rests = rest_matrices(arm_ob) if rests is None else rests
     out = {bone.name: rests[i].copy() for i, bone in enumerate(bones)}
@@ -156,7 +158,7 @@ def bind_matrices(arm_ob, rests: np.ndarray | None = None) -> dict[str, np.ndarr
         return out
     kept, exact = [], []
     for i, bone in enumerate(bones):
-        raw = bone_extras(bone).get("bind")
+        raw = bone_extras(bone).get("bind") if kept_binds is None else kept_binds.get(bone.name)
         if raw is not None and len(raw) == 16:
             kept.append(i)
             exact.append(np.array(raw, dtype=np.float64).reshape(4, 4))
@@ -238,19 +240,23 @@ def build_armature(context, skel: cm.Skeleton, name: str, collection, created: l
     finally:
         bpy.ops.object.mode_set(mode="OBJECT")
         view_layer.objects.active = previous_active
+    kept = {}
     for i, b in enumerate(skel.bones):
         bone = arm.bones[names[i]]
-        bone[PROP] = json.dumps({"bind": [float(x) for x in b.bind.reshape(-1)], **b.extras})
-    set_pose(ob, skel, names, rest)
+        kept[names[i]] = [float(x) for x in b.bind.reshape(-1)]  # what the bone keeps, read back by set_pose
+        bone[PROP] = json.dumps({"bind": kept[names[i]], **b.extras})
+    set_pose(ob, skel, names, rest, kept)
     ob.data[PROP] = json.dumps({"names": names})
     return ob
 
 
-def set_pose(ob, skel: cm.Skeleton, names: list[str], rest: np.ndarray | None = None) -> None:
+def set_pose(ob, skel: cm.Skeleton, names: list[str], rest: np.ndarray | None = None,
+             kept_binds: dict[str, list[float]] | None = None) -> None:
     """Pose the armature at the skeleton's default pose (which may differ from its bind pose), through the
     same per-bone frames as the actions (`bone_frames`), so that a channel an action leaves out holds the
-    default pose's value mapped alike."""
-    frames = bone_frames(ob)
+    default pose's value mapped alike. ``kept_binds``: the binds kept on the bones (`bind_matrices`), when the
+    caller has just written them."""
+    frames = bone_frames(ob, None if kept_binds is None else bind_matrices(ob, kept_binds=kept_binds))
     if not names:
         return
     of = [frames[name] for name in names]
@@ -258,11 +264,15 @@ def set_pose(ob, skel: cm.Skeleton, names: list[str], rest: np.ndarray | None = 
     poses = np.concatenate([to_basis_of(of, "t", np.array([b.rest_translation for b in bones], np.float64)),
                             to_basis_of(of, "r", np.array([b.rest_rotation for b in bones], np.float64)),
                             to_basis_of(of, "s", np.array([b.rest_scale for b in bones], np.float64))], axis=1)
-    for name, pose in zip(names, poses.tolist()):
-        pb = ob.pose.bones[name]
-        pb.rotation_mode = "QUATERNION"
-        pb.location, pb.rotation_quaternion, pb.scale = pose[:3], pose[3:7], pose[7:]
+    pose_bones = ob.pose.bones
+    row = {name: i for i, name in enumerate(names)}
+    order = [row[pb.name] for pb in pose_bones]  # pose bones in their own order, each its row of `poses`
+    for pb, pose in zip(pose_bones, poses[order].tolist()):
+        pb.rotation_mode = "QUATERNION"  # (already the mode of a new bone: no values change)
         pb[POSE_PROP] = pose
+    ordered = poses[order]  # one bulk write per channel: as the per-bone assignments, in float32
+    for channel, cols in (("location", slice(0, 3)), ("rotation_quaternion", slice(3, 7)), ("scale", slice(7, 10))):
+        pose_bones.foreach_set(channel, np.ascontiguousarray(ordered[:, cols], np.float32).ravel())
 
 
 def bone_extras(bone) -> dict:

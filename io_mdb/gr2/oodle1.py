@@ -82,6 +82,33 @@ class _Coder:
         return value
 
 
+def _uniform(coder: _Coder, limit: int) -> int:
+    """`coder.uniform(limit)` written out (a window's escapes draw one or two per new value: a quarter of the
+    symbols of a skeleton file), the same arithmetic as `peek` then `take`."""
+    numer, denom = coder.numer, coder.denom
+    if denom <= 0x800000:
+        data, pos, end = coder.data, coder.pos, coder.end
+        while denom <= 0x800000:
+            numer = ((numer << 8) | ((data[pos] << 7) & 0x80) | (data[pos + 1] >> 1)) & 0xFFFFFFFF
+            pos += 1
+            denom <<= 8
+            if pos > end:
+                raise FormatError("the compressed stream ends before the section is complete", pos,
+                                  "section data")
+        coder.pos = pos
+    if limit <= 0:
+        raise FormatError(f"a symbol drawn from {limit} values (the parameters allow none)", coder.pos,
+                          "section data")
+    step = denom // limit
+    value = min(numer // step, limit - 1)
+    coder.numer = (numer - step * value) & 0xFFFFFFFF
+    denom = step if value + 1 < limit else denom - step * value
+    if denom <= 0:
+        raise FormatError("the arithmetic coder's interval became empty", coder.pos, "section data")
+    coder.denom, coder.step = denom, step
+    return value
+
+
 class _Window:
     """An adaptive table of the values a symbol took: slot 0 is the escape (a value not seen yet), the other
     slots are values with weights; cumulative ranges are rebuilt as the weights grow and the weights halved
@@ -171,12 +198,12 @@ class _Window:
         if slot > 0:
             return self.values[slot]
         known = len(ranges)  # values added since the last rebuild have no range yet
-        if len(self.weights) >= known and coder.uniform(2) == 1:
-            slot = known - 1 + coder.uniform(len(self.weights) - known + 1)
+        if len(self.weights) >= known and _uniform(coder, 2) == 1:
+            slot = known - 1 + _uniform(coder, len(self.weights) - known + 1)
             self.weights[slot] += 2
             self.total += 2
             return self.values[slot]
-        value = coder.uniform(new_limit)
+        value = _uniform(coder, new_limit)
         self.values.append(value)
         self.weights.append(2)
         self.total += 2
@@ -265,12 +292,12 @@ def _copy(out: bytearray, pos: int, distance: int, length: int) -> None:
 
 def _decode_run(coder: _Coder, run: _Run, out: bytearray, pos: int, stop: int, section_start: int) -> int:
     size = len(out)
+    lengths, literals, literal_max = run.lengths, run.literals, run.literal_max  # the loop's lookups, once
     while pos < stop:
-        symbol = run.lengths[run.last_length].decode(coder, LENGTH_SYMBOLS)
+        symbol = lengths[run.last_length].decode(coder, LENGTH_SYMBOLS)
         run.last_length = symbol
         if symbol == 0:
-            window = run.literals[(pos - section_start) % 4]
-            out[pos] = window.decode(coder, run.literal_max) & 0xFF
+            out[pos] = literals[(pos - section_start) & 3].decode(coder, literal_max) & 0xFF
             run.decoded += 1
             pos += 1
             continue

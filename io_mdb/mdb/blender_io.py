@@ -396,7 +396,8 @@ def import_mdb(context, path: str, armature=None, skeleton_path=None) -> bscene.
     stem = os.path.splitext(os.path.basename(inside[1] if inside else path))[0]
     skeleton, skeleton_file, found, source = None, None, [], {}
     if arm_ob is None:  # the skeleton's file read and decompressed once, for the bones and for keep_source
-        skeleton, skeleton_file, found = bind.bind(convert.skin_skeleton_names(m), path, skeleton_path, source)
+        skeleton, skeleton_file, found = bind.bind(convert.skin_skeleton_names(m), path, skeleton_path, source,
+                                                   convert.skins_of(m))
     names = [b.name for b in arm_ob.data.bones] if arm_ob is not None else None
     scene, warnings = convert.to_scene(m, stem, names, skeleton)  # every check before the first datablock
     result = bscene.ImportResult(warnings=list(m.warnings) + found + list(warnings))

@@ -176,6 +176,17 @@ def _material(p: mdb.MeshPacket, name: str) -> cm.Material:
     return mat
 
 
+def skins_of(m: mdb.MdbFile):
+    """The part's SKIN packets as (positions, joints, weights) through a skeleton of the given bone names: how
+    `bind.pair` tells apart several skeleton files of one name (FormatError when an index is beyond them)."""
+    packets = [(i, p) for i, p in enumerate(m.packets) if isinstance(p, mdb.MeshPacket) and p.type == "SKIN"]
+
+    def skins(names: list[str]):
+        return [(p.vertices["position"], skin_joints(p, f"packet {i} SKIN ({p.name_text})", names),
+                 p.vertices["weights"]) for i, p in packets]
+    return skins
+
+
 def skin_skeleton_names(m: mdb.MdbFile) -> list[str]:
     """The skeleton names the SKIN packets give, in packet order without repeats."""
     names = [mdb.text_of(p.skeleton) for p in m.packets if isinstance(p, mdb.MeshPacket) and p.type == "SKIN"]
@@ -229,7 +240,7 @@ def load(path: str, data: bytes, with_animations: bool = True, motions=(), skele
     """The registry's `load`: the file as a core Scene, bound to the GR2 skeleton its SKIN packets name when
     it lies beside the file or in `skeleton_path` (an MDB holds no animation; `motions` are not MDB's)."""
     m = mdb.read(data)
-    skeleton, _, found = bind.bind(skin_skeleton_names(m), path, skeleton_path)
+    skeleton, _, found = bind.bind(skin_skeleton_names(m), path, skeleton_path, skins_of=skins_of(m))
     inside = archive.member_of(path)  # "heads.hak:P_HEF_head83.mdb": named after its member
     stem = os.path.splitext(os.path.basename(inside[1] if inside else path))[0]
     scene, warnings = to_scene(m, stem or "mdb", skeleton=skeleton)

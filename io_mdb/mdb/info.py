@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from . import mdb
+from ..gr2 import bind
+from . import convert, mdb
 
 
 def _packet_summary(p) -> dict:
@@ -31,9 +32,21 @@ def _packet_summary(p) -> dict:
     return out
 
 
+def _skeleton_files(m: mdb.MdbFile, path: str) -> dict | None:
+    """The skeleton files beside the MDB that hold the name its SKIN packets give, the one an import binds
+    (docs/nwn2.md §5.4) and each one's bone differences from the part's fit; None when none lies there."""
+    names = convert.skin_skeleton_names(m)
+    if not names or not path:
+        return None
+    warnings: list[str] = []
+    pairing = bind.pair(names[0], bind.search_folders(path, None), convert.skins_of(m), warnings)
+    return None if pairing is None else pairing.summary() | {"warnings": warnings}
+
+
 def info(data: bytes, path: str = "") -> dict:
     m = mdb.read(data)
     geometry = m.of_type(*mdb.GEOMETRY_TYPES)
+    found = _skeleton_files(m, path)
     return {
         "format": "MDB",
         "version": f"{m.major}.{m.minor}",
@@ -43,4 +56,4 @@ def info(data: bytes, path: str = "") -> dict:
         "skeletons": sorted({mdb.text_of(p.skeleton) for p in m.of_type("SKIN")}),
         "packets": [_packet_summary(p) for p in m.packets],
         "warnings": list(m.warnings),
-    }
+    } | ({"skeleton_files": found} if found is not None else {})

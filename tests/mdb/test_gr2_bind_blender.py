@@ -58,3 +58,29 @@ def test_head_imports_on_its_skeleton(clean_scene):
     # the full head weights its whole scalp to Head, whose origin sits low at the back of the skull among
     # the face bones; see docs/nwn2.md §5.4 for the figures
     assert hits / total > 0.6
+
+
+def test_the_import_binds_the_skeleton_file_the_head_fits_and_reports_the_other(clean_scene, tmp_path):
+    """Issue 50 item 4 through the import: beside the head, our writer's copy of its skeleton with the face bones
+    2 cm forward (first by name) and an unmoved copy; the armature is the unmoved one's, the report names both."""
+    import shutil
+
+    from skinbridge.io_mdb.gr2 import convert as gr2_convert
+    from skinbridge.io_mdb.gr2 import export as gr2_export
+
+    (skel,) = gr2_skeleton.skeletons(gr2.read(SKELETON.read_bytes()))
+    core = gr2_convert.core_skeleton(skel)
+    (tmp_path / "b_right.gr2").write_bytes(gr2_export.skeleton_file(core))
+    for b in core.bones:
+        if b.name.startswith("f_"):
+            b.bind = np.array(b.bind)
+            b.bind[1, 3] += 0.02
+    core.set_rest_from_binds()
+    (tmp_path / "a_moved.gr2").write_bytes(gr2_export.skeleton_file(core))
+    shutil.copy(HEAD, tmp_path / "head.mdb")
+    result = blender_io.import_mdb(bpy.context, str(tmp_path / "head.mdb"))
+    world = skel.world_matrices()[:, :3, 3] / skel.units_per_metre  # the sample's bones, in metres
+    heads = np.array([result.armature.data.bones[n].head_local for n in skel.names])
+    assert np.abs(heads - world).max() < 1e-5
+    (report,) = [w for w in result.warnings if "skeleton files hold" in w]
+    assert f"bound to {tmp_path / 'b_right.gr2'} (its rest fits" in report and "not chosen: a_moved.gr2 (" in report

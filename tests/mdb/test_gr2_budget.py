@@ -22,6 +22,17 @@ from skinbridge.io_mdb.gr2 import MAGIC, bind, gr2, oodle1
 
 GR2_DIR = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata" / "gr2"
 SKELETON = GR2_DIR / "ovr_P_HEF_skel83.GR2"
+
+
+def skeleton_bomb(claim: int) -> bytes:
+    """The forge's bomb built on the skeleton's sections instead of the glaive's: its root keeps a Skeletons
+    pointer, so the skeleton search decompresses it (an animation's bomb it passes over unread)."""
+    glaive = forge.GLAIVE
+    forge.GLAIVE = SKELETON
+    try:
+        return forge.bomb(claim)
+    finally:
+        forge.GLAIVE = glaive
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # the child imports this checkout as `skinbridge` (a link first on its path, whatever the venv links)
 PRELUDE = ("import atexit, json, pathlib, shutil, sys, tempfile\n"
@@ -132,13 +143,15 @@ def test_real_files_stay_far_within_the_budget():
 
 @pytest.mark.slow
 def test_the_skeleton_search_passes_over_what_it_refuses_and_finds_the_skeleton(hostile, tmp_path):
-    """A 5 GB sparse .gr2 (Granny magic, then holes) and the bomb sort before the skeleton; under a 1 GB address
-    space the search names both, says why, and binds the skeleton."""
+    """A 5 GB sparse .gr2 (Granny magic, then holes) and a bomb whose root holds a Skeletons pointer sort before
+    the skeleton; under a 1 GB address space the search names both, says why, and binds the skeleton. The
+    glaive's bomb, whose root holds none, is passed over unread (`gr2.may_hold_skeletons`): no warning."""
     big = tmp_path / "a_big.gr2"
     with open(big, "wb") as fh:
         fh.write(MAGIC)
         fh.truncate(5 << 30)
-    (tmp_path / "b_bomb.gr2").write_bytes(hostile["bomb"].read_bytes())
+    (tmp_path / "b_anim_bomb.gr2").write_bytes(hostile["bomb"].read_bytes())
+    (tmp_path / "b_bomb.gr2").write_bytes(skeleton_bomb(24 << 20))
     (tmp_path / "c_skel.gr2").write_bytes(SKELETON.read_bytes())
     code = PRELUDE + (
         "from skinbridge.io_mdb.gr2 import bind\n"

@@ -22,6 +22,17 @@ pytestmark = [pytest.mark.blender, pytest.mark.slow]
 GR2_DIR = pathlib.Path(__file__).resolve().parents[3] / "shared" / "testdata" / "gr2"
 HEAD = GR2_DIR / "ovr_P_HEF_head83.MDB"
 SKELETON = GR2_DIR / "ovr_P_HEF_skel83.GR2"
+
+
+def skeleton_bomb(claim: int) -> bytes:
+    """The forge's bomb built on the skeleton's sections instead of the glaive's: its root keeps a Skeletons
+    pointer, so the skeleton search decompresses it (an animation's bomb it passes over unread)."""
+    glaive = forge.GLAIVE
+    forge.GLAIVE = SKELETON
+    try:
+        return forge.bomb(claim)
+    finally:
+        forge.GLAIVE = glaive
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GIGABYTE = 1 << 30
 # a child that imports this checkout as `skinbridge`, registers the add-on and runs the MDB import operator
@@ -47,7 +58,8 @@ IMPORT = (
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
     """good/: the head and its skeleton; hostile/: the same, after a 5 GB sparse .gr2 (Granny magic, then holes)
-    and a bomb (58 sections claiming 24 MiB each of one shared stream), both sorting before the skeleton."""
+    and a bomb (58 sections claiming 24 MiB each of one shared stream; its root holds a Skeletons pointer, so the
+    search decompresses it), both sorting before the skeleton."""
     root = tmp_path_factory.mktemp("gr2-beside")
     out = {}
     for name in ("good", "hostile"):
@@ -58,7 +70,7 @@ def folders(tmp_path_factory):
     with open(out["hostile"] / "a_big.gr2", "wb") as fh:
         fh.write(MAGIC)
         fh.truncate(5 << 30)
-    (out["hostile"] / "b_bomb.gr2").write_bytes(forge.bomb(24 << 20))
+    (out["hostile"] / "b_bomb.gr2").write_bytes(skeleton_bomb(24 << 20))
     (root / "loop.gr2").write_bytes(forge.empty_loop())
     out["loop"] = root / "loop.gr2"
     yield out
