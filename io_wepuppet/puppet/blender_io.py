@@ -16,6 +16,7 @@ import base64
 import json
 import os
 import re
+import uuid
 
 import bpy
 import numpy as np
@@ -25,6 +26,7 @@ from ...blender import action as baction
 from ...blender import armature as barm
 from ...blender import compat
 from ...blender import scene as bscene
+from ...blender.selection import one_model
 from ...core import model as cm
 from ...core.errors import ExportError, FormatError
 from ...core.fileio import output_path, read_bytes, write_atomic
@@ -41,6 +43,7 @@ ATTACHMENT_PROP = "skinbridge_we_attachment"
 # action the clip's action it was made from (export leaves it out: the clip's own action is the clip)
 ADDITIVE_PROP, ADDITIVE_OF_PROP = "skinbridge_we_additive", "skinbridge_we_additive_of"
 MODEL_PROP = "skinbridge_we_model"  # the file-level extras, on the armature (or the first mesh of a static model)
+IMPORT_PROP = "skinbridge_we_import"  # on an imported mesh object: which import made it (one token per import)
 # on each imported mesh object: the file's vertex records and index list (bytes), written again where unchanged
 RECORD_PROPS = (("skinbridge_we_vertices", convert.VERTEX_BYTES), ("skinbridge_we_indices", convert.INDEX_BYTES))
 _ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "collections", "actions")
@@ -93,8 +96,10 @@ def import_wepuppet(context, path: str, metres_per_unit: float = convert.METRES_
         result = bscene.build_scene(context, core_scene, name, os.path.dirname(os.path.abspath(path)))
         arm_ob = result.armature
         meshes = [ob for ob in result.objects if ob.type == "MESH"]
+        token = f"{name}:{uuid.uuid4().hex}"
         for ob, cmesh in zip(meshes, core_scene.meshes):
             ob[PROP] = json.dumps(cmesh.extras.get(convert.KEY, {}))
+            ob[IMPORT_PROP] = token
             for prop, key in RECORD_PROPS:
                 ob[prop] = cmesh.extras[key]
         for mat, cmat in zip([ob.data.materials[0] for ob in meshes if ob.data.materials],
@@ -283,13 +288,14 @@ def gather_model(context, wide: bool = False, metres_per_unit: float | None = No
     """The visible model (or the selected one) as records: `wide` MDLV0023 with 80-byte vertices; Blender metres
     per image pixel `metres_per_unit` (None: as the model was imported, else the import's default); `keep` what
     the import kept of the file (its versions, vertex records, padding)."""
-    meshes, arm_ob = bscene.exportable_objects(context, selected_only)
+    # a static model imported twice is two models: the one the selection touches is written (`one_model`)
+    meshes, arm_ob = objects = one_model(*bscene.exportable_objects(context, selected_only), IMPORT_PROP)
     holder = arm_ob if arm_ob is not None else (meshes[0] if meshes else None)
     kept_format = ((_json_prop(holder, MODEL_PROP).get("mesh_extras") or [{}])[0].get("format")
                    if keep and holder is not None else None)
     tangents = wide or (arm_ob is None if kept_format is None else bool(int(kept_format) & 0x4))
     core_scene, warnings = bscene.gather_scene(context, selected_only=selected_only, max_influences=4,
-                                               tangents=tangents)
+                                               tangents=tangents, objects=objects)
     if not core_scene.meshes:
         raise ExportError("nothing to export: no visible mesh with faces")
     if keep and holder is not None:

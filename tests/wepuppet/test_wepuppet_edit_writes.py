@@ -122,3 +122,26 @@ def test_a_key_between_samples_is_named_in_a_warning(clean_scene, testdata, tmp_
     assert mdl.write(written) == path.read_bytes()
     said = [w for w in warnings if "between its samples" in w]
     assert len(said) == 1 and f"clip {act.name}" in said[0] and "bone_0 at frame 189" in said[0], warnings
+
+
+def test_a_static_model_imported_twice_writes_the_selected_copy(clean_scene, testdata, tmp_path):
+    """A model without bones imported twice (bench/edits' duplicate-model) is two models: File › Export writes the
+    copy the selection touches, byte for byte as the file (both copies were merged into one model); with none
+    selected it names both and writes nothing."""
+    path = testdata / "wepuppet" / "blacryu_Arwing_static.mdl"
+    for _ in range(2):
+        assert bpy.ops.import_scene.skinbridge_wepuppet(filepath=str(path)) == {"FINISHED"}
+    meshes = [ob for ob in bpy.data.objects if ob.type == "MESH"]
+    tokens = {ob[blender_io.IMPORT_PROP] for ob in meshes}
+    assert len(tokens) == 2
+    for ob in bpy.context.view_layer.objects:
+        ob.select_set(False)
+    out = tmp_path / "none.mdl"
+    with pytest.raises(RuntimeError, match="2 models could be exported"):
+        bpy.ops.export_scene.skinbridge_wepuppet(filepath=str(out))
+    assert not out.exists()
+    second = next(ob for ob in meshes if ob[blender_io.IMPORT_PROP] != meshes[0][blender_io.IMPORT_PROP])
+    second.select_set(True)
+    out = tmp_path / "second.mdl"
+    assert bpy.ops.export_scene.skinbridge_wepuppet(filepath=str(out)) == {"FINISHED"}
+    assert out.read_bytes() == path.read_bytes()
