@@ -91,7 +91,7 @@ def _move_vertex() -> Touched:
     bm.verts[i].co.z += d / 4
     bmesh.update_edit_mesh(obj.data)
     _bpy().ops.object.mode_set(mode="OBJECT")
-    return Touched(f"vertex {i} of {obj.name}")
+    return Touched(f"vertex {i} of {obj.name}", [obj.name])  # a warning naming the object says why it is not written
 
 
 def _bone():
