@@ -36,6 +36,7 @@ from ...blender import material as bmat
 from ...blender import scene as bscene
 from ...core import model as cm
 from ..model import convert
+from . import blender_mmd_material
 from ..model.pmx import BoneFlag
 from ...core.paths import texture_to_open
 
@@ -135,7 +136,7 @@ def build_extras(context, result: bscene.ImportResult, scene: cm.Scene, textures
         holder[PROP] = json.dumps(extras, ensure_ascii=False)
     mats = list(meshes[0].data.materials) if meshes else []
     for mat, cmat, tex in zip(mats, scene.materials, textures):
-        _material(mat, cmat, tex, base_dir, warnings)
+        _material(mat, cmat, tex, extras["textures"], base_dir, warnings)
     bscene.failure_point("pmx_materials")
 
 
@@ -329,7 +330,10 @@ def _store_vertices(me, raw: dict) -> None:
     _np_attr(me, "pmx_uv", "FLOAT2", "vector", raw["uv"].astype(np.float32))
 
 
-def _material(mat, cmat: cm.Material, tex: cm.Texture | None, base_dir: str, warnings: list[str]) -> None:
+def _material(mat, cmat: cm.Material, tex: cm.Texture | None, table: list[str], base_dir: str,
+              warnings: list[str]) -> None:
+    """The MMD fields as JSON, the base texture (the Principled BSDF's Base Color, as export reads it) and the
+    MMD node setup (`blender_mmd_material`); `table`: the file's texture table (sphere and toon images)."""
     mat[PROP] = json.dumps(cmat.extras["pmx"], ensure_ascii=False)
     bsdf = next((n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED"), None)
     if bsdf is None:
@@ -337,9 +341,13 @@ def _material(mat, cmat: cm.Material, tex: cm.Texture | None, base_dir: str, war
     bsdf.inputs["Alpha"].default_value = float(cmat.base_color[3])
     if cmat.base_color[3] < 1.0:
         mat.surface_render_method = "BLENDED"
-    if tex is None or not tex.path:
-        return
+    node = _base_texture(mat, bsdf, tex, base_dir, warnings) if tex is not None and tex.path else None
+    blender_mmd_material.build(mat, bsdf, cmat.extras["pmx"], node, table, base_dir, IMAGE_PROP)
 
+
+def _base_texture(mat, bsdf, tex: cm.Texture, base_dir: str, warnings: list[str]):
+    """The image node of the material's texture, linked to the BSDF's Base Color; returned when the file was
+    found (a placeholder stays out of the MMD shading)."""
     full, unsafe = texture_to_open(tex.path, base_dir or os.getcwd())  # only inside the model's folder tree
     if full is not None and os.path.isfile(full):
         img = bpy.data.images.load(full, check_existing=True)
@@ -356,6 +364,7 @@ def _material(mat, cmat: cm.Material, tex: cm.Texture | None, base_dir: str, war
     node.image = img
     node.location = (-400, 300)
     mat.node_tree.links.new(node.outputs["Color"], bsdf.inputs["Base Color"])
+    return None if img.get(bmat.PLACEHOLDER_PROP) else node
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -440,7 +449,8 @@ def read_extras(scene: cm.Scene, arm_ob, meshes: list) -> None:
         if bsdf is None:
             continue
         rgb = tuple(bsdf.inputs["Base Color"].default_value)[:3]
-        cmat.base_color = (*rgb, float(bsdf.inputs["Alpha"].default_value))
+        cmat.base_color = blender_mmd_material.read_edits(mat, cmat.extras.get("pmx"),
+                                                          (*rgb, float(bsdf.inputs["Alpha"].default_value)))
         socket = bsdf.inputs["Base Color"]
         img = None
         if socket.is_linked and socket.links[0].from_node.type == "TEX_IMAGE":
