@@ -1,6 +1,7 @@
 """MMD materials in Blender (docs/mmd.md §4.9): every imported material's MMD Shader inputs and Solid-view colour
 hold its PMX record; sphere (multiply / add / sub-texture) and toon images are wired by the record; Cycles shows
-MMD's colour (the formula written out here) on planes facing the camera; a Workbench render of Luka shows each
+MMD's colour (the formula written out here) on planes facing the camera; the sphere and toon images are written
+beside a PMX exported with its textures; a Workbench render of Luka shows each
 material's diffuse colour; edits on the MMD Shader reach the exported file, and an unchanged export stays
 byte-identical (test_pmx_blender.py)."""
 from __future__ import annotations
@@ -165,6 +166,7 @@ def _render(width: int, height: int) -> np.ndarray:
     sc.render.filepath = ""
     sc.view_settings.view_transform = "Standard"
     sc.view_settings.look = "None"
+    sc.render.dither_intensity = 0.0
     bpy.ops.render.render()
     img = bpy.data.images["Render Result"]
     path = bpy.app.tempdir + "mmd_material_render.png"
@@ -226,7 +228,7 @@ def test_cycles_shows_mmds_colours(textured):
     for k, (m, normal, kw) in enumerate(cases):
         got = px[32, 16 * k + 8, :3]
         want = _mmd_colour(model.materials[m], normal, **kw)
-        assert np.abs(got - want).max() <= 2 / 255, (k, got, want)  # 8-bit PNG
+        assert np.abs(got - want).max() <= 1 / 255, (k, got, want)  # an 8-bit PNG, no dither
 
 
 def _workbench_pixels_of(mesh, materials, size_x, size_y, cam):
@@ -311,3 +313,21 @@ def test_an_edit_on_the_mmd_shader_reaches_the_file(clean_scene, testdata, tmp_p
         if k not in (3, 7):
             for f, _, _ in pmx.MATERIAL_HEAD:
                 assert np.asarray(getattr(a, f)).tobytes() == np.asarray(getattr(b, f)).tobytes(), (k, f)
+
+
+def test_export_with_textures_writes_the_sphere_and_toon_images(textured, tmp_path):
+    from skinbridge.io_pmx.blender_side import blender_io
+
+    path, model = textured
+    _import(path)
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    blender_io.export_model(bpy.context, str(outdir / "x.pmx"), textures=True)
+    out = pmx.read_file(outdir / "x.pmx")
+    assert len(out.textures) == len(model.textures) == 7
+    for k, (mat, rec) in enumerate(zip(out.materials, model.materials)):
+        assert (mat.texture, mat.sphere_texture, mat.shared_toon, mat.toon) == \
+            (rec.texture, rec.sphere_texture, rec.shared_toon, rec.toon), k
+    for name in out.textures:  # every image (each a PNG here) beside the PMX, as the table names it
+        data = (outdir / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n", name
