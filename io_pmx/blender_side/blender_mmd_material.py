@@ -100,10 +100,17 @@ class _Nodes:
 
     def mix(self, blend: str, a, b, clamp: bool = False):
         node = self.new("ShaderNodeMix", data_type="RGBA", blend_type=blend, clamp_result=clamp)
-        node.inputs["Factor"].default_value = 1.0
-        self.link(a, node.inputs["A"])
-        self.link(b, node.inputs["B"])
-        return node.outputs["Result"]
+        sockets = {s.identifier: s for s in node.inputs}  # by identifier: each name is on three sockets
+        sockets["Factor_Float"].default_value = 1.0
+        self.link(a, sockets["A_Color"])
+        self.link(b, sockets["B_Color"])
+        return next(s for s in node.outputs if s.identifier == "Result_Color")
+
+    def power(self, colour, exponent: float):
+        node = self.new("ShaderNodeGamma")  # per channel c^exponent
+        self.link(colour, node.inputs["Color"])
+        node.inputs["Gamma"].default_value = exponent
+        return node.outputs["Color"]
 
     def srgb(self, colour, encode: bool):
         """sRGB's transfer function per channel: scene-linear → display values (`encode`) or back."""
@@ -111,14 +118,12 @@ class _Nodes:
         if encode:
             knee = 0.0031308
             lo = self.vmath("SCALE", c, scale=12.92)
-            hi = self.vmath("MULTIPLY_ADD", self.vmath("POWER", c, (1 / 2.4,) * 3), (1.055,) * 3, (-0.055,) * 3)
+            hi = self.vmath("MULTIPLY_ADD", self.power(c, 1 / 2.4), (1.055,) * 3, (-0.055,) * 3)
         else:
             knee = 0.04045
             lo = self.vmath("SCALE", c, scale=1 / 12.92)
-            hi = self.vmath("POWER", self.vmath("MULTIPLY_ADD", c, (1 / 1.055,) * 3, (0.055 / 1.055,) * 3),
-                            (2.4,) * 3)
-        above = self.vmath("MULTIPLY_ADD", self.vmath("SIGN", self.vmath("SUBTRACT", c, (knee,) * 3)),
-                           (0.5,) * 3, (0.5,) * 3)
+            hi = self.power(self.vmath("MULTIPLY_ADD", c, (1 / 1.055,) * 3, (0.055 / 1.055,) * 3), 2.4)
+        above = self.vmath("MINIMUM", self.vmath("CEIL", self.vmath("SUBTRACT", c, (knee,) * 3)), (1.0, 1.0, 1.0))
         mix = self.new("ShaderNodeMix", data_type="VECTOR", factor_mode="NON_UNIFORM", clamp_factor=False)
         sockets = {s.identifier: s for s in mix.inputs}
         self.link(above, sockets["Factor_Vector"])
