@@ -13,10 +13,13 @@ scene-linear to sRGB values and the result back, so that the Standard view trans
 * + specular colour × light colour × max(0, N·H)^power; alpha = diffuse alpha × the base texture's alpha;
 * given as emission (MMD's light is in the shader, not Blender's lamps), mixed with transparency by alpha.
 
-The Principled BSDF the bridge made stays in the tree, unlinked from the output: its Base Color and Alpha are
-"the" diffuse colour (export reads them, material morphs set them); drivers copy them to the MMD Shader's
-Diffuse Color and Alpha and to `Material.diffuse_color` (the Solid view's and Workbench's colour). The other
-MMD fields are inputs of the group set from the file's record; the edge is not drawn.
+`Material.diffuse_color` (the Solid view's and Workbench's colour) is the file's diffuse and alpha. The Principled
+BSDF the bridge made stays in the tree, unlinked from the output: other formats' exports read it and the morph
+sliders colour it. Export (`read_edits`) writes its Base Color and Alpha as the diffuse, as before, unless the
+MMD Shader's Diffuse Color and Alpha were edited instead (they no longer hold the file's value while the BSDF's
+do); the MMD Shader's Ambient Color, Specular Color and Specular Power are written when changed. (Drivers from
+the BSDF to the MMD Shader would form a dependency cycle within one node tree, so morphs do not reach it.)
+The edge is not drawn.
 """
 from __future__ import annotations
 
@@ -263,7 +266,6 @@ def build(mat, bsdf, rec: dict, base_node, textures: list[str], base_dir: str, i
     output.location = (400, 300)
     links.new(shader.outputs["Shader"], output.inputs["Surface"])
     bsdf.location = (0, -300)
-    bsdf.label = "PMX diffuse (read by export)"
 
     if base_node is not None:
         links.new(base_node.outputs["Color"], inputs["Base Tex"])
