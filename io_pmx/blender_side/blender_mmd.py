@@ -13,7 +13,8 @@ Import (`build_extras`, inside the import transaction of `blender_io.import_pmx`
 * bone collections from display frames (custom property `skinbridge_pmx_frame` = the frame index);
 * bones without the visible flag hidden, without rotate/move flags locked;
 * the file's per-vertex records as point attributes (`pmx_*`), its materials' MMD fields as a JSON custom
-  property, textures as image nodes (a missing file gives a placeholder image, with a warning);
+  property, textures as image nodes (a missing file gives a placeholder image, with a warning), MMD's shading
+  as node groups (`blender_mmd_material`);
 * everything else (morphs of every type, display frames, rigid bodies, joints, soft bodies, header texts,
   scale) as JSON in the armature's custom property `skinbridge_pmx`.
 The Japanese and English names of a bone stay in its `skinbridge` property (`file_names(bone)`); a bone renamed
@@ -21,7 +22,8 @@ in Blender is written with its new name (`pmx_names(bone)`).
 
 Export (`read_extras`): read-only; fills the gathered core scene with the stored data and with what the user
 can change in Blender: IK limits (per axis: the override constraint, else the IK limit, else free), bone
-collection membership, material colour/alpha/texture, and the per-vertex records of each exported vertex.
+collection membership, material colour/alpha/texture (and the MMD Shader node's edits), and the per-vertex
+records of each exported vertex.
 """
 from __future__ import annotations
 
