@@ -13,7 +13,8 @@ Import (`build_extras`, inside the import transaction of `blender_io.import_pmx`
 * bone collections from display frames (custom property `skinbridge_pmx_frame` = the frame index);
 * bones without the visible flag hidden, without rotate/move flags locked;
 * the file's per-vertex records as point attributes (`pmx_*`), its materials' MMD fields as a JSON custom
-  property, textures as image nodes (a missing file gives a placeholder image, with a warning);
+  property, textures as image nodes (a missing file gives a placeholder image, with a warning), MMD's shading
+  as node groups (`blender_mmd_material`);
 * everything else (morphs of every type, display frames, rigid bodies, joints, soft bodies, header texts,
   scale) as JSON in the armature's custom property `skinbridge_pmx`.
 The Japanese and English names of a bone stay in its `skinbridge` property (`file_names(bone)`); a bone renamed
@@ -21,7 +22,8 @@ in Blender is written with its new name (`pmx_names(bone)`).
 
 Export (`read_extras`): read-only; fills the gathered core scene with the stored data and with what the user
 can change in Blender: IK limits (per axis: the override constraint, else the IK limit, else free), bone
-collection membership, material colour/alpha/texture, and the per-vertex records of each exported vertex.
+collection membership, material colour/alpha/texture (and the MMD Shader node's edits), and the per-vertex
+records of each exported vertex.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ from ...blender import material as bmat
 from ...blender import scene as bscene
 from ...core import model as cm
 from ..model import convert
+from . import blender_mmd_material
 from ..model.pmx import BoneFlag
 from ...core.paths import texture_to_open
 
@@ -135,7 +138,7 @@ def build_extras(context, result: bscene.ImportResult, scene: cm.Scene, textures
         holder[PROP] = json.dumps(extras, ensure_ascii=False)
     mats = list(meshes[0].data.materials) if meshes else []
     for mat, cmat, tex in zip(mats, scene.materials, textures):
-        _material(mat, cmat, tex, base_dir, warnings)
+        _material(mat, cmat, tex, extras["textures"], base_dir, warnings)
     bscene.failure_point("pmx_materials")
 
 
@@ -329,7 +332,10 @@ def _store_vertices(me, raw: dict) -> None:
     _np_attr(me, "pmx_uv", "FLOAT2", "vector", raw["uv"].astype(np.float32))
 
 
-def _material(mat, cmat: cm.Material, tex: cm.Texture | None, base_dir: str, warnings: list[str]) -> None:
+def _material(mat, cmat: cm.Material, tex: cm.Texture | None, table: list[str], base_dir: str,
+              warnings: list[str]) -> None:
+    """The MMD fields as JSON, the base texture (the Principled BSDF's Base Color, as export reads it) and the
+    MMD node setup (`blender_mmd_material`); `table`: the file's texture table (sphere and toon images)."""
     mat[PROP] = json.dumps(cmat.extras["pmx"], ensure_ascii=False)
     bsdf = next((n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED"), None)
     if bsdf is None:
@@ -337,9 +343,13 @@ def _material(mat, cmat: cm.Material, tex: cm.Texture | None, base_dir: str, war
     bsdf.inputs["Alpha"].default_value = float(cmat.base_color[3])
     if cmat.base_color[3] < 1.0:
         mat.surface_render_method = "BLENDED"
-    if tex is None or not tex.path:
-        return
+    node = _base_texture(mat, bsdf, tex, base_dir, warnings) if tex is not None and tex.path else None
+    blender_mmd_material.build(mat, bsdf, cmat.extras["pmx"], node, table, base_dir, IMAGE_PROP)
 
+
+def _base_texture(mat, bsdf, tex: cm.Texture, base_dir: str, warnings: list[str]):
+    """The image node of the material's texture, linked to the BSDF's Base Color; returned when the file was
+    found (a placeholder stays out of the MMD shading)."""
     full, unsafe = texture_to_open(tex.path, base_dir or os.getcwd())  # only inside the model's folder tree
     if full is not None and os.path.isfile(full):
         img = bpy.data.images.load(full, check_existing=True)
@@ -356,6 +366,7 @@ def _material(mat, cmat: cm.Material, tex: cm.Texture | None, base_dir: str, war
     node.image = img
     node.location = (-400, 300)
     mat.node_tree.links.new(node.outputs["Color"], bsdf.inputs["Base Color"])
+    return None if img.get(bmat.PLACEHOLDER_PROP) else node
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -440,7 +451,8 @@ def read_extras(scene: cm.Scene, arm_ob, meshes: list) -> None:
         if bsdf is None:
             continue
         rgb = tuple(bsdf.inputs["Base Color"].default_value)[:3]
-        cmat.base_color = (*rgb, float(bsdf.inputs["Alpha"].default_value))
+        cmat.base_color = blender_mmd_material.read_edits(mat, cmat.extras.get("pmx"),
+                                                          (*rgb, float(bsdf.inputs["Alpha"].default_value)))
         socket = bsdf.inputs["Base Color"]
         img = None
         if socket.is_linked and socket.links[0].from_node.type == "TEX_IMAGE":
