@@ -6,7 +6,7 @@ texture table then holds the paths relative to the PMX.
 Texture table entries are matched to Blender images the way `blender.material.read_material` names them
 (the image's absolute file path, else its name). The relative paths of a PMX imported from a file stay as
 they are: the file each base texture was loaded from is copied to that path beside the new PMX. Sphere and
-toon images the import found (the MMD node setup's image nodes, docs/mmd.md §4.9) are written like base
+toon images the import found (the MMD node setup's image nodes, docs/mmd.md §4.10) are written like base
 textures; those whose file was missing have no Blender image and are not written.
 """
 from __future__ import annotations
