@@ -276,8 +276,11 @@ def _keyed_times(chans: dict, same_ch: dict, xk: np.ndarray) -> tuple[np.ndarray
         if not len(g):
             continue
         if key in same_ch and len(xk):
+            # a GENERATED key is import's while the segment it lies in and the key that segment starts at are
+            # (a new value there leaves the GENERATED keys on the old path: Blender plays them, so they stay)
             k = np.searchsorted(xk, g - 1e-6)
-            ok = (k > 0) & (k < len(xk)) & same_ch[key][np.clip(k, 0, len(xk) - 1)]
+            same = same_ch[key]
+            ok = (k > 0) & (k < len(xk)) & same[np.clip(k, 0, len(xk) - 1)] & same[np.clip(k - 1, 0, len(xk) - 1)]
             g = g[~ok]
         gen_kept.append(g)
     xs = np.unique(np.concatenate(real + gen_kept)) if real else np.zeros(0)

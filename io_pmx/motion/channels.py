@@ -40,7 +40,8 @@ from . import vmd
 from ..model.pmx import BoneFlag
 
 FRAME_RATE = vmd.FPS
-ANGLE_TOLERANCE = 1e-5  # radians: component blend may part from slerp by this much before a GENERATED key
+ANGLE_TOLERANCE = 1e-6  # radians: component blend may part from slerp by this much before a GENERATED key (a
+# chain of keyed bones adds its bones' errors up: 1e-6 keeps a pose within 1e-5 of the height, docs/mmd.md §4.4)
 SWAP_YZ = np.array([[1.0, 0, 0], [0, 0, 1], [0, 1, 0]])
 _CONJ = np.array([1.0, -1, -1, -1])
 
@@ -370,13 +371,13 @@ def _fit_pieces(f, x0: float, x1: float, tol: float, depth: int = 0) -> list[np.
     slopes from f, cut in halves until each stays within `tol` of f."""
     d = x1 - x0
     e = d * 1e-4
-    ya, yb = f(np.array([x0, x1]))
-    sa = (f(np.array([x0 + e]))[0] - ya) / e
-    sb = (yb - f(np.array([x1 - e]))[0]) / e
-    p = np.array([[x0, ya], [x0 + d / 3, ya + sa * d / 3], [x1 - d / 3, yb - sb * d / 3], [x1, yb]])
     test = x0 + d * np.linspace(0.05, 0.95, 13)
+    ya, yb, ye, yf, *yt = f(np.concatenate([[x0, x1, x0 + e, x1 - e], test]))  # f in one call: its cost is per call
+    sa = (ye - ya) / e
+    sb = (yb - yf) / e
+    p = np.array([[x0, ya], [x0 + d / 3, ya + sa * d / 3], [x1 - d / 3, yb - sb * d / 3], [x1, yb]])
     u = solve_axis(p, 0, test)
-    err = np.abs(bezier_point(p, u)[:, 1] - f(test)).max()
+    err = np.abs(bezier_point(p, u)[:, 1] - np.array(yt)).max()
     if err <= tol or depth >= 10:
         return [p]
     mid = 0.5 * (x0 + x1)
@@ -417,6 +418,49 @@ def _fast_channel(frames, y, track: BoneTrack, k_row, separable: bool) -> Channe
         return None
     chosen = np.where(live.any(axis=1)[:, None], chosen, np.array(vmd.LINEAR_CURVE))
     return _plain_channel(frames, y, np.concatenate([np.zeros((1, 4), np.int64), chosen]))
+
+
+def _sliced_rotation(frames, quat, curves, halves, limit: float) -> list[ChannelKeys]:
+    """The four quaternion channels of a bone whose keys turn further apart than `limit` (half-angles
+    `halves` per segment), in bulk: segment k is cut into ceil(halves[k] / limit) pieces at equal slerp
+    weights s; each piece is the exact part of the MMD curve `curves[k]` between those weights, its values
+    running linearly between the slerped quaternions at its ends (GENERATED keys inside a segment)."""
+    parts = np.where(halves > limit, np.ceil(halves / limit), 1).astype(np.int64)  # (K-1,)
+    seg = np.repeat(np.arange(len(parts)), parts)  # the segment of each piece
+    first = np.concatenate([[0], np.cumsum(parts)[:-1]])
+    j = np.arange(len(seg)) - first[seg]  # the piece's place in its segment
+    s0, s1 = j / parts[seg], (j + 1) / parts[seg]
+    p = np.zeros((len(parts), 4, 2))
+    p[:, 1:3] = curves[1:].astype(np.float64).reshape(-1, 2, 2) / 127.0
+    p[:, 3] = 1.0
+    pp = p[seg]
+    u0 = np.where(s0 > 0, solve_many(pp, 1, s0), 0.0)
+    u1 = np.where(s1 < 1, solve_many(pp, 1, s1), 1.0)
+    sub = split_many(pp, u0, u1)  # (P, 4, 2) in the segment's normalised (time, weight)
+    q0, q1 = quat[:-1][seg], quat[1:][seg]
+    qa = slerp(q0, q1, s0)
+    qb = slerp(q0, q1, s1)
+    qa *= np.where(np.sum(qa * q0, axis=1) < 0, -1.0, 1.0)[:, None]
+    qb *= np.where(np.sum(qb * q0, axis=1) < 0, -1.0, 1.0)[:, None]
+    qa[j == 0] = q0[j == 0]
+    last = j == parts[seg] - 1
+    qb[last] = q1[last]
+    x0, dx = frames[:-1][seg], np.diff(frames)[seg]
+    tx = x0[:, None] + sub[:, :, 0] * dx[:, None]  # (P, 4)
+    f = (sub[:, :, 1] - s0[:, None]) / (s1 - s0)[:, None]  # (P, 4) of the way from qa to qb
+    xs = np.concatenate([[frames[0]], tx[:, 3]])
+    gen = np.concatenate([[False], ~last])
+    key = np.concatenate([[0], np.where(last, seg + 1, -1)])
+    out = []
+    for c in range(4):
+        ty = qa[:, c, None] + f * (qb[:, c] - qa[:, c])[:, None]
+        ys = np.concatenate([[quat[0, c]], qb[:, c]])
+        hl = np.stack([xs - 1.0, ys], 1)
+        hr = np.stack([xs + 1.0, ys], 1)
+        hr[:-1] = np.stack([tx[:, 1], ty[:, 1]], 1)
+        hl[1:] = np.stack([tx[:, 2], ty[:, 2]], 1)
+        out.append(ChannelKeys(xs.copy(), ys, hl, hr, gen.copy(), key.copy()))
+    return out
 
 
 def build_bone_channels(track: BoneTrack, bmap: BoneMap, frame_rate: float,
@@ -483,32 +527,8 @@ def build_bone_channels(track: BoneTrack, bmap: BoneMap, frame_rate: float,
         for c in range(4):
             out[("rotation_quaternion", c)] = _plain_channel(frames, quat[:, c], track.curves[:, 3])
         return out, fitted
-    builders = [CurveBuilder() for _ in range(4)]
-    for c in range(4):
-        builders[c].point(frames[0], quat[0, c], 0)
-    for k in range(1, n):
-        x0, x1 = frames[k - 1], frames[k]
-        q0, q1 = quat[k - 1], quat[k]
-        half = math.acos(min(1.0, abs(float(np.dot(q0, q1)) / (np.linalg.norm(q0) * np.linalg.norm(q1)))))
-        parts = max(1, math.ceil(half / limit)) if half > limit else 1
-        p = curve_points(track.curves[k, 3])
-        s = np.linspace(0.0, 1.0, parts + 1)
-        u = np.concatenate([[0.0], solve_axis(p, 1, s[1:-1]), [1.0]]) if parts > 1 else np.array([0.0, 1.0])
-        qs = slerp(np.broadcast_to(q0, (parts + 1, 4)), np.broadcast_to(q1, (parts + 1, 4)), s)
-        qs *= np.where(np.sum(qs * q0, axis=1) < 0, -1.0, 1.0)[:, None]
-        qs[0], qs[-1] = q0, q1
-        for j in range(parts):
-            sub = split_bezier(p, u[j], u[j + 1])
-            span = s[j + 1] - s[j]
-            for c in range(4):
-                piece = np.empty((4, 2))
-                piece[:, 0] = x0 + sub[:, 0] * (x1 - x0)
-                piece[:, 1] = qs[j, c] + (sub[:, 1] - s[j]) / span * (qs[j + 1, c] - qs[j, c])
-                builders[c].piece(piece, k if j == parts - 1 else -1)
-        for c in range(4):
-            builders[c].y[-1] = q1[c]
-    for c in range(4):
-        out[("rotation_quaternion", c)] = builders[c].done()
+    for c, ck in enumerate(_sliced_rotation(frames, quat, track.curves[:, 3], halves, limit)):
+        out[("rotation_quaternion", c)] = ck
     return out, fitted
 
 
