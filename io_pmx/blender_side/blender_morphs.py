@@ -30,7 +30,7 @@ from ...core.transforms import matrix3_to_quat, trs_to_matrix
 from ...core.workers import quiet_stop
 from ..model import convert, morphs as mmd_morphs
 from ..model import pmx
-from . import blender_mmd
+from . import blender_mmd, blender_mmd_material
 from .blender_motion_model import bone_key_map, bone_names, escape, model_metres_per_unit, skinned_meshes
 from ...blender.translations import translate
 
@@ -171,10 +171,15 @@ def _undo(model: Model, state: dict) -> None:
     for k, add in state.get("keys", {}).items():
         for kb in model.key_blocks(int(k)):
             kb.value -= add
-    for name, (base, shown) in state.get("materials", {}).items():
-        bsdf = _bsdf(bpy.data.materials.get(name))
+    for name, (base, shown, *more) in state.get("materials", {}).items():
+        mat = bpy.data.materials.get(name)
+        bsdf = _bsdf(mat)
         if bsdf is not None and np.allclose(_colour(bsdf), shown, atol=1e-6):
             _set_colour(bsdf, base)
+        for key, (was, now) in (more[0] if more else {}).items():  # untouched since: its own value comes back
+            get, put = _SHOWN[key]
+            if mat is not None and get(mat) is not None and np.allclose(get(mat), now, atol=1e-6):
+                put(mat, was)
     for ob in model.meshes:
         me = ob.data
         shown = me.attributes.get(UV_SHOWN_ATTR)
@@ -267,6 +272,27 @@ def _set_colour(bsdf, rgba) -> None:
     bsdf.inputs["Alpha"].default_value = rgba[3]
 
 
+def _shader_colour(mat) -> list[float] | None:
+    """The MMD Shader node's diffuse colour and alpha (the node setup EEVEE and Cycles draw), or None."""
+    node = mat.node_tree.nodes.get(blender_mmd_material.SHADER_NODE) if mat and mat.node_tree else None
+    if node is None or "Diffuse Color" not in node.inputs or "Alpha" not in node.inputs:
+        return None
+    return [*node.inputs["Diffuse Color"].default_value[:3], node.inputs["Alpha"].default_value]
+
+
+def _set_shader_colour(mat, rgba) -> None:
+    node = mat.node_tree.nodes[blender_mmd_material.SHADER_NODE]
+    node.inputs["Diffuse Color"].default_value = (*rgba[:3], 1.0)
+    node.inputs["Alpha"].default_value = rgba[3]
+
+
+# what a material morph colours besides the Principled BSDF (export reads the BSDF): the MMD Shader and the
+# Solid view's colour, each from its own value (an edit made on one of them stays its own)
+_SHOWN = {"shader": (_shader_colour, _set_shader_colour),
+          "solid": (lambda mat: list(mat.diffuse_color) if mat is not None else None,
+                    lambda mat, rgba: setattr(mat, "diffuse_color", rgba))}
+
+
 def _apply_materials(model: Model, weights: np.ndarray) -> dict[str, list]:
     if not any(m.kind == pmx.MORPH_MATERIAL and w for m, w in zip(model.morphs, weights)) or not model.meshes:
         return {}
@@ -280,14 +306,26 @@ def _apply_materials(model: Model, weights: np.ndarray) -> dict[str, list]:
             rec.diffuse = np.asarray(_colour(bsdf), np.float32)
         records.append(rec)
     values = mmd_morphs.material_values(records, model.morphs, weights)
+    shown_on = {}
+    for key, (get, _) in _SHOWN.items():
+        bases = [get(mat) for mat in mats]
+        recs = [pmx.PmxMaterial(diffuse=np.asarray(b if b is not None else r.diffuse, np.float32))
+                for b, r in zip(bases, records)]
+        shown_on[key] = (bases, mmd_morphs.material_values(recs, model.morphs, weights))
     out = {}
-    for mat, rec, v in zip(mats, records, values):
+    for k, (mat, rec, v) in enumerate(zip(mats, records, values)):
         bsdf = _bsdf(mat)
         shown = [float(x) for x in v["diffuse"]]
         if bsdf is None or np.allclose(shown, rec.diffuse, atol=0):
             continue
         _set_colour(bsdf, shown)
-        out[mat.name] = [[float(x) for x in rec.diffuse], _colour(bsdf)]
+        others = {}
+        for key, (get, put) in _SHOWN.items():
+            bases, their = shown_on[key]
+            if bases[k] is not None:
+                put(mat, [float(x) for x in their[k]["diffuse"]])
+                others[key] = [[float(x) for x in bases[k]], [float(x) for x in get(mat)]]
+        out[mat.name] = [[float(x) for x in rec.diffuse], _colour(bsdf), others]
     return out
 
 
@@ -448,7 +486,7 @@ def store_colour(arm_ob, morph_name: str) -> int:
         bsdf = _bsdf(mats[t]) if 0 <= t < len(mats) else None
         if bsdf is None or mats[t].name not in seen:
             continue
-        base, shown = (np.asarray(x, np.float64) for x in seen[mats[t].name])
+        base, shown = (np.asarray(x, np.float64) for x in seen[mats[t].name][:2])
         wanted = np.asarray(_colour(bsdf), np.float64)
         if np.allclose(wanted, shown, atol=1e-6):
             continue

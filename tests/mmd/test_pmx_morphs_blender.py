@@ -145,6 +145,33 @@ def test_material_morph_multiplies_and_adds(model):
         np.testing.assert_array_equal(_colour(mats[i]), before[i])
 
 
+def test_material_morph_colours_the_mmd_shader_and_the_solid_view(model):
+    """A material morph shows in what EEVEE and Cycles draw (the MMD Shader's Diffuse Color and Alpha) and in the
+    Solid view (`diffuse_color`) as in the BSDF export reads; back at 0 each holds its own value again, bit for
+    bit, an edit made on the shader alone included."""
+    from skinbridge.io_pmx.blender_side import blender_mmd_material
+
+    arm, mesh, m = model
+    mats = mesh.data.materials
+    shader = [mat.node_tree.nodes[blender_mmd_material.SHADER_NODE].inputs for mat in mats[:2]]
+
+    def shader_colour(i):
+        return np.array([*shader[i]["Diffuse Color"].default_value[:3], shader[i]["Alpha"].default_value])
+
+    shader[1]["Diffuse Color"].default_value = (0.25, 0.5, 0.75, 1.0)  # the user's edit on the shader alone
+    before = [(shader_colour(i), np.array(mats[i].diffuse_color)) for i in (0, 1)]
+    morph = _morph(m, pmx.MORPH_MATERIAL).offsets
+    _set(arm, pmx.MORPH_MATERIAL, 1.0)
+    np.testing.assert_allclose(shader_colour(0), m.materials[0].diffuse * morph["diffuse"][0], atol=1e-6)
+    np.testing.assert_allclose(np.array(mats[0].diffuse_color), m.materials[0].diffuse * morph["diffuse"][0],
+                               atol=1e-6)
+    np.testing.assert_allclose(shader_colour(1), before[1][0] + morph["diffuse"][1], atol=1e-6)
+    _set(arm, pmx.MORPH_MATERIAL, 0.0)
+    for i in (0, 1):
+        np.testing.assert_array_equal(shader_colour(i), before[i][0])
+        np.testing.assert_array_equal(np.array(mats[i].diffuse_color), before[i][1])
+
+
 def test_uv_morphs_move_the_uvs(model):
     arm, mesh, m = model
     corner = np.empty(len(mesh.data.loops), np.int64)
