@@ -126,7 +126,7 @@ def measure(size: str = "", tmp: pathlib.Path | None = None, repeat: int = 1, ti
         written = run_worker({"task": "write_glb", "glb": glb}, 1, timeout)
         gltf = _row("import", written if "error" in written else run_worker({"task": "gltf_import", "glb": glb},
                                                                             repeat, timeout))
-    gltf["format"] = "glTF of the head"
+    gltf["format"] = "glTF (the head)"  # a baseline row: bench/run gives it no x_gltf
     rows.append(gltf)
     if gltf["status"] == "ok" and baseline["status"] == "ok":  # issue 50 item 2: within 1.25× glTF's import
         baseline["limit_seconds"] = GLTF_FACTOR * gltf["seconds"]

@@ -7,7 +7,7 @@ that, in the interpreter's own start-up (about 0.1 s here), Python's defaults ap
 the start, but no signal is sent before the process shows the signals held (SigBlk in /proc/PID/status).
 
 The run converts the bench L model (200,000 vertices, 100 bones, 250 frames; bench/models.py, written by our
-UMD2 writer), which takes well over 5 s; the signals land at 10 moments of its first 3 s. Default leg only."""
+UMD2 writer), which takes over 4 s; the signals land at 10 moments of its first 3 s. Default leg only."""
 from __future__ import annotations
 
 import os
@@ -68,10 +68,11 @@ def _run(big_model, tmp_path: pathlib.Path, sig: int | None, at: float) -> tuple
     return proc, err, time.monotonic() - start
 
 
-def test_the_run_lasts_past_five_seconds(big_model, tmp_path):
+def test_the_run_outlasts_the_last_signal(big_model, tmp_path):
     proc, err, seconds = _run(big_model, tmp_path, None, 0)
     assert proc.returncode == 0, err
-    assert seconds > 5, f"the unsignalled run took {seconds:.1f} s: the signals would not land in its first 3 s"
+    # the last signal lands at 3 s: the run must outlast it by a margin (5.7 s on an idle 2-core machine)
+    assert seconds > MOMENTS[-1] + 1, f"the unsignalled run took {seconds:.1f} s: the signals would not land in it"
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["Wave.smd", "model.qc", "model.smd"]
 
 
