@@ -204,27 +204,29 @@ def step_keys(times: np.ndarray, values: np.ndarray, fps: float, rotation: bool 
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Keys of a linear channel whose times may repeat (a step: the engine plays the first key of a run at one
     time t as the end of the segment before it and the last from t on) as an F-curve can hold them: (times,
-    values, per key whether its segment is CONSTANT). A run becomes a CONSTANT key ``STEP_GAP`` frames before t
-    holding the engine's value there (on the linear or slerp path to the first key, so that the segment before
-    it is played as the engine plays it) and a key at t holding the last. The first value comes back on export
-    (`_step_frames`); without a key before the run the CONSTANT key holds the first value."""
+    values, per key whether its segment is CONSTANT). A run (keys less than 0.01 frame apart, which Blender would
+    merge, count as one time: the last one's) becomes a CONSTANT key ``STEP_GAP`` frames before t holding the
+    engine's value there (on the linear or slerp path to the first key, so that the segment before it is played as
+    the engine plays it) and a key at t holding the last. The first value comes back on export (`_step_frames`);
+    without a key before the run the CONSTANT key holds the first value."""
     times = np.asarray(times, np.float64)
     values = np.asarray(values, np.float64)
-    if len(times) < 2 or (np.diff(times) > 0).all():
+    close = STEP_GAP / 2 / fps
+    if len(times) < 2 or (np.diff(times) >= close).all():
         return times, values, np.zeros(len(times), bool)
     out_t, out_v, out_c = [], [], []
     k, n = 0, len(times)
     gap = STEP_GAP / fps
     while k < n:
         end = k
-        while end + 1 < n and times[end + 1] <= times[k]:
+        while end + 1 < n and times[end + 1] - times[end] < close:
             end += 1
         if end > k:
-            t = times[k]
+            t = times[end]
             if out_t:
                 before = out_t[-1]
-                at = max(t - gap, (before + t) / 2)
-                f = (at - before) / (t - before) if t > before else 1.0
+                at = max(t - gap, (before + times[k]) / 2)
+                f = min((at - before) / (times[k] - before), 1.0) if times[k] > before else 1.0
                 a, b = out_v[-1][None], values[k][None]
                 held = (slerp(quat_normalize(a), quat_normalize(b), np.array([f])) if rotation
                         else a + (b - a) * f)[0]
