@@ -12,6 +12,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
+from conftest import run_cli  # noqa: E402
 from support.urho_engine import Engine  # noqa: E402
 
 from skinbridge.blender import action as bact  # noqa: E402
@@ -150,13 +151,18 @@ def _edit_one_key(act, bone: str, index: int) -> float:
 def test_edited_stepped_track_keeps_its_steps(clean_scene, testdata, tmp_path):
     """One key of Joint1 edited (the key at 0.75 s): its track comes back with the file's 10 keys (the step
     pair included, first value then second) and differs from the file at that key only; every other track is the
-    file's record, bit for bit."""
+    file's record, bit for bit (`skinbridge diff` names that one key)."""
     arm, act, _, src, _ = _load(testdata, "Ninja.mdl", "Ninja_HighJump")
     _edit_one_key(act, "Joint1", 5)
     written, _ = motion_io.export_actions(bpy.context, str(tmp_path / "out"), arm, "urho3d", "urho3d",
                                           actions=[act])
-    back = uani.read(open(next(p for p in written if p.endswith(".ani")), "rb").read())
+    path = next(p for p in written if p.endswith(".ani"))
+    back = uani.read(open(path, "rb").read())
     assert [t.name for t in back.tracks] == [t.name for t in src.tracks]
+    diff = run_cli("diff", testdata / "urho3d" / "Ninja_HighJump.ani", path)
+    changed = [line for line in diff.stdout.splitlines() if line.startswith("tracks[")]
+    assert len(changed) == 1 and changed[0].startswith("tracks[0] (Joint1): positions[5] "), diff.stdout
+    assert "1 difference(s) in 1 record(s); 0 record(s) added, 0 removed" in diff.stdout
     for a, b in zip(src.tracks, back.tracks):
         if a.name != "Joint1":
             assert np.asarray(a.times).tobytes() == np.asarray(b.times).tobytes(), a.name
