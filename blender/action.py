@@ -15,10 +15,15 @@ those bones can only come near the engine's. The nearest frame is used, never a 
 measures what it gives against the engine's own evaluation (skin = world · bind⁻¹, linear position and
 scale, slerped rotation) on the vertices those bones move, and names the bones and the largest difference
 (a fraction of the bounding-box diagonal) in one warning when it is above ``DEFORM_TOLERANCE``. The file's
-keys of those bones (and of tracks with two keys at one time, a step, which an F-curve cannot hold) are kept on
-the action (``KEYS_PROP``) with a fingerprint of the F-curves they became,
-and export writes them again while the F-curves still match it. Tracks that name no bone are kept there too
-and written back, in the file's track order.
+keys of those bones (and of tracks with two keys at one time, a step) are kept on the action (``KEYS_PROP``) with
+a fingerprint of the F-curves they became, and export writes them again while the F-curves still match it.
+Tracks that name no bone are kept there too and written back, in the file's track order.
+
+Steps: an F-curve holds one key per frame (Blender merges keys less than 0.01 frame apart), so a step at t becomes
+a CONSTANT key ``STEP_GAP`` frames before t, on the engine's path to the step's first key, then a key at t with the
+second (`step_keys`): Blender plays the engine's motion everywhere but in those ``STEP_GAP`` frames. Export reads a
+CONSTANT key whose next key is at most ``STEP_GAP`` later back as a step: two keys at the next key's time, the
+first carried on the line of the segment before (the file's first value), then the next key's.
 
 Rotation: Blender interpolates the four quaternion F-curves component by component (a normalised lerp),
 Urho3D/UrhoX/glTF slerp. Import makes neighbouring keys take the short way and adds keys of type GENERATED
@@ -28,8 +33,8 @@ that still lie on the slerp path between the keys around them.
 Export takes, per bone, the union of its channels' key times and evaluates every channel there; it adds
 samples at the scene frame rate only inside segments that are not straight (a Bézier segment whose handles
 leave the line, other easings, Euler or axis-angle rotation, F-curve modifiers), and samples the evaluated
-pose at the frame rate for a bone moved by constraints, drivers or NLA. A CONSTANT segment becomes a hold key
-``HOLD_GAP`` seconds before the next key unless the whole track steps and the target can step.
+pose at the frame rate for a bone moved by constraints, drivers or NLA. A CONSTANT segment (other than a step's)
+becomes a hold key ``HOLD_GAP`` seconds before the next key unless the whole track steps and the target can step.
 Export only reads: frame, action assignment and pose are put back in ``finally``.
 """
 from __future__ import annotations
@@ -58,6 +63,7 @@ from .props import json_prop
 
 ANGLE_TOLERANCE = 1e-5  # radians: nlerp may part from slerp by this much before a GENERATED key is added
 HOLD_GAP = 1e-4  # seconds
+STEP_GAP = 0.02  # frames (Blender merges keys less than 0.01 apart): a step is a CONSTANT key this much before it
 PROP = "skinbridge_ani"
 OWNER_PROP = "skinbridge_armature"  # on an action: the armature Object its import made it for
 KEYS_PROP = "skinbridge_keys"  # on an action: the file's keys Blender cannot hold exactly, and unmatched tracks
@@ -170,12 +176,81 @@ def _slerp_keys_of(times: np.ndarray, qs: list[np.ndarray], tolerance: float = A
             for k in range(len(q))]  # `short_way` keeps keys already the short way as they are
 
 
+def _slerp_keys_held(times: np.ndarray, q: np.ndarray, held: np.ndarray, tolerance: float = ANGLE_TOLERANCE
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`slerp_keys` of keys whose ``held`` ones start a CONSTANT segment (`step_keys`): no GENERATED key inside
+    those. Returns (times, quaternions, generated flags, held flags)."""
+    t, v, gen = slerp_keys(times, q, tolerance)
+    if not held.any():
+        return t, v, gen, np.zeros(len(t), bool)
+    k = np.flatnonzero(held)
+    inside = np.zeros(len(t), bool)
+    for a, b in zip(times[k], times[k + 1]):
+        inside |= gen & (t > a) & (t < b)
+    t, v, gen = t[~inside], v[~inside], gen[~inside]
+    return t, v, gen, np.isin(t, times[k]) & ~gen
+
+
+def _interp_of(interpolation: str, held: np.ndarray | None):
+    """What `_curve_sample` takes: the name, or per key the CONSTANT ones where a step holds."""
+    if held is None or not held.any():
+        return interpolation
+    return np.where(held, "CONSTANT", interpolation)
+
+
 # -- import: core Animation → action ---------------------------------------------------------------------
 
+def step_keys(times: np.ndarray, values: np.ndarray, fps: float, rotation: bool = False
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Keys of a linear channel whose times may repeat (a step: the engine plays the first key of a run at one
+    time t as the end of the segment before it and the last from t on) as an F-curve can hold them: (times,
+    values, per key whether its segment is CONSTANT). A run (keys less than 0.01 frame apart, which Blender would
+    merge, count as one time: the last one's) becomes a CONSTANT key ``STEP_GAP`` frames before t holding the
+    engine's value there (on the linear or slerp path to the first key, so that the segment before it is played as
+    the engine plays it) and a key at t holding the last. The first value comes back on export (`_step_frames`);
+    without a key before the run the CONSTANT key holds the first value."""
+    times = np.asarray(times, np.float64)
+    values = np.asarray(values, np.float64)
+    close = STEP_GAP / 2 / fps
+    if len(times) < 2 or (np.diff(times) >= close).all():
+        return times, values, np.zeros(len(times), bool)
+    out_t, out_v, out_c = [], [], []
+    k, n = 0, len(times)
+    gap = STEP_GAP / fps
+    while k < n:
+        end = k
+        while end + 1 < n and times[end + 1] - times[end] < close:
+            end += 1
+        if end > k:
+            t = times[end]
+            if out_t:
+                before = out_t[-1]
+                at = max(t - gap, (before + times[k]) / 2)
+                f = min((at - before) / (times[k] - before), 1.0) if times[k] > before else 1.0
+                a, b = out_v[-1][None], values[k][None]
+                held = (slerp(quat_normalize(a), quat_normalize(b), np.array([f])) if rotation
+                        else a + (b - a) * f)[0]
+                if rotation and np.dot(held, out_v[-1]) < 0:
+                    held = -held
+            else:
+                at, held = t - gap, values[k]
+            out_t += [at, t]
+            out_v += [held, values[end]]
+            out_c += [True, False]
+        else:
+            out_t.append(times[k])
+            out_v.append(values[k])
+            out_c.append(False)
+        k = end + 1
+    return np.array(out_t), np.array(out_v), np.array(out_c)
+
+
 def _add_channel(cb, bone: str, prop: str, frames: np.ndarray, values: np.ndarray, interpolation: str,
-                 generated: np.ndarray | None = None, records: dict | None = None) -> None:
+                 generated: np.ndarray | None = None, records: dict | None = None,
+                 constant: np.ndarray | None = None) -> None:
     """The F-curves of one channel of a bone, one per column of ``values`` (K, C), keyed at ``frames``; the
-    arrays Blender takes are made once for the channel. ``records`` (when given) gets what each curve holds
+    arrays Blender takes are made once for the channel. ``constant`` (when given): the keys whose segment is
+    CONSTANT whatever ``interpolation`` says. ``records`` (when given) gets what each curve holds
     under the bone (`_record`), from the arrays set (reading a thousand curves back costs a tenth of an
     import)."""
     path = _bone_path(bone, prop)
@@ -185,6 +260,8 @@ def _add_channel(cb, bone: str, prop: str, frames: np.ndarray, values: np.ndarra
     co[:, 0::2] = np.asarray(frames, np.float64)
     co[:, 1::2] = values.T
     interp = np.full(n, _INTERP[interpolation], np.int32)
+    if constant is not None and constant.any():
+        interp[constant] = _INTERP["CONSTANT"]
     marked = generated is not None and generated.any()
     types = np.where(generated, _KEYTYPE["GENERATED"], _KEYTYPE["KEYFRAME"]).astype(np.int32) if marked else \
         np.full(n, _KEYTYPE["KEYFRAME"], np.int32)
@@ -238,23 +315,20 @@ def build_action(arm_ob, animation: cm.Animation, fps: float, name: str | None =
                 continue
             curves = written.setdefault(track.bone, {})
             interp = "CONSTANT" if track.interpolation == "STEP" else "LINEAR"
-            if track.translations is not None and len(track.translations):
-                f = np.asarray(track.translation_times, np.float64) * fps
-                curves["t"] = (f, bf.to_basis("t", track.translations), interp)
-                _add_channel(cb, track.bone, "location", f, curves["t"][1], interp, records=records)
-            if track.rotations is not None and len(track.rotations):
-                v = bf.to_basis("r", track.rotations)
-                t = np.asarray(track.rotation_times, np.float64)
+            for ch, prop, attr in (("t", "location", "translation"), ("q", "rotation_quaternion", "rotation"),
+                                   ("s", "scale", "scale")):
+                values = getattr(track, attr + "s")
+                if values is None or not len(values):
+                    continue
+                t = np.asarray(getattr(track, attr + "_times"), np.float64)
+                v = bf.to_basis("r" if ch == "q" else ch, values)
+                gen = held = None
                 if interp == "LINEAR":
-                    t, v, gen = slerp_keys(t, v, tolerance)
-                else:
-                    gen = np.zeros(len(t), bool)
-                _add_channel(cb, track.bone, "rotation_quaternion", t * fps, v, interp, gen, records)
-                curves["q"] = (t * fps, v, interp)
-            if track.scales is not None and len(track.scales):
-                f = np.asarray(track.scale_times, np.float64) * fps
-                curves["s"] = (f, bf.to_basis("s", track.scales), interp)
-                _add_channel(cb, track.bone, "scale", f, curves["s"][1], interp, records=records)
+                    t, v, held = step_keys(t, v, fps, rotation=ch == "q")
+                    if ch == "q":
+                        t, v, gen, held = _slerp_keys_held(t, v, held, tolerance)
+                curves[ch] = (t * fps, v, _interp_of(interp, held))
+                _add_channel(cb, track.bone, prop, t * fps, v, interp, gen, records, held)
         if fitted:
             _add_fitted_curves(cb, arm_ob, animation, frames, written, fitted, fps, tolerance, records, rig,
                                measured)
@@ -546,10 +620,14 @@ def _curve_sample(curve, at_frames, static) -> np.ndarray:
     f, v, interp = curve
     v = np.asarray(v, np.float32).astype(np.float64)  # F-curves hold float32
     f = np.asarray(f, np.float32).astype(np.float64)
-    if interp == "CONSTANT" or len(f) == 1:
-        i = np.clip(np.searchsorted(f, at_frames, side="right") - 1, 0, len(f) - 1)
+    i = np.clip(np.searchsorted(f, at_frames, side="right") - 1, 0, len(f) - 1)
+    if isinstance(interp, str) and interp == "CONSTANT" or len(f) == 1:
         return v[i]
-    return np.stack([np.interp(at_frames, f, v[:, k]) for k in range(v.shape[1])], axis=1)
+    out = np.stack([np.interp(at_frames, f, v[:, k]) for k in range(v.shape[1])], axis=1)
+    if not isinstance(interp, str):  # per key: a CONSTANT key holds its value up to the next
+        held = (np.asarray(interp)[i] == "CONSTANT") & (at_frames >= f[0])
+        out[held] = v[i[held]]
+    return out
 
 
 def _deformed_points(arm_ob) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -997,6 +1075,37 @@ def _evaluate(c: _Curve, frames: np.ndarray) -> np.ndarray:
     return out
 
 
+def _step_frames(c: _Curve) -> np.ndarray:
+    """Indices of the curve's CONSTANT keys that stand for a step (`step_keys`): the next key ``STEP_GAP``
+    frames later at most (with float32 slack)."""
+    if not len(c.constant) or not c.constant.any():
+        return np.zeros(0, np.int64)
+    k = np.flatnonzero(c.constant)
+    nxt = c.frames[k + 1]
+    slack = 1e-5 + 8 * np.spacing(np.abs(nxt).astype(np.float32)).astype(np.float64)
+    return k[nxt - c.frames[k] <= STEP_GAP + slack]
+
+
+def _left_values(c: _Curve, at: np.ndarray, stepped: np.ndarray) -> np.ndarray:
+    """The curve's values just before frames ``at``: the held value after a CONSTANT segment, and at a step of the
+    curve (``stepped``: `_step_frames`) its first value, on the line of the straight segment before the CONSTANT
+    key carried on to the step's time (`step_keys` put that key on the engine's path to the first value)."""
+    out = _evaluate(c, at)
+    x, y = c.frames, c.values
+    i = np.searchsorted(x, at)
+    on_key = (i > 0) & (i < len(x))
+    on_key[on_key] &= x[i[on_key]] == at[on_key]
+    held = on_key.copy()
+    held[on_key] = c.constant[i[on_key] - 1]
+    out[held] = y[i[held] - 1]
+    for k in stepped:
+        value = y[k]
+        if k > 0 and not c.constant[k - 1] and not c.curved[k - 1] and x[k] > x[k - 1]:
+            value = y[k - 1] + (y[k] - y[k - 1]) * (x[k + 1] - x[k - 1]) / (x[k] - x[k - 1])
+        out[at == x[k + 1]] = value
+    return out
+
+
 def euler_to_quat(e: np.ndarray, order: str) -> np.ndarray:
     """Quaternions of Euler angles (K, 3) in Blender's rotation order (e.g. 'XYZ': X applied first)."""
     def axis_quat(axis: int, angle):
@@ -1243,33 +1352,44 @@ def _track_from_curves(arm_ob, bone, chans, bf: BoneFrame, start, fps, step_trac
         dropped = _drop_generated([c for _, c in sorted(read["q"], key=lambda x: x[0])])
     parts = []
     hold = False
+    stepped = {id(c): np.zeros(0, np.int64) if step else _step_frames(c) for c in everything}
     for ch, lst in read.items():
         for _, c in lst:
             keys = c.frames
             if ch == "q" and len(dropped):
                 keys = keys[~np.isin(keys, dropped)]
+            k = stepped[id(c)]
+            if len(k):  # the CONSTANT key before a step stands for the step's first key, at the step's time
+                keys = keys[~np.isin(keys, c.frames[k])]
             parts.append(keys)
             rot_nonlinear = ch in ("e", "a")
             for k in np.flatnonzero(c.curved | (rot_nonlinear & ~c.constant)):
                 a, b = c.frames[k], c.frames[k + 1]
                 parts.append(np.arange(math.floor(a) + 1, math.ceil(b)))
             if not step and len(c.constant) and c.constant.any():
-                k = np.flatnonzero(c.constant)
+                k = np.setdiff1d(np.flatnonzero(c.constant), stepped[id(c)])
                 h = c.frames[k + 1] - HOLD_GAP * fps
                 h = h[h > c.frames[k]]
                 if len(h):
                     hold = True
                     parts.append(h)
     frames = np.unique(np.concatenate(parts))
+    steps = np.unique(np.concatenate([np.zeros(0)] + [c.frames[k + 1] for c in everything
+                                                      for k in [stepped[id(c)]]]))
+    # a step is two keys at its time: the value up to it (first), then the value from it on
+    rows = np.repeat(np.arange(len(frames)), np.where(np.isin(frames, steps), 2, 1))
+    first = np.flatnonzero(np.isin(frames[rows], steps) & np.append(True, np.diff(rows) > 0))
     track = cm.Track(bone=bone, interpolation="STEP" if step else "LINEAR")
-    times = (frames - start) / fps
+    times = (frames[rows] - start) / fps
 
     def channel(ch, width, static):
         lst = dict(read.get(ch, []))
-        out = np.tile(np.asarray(static, np.float64), (len(frames), 1))
+        out = np.tile(np.asarray(static, np.float64), (len(rows), 1))
         for i in range(width):
             if i in lst:
-                out[:, i] = _evaluate(lst[i], frames)
+                out[:, i] = _evaluate(lst[i], frames)[rows]
+                if len(first):
+                    out[first, i] = _left_values(lst[i], frames[rows[first]], stepped[id(lst[i])])
         return out
 
     if "t" in read or fill_missing:
@@ -1284,7 +1404,7 @@ def _track_from_curves(arm_ob, bone, chans, bf: BoneFrame, start, fps, step_trac
     elif "a" in read:
         rot = _axis_angle_to_quat(channel("a", 4, pb.rotation_axis_angle))
     elif fill_missing:
-        rot = np.tile(_static_rotation(pb), (len(frames), 1))
+        rot = np.tile(_static_rotation(pb), (len(rows), 1))
     if rot is not None:
         track.rotation_times = times
         track.rotations = bf.from_basis("r", quat_normalize(rot))

@@ -409,15 +409,38 @@ def sample_rate(anim: cm.Animation, fps: float) -> float:
     return smd_convert.sequence_rate(anim, fps)
 
 
+def _sample_times(anim: cm.Animation, rate: float, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(seconds, int ticks) of the samples: every frame of `rate`, and at each step of a linear track (two keys at
+    one time) a sample one tick before it (what the engine plays there: the first key, or all but) and one at its
+    tick taking the second key."""
+    seconds = np.arange(count) / rate
+    ticks = np.round(seconds * TIME_TICKS).astype(np.int64)
+    steps = np.unique(np.concatenate([np.zeros(0)] + [
+        np.asarray(t, np.float64)[1:][np.diff(np.asarray(t, np.float64)) <= 0]
+        for tr in anim.tracks if tr.interpolation != "STEP"
+        for t in (tr.translation_times, tr.rotation_times, tr.scale_times) if t is not None and len(t) > 1]))
+    steps = steps[(steps > 0) & (steps < seconds[-1])]
+    if not len(steps):
+        return seconds, ticks.astype(np.int32)
+    at = np.round(steps * TIME_TICKS).astype(np.int64)
+    all_ticks = np.unique(np.concatenate([ticks, at - 1, at]))
+    by_tick = dict(zip(ticks.tolist(), seconds.tolist()))
+    out = np.array([by_tick.get(k, k / TIME_TICKS) for k in all_ticks.tolist()])
+    k = np.searchsorted(all_ticks, at)
+    out[k] = np.maximum(out[k], steps)  # the step's own tick plays its second key
+    return out, all_ticks.astype(np.int32)
+
+
 def animation_dmx(skel: cm.Skeleton, anim: cm.Animation, rate: float, warnings: list[str],
                   to: tuple[str, int, int] = ("binary", 9, FORMAT_VERSION)) -> DmxFile:
-    """One animation: every bone's position and orientation at every frame of `rate` over the length, in the
-    encoding and model format `to` (`target`). Key times are `time` values from model 12 on and int ticks
-    before (the time frame's `startTime`, `durationTime`, `offsetTime` before 11); the frame rate is a float
-    in 22 and an int before, as Source 1's studiomdl reads it (Blender Source Tools' rules)."""
+    """One animation: every bone's position and orientation at every frame of `rate` over the length (and at both
+    sides of each step, `_sample_times`), in the encoding and model format `to` (`target`). Key times are `time`
+    values from model 12 on and int ticks before (the time frame's `startTime`, `durationTime`, `offsetTime` before
+    11); the frame rate is a float in 22 and an int before, as Source 1's studiomdl reads it (Blender Source Tools'
+    rules)."""
     fmt = to[2]
     count = int(round(anim.length * rate)) + 1
-    seconds = np.arange(count) / rate
+    seconds, ticks = _sample_times(anim, rate, count)
     t, q, s = matrix_to_trs(smd_convert.animation_locals(skel, anim, seconds))
     names = [b.name for b in skel.bones]
     bad = ~(np.isfinite(t).all(axis=(0, 2)) & np.isfinite(q).all(axis=(0, 2)))
@@ -427,7 +450,6 @@ def animation_dmx(skel: cm.Skeleton, anim: cm.Animation, rate: float, warnings: 
     q = q[..., [1, 2, 3, 0]]
     flip = np.cumprod(np.where(np.einsum("fnk,fnk->fn", q[1:], q[:-1]) < 0, -1.0, 1.0), axis=0)
     q[1:] *= flip[..., None]  # each key on the side of the previous one: the shorter way between them
-    ticks = np.round(seconds * TIME_TICKS).astype(np.int32)
     rig = _Skeleton(skel, skel.name, [], fmt)
     channels = []
     key_time = AttrType.TIME if fmt > 11 else AttrType.INT
@@ -512,7 +534,7 @@ def write_files(scene: cm.Scene, folder: str, name: str, fps: float = 24.0, with
             warnings.append(f"animation {anim.name!r}: sampled at {round(rate)} fps, not {rate:g}: model {to[2]} "
                             "holds a whole frame rate")
             rate = float(max(1, round(rate)))
-        off = smd_convert.off_frame_warning(anim, rate)
+        off = smd_convert.off_frame_warning(anim, rate, steps=False)  # a DMX keeps each step
         warnings += [off] if off else []
         write_atomic(paths[-1], kept if kept is not None else
                      _encoded(animation_dmx(scene.skeleton, anim, rate, warnings, to),

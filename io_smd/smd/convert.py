@@ -660,11 +660,18 @@ def vta_of(ref: smd.SmdFile, shapes: list[tuple[str, np.ndarray]], newline: str 
 
 # -- sampling an animation at whole frames ---------------------------------------------------------------
 
+STEP_SNAP = 1e-6  # seconds: a sample this little before a step (two keys at one time) is taken at the step
+
+
 def _sample(times, values, t: np.ndarray, rotation: bool, step: bool) -> np.ndarray:
     times = np.asarray(times, np.float64)
     values = np.asarray(values, np.float64)
     if len(times) == 1:
         return np.repeat(values[:1], len(t), axis=0)
+    steps = times[1:][np.diff(times) <= 0]
+    if len(steps) and not step:  # a frame on a step's time (up to float32 rounding) takes the step's second key
+        k = np.minimum(np.searchsorted(steps, t), len(steps) - 1)
+        t = np.where((steps[k] >= t) & (steps[k] - t <= STEP_SNAP), steps[k], t)
     i = np.clip(np.searchsorted(times, t, "right") - 1, 0, len(times) - 1)
     if step:
         return values[i]
@@ -702,18 +709,67 @@ def sequence_rate(anim: cm.Animation, fps: float) -> float:
     return float(fps)
 
 
-def off_frame_warning(anim: cm.Animation, fps: float) -> str | None:
+def off_frame_warning(anim: cm.Animation, fps: float, steps: bool = True) -> str | None:
     """A warning when keys or the end of `anim` fall between whole frames of `fps`: an SMD holds whole frame
     numbers only (its rate comes from a .qc), so such keys are sampled at the frames around them and the
-    length grows to a whole frame."""
+    length grows to a whole frame. ``steps``: also say what the steps (`step_warning`) lose."""
     frames = _key_frames(anim, fps)
     off = np.abs(frames - np.round(frames)) > 1e-3
-    if not off.any():
+    found = [step_warning(anim, fps)] if steps else []
+    if off.any():
+        first = float(np.min(frames[off]))
+        found.insert(0, f"animation {anim.name!r}: {int(np.unique(frames[off]).size)} key times fall between whole "
+                        f"frames at {fps:g} fps (first at frame {first:.4g}); an SMD holds whole frames only, so "
+                        "they are sampled at the frames around them")
+    return "; ".join(w for w in found if w) or None
+
+
+def _step_jumps(times, values, rotation: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(times, sizes) of a channel's steps: the distance (rotation: angle, radians) from a step's first key to the
+    next."""
+    times = np.asarray(times, np.float64)
+    values = np.asarray(values, np.float64)
+    k = np.flatnonzero(np.diff(times) <= 0)
+    if not len(k):
+        return np.zeros(0), np.zeros(0)
+    a, b = values[k], values[k + 1]
+    if rotation:
+        a = a / np.linalg.norm(a, axis=1, keepdims=True)
+        b = b / np.linalg.norm(b, axis=1, keepdims=True)
+        size = 2 * np.arccos(np.clip(np.abs(np.sum(a * b, axis=1)), 0.0, 1.0))
+    else:
+        size = np.linalg.norm(b - a, axis=1)
+    return times[k], size
+
+
+def step_warning(anim: cm.Animation, fps: float) -> str | None:
+    """A warning naming the steps (two keys at one time, the engine's jump) of `anim`'s linear tracks: an SMD
+    holds one pose per whole frame, so a step's frame takes its second key and the frames before it blend into
+    it; the step's first key is lost, by as much as the step's jump (the largest of each channel named, with its
+    bone and time). Jumps below 1e-6 (float rounding) are none."""
+    jumps = []  # (size, kind, bone, time)
+    for tr in anim.tracks:
+        if tr.interpolation == "STEP":
+            continue
+        for kind, t, v in (("position", tr.translation_times, tr.translations),
+                           ("rotation", tr.rotation_times, tr.rotations), ("scale", tr.scale_times, tr.scales)):
+            if v is not None and t is not None and len(t) > 1:
+                times, sizes = _step_jumps(t, v, kind == "rotation")
+                jumps += [(float(sz), kind, tr.bone, float(tm)) for sz, tm in zip(sizes, times) if sz > 1e-6]
+    if not jumps:
         return None
-    first = float(np.min(frames[off]))
-    return (f"animation {anim.name!r}: {int(np.unique(frames[off]).size)} key times fall between whole frames at "
-            f"{fps:g} fps (first at frame {first:.4g}); an SMD holds whole frames only, so they are sampled at the "
-            "frames around them")
+    tracks = len({bone for _, _, bone, _ in jumps})
+    count = len({round(tm * fps, 3) for _, _, _, tm in jumps})
+    parts = []
+    for kind, unit in (("position", " units"), ("rotation", "°"), ("scale", "")):
+        found = [j for j in jumps if j[1] == kind]
+        if found:
+            size, _, bone, tm = max(found)
+            size = np.degrees(size) if kind == "rotation" else size
+            parts.append(f"{kind} {size:.3g}{unit} ({bone!r} at {tm:.4g} s, frame {tm * fps:.4g})")
+    return (f"animation {anim.name!r}: {tracks} track(s) step (two keys at one time) at {count} time(s) at {fps:g} "
+            "fps: an SMD holds one pose per whole frame, so each step's frame takes its second key and the frame "
+            f"before it blends into it; the first key of each step is lost, by up to {', '.join(parts)}")
 
 
 def animation_locals(skel: cm.Skeleton, anim: cm.Animation, seconds: np.ndarray) -> np.ndarray:
