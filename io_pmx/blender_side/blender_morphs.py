@@ -25,6 +25,7 @@ import numpy as np
 from mathutils import Matrix
 
 from ...blender import armature as barm
+from ...blender import handlers as app_handlers
 from ...blender.sidebar_ui import SidebarPanel
 from ...core.transforms import matrix3_to_quat, trs_to_matrix
 from ...core.workers import quiet_stop
@@ -638,12 +639,8 @@ CLASSES = (SKINBRIDGE_OT_mmd_bone_morph_from_pose, SKINBRIDGE_OT_mmd_material_mo
 
 
 def register_handlers() -> None:
-    for handlers, fn in _HANDLERS:
-        if fn not in handlers:
-            handlers.append(fn)
+    app_handlers.add(_HANDLERS)
 
 
 def unregister_handlers() -> None:
-    for handlers, fn in _HANDLERS:
-        if fn in handlers:
-            handlers.remove(fn)
+    app_handlers.remove(_HANDLERS)

@@ -22,6 +22,7 @@ import contextlib
 import bpy
 import numpy as np
 
+from ...blender import handlers as app_handlers
 from ...blender import scene as bscene
 from ...blender.selection import find_armature
 from ...blender.sidebar_ui import ModelOperator, SidebarPanel
@@ -326,15 +327,11 @@ _HANDLERS = ((bpy.app.handlers.depsgraph_update_post, _on_update),
 
 
 def register_handlers() -> None:
-    for handlers, fn in _HANDLERS:
-        if fn not in handlers:
-            handlers.append(fn)
+    app_handlers.add(_HANDLERS)
 
 
 def unregister_handlers() -> None:
-    for handlers, fn in _HANDLERS:
-        if fn in handlers:
-            handlers.remove(fn)
+    app_handlers.remove(_HANDLERS)
     _on_load()
 
 

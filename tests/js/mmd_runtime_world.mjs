@@ -5,38 +5,14 @@
 // OUT.f64: float64 little-endian, frames × bones × 16 (each babylon world matrix as stored: row-vector
 // convention, translation at 12..14); stdout: {"bones": [names in the model's order]}.
 import fs from "node:fs";
-import path from "node:path";
 import { register } from "node:module";
-import { pathToFileURL } from "node:url";
+
+import { runtimeWithMotion } from "./mmd_runtime_model.mjs";
 
 const [nodeModules, modelPath, motionPath, framesJson, outPath, option] = process.argv.slice(2);
 register("./runtime_hook.mjs", import.meta.url);
 if (option === "--exact-bezier") register("./exact_bezier_hook.mjs", import.meta.url);
-const load = (p) => import(pathToFileURL(path.join(nodeModules, p)).href);
-const { NullEngine } = await load("@babylonjs/core/Engines/nullEngine.js");
-const { Scene } = await load("@babylonjs/core/scene.js");
-const { LoadAssetContainerAsync } = await load("@babylonjs/core/Loading/sceneLoader.js");
-await load("babylon-mmd/esm/Loader/pmxLoader.js");
-const { VmdLoader } = await load("babylon-mmd/esm/Loader/vmdLoader.js");
-const { VmdObject } = await load("babylon-mmd/esm/Loader/Parser/vmdObject.js");
-const { MmdRuntime } = await load("babylon-mmd/esm/Runtime/mmdRuntime.js");
-await load("babylon-mmd/esm/Runtime/Animation/mmdRuntimeModelAnimation.js");
-
-const engine = new NullEngine();
-const scene = new Scene(engine);
-const bytes = fs.readFileSync(modelPath);
-const container = await LoadAssetContainerAsync(new Uint8Array(bytes), scene, {
-  pluginExtension: ".pmx",
-  pluginOptions: { mmdmodel: { materialBuilder: null, loggingEnabled: false } },
-});
-container.addAllToScene();
-const mesh = container.meshes[0];
-const runtime = new MmdRuntime(scene, null);  // no physics
-const model = runtime.createMmdModel(mesh);
-const vmdBytes = fs.readFileSync(motionPath);
-const vmdObject = VmdObject.ParseFromBuffer(vmdBytes.buffer.slice(vmdBytes.byteOffset, vmdBytes.byteOffset + vmdBytes.byteLength));
-const animation = await new VmdLoader(scene).loadFromVmdObjectAsync("motion", vmdObject);
-model.setRuntimeAnimation(model.createRuntimeAnimation(animation));
+const { engine, model, runtime } = await runtimeWithMotion(nodeModules, modelPath, motionPath);
 
 const frames = JSON.parse(framesJson);
 const bones = model.runtimeBones;

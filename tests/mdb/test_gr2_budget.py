@@ -25,14 +25,7 @@ SKELETON = GR2_DIR / "ovr_P_HEF_skel83.GR2"
 
 
 def skeleton_bomb(claim: int) -> bytes:
-    """The forge's bomb built on the skeleton's sections instead of the glaive's: its root keeps a Skeletons
-    pointer, so the skeleton search decompresses it (an animation's bomb it passes over unread)."""
-    glaive = forge.GLAIVE
-    forge.GLAIVE = SKELETON
-    try:
-        return forge.bomb(claim)
-    finally:
-        forge.GLAIVE = glaive
+    return forge.bomb(claim, source=SKELETON)  # a skeleton's bomb: the search decompresses it
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # the child imports this checkout as `skinbridge` (a link first on its path, whatever the venv links)
 PRELUDE = ("import atexit, json, pathlib, shutil, sys, tempfile\n"

@@ -104,10 +104,12 @@ def _expanding(size: int) -> bytes:
     return oodle1.compress(bytes(size))
 
 
-def bomb(claim: int = 64 << 20, sections: int = gr2.MAX_SECTIONS) -> bytes:
-    """The glaive's sections, then sections up to `sections` that each claim `claim` bytes from one shared
-    stream padded to `claim` / 64 bytes (64 of them: a 1.1 MB file claiming 3.6 GiB)."""
-    f, parts = sections_of(GLAIVE.read_bytes())
+def bomb(claim: int = 64 << 20, sections: int = gr2.MAX_SECTIONS, source=GLAIVE) -> bytes:
+    """The sections of `source` (the glaive), then sections up to `sections` that each claim `claim` bytes from one
+    shared stream padded to `claim` / 64 bytes (64 of them: a 1.1 MB file claiming 3.6 GiB). With a skeleton as
+    `source` its root keeps a Skeletons pointer, so the skeleton search decompresses it (an animation's bomb it
+    passes over unread)."""
+    f, parts = sections_of(source.read_bytes())
     stream = _expanding(claim)
     stored = stream + bytes(-(-claim // gr2.MAX_EXPANSION) - len(stream))
     first = len(parts)
