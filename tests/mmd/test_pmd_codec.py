@@ -1,0 +1,206 @@
+"""PMD (MikuMikuDance's pre-PMX model format) read into PMX records: a file written here from the format
+description (docs/mmd.md, PMD section; this writer shares nothing with the reader) reads with the counts it was
+written with, converts to a PMX 2.0 that our PMX reader and babylon-mmd read back with the same counts, agrees with
+babylon-mmd's own PMD reader (tests/js/pmd_counts.mjs), and a damaged file fails with a FormatError naming the
+offset and field."""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from skinbridge.core.errors import FormatError
+from skinbridge.io_pmx.model import pmd, pmx
+from support import tools
+
+
+def _name(text: str, size: int) -> bytes:
+    raw = text.encode("cp932")
+    assert len(raw) < size
+    return raw + b"\0" + b"\xfd" * (size - len(raw) - 1)  # MMD pads after the NUL with garbage
+
+
+# bones: (name, parent, tail, type, ik field, position); a leg with a knee under an IK, and an eye that follows
+BONES = [
+    ("センター", -1, 1, 1, 0, (0.0, 8.0, 0.0)),
+    ("左足", 0, 2, 0, 0, (1.0, 10.0, 0.0)),
+    ("左ひざ", 1, 3, 4, 0, (1.0, 5.5, -0.2)),
+    ("左足首", 2, -1, 0, 0, (1.0, 1.0, 0.0)),
+    ("左足ＩＫ", 0, -1, 2, 0, (1.0, 1.0, 0.0)),
+    ("頭", 0, 6, 0, 0, (0.0, 18.0, 0.0)),
+    ("両目", 5, -1, 0, 0, (0.0, 19.0, -0.5)),
+    ("左目", 5, 6, 5, 30, (0.3, 19.0, -0.5)),
+]
+VERTICES = [((x, y, 0.0), (0.0, 0.0, -1.0), (x / 4, y / 20), b0, b1, w, edge)
+            for (x, y, b0, b1, w, edge) in [(0, 0, 3, 3, 100, 0), (2, 0, 3, 3, 100, 0), (1, 6, 2, 1, 60, 0),
+                                            (0, 12, 1, 0, 50, 1), (2, 12, 1, 0, 50, 0), (1, 20, 5, 5, 100, 1)]]
+INDICES = [0, 1, 2, 2, 3, 4, 3, 4, 5]
+BASE = [(3, (0.0, 12.0, 0.0)), (4, (2.0, 12.0, 0.0)), (5, (1.0, 20.0, 0.0))]
+SKIN = ("あ", 3, [(2, (0.0, 0.5, 0.0)), (0, (0.1, 0.0, 0.0))])  # base entries 2 and 0: vertices 5 and 3
+TOONS = ["toon01.bmp", "toon02.bmp", "mytoon.bmp"] + [f"toon{i:02d}.bmp" for i in range(4, 11)]
+
+
+def write_pmd(*, extensions: bool = True, physics: bool = True) -> bytes:
+    out = [b"Pmd", struct.pack("<f", 1.0), _name("テスト", 20), _name("comment", 256)]
+    out.append(struct.pack("<I", len(VERTICES)))
+    for p, n, uv, b0, b1, w, e in VERTICES:
+        out.append(struct.pack("<8f2H2B", *p, *n, *uv, b0, b1, w, e))
+    out.append(struct.pack("<I", len(INDICES)) + struct.pack(f"<{len(INDICES)}H", *INDICES))
+    out.append(struct.pack("<I", 2))
+    for diffuse, toon, edge, count, tex in [((1, 0.5, 0.5, 1.0), 1, 1, 6, "skin.png*skin.sph"),
+                                            ((0.2, 0.2, 0.2, 0.98), 2, 0, 3, "")]:
+        out.append(struct.pack("<4ff3f3fbBI", *diffuse, 5.0, 0.1, 0.1, 0.1, 0.4, 0.3, 0.3, toon, edge, count))
+        out.append(_name(tex, 20))
+    out.append(struct.pack("<H", len(BONES)))
+    for name, parent, tail, kind, ik, pos in BONES:
+        out.append(_name(name, 20) + struct.pack("<hhBh3f", parent, tail, kind, ik, *pos))
+    out.append(struct.pack("<H", 1) + struct.pack("<HHBHf2H", 4, 3, 2, 40, 0.5, 2, 1))
+    out.append(struct.pack("<H", 2))
+    out.append(_name("base", 20) + struct.pack("<IB", len(BASE), 0))
+    out += [struct.pack("<I3f", i, *p) for i, p in BASE]
+    out.append(_name(SKIN[0], 20) + struct.pack("<IB", len(SKIN[2]), SKIN[1]))
+    out += [struct.pack("<I3f", i, *p) for i, p in SKIN[2]]
+    out.append(struct.pack("<BH", 1, 1))                       # morph list: morph 1
+    out.append(struct.pack("<B", 1) + _name("足", 50))          # one bone list
+    out.append(struct.pack("<I", 2) + struct.pack("<HBHB", 1, 1, 2, 1))
+    if not extensions:
+        return b"".join(out)
+    out.append(struct.pack("<B", 1) + _name("test", 20) + _name("english", 256))
+    out += [_name(f"bone{i}", 20) for i in range(len(BONES))] + [_name("a", 20), _name("Legs", 50)]
+    out += [_name(t, 100) for t in TOONS]
+    if not physics:
+        return b"".join(out)
+    out.append(struct.pack("<I", 2))
+    for name, bone, shape, pos, mode in [("頭", 5, 0, (0.0, 1.0, 0.0), 0), ("髪", 6, 1, (0.0, -1.0, 0.5), 1)]:
+        out.append(_name(name, 20) + struct.pack("<hBHB3f3f3f5fB", bone, 1, 0xFFFE, shape, 1, 1, 1, *pos, 0, 0, 0,
+                                                  1.0, 0.5, 0.5, 0.0, 0.5, mode))
+    out.append(struct.pack("<I", 1) + _name("首", 20) + struct.pack("<ii24f", 0, 1, *range(24)))
+    return b"".join(out)
+
+
+def test_read_counts_and_values():
+    m = pmd.read(write_pmd())
+    assert (len(m.vertices), len(m.indices), len(m.materials), len(m.bones), len(m.morphs),
+            len(m.rigid_bodies), len(m.joints)) == (6, 9, 2, 8, 1, 2, 1)
+    assert [b.name for b in m.bones] == [b[0] for b in BONES]
+    np.testing.assert_array_equal(m.vertices["bones"][2], [2, 1, -1, -1])
+    np.testing.assert_allclose(m.vertices["weights"][2], [0.6, 0.4, 0, 0], atol=1e-7)
+    assert m.vertices["edge_scale"].tolist() == [1, 1, 1, 0, 1, 0]
+    (skin,) = m.morphs
+    assert (skin.name, skin.panel, skin.name_e) == ("あ", 3, "a")
+    assert skin.offsets["vertex"].tolist() == [5, 3]  # base entries 2, 0 → the base's vertices
+    assert m.textures == ["skin.png", "skin.sph", "mytoon.bmp"]
+    a, b = m.materials
+    assert (a.texture, a.sphere_texture, a.sphere_mode, a.shared_toon, a.toon) == (0, 1, 1, 1, 1)
+    assert (b.texture, b.shared_toon, b.toon) == (-1, 0, 2)  # toon 2 is the file's own mytoon.bmp
+    assert (a.draw_flags, b.draw_flags) == (0x1E, 0x01)  # edge, ground, shadows; alpha 0.98: no shadows, 2-sided
+    leg_ik = m.bones[4]
+    assert leg_ik.flags & pmx.BoneFlag.IK and leg_ik.ik.target == 3 and leg_ik.ik.loop == 40
+    assert leg_ik.ik.limit_angle == np.float32(2.0)  # PMD stores a quarter
+    knee, thigh = leg_ik.ik.links
+    assert (knee.bone, thigh.bone, thigh.lower) == (2, 1, None)
+    np.testing.assert_allclose(knee.lower, [-np.pi, 0, 0], rtol=1e-6)
+    np.testing.assert_allclose(knee.upper, [np.radians(-0.5), 0, 0], rtol=1e-6)
+    eye = m.bones[7]
+    assert eye.flags & pmx.BoneFlag.APPEND_ROTATE and (eye.append_parent, eye.append_ratio) == (6, np.float32(0.3))
+    assert m.bones[0].flags & pmx.BoneFlag.MOVABLE and not m.bones[1].flags & pmx.BoneFlag.MOVABLE
+    head, hair = m.rigid_bodies
+    np.testing.assert_array_equal(head.position, [0, 19, 0])   # relative to 頭 at (0, 18, 0)
+    np.testing.assert_array_equal(hair.position, [0, 18, 0])   # relative to 両目 at (0, 19, -0.5)
+    assert (hair.shape, hair.mode, hair.no_collision_mask) == (1, 1, 0xFFFE)
+    (joint,) = m.joints
+    assert (joint.rigid_a, joint.rigid_b) == (0, 1)
+    np.testing.assert_array_equal(joint.spring_rotation, [21, 22, 23])
+    assert m.warnings == []
+
+
+@pytest.mark.parametrize("extensions,physics", [(False, False), (True, False)])
+def test_optional_sections_may_be_absent(extensions, physics):
+    m = pmd.read(write_pmd(extensions=extensions, physics=physics))
+    assert (len(m.bones), len(m.morphs), m.rigid_bodies, m.joints) == (8, 1, [], [])
+    # without a toon list, toon index i is the shared toon{i+1:02}.bmp
+    assert [(x.shared_toon, x.toon) for x in m.materials] == ([(1, 1), (1, 2)] if not extensions else [(1, 1), (0, 2)])
+
+
+def test_converts_to_a_pmx_with_the_same_counts():
+    m = pmd.read(write_pmd())
+    again = pmx.read(pmx.write(m))
+    assert again.version == pmx.VERSION_20
+    assert (len(again.vertices), len(again.materials), len(again.bones), len(again.morphs),
+            len(again.rigid_bodies), len(again.joints)) == (6, 2, 8, 1, 2, 1)
+    np.testing.assert_array_equal([b.position for b in again.bones], np.float32([b[5] for b in BONES]))
+
+
+def _section_ends(data: bytes) -> list[int]:
+    """Offsets just inside each section of the test file: a cut there must fail."""
+    full = pmd.read(data)
+    return sorted(set(full.at.values()))
+
+
+def test_truncated_files_fail_naming_the_field():
+    data = write_pmd()
+    physics_start = pmd.read(data).at["rigid_bodies"]
+    cuts = [3, 10, 300] + [at + 2 for at in _section_ends(data)] + [physics_start + 30, len(data) - 1]
+    for cut in cuts:
+        if cut == len(write_pmd(extensions=False)) or cut >= len(data):
+            continue
+        with pytest.raises(FormatError) as e:
+            pmd.read(data[:cut])
+        assert e.value.offset is not None and e.value.offset <= cut and e.value.field, cut
+
+
+@pytest.mark.parametrize("section,fmt,field", [
+    ("vertices", "<I", "vertex count"), ("indices", "<I", "index count"), ("materials", "<I", "material count"),
+    ("bones", "<H", "bone count"), ("iks", "<H", "IK count"), ("morphs", "<H", "morph count"),
+    ("rigid_bodies", "<I", "rigid body count"), ("joints", "<I", "joint count")])
+def test_counts_beyond_the_data_are_refused_before_allocating(section, fmt, field):
+    data = bytearray(write_pmd())
+    at = pmd.read(bytes(data)).at[section]
+    data[at:at + struct.calcsize(fmt)] = struct.pack(fmt, 0xFFFFFFFF if fmt == "<I" else 0xFFFF)
+    with pytest.raises(FormatError) as e:
+        pmd.read(bytes(data))
+    assert (e.value.offset, e.value.field) == (at, field)
+
+
+def test_not_a_pmd():
+    with pytest.raises(FormatError) as e:
+        pmd.read(b"Pmd" + struct.pack("<f", 2.0) + bytes(300))
+    assert (e.value.offset, e.value.field) == (3, "version")
+    with pytest.raises(FormatError):
+        pmd.read(b"PMX " + bytes(10))
+
+
+def test_babylon_mmd_reads_the_same_model(tmp_path):
+    """babylon-mmd 1.3.0's PmdReader: the same counts, bone rest positions, morph vertices, toons and body
+    positions, and the PMX we convert to parses in its PmxReader with those counts."""
+    path = tmp_path / "t.pmd"
+    path.write_bytes(write_pmd())
+    m = pmd.read(path.read_bytes())
+    (r,) = tools.babylon_parse("pmd_counts.mjs", [path]).values()
+    assert "error" not in r, r.get("error")
+    assert r["warnings"] == []
+    assert (r["vertices"], r["indices"], r["materials"], r["bones"], r["morphs"], r["rigidBodies"],
+            r["joints"]) == (len(m.vertices), len(m.indices), len(m.materials), len(m.bones), len(m.morphs),
+                             len(m.rigid_bodies), len(m.joints))
+    assert r["boneNames"] == [b.name for b in m.bones]
+    assert r["boneParents"] == [b.parent for b in m.bones]
+    height = np.ptp([b.position[1] for b in m.bones])
+    np.testing.assert_allclose(r["bonePositions"], [b.position for b in m.bones], atol=1e-4 * height)
+    np.testing.assert_allclose(r["bodyPositions"], [b.position for b in m.rigid_bodies], atol=1e-4 * height)
+    assert r["morphVertices"] == [mo.offsets["vertex"].tolist() for mo in m.morphs]
+    assert r["toons"] == [[True, 1], [False, 2]]  # its textures start with the 10 toon names
+    assert [bool(x.shared_toon) for x in m.materials] == [True, False]
+    assert (m.materials[0].toon, m.textures[m.materials[1].toon]) == (1, r["textures"][2])
+    (ik,) = r["ik"]
+    assert (ik["bone"], ik["target"], ik["iteration"]) == ("左足ＩＫ", 3, 40)
+    knee, thigh = ik["links"]
+    assert thigh == {"bone": 1, "lower": None, "upper": None}
+    np.testing.assert_allclose(np.radians(knee["lower"]), m.bones[4].ik.links[0].lower, rtol=1e-6)
+    np.testing.assert_allclose(np.radians(knee["upper"]), m.bones[4].ik.links[0].upper, rtol=1e-6)
+    converted = tmp_path / "t.pmx"
+    converted.write_bytes(pmx.write(m))
+    (p,) = tools.babylon_parse("pmx_counts.mjs", [converted]).values()
+    assert "error" not in p and p["warnings"] == []
+    assert (p["bones"], p["morphs"], p["materials"], p["rigidBodies"], p["joints"]) == (
+        r["bones"], r["morphs"], r["materials"], r["rigidBodies"], r["joints"])
