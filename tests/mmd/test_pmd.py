@@ -2,7 +2,9 @@
 description (docs/mmd.md, PMD section; this writer shares nothing with the reader) reads with the counts it was
 written with, converts to a PMX 2.0 that our PMX reader and babylon-mmd read back with the same counts, agrees with
 babylon-mmd's own PMD reader (tests/js/pmd_counts.mjs), and a damaged file fails with a FormatError naming the
-offset and field."""
+offset and field. Through Blender and the command line: File › Import of a PMD (the registry's plain import
+operator, which drag and drop calls too) builds the armature importing the PMX it converts to builds, and
+`convert x.pmd --to pmx` writes a PMX 2.0 with the PMD's bones, morphs, materials, bodies and joints."""
 from __future__ import annotations
 
 import struct
@@ -204,3 +206,43 @@ def test_babylon_mmd_reads_the_same_model(tmp_path):
     assert "error" not in p and p["warnings"] == []
     assert (p["bones"], p["morphs"], p["materials"], p["rigidBodies"], p["joints"]) == (
         r["bones"], r["morphs"], r["materials"], r["rigidBodies"], r["joints"])
+
+
+def _heads(context) -> dict[str, np.ndarray]:
+    (arm,) = [o for o in context.scene.objects if o.type == "ARMATURE"]
+    return {b.name: np.array(arm.matrix_world @ b.head_local) for b in arm.data.bones}
+
+
+@pytest.mark.blender
+def test_file_import_builds_the_converted_pmx_armature(clean_scene, tmp_path):
+    import bpy
+
+    src = tmp_path / "t.pmd"
+    src.write_bytes(write_pmd())
+    assert bpy.ops.import_scene.skinbridge_pmd(filepath=str(src)) == {"FINISHED"}
+    from_pmd = _heads(bpy.context)
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    converted = tmp_path / "t.pmx"
+    converted.write_bytes(pmx.write(pmd.read(src.read_bytes())))
+    assert bpy.ops.import_scene.skinbridge_pmx(filepath=str(converted)) == {"FINISHED"}
+    from_pmx = _heads(bpy.context)
+    assert len(from_pmd) == len(BONES) and from_pmd.keys() == from_pmx.keys()
+    for name, _, _, _, _, (x, y, z) in BONES:  # MMD (x, y, z) in 8 cm units is Blender (x, z, y) × 0.08
+        np.testing.assert_allclose(from_pmd[name], np.array([x, z, y]) * 0.08, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(from_pmd[name], from_pmx[name], atol=1e-7, err_msg=name)
+
+
+@pytest.mark.blender
+def test_convert_writes_pmx_20(tmp_path):
+    from conftest import run_cli
+
+    src = tmp_path / "t.pmd"
+    src.write_bytes(write_pmd())
+    r = run_cli("convert", src, "--to", "pmx", "-o", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    (out,) = (tmp_path / "out").rglob("*.pmx")
+    m = pmx.read(out.read_bytes())
+    assert m.version == pmx.VERSION_20
+    assert (len(m.materials), len(m.bones), len(m.morphs), len(m.rigid_bodies), len(m.joints)) == (2, 8, 1, 2, 1)
+    assert [b.name for b in m.bones] == [b[0] for b in BONES]
+    np.testing.assert_allclose([b.position for b in m.bones], [b[5] for b in BONES], atol=1e-5)
