@@ -1,7 +1,7 @@
 """PMD 1.0 (MikuMikuDance's model format before PMX) read into the in-memory `pmx.PmxModel`, so that import and
 `convert --to pmx` take the PMX path. Read only: SkinBridge writes PMX 2.0, never PMD.
 
-Layout (docs/mmd.md, PMD section), all little-endian, text cp932 in fixed NUL-padded fields:
+Layout (docs/mmd.md §2.11), all little-endian, text cp932 in fixed NUL-padded fields:
 header "Pmd", version f32, name[20], comment[256]; vertices (u32 count; position, normal f32×3, uv f32×2,
 bones u16×2, weight u8 0..100 of the first bone, edge flag u8 with 1 = no edge); indices (u32 count, u16 each);
 materials (u32; diffuse f32×4, specular power f32, specular f32×3, ambient f32×3, toon i8, edge u8, index count

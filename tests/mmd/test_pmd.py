@@ -246,3 +246,23 @@ def test_convert_writes_pmx_20(tmp_path):
     assert (len(m.materials), len(m.bones), len(m.morphs), len(m.rigid_bodies), len(m.joints)) == (2, 8, 1, 2, 1)
     assert [b.name for b in m.bones] == [b[0] for b in BONES]
     np.testing.assert_allclose([b.position for b in m.bones], [b[5] for b in BONES], atol=1e-5)
+
+
+@pytest.mark.default_leg
+def test_babylon_mmd_runtime_rest_pose_is_our_rest(tmp_path):
+    """babylon-mmd's PMD loader and MmdRuntime (IK on, no motion, no physics), updated once: every bone's world
+    position is the rest position we read, within 1e-4 of the model's height (tests/js/pmd_rest_pose.mjs)."""
+    import json
+    import subprocess
+
+    path = tmp_path / "t.pmd"
+    path.write_bytes(write_pmd())
+    m = pmd.read(path.read_bytes())
+    done = subprocess.run([tools.node_with_babylon(), str(tools.JS / "pmd_rest_pose.mjs"), str(tools.NODE_MODULES),
+                           str(path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    world = json.loads(done.stdout[done.stdout.index("{"):])
+    assert sorted(world) == sorted(b.name for b in m.bones)
+    height = np.ptp([b.position[1] for b in m.bones])
+    for b in m.bones:
+        np.testing.assert_allclose(world[b.name], b.position, atol=1e-4 * height, err_msg=b.name)
