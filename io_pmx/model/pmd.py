@@ -127,10 +127,12 @@ def read(data: bytes) -> pmx.PmxModel:
     for i in range(n):
         f = f"morph {i}"
         name = _text(r, 20, f + " name")
-        k = _counted(r, "u32", 0, f + " offset count")
+        k = _counted(r, "u32", _MORPH_OFFSET.itemsize + 1, f + " offset count")
         panel = r.u8(f + " panel")
         raw_morphs.append((name, panel, r.array(_MORPH_OFFSET, k, f + " offsets")))
-    m.morphs = _morphs(raw_morphs, len(m.vertices), m.warnings)
+        if i == 0:
+            base_at = r.pos - k * _MORPH_OFFSET.itemsize
+    m.morphs = _morphs(raw_morphs, len(m.vertices), m.warnings, base_at if raw_morphs else 0)
 
     n = _counted(r, "u8", 2, "morph display count")
     morph_list = r.array("<u2", n, "morph display list").tolist()
@@ -198,12 +200,12 @@ def read(data: bytes) -> pmx.PmxModel:
     return m
 
 
-def _morphs(raw, vertex_count: int, warnings: list[str]) -> list[pmx.PmxMorph]:
+def _morphs(raw, vertex_count: int, warnings: list[str], base_at: int) -> list[pmx.PmxMorph]:
     if not raw:
         return []
     base = raw[0][2]["vertex"].astype(np.int64)
     if base.size and int(base.max()) >= vertex_count:
-        raise FormatError(f"base morph names vertex {int(base.max())} of {vertex_count}", 0, "morph 0 offsets")
+        raise FormatError(f"base morph names vertex {int(base.max())} of {vertex_count}", base_at, "morph 0 offsets")
     out = []
     for name, panel, offsets in raw[1:]:
         idx = offsets["vertex"].astype(np.int64)

@@ -266,3 +266,18 @@ def test_babylon_mmd_runtime_rest_pose_is_our_rest(tmp_path):
     height = np.ptp([b.position[1] for b in m.bones])
     for b in m.bones:
         np.testing.assert_allclose(world[b.name], b.position, atol=1e-4 * height, err_msg=b.name)
+
+
+def test_morph_faults_name_the_morph():
+    data = bytearray(write_pmd())
+    at = pmd.read(bytes(data)).at["morphs"] + 2 + 20   # morph 0's offset count
+    data[at:at + 4] = struct.pack("<I", 0x10000000)
+    with pytest.raises(FormatError) as e:
+        pmd.read(bytes(data))
+    assert (e.value.offset, e.value.field) == (at, "morph 0 offset count")
+    data = bytearray(write_pmd())
+    first = at + 4 + 1                                     # the base's first entry names vertex 3; make it 6
+    data[first:first + 4] = struct.pack("<I", len(VERTICES))
+    with pytest.raises(FormatError) as e:
+        pmd.read(bytes(data))
+    assert (e.value.offset, e.value.field) == (first, "morph 0 offsets")
