@@ -84,7 +84,8 @@ FORMATS = (
         }),
     FormatSpec(
         name="pmd", label="MikuMikuDance model (PMD)", kind="model", extensions=(".pmd",),
-        sniff=lambda head: head[:3] == b"Pmd", head=3,
+        sniff=lambda head: head[:3] == b"Pmd", head=3, import_options=IMPORT_OPTIONS,
+        operators="io_pmx.blender_side.ops", import_operator="import_scene.skinbridge_pmd",
         capabilities={
             "read": "io_pmx.model.pmd:read", "load": "io_pmx.model.pmd:load",
             "blender_import": "io_pmx.blender_side.blender_io:blender_import",

@@ -2,8 +2,8 @@
 description (docs/mmd.md, PMD section; this writer shares nothing with the reader) reads with the counts it was
 written with, converts to a PMX 2.0 that our PMX reader and babylon-mmd read back with the same counts, agrees with
 babylon-mmd's own PMD reader (tests/js/pmd_counts.mjs), and a damaged file fails with a FormatError naming the
-offset and field. Through Blender and the command line: File › Import of a PMD (the registry's plain import
-operator, which drag and drop calls too) builds the armature importing the PMX it converts to builds, and
+offset and field. Through Blender and the command line: File › Import of a PMD (the operator drag and drop calls
+too, with the PMX import's options) builds the armature importing the PMX it converts to builds, and
 `convert x.pmd --to pmx` writes a PMX 2.0 with the PMD's bones, morphs, materials, bodies and joints."""
 from __future__ import annotations
 
@@ -156,6 +156,8 @@ def test_file_import_builds_the_converted_pmx_armature(clean_scene, tmp_path):
 
     src = tmp_path / "t.pmd"
     src.write_bytes(write_pmd())
+    handler = bpy.types.FileHandler.bl_rna_get_subclass_py("IO_FH_skinbridge_pmd")  # drag and drop of a .pmd
+    assert (handler.bl_import_operator, handler.bl_file_extensions) == ("import_scene.skinbridge_pmd", ".pmd")
     assert bpy.ops.import_scene.skinbridge_pmd(filepath=str(src)) == {"FINISHED"}
     from_pmd = _heads(bpy.context)
     bpy.ops.wm.read_factory_settings(use_empty=True)
