@@ -17,8 +17,8 @@ friction f32, mode u8) and joints (u32; name[20], bodies i32×2, f32×3 ×8 as P
 
 Conversion as MMD and babylon-mmd read PMD: BDEF2 weights; a toon index whose name is toon01..toon10.bmp (or any
 index when the file has no toon list) becomes that shared toon, another name a texture; bone types to PMX flags
-(1 movable, 2 IK, 5 append rotation of the IK/append bone by the tail's ratio... see `_bones`), the knees (ひざ)
-of an IK chain limited to bend one way as PMX models do; a second IK on one bone becomes a bone named "<name>+".
+(docs/mmd.md §2.11); the knees (ひざ) of an IK chain limited to bend one way as PMX models do; a second IK on one
+bone becomes a hidden child bone named "<name>+".
 """
 from __future__ import annotations
 
@@ -277,7 +277,7 @@ def _bones(raw, english: list[str], iks, warnings: list[str]) -> list[pmx.PmxBon
                 flags = (flags | F.FIXED_AXIS) & ~F.TAIL_IS_BONE
                 b.fixed_axis = (axis / length).astype("<f4")
                 b.tail_bone, b.tail_offset = None, pmx.f4(0, 0, 0)
-        if kind in (7,):
+        if kind == 7:  # hidden
             flags &= ~F.VISIBLE
         if kind == 2 or i in ik_bones:
             flags |= F.MOVABLE | F.IK
