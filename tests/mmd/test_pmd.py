@@ -220,3 +220,17 @@ def test_morph_faults_name_the_morph():
     with pytest.raises(FormatError) as e:
         pmd.read(bytes(data))
     assert (e.value.offset, e.value.field) == (first, "morph 0 offsets")
+
+
+def test_a_second_ik_on_one_bone_becomes_a_child_bone_as_babylon_mmd_reads_it(tmp_path):
+    path = tmp_path / "two_iks.pmd"
+    path.write_bytes(write_pmd(second_ik=True))
+    m = pmd.read(path.read_bytes())
+    extra = m.bones[-1]
+    assert (len(m.bones), extra.name, extra.parent) == (len(BONES) + 1, "左足ＩＫ+", 4)
+    assert not extra.flags & pmx.BoneFlag.VISIBLE and extra.flags & pmx.BoneFlag.IK
+    assert (extra.ik.target, extra.ik.loop, [lk.bone for lk in extra.ik.links]) == (2, 10, [1])
+    assert extra.ik.limit_angle == np.float32(1.0)
+    (r,) = tools.babylon_parse("pmd_counts.mjs", [path]).values()
+    assert r["boneNames"] == [b.name for b in m.bones] and r["boneParents"] == [b.parent for b in m.bones]
+    assert [(i["bone"], i["target"], i["iteration"]) for i in r["ik"]] == [("左足ＩＫ", 3, 40), ("左足ＩＫ+", 2, 10)]

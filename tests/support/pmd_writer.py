@@ -33,7 +33,8 @@ SKIN = ("あ", 3, [(2, (0.0, 0.5, 0.0)), (0, (0.1, 0.0, 0.0))])  # base entries 
 TOONS = ["toon01.bmp", "toon02.bmp", "mytoon.bmp"] + [f"toon{i:02d}.bmp" for i in range(4, 11)]
 
 
-def write_pmd(*, extensions: bool = True, physics: bool = True) -> bytes:
+def write_pmd(*, extensions: bool = True, physics: bool = True, second_ik: bool = False) -> bytes:
+    """`second_ik`: a second IK on 左足ＩＫ (target 左ひざ, link 左足), as some old models have."""
     out = [b"Pmd", struct.pack("<f", 1.0), _name("テスト", 20), _name("comment", 256)]
     out.append(struct.pack("<I", len(VERTICES)))
     for p, n, uv, b0, b1, w, e in VERTICES:
@@ -47,7 +48,9 @@ def write_pmd(*, extensions: bool = True, physics: bool = True) -> bytes:
     out.append(struct.pack("<H", len(BONES)))
     for name, parent, tail, kind, ik, pos in BONES:
         out.append(_name(name, 20) + struct.pack("<hhBh3f", parent, tail, kind, ik, *pos))
-    out.append(struct.pack("<H", 1) + struct.pack("<HHBHf2H", 4, 3, 2, 40, 0.5, 2, 1))
+    out.append(struct.pack("<H", 1 + second_ik) + struct.pack("<HHBHf2H", 4, 3, 2, 40, 0.5, 2, 1))
+    if second_ik:
+        out.append(struct.pack("<HHBHfH", 4, 2, 1, 10, 0.25, 1))
     out.append(struct.pack("<H", 2))
     out.append(_name("base", 20) + struct.pack("<IB", len(BASE), 0))
     out += [struct.pack("<I3f", i, *p) for i, p in BASE]
