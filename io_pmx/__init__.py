@@ -83,6 +83,14 @@ FORMATS = (
             "compare_view": "io_pmx.model.convert:scene_compare_view",
         }),
     FormatSpec(
+        name="pmd", label="MikuMikuDance model (PMD)", kind="model", extensions=(".pmd",),
+        sniff=lambda head: head[:3] == b"Pmd", head=3, import_options=IMPORT_OPTIONS,
+        operators="io_pmx.blender_side.ops", import_operator="import_scene.skinbridge_pmd",
+        capabilities={
+            "read": "io_pmx.model.pmd:read", "load": "io_pmx.model.pmd:load",
+            "blender_import": "io_pmx.blender_side.blender_io:blender_import",
+        }),
+    FormatSpec(
         name="vmd", label="MikuMikuDance motion (VMD)", kind="motion", extensions=(".vmd",),
         sniff=lambda head: head[:len(VMD_SIGNATURE)] == VMD_SIGNATURE, head=len(VMD_SIGNATURE),
         options=VMD_OPTIONS, import_options=VMD_IMPORT_OPTIONS,

@@ -22,6 +22,7 @@ from . import blender_mmd
 from . import blender_morphs
 from . import blender_sdef
 from ..model import convert
+from ..model import pmd
 from ..model import pmx
 from ..model.units import METRES_PER_UNIT
 from ..model.validate import raise_for_errors, validate
@@ -42,7 +43,8 @@ _ID_COLLECTIONS = ("objects", "meshes", "armatures", "materials", "images", "col
 def load(path: str) -> tuple[pmx.PmxModel, list[str]]:
     """Read and check a PMX file: FormatError for structural faults and for values that would index out of
     range or loop; the other findings come back as warnings naming the element."""
-    model = pmx.read(read_bytes(path))
+    data = read_bytes(path)
+    model = pmd.read(data) if data[:3] == pmd.MAGIC else pmx.read(data)  # a PMD imports as the PMX it converts to
     findings = validate(model, for_export=False)
     fatal = [f for f in findings if f.severity == "error" and _FATAL.search(f.message)]
     if fatal:

@@ -1,4 +1,4 @@
-"""File › Import / Export "MikuMikuDance model (.pmx)" and "motion (.vmd)"."""
+"""File › Import / Export "MikuMikuDance model (.pmx)" and "motion (.vmd)"; File › Import "PMD model (.pmd)"."""
 from __future__ import annotations
 
 import bpy
@@ -19,7 +19,7 @@ from . import blender_io
 from . import blender_motion_import
 from . import blender_motion_export
 
-_PMX, _VMD = (next(s for s in FORMATS if s.name == n) for n in ("pmx", "vmd"))
+_PMX, _PMD, _VMD = (next(s for s in FORMATS if s.name == n) for n in ("pmx", "pmd", "vmd"))
 
 
 @file_operator(_PMX.extensions, _PMX.import_options, several=True)
@@ -32,6 +32,18 @@ class IMPORT_SCENE_OT_skinbridge_pmx(ImportFiles, OptionsPopup, bpy.types.Operat
 
     def import_one(self, context, path: str) -> list[str]:
         return blender_io.import_pmx(context, path, **option_values(self, _PMX.import_options)).warnings
+
+
+@file_operator(_PMD.extensions, _PMD.import_options, several=True)
+class IMPORT_SCENE_OT_skinbridge_pmd(ImportFiles, OptionsPopup, bpy.types.Operator, ImportHelper):
+    """Import a MikuMikuDance PMD model as the PMX it converts to"""
+
+    bl_idname = "import_scene.skinbridge_pmd"
+    bl_label = "Import MikuMikuDance PMD Model"
+    bl_options = {"REGISTER", "UNDO", "PRESET"}
+
+    def import_one(self, context, path: str) -> list[str]:
+        return blender_io.import_pmx(context, path, **option_values(self, _PMD.import_options)).warnings
 
 
 @file_operator(_PMX.extensions, _PMX.options, collection=True)
@@ -84,11 +96,12 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
 
 
 _register, _unregister = registrar(
-    (IMPORT_SCENE_OT_skinbridge_pmx, EXPORT_SCENE_OT_skinbridge_pmx,
+    (IMPORT_SCENE_OT_skinbridge_pmx, IMPORT_SCENE_OT_skinbridge_pmd, EXPORT_SCENE_OT_skinbridge_pmx,
      IMPORT_ANIM_OT_skinbridge_vmd, EXPORT_ANIM_OT_skinbridge_vmd, POSE_OT_skinbridge_mmd_physics_chain,
      *PHYSICS_CLASSES, *blender_morphs.CLASSES, *blender_morph_edit.CLASSES, *blender_names.CLASSES,
      *blender_sdef.CLASSES),
     imports=[(IMPORT_SCENE_OT_skinbridge_pmx, "MikuMikuDance model (.pmx)"),
+             (IMPORT_SCENE_OT_skinbridge_pmd, "MikuMikuDance PMD model (.pmd)"),
              (IMPORT_ANIM_OT_skinbridge_vmd, "MikuMikuDance motion (.vmd)")],
     exports=[(EXPORT_SCENE_OT_skinbridge_pmx, "MikuMikuDance model (.pmx)"),
              (EXPORT_ANIM_OT_skinbridge_vmd, "MikuMikuDance motion (.vmd)")],
