@@ -22,11 +22,14 @@ bone becomes a hidden child bone named "<name>+".
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ...core.binary import Reader
 from ...core.errors import FormatError
-from . import pmx
+from ...core.fileio import read_bytes
+from . import convert, pmx
 
 MAGIC = b"Pmd"
 ENCODING = "cp932"
@@ -71,22 +74,7 @@ def read(data: bytes) -> pmx.PmxModel:
     m.name = _text(r, 20, "model name")
     m.comment = _text(r, 256, "comment")
 
-    m.at["vertices"] = r.pos
-    n = _counted(r, "u32", _VERTEX.itemsize, "vertex count")
-    raw = r.array(_VERTEX, n, "vertices")
-    v = np.zeros(n, pmx.vertex_dtype(0))
-    v["position"], v["normal"], v["uv"] = raw["position"], raw["normal"], raw["uv"]
-    v["deform"] = pmx.BDEF2
-    v["bones"] = -1
-    v["bones"][:, :2] = raw["bones"]
-    w = np.minimum(raw["weight"], 100).astype("<f4") / np.float32(100)
-    v["weights"][:, 0], v["weights"][:, 1] = w, 1 - w
-    v["edge_scale"] = np.where(raw["edge"] == 0, 1.0, 0.0)
-    m.vertices = v
-
-    m.at["indices"] = r.pos
-    n = _counted(r, "u32", 2, "index count")
-    m.indices = r.array("<u2", n, "indices").astype("<i4")
+    _read_geometry(r, m)
 
     m.at["materials"] = r.pos
     n = _counted(r, "u32", 70, "material count")
@@ -141,22 +129,7 @@ def read(data: bytes) -> pmx.PmxModel:
     n = _counted(r, "u32", 3, "bone display count")
     entries = r.array(np.dtype([("bone", "<u2"), ("frame", "u1")]), n, "bone display entries")
 
-    toon_names: list[str] | None = None
-    if not r.at_end():
-        if r.u8("English names flag"):
-            m.name_e = _text(r, 20, "English model name")
-            m.comment_e = _text(r, 256, "English comment")
-            english_bones = [_text(r, 20, f"bone {i} English name") for i in range(len(raw_bones))]
-            for (i, morph) in enumerate(m.morphs):
-                morph.name_e = _text(r, 20, f"morph {i + 1} English name")
-            english_frames = [_text(r, 50, f"bone display list {i} English name") for i in range(len(frame_names))]
-        else:
-            english_bones, english_frames = [""] * len(raw_bones), [""] * len(frame_names)
-        if not r.at_end():
-            m.at["toons"] = r.pos
-            toon_names = [_text(r, 100, f"toon {i} name") for i in range(10)]
-    else:
-        english_bones, english_frames = [""] * len(raw_bones), [""] * len(frame_names)
+    english_bones, english_frames, toon_names = _read_extensions(r, m, len(raw_bones), len(frame_names))
 
     m.textures, m.materials = _materials(raw_materials, toon_names)
     m.bones = _bones(raw_bones, english_bones, iks, m.warnings)
@@ -168,36 +141,83 @@ def read(data: bytes) -> pmx.PmxModel:
             (0, int(b)) for b, fr in zip(entries["bone"], entries["frame"]) if fr == i + 1 and b < len(m.bones)]))
 
     if not r.at_end():
-        m.at["rigid_bodies"] = r.pos
-        n = _counted(r, "u32", 83, "rigid body count")
-        for i in range(n):
-            f = f"rigid body {i}"
-            b = pmx.PmxRigidBody(name=_text(r, 20, f + " name"), bone=r.i16(f + " bone"), group=r.u8(f + " group"),
-                                 no_collision_mask=r.u16(f + " mask"), shape=r.u8(f + " shape"),
-                                 size=_f3(r, f + " size"), position=_f3(r, f + " position"),
-                                 rotation=_f3(r, f + " rotation"), mass=r.f32(f + " mass"),
-                                 linear_damping=r.f32(f + " linear damping"),
-                                 angular_damping=r.f32(f + " angular damping"),
-                                 restitution=r.f32(f + " restitution"), friction=r.f32(f + " friction"),
-                                 mode=r.u8(f + " mode"))
-            if b.bone >= len(raw_bones):
-                raise FormatError(f"bone {b.bone} of {len(raw_bones)}", r.pos, f + " bone")
-            if raw_bones:  # PMD stores the position relative to its bone (bone 0 for none)
-                b.position = (b.position + raw_bones[max(b.bone, 0)][5]).astype("<f4")
-            m.rigid_bodies.append(b)
-        m.at["joints"] = r.pos
-        n = _counted(r, "u32", 124, "joint count")
-        for i in range(n):
-            f = f"joint {i}"
-            j = pmx.PmxJoint(name=_text(r, 20, f + " name"), rigid_a=r.i32(f + " body A"),
-                             rigid_b=r.i32(f + " body B"))
-            for key in ("position", "rotation", "translation_lower", "translation_upper", "rotation_lower",
-                        "rotation_upper", "spring_translation", "spring_rotation"):
-                setattr(j, key, _f3(r, f"{f} {key.replace('_', ' ')}"))
-            m.joints.append(j)
+        _read_physics(r, m, [b[5] for b in raw_bones])
     if not r.at_end():
         m.warnings.append(f"{r.remaining()} bytes after the joints at offset {r.pos} are ignored")
     return m
+
+
+def _read_geometry(r: Reader, m: pmx.PmxModel) -> None:
+    """Vertices (two-bone weights, the edge flag as PMX's edge scale) and the triangle list."""
+    m.at["vertices"] = r.pos
+    n = _counted(r, "u32", _VERTEX.itemsize, "vertex count")
+    raw = r.array(_VERTEX, n, "vertices")
+    v = np.zeros(n, pmx.vertex_dtype(0))
+    v["position"], v["normal"], v["uv"] = raw["position"], raw["normal"], raw["uv"]
+    v["deform"] = pmx.BDEF2
+    v["bones"] = -1
+    v["bones"][:, :2] = raw["bones"]
+    w = np.minimum(raw["weight"], 100).astype("<f4") / np.float32(100)
+    v["weights"][:, 0], v["weights"][:, 1] = w, 1 - w
+    v["edge_scale"] = np.where(raw["edge"] == 0, 1.0, 0.0)
+    m.vertices = v
+
+    m.at["indices"] = r.pos
+    n = _counted(r, "u32", 2, "index count")
+    m.indices = r.array("<u2", n, "indices").astype("<i4")
+
+
+def _read_extensions(r: Reader, m: pmx.PmxModel, bone_count: int, frame_count: int):
+    """The optional English names and toon list: (English bone names, English display list names, toon names
+    or None when the file has no toon list)."""
+    toon_names: list[str] | None = None
+    if not r.at_end():
+        if r.u8("English names flag"):
+            m.name_e = _text(r, 20, "English model name")
+            m.comment_e = _text(r, 256, "English comment")
+            english_bones = [_text(r, 20, f"bone {i} English name") for i in range(bone_count)]
+            for (i, morph) in enumerate(m.morphs):
+                morph.name_e = _text(r, 20, f"morph {i + 1} English name")
+            english_frames = [_text(r, 50, f"bone display list {i} English name") for i in range(frame_count)]
+        else:
+            english_bones, english_frames = [""] * bone_count, [""] * frame_count
+        if not r.at_end():
+            m.at["toons"] = r.pos
+            toon_names = [_text(r, 100, f"toon {i} name") for i in range(10)]
+    else:
+        english_bones, english_frames = [""] * bone_count, [""] * frame_count
+    return english_bones, english_frames, toon_names
+
+
+def _read_physics(r: Reader, m: pmx.PmxModel, bone_positions: list) -> None:
+    """Rigid bodies (their positions made absolute: PMD stores them relative to their bone) and joints."""
+    m.at["rigid_bodies"] = r.pos
+    n = _counted(r, "u32", 83, "rigid body count")
+    for i in range(n):
+        f = f"rigid body {i}"
+        b = pmx.PmxRigidBody(name=_text(r, 20, f + " name"), bone=r.i16(f + " bone"), group=r.u8(f + " group"),
+                             no_collision_mask=r.u16(f + " mask"), shape=r.u8(f + " shape"),
+                             size=_f3(r, f + " size"), position=_f3(r, f + " position"),
+                             rotation=_f3(r, f + " rotation"), mass=r.f32(f + " mass"),
+                             linear_damping=r.f32(f + " linear damping"),
+                             angular_damping=r.f32(f + " angular damping"),
+                             restitution=r.f32(f + " restitution"), friction=r.f32(f + " friction"),
+                             mode=r.u8(f + " mode"))
+        if b.bone >= len(bone_positions):
+            raise FormatError(f"bone {b.bone} of {len(bone_positions)}", r.pos, f + " bone")
+        if bone_positions:  # PMD stores the position relative to its bone (bone 0 for none)
+            b.position = (b.position + bone_positions[max(b.bone, 0)]).astype("<f4")
+        m.rigid_bodies.append(b)
+    m.at["joints"] = r.pos
+    n = _counted(r, "u32", 124, "joint count")
+    for i in range(n):
+        f = f"joint {i}"
+        j = pmx.PmxJoint(name=_text(r, 20, f + " name"), rigid_a=r.i32(f + " body A"),
+                         rigid_b=r.i32(f + " body B"))
+        for key in ("position", "rotation", "translation_lower", "translation_upper", "rotation_lower",
+                    "rotation_upper", "spring_translation", "spring_rotation"):
+            setattr(j, key, _f3(r, f"{f} {key.replace('_', ' ')}"))
+        m.joints.append(j)
 
 
 def _morphs(raw, vertex_count: int, warnings: list[str], base_at: int) -> list[pmx.PmxMorph]:
@@ -313,10 +333,6 @@ def _bones(raw, english: list[str], iks, warnings: list[str]) -> list[pmx.PmxBon
 
 def load(path: str, data: bytes | None = None, with_animations: bool = True, motions=()):
     """A `.pmd` file as a core Scene (the registry's `load`: `convert x.pmd --to pmx` writes it as PMX 2.0)."""
-    import os
-
-    from ...core.fileio import read_bytes
-    from . import convert
     model = read(read_bytes(path) if data is None else data)
     scene, warnings = convert.to_scene(model, os.path.splitext(os.path.basename(os.fspath(path)))[0])
     scene.extras["compare"] = convert.compare_view(model)
