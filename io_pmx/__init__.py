@@ -9,9 +9,10 @@ from .model.units import METRES_PER_UNIT, UNITS_PER_METRE
 
 # The parts of this package, bottom first: a part imports only the parts before it; modules directly in the
 # package (scene_files) use the bpy-free parts; `blender_side` (the only part that imports bpy) may use everything.
-PARTS = ("model", "motion", "rig", "blender_side")
+PARTS = ("model", "motion", "pose", "rig", "blender_side")
 
 VMD_SIGNATURE = b"Vocaloid Motion Data"
+VPD_SIGNATURE = b"Vocaloid Pose Data file"
 
 OPTIONS = (
     Option("mmd_rig", bool, False, label="MMD Rig",
@@ -94,4 +95,8 @@ FORMATS = (
             "load": "io_pmx.motion.convert:load_vmd",
             "motion_loader": "io_pmx.blender_side.blender_motion_import:load_motion",
         }),
+    FormatSpec(
+        name="vpd", label="MikuMikuDance pose (VPD)", kind="motion", extensions=(".vpd",),
+        sniff=lambda head: head[:len(VPD_SIGNATURE)] == VPD_SIGNATURE, head=len(VPD_SIGNATURE),
+        capabilities={"read": "io_pmx.pose.vpd:read", "write": "io_pmx.pose.vpd:write"}),
 )
