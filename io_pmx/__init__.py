@@ -98,5 +98,6 @@ FORMATS = (
     FormatSpec(
         name="vpd", label="MikuMikuDance pose (VPD)", kind="motion", extensions=(".vpd",),
         sniff=lambda head: head[:len(VPD_SIGNATURE)] == VPD_SIGNATURE, head=len(VPD_SIGNATURE),
+        import_operator="import_anim.skinbridge_vpd", export_operator="export_anim.skinbridge_vpd",
         capabilities={"read": "io_pmx.pose.vpd:read", "write": "io_pmx.pose.vpd:write"}),
 )
