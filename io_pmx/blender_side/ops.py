@@ -86,7 +86,7 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
 
 # -- VPD poses (blender_vpd.py) ----------------------------------------------------------------------------
 
-@file_operator(_VPD.extensions)
+@file_operator(_VPD.extensions, several=True)
 class IMPORT_ANIM_OT_skinbridge_vpd(bpy.types.Operator, ImportHelper):
     """Import a MikuMikuDance pose (.vpd) onto the active armature imported from PMX, as a one-frame action"""
 

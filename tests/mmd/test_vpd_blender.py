@@ -124,3 +124,16 @@ def test_pose_matches_babylon_mmd_and_exports_back(luka, testdata, tmp_path):
         np.testing.assert_allclose(read["bones"][b.name][1], b.rotation, atol=1e-6)
         np.testing.assert_allclose(read["bones"][b.name][0], b.translation, atol=1e-6)
     assert read["morphs"] == {MORPH[0]: MORPH[1]}
+
+
+def test_file_menu_operators(luka, tmp_path):
+    """File › Import / Export › MikuMikuDance pose (.vpd), as a user runs them."""
+    pose_path = tmp_path / "pose.vpd"
+    hand_written(pose_path)
+    bpy.context.view_layer.objects.active = luka
+    assert bpy.ops.import_anim.skinbridge_vpd(filepath=str(pose_path)) == {"FINISHED"}
+    assert luka.animation_data.action.name == "pose"
+    out_path = tmp_path / "out.vpd"
+    assert bpy.ops.export_anim.skinbridge_vpd(filepath=str(out_path)) == {"FINISHED"}
+    back = {b.name: b for b in vpd.read(out_path.read_bytes()).bones}
+    np.testing.assert_allclose(back["センター"].translation, POSE[0][1], atol=2e-6)
