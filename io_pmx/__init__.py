@@ -1,5 +1,5 @@
-"""MikuMikuDance PMX 2.0/2.1 models and VMD motions: codecs (`pmx`, `vmd`), validator, summaries, mappings and,
-inside Blender only, import/export (`blender_*`) with File menu entries (`ops`).
+"""MikuMikuDance PMX 2.0/2.1 models, VMD motions and VPD poses: codecs (`pmx`, `vmd`, `vpd`), validator, summaries,
+mappings and, inside Blender only, import/export (`blender_*`) with File menu entries (`ops`).
 
 No bpy here: `import skinbridge.io_pmx.model.pmx` works in a Python without Blender; the add-on's registration
 (app/operators.py) imports the operators (`FORMATS`' `operators`).
@@ -99,5 +99,6 @@ FORMATS = (
         name="vpd", label="MikuMikuDance pose (VPD)", kind="motion", extensions=(".vpd",),
         sniff=lambda head: head[:len(VPD_SIGNATURE)] == VPD_SIGNATURE, head=len(VPD_SIGNATURE),
         import_operator="import_anim.skinbridge_vpd", export_operator="export_anim.skinbridge_vpd",
-        capabilities={"read": "io_pmx.pose.vpd:read", "write": "io_pmx.pose.vpd:write"}),
+        capabilities={"read": "io_pmx.pose.vpd:read", "write": "io_pmx.pose.vpd:write",
+                      "info": "io_pmx.pose.info:info"}),
 )

@@ -98,3 +98,9 @@ def test_size_and_count_budgets():
     block = b"Morph0{a\r\n0;\r\n}\r\n"
     with pytest.raises(FormatError, match="over 65536 bones and morphs"):
         vpd.read(b"Vocaloid Pose Data file\r\n\r\nm.osm;\r\n0;\r\n" + block * (vpd.MAX_ITEMS + 1))
+
+
+def test_info_counts_the_pose():
+    got = formats.identify(hand_written()[:64], "pose.vpd").get("info")(hand_written(), "pose.vpd")
+    assert got == {"format": "VPD", "model": "初音ミク.osm", "bones": 3, "moved_bones": 1, "turned_bones": 2,
+                   "morphs": 2, "warnings": []}
