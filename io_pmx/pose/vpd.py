@@ -22,6 +22,7 @@ MMD's layout (CRLF line endings, MMD's comments).
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -219,6 +220,12 @@ def _same_layout(pose: VpdPose) -> bool:
 
 
 def write(pose: VpdPose) -> bytes:
+    for b in pose.bones:
+        if not all(math.isfinite(v) for v in (*b.translation, *b.rotation)):
+            raise ExportError(f"bone {b.name}: a translation or rotation that is not a finite number")
+    for m in pose.morphs:
+        if not math.isfinite(m.weight):
+            raise ExportError(f"morph {m.name}: a weight that is not a finite number")
     if _same_layout(pose):
         return _write_over(pose)
     if len(pose.bones) + len(pose.morphs) > MAX_ITEMS:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from skinbridge import formats
-from skinbridge.core.errors import FormatError
+from skinbridge.core.errors import ExportError, FormatError
 from skinbridge.io_pmx.pose import vpd
 
 BONES = [("センター", (0.0, 1.25, -0.5), (0.0, 0.0, 0.0, 1.0)),
@@ -104,3 +104,10 @@ def test_info_counts_the_pose():
     got = formats.identify(hand_written()[:64], "pose.vpd").get("info")(hand_written(), "pose.vpd")
     assert got == {"format": "VPD", "model": "初音ミク.osm", "bones": 3, "moved_bones": 1, "turned_bones": 2,
                    "morphs": 2, "warnings": []}
+
+
+def test_a_value_that_is_not_finite_is_refused_on_write():
+    pose = vpd.read(hand_written())
+    pose.bones[0].rotation = (0.0, float("nan"), 0.0, 1.0)
+    with pytest.raises(ExportError, match="bone センター: a translation or rotation that is not a finite number"):
+        vpd.write(pose)
