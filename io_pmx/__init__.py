@@ -1,5 +1,5 @@
-"""MikuMikuDance PMX 2.0/2.1 models and VMD motions: codecs (`pmx`, `vmd`), validator, summaries, mappings and,
-inside Blender only, import/export (`blender_*`) with File menu entries (`ops`).
+"""MikuMikuDance PMX 2.0/2.1 models, VMD motions and VPD poses: codecs (`pmx`, `vmd`, `vpd`), validator, summaries,
+mappings and, inside Blender only, import/export (`blender_*`) with File menu entries (`ops`).
 
 No bpy here: `import skinbridge.io_pmx.model.pmx` works in a Python without Blender; the add-on's registration
 (app/operators.py) imports the operators (`FORMATS`' `operators`).
@@ -9,9 +9,10 @@ from .model.units import METRES_PER_UNIT, UNITS_PER_METRE
 
 # The parts of this package, bottom first: a part imports only the parts before it; modules directly in the
 # package (scene_files) use the bpy-free parts; `blender_side` (the only part that imports bpy) may use everything.
-PARTS = ("model", "motion", "rig", "blender_side")
+PARTS = ("model", "motion", "pose", "rig", "blender_side")
 
 VMD_SIGNATURE = b"Vocaloid Motion Data"
+VPD_SIGNATURE = b"Vocaloid Pose Data file"
 
 OPTIONS = (
     Option("mmd_rig", bool, False, label="MMD Rig",
@@ -102,4 +103,10 @@ FORMATS = (
             "load": "io_pmx.motion.convert:load_vmd",
             "motion_loader": "io_pmx.blender_side.blender_motion_import:load_motion",
         }),
+    FormatSpec(
+        name="vpd", label="MikuMikuDance pose (VPD)", kind="motion", extensions=(".vpd",),
+        sniff=lambda head: head[:len(VPD_SIGNATURE)] == VPD_SIGNATURE, head=len(VPD_SIGNATURE),
+        import_operator="import_anim.skinbridge_vpd", export_operator="export_anim.skinbridge_vpd",
+        capabilities={"read": "io_pmx.pose.vpd:read", "write": "io_pmx.pose.vpd:write",
+                      "info": "io_pmx.pose.info:info"}),
 )

@@ -1,4 +1,5 @@
-"""File › Import / Export "MikuMikuDance model (.pmx)" and "motion (.vmd)"; File › Import "PMD model (.pmd)"."""
+"""File › Import / Export "MikuMikuDance model (.pmx)", "motion (.vmd)" and "pose (.vpd)"; File › Import "PMD model
+(.pmd)"."""
 from __future__ import annotations
 
 import bpy
@@ -18,8 +19,9 @@ from . import blender_sdef
 from . import blender_io
 from . import blender_motion_import
 from . import blender_motion_export
+from . import blender_vpd
 
-_PMX, _PMD, _VMD = (next(s for s in FORMATS if s.name == n) for n in ("pmx", "pmd", "vmd"))
+_PMX, _PMD, _VMD, _VPD = (next(s for s in FORMATS if s.name == n) for n in ("pmx", "pmd", "vmd", "vpd"))
 
 
 @file_operator(_PMX.extensions, _PMX.import_options, several=True)
@@ -95,16 +97,53 @@ class EXPORT_ANIM_OT_skinbridge_vmd(bpy.types.Operator, ExportHelper):
             "motion", "has no action to export: assign one")
 
 
+# -- VPD poses (blender_vpd.py) ----------------------------------------------------------------------------
+
+@file_operator(_VPD.extensions, several=True)
+class IMPORT_ANIM_OT_skinbridge_vpd(bpy.types.Operator, ImportHelper):
+    """Import a MikuMikuDance pose (.vpd) onto the active armature imported from PMX, as a one-frame action"""
+
+    bl_idname = "import_anim.skinbridge_vpd"
+    bl_label = "Import MikuMikuDance Pose"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return bool(armatures(context))
+
+    def execute(self, context):
+        def one(path, arm):
+            act, warnings = blender_vpd.import_vpd(context, path, arm)
+            return [act], warnings
+        return import_motions(self, context, one)
+
+
+@file_operator(_VPD.extensions)
+class EXPORT_ANIM_OT_skinbridge_vpd(bpy.types.Operator, ExportHelper):
+    """Export the active armature's pose as shown as a MikuMikuDance pose (.vpd)"""
+
+    bl_idname = "export_anim.skinbridge_vpd"
+    bl_label = "Export MikuMikuDance Pose"
+
+    def execute(self, context):
+        return export_motions(self, context, lambda arm, act: (
+            f"Exported {arm.name} to {bpy.path.basename(self.filepath)}",
+            blender_vpd.export_vpd(context, self.filepath, arm)), "motion", None)
+
+
 _register, _unregister = registrar(
     (IMPORT_SCENE_OT_skinbridge_pmx, IMPORT_SCENE_OT_skinbridge_pmd, EXPORT_SCENE_OT_skinbridge_pmx,
-     IMPORT_ANIM_OT_skinbridge_vmd, EXPORT_ANIM_OT_skinbridge_vmd, POSE_OT_skinbridge_mmd_physics_chain,
+     IMPORT_ANIM_OT_skinbridge_vmd, EXPORT_ANIM_OT_skinbridge_vmd, IMPORT_ANIM_OT_skinbridge_vpd,
+     EXPORT_ANIM_OT_skinbridge_vpd, POSE_OT_skinbridge_mmd_physics_chain,
      *PHYSICS_CLASSES, *blender_morphs.CLASSES, *blender_morph_edit.CLASSES, *blender_names.CLASSES,
      *blender_sdef.CLASSES),
     imports=[(IMPORT_SCENE_OT_skinbridge_pmx, "MikuMikuDance model (.pmx)"),
              (IMPORT_SCENE_OT_skinbridge_pmd, "MikuMikuDance PMD model (.pmd)"),
-             (IMPORT_ANIM_OT_skinbridge_vmd, "MikuMikuDance motion (.vmd)")],
+             (IMPORT_ANIM_OT_skinbridge_vmd, "MikuMikuDance motion (.vmd)"),
+             (IMPORT_ANIM_OT_skinbridge_vpd, "MikuMikuDance pose (.vpd)")],
     exports=[(EXPORT_SCENE_OT_skinbridge_pmx, "MikuMikuDance model (.pmx)"),
-             (EXPORT_ANIM_OT_skinbridge_vmd, "MikuMikuDance motion (.vmd)")],
+             (EXPORT_ANIM_OT_skinbridge_vmd, "MikuMikuDance motion (.vmd)"),
+             (EXPORT_ANIM_OT_skinbridge_vpd, "MikuMikuDance pose (.vpd)")],
 )
 
 

@@ -1,0 +1,1 @@
+"""MikuMikuDance poses: the VPD codec (`vpd`)."""
