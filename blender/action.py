@@ -184,9 +184,8 @@ def _slerp_keys_held(times: np.ndarray, q: np.ndarray, held: np.ndarray, toleran
     if not held.any():
         return t, v, gen, np.zeros(len(t), bool)
     k = np.flatnonzero(held)
-    inside = np.zeros(len(t), bool)
-    for a, b in zip(times[k], times[k + 1]):
-        inside |= gen & (t > a) & (t < b)
+    seg = np.clip(np.searchsorted(times, t, side="right") - 1, 0, len(times) - 1)  # the key each one follows
+    inside = gen & held[seg] & (t > times[seg])  # a GENERATED key inside a held segment (keys never reach its end)
     t, v, gen = t[~inside], v[~inside], gen[~inside]
     return t, v, gen, np.isin(t, times[k]) & ~gen
 
